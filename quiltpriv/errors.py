@@ -1,0 +1,23 @@
+"""Exceptions raised by quiltpriv.
+
+Every error a user can cause by bad input is a :class:`QuiltPrivError` with a message that names
+the problem, so that callers (and the command line) can report it in one line.
+"""
+
+from __future__ import annotations
+
+
+class QuiltPrivError(ValueError):
+    """Base class of every error caused by bad input to quiltpriv."""
+
+
+class ModelError(QuiltPrivError):
+    """A hyperparameter network (or a member of Theta) is malformed."""
+
+
+class QueryError(QuiltPrivError):
+    """A query is malformed or does not fit the model or the data."""
+
+
+class ParameterError(QuiltPrivError):
+    """A privacy or mechanism parameter (eps, delta, records, ...) is out of range."""
