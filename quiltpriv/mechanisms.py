@@ -1,0 +1,480 @@
+"""The Attribute-Private Markov Quilt Mechanism (APMQM, Algorithm 3) : plan and release.
+
+For every sensitive attribute ``i`` Algorithm 3 takes the quilt of least Laplace scale
+
+    b_i = min( Delta_A F / eps,  min over quilts with e(Q|i) < eps of
+                                  Delta_{A and N(Q)} F / (eps - e_Theta(Q | i)) )
+
+(a quilt with ``Delta_{A and N} F = 0`` and ``e <= eps`` gives ``b_i = 0``) and releases
+``F(X) + Lap(max_i b_i)``; Theorem 4 makes the release (eps, 0)-distributional attribute
+private (the proof's first ratio is ``exp(eps - e)``, not ``exp(eps - exp(e))`` as printed).
+
+Exact optimum over all quilts, cheaply. The scale of a quilt depends on ``Q`` only through
+``e(Q|i)`` and through ``A & N(Q)``. For each set ``T`` of query attributes to keep out of
+``N``, :func:`quiltpriv.quilts.least_influence_quilt` returns a quilt ``Q*(T)`` whose influence
+is at most that of *every* quilt keeping ``T`` out of ``N`` (monotonicity and the
+data-processing inequality). The optimal quilt ``Q_opt`` keeps ``T = A - N(Q_opt)`` out of
+``N``, so ``Q*(T)`` is at least as good. Hence ``min over T of scale(Q*(T))`` is the exact
+optimum over all ``2**(m-1)`` quilts, with one influence computation per subset of ``A``
+(fewer after pruning: influence is monotone in ``T``). Tests check this against brute force.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_epsilon
+from .errors import ParameterError, QueryError
+from .influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
+from .network import Theta, as_theta
+from .quilts import Quilt, least_influence_quilt, markov_quilt, trivial_quilt
+from .sensitivity import Query
+
+
+@dataclass(frozen=True)
+class SensitivePlan:
+    """The chosen quilt for one sensitive attribute and why it was chosen.
+
+    Attributes
+    ----------
+    node : str
+        The sensitive attribute ``i``.
+    quilt, nearby, remote : tuple of str
+        The chosen quilt's ``Q``, ``N`` and ``R`` (network order).
+    influence : float
+        ``e_Theta(Q | i)`` (exact, rounded upwards by at most 1e-10 relative).
+    sensitivity : float
+        ``Delta_{A and N} F``.
+    scale : float
+        ``b_i``, the Laplace scale this attribute needs.
+    quilts_considered : int
+        Distinct candidate quilts whose scale was evaluated (trivial quilt included).
+    optimal : bool
+        True when ``scale`` is proven to be the least over all quilts of ``i``.
+    explanation : str
+        One paragraph, for humans.
+    influence_member : str or None
+        The member of Theta attaining the influence.
+    influence_pair : tuple or None
+        The values ``(a, b)`` of ``phi_i`` attaining it.
+    """
+
+    node: str
+    quilt: tuple[str, ...]
+    nearby: tuple[str, ...]
+    remote: tuple[str, ...]
+    influence: float
+    sensitivity: float
+    scale: float
+    quilts_considered: int
+    optimal: bool
+    explanation: str
+    influence_member: str | None = None
+    influence_pair: tuple[Any, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["quilt"], d["nearby"], d["remote"] = list(self.quilt), list(self.nearby), list(
+            self.remote)
+        d["influence_pair"] = None if self.influence_pair is None else [
+            _jsonable(x) for x in self.influence_pair]
+        return d
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A deterministic, immutable APMQM plan: the noise a release needs and why.
+
+    ``to_json()`` gives the command line's JSON contract::
+
+        {"epsilon": E, "scale": b, "optimal": true,
+         "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
+                              "influence": e, "sensitivity": d, "quilts_considered": k}, ...}}
+
+    plus the query, the model fingerprint, |Theta| and notes.
+    """
+
+    epsilon: float
+    scale: float
+    optimal: bool
+    sensitive: tuple[SensitivePlan, ...]
+    query: Mapping[str, Any]
+    model: str
+    theta_size: int
+    notes: tuple[str, ...] = ()
+    mechanism: str = field(default="APMQM", init=False)
+
+    def __getitem__(self, node: str) -> SensitivePlan:
+        for sp in self.sensitive:
+            if sp.node == node:
+                return sp
+        raise KeyError(node)
+
+    @property
+    def binding(self) -> SensitivePlan:
+        """The sensitive attribute that sets the overall scale (first in order on ties)."""
+        return max(self.sensitive, key=lambda sp: sp.scale)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "scale": self.scale,
+            "optimal": self.optimal,
+            "sensitive": {sp.node: sp.to_dict() for sp in self.sensitive},
+            "query": dict(self.query),
+            "model": self.model,
+            "theta_size": self.theta_size,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
+        """Rebuild a plan from :meth:`to_dict` output (inverse of it)."""
+        sens = []
+        for node, s in d["sensitive"].items():
+            pair = s.get("influence_pair")
+            sens.append(SensitivePlan(
+                node=node, quilt=tuple(s["quilt"]), nearby=tuple(s["nearby"]),
+                remote=tuple(s["remote"]), influence=float(s["influence"]),
+                sensitivity=float(s["sensitivity"]), scale=float(s["scale"]),
+                quilts_considered=int(s["quilts_considered"]), optimal=bool(s["optimal"]),
+                explanation=s["explanation"], influence_member=s.get("influence_member"),
+                influence_pair=None if pair is None else tuple(pair),
+            ))
+        return cls(float(d["epsilon"]), float(d["scale"]), bool(d["optimal"]), tuple(sens),
+                   dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())))
+
+    def explain(self) -> str:
+        """A readable table and one paragraph per sensitive attribute."""
+        lines = [
+            f"APMQM plan: epsilon = {self.epsilon:g}, Laplace scale b = {_fmt(self.scale)}"
+            f" ({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
+            f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
+            "",
+        ]
+        header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
+                  "scale", "quilts")
+        rows = [(sp.node, _set(sp.quilt), _set(sp.nearby), _set(sp.remote),
+                 _fmt(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
+                 str(sp.quilts_considered)) for sp in self.sensitive]
+        lines += _table(header, rows)
+        lines.append("")
+        for sp in self.sensitive:
+            lines.append(f"{sp.node}: {sp.explanation}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, str | int | float | bool) or x is None:
+        return x
+    return str(x)
+
+
+def _fmt(x: float) -> str:
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def _set(xs: Iterable[str]) -> str:
+    xs = list(xs)
+    return "{" + ", ".join(xs) + "}" if xs else "{}"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def _describe_query(q: Mapping[str, Any]) -> str:
+    kind = q.get("kind", "query")
+    if "attributes" in q:
+        attrs = ", ".join(q["attributes"])
+    elif "attribute" in q:
+        attrs = q["attribute"]
+    else:
+        attrs = ", ".join(q.get("weights", {}))
+    extra = f", n = {q['records']}" if "records" in q else ""
+    return f"{kind} over {attrs}{extra}"
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def _scale(delta: float, e: float, eps: float) -> float:
+    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps."""
+    if delta == 0.0:
+        return 0.0 if e <= eps else math.inf
+    if e < eps:
+        return delta / (eps - e)
+    return math.inf
+
+
+def _key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
+    # Least scale; then least influence (widest margin); then fewest quilt nodes; then order.
+    return (scale, e, len(q), tuple(theta.index[v] for v in q))
+
+
+def plan_node(
+    theta: Theta,
+    query: Query,
+    node: str,
+    epsilon: float,
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    deadline: float | None = None,
+) -> SensitivePlan:
+    """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
+
+    See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
+    too expensive to compute (``max_table``) or the deadline passes; either way the returned
+    quilt is valid, and ``optimal`` says whether it is proven least.
+    """
+    eps = epsilon
+    attrs = query.attributes
+    trivial = trivial_quilt(theta, node)
+    delta_all = query.sensitivity(attrs)
+    best_quilt: Quilt = trivial
+    best_e, best_member, best_pair = 0.0, None, None
+    best_delta = delta_all
+    best_scale = _scale(delta_all, 0.0, eps)
+    best_key = _key(best_scale, 0.0, (), theta) + (1,)  # trivial loses ties to Q = {}
+    considered = 1
+    optimal = True
+    reasons: list[str] = []
+    others = [a for a in theta.sort(attrs) if a != node]
+    seen: set[tuple[str, ...]] = set()
+    infeasible: list[frozenset[str]] = []  # targets whose Q* has influence above eps
+    for k in range(len(others) + 1):
+        for target in combinations(others, k):
+            if deadline is not None and time.monotonic() > deadline:
+                optimal = False
+                reasons.append("the time limit was reached before every candidate was evaluated")
+                break
+            t = frozenset(target)
+            # e(Q*(T)) is monotone in T: a superset of an infeasible target is infeasible.
+            if any(bad <= t for bad in infeasible):
+                continue
+            q = least_influence_quilt(theta, node, t)
+            if q in seen:
+                continue
+            seen.add(q)
+            quilt = markov_quilt(theta, node, q)
+            delta = query.sensitivity(set(attrs) & set(quilt.nearby))
+            if delta / eps > best_scale:  # lower bound already worse: skip its influence
+                continue
+            try:
+                infl = max_influence(theta, node, q, max_table=max_table)
+            except InfluenceTooExpensive as exc:
+                optimal = False
+                reasons.append(f"quilt {_set(q)} skipped: {exc}")
+                continue
+            considered += 1
+            e = infl.value
+            s = _scale(delta, e, eps)
+            if e > eps:
+                infeasible.append(t)
+            key = _key(s, e, q, theta) + (0,)
+            if key < best_key:
+                best_key, best_quilt, best_scale, best_e, best_delta = key, quilt, s, e, delta
+                best_member = theta.names[infl.member] if infl.member is not None else None
+                best_pair = infl.pair
+        else:
+            continue
+        break
+    explanation = _explain(theta, query, best_quilt, best_e, best_delta, best_scale, eps,
+                           best_member, best_pair, optimal, reasons)
+    return SensitivePlan(
+        node=node, quilt=best_quilt.quilt, nearby=best_quilt.nearby, remote=best_quilt.remote,
+        influence=best_e, sensitivity=best_delta, scale=best_scale,
+        quilts_considered=considered, optimal=optimal, explanation=explanation,
+        influence_member=best_member,
+        influence_pair=None if best_pair is None else tuple(_jsonable(x) for x in best_pair),
+    )
+
+
+def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
+             eps: float, member: str | None, pair: Any, optimal: bool,
+             reasons: list[str]) -> str:
+    a_n = theta.sort(set(query.attributes) & set(quilt.nearby))
+    if quilt.is_trivial:
+        text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
+                f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
+    else:
+        sep = (f"Q = {_set(quilt.quilt)} d-separates {quilt.node!r} from R = "
+               f"{_set(quilt.remote)}" if quilt.quilt else
+               f"{quilt.node!r} is d-separated from R = {_set(quilt.remote)} with nothing "
+               f"observed (Q = {{}})")
+        where = ""
+        if member is not None and pair is not None:
+            where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
+        infl = f"max-influence e(Q|{quilt.node}) = {_fmt(e)}{where}"
+        if delta == 0:
+            cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
+                    f"noise is needed for {quilt.node!r}")
+        else:
+            cost = (f"the query reads nearby {_set(a_n)}, Delta_{{A&N}} F = {_fmt(delta)}, "
+                    f"scale = {_fmt(delta)} / ({eps:g} - {_fmt(e)}) = {_fmt(scale)}")
+        text = f"{sep}; {infl}; {cost}."
+    if optimal:
+        text += " Least scale over all quilts (exact search)."
+    else:
+        text += " Optimality not proven: " + "; ".join(dict.fromkeys(reasons)) + "."
+    return text
+
+
+def plan(
+    model: Any,
+    query: Query,
+    sensitive: str | Iterable[str],
+    epsilon: float,
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    time_limit: float | None = None,
+) -> Plan:
+    """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
+
+    Parameters
+    ----------
+    model : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
+        The hyperparameter network(s); several networks form Theta.
+    query : Query
+        The query ``F`` and its column sensitivities (:mod:`quiltpriv.sensitivity`).
+    sensitive : str or iterable of str
+        The sensitive attributes ``C``.
+    epsilon : float
+        The privacy parameter, finite and > 0.
+    max_table : int, optional
+        Largest joint table an exact influence may build; a candidate beyond it is skipped
+        (the plan stays private and says optimality is not proven).
+    time_limit : float, optional
+        Seconds; when passed, the search stops with the best valid quilt found so far.
+
+    Returns
+    -------
+    Plan
+        Deterministic for given inputs (``time_limit`` aside).
+
+    Raises
+    ------
+    ParameterError, ModelError, QueryError
+        eps not finite and > 0; an attribute not in the network; an empty sensitive set.
+    """
+    theta = as_theta(model)
+    eps = check_epsilon(epsilon)
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    sens = tuple(dict.fromkeys(sensitive))
+    if not sens:
+        raise ParameterError("give at least one sensitive attribute")
+    theta.check_nodes(sens, "sensitive attribute")
+    theta.check_nodes(query.attributes, "query attribute")
+    if time_limit is not None:
+        time_limit = float(time_limit)
+        if not time_limit > 0:
+            raise ParameterError(f"time_limit must be > 0, got {time_limit}")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    plans = tuple(plan_node(theta, query, s, eps, max_table=max_table, deadline=deadline)
+                  for s in sens)
+    scale = max(sp.scale for sp in plans)
+    notes = []
+    if len(plans) > 1:
+        b = max(plans, key=lambda sp: sp.scale)
+        notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    return Plan(
+        epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
+        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        notes=tuple(notes),
+    )
+
+
+# -- release ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """A released value and its audit record (the plan it used and how noise was drawn).
+
+    The true value of the query is deliberately not kept.
+    """
+
+    value: float | tuple[float, ...]
+    scale: float
+    granularity: float
+    secure: bool
+    sampler: str
+    seed: int | None
+    plan: Plan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
+            "scale": self.scale,
+            "granularity": self.granularity,
+            "secure": self.secure,
+            "sampler": self.sampler,
+            "seed": self.seed,
+            "plan": self.plan.to_dict(),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+
+def release(plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | None = None) -> Release:
+    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
+
+    Noise comes from :mod:`quiltpriv.noise`: an exact discrete Laplace on a fine power-of-two
+    grid, drawn from the operating system's secure generator. ``seed`` switches to a
+    reproducible, NOT secure generator for experiments, and the record says so.
+
+    Raises
+    ------
+    QueryError
+        If ``query`` is not the query the plan was made for, the data lack a column, hold
+        values outside the declared bounds, or have more records than planned.
+    """
+    from . import noise
+
+    if dict(query.to_dict()) != dict(plan_.query):
+        raise QueryError("this query is not the one the plan was made for; plan it again")
+    if not isinstance(data, pd.DataFrame):
+        raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    query.check_records(len(data))
+    value = query.evaluate(data)
+    positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
+    sensitivity = min(positive) if positive else 0.0
+    vec = np.atleast_1d(np.asarray(value, dtype=float))
+    draws = noise.laplace_release(vec, plan_.scale, sensitivity, seed=seed)
+    out = tuple(float(v) for v in np.atleast_1d(draws.value))
+    return Release(
+        value=out if np.ndim(value) else out[0],
+        scale=float(draws.noise_scale_used), granularity=float(draws.granularity),
+        secure=bool(draws.secure), sampler=str(draws.sampler), seed=seed, plan=plan_,
+    )
