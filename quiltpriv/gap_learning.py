@@ -87,6 +87,19 @@ class MinimaxSettings:
     rho_max: float = 10.0
     average_fraction: float = 0.25
 
+    @classmethod
+    def for_constraint(cls, constraint: str, **overrides) -> MinimaxSettings:
+        """Defaults tuned per constraint method (used when ``settings`` is ``None``).
+
+        The penalty method wants a gentle, slowly growing ``rho`` (Adam normalises gradient
+        magnitudes, so a large exact penalty keeps the iterate deep inside the budget); the
+        augmented Lagrangian wants a larger ``rho`` so that its multiplier builds up quickly.
+        """
+        if constraint not in _CONSTRAINTS:
+            raise ParameterError(f"constraint must be one of {_CONSTRAINTS}, got {constraint!r}")
+        base = {} if constraint == "penalty" else dict(rho0=1.0, rho_growth=1.002, rho_max=100.0)
+        return cls(**{**base, **overrides})
+
     def __post_init__(self) -> None:
         check_records(self.iterations, "iterations")
         check_records(self.batch_size, "batch_size")
@@ -268,7 +281,7 @@ def learn_binary_privatizer(
     d = check_positive(distortion, "distortion budget D", allow_zero=True)
     if kind not in ("PDD", "PDI"):
         raise ParameterError(f"kind must be 'PDD' or 'PDI', got {kind!r}")
-    st = settings or MinimaxSettings()
+    st = settings or MinimaxSettings.for_constraint(constraint)
     seed = _resolve_seed(seed)
     rng = np.random.default_rng(seed)
     if model is None:
@@ -347,7 +360,7 @@ def learn_gaussian_privatizer(
     """
     xa, ya = _check_rows(x, y, binary_x=False)
     d = check_positive(distortion, "distortion budget D", allow_zero=True)
-    st = settings or MinimaxSettings()
+    st = settings or MinimaxSettings.for_constraint(constraint)
     seed = _resolve_seed(seed)
     rng = np.random.default_rng(seed)
     if model is None:

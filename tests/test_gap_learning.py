@@ -23,8 +23,6 @@ from quiltpriv.gap_learning import (
     sample_gaussian,
 )
 
-FAST = MinimaxSettings(iterations=1500)
-
 
 @pytest.mark.parametrize("constraint", ["penalty", "augmented_lagrangian"])
 @pytest.mark.parametrize("kind", ["PDD", "PDI"])
@@ -35,7 +33,9 @@ def test_binary_learned_within_003_of_theory(p, q, kind, constraint):
     optimum = binary_pdd_optimum if kind == "PDD" else binary_pdi_optimum
     for d in (0.1, 0.3):
         res = learn_binary_privatizer(x, y, d, kind=kind, constraint=constraint,
-                                      settings=FAST, model=model, seed=3)
+                                      settings=MinimaxSettings.for_constraint(
+                                          constraint, iterations=1500),
+                                      model=model, seed=3)
         theory = optimum(model, d).accuracy
         assert res.distortion <= d + 1e-12
         # Feasible, so it cannot beat the optimum; learned within 0.03 (paper: ~3 %).
@@ -53,7 +53,8 @@ def test_gaussian_learned_within_006_of_theory(p, s0, constraint):
     x, y = sample_gaussian(model, 8000, seed=5)
     for d in (1.0, 5.0):
         res = learn_gaussian_privatizer(x, y, d, constraint=constraint,
-                                        settings=MinimaxSettings(iterations=2000),
+                                        settings=MinimaxSettings.for_constraint(
+                                            constraint, iterations=2000),
                                         model=model, seed=2)
         theory = gaussian_pdd_optimum(model, d).accuracy
         assert res.distortion <= d * (1 + 1e-12)
@@ -96,6 +97,7 @@ def test_gaussian_without_model_fits_the_data():
         (lambda: learn_gaussian_privatizer([0.0, 1.0, np.nan], [0, 1, 1], 1.0), "finite"),
         (lambda: learn_gaussian_privatizer([0.0, 1.0, 2.0], [0, 1, 1], 1.0), "two rows"),
         (lambda: MinimaxSettings(iterations=0), "iterations"),
+        (lambda: MinimaxSettings.for_constraint("lagrange"), "constraint"),
         (lambda: MinimaxSettings(rho_growth=0.5), "rho_growth"),
         (lambda: MinimaxSettings(average_fraction=0.0), "average_fraction"),
     ],
