@@ -1,0 +1,436 @@
+"""Privacy on a subset of dataset variables (Tan), with the spec's corrections.
+
+Definition 2.2: a mechanism is eps-private on a subset U of the variables if replacing one
+record by another that agrees with it on every variable outside U changes the probability of
+any output set by at most a factor e^eps. It is bounded eps-DP when U = V (Prop 3.1), monotone
+in U (Prop 3.2), 0-private on U iff the output ignores U (Prop 3.3), composes additively
+(Prop 3.4), and implied by eps-DP (Prop 3.5). It assumes independent individuals and protects
+one record's U values; it does not model correlation between attributes.
+
+This module provides
+
+* :class:`SubsetPrivacyAccountant` -- per-subset accounting (Example 3.6, Table 1): a release
+  that is eps_t-DP and reads only the variables W_t costs eps_t for every U that meets W_t and 0
+  otherwise; eps(U) is the sum over releases. It is an upper bound (by the propositions), not
+  the exact loss.
+* :func:`consistent_count_table` -- Algorithm 1: a U_1 x V_1 count table with integer cells,
+  exact row (V_1) totals and unbiased cells, eps-private on U. Corrections (spec 05): the noise
+  law is P(Z = z) = tanh(eps/4) e^{-eps|z|/2} (the printed normaliser is negative); every row
+  with n_i >= 2 categories is noised (the printed "n_i > 2" leaves two-category rows exact and
+  not private at any eps); the true privacy loss per moved record is eps/2, so the stated eps
+  is safe but loose. Non-negativity is not guaranteed.
+* :func:`register_cli` -- the ``subset-privacy`` subcommand (Algorithm 1 on a CSV of records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import random
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ._io import write_text_atomic
+from ._validation import check_epsilon, check_positive
+from .errors import ParameterError, QueryError
+from .noise import discrete_laplace, make_rng
+
+__all__ = [
+    "ConsistentCountTable",
+    "Release",
+    "SubsetPrivacyAccountant",
+    "SubsetPrivacyTable",
+    "cell_moments",
+    "consistent_count_table",
+    "pair_matrix",
+    "register_cli",
+    "two_sided_geometric_pmf",
+    "two_sided_geometric_variance",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# accounting (Example 3.6)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One registered release: eps_t-DP (or eps_t-private on V) and reading only ``reads``."""
+
+    name: str
+    epsilon: float
+    reads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class SubsetPrivacyTable:
+    """eps per release and in total for each column subset (Table 1 of the paper).
+
+    Attributes
+    ----------
+    columns : tuple of frozenset
+        The subsets U (singletons by default).
+    releases : tuple of str
+        Release names, one per row of ``values``.
+    values : tuple of tuple of float
+        ``values[r][c]`` = eps of release r on ``columns[c]`` (eps_t or 0).
+    totals : tuple of float
+        eps(U) for each column: the sum over releases (an upper bound on the loss).
+    """
+
+    columns: tuple[frozenset[str], ...]
+    releases: tuple[str, ...]
+    values: tuple[tuple[float, ...], ...]
+    totals: tuple[float, ...]
+
+    def format(self) -> str:
+        """The table as aligned text, last row the composition of all releases."""
+        heads = ["{" + ", ".join(sorted(c)) + "}" for c in self.columns]
+        names = [*self.releases, "all releases"]
+        rows = [*self.values, self.totals]
+        w0 = max(len("release"), *(len(n) for n in names))
+        widths = [max(len(h), 6) for h in heads]
+        lines = ["  ".join(["release".ljust(w0)] + [h.rjust(w) for h, w in
+                                                    zip(heads, widths, strict=True)])]
+        for name, row in zip(names, rows, strict=True):
+            cells = [f"{v:g}".rjust(w) for v, w in zip(row, widths, strict=True)]
+            lines.append("  ".join([name.ljust(w0), *cells]))
+        return "\n".join(lines)
+
+
+class SubsetPrivacyAccountant:
+    """Per-subset privacy accounting over a fixed set of dataset variables (Example 3.6).
+
+    Each release t is eps_t-DP and depends only on the variables it reads (W_t). By Props
+    3.3-3.5 it is eps_t-private on every U that meets W_t and 0-private on every U that does
+    not; by composition (Prop 3.4) all releases together are eps(U)-private on U with
+    eps(U) = sum of eps_t over the releases whose W_t meets U. This is an upper bound.
+
+    Parameters
+    ----------
+    variables : sequence of str
+        The dataset variables V (distinct names).
+    """
+
+    def __init__(self, variables: Sequence[str]) -> None:
+        names = [str(v) for v in variables]
+        if not names:
+            raise ParameterError("give at least one dataset variable")
+        if len(set(names)) != len(names):
+            raise ParameterError(f"dataset variables are not distinct: {names}")
+        self._variables = tuple(names)
+        self._releases: list[Release] = []
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return self._variables
+
+    @property
+    def releases(self) -> tuple[Release, ...]:
+        return tuple(self._releases)
+
+    def _subset(self, subset: Iterable[str] | str, what: str) -> frozenset[str]:
+        items = frozenset([subset] if isinstance(subset, str) else (str(v) for v in subset))
+        unknown = sorted(items - set(self._variables))
+        if unknown:
+            raise QueryError(f"{what} names unknown variables {unknown}; "
+                             f"the dataset variables are {list(self._variables)}")
+        return items
+
+    def register(self, name: str, epsilon: float, reads: Iterable[str]) -> Release:
+        """Record a release that is ``epsilon``-DP and reads only the variables ``reads``."""
+        if any(r.name == name for r in self._releases):
+            raise ParameterError(f"a release named {name!r} is already registered")
+        eps = check_positive(epsilon, f"epsilon of release {name!r}", allow_zero=True)
+        release = Release(str(name), eps, self._subset(reads, f"release {name!r}"))
+        self._releases.append(release)
+        return release
+
+    def release_epsilons(self, subset: Iterable[str] | str) -> dict[str, float]:
+        """eps of each release on U: eps_t if it reads a variable of U, else 0 (Prop 3.3)."""
+        u = self._subset(subset, "the subset")
+        return {r.name: (r.epsilon if r.reads & u else 0.0) for r in self._releases}
+
+    def epsilon(self, subset: Iterable[str] | str) -> float:
+        """eps(U): the composed privacy parameter of all releases on U (an upper bound)."""
+        return math.fsum(self.release_epsilons(subset).values())
+
+    def table(self, subsets: Iterable[Iterable[str] | str] | None = None) -> SubsetPrivacyTable:
+        """The per-release and total eps on each subset (default: each single variable)."""
+        cols = [frozenset([v]) for v in self._variables] if subsets is None else \
+            [self._subset(s, "a subset") for s in subsets]
+        values = tuple(tuple((r.epsilon if r.reads & c else 0.0) for c in cols)
+                       for r in self._releases)
+        totals = tuple(math.fsum(row[k] for row in values) for k in range(len(cols)))
+        return SubsetPrivacyTable(tuple(cols), tuple(r.name for r in self._releases), values,
+                                  totals)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 1
+
+
+def two_sided_geometric_pmf(z: int | np.ndarray, epsilon: float) -> float | np.ndarray:
+    """P(Z = z) = tanh(eps/4) exp(-eps |z| / 2), the corrected noise law of Algorithm 1.
+
+    tanh(eps/4) = (1 - e^{-eps/2}) / (1 + e^{-eps/2}); the paper prints the negative
+    (1 - e^{eps/2}) / (1 + e^{eps/2}).
+    """
+    eps = check_epsilon(epsilon)
+    return math.tanh(eps / 4) * np.exp(-eps * np.abs(z) / 2)
+
+
+def two_sided_geometric_variance(epsilon: float) -> float:
+    """Var Z = 2 a / (1 - a)^2 with a = e^{-eps/2} (7.8354 at eps = 1)."""
+    a = math.exp(-check_epsilon(epsilon) / 2)
+    return 2 * a / (1 - a) ** 2
+
+
+def cell_moments(n_categories: int, epsilon: float) -> tuple[float, float]:
+    """(Var of a cell, Cov of two cells of the same row) in a row with n_i >= 2 categories.
+
+    Each cell is a sum of n_i - 1 independent +-Z, so Var = (n_i - 1) Var Z; two cells share
+    one noise with opposite signs, so Cov = -Var Z. A row with one category is exact (0, 0).
+    """
+    n = _categories(n_categories)
+    v = two_sided_geometric_variance(epsilon)
+    return ((n - 1) * v, -v) if n >= 2 else (0.0, 0.0)
+
+
+def _categories(n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(f"the number of categories must be an integer >= 1, got {n!r}")
+    return int(n)
+
+
+def pair_matrix(n: int) -> np.ndarray:
+    """The C(n, 2) x n matrix M of Algorithm 1: one row per unordered pair j < l, +1 at j, -1 at l.
+
+    Any member of the paper's set M(n) gives the same output law (the noises are symmetric).
+    """
+    n = _categories(n)
+    pairs = [(j, k) for j in range(n) for k in range(j + 1, n)]
+    m = np.zeros((len(pairs), n), dtype=np.int64)
+    for r, (j, k) in enumerate(pairs):
+        m[r, j], m[r, k] = 1, -1
+    return m
+
+
+@dataclass(frozen=True)
+class ConsistentCountTable:
+    """The output of Algorithm 1.
+
+    Attributes
+    ----------
+    counts : numpy.ndarray
+        Integer (int64) table, rows = values of V_1 (unprotected), columns = values of U_1
+        (protected). Read-only. Cells may be negative (no post-processing is applied).
+    row_totals : tuple of int
+        The exact row totals (equal to the input's).
+    epsilon : float
+        The parameter: the table is eps-private on U (Proposition 5.1).
+    privacy_loss : float
+        The exact worst-case loss per moved record, eps / 2 (spec 05): the release is also
+        (eps/2)-private on U.
+    noise_variance : float
+        Var Z of each pairwise noise; a cell in a row with n_i categories has variance
+        (n_i - 1) * noise_variance.
+    secure : bool
+        True iff the noise came from ``secrets.SystemRandom``.
+    seed : int or None
+        The seed of a reproducible (experiments-only) draw; None for the secure default.
+    sampler : str
+        The noise sampler used.
+    """
+
+    counts: np.ndarray
+    row_totals: tuple[int, ...]
+    epsilon: float
+    privacy_loss: float
+    noise_variance: float
+    secure: bool
+    seed: int | None
+    sampler: str
+
+
+def _count_table(counts: object) -> np.ndarray:
+    try:
+        f = np.asarray(counts, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("counts must be a 2-d table of non-negative integers") from None
+    if f.ndim != 2 or f.size == 0:
+        raise ParameterError(f"counts must be a non-empty 2-d table, got shape {f.shape}")
+    if not np.all(np.isfinite(f)) or np.any(f < 0) or np.any(f != np.round(f)):
+        raise ParameterError("counts must be non-negative integers")
+    if np.any(f > 2.0**53):
+        raise ParameterError("counts are too large to be represented exactly")
+    return f.astype(np.int64)
+
+
+def consistent_count_table(counts: object, epsilon: float, *, allowed: object | None = None,
+                           seed: int | random.Random | None = None) -> ConsistentCountTable:
+    """Algorithm 1 of Tan (corrected): a noisy count table with exact row totals.
+
+    Parameters
+    ----------
+    counts : 2-d array of non-negative integers
+        f(i, j): rows are the values v_i of the unprotected variable V_1, columns the values of
+        the protected variable U_1.
+    epsilon : float
+        The table is eps-private on U (and in fact (eps/2)-private, see
+        :attr:`ConsistentCountTable.privacy_loss`).
+    allowed : 2-d boolean array, optional
+        Which cells are possible (U_{1,i} of the paper: the structurally possible values of
+        U_1 given v_i). Impossible cells must have count 0 and stay 0. Default: every cell.
+        It must not be derived from the data.
+    seed : int, optional
+        Reproducible noise for experiments only (recorded); default secure randomness.
+
+    Notes
+    -----
+    For each row with n_i >= 2 possible categories, C(n_i, 2) i.i.d. noises b with
+    P(b = z) = tanh(eps/4) e^{-eps|z|/2} are drawn and b M is added (:func:`pair_matrix`). Each
+    noise adds to one cell what it takes from another, so row totals are exact and cells stay
+    integers; the noise has mean 0, so cells are unbiased. Moving one record between cells
+    (j, l) of a row shifts the output by e_l - e_j, which the bijection b_jl -> b_jl - 1 on
+    the noises absorbs at a likelihood cost of at most e^{eps/2}.
+    """
+    f = _count_table(counts)
+    eps = check_epsilon(epsilon)
+    if allowed is None:
+        mask = np.ones(f.shape, dtype=bool)
+    else:
+        mask = np.asarray(allowed)
+        if mask.shape != f.shape:
+            raise ParameterError(f"allowed has shape {mask.shape}, counts has {f.shape}")
+        if mask.dtype != bool:
+            if not np.all(np.isin(mask, (0, 1))):
+                raise ParameterError("allowed must be a boolean (0/1) table")
+            mask = mask.astype(bool)
+        if np.any(f[~mask] != 0):
+            i, j = np.argwhere((f != 0) & ~mask)[0]
+            raise ParameterError(f"cell ({i}, {j}) is marked impossible but has count {f[i, j]}")
+    rng = make_rng(seed)
+    t = Fraction(2) / Fraction(eps)  # discrete Laplace P(z) ~ exp(-|z|/t) = exp(-eps|z|/2)
+    g = f.copy()
+    for i in range(f.shape[0]):
+        cols = np.flatnonzero(mask[i])
+        if cols.size < 2:  # n_i = 1: the cell equals the exact row total, nothing to hide
+            continue
+        for a in range(cols.size):
+            for b in range(a + 1, cols.size):
+                z = discrete_laplace(t, rng)
+                g[i, cols[a]] += z
+                g[i, cols[b]] -= z
+    g.setflags(write=False)
+    secure = isinstance(rng, random.SystemRandom)
+    source = "secrets.SystemRandom" if secure else "seeded random.Random (experiments only)"
+    return ConsistentCountTable(
+        counts=g,
+        row_totals=tuple(int(x) for x in f.sum(axis=1)),
+        epsilon=eps,
+        privacy_loss=eps / 2,
+        noise_variance=two_sided_geometric_variance(eps),
+        secure=secure,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        sampler=f"exact two-sided geometric (CKS discrete Laplace, t = 2/eps), {source}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def _read_records(path: str, rows: str, protected: str) -> tuple[list[str], list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        text = fh.read()
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [c for c in (rows, protected) if c not in header]
+    if missing:
+        raise QueryError(f"{path}: no column {missing[0]!r}; the columns are {header}")
+    if rows == protected:
+        raise QueryError("--rows and --protected must be different columns")
+    rv, pv = [], []
+    try:
+        for rec in reader:
+            if rec.get(rows) is None or rec.get(protected) is None:
+                raise QueryError(f"{path}, line {reader.line_num}: too few fields")
+            rv.append(rec[rows])
+            pv.append(rec[protected])
+    except csv.Error as exc:
+        raise QueryError(f"{path}: not a valid CSV file ({exc})") from None
+    if not rv:
+        raise QueryError(f"{path}: no records")
+    return rv, pv
+
+
+def _handle(args: argparse.Namespace) -> int:
+    eps = check_epsilon(args.epsilon, "--epsilon")
+    if (args.categories is None) == (not args.categories_from_data):
+        raise ParameterError(
+            "give the protected column's categories with --categories a,b,c (recommended: a "
+            "domain fixed in advance), or explicitly accept --categories-from-data")
+    rv, pv = _read_records(args.input, args.rows, args.protected)
+    if args.categories is not None:
+        cats = [c.strip() for c in args.categories.split(",")]
+        if any(not c for c in cats) or len(set(cats)) != len(cats):
+            raise ParameterError(f"--categories must be distinct non-empty names, got {cats}")
+        unknown = sorted(set(pv) - set(cats))
+        if unknown:
+            raise QueryError(f"column {args.protected!r} has values outside --categories: "
+                             f"{unknown[:5]}")
+    else:
+        cats = sorted(set(pv))
+        print(f"quiltpriv: note: the categories of {args.protected!r} were read from the data; "
+              "which categories occur is not covered by the privacy guarantee", file=sys.stderr)
+    row_values = sorted(set(rv))  # V_1 is unprotected: its values and totals are exact
+    ri = {v: i for i, v in enumerate(row_values)}
+    ci = {c: j for j, c in enumerate(cats)}
+    f = np.zeros((len(row_values), len(cats)), dtype=np.int64)
+    for r, p in zip(rv, pv, strict=True):
+        f[ri[r], ci[p]] += 1
+    result = consistent_count_table(f, eps, seed=args.seed)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([args.rows, "total", *cats])
+    for v, total, row in zip(row_values, result.row_totals, result.counts, strict=True):
+        writer.writerow([v, total, *(int(x) for x in row)])
+    write_text_atomic(args.output, buf.getvalue())
+    print(f"wrote {args.output}: {len(row_values)} rows x {len(cats)} categories; "
+          f"eps-private on {{{args.protected}}} with eps = {eps:g} "
+          f"(exact loss per record eps/2 = {result.privacy_loss:g}); row totals exact; "
+          + ("secure randomness" if result.secure
+             else f"seed {args.seed} (reproducible, NOT for release)"))
+    return 0
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``subset-privacy`` subcommand (Algorithm 1 of Tan on a CSV of records)."""
+    p = subparsers.add_parser(
+        "subset-privacy",
+        help="noisy count table, eps-private on a protected column, exact row totals",
+        description=(
+            "Cross-tabulate a CSV of records by an unprotected ROWS column and a PROTECTED "
+            "column and release the table with Algorithm 1 of Tan (corrected): integer cells, "
+            "exact row totals, unbiased, eps-private on the protected column (exact loss eps/2 "
+            "per record). Cells may be negative. Assumes independent records."),
+    )
+    p.add_argument("input", help="CSV file, one record per line, with a header")
+    p.add_argument("--rows", required=True, help="unprotected column (its totals stay exact)")
+    p.add_argument("--protected", required=True, help="protected column (U_1)")
+    p.add_argument("--epsilon", required=True, type=float, help="privacy parameter eps > 0")
+    p.add_argument("--output", "-o", required=True, help="where to write the protected CSV")
+    p.add_argument("--categories", help="comma-separated domain of the protected column")
+    p.add_argument("--categories-from-data", action="store_true",
+                   help="use the protected values that occur in the data as the domain")
+    p.add_argument("--seed", type=int, default=None,
+                   help="reproducible noise for experiments only (default: secure randomness)")
+    p.set_defaults(func=_handle)
+    return p
