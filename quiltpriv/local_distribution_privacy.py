@@ -727,7 +727,7 @@ class LocalRelease:
         True iff drawn from ``secrets.SystemRandom``; False for a seeded, reproducible,
         experiments-only draw.
     seed : int or None
-        The seed used (None for the secure default).
+        The int seed used (None for the secure default or a ``random.Random`` stream).
     """
 
     output: int
@@ -742,15 +742,22 @@ def _categorical(probs: np.ndarray, rng: random.Random) -> int:
     return min(k, last)  # guard rounding at the top end
 
 
-def sample_mechanism(mechanism: object, x: int, *, seed: int | None = None) -> LocalRelease:
+def _seed_record(seed: object) -> int | None:
+    """The int seed to record (None for the secure default or a caller-supplied stream)."""
+    return int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
+        else None
+
+
+def sample_mechanism(mechanism: object, x: int, *,
+                     seed: int | random.Random | None = None) -> LocalRelease:
     """Release one output of ``mechanism`` on input index ``x``.
 
-    Secure by default (``secrets.SystemRandom``); ``seed`` makes the draw reproducible for
-    experiments only, and the result records it.
+    Secure by default (``secrets.SystemRandom``); ``seed`` (an int, or a ``random.Random``
+    stream) makes the draw reproducible for experiments only, and the result records it.
     """
     a = _mechanism(mechanism)
     if isinstance(x, bool) or not isinstance(x, int | np.integer) or not 0 <= x < a.shape[0]:
         raise QueryError(f"input index x must be an integer in [0, {a.shape[0]}), got {x!r}")
     rng = make_rng(seed)
     return LocalRelease(_categorical(a[int(x)], rng), isinstance(rng, random.SystemRandom),
-                        None if seed is None else int(seed))
+                        _seed_record(seed))

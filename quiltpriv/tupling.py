@@ -46,6 +46,7 @@ from .local_distribution_privacy import (
     _delta,
     _distribution,
     _mechanism,
+    _seed_record,
     approximate_max_divergence,
     probabilistic_epsilon,
 )
@@ -97,7 +98,7 @@ class TuplingRelease:
     secure : bool
         True iff drawn from ``secrets.SystemRandom``; False for a seeded experiment.
     seed : int or None
-        The seed used (None for the secure default).
+        The int seed used (None for the secure default or a ``random.Random`` stream).
     """
 
     output: tuple[int, ...]
@@ -106,7 +107,7 @@ class TuplingRelease:
 
 
 def tupling_sample(base: object, x: int, k: int, *, dummy_law: object | None = None,
-                   seed: int | None = None) -> TuplingRelease:
+                   seed: int | random.Random | None = None) -> TuplingRelease:
     """Release the tuple of the tupling mechanism for input index ``x`` (Section VI).
 
     ``base`` is the base mechanism A (rows: inputs). Secure randomness by default; ``seed`` is
@@ -125,7 +126,7 @@ def tupling_sample(base: object, x: int, k: int, *, dummy_law: object | None = N
     real = _categorical(a[int(x)], rng)
     dummies.insert(rng.randrange(kk + 1), real)
     return TuplingRelease(tuple(dummies), isinstance(rng, random.SystemRandom),
-                          None if seed is None else int(seed))
+                          _seed_record(seed))
 
 
 # ---------------------------------------------------------------------------------------------
