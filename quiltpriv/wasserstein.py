@@ -227,6 +227,12 @@ def wasserstein_mechanism(
         raise ParameterError("Theta is empty")
     if secret_probabilities is not None and len(secret_probabilities) != len(thetas):
         raise ParameterError("secret_probabilities needs one mapping per theta")
+    if pairs is not None:
+        known = set().union(*(set(m) for m in thetas))
+        for a, b in pairs:
+            if a not in known or b not in known:
+                raise ParameterError(f"pair ({a!r}, {b!r}) names a secret with no law under "
+                                     "any theta")
     best, worst = Fraction(0), "no pair of secrets"
     for t, by_secret in enumerate(thetas):
         if not by_secret:

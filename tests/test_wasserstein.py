@@ -134,6 +134,8 @@ def test_release_uses_laplace_noise():
         (lambda: wasserstein_mechanism({"a": ([0], [1]), "b": ([1], [1])}, 1.0,
                                        secret_probabilities=[{"a": 0.5, "b": 0.0}]),
          "probability 0.0"),
+        (lambda: wasserstein_mechanism({"a": ([0], [1]), "b": ([1], [1])}, 1.0,
+                                       pairs=[("a", "typo")]), "no law under any theta"),
     ],
 )
 def test_bad_inputs(call, match):
