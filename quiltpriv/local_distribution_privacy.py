@@ -61,6 +61,7 @@ __all__ = [
     "laplace_max_divergence",
     "laplace_scale_for_distp",
     "lift",
+    "line_metric",
     "lifted_relation",
     "pdistp_epsilon",
     "point_privacy_epsilon",
@@ -419,6 +420,27 @@ def _cost(cost: object, n: int | None = None, m: int | None = None) -> np.ndarra
     return c
 
 
+def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
+    """The cost matrix |x_i - y_j| on the real line, each entry rounded *up* to a float.
+
+    A plain float subtraction can round a distance down by one unit in the last place, which
+    would let :func:`wasserstein_inf` report a value below the exact one; the error-free
+    transformation TwoSum detects those entries and moves them up one ulp.
+    """
+    x = np.asarray(xs, dtype=float).ravel()
+    y = x if ys is None else np.asarray(ys, dtype=float).ravel()
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ParameterError("points must be finite numbers")
+    a, b = x[:, None], -y[None, :]
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)  # exact: x - y = s + err (Knuth's TwoSum)
+    d = np.abs(s)
+    low = np.where(s != 0, np.sign(err) == np.sign(s), err != 0) & (err != 0)
+    d[low] = np.nextafter(d[low], np.inf)
+    return d
+
+
 def _relation(relation: object, n: int, m: int) -> np.ndarray:
     r = np.asarray(relation)
     if r.shape != (n, m):
@@ -513,7 +535,8 @@ def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
     Section II-G. ``cost[i, j]`` = d(x_i, y_j) on a finite metric space (p lives on the x's, q
     on the y's). Exact: binary search over the distinct costs, each threshold decided by a
     rational max-flow (the probabilities are taken at their exact binary values, renormalised
-    exactly). The result is one of the given costs, so it is never rounded down.
+    exactly). The result is one of the given costs, so it is exact *for those costs*; build
+    costs on the line with :func:`line_metric`, which rounds them up.
     """
     a, ia = _support_law(p, "p")
     b, ib = _support_law(q, "q")

@@ -20,6 +20,7 @@ from quiltpriv.local_distribution_privacy import (
     laplace_scale_for_distp,
     lift,
     lifted_relation,
+    line_metric,
     pdistp_epsilon,
     point_privacy_epsilon,
     probabilistic_epsilon,
@@ -276,6 +277,29 @@ def test_general_distances_agree_with_line_versions():
         w1_line = wasserstein_1_line(xs, p, ys, q)
         assert w1 >= w1_line - 1e-12  # an explicit coupling never undercuts the optimum
         assert w1 == pytest.approx(w1_line, abs=1e-7)
+
+
+def test_line_metric_rounds_up_and_matches_line_distances():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(12)
+    mismatches_plain = 0
+    for _ in range(30):
+        n = int(rng.integers(5, 40))
+        xs, ys = rng.normal(size=n), rng.normal(size=n)
+        p, q = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
+        c = line_metric(xs, ys)
+        for i in range(0, n, 7):
+            for j in range(0, n, 5):
+                exact = abs(Fraction(float(xs[i])) - Fraction(float(ys[j])))
+                assert Fraction(float(c[i, j])) >= exact
+                assert float(c[i, j]) <= np.nextafter(float(exact), np.inf)
+        assert wasserstein_inf(c, p, q).distance == wasserstein_inf_line(xs, p, ys, q)
+        plain = np.abs(np.subtract.outer(xs, ys))
+        w_plain, w_up = wasserstein_inf(plain, p, q).distance, wasserstein_inf(c, p, q).distance
+        assert w_plain <= w_up
+        mismatches_plain += w_plain != w_up
+    assert mismatches_plain > 0  # plain float subtraction does round some distances down
 
 
 def test_winf_small_far_mass():
