@@ -1,0 +1,175 @@
+"""Load hyperparameter networks: bundled models, BIF / XMLBIF files and Python modules.
+
+A model *spec* is one of
+
+- a bundled model name (a module in the repository's ``models/`` folder, installed as
+  ``quiltpriv.models``): ``student``, ``example3``, ``chain``; ``name:function`` picks another
+  function of the module (``student:theta`` gives a two-member Theta);
+- a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read with pgmpy);
+- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``).
+
+Every reader's failure becomes a :class:`~quiltpriv.errors.ModelError` naming the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .errors import ModelError
+from .network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy
+
+#: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
+#: network, munin, is about 1.5 MB uncompressed).
+MAX_MODEL_BYTES = 64 * 2**20
+
+
+def _model_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    # Installed wheel: quiltpriv/models/. Source checkout or editable install: ../models/.
+    return [d for d in (here / "models", here.parent / "models") if d.is_dir()]
+
+
+def bundled_models() -> dict[str, str]:
+    """Bundled model names and the first line of each module's docstring."""
+    out: dict[str, str] = {}
+    for d in _model_dirs():
+        for f in sorted(d.glob("*.py")):
+            if f.stem.startswith("_") or f.stem in out:
+                continue
+            doc = ""
+            try:
+                text = f.read_text(encoding="utf-8")
+                start = text.find('"""')
+                if start >= 0:
+                    doc = text[start + 3:].strip().splitlines()[0]
+            except OSError:
+                pass
+            out[f.stem] = doc
+    return out
+
+
+def _import_file(path: Path) -> ModuleType:
+    name = f"_quiltpriv_model_{path.stem}_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelError(f"cannot import model module {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise ModelError(f"model module {path} failed to import: {exc}") from exc
+    return module
+
+
+def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
+    module = _import_file(path)
+    fname = function or "model"
+    fn = getattr(module, fname, None)
+    if not callable(fn):
+        raise ModelError(f"model module {path} defines no function {fname}()")
+    try:
+        built = fn()
+    except Exception as exc:
+        raise ModelError(f"{path.name}:{fname}() failed: {exc}") from exc
+    nets = built if isinstance(built, Sequence) else [built]
+    names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
+    return theta_from_pgmpy(list(nets), names, tolerance=tolerance)
+
+
+def _read_pgmpy_file(path: Path) -> Any:
+    from pgmpy.readwrite import BIFReader, XMLBIFReader
+
+    size = path.stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+    name = path.name.lower()
+    try:
+        if name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read(MAX_MODEL_BYTES + 1)
+            if len(raw) > MAX_MODEL_BYTES:
+                raise ModelError(f"{path}: uncompressed size exceeds {MAX_MODEL_BYTES} bytes")
+            text = raw.decode("utf-8")
+            inner = name[:-3]
+        else:
+            text = path.read_text(encoding="utf-8")
+            inner = name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if inner.endswith(".bif"):
+                return BIFReader(string=text).get_model()
+            if inner.endswith((".xml", ".xmlbif")):
+                return XMLBIFReader(string=text).get_model()
+    except ModelError:
+        raise
+    except Exception as exc:  # the readers raise anything from pyparsing to KeyError
+        kind = "XMLBIF" if inner.endswith((".xml", ".xmlbif")) else "BIF"
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
+    raise ModelError(f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
+
+
+def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
+    """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
+
+    Parameters
+    ----------
+    spec : str or path
+        See the module docstring.
+    tolerance : float
+        How far a CPD column may be from summing to one (rounded files); columns within it are
+        renormalised, columns beyond it are an error.
+
+    Raises
+    ------
+    ModelError
+        Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
+    """
+    text = os.fspath(spec)
+    function = None
+    base = text
+    # "name:function" / "file.py:function" (a Windows drive letter is not a function).
+    if ":" in text and not Path(text).exists():
+        base, _, function = text.rpartition(":")
+        if not function.isidentifier():
+            base, function = text, None
+    path = Path(base)
+    if path.suffix == "" and not path.exists():
+        for d in _model_dirs():
+            candidate = d / f"{base}.py"
+            if candidate.is_file():
+                return _from_module(candidate, function, tolerance)
+        names = ", ".join(bundled_models()) or "none found"
+        raise ModelError(f"no bundled model named {base!r} (bundled: {names}) and no such file")
+    if not path.exists():
+        raise ModelError(f"model file {base} does not exist")
+    if not path.is_file():
+        raise ModelError(f"model path {base} is not a file")
+    if path.suffix == ".py":
+        return _from_module(path, function, tolerance)
+    if function is not None:
+        raise ModelError(f"{text}: ':function' applies to Python model modules only")
+    net = _read_pgmpy_file(path)
+    return theta_from_pgmpy(net, [path.name], tolerance=tolerance)
+
+
+def load_theta(
+    specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE
+) -> Theta:
+    """Load several specs and join them into one Theta (they must share one DAG)."""
+    if not specs:
+        raise ModelError("Theta is empty: give at least one model")
+    theta = load_model(specs[0], tolerance=tolerance)
+    for s in specs[1:]:
+        theta = theta.with_members(load_model(s, tolerance=tolerance))
+    return theta
