@@ -18,7 +18,10 @@ from collections.abc import Sequence
 from .errors import QuiltPrivError
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
-COMMAND_MODULES: tuple[str, ...] = ("quiltpriv._cli_core",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "quiltpriv._cli_core",
+    "quiltpriv.subset_privacy",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -447,7 +448,9 @@ class Release:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
 
-def release(plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | None = None) -> Release:
+def release(
+    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None
+) -> Release:
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
     Noise comes from :mod:`quiltpriv.noise`: an exact discrete Laplace on a fine power-of-two
@@ -471,10 +474,19 @@ def release(plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | None =
     positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
     sensitivity = min(positive) if positive else 0.0
     vec = np.atleast_1d(np.asarray(value, dtype=float))
-    draws = noise.laplace_release(vec, plan_.scale, sensitivity, seed=seed)
-    out = tuple(float(v) for v in np.atleast_1d(draws.value))
+    # One generator for every coordinate, so seeded coordinates get independent noise.
+    rng = noise.make_rng(seed)
+    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng) for v in vec]
+    out = tuple(float(d.value) for d in draws)
+    first = draws[0]
+    sampler, secure = str(first.sampler), bool(first.secure)
+    if plan_.scale == 0:
+        # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
+        sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
+        secure = seed is None
     return Release(
         value=out if np.ndim(value) else out[0],
-        scale=float(draws.noise_scale_used), granularity=float(draws.granularity),
-        secure=bool(draws.secure), sampler=str(draws.sampler), seed=seed, plan=plan_,
+        scale=float(first.noise_scale_used), granularity=float(first.granularity),
+        secure=secure, sampler=sampler,
+        seed=seed if isinstance(seed, int) else None, plan=plan_,
     )

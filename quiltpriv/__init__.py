@@ -1,0 +1,37 @@
+"""quiltpriv: attribute privacy with Markov quilts over attribute hyperparameter networks.
+
+Quick start::
+
+    import quiltpriv as qp
+    theta = qp.load_model("student")
+    plan = qp.plan(theta, qp.CountQuery(["height"], records=1000), "income", epsilon=1.0)
+    print(plan)                      # quilt chosen per sensitive attribute, and why
+    rel = qp.release(plan, query, df)   # F(X) + exact discrete Laplace noise (secure)
+"""
+
+from .errors import ModelError, ParameterError, QueryError, QuiltPrivError
+from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
+from .loading import bundled_models, load_model, load_theta
+from .mechanisms import Plan, Release, SensitivePlan, plan, release
+from .network import Theta, theta_from_pgmpy, theta_from_tables
+from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
+from .sensitivity import (
+    CountQuery,
+    CustomQuery,
+    HistogramQuery,
+    LinearQuery,
+    MeanQuery,
+    Query,
+    SumQuery,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CountQuery", "CustomQuery", "HistogramQuery", "Influence", "InfluenceTooExpensive",
+    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "Query", "QueryError",
+    "Quilt", "QuiltPrivError", "Release", "SensitivePlan", "SumQuery", "Theta",
+    "bundled_models", "enumerate_quilts", "joint_marginal", "least_influence_quilt",
+    "load_model", "load_theta", "markov_quilt", "max_influence", "plan", "release",
+    "theta_from_pgmpy", "theta_from_tables", "trivial_quilt",
+]
