@@ -1,0 +1,102 @@
+"""Tests of exact count laws on core networks and the Wasserstein mechanism fed by them."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from pgmpy.inference import VariableElimination
+from scipy.stats import binom
+
+from models import student
+from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.loading import load_model
+from quiltpriv.network import Theta, theta_from_tables
+from quiltpriv.network_laws import bernoulli_parameters, count_laws, network_wasserstein
+from quiltpriv.sensitivity import CountQuery, MeanQuery
+from quiltpriv.wasserstein import wasserstein_mechanism
+
+
+def test_example3_table_and_w_inf():
+    theta = load_model("example3")
+    cl = count_laws(theta, "x1", "x2", 4)
+    laws = cl.laws[0]
+    # Paper, Example 3: P(F = j | phi2 = 0.8) and P(F = j | phi2 = 0.2)
+    high = [0.0983, 0.3091, 0.3643, 0.1908, 0.0375]
+    assert [round(float(p), 4) for p in laws["0.8"][1]] == high
+    assert [round(float(p), 4) for p in laws["0.2"][1]] == high[::-1]
+    # exact: phi1 = 0.44 given phi2 = 0.8, so P(F = 0) = 0.56^4 exactly
+    assert laws["0.8"][1][0] == Fraction(14, 25) ** 4
+    assert all(sum(law[1]) == 1 for law in laws.values())
+    pair = wasserstein_mechanism(laws, 1.0, pairs=[("0.2", "0.8")])
+    assert pair.sensitivity == 1.0 and pair.exact
+    res = network_wasserstein(theta, CountQuery(["x1"], 4), "x2", 0.5)
+    assert res.sensitivity == 1.0
+    assert res.scale == 2.0  # W / eps
+    # group DP would need n = 4 times more
+    assert res.laws[0].attribute == "x1"
+
+
+def test_mixture_matches_pgmpy_inference():
+    net = student.model()
+    n = 6
+    cl = count_laws(load_model("student"), "sat", "gender", n)
+    infer = VariableElimination(net)
+    sat_values = [float(s) for s in student.STATES["sat"]]
+    for g in student.STATES["gender"]:
+        post = infer.query(["sat"], evidence={"gender": g}, show_progress=False)
+        w = [post.get_value(sat=s) for s in student.STATES["sat"]]
+        ref = sum(wk * binom.pmf(np.arange(n + 1), n, p) for wk, p in zip(w, sat_values,
+                                                                          strict=True))
+        got = np.array([float(p) for p in cl.laws[0][g][1]])
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+
+
+def test_sensitive_equals_counted_attribute_and_theta_members():
+    theta = load_model("student:theta")
+    assert len(theta) == 2
+    cl = count_laws(theta, "income", "income", 3)
+    p = Fraction(1, 5)
+    assert cl.laws[0]["0.2"][1] == tuple(math.comb(3, k) * p**k * (1 - p) ** (3 - k)
+                                         for k in range(4))
+    q = CountQuery(["sat"], 20)
+    both = network_wasserstein(theta, q, ["income", "gender"], 1.0)
+    singles = [network_wasserstein(Theta(theta.nodes, theta.states, theta.parents,
+                                         [theta.members[k]]), q, ["income", "gender"], 1.0)
+               for k in range(2)]
+    assert both.sensitivity == max(r.sensitivity for r in singles)
+    assert both.result.exact
+
+
+def test_zero_probability_secret_is_left_out():
+    theta = theta_from_tables(
+        [("a", "b")], {"a": ("0.1", "0.9", "0.5"), "b": ("0.2", "0.7")},
+        {"a": np.array([0.5, 0.5, 0.0]), "b": np.array([[0.9, 0.1, 0.5], [0.1, 0.9, 0.5]])})
+    cl = count_laws(theta, "b", "a", 2)
+    assert set(cl.laws[0]) == {"0.1", "0.9"}
+    # by hand: a = 0.1 gives 0.9 Bin(2, .2) + 0.1 Bin(2, .7) = (.585, .33, .085), a = 0.9 gives
+    # (.145, .41, .445); the CDFs .585/.915 and .145/.555 leave u in (.555, .585] mapped to
+    # 0 and 2: W_inf = 2
+    assert cl.laws[0]["0.1"][1] == (Fraction(585, 1000), Fraction(33, 100), Fraction(85, 1000))
+    res = network_wasserstein(theta, "b", "a", 1.0, records=2)
+    assert res.sensitivity == 2.0
+
+
+def test_refusals():
+    theta = load_model("student")
+    with pytest.raises(QueryError, match="ONE attribute"):
+        network_wasserstein(theta, CountQuery(["sat", "height"], 5), "income", 1.0)
+    with pytest.raises(QueryError, match="count"):
+        network_wasserstein(theta, MeanQuery("sat", 0, 1), "income", 1.0)
+    with pytest.raises(ModelError, match="nope"):
+        network_wasserstein(theta, CountQuery(["nope"], 5), "income", 1.0)
+    with pytest.raises(ParameterError):
+        network_wasserstein(theta, "sat", "income", 1.0)
+    bad = theta_from_tables([("a", "b")], {"a": ("lo", "hi"), "b": ("0.2", "1.5")},
+                            {"a": np.array([0.5, 0.5]), "b": np.array([[0.5, 0.5], [0.5, 0.5]])})
+    with pytest.raises(ModelError, match="Bernoulli"):
+        bernoulli_parameters(bad, "a")
+    with pytest.raises(ModelError, match="outside"):
+        count_laws(bad, "b", "a", 3)
