@@ -1,0 +1,219 @@
+"""The APMQM planner against brute force over EVERY quilt (spec 01, Algorithm 3).
+
+The planner claims the exact optimum over all 2**(m-1) quilts with one candidate per subset of
+the query attributes. Here the optimum is recomputed from scratch (tests/reference.py: full
+joint, Definition 8, networkx d-separation, every subset Q of V - {i}) on hundreds of seeded
+random networks and compared.
+
+Tolerances: the planner rounds every non-zero influence up by ROUNDING_MARGIN = 1e-10
+(relative and absolute), and the two computations sum in different orders (~1e-15). So the
+planner's scale must lie between the reference optimum computed with the influences shifted
+down by 1e-12 and with them rounded up as the planner does (plus 1e-12); away from the
+degenerate case e ~ eps this bracket is far tighter than rtol 1e-8, which is asserted too.
+Scales of 0 and inf are compared exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from itertools import combinations
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import reference as ref  # noqa: E402
+
+from quiltpriv.influence import ROUNDING_MARGIN  # noqa: E402
+from quiltpriv.mechanisms import plan  # noqa: E402
+from quiltpriv.network import theta_from_tables  # noqa: E402
+from quiltpriv.quilts import d_connected, least_influence_quilt  # noqa: E402
+from quiltpriv.sensitivity import CountQuery, LinearQuery  # noqa: E402
+
+EPSILONS = (0.1, 0.5, 1.0, 3.0)
+N_BATCHES = 20
+PER_BATCH = 11  # 220 networks in all
+ABS = 1e-12
+
+
+def _rounded_up(e: float) -> float:
+    if e > 0 and math.isfinite(e):
+        return e * (1 + ROUNDING_MARGIN) + ROUNDING_MARGIN + ABS
+    return e
+
+
+def _shift_down(e: float) -> float:
+    return max(e - ABS - 1e-12 * e, 0.0) if math.isfinite(e) else e
+
+
+def _random_queries(rng: np.random.Generator, nodes, node):
+    """A count query and a linear query over random attribute subsets."""
+    nodes = list(nodes)
+    out = []
+    k = int(rng.integers(1, len(nodes) + 1))
+    attrs = [str(x) for x in rng.choice(nodes, size=k, replace=False)]
+    if rng.random() < 0.25 and node not in attrs:
+        attrs.append(node)  # sometimes the sensitive attribute itself is queried
+    elif rng.random() < 0.5 and node in attrs and len(attrs) > 1:
+        attrs.remove(node)
+    n = int(rng.integers(1, 1000))
+    out.append((CountQuery(tuple(attrs), n), ref.count_sensitivity(attrs, n), attrs))
+    k = int(rng.integers(1, len(nodes) + 1))
+    attrs = [str(x) for x in rng.choice(nodes, size=k, replace=False)]
+    weights = {a: float(rng.choice([rng.normal(0, 2), -rng.random(), 0.0], p=[0.6, 0.3, 0.1]))
+               for a in attrs}
+    bounds = {}
+    for a in attrs:
+        lo = float(rng.normal(0, 5))
+        bounds[a] = (lo, lo + float(rng.exponential(3.0)) + 1e-3)
+    out.append((LinearQuery(weights, bounds), ref.linear_sensitivity(weights, bounds), attrs))
+    return out
+
+
+def _check_node_plan(sp, net, records, attrs, delta, eps, where):
+    """One sensitive attribute's plan against the brute-force optimum over all quilts."""
+    exact = ref.reference_scale(records, attrs, delta, eps)
+    low = ref.reference_scale(records, attrs, delta, eps, influence_shift=_shift_down)
+    high = ref.reference_scale(records, attrs, delta, eps, influence_shift=_rounded_up)
+    if exact == 0.0 or math.isinf(exact):
+        assert sp.scale == exact, where
+    else:
+        assert low * (1 - 1e-15) <= sp.scale <= high * (1 + 1e-15), (where, sp.scale, exact)
+        if high <= exact * (1 + 1e-9):  # not the degenerate e ~ eps case
+            assert sp.scale == pytest.approx(exact, rel=1e-8, abs=0), where
+    assert sp.optimal is True, where
+    # The chosen quilt is a valid quilt with the largest remote set (networkx).
+    g = net.graph()
+    q = set(sp.quilt)
+    assert sp.node not in q
+    assert set(sp.quilt) | set(sp.nearby) | set(sp.remote) == set(net.nodes), where
+    assert not (q & set(sp.nearby)) and not (q & set(sp.remote)), where
+    assert not (set(sp.nearby) & set(sp.remote)), where
+    if sp.quilt or sp.remote:  # not the trivial quilt
+        assert set(sp.remote) == ref.remote_set(g, sp.node, q), where
+    for v in sp.remote:
+        assert nx.is_d_separator(g, {sp.node}, {v}, q), where
+    # Its reported numbers are those of that quilt.
+    e_ref = ref.reference_influence(net, sp.node, q)
+    if math.isinf(e_ref):
+        assert math.isinf(sp.influence), where
+    else:
+        assert sp.influence >= e_ref - ABS, (where, sp.influence, e_ref)
+        assert sp.influence == pytest.approx(e_ref, rel=1e-9, abs=1e-9), where
+    assert sp.sensitivity == pytest.approx(delta(set(attrs) & set(sp.nearby)), rel=1e-12,
+                                           abs=0), where
+    assert sp.scale == ref.algorithm3_scale(sp.sensitivity, sp.influence, eps), where
+    return exact
+
+
+@pytest.mark.parametrize("batch", range(N_BATCHES))
+def test_planner_equals_brute_force(batch):
+    checked = 0
+    for j in range(PER_BATCH):
+        seed = 1000 + batch * PER_BATCH + j
+        # Mostly 5-8 nodes (where quilts get interesting), some tiny ones for the edge cases.
+        net = ref.random_network(seed, min_nodes=1 if j == 0 else 5)
+        theta = net.to_theta()
+        rng = np.random.default_rng(seed + 7_000_000)
+        n_sens = min(len(net.nodes), int(rng.integers(1, 3)))
+        sens = [str(x) for x in rng.choice(net.nodes, size=n_sens, replace=False)]
+        recs = {i: ref.all_quilts(net, i) for i in sens}
+        for query, delta, attrs in _random_queries(rng, net.nodes, sens[0]):
+            for eps in EPSILONS:
+                where = f"seed={seed} sens={sens} query={query.to_dict()} eps={eps}"
+                p = plan(theta, query, sens, eps)
+                exacts = [_check_node_plan(p[i], net, recs[i], attrs, delta, eps, where)
+                          for i in sens]
+                assert p.scale == max(p[i].scale for i in sens), where
+                assert p.optimal is True
+                if all(0 < x < math.inf for x in exacts):
+                    assert p.scale == pytest.approx(max(exacts), rel=1e-8), where
+                checked += 1
+    assert checked == PER_BATCH * 2 * len(EPSILONS)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_least_influence_quilt_beats_every_feasible_quilt(seed):
+    """Q*(T) is feasible for T and no feasible quilt has smaller influence (brute force)."""
+    net = ref.random_network(50_000 + seed)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    node = str(rng.choice(net.nodes))
+    records = ref.all_quilts(net, node)
+    others = [v for v in net.nodes if v != node]
+    targets_list = [()] + [tuple(rng.choice(others, size=int(rng.integers(1, len(others) + 1)),
+                                            replace=False)) for _ in range(4)] if others else [()]
+    for targets in targets_list:
+        t = set(targets)
+        q = set(least_influence_quilt(theta, node, t))
+        assert q <= t
+        rec = next(r for r in records if r.quilt == frozenset(q))
+        assert t <= rec.quilt | rec.remote, (seed, node, targets, q)
+        best = min(r.influence for r in records if t <= r.quilt | r.remote)
+        assert rec.influence <= best + ABS or rec.influence == best, (seed, node, targets, q)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_d_connected_matches_networkx(seed):
+    rng = np.random.default_rng(900 + seed)
+    m = int(rng.integers(1, 15))
+    names = [f"v{k}" for k in range(m)]
+    order = rng.permutation(m)
+    p = float(rng.choice([0.1, 0.2, 0.35, 0.5]))
+    edges = [(names[order[a]], names[order[b]]) for a in range(m) for b in range(a + 1, m)
+             if rng.random() < p]
+    states = {v: (0, 1) for v in names}
+    parents = {v: [a for a, b in edges if b == v] for v in names}
+    cpds = {v: np.full((2,) + (2,) * len(parents[v]), 0.5) for v in names}
+    theta = theta_from_tables(edges, states, cpds)
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    g.add_edges_from(edges)
+    for _ in range(25):
+        src = str(rng.choice(names))
+        rest = [v for v in names if v != src]
+        k = int(rng.integers(0, len(rest) + 1))
+        z = set(rng.choice(rest, size=k, replace=False).tolist()) if k else set()
+        got = d_connected(theta, src, z)
+        want = {src} | {v for v in rest if v not in z and not nx.is_d_separator(g, {src}, {v}, z)}
+        assert got == want, (seed, src, sorted(z), edges)
+
+
+def test_structured_cases_against_brute_force():
+    """Hand-picked shapes where quilt choice is delicate: colliders, long chains, v-structures
+    with observed descendants, and several components."""
+    shapes = {
+        "collider_descendant": [("a", "c"), ("b", "c"), ("c", "d"), ("b", "e")],
+        "chain": [("a", "b"), ("b", "c"), ("c", "d"), ("d", "e"), ("e", "f")],
+        "diamond": [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e")],
+        "forest": [("a", "b"), ("c", "d"), ("d", "e")],
+    }
+    count = 0
+    expected = 0
+    for shape_no, (name, edges) in enumerate(shapes.items()):
+        nodes = sorted({x for e in edges for x in e})
+        expected += 6 * len(nodes) * math.comb(len(nodes), 2) * len(EPSILONS)
+        for s in range(6):
+            rng = np.random.default_rng(77 * shape_no + s)
+            parents = {v: tuple(a for a, b in edges if b == v) for v in nodes}
+            card = {v: int(rng.integers(2, 4)) for v in nodes}
+            members = tuple(ref.random_tables(rng, nodes, parents, card,
+                                              str(rng.choice(["weak", "mixed"])))
+                            for _ in range(int(rng.integers(1, 4))))
+            net = ref.RandomNetwork(tuple(nodes), tuple(edges), parents,
+                                    {v: tuple(range(card[v])) for v in nodes}, members, s)
+            theta = net.to_theta()
+            for node in nodes:
+                recs = ref.all_quilts(net, node)
+                for attrs in combinations(nodes, 2):
+                    delta = ref.count_sensitivity(attrs, 10)
+                    for eps in EPSILONS:
+                        where = f"{name} s={s} node={node} attrs={attrs} eps={eps}"
+                        p = plan(theta, CountQuery(attrs, 10), node, eps)
+                        _check_node_plan(p[node], net, recs, list(attrs), delta, eps, where)
+                        count += 1
+    assert count == expected
