@@ -217,3 +217,43 @@ def test_structured_cases_against_brute_force():
                         _check_node_plan(p[node], net, recs, list(attrs), delta, eps, where)
                         count += 1
     assert count == expected
+
+
+def _random_monotone_delta(rng: np.random.Generator, attrs):
+    """A random monotone set function with Delta({}) = 0 (max over subsets of random values;
+    many zeros, so that Delta_{A&N} = 0 happens for non-empty A & N too)."""
+    attrs = list(attrs)
+    raw = {}
+    for k in range(len(attrs) + 1):
+        for b in combinations(attrs, k):
+            raw[frozenset(b)] = 0.0 if (k == 0 or rng.random() < 0.3) else float(
+                rng.exponential(5.0))
+    table = {}
+    for k in range(len(attrs) + 1):
+        for b in combinations(attrs, k):
+            fb = frozenset(b)
+            table[fb] = max([raw[fb]] + [table[fb - {a}] for a in fb])
+    return lambda cols: table[frozenset(set(cols) & set(attrs))]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_planner_custom_sensitivity_and_larger_networks(seed):
+    """A general monotone Delta_B (CustomQuery) and binary networks of 9-11 nodes."""
+    from quiltpriv.sensitivity import CustomQuery
+
+    big = seed % 2 == 1
+    net = ref.random_network(20_000 + seed, min_nodes=9 if big else 4,
+                             max_nodes=11 if big else 8, max_card=2 if big else 3)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed + 31)
+    node = str(rng.choice(net.nodes))
+    recs = ref.all_quilts(net, node)
+    for _ in range(3):
+        k = int(rng.integers(1, min(len(net.nodes), 6) + 1))
+        attrs = [str(x) for x in rng.choice(net.nodes, size=k, replace=False)]
+        delta = _random_monotone_delta(rng, attrs)
+        query = CustomQuery(tuple(attrs), lambda b, d=delta: d(b))
+        for eps in EPSILONS:
+            where = f"seed={seed} node={node} attrs={attrs} eps={eps}"
+            p = plan(theta, query, node, eps)
+            _check_node_plan(p[node], net, recs, attrs, delta, eps, where)
