@@ -206,6 +206,13 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(15)
         prof_text = buf.getvalue()
+    # Every node alone (once each, fresh cache): the worst single-node plan, not just the
+    # seeded one, is what "a single-node plan completes under 60 s" is about.
+    per_node = []
+    for v in nodes:
+        t_v, p_v = _median_time(lambda v=v: _fresh_plan(theta, query, v, time_limit), 1)
+        per_node.append((t_v, v, p_v.optimal))
+    worst = max(per_node)
     t_all, plan_all = _median_time(lambda: _fresh_plan(theta, query, nodes, time_limit), repeat)
     # The influence cache now holds exactly the (node, quilt) pairs the last plan evaluated.
     evaluated = sorted({(k[2], k[3]) for k in theta._cache if k[0] == "influence" and k[3]},
@@ -251,6 +258,9 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
         "t_plan_one": t_one,
         "plan_one": {"optimal": sp.optimal, "scale": sp.scale, "quilt": list(sp.quilt),
                      "influence": sp.influence, "quilts_considered": sp.quilts_considered},
+        "single_node_plans": {"median": statistics.median(t for t, _, _ in per_node),
+                              "max": worst[0], "max_node": worst[1],
+                              "optimal": sum(o for _, _, o in per_node)},
         "t_plan_all": t_all,
         "plan_all": {"optimal": plan_all.optimal, "scale": plan_all.scale,
                      "optimal_nodes": sum(s.optimal for s in plan_all.sensitive),
@@ -346,10 +356,12 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
                      f"pair: lowest single ratio {worst_min[1]:.1f}x ({worst_min[0]})")
     m = by.get("munin")
     if m:
-        ok = m["t_plan_one"] < 60
+        s = m["single_node_plans"]
+        ok = m["t_plan_one"] < 60 and s["max"] < 60
         lines.append(f"{'PASS' if ok else 'FAIL'}  munin single-node plan under 60 s "
                      f"({'exact' if m['plan_one']['optimal'] else 'flagged non-optimal'}): "
-                     f"{m['t_plan_one']:.3f} s")
+                     f"seeded node {m['t_plan_one']:.3f} s; slowest of all {m['nodes']} nodes "
+                     f"{s['max']:.3f} s ({s['max_node']}), {s['optimal']}/{m['nodes']} exact")
     else:
         lines.append("n/a   munin not run")
     return lines
@@ -365,7 +377,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
            f"count query over {QUERY_ATTRIBUTES} seeded random attributes, n = {RECORDS}, "
            f"eps = {EPSILON:g}; times are medians of the repeats; fresh influence cache per plan",
            ""]
-    head = ("network", "nodes", "read ms", "conv ms", "plan1 ms", "planAll ms", "all/read",
+    head = ("network", "nodes", "read ms", "conv ms", "plan1 ms", "each med/max ms",
+            "planAll ms", "all/read",
             "optimal", "infl", "VE/ours min", "med", "max", "max|diff|", "raw|diff|",
             "under", "RSS MB")
     rows = []
@@ -376,7 +389,9 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         i = r["influence"]
         rows.append((
             r["network"], str(r["nodes"]), _ms(r["t_read"]), _ms(r["t_convert"]),
-            _ms(r["t_plan_one"]), _ms(r["t_plan_all"]), f"{r['ratio_plan_all_to_read']:.3f}",
+            _ms(r["t_plan_one"]),
+            f"{_ms(r['single_node_plans']['median'])}/{_ms(r['single_node_plans']['max'])}",
+            _ms(r["t_plan_all"]), f"{r['ratio_plan_all_to_read']:.3f}",
             f"{r['plan_all']['optimal_nodes']}/{r['plan_all']['sensitive']}",
             str(r["plan_all"]["influences_evaluated"]),
             _f(i["ratio_min"], ".1f"), _f(i["ratio_median"], ".1f"), _f(i["ratio_max"], ".1f"),
@@ -387,7 +402,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     out.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
     out.append("  ".join("-" * w for w in widths))
     out += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    out += ["", "columns: plan1 = one sensitive node; planAll = every node sensitive in one "
+    out += ["", "columns: plan1 = the seeded sensitive node; each med/max = every node planned "
+            "alone, median and slowest;", "planAll = every node sensitive in one "
             "plan() call;", "optimal = nodes whose quilt is proven least; infl = distinct "
             "(node, quilt) influences the all-nodes plan computed;",
             "VE/ours = time of pgmpy VariableElimination + Definition 8 over time of "
