@@ -15,7 +15,7 @@ For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C
   parameters does not give.
 * **The original Markov Quilt Mechanism** (Algorithm 5) protects individual values of a network
   over record values, not hyperparameters: listed as not applicable, with a pointer to
-  :func:`quiltpriv.markov_quilt.markov_quilt_mechanism`.
+  :func:`quiltpriv.markov_quilt_mechanism.markov_quilt_mechanism`.
 
 Standard deviations: ``sqrt(2) b`` for Laplace scale ``b``, ``sigma`` for Gaussian.
 """
@@ -221,8 +221,8 @@ def compare(
     rows.append(MechanismRow(
         "original MQM", False, None, None, None, "",
         "does not apply: Algorithm 5 protects individual values Y_i of a network over record "
-        "values, not hyperparameters phi_i (use quiltpriv.markov_quilt.markov_quilt_mechanism "
-        "on such a network)"))
+        "values, not hyperparameters phi_i (use "
+        "quiltpriv.markov_quilt_mechanism.markov_quilt_mechanism on such a network)"))
     return Comparison(eps, query.to_dict(), sens, tuple(rows),
                       notes=("standard deviation of Laplace(b) is sqrt(2) b",))
 

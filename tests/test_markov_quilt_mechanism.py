@@ -1,4 +1,4 @@
-"""Tests of the original Markov Quilt Mechanism (Algorithm 5, quiltpriv.markov_quilt)."""
+"""Tests of the original Markov Quilt Mechanism (Algorithm 5, quiltpriv.markov_quilt_mechanism)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.loading import load_model
-from quiltpriv.markov_quilt import chain_order, markov_quilt_mechanism
+from quiltpriv.markov_quilt_mechanism import chain_order, markov_quilt_mechanism
 from quiltpriv.network import theta_from_tables
 
 # -- an independent, slow reference -------------------------------------------------------------
