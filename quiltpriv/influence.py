@@ -49,6 +49,12 @@ class Influence:
     value: float
     member: int | None
     pair: tuple[object, object] | None
+    bound_via: tuple[str, ...] | None = None
+    """``None`` when exact; else the separator ``S`` whose exact influence bounds this one."""
+
+    @property
+    def exact(self) -> bool:
+        return self.bound_via is None
 
 
 def joint_marginal(
@@ -214,3 +220,43 @@ def max_influence(
         if hit[0] > best.value:
             best = Influence(node, q, hit[0], m, hit[1])
     return best
+
+
+def influence_upper_bound(
+    theta: Theta,
+    node: str,
+    quilt: Iterable[str],
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+) -> Influence:
+    """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
+
+    The bound is the data-processing inequality (spec fact 2): if ``S`` d-separates ``node``
+    from ``Q - S`` then ``e(Q | node) <= e(S | node)``. ``S`` is the set of neighbours of
+    ``node`` in the moral graph of the ancestral set of ``{node} + Q``; every other node of
+    that graph, ``Q`` included, is separated from ``node`` by it, and separation in that graph
+    implies d-separation. The result's ``bound_via`` names ``S``.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When neither the exact value nor the bound is affordable (the caller must then not use
+        the quilt: never a guess).
+    """
+    from .quilts import moral_ancestral_graph
+
+    try:
+        return max_influence(theta, node, quilt, max_table=max_table)
+    except InfluenceTooExpensive as exc:
+        q = theta.sort(quilt)
+        adj = moral_ancestral_graph(theta, {node, *q})
+        sep = theta.sort(adj[node])
+        if set(sep) >= set(q):
+            raise
+        try:
+            bound = max_influence(theta, node, sep, max_table=max_table)
+        except InfluenceTooExpensive:
+            raise InfluenceTooExpensive(
+                f"{exc}; the data-processing bound via {list(sep)} is too expensive too"
+            ) from None
+        return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep)

@@ -35,7 +35,7 @@ import pandas as pd
 
 from ._validation import check_epsilon
 from .errors import ParameterError, QueryError
-from .influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
+from .influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, influence_upper_bound
 from .network import Theta, as_theta
 from .quilts import Quilt, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
@@ -81,6 +81,7 @@ class SensitivePlan:
     explanation: str
     influence_member: str | None = None
     influence_pair: tuple[Any, Any] | None = None
+    influence_bound_via: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -88,6 +89,8 @@ class SensitivePlan:
             self.remote)
         d["influence_pair"] = None if self.influence_pair is None else [
             _jsonable(x) for x in self.influence_pair]
+        d["influence_bound_via"] = None if self.influence_bound_via is None else list(
+            self.influence_bound_via)
         return d
 
 
@@ -154,6 +157,8 @@ class Plan:
                 quilts_considered=int(s["quilts_considered"]), optimal=bool(s["optimal"]),
                 explanation=s["explanation"], influence_member=s.get("influence_member"),
                 influence_pair=None if pair is None else tuple(pair),
+                influence_bound_via=None if s.get("influence_bound_via") is None
+                else tuple(s["influence_bound_via"]),
             ))
         return cls(float(d["epsilon"]), float(d["scale"]), bool(d["optimal"]), tuple(sens),
                    dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())))
@@ -260,7 +265,7 @@ def plan_node(
     trivial = trivial_quilt(theta, node)
     delta_all = query.sensitivity(attrs)
     best_quilt: Quilt = trivial
-    best_e, best_member, best_pair = 0.0, None, None
+    best_e, best_member, best_pair, best_via = 0.0, None, None, None
     best_delta = delta_all
     best_scale = _scale(delta_all, 0.0, eps)
     best_key = _key(best_scale, 0.0, (), theta) + (1,)  # trivial loses ties to Q = {}
@@ -289,7 +294,7 @@ def plan_node(
             if delta / eps > best_scale:  # lower bound already worse: skip its influence
                 continue
             try:
-                infl = max_influence(theta, node, q, max_table=max_table)
+                infl = influence_upper_bound(theta, node, q, max_table=max_table)
             except InfluenceTooExpensive as exc:
                 optimal = False
                 reasons.append(f"quilt {_set(q)} skipped: {exc}")
@@ -297,30 +302,37 @@ def plan_node(
             considered += 1
             e = infl.value
             s = _scale(delta, e, eps)
-            if e > eps:
+            if not infl.exact:
+                # An upper bound: the scale is valid (more noise), the optimum is not proven.
+                optimal = False
+                reasons.append(f"the influence of {_set(q)} is an upper bound (data-processing "
+                               f"inequality via {_set(infl.bound_via or ())})")
+            elif e > eps:
                 infeasible.append(t)
             key = _key(s, e, q, theta) + (0,)
             if key < best_key:
                 best_key, best_quilt, best_scale, best_e, best_delta = key, quilt, s, e, delta
+                best_via = infl.bound_via
                 best_member = theta.names[infl.member] if infl.member is not None else None
                 best_pair = infl.pair
         else:
             continue
         break
     explanation = _explain(theta, query, best_quilt, best_e, best_delta, best_scale, eps,
-                           best_member, best_pair, optimal, reasons)
+                           best_member, best_pair, optimal, reasons, best_via)
     return SensitivePlan(
         node=node, quilt=best_quilt.quilt, nearby=best_quilt.nearby, remote=best_quilt.remote,
         influence=best_e, sensitivity=best_delta, scale=best_scale,
         quilts_considered=considered, optimal=optimal, explanation=explanation,
         influence_member=best_member,
         influence_pair=None if best_pair is None else tuple(_jsonable(x) for x in best_pair),
+        influence_bound_via=best_via,
     )
 
 
 def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
              eps: float, member: str | None, pair: Any, optimal: bool,
-             reasons: list[str]) -> str:
+             reasons: list[str], via: tuple[str, ...] | None = None) -> str:
     a_n = theta.sort(set(query.attributes) & set(quilt.nearby))
     if quilt.is_trivial:
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
@@ -334,6 +346,9 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
         if member is not None and pair is not None:
             where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
         infl = f"max-influence e(Q|{quilt.node}) = {_fmt(e)}{where}"
+        if via is not None:
+            infl = (f"max-influence e(Q|{quilt.node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
+                    f"too expensive): e(S|{quilt.node}) for the separator S = {_set(via)}")
         if delta == 0:
             cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
                     f"noise is needed for {quilt.node!r}")

@@ -48,3 +48,34 @@ def test_time_limit_flags(student, monkeypatch):
 def test_bad_time_limit(student):
     with pytest.raises(qp.ParameterError, match="time_limit"):
         qp.plan(student, qp.CountQuery(["height"], 10), "income", 1.0, time_limit=0)
+
+
+def test_data_processing_bound_when_exact_is_too_expensive():
+    from quiltpriv.influence import influence_upper_bound
+
+    chain = qp.load_model("chain")
+    q = ["x05", "x06", "x07"]
+    exact = qp.max_influence(qp.load_model("chain"), "x01", q)
+    b = influence_upper_bound(chain, "x01", q, max_table=27)  # joint of 4 nodes has 81
+    assert not b.exact and b.bound_via == ("x02",)
+    assert b.value >= exact.value
+    assert b.value == qp.max_influence(chain, "x01", ["x02"]).value
+    # The planner uses the bound (valid, more noise) and says so: i -> h -> {a, b}, a query
+    # over a and b needs Q* = {a, b} (joint of 8), while the separator {h} needs only 4.
+    import numpy as np
+
+    states = {v: [0, 1] for v in "ihab"}
+    tables = {"i": np.array([0.5, 0.5]), "h": np.array([[0.8, 0.3], [0.2, 0.7]]),
+              "a": np.array([[0.9, 0.2], [0.1, 0.8]]), "b": np.array([[0.7, 0.4], [0.3, 0.6]])}
+    edges = [("i", "h"), ("h", "a"), ("h", "b")]
+    query = qp.LinearQuery({"a": 1.0, "b": 1.0}, {"a": (0, 1), "b": (0, 1)})
+    p_exact = qp.plan(qp.theta_from_tables(edges, states, tables), query, "i", 3.0)
+    p_bound = qp.plan(qp.theta_from_tables(edges, states, tables), query, "i", 3.0, max_table=4)
+    assert p_exact.optimal and p_exact["i"].quilt == ("a", "b")
+    sp = p_bound["i"]
+    assert not p_bound.optimal and sp.quilt == ("a", "b") and sp.influence_bound_via == ("h",)
+    assert sp.influence >= p_exact["i"].influence and p_bound.scale >= p_exact.scale
+    assert "UPPER BOUND" in sp.explanation and "Optimality not proven" in sp.explanation
+    # Neither exact nor bound affordable: refused, never guessed.
+    with pytest.raises(InfluenceTooExpensive, match="bound via"):
+        influence_upper_bound(qp.load_model("chain"), "x01", q, max_table=4)
