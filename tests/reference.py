@@ -51,12 +51,17 @@ class RandomNetwork:
         g.add_edges_from(self.edges)
         return g
 
-    def to_pgmpy(self) -> list:
-        """One pgmpy ``DiscreteBayesianNetwork`` per member of Theta."""
+    def to_pgmpy(self, shuffle_evidence: int | None = None) -> list:
+        """One pgmpy ``DiscreteBayesianNetwork`` per member of Theta.
+
+        ``shuffle_evidence`` (a seed) gives every member's CPDs its own random evidence order,
+        so that members of one Theta disagree on the table layout.
+        """
         from pgmpy.factors.discrete import TabularCPD
         from pgmpy.models import DiscreteBayesianNetwork
 
         models = []
+        rng = None if shuffle_evidence is None else np.random.default_rng(shuffle_evidence)
         for k, tables in enumerate(self.members):
             model = DiscreteBayesianNetwork()
             model.add_nodes_from(self.nodes)
@@ -65,6 +70,10 @@ class RandomNetwork:
             for v in self.nodes:
                 ps = self.parents[v]
                 t = tables[v]
+                if rng is not None and len(ps) > 1:
+                    perm = [int(x) for x in rng.permutation(len(ps))]
+                    ps = tuple(ps[x] for x in perm)
+                    t = np.transpose(t, [0] + [1 + x for x in perm])
                 # pgmpy: values shape (card, prod(evidence cards)), columns in evidence order
                 # with the LAST evidence varying fastest = C-order reshape of (v, *ps).
                 values = t.reshape(t.shape[0], -1)
