@@ -357,7 +357,10 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
                     f"scale = {_fmt(delta)} / ({eps:g} - {_fmt(e)}) = {_fmt(scale)}")
         text = f"{sep}; {infl}; {cost}."
     if optimal:
-        text += " Least scale over all quilts (exact search)."
+        m = len(theta.nodes) - 1
+        total = f"{2**m}" if m <= 40 else f"2^{m}"
+        text += (f" Least scale over all {total} quilts of {quilt.node!r} (exact: every other "
+                 f"quilt is dominated by an evaluated candidate; see docs/concepts.md).")
     else:
         text += " Optimality not proven: " + "; ".join(dict.fromkeys(reasons)) + "."
     return text

@@ -30,7 +30,7 @@ def test_plan_json_contract(capsys):
 def test_plan_table(capsys):
     assert main([*PLAN, "--attributes", "height"]) == 0
     out = capsys.readouterr().out
-    assert "APMQM plan" in out and "income" in out and "Least scale over all quilts" in out
+    assert "APMQM plan" in out and "income" in out and "Least scale over all 16 quilts" in out
 
 
 def test_plan_theta_and_other_queries(capsys, tmp_path):
