@@ -187,11 +187,7 @@ def compare(
     eps = check_epsilon(epsilon)
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
-    if isinstance(sensitive, str):
-        sensitive = [sensitive]
-    sens = tuple(dict.fromkeys(sensitive))
-    if not sens:
-        raise ParameterError("give at least one sensitive attribute")
+    sens = theta.check_sensitive(sensitive)
     rows = []
     p = plan(theta, query, sens, eps)
     detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, e = {_fmt(sp.influence)}, "

@@ -80,13 +80,7 @@ def joint_marginal(
             f"(limit {max_table})"
         )
     cpds = theta.members[member]
-    anc: set[str] = set()
-    stack = list(nodes)
-    while stack:
-        v = stack.pop()
-        if v not in anc:
-            anc.add(v)
-            stack.extend(theta.parents[v])
+    anc = theta.ancestral_set(nodes)
     factors: list[tuple[tuple[str, ...], np.ndarray]] = [
         ((v, *theta.parents[v]), cpds[v].table) for v in anc
     ]

@@ -407,12 +407,7 @@ def plan(
     eps = check_epsilon(epsilon)
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
-    if isinstance(sensitive, str):
-        sensitive = [sensitive]
-    sens = tuple(dict.fromkeys(sensitive))
-    if not sens:
-        raise ParameterError("give at least one sensitive attribute")
-    theta.check_nodes(sens, "sensitive attribute")
+    sens = theta.check_sensitive(sensitive)
     theta.check_nodes(query.attributes, "query attribute")
     if time_limit is not None:
         time_limit = float(time_limit)

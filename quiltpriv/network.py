@@ -133,6 +133,28 @@ class Theta:
             )
         return names
 
+    def check_sensitive(self, sensitive: str | Iterable[str]) -> tuple[str, ...]:
+        """Sensitive attribute(s) as a non-empty tuple without repeats, each in the network."""
+        from .errors import ParameterError
+
+        if isinstance(sensitive, str):
+            sensitive = [sensitive]
+        sens = tuple(dict.fromkeys(sensitive))
+        if not sens:
+            raise ParameterError("give at least one sensitive attribute")
+        return self.check_nodes(sens, "sensitive attribute")
+
+    def ancestral_set(self, nodes: Iterable[str]) -> set[str]:
+        """``nodes`` and all their ancestors."""
+        anc: set[str] = set()
+        stack = list(nodes)
+        while stack:
+            v = stack.pop()
+            if v not in anc:
+                anc.add(v)
+                stack.extend(self.parents[v])
+        return anc
+
     def sort(self, nodes: Iterable[str]) -> tuple[str, ...]:
         """``nodes`` in the network's (topological) order: the canonical order of a set."""
         return tuple(sorted(set(nodes), key=self.index.__getitem__))

@@ -256,12 +256,7 @@ def network_wasserstein(
     else:
         raise QueryError("the Wasserstein mechanism on a network supports count queries only, "
                          f"not {getattr(query, 'kind', type(query).__name__)}")
-    if isinstance(sensitive, str):
-        sensitive = [sensitive]
-    sens = tuple(dict.fromkeys(sensitive))
-    if not sens:
-        raise ParameterError("give at least one sensitive attribute")
-    theta.check_nodes(sens, "sensitive attribute")
+    sens = theta.check_sensitive(sensitive)
     all_laws = tuple(count_laws(theta, attr, s, n, max_table=max_table) for s in sens)
     # Secrets are (i, value); only values of the same attribute are paired.
     per_theta = [{(cl.sensitive, a): law for cl in all_laws for a, law in cl.laws[m].items()}

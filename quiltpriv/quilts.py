@@ -133,13 +133,7 @@ def moral_ancestral_graph(theta: Theta, nodes: Iterable[str]) -> dict[str, set[s
     For quilts inside this ancestral set, d-separation from ``i`` is plain vertex separation
     in this one undirected graph (Lauritzen et al., 1990), so it can be fixed once per target.
     """
-    anc: set[str] = set()
-    stack = list(nodes)
-    while stack:
-        v = stack.pop()
-        if v not in anc:
-            anc.add(v)
-            stack.extend(theta.parents[v])
+    anc = theta.ancestral_set(nodes)
     adj: dict[str, set[str]] = {v: set() for v in anc}
     for v in anc:
         ps = theta.parents[v]

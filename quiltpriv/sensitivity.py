@@ -357,9 +357,10 @@ class CustomQuery(Query):
     """Any query with a user-supplied column sensitivity ``Delta(B)``.
 
     ``sensitivity_fn(frozenset B)`` is called with subsets of ``attributes`` only. It must be
-    non-negative and monotone (``B`` inside ``B'`` implies ``Delta(B) <= Delta(B')``), as every
-    column sensitivity is; this is checked on every subset when the query is built (up to 16
-    attributes), because the planner's optimality relies on it.
+    finite, non-negative and monotone (``B`` inside ``B'`` implies ``Delta(B) <= Delta(B')``),
+    as every column sensitivity is; monotonicity is checked on every subset when the query is
+    built (up to 16 attributes). Privacy never depends on it (each quilt's scale uses the
+    true ``Delta(A & N)``); the planner's claim of optimality does.
     """
 
     attributes: tuple[str, ...]
@@ -393,8 +394,9 @@ class CustomQuery(Query):
             v = float(self.sensitivity_fn(b))
         except Exception as exc:
             raise QueryError(f"custom query: sensitivity_fn failed on {sorted(b)}: {exc}") from exc
-        if math.isnan(v) or v < 0:
-            raise QueryError(f"custom query: sensitivity_fn({sorted(b)}) = {v} is not >= 0")
+        if not math.isfinite(v) or v < 0:
+            raise QueryError(
+                f"custom query: sensitivity_fn({sorted(b)}) = {v} is not a finite number >= 0")
         return v
 
     def sensitivity(self, columns: Iterable[str]) -> float:
