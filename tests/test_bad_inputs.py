@@ -115,6 +115,8 @@ def test_bad_query_definitions():
         qp.MeanQuery("x", 2, 1)
     with pytest.raises(QueryError, match="no bounds"):
         qp.LinearQuery({"x": 1.0}, {})
+    with pytest.raises(QueryError, match="not a finite number"):
+        qp.CustomQuery(["q"], lambda b: math.inf if b else 0.0)
     with pytest.raises(QueryError, match="not monotone"):
         qp.CustomQuery(["x", "y"], lambda b: 1.0 if b == frozenset({"x"}) else 0.0)
 
