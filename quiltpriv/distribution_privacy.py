@@ -457,13 +457,13 @@ def closeness_1d(xs: Sequence[object], p: Sequence[object], ys: Sequence[object]
     most mass delta moved farther than W) is sound; it is optimal for W_inf but for a positive
     delta another coupling may certify a smaller W -- this errs towards more noise.
     """
-    dl = check_probability(delta)
+    dl = _check_probability(delta)
     if dl == 0:
         return wasserstein_line(xs, p, ys, q).w_inf
     return wasserstein_line(xs, p, ys, q, tolerance=dl).w_inf_within_tolerance
 
 
-def check_probability(x: object, name: str = "delta") -> float:
+def _check_probability(x: object, name: str = "delta") -> float:
     v = check_positive(x, name, allow_zero=True)
     if v >= 1:
         raise ParameterError(f"{name} must be in [0, 1), got {v}")
@@ -917,9 +917,9 @@ def relaxed_max_divergence(epsilon: float, delta: float, lam: float, eta: float
     f~_theta and f_theta at most lambda for every theta (noise independent of Data) gives
     (eps + 2 lambda, (1 + e^(eps + lambda)) eta + e^lambda delta)."""
     eps = check_epsilon(epsilon)
-    dl = check_probability(delta)
+    dl = _check_probability(delta)
     la = check_positive(lam, "lambda", allow_zero=True)
-    et = check_probability(eta, "eta")
+    et = _check_probability(eta, "eta")
     new_delta = (1 + math.exp(eps + la)) * et + math.exp(la) * dl
     return RelaxedGuarantee(eps + 2 * la, new_delta, 0.0, "Theorem 4.6",
                             (f"lambda = {la:g}, eta = {et:g}",))
@@ -931,7 +931,7 @@ def relaxed_wasserstein(epsilon: float, delta: float, wasserstein: float, lam: f
     Lap(W / lambda) per coordinate to a mechanism that is (eps, delta) on f~ gives
     (eps + 2 lambda, e^lambda delta) on the true f."""
     eps = check_epsilon(epsilon)
-    dl = check_probability(delta)
+    dl = _check_probability(delta)
     w = check_positive(wasserstein, "wasserstein", allow_zero=True)
     la = check_epsilon(lam, "lambda")
     return RelaxedGuarantee(eps + 2 * la, math.exp(la) * dl, w / la * (1 + _SAFETY),
