@@ -16,6 +16,7 @@ absolute) so that it is never below the exact value; the tests compare with pgmp
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -81,42 +82,63 @@ def joint_marginal(
         )
     cpds = theta.members[member]
     anc = theta.ancestral_set(nodes)
-    factors: list[tuple[tuple[str, ...], np.ndarray]] = [
-        ((v, *theta.parents[v]), cpds[v].table) for v in anc
-    ]
-    keep = set(nodes)
-    # Variables to sum out, chosen greedily by the size of the factor their elimination makes.
-    to_eliminate = anc - keep
-    occurs: dict[str, list[int]] = {}
-    while to_eliminate:
-        occurs.clear()
-        for k, (vs, _) in enumerate(factors):
-            for v in vs:
-                if v in to_eliminate:
-                    occurs.setdefault(v, []).append(k)
-        best, best_cost, best_scope = None, None, None
-        for v in sorted(to_eliminate, key=theta.index.__getitem__):
-            scope = set()
-            for k in occurs.get(v, ()):
-                scope.update(factors[k][0])
-            scope.discard(v)
-            cost = math.prod(card[u] for u in scope)
-            if best_cost is None or cost < best_cost:
-                best, best_cost, best_scope = v, cost, scope
-        assert best is not None and best_scope is not None and best_cost is not None
-        if best_cost > max_table:
+    rank = theta.index
+    factors: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+    where: dict[str, set[int]] = {v: set() for v in anc}
+    for k, v in enumerate(sorted(anc, key=rank.__getitem__)):
+        scope = (v, *theta.parents[v])
+        factors[k] = (scope, cpds[v].table)
+        for u in scope:
+            where[u].add(k)
+    next_id = len(factors)
+
+    def cost(v: str) -> tuple[int, set[str]]:
+        scope: set[str] = set()
+        for k in where[v]:
+            scope.update(factors[k][0])
+        scope.discard(v)
+        return math.prod(card[u] for u in scope), scope
+
+    # Greedy min-size elimination order, kept incrementally: a heap of (cost, rank, var) with
+    # lazy re-evaluation (a popped entry whose cost changed is pushed back), and fresh entries
+    # for the neighbours of each eliminated variable.
+    remaining = anc - set(nodes)
+    heap = [(cost(v)[0], rank[v], v) for v in remaining]
+    heapq.heapify(heap)
+    while heap:
+        c, r, v = heapq.heappop(heap)
+        if v not in remaining:
+            continue
+        actual, scope = cost(v)
+        if actual != c:
+            heapq.heappush(heap, (actual, r, v))
+            continue
+        if actual > max_table:
             raise InfluenceTooExpensive(
-                f"exact elimination needs a factor of {best_cost} entries (limit {max_table})"
+                f"exact elimination needs a factor of {actual} entries (limit {max_table})"
             )
-        idx = occurs.get(best, [])
-        involved = [factors[k] for k in idx]
-        rest = [f for k, f in enumerate(factors) if k not in set(idx)]
-        out_vars = theta.sort(best_scope)
-        rest.append((out_vars, _contract(involved, out_vars)))
-        factors = rest
-        to_eliminate.discard(best)
-    result = _contract(factors, nodes)
-    return result
+        ks = sorted(where.pop(v))
+        involved = [factors.pop(k) for k in ks]
+        for vs, _ in involved:
+            for u in vs:
+                if u != v:
+                    where[u].difference_update(ks)
+        if len(involved) == 1:  # summing one factor out needs no product
+            vs, t = involved[0]
+            out_vars = tuple(u for u in vs if u != v)
+            table = t.sum(axis=vs.index(v))
+        else:
+            out_vars = theta.sort(scope)
+            table = _contract(involved, out_vars)
+        factors[next_id] = (out_vars, table)
+        for u in out_vars:
+            where[u].add(next_id)
+        next_id += 1
+        remaining.discard(v)
+        for u in out_vars:
+            if u in remaining:
+                heapq.heappush(heap, (cost(u)[0], rank[u], u))
+    return _contract(list(factors.values()), nodes)
 
 
 def _contract(
