@@ -249,7 +249,9 @@ def layered_layout(theta: Theta, sweeps: int = 6) -> Layout:
         else:
             for d in range(depth - 2, -1, -1):
                 rows[d] = reorder(rows[d], theta.children)
-    width = {v: 16.0 + 7.6 * len(_label(v)) for v in theta.nodes}
+    # Approximate 13px sans-serif advance widths: capitals and digits are wider.
+    width = {v: 18.0 + sum(9.2 if ch.isupper() or ch.isdigit() else 7.4 for ch in _label(v))
+             for v in theta.nodes}
     row_widths = [sum(width[v] for v in row) + _NODE_GAP * (len(row) - 1) for row in rows]
     canvas_w = max(row_widths) + 40.0
     xs: dict[str, float] = {}
@@ -418,7 +420,8 @@ def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
             f"of the {len(rated)} candidates evaluated")
     if ties:
         tie_e = min(c.influence or 0.0 for c in ties)
-        n_ties = f"{len(ties)} other candidate{'s' if len(ties) > 1 else ''} tie on scale"
+        n_ties = (f"{len(ties)} other candidate{'s tie' if len(ties) > 1 else ' ties'} "
+                  "on scale")
         if chosen.influence is not None and chosen.influence < tie_e:
             text += (f"; {n_ties}, and the tie is broken by least influence "
                      f"(e = {_f(chosen.influence)} < {_f(tie_e)})")
