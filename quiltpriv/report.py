@@ -518,9 +518,8 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
             "influence_pair": _jsonable(sp.influence_pair),
             "why": why, "candidates_evaluated": len(ranked),
             "candidate_family_truncated": truncated,
-            "candidates": [dict(c.to_dict(), rank=r + 1 if r < len(ranked) else None,
-                                chosen=c is chosen)
-                           for r, c in ((ranked.index(c), c) for c in shown)],
+            "candidates": [dict(c.to_dict(), rank=ranked.index(c) + 1, chosen=c is chosen)
+                           for c in shown],
         }
         sections.append(_sensitive_section(theta, sp, chosen_q, shown, chosen, why,
                                            len(ranked), truncated, f"dag-{k}", layout))
