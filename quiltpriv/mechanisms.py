@@ -187,6 +187,11 @@ class Plan:
     def __str__(self) -> str:
         return self.explain()
 
+    def _repr_html_(self) -> str:
+        from .report import plan_html
+
+        return plan_html(self)
+
 
 def _jsonable(x: Any) -> Any:
     if isinstance(x, np.generic):
@@ -459,6 +464,11 @@ class Release:
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def _repr_html_(self) -> str:
+        from .report import release_html
+
+        return release_html(self)
 
 
 def release(

@@ -108,6 +108,11 @@ class Theta:
             f"{'s' if len(self.members) != 1 else ''})"
         )
 
+    def _repr_html_(self) -> str:
+        from .report import theta_html
+
+        return theta_html(self)
+
     @property
     def graph(self) -> nx.DiGraph:
         """The shared DAG as a networkx ``DiGraph`` (built once; do not mutate)."""

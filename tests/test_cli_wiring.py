@@ -40,3 +40,21 @@ def test_subset_privacy_through_main(tmp_path):
     assert main(["subset-privacy", str(data), "--rows", "nope", "--protected", "sex",
                  "--epsilon", "1", "--categories", "f,m,x", "--output", str(bad)]) == 2
     assert not bad.exists()
+
+
+def test_report_command_and_reprs(tmp_path, capsys):
+    import os
+
+    import quiltpriv as qp
+
+    out = tmp_path / "r.html"
+    assert main(["report", "student", "--sensitive", "income", "--attributes", "height",
+                 "--records", "10", "--epsilon", "1", "-o", str(out)]) == 0
+    assert "<svg" in out.read_text() and (tmp_path / "r.json").exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+    theta = qp.load_model("student")
+    p = qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0)
+    for obj in (theta, p):
+        assert "income" in obj._repr_html_()
