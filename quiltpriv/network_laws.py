@@ -20,14 +20,20 @@ The laws are thus the exact laws of the model as printed; no rounding can hide a
 
 Predicate: for one binary attribute any predicate is ``X_j = 1``, ``X_j = 0`` (``n - F``, the
 same ``W_inf`` by reflection) or constant (``W_inf = 0``), so the law of ``X_j = 1`` gives a
-``W`` that is exact or an over-estimate. Counts over several attributes need the per-record
-joint law of the attributes and are refused here.
+``W`` that is exact or an over-estimate. For a count over several attributes ``A`` the
+predicate must be given (a pandas expression over the 0/1 columns, e.g. ``"h == 1 and s == 1"``):
+given ``phi``, a record satisfies it with probability
+``pi(phi_A) = sum over x in {0,1}^A with pred(x) of prod_j phi_j^x_j (1 - phi_j)^(1 - x_j)``
+(attributes are independent given ``phi``), so ``F | phi ~ Binomial(n, pi(phi_A))`` and
+``P(F = k | phi_i = a) = sum over phi_A of P(phi_A | phi_i = a) Binomial(n, pi(phi_A))(k)``:
+the per-record laws convolved over the ``n`` i.i.d. records, mixed over the hyperparameters.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -128,16 +134,82 @@ class CountLaws:
     sensitive: str
     records: int
     laws: tuple[Mapping[Any, Law], ...]
+    attributes: tuple[str, ...] = ()
+    predicate: str | None = None
+
+
+def _truth_table(attrs: tuple[str, ...], where: str) -> dict[tuple[int, ...], bool]:
+    """The predicate ``where`` evaluated on every 0/1 assignment of ``attrs``."""
+    import pandas as pd
+
+    combos = list(itertools.product((0, 1), repeat=len(attrs)))
+    frame = pd.DataFrame(combos, columns=list(attrs))
+    try:
+        mask = frame.eval(where)
+    except Exception as exc:  # pandas raises many types for a bad expression
+        raise QueryError(f"cannot evaluate the predicate {where!r}: {exc}") from exc
+    if not isinstance(mask, pd.Series) or mask.dtype != bool:
+        raise QueryError(f"the predicate {where!r} is not a true/false expression")
+    return {c: bool(v) for c, v in zip(combos, mask.tolist(), strict=True)}
+
+
+def _record_probability(
+    phis: Sequence[Fraction], truth: Mapping[tuple[int, ...], bool]
+) -> Fraction:
+    total = Fraction(0)
+    for x, ok in truth.items():
+        if ok:
+            term = Fraction(1)
+            for xj, p in zip(x, phis, strict=True):
+                term *= p if xj else 1 - p
+            total += term
+    return total
+
+
+def _predicate_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int, where: str,
+                    max_table: int) -> tuple[Mapping[Any, Law], ...]:
+    truth = _truth_table(attrs, where)
+    params = {a: bernoulli_parameters(theta, a) for a in attrs}
+    others = tuple(a for a in attrs if a != i)
+    support = tuple(range(n + 1))
+    per_member = []
+    for m in range(len(theta.members)):
+        exact = _exact_member(theta, m)
+        joint = joint_marginal(exact, (i, *others), 0, max_table=max_table)
+        laws: dict[Any, Law] = {}
+        for a, s in enumerate(theta.states[i]):
+            row = joint[a]
+            total = row.sum() if others else row
+            if total == 0:
+                continue  # phi_i = s impossible under this member: not a secret here
+            probs = [Fraction(0)] * (n + 1)
+            for idx in itertools.product(*(range(len(theta.states[o])) for o in others)):
+                w = row[idx] if others else Fraction(1)
+                if not w:
+                    continue
+                state = dict(zip(others, idx, strict=True))
+                if i in attrs:
+                    state[i] = a
+                phis = [params[x][state[x]] for x in attrs]
+                binom = _binomial(n, _record_probability(phis, truth))
+                wb = (w / total) if others else Fraction(1)
+                for k in range(n + 1):
+                    probs[k] += wb * binom[k]
+            laws[s] = (support, tuple(probs))
+        per_member.append(laws)
+    return tuple(per_member)
 
 
 def count_laws(
-    model: Any, attribute: str, sensitive: str, records: int, *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    model: Any, attribute: str | Sequence[str], sensitive: str, records: int, *,
+    where: str | None = None, max_table: int = DEFAULT_MAX_TABLE,
 ) -> CountLaws:
-    """Exact law of ``F = #{records with X_j = 1}`` given each value of ``phi_i``, per theta.
+    """Exact law of the count given each value of ``phi_i``, per member of Theta.
 
-    ``P(F = k | phi_i = a) = sum_s P(phi_j = s | phi_i = a) Binomial(n, s)(k)`` (module
-    docstring), exact in rationals.
+    One attribute without ``where``: ``F = #{records with X_j = 1}`` and
+    ``P(F = k | phi_i = a) = sum_s P(phi_j = s | phi_i = a) Binomial(n, s)(k)``. Several
+    attributes (or any ``where``): the count of records satisfying the predicate ``where``
+    over the 0/1 attributes (module docstring). Exact in rationals.
 
     Raises
     ------
@@ -148,9 +220,18 @@ def count_laws(
         ``records`` not a whole number >= 1.
     """
     theta = as_theta(model)
-    (j,) = theta.check_nodes([attribute], "query attribute")
+    attrs = (attribute,) if isinstance(attribute, str) else tuple(attribute)
+    theta.check_nodes(attrs, "query attribute")
     (i,) = theta.check_nodes([sensitive], "sensitive attribute")
     n = check_records(records)
+    if where is not None or len(attrs) != 1:
+        if where is None:
+            raise QueryError(
+                f"a count over several attributes {list(attrs)} needs its predicate "
+                "(where=...), because the laws of the count depend on it")
+        laws = _predicate_laws(theta, attrs, i, n, where, max_table)
+        return CountLaws(attrs[0], i, n, laws, attrs, where)
+    j = attrs[0]
     phis = bernoulli_parameters(theta, j)
     bins = [_binomial(n, p) for p in phis]
     support = tuple(range(n + 1))
@@ -177,7 +258,7 @@ def count_laws(
                             probs[k] += wb * bins[b][k]
                 laws[s] = (support, tuple(probs))
         per_member.append(laws)
-    return CountLaws(j, i, n, tuple(per_member))
+    return CountLaws(j, i, n, tuple(per_member), (j,), None)
 
 
 @dataclass(frozen=True)
@@ -247,17 +328,14 @@ def network_wasserstein(
             raise ParameterError("give records (n) with an attribute name")
         attr, n = query, check_records(records)
     elif isinstance(query, CountQuery):
-        if len(query.attributes) != 1:
-            raise QueryError(
-                "the Wasserstein mechanism on a network supports counts over ONE attribute "
-                f"only; {list(query.attributes)} would need the convolution of per-record "
-                "joint laws, which is not implemented")
-        attr, n = query.attributes[0], query.records
+        attr, n = query.attributes, query.records
     else:
         raise QueryError("the Wasserstein mechanism on a network supports count queries only, "
                          f"not {getattr(query, 'kind', type(query).__name__)}")
     sens = theta.check_sensitive(sensitive)
-    all_laws = tuple(count_laws(theta, attr, s, n, max_table=max_table) for s in sens)
+    where = query.where if isinstance(query, CountQuery) else None
+    all_laws = tuple(count_laws(theta, attr, s, n, where=where, max_table=max_table)
+                     for s in sens)
     # Secrets are (i, value); only values of the same attribute are paired.
     per_theta = [{(cl.sensitive, a): law for cl in all_laws for a, law in cl.laws[m].items()}
                  for m in range(len(theta.members))]

@@ -34,7 +34,7 @@ def test_student_count_rows_agree_with_each_mechanism():
     assert c["group DP Laplace"].scale == 100.0  # n * 1 / eps
     # two attributes: the Wasserstein laws need a convolution, refused with a reason
     w = c["Wasserstein"]
-    assert not w.applicable and "ONE attribute" in w.detail
+    assert not w.applicable and "needs its predicate" in w.detail
     assert not c["APGM"].applicable and "Gaussian" in c["APGM"].detail
     assert not c["original MQM"].applicable
     # sat is nearby for every quilt with influence below eps: APMQM pays the full n / eps
