@@ -1,0 +1,467 @@
+"""Hostile input: malformed, truncated, huge and adversarial model files and CLI arguments.
+
+Every case must end in a :class:`QuiltPrivError` (a one-line ``quiltpriv: error:`` and exit 2
+on the command line; argparse's own usage errors also exit 2), within a generous hang guard,
+and leave no output file behind when ``-o`` is given. Cases where the core lets another
+exception escape, or silently accepts malformed input, are ``xfail(strict=True)`` with the
+reproducer in the reason (core files are not edited here). Run with ``-s`` to see the count.
+"""
+
+import contextlib
+import gzip
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from quiltpriv.cli import main
+from quiltpriv.errors import QuiltPrivError
+from quiltpriv.loading import MAX_MODEL_BYTES, load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDENT_BIF = (ROOT / "models" / "student.bif").read_text(encoding="utf-8")
+HANG_SECONDS = 20  # a hang guard, not a speed assertion
+TRIED: Counter = Counter()
+
+
+class Hang(BaseException):
+    """Raised by the hang guard (a BaseException so that no ``except Exception`` eats it)."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds=HANG_SECONDS):
+    def _alarm(signum, frame):
+        raise Hang(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_count():
+    yield
+    print(f"\nhostile inputs tried: {sum(TRIED.values())} ({dict(TRIED)})")
+
+
+def _write(path: Path, content) -> Path:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def _expect_error(path) -> str:
+    """load_model must raise QuiltPrivError (one line, naming something) within the guard."""
+    with hang_guard(), pytest.raises(QuiltPrivError) as info:
+        load_model(str(path))
+    msg = str(info.value)
+    assert msg.strip() and "\n" not in msg.strip(), msg
+    return msg
+
+
+def _load_or_error(path):
+    """A prefix of a valid file may itself be valid: accept a Theta or a QuiltPrivError."""
+    with hang_guard():
+        try:
+            return load_model(str(path))
+        except QuiltPrivError as exc:
+            assert "\n" not in str(exc).strip()
+            return None
+
+
+# -- BIF ------------------------------------------------------------------------------------
+
+TWO = "network c {\n}\nvariable a { type discrete [ 2 ] { 0.2, 0.8 }; }\n" \
+      "variable b { type discrete [ 2 ] { 0.2, 0.8 }; }\n"
+BIF_CASES = {
+    "empty": "",
+    "whitespace": pytest.param(" \n\t\n", marks=pytest.mark.xfail(
+        strict=True, reason="a whitespace-only BIF loads as an empty Theta (0 nodes)")),
+    "cycle": TWO + "probability ( a | b ) { ( 0.2 ) 0.5, 0.5; ( 0.8 ) 0.5, 0.5; }\n"
+                   "probability ( b | a ) { ( 0.2 ) 0.5, 0.5; ( 0.8 ) 0.5, 0.5; }\n",
+    "self_loop": TWO + "probability ( a | a ) { ( 0.2 ) 0.5, 0.5; ( 0.8 ) 0.5, 0.5; }\n"
+                       "probability ( b ) { table 0.5, 0.5; }\n",
+    "nan": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table nan, 0.4, 0.3"),
+    "negative": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table -0.3, 1.0, 0.3"),
+    "infinite": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table inf, 0.4, 0.3"),
+    "word_probability": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table abc, 0.4, 0.3"),
+    "too_few_values": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table 0.3, 0.7"),
+    "too_many_values": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table 0.3, 0.4, 0.2, 0.1"),
+    "not_normalised": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table 0.3, 0.4, 0.4"),
+    "huge_probability": STUDENT_BIF.replace("table 0.3, 0.4, 0.3", "table 1e308, 0.4, 0.3"),
+    "duplicate_state": STUDENT_BIF.replace("{ 0.4, 0.5, 0.6 }", "{ 0.4, 0.4, 0.6 }"),
+    "zero_states": STUDENT_BIF.replace("[ 3 ] { 0.4, 0.5, 0.6 }", "[ 0 ] { }"),
+    "undeclared_parent": STUDENT_BIF.replace("probability ( sat | income )",
+                                             "probability ( sat | zzz )"),
+    "unknown_parent_state": STUDENT_BIF.replace("( 0.2 ) 0.6, 0.3, 0.1;",
+                                                "( 0.9 ) 0.6, 0.3, 0.1;"),
+    "missing_cpd": STUDENT_BIF.split("probability ( weight")[0],
+    "missing_variable": STUDENT_BIF.replace("variable sat {\n    type discrete [ 3 ] "
+                                            "{ 0.1, 0.2, 0.3 };\n}\n", ""),
+    "binary_junk": pytest.param(
+        b"\x00\xff\xfe\x89PNG\r\n\x1a\n" * 50,
+        marks=pytest.mark.xfail(strict=True, raises=UnboundLocalError, reason=(
+            "loading._read_pgmpy_file: a file that is not UTF-8 raises UnicodeDecodeError "
+            "before 'inner' is assigned, so the except clause raises UnboundLocalError "
+            "(reproducer: load_model on a .bif holding b'\\xff\\xfe')"))),
+    "latin1_name": pytest.param(
+        STUDENT_BIF.replace("gender", "g\xe9nder").encode("latin-1"),
+        marks=pytest.mark.xfail(strict=True, raises=UnboundLocalError,
+                                reason="non-UTF-8 BIF: UnboundLocalError in _read_pgmpy_file")),
+    "header_only": pytest.param(
+        "network x {\n}\n",
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "a BIF with no variables loads as an empty Theta (0 nodes) instead of a "
+            "ModelError (reproducer: 'network x {\\n}\\n'; also trailing junk '{' * 10**5)"))),
+    "duplicate_node": STUDENT_BIF.replace("variable height {", "variable gender {\n    type "
+                                          "discrete [ 2 ] { 0.1, 0.9 };\n}\nvariable height {"),
+    "duplicate_cpd": pytest.param(
+        STUDENT_BIF + "\nprobability ( gender ) {\n    table 0.2, 0.4, 0.4 ;\n}\n",
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "a second 'probability ( gender )' block is silently accepted (one of the two "
+            "tables is used); reproducer: student.bif + a second gender table"))),
+    "cardinality_mismatch": pytest.param(
+        STUDENT_BIF.replace("[ 3 ] { 0.4, 0.5, 0.6 }", "[ 1000000 ] { 0.4, 0.5, 0.6 }"),
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "the declared cardinality '[ 1000000 ]' disagreeing with the 3 listed states is "
+            "ignored (pgmpy uses the listed states)"))),
+}
+
+
+@pytest.mark.parametrize("content", list(BIF_CASES.values()), ids=list(BIF_CASES))
+def test_malformed_bif(tmp_path, content):
+    TRIED["bif"] += 1
+    _expect_error(_write(tmp_path / "model.bif", content))
+
+
+def test_unicode_names_load_or_fail_cleanly(tmp_path):
+    # Unicode attribute and state names are legitimate: they must load (or fail cleanly).
+    for k, name in enumerate(["géndér_性別", "g\u200be\U0001F600", "名前 with space"]):
+        TRIED["bif"] += 1
+        theta = _load_or_error(_write(tmp_path / f"u{k}.bif",
+                                      STUDENT_BIF.replace("gender", name)))
+        if theta is not None and " " not in name:
+            assert name in theta.nodes
+
+
+def test_truncated_bif(tmp_path):
+    # Each BIF read costs ~0.6 s (pgmpy builds its pyparsing grammar per file), so the offsets
+    # are spread over the file (every 50 characters) plus the edges.
+    n = len(STUDENT_BIF)
+    offsets = sorted({0, 1, 8, n // 2, n - 2, n - 1, *range(17, n, 50)})
+    empty = []
+    for off in offsets:
+        TRIED["bif-truncated"] += 1
+        theta = _load_or_error(_write(tmp_path / f"t{off}.bif", STUDENT_BIF[:off]))
+        if theta is not None:
+            # Only a prefix with no complete variable can load (as the empty network, a known
+            # defect pinned by the 'header_only' xfail); never a partial non-empty network.
+            assert len(theta.nodes) == 0, (off, theta)
+            empty.append(off)
+    assert len(offsets) >= 25, len(offsets)
+    assert all(off < STUDENT_BIF.index("probability") for off in empty)
+
+
+def test_huge_state_space(tmp_path):
+    # 5 * 10**4 states load in bounded time (10**6 took ~29 s and ~0.8 GB RSS when measured;
+    # reported rather than tested here to keep the suite fast).
+    k = 5 * 10**4
+    states = ", ".join(f"s{j}" for j in range(k))
+    probs = ", ".join([repr(1 / k)] * k)
+    path = _write(tmp_path / "huge.bif", f"network h {{\n}}\nvariable a {{\n  type discrete "
+                                         f"[ {k} ] {{ {states} }};\n}}\nprobability ( a ) "
+                                         f"{{\n  table {probs} ;\n}}\n")
+    TRIED["huge"] += 1
+    theta = _load_or_error(path)
+    assert theta is not None and theta.cardinality["a"] == k
+
+
+def test_oversized_and_bomb_files_refused(tmp_path):
+    big = tmp_path / "big.bif"
+    with open(big, "wb") as fh:  # sparse: no disk or memory used
+        fh.truncate(MAX_MODEL_BYTES + 1)
+    TRIED["huge"] += 1
+    assert "larger than" in _expect_error(big)
+    bomb = tmp_path / "bomb.bif.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as fh:
+        chunk = b" " * 2**20
+        for _ in range(MAX_MODEL_BYTES // 2**20 + 2):
+            fh.write(chunk)
+    TRIED["huge"] += 1
+    assert bomb.stat().st_size < 2**20
+    assert "uncompressed size" in _expect_error(bomb)
+
+
+@pytest.mark.xfail(strict=True, raises=UnboundLocalError, reason=(
+    "a corrupt .bif.gz raises gzip.BadGzipFile before 'inner' is assigned in "
+    "loading._read_pgmpy_file, whose except clause then raises UnboundLocalError"))
+def test_corrupt_gzip(tmp_path):
+    TRIED["huge"] += 1
+    _expect_error(_write(tmp_path / "bad.bif.gz", b"\x1f\x8b not really gzip"))
+
+
+# -- XMLBIF ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def student_xml():
+    from pgmpy.readwrite import BIFReader, XMLBIFWriter
+
+    return str(XMLBIFWriter(BIFReader(string=STUDENT_BIF).get_model()))
+
+
+LOL = "".join(f'<!ENTITY l{k} "{f"&l{k - 1};" * 10 if k else "lol"}">' for k in range(9))
+XML_CASES = {
+    "empty": "",
+    "not_xml": "hello, world",
+    "unclosed": "<?xml version='1.0'?><BIF VERSION='0.3'><NETWORK><NAME>x",
+    "no_cpd": "<BIF><NETWORK><NAME>x</NAME><VARIABLE TYPE='nature'><NAME>a</NAME>"
+              "<OUTCOME>0.2</OUTCOME><OUTCOME>0.8</OUTCOME></VARIABLE></NETWORK></BIF>",
+    "billion_laughs": f'<?xml version="1.0"?><!DOCTYPE z [{LOL}]><BIF><NETWORK><NAME>&l8;'
+                      "</NAME></NETWORK></BIF>",
+    "external_entity": '<?xml version="1.0"?><!DOCTYPE z [<!ENTITY e SYSTEM '
+                       '"file:///etc/passwd">]><BIF><NETWORK><NAME>&e;</NAME></NETWORK></BIF>',
+    "binary_junk": pytest.param(
+        b"\x00\xff\xfe<BIF>" * 30,
+        marks=pytest.mark.xfail(strict=True, raises=UnboundLocalError,
+                                reason="non-UTF-8 XMLBIF: UnboundLocalError in "
+                                       "_read_pgmpy_file")),
+}
+
+
+@pytest.mark.parametrize("content", list(XML_CASES.values()), ids=list(XML_CASES))
+def test_malformed_xmlbif(tmp_path, content):
+    TRIED["xmlbif"] += 1
+    _expect_error(_write(tmp_path / "model.xml", content))
+
+
+def test_adversarial_xmlbif_edits(tmp_path, student_xml):
+    edits = {
+        "nan": ("<TABLE>0.3 0.4 0.3 </TABLE>", "<TABLE>nan 0.4 0.3 </TABLE>"),
+        "negative": ("<TABLE>0.3 0.4 0.3 </TABLE>", "<TABLE>-0.3 1.0 0.3 </TABLE>"),
+        "short": ("<TABLE>0.3 0.4 0.3 </TABLE>", "<TABLE>0.3 0.7 </TABLE>"),
+        "cycle": ("<FOR>sat</FOR>\n      <GIVEN>income</GIVEN>",
+                  "<FOR>sat</FOR>\n      <GIVEN>income</GIVEN>\n      <GIVEN>sat</GIVEN>"),
+    }
+    applied = 0
+    for name, (old, new) in edits.items():
+        if old not in student_xml:
+            continue
+        applied += 1
+        TRIED["xmlbif"] += 1
+        _expect_error(_write(tmp_path / f"{name}.xml", student_xml.replace(old, new)))
+    assert applied >= 3, student_xml[:400]
+
+
+def test_truncated_xmlbif(tmp_path, student_xml):
+    n = len(student_xml)
+    for off in range(0, n - 1, 7):  # XMLBIF reads are fast: every 7th offset
+        TRIED["xmlbif-truncated"] += 1
+        _expect_error(_write(tmp_path / "t.xml", student_xml[:off]))
+    assert n > 1000
+
+
+# -- Python model modules ------------------------------------------------------------------------
+
+PY_CASES = {
+    "raises_on_import": "raise RuntimeError('boom')\n",
+    "syntax_error": "def model(:\n",
+    "no_model_function": "x = 1\n",
+    "returns_int": "def model():\n    return 42\n",
+    "returns_none": "def model():\n    return None\n",
+    "returns_empty_list": "def model():\n    return []\n",
+    "returns_junk_list": "def model():\n    return [1, 'a']\n",
+    "returns_string": "def model():\n    return 'student'\n",
+    "infinite_recursion": "def model():\n    return model()\n",
+    "empty_file": "",
+    "null_bytes": b"\x00\xff\xfe",
+    "cyclic_network": "from pgmpy.models import DiscreteBayesianNetwork\n"
+                      "def model():\n    return DiscreteBayesianNetwork([('a','b'),('b','a')])\n",
+    "exits_on_import": pytest.param(
+        "import sys\nsys.exit(3)\n",
+        marks=pytest.mark.xfail(strict=True, raises=SystemExit, reason=(
+            "loading._import_file catches Exception only: a model module calling "
+            "sys.exit(3) ends the CLI with status 3 and no message"))),
+}
+
+
+@pytest.mark.parametrize("content", list(PY_CASES.values()), ids=list(PY_CASES))
+def test_malformed_python_model(tmp_path, content):
+    TRIED["py"] += 1
+    _expect_error(_write(tmp_path / "bad_model.py", content))
+
+
+def test_bad_specs(tmp_path):
+    specs = [str(tmp_path / "missing.bif"), str(tmp_path), "no_such_bundled_model",
+             "student:no_such_function", str(_write(tmp_path / "m.txt", "hello")),
+             str(_write(tmp_path / "n.bif", STUDENT_BIF)) + ":model", "", "\x00"]
+    for spec in specs:
+        TRIED["spec"] += 1
+        _expect_error(spec)
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def _cli(argv, capsys):
+    with hang_guard():
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse usage errors
+            rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _assert_clean_failure(argv, capsys, tmp_path):
+    """Exit 2, one 'error:' line (argparse: usage then one error line), no output file."""
+    out_file = tmp_path / "out" / "result.json"
+    out_file.parent.mkdir(exist_ok=True)
+    before = set(os.listdir(out_file.parent))
+    rc, out, err = _cli([*argv, "-o", str(out_file)] if "-o" not in argv else argv, capsys)
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert rc == 2, (argv, rc, out, err)
+    assert lines and ": error: " in lines[-1], err
+    if lines[0].startswith("quiltpriv: error:"):
+        assert len(lines) == 1, err
+    assert set(os.listdir(out_file.parent)) == before  # nothing (not even a temp file) left
+    assert not out_file.exists()
+
+
+PLAN = ["plan", "student", "--sensitive", "income", "--attributes", "height", "--records",
+        "10", "--epsilon", "1"]
+
+
+def _model(argv, spec):
+    return [argv[0], spec, *argv[2:]]
+
+
+def _replace(argv, flag, value):
+    argv = list(argv)
+    if value is None:
+        k = argv.index(flag)
+        del argv[k:k + 2]
+    else:
+        argv[argv.index(flag) + 1] = value
+    return argv
+
+
+CLI_CASES = [
+    _replace(PLAN, "--epsilon", "nan"),
+    _replace(PLAN, "--epsilon", "inf"),
+    _replace(PLAN, "--epsilon", "-1"),
+    _replace(PLAN, "--epsilon", "0"),
+    _replace(PLAN, "--epsilon", "one"),
+    _replace(PLAN, "--epsilon", ""),
+    _replace(PLAN, "--records", "0"),
+    _replace(PLAN, "--records", "2.5"),
+    _replace(PLAN, "--records", "-3"),
+    _replace(PLAN, "--records", "nan"),
+    _replace(PLAN, "--records", "inf"),
+    _replace(PLAN, "--records", "many"),
+    _replace(PLAN, "--records", None),
+    _replace(PLAN, "--attributes", "nope"),
+    _replace(PLAN, "--attributes", ","),
+    _replace(PLAN, "--attributes", "height,height"),
+    _replace(PLAN, "--attributes", "h\u00e9ight\U0001F600"),
+    _replace(PLAN, "--sensitive", ""),
+    _replace(PLAN, "--sensitive", "nope"),
+    _replace(PLAN, "--sensitive", "\x00"),
+    _model(PLAN, "no_such_model"),
+    _model(PLAN, "/dev/null/x.bif"),
+    _model(PLAN, "student:nothere"),
+    _model(PLAN, ""),
+    [*PLAN, "--theta", "example3"],
+    [*PLAN, "--time-limit", "-1"],
+    [*PLAN, "--time-limit", "nan"],
+    [*PLAN, "--query", "sum", "--bounds", "1:0"],
+    [*PLAN, "--query", "sum", "--bounds", "nan:1"],
+    [*PLAN, "--query", "sum", "--bounds", "0-1"],
+    [*PLAN, "--query", "mean", "--bounds", "0:inf"],
+    [*PLAN, "--query", "linear", "--weights", "height=x", "--bounds", "height=0:1"],
+    [*PLAN, "--query", "linear", "--weights", "height=1", "--bounds", "weight=0:1"],
+    [*PLAN, "--query", "linear", "--weights", "height", "--bounds", "height=0:1"],
+    [*PLAN, "--query", "linear", "--weights", "height=inf", "--bounds", "height=0:1"],
+    [*PLAN, "--query", "nonsense"],
+    [*PLAN, "--no-such-flag"],
+    ["quilts", "student", "--node", "nope"],
+    ["quilts", "no_such_model", "--node", "income"],
+    ["compare", "student", "--sensitive", "nope", "--attributes", "height", "--records", "4",
+     "--epsilon", "1"],
+    ["nonexistent-command"],
+    [],
+]
+
+
+def test_cli_rejects_hostile_arguments(capsys, tmp_path):
+    for argv in CLI_CASES:
+        TRIED["cli"] += 1
+        _assert_clean_failure(argv, capsys, tmp_path)
+    assert len(CLI_CASES) >= 40
+
+
+def test_cli_output_directory_missing(capsys, tmp_path):
+    TRIED["cli"] += 1
+    rc, _, err = _cli([*PLAN, "-o", str(tmp_path / "no" / "such" / "dir" / "p.json")], capsys)
+    assert rc == 2 and err.startswith("quiltpriv: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_cli_release_hostile_data(capsys, tmp_path):
+    rel = ["release", "student", "--sensitive", "income", "--attributes", "height",
+           "--records", "3", "--epsilon", "1", "--where", "height > 0"]
+    datasets = {
+        "missing": None,
+        "empty": "",
+        "junk": b"\x00\xff\xfe\x01" * 100,
+        "no_column": "sat\n1\n0\n",
+        "too_many_rows": "height\n1\n0\n1\n1\n",
+        "strings": "height\na\nb\nc\n",
+        "ragged": "height,sat\n1\n0,1,2,3\n",
+    }
+    for name, content in datasets.items():
+        TRIED["cli-release"] += 1
+        path = tmp_path / f"{name}.csv"
+        if content is not None:
+            _write(path, content)
+        _assert_clean_failure([*rel, "--data", str(path)], capsys, tmp_path)
+    TRIED["cli-release"] += 1
+    bad_where = [*rel[:-1], "__import__('os').system('false')"]
+    _write(tmp_path / "ok.csv", "height\n1\n0\n1\n")
+    _assert_clean_failure([*bad_where, "--data", str(tmp_path / "ok.csv")], capsys, tmp_path)
+
+
+def test_cli_bad_model_files(capsys, tmp_path):
+    files = {
+        "cycle.bif": BIF_CASES["cycle"],
+        "nan.bif": BIF_CASES["nan"],
+        "trunc.bif": STUDENT_BIF[: len(STUDENT_BIF) // 3],
+        "bad.py": "raise RuntimeError('x')\n",
+        "empty.xml": "",
+    }
+    for name, content in files.items():
+        TRIED["cli-model"] += 1
+        path = _write(tmp_path / name, content)
+        _assert_clean_failure(_model(PLAN, str(path)), capsys, tmp_path)
+
+
+@pytest.mark.xfail(strict=True, raises=UnboundLocalError, reason=(
+    "quiltpriv plan junk.bif: a non-UTF-8 model file escapes as UnboundLocalError "
+    "(traceback, no exit 2) from loading._read_pgmpy_file"))
+def test_cli_binary_model_file(capsys, tmp_path):
+    TRIED["cli-model"] += 1
+    path = _write(tmp_path / "junk.bif", b"\xff\xfe\x00junk")
+    _assert_clean_failure(_model(PLAN, str(path)), capsys, tmp_path)
+
+
+def test_many_cases_tried():
+    # Runs last: when the whole module ran, it must have tried hundreds of cases.
+    if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):
+        assert sum(TRIED.values()) >= 300, TRIED
