@@ -395,6 +395,9 @@ def audit(
                         continue
                     pairs += 1
                     ratio = dens[ka] - dens[kb]
+                    # A tail limit can be inf - inf for a vanishing scale; the support points
+                    # carry the same value (module docstring), so drop it.
+                    ratio = np.where(np.isnan(ratio), -math.inf, ratio)
                     k = int(np.argmax(ratio))
                     if ratio[k] > worst[0]:
                         worst = (float(ratio[k]), i, m, (a, b), labels[k])
