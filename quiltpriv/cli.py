@@ -21,6 +21,7 @@ from .errors import QuiltPrivError
 COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv._cli_core",
     "quiltpriv.compare",
+    "quiltpriv.audit",
     "quiltpriv.report",
     "quiltpriv.subset_privacy",
 )

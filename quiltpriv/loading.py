@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -29,6 +30,45 @@ from .network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
 #: network, munin, is about 1.5 MB uncompressed).
 MAX_MODEL_BYTES = 64 * 2**20
+
+#: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
+MAX_STATES = 10_000
+
+_BIF_VARIABLE = re.compile(
+    r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}")
+_BIF_VARIABLE_NAME = re.compile(r"(?m)^\s*variable\s+([^\s{]+)")
+_BIF_PROBABILITY = re.compile(r"probability\s*\(\s*([^\s|)]+)")
+_BIF_BAD_NUMBER = re.compile(r"(?i)(?<![\w.])[-+]?(nan|inf(inity)?)(?![\w.])")
+
+
+def _check_bif_text(text: str, path: Path) -> None:
+    """Checks pgmpy's BIF reader does not make (it accepts or garbles these)."""
+    names = _BIF_VARIABLE_NAME.findall(text)
+    if not names:
+        raise ModelError(f"{path}: the BIF file declares no variables")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ModelError(f"{path}: variable(s) declared twice: {', '.join(dup)}")
+    for name, card, states in _BIF_VARIABLE.findall(text):
+        declared = int(card)
+        if declared > MAX_STATES:
+            raise ModelError(f"{path}: variable {name!r} declares {declared} states "
+                             f"(at most {MAX_STATES} are supported)")
+        listed = [x.strip() for x in states.split(",") if x.strip()]
+        if len(listed) != declared:
+            raise ModelError(f"{path}: variable {name!r} declares {declared} states but lists "
+                             f"{len(listed)}")
+        if len(set(listed)) != len(listed):
+            raise ModelError(f"{path}: variable {name!r} lists a state twice")
+    probs = _BIF_PROBABILITY.findall(text)
+    dup = sorted({n for n in probs if probs.count(n) > 1})
+    if dup:
+        raise ModelError(f"{path}: more than one probability block for {', '.join(dup)}")
+    for block in re.split(r"probability\s*\(", text)[1:]:
+        body = block.split("}", 1)[0]
+        if _BIF_BAD_NUMBER.search(body):
+            var = block.split(")", 1)[0].split("|")[0].strip()
+            raise ModelError(f"{path}: the CPD of {var!r} contains NaN or infinite probabilities")
 
 
 def _model_dirs() -> list[Path]:
@@ -65,7 +105,7 @@ def _import_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module calling sys.exit() must not end the CLI
         sys.modules.pop(name, None)
         raise ModelError(f"model module {path} failed to import: {exc}") from exc
     return module
@@ -79,7 +119,7 @@ def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
         raise ModelError(f"model module {path} defines no function {fname}()")
     try:
         built = fn()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise ModelError(f"{path.name}:{fname}() failed: {exc}") from exc
     nets = built if isinstance(built, Sequence) else [built]
     names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
@@ -93,6 +133,8 @@ def _read_pgmpy_file(path: Path) -> Any:
     if size > MAX_MODEL_BYTES:
         raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
     name = path.name.lower()
+    inner = name[:-3] if name.endswith(".gz") else name
+    kind = "XMLBIF" if inner.endswith((".xml", ".xmlbif")) else "BIF"
     try:
         if name.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
@@ -100,10 +142,10 @@ def _read_pgmpy_file(path: Path) -> Any:
             if len(raw) > MAX_MODEL_BYTES:
                 raise ModelError(f"{path}: uncompressed size exceeds {MAX_MODEL_BYTES} bytes")
             text = raw.decode("utf-8")
-            inner = name[:-3]
         else:
             text = path.read_text(encoding="utf-8")
-            inner = name
+        if inner.endswith(".bif"):
+            _check_bif_text(text, path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if inner.endswith(".bif"):
@@ -112,8 +154,11 @@ def _read_pgmpy_file(path: Path) -> Any:
                 return XMLBIFReader(string=text).get_model()
     except ModelError:
         raise
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"cannot read {kind} file {path}: not UTF-8 text ({exc.reason})") from exc
+    except (OSError, EOFError) as exc:  # includes gzip.BadGzipFile and truncated archives
+        raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
     except Exception as exc:  # the readers raise anything from pyparsing to KeyError
-        kind = "XMLBIF" if inner.endswith((".xml", ".xmlbif")) else "BIF"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
     raise ModelError(f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")

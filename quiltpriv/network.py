@@ -74,6 +74,8 @@ class Theta:
     ) -> None:
         if not members:
             raise ModelError("Theta is empty: give at least one network")
+        if not nodes:
+            raise ModelError("the network has no nodes")
         self.nodes: tuple[str, ...] = tuple(nodes)
         self.states = MappingProxyType({v: tuple(states[v]) for v in self.nodes})
         self.parents = MappingProxyType({v: tuple(parents[v]) for v in self.nodes})
@@ -294,6 +296,8 @@ def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
             f"{name}: expected a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}"
         )
     nodes = [str(v) for v in model.nodes()]
+    if not nodes:
+        raise ModelError(f"{name}: the network has no nodes")
     if len(set(nodes)) != len(nodes):
         raise ModelError(f"{name}: duplicate node names after conversion to str")
     parents: dict[str, list[str]] = {v: [] for v in nodes}

@@ -154,6 +154,9 @@ class CountQuery(_RecordBound):
         if self.where is None:
             raise QueryError("count query: give a predicate (where=...) to evaluate it")
         frame = _columns(data, self.attributes, "count query")
+        if frame.isna().to_numpy().any():
+            raise QueryError("count query: the data has missing/NaN values in "
+                             f"{[c for c in self.attributes if frame[c].isna().any()]}")
         try:
             mask = frame.eval(self.where)
         except Exception as exc:  # pandas raises many types for a bad expression

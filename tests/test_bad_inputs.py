@@ -110,6 +110,12 @@ def test_dataframe_missing_column_and_out_of_bounds():
         q.evaluate(pd.DataFrame({"x": [0.5, math.nan]}))
 
 
+def test_count_refuses_missing_values():
+    q = qp.CountQuery(["x"], 5, where="x > 0")
+    with pytest.raises(QueryError, match="missing/NaN values in \\['x'\\]"):
+        q.evaluate(pd.DataFrame({"x": [1.0, math.nan]}))
+
+
 def test_bad_query_definitions():
     with pytest.raises(QueryError, match="lower bound"):
         qp.MeanQuery("x", 2, 1)

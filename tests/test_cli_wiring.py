@@ -9,7 +9,8 @@ from quiltpriv.cli import COMMAND_MODULES, build_parser, main
 def test_every_module_registers():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    for cmd in ("plan", "quilts", "release", "models", "compare", "subset-privacy"):
+    for cmd in ("plan", "quilts", "release", "models", "compare", "subset-privacy", "audit",
+                "report"):
         assert cmd in sub.choices
     assert len(COMMAND_MODULES) == len(set(COMMAND_MODULES))
 
@@ -58,3 +59,13 @@ def test_report_command_and_reprs(tmp_path, capsys):
     p = qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0)
     for obj in (theta, p):
         assert "income" in obj._repr_html_()
+
+
+def test_audit_through_main(capsys):
+    assert main(["audit", "example3", "--sensitive", "x2", "--attributes", "x1",
+                 "--records", "4", "--epsilon", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["met"] is True and d["loss"] <= 1.0 + 1e-9
+    # No noise at all on example3 leaks 4 log(0.56 / 0.44) = 0.965 > 0.5: exit status 1.
+    assert main(["audit", "example3", "--sensitive", "x2", "--attributes", "x1",
+                 "--records", "4", "--epsilon", "0.5", "--scale", "0"]) == 1
