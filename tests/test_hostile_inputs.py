@@ -111,7 +111,8 @@ BIF_CASES = {
     "duplicate_node": STUDENT_BIF.replace("variable height {", "variable gender {\n    type "
                                           "discrete [ 2 ] { 0.1, 0.9 };\n}\nvariable height {"),
     "duplicate_cpd": STUDENT_BIF + "\nprobability ( gender ) {\n    table 0.2, 0.4, 0.4 ;\n}\n",
-    "cardinality_mismatch": STUDENT_BIF.replace("[ 3 ] { 0.4, 0.5, 0.6 }", "[ 1000000 ] { 0.4, 0.5, 0.6 }"),
+    "cardinality_mismatch": STUDENT_BIF.replace("[ 3 ] { 0.4, 0.5, 0.6 }",
+                                                "[ 1000000 ] { 0.4, 0.5, 0.6 }"),
 }
 
 
