@@ -27,12 +27,16 @@ given ``phi``, a record satisfies it with probability
 (attributes are independent given ``phi``), so ``F | phi ~ Binomial(n, pi(phi_A))`` and
 ``P(F = k | phi_i = a) = sum over phi_A of P(phi_A | phi_i = a) Binomial(n, pi(phi_A))(k)``:
 the per-record laws convolved over the ``n`` i.i.d. records, mixed over the hyperparameters.
+Categorical attributes work the same way: a state listing ``k`` probabilities
+(``"0.2/0.3/0.5"``) is the attribute's law over categories ``0..k-1``, and the predicate reads
+those category numbers (:func:`category_laws`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -81,8 +85,13 @@ def bernoulli_parameters(theta: Theta, node: str) -> tuple[Fraction, ...]:
         If a state name is not a number in [0, 1].
     """
     (node,) = theta.check_nodes([node], "attribute")
+    return bernoulli_parameters_of_states(node, theta.states[node])
+
+
+def bernoulli_parameters_of_states(node: str, states: Sequence[Any]) -> tuple[Fraction, ...]:
+    """``states`` read as Bernoulli parameters (see :func:`bernoulli_parameters`)."""
     out = []
-    for s in theta.states[node]:
+    for s in states:
         try:
             p = _decimal(s)
         except (ValueError, ZeroDivisionError, TypeError):
@@ -138,11 +147,49 @@ class CountLaws:
     predicate: str | None = None
 
 
-def _truth_table(attrs: tuple[str, ...], where: str) -> dict[tuple[int, ...], bool]:
-    """The predicate ``where`` evaluated on every 0/1 assignment of ``attrs``."""
+def category_laws(theta: Theta, node: str) -> tuple[tuple[Fraction, ...], ...]:
+    """Per state of ``node``, the per-record law of ``X_node`` over its categories 0..k-1.
+
+    A state that is one number ``p`` is a Bernoulli parameter: law ``(1 - p, p)`` over
+    ``{0, 1}``. A state that lists ``k`` numbers (``"0.2/0.3/0.5"``, ``"(0.2, 0.3, 0.5)"``,
+    ``"0.2|0.3|0.5"``) is a categorical parameter over categories ``0..k-1``; the numbers must be
+    non-negative and sum to exactly one (read as decimals). Every state of a node has the same
+    ``k``.
+
+    Raises
+    ------
+    ModelError
+        A state that is neither, or states of different lengths.
+    """
+    (node,) = theta.check_nodes([node], "attribute")
+    out: list[tuple[Fraction, ...]] = []
+    for s in theta.states[node]:
+        text = str(s).strip().strip("()[]{} ")
+        parts = [x for x in re.split(r"[/,;|]", text) if x.strip()]
+        if len(parts) <= 1:
+            (p,) = bernoulli_parameters_of_states(node, (s,))
+            out.append((1 - p, p))
+            continue
+        try:
+            vec = tuple(_decimal(x) for x in parts)
+        except (ValueError, ZeroDivisionError, TypeError):
+            raise ModelError(f"state {s!r} of {node!r} is not a probability vector") from None
+        if any(v < 0 for v in vec) or sum(vec) != 1:
+            raise ModelError(f"state {s!r} of {node!r} is not a probability vector (entries "
+                             "must be >= 0 and sum to exactly 1)")
+        out.append(vec)
+    if len({len(v) for v in out}) != 1:
+        raise ModelError(f"the states of {node!r} have different numbers of categories")
+    return tuple(out)
+
+
+def _truth_table(theta: Theta, attrs: tuple[str, ...],
+                 where: str) -> dict[tuple[int, ...], bool]:
+    """The predicate ``where`` evaluated on every assignment of categories to ``attrs``."""
     import pandas as pd
 
-    combos = list(itertools.product((0, 1), repeat=len(attrs)))
+    ranges = [range(len(category_laws(theta, a)[0])) for a in attrs]
+    combos = list(itertools.product(*ranges))
     frame = pd.DataFrame(combos, columns=list(attrs))
     try:
         mask = frame.eval(where)
@@ -154,22 +201,23 @@ def _truth_table(attrs: tuple[str, ...], where: str) -> dict[tuple[int, ...], bo
 
 
 def _record_probability(
-    phis: Sequence[Fraction], truth: Mapping[tuple[int, ...], bool]
+    laws: Sequence[tuple[Fraction, ...]], truth: Mapping[tuple[int, ...], bool]
 ) -> Fraction:
+    """P(a record satisfies the predicate) given each attribute's per-record law."""
     total = Fraction(0)
     for x, ok in truth.items():
         if ok:
             term = Fraction(1)
-            for xj, p in zip(x, phis, strict=True):
-                term *= p if xj else 1 - p
+            for xj, law in zip(x, laws, strict=True):
+                term *= law[xj]
             total += term
     return total
 
 
 def _predicate_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int, where: str,
                     max_table: int) -> tuple[Mapping[Any, Law], ...]:
-    truth = _truth_table(attrs, where)
-    params = {a: bernoulli_parameters(theta, a) for a in attrs}
+    truth = _truth_table(theta, attrs, where)
+    params = {a: category_laws(theta, a) for a in attrs}
     others = tuple(a for a in attrs if a != i)
     support = tuple(range(n + 1))
     per_member = []
@@ -232,6 +280,12 @@ def count_laws(
         laws = _predicate_laws(theta, attrs, i, n, where, max_table)
         return CountLaws(attrs[0], i, n, laws, attrs, where)
     j = attrs[0]
+    try:
+        bernoulli_parameters(theta, j)
+    except ModelError:
+        category_laws(theta, j)  # raises if the states are not probability vectors either
+        raise QueryError(f"a count over the categorical attribute {j!r} needs its predicate "
+                         "(where=..., over category numbers 0..k-1)") from None
     phis = bernoulli_parameters(theta, j)
     bins = [_binomial(n, p) for p in phis]
     support = tuple(range(n + 1))

@@ -166,3 +166,39 @@ def test_student_two_attribute_count_by_predicate():
                              lambda r: r["height"] == 1 and r["sat"] == 1)
     for s, law in cl.laws[0].items():
         assert law[1] == ref[s]
+
+
+def test_categorical_attribute_equals_its_bernoulli_projection():
+    import numpy as np
+
+    from quiltpriv.network import theta_from_tables
+    from quiltpriv.network_laws import category_laws, count_laws
+
+    tables = {"s": np.array([0.4, 0.6]), "c": np.array([[0.7, 0.2], [0.3, 0.8]])}
+    cat = theta_from_tables([("s", "c")], {"s": ["0.3", "0.6"],
+                                          "c": ["0.2/0.3/0.5", "(0.5, 0.3, 0.2)"]}, tables)
+    assert category_laws(cat, "c")[0] == (Fraction(1, 5), Fraction(3, 10), Fraction(1, 2))
+    # "c == 2" on the categorical model is "c == 1" on the Bernoulli model with p = P(c = 2).
+    ber = theta_from_tables([("s", "c")], {"s": ["0.3", "0.6"], "c": ["0.5", "0.2"]}, tables)
+    got = count_laws(cat, ["c"], "s", 4, where="c == 2")
+    ref = count_laws(ber, "c", "s", 4)
+    assert got.laws == ref.laws
+    # Two attributes, one categorical: against the record-level enumeration.
+    both = count_laws(cat, ["c", "s"], "s", 2, where="c >= 1 and s == 1")
+    for state, law in both.laws[0].items():
+        sp = Fraction(state)
+        # phi_c is fixed for the whole dataset: a mixture over the states of phi_c (weights
+        # P(phi_c | phi_s), the column of the CPD) of Binomial(2, P(X_c >= 1 | phi_c) * phi_s).
+        col = {"0.3": (Fraction(7, 10), Fraction(3, 10)), "0.6": (Fraction(2, 10), Fraction(8, 10))}
+        expected = [Fraction(0)] * 3
+        for w, ge1 in zip(col[state], (Fraction(4, 5), Fraction(1, 2)), strict=True):
+            p = ge1 * sp
+            for k in range(3):
+                expected[k] += w * math.comb(2, k) * p**k * (1 - p) ** (2 - k)
+        assert law[1] == tuple(expected)
+    with pytest.raises(QueryError, match="needs its predicate"):
+        count_laws(cat, "c", "s", 4)
+    bad = theta_from_tables([("s", "c")], {"s": ["0.3", "0.6"], "c": ["0.2/0.3", "0.5/0.5"]},
+                            tables)
+    with pytest.raises(ModelError, match="probability vector"):
+        count_laws(bad, ["c"], "s", 2, where="c == 1")
