@@ -343,10 +343,15 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
                 f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
     else:
-        sep = (f"Q = {_set(quilt.quilt)} d-separates {quilt.node!r} from R = "
-               f"{_set(quilt.remote)}" if quilt.quilt else
-               f"{quilt.node!r} is d-separated from R = {_set(quilt.remote)} with nothing "
-               f"observed (Q = {{}})")
+        if not quilt.quilt:
+            sep = (f"{quilt.node!r} is d-separated from R = {_set(quilt.remote)} with nothing "
+                   f"observed (Q = {{}})")
+        elif not quilt.remote:
+            sep = (f"the quilt Q = {_set(quilt.quilt)} is held fixed, which takes its nodes out "
+                   f"of N (it separates nothing else: R = {{}})")
+        else:
+            sep = (f"Q = {_set(quilt.quilt)} d-separates {quilt.node!r} from R = "
+                   f"{_set(quilt.remote)}")
         where = ""
         if member is not None and pair is not None:
             where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
