@@ -6,7 +6,9 @@ A model *spec* is one of
   ``quiltpriv.models``): ``student``, ``example3``, ``chain``; ``name:function`` picks another
   function of the module (``student:theta`` gives a two-member Theta);
 - a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read with pgmpy);
-- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``).
+- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``);
+- a path to a ``.json`` file in quiltpriv's own format (:func:`theta_to_dict`): a shared DAG
+  and one CPD set per member of Theta.
 
 Every reader's failure becomes a :class:`~quiltpriv.errors.ModelError` naming the file.
 """
@@ -25,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from .errors import ModelError
-from .network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy
+from .network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy, theta_from_tables
 
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
 #: network, munin, is about 1.5 MB uncompressed).
@@ -164,6 +166,89 @@ def _read_pgmpy_file(path: Path) -> Any:
     raise ModelError(f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
 
 
+JSON_FORMAT = "quiltpriv-network/1"
+
+
+def theta_to_dict(theta: Theta) -> dict[str, Any]:
+    """Theta as a JSON-ready dict (format ``quiltpriv-network/1``; :func:`load_model` reads it).
+
+    ``nodes`` maps each node to its ``states`` (strings) and ``parents`` (the CPD axis order);
+    each member's ``cpds`` maps a node to its table as nested lists with axes
+    ``(node, *parents)``.
+    """
+    return {
+        "format": JSON_FORMAT,
+        "nodes": {v: {"states": [str(x) for x in theta.states[v]],
+                      "parents": list(theta.parents[v])} for v in theta.nodes},
+        "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
+                    for name, m in zip(theta.names, theta.members, strict=True)],
+    }
+
+
+def _reject_constant(name: str) -> Any:
+    raise ModelError(f"the JSON model contains {name}; probabilities must be finite numbers")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ModelError(f"the JSON model names {', '.join(map(repr, dup))} twice")
+    return dict(pairs)
+
+
+def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
+    import json
+
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant,
+                         object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"cannot read JSON model {path}: {exc}") from exc
+    except RecursionError:
+        raise ModelError(f"cannot read JSON model {path}: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ModelError(f"{path}: a JSON model must be an object")
+    if doc.get("format") != JSON_FORMAT:
+        raise ModelError(f"{path}: unknown JSON model format {doc.get('format')!r} "
+                         f"(expected {JSON_FORMAT!r})")
+    nodes = doc.get("nodes")
+    members = doc.get("members")
+    if not isinstance(nodes, dict) or not nodes:
+        raise ModelError(f"{path}: 'nodes' must be a non-empty object")
+    if not isinstance(members, list) or not members:
+        raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
+    states: dict[str, list[str]] = {}
+    parents: dict[str, list[str]] = {}
+    for v, spec in nodes.items():
+        if not isinstance(spec, dict):
+            raise ModelError(f"{path}: node {v!r} must be an object with states and parents")
+        st, pa = spec.get("states"), spec.get("parents", [])
+        if not isinstance(st, list) or not st or not all(isinstance(x, str) for x in st):
+            raise ModelError(f"{path}: node {v!r} needs a non-empty list of state names")
+        if len(st) > MAX_STATES:
+            raise ModelError(f"{path}: node {v!r} has {len(st)} states (at most {MAX_STATES})")
+        if len(set(st)) != len(st):
+            raise ModelError(f"{path}: node {v!r} lists a state twice")
+        if not isinstance(pa, list) or not all(isinstance(x, str) for x in pa):
+            raise ModelError(f"{path}: the parents of {v!r} must be a list of node names")
+        unknown = [x for x in pa if x not in nodes]
+        if unknown:
+            raise ModelError(f"{path}: node {v!r} has unknown parent(s) {unknown}")
+        if len(set(pa)) != len(pa):
+            raise ModelError(f"{path}: node {v!r} lists a parent twice")
+        states[v], parents[v] = st, pa
+    edges = [(p, v) for v in nodes for p in parents[v]]
+    tables, names = [], []
+    for k, m in enumerate(members):
+        if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
+            raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
+        names.append(str(m.get("name") or f"{path.stem}[{k}]"))
+        tables.append(m["cpds"])
+    return theta_from_tables(edges, states, tables, names, parents_order=parents,
+                             tolerance=tolerance)
+
+
 def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
 
@@ -202,6 +287,15 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
         raise ModelError(f"model path {base} is not a file")
     if path.suffix == ".py":
         return _from_module(path, function, tolerance)
+    if path.suffix.lower() == ".json" and function is None:
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"cannot read JSON model {path}: not UTF-8 text") from exc
+        return _theta_from_json(text, path, tolerance)
     if function is not None:
         raise ModelError(f"{text}: ':function' applies to Python model modules only")
     net = _read_pgmpy_file(path)
