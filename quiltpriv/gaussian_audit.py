@@ -133,7 +133,7 @@ def _one_direction(eps: float, m1: float, v1: float, m2: float, v2: float) -> fl
         return 0.0 if a < 0 else max(0.0, 1.0 - c)
     sq = math.sqrt(disc)
     q = -0.5 * (b + math.copysign(sq, b))  # stable quadratic roots
-    r1, r2 = sorted((q / a, c0 / q)) if q != 0 else sorted(((-sq) / (2 * a), sq / (2 * a)))
+    r1, r2 = sorted((q / a, c0 / q))  # q != 0 since disc > 0
     if a < 0:  # p1 > c p2 between the roots
         val = _interval_mass(r1, r2, m1, s1) - c * _interval_mass(r1, r2, m2, s2)
     else:  # outside the roots
@@ -357,6 +357,9 @@ def audit_apgm(
                 except (IndexError, KeyError):
                     raise ParameterError(
                         f"no variances for attribute {attr!r}, theta {t}") from None
+            if over is not None and set(over) != set(cm.means):
+                raise ParameterError(f"variances for attribute {attr!r}, theta {t} must name "
+                                     "exactly the secrets of its moments")
             per.append({sec: (m, cm.variance if over is None else over[sec])
                         for sec, m in cm.means.items()})
         laws[attr] = per

@@ -198,6 +198,9 @@ def test_bad_inputs():
         gaussian_delta(1.0, -1.0, 1.0)
     with pytest.raises(ParameterError, match="result"):
         audit_apgm({"i": [ConditionalMoments({0: 0.0, 1: 1.0}, 1.0)]}, object())
+    moments = {"i": [ConditionalMoments({0: 0.0, 1: 1.0}, 1.0)]}
+    with pytest.raises(ParameterError, match="exactly the secrets"):
+        audit_apgm(moments, apgm(moments, 0.5, 1e-5), variances={"i": [{0: 1.0}]})
     laws = {"i": [{0: ([0.0, 0.0], np.eye(2)), 1: ([1.0, 0.0], 2 * np.eye(2))}]}
     with pytest.raises(ParameterError, match="different covariances"):
         audit_gaussian_release(laws, 1.0, 0.5, 1e-5)
