@@ -137,8 +137,11 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
     sensitive = _split(args.sensitive)
     if not sensitive:
         raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
+    import sys
+
     return theta, query, plan(theta, query, sensitive, args.epsilon,
-                              time_limit=args.time_limit)
+                              time_limit=args.time_limit, n_jobs=getattr(args, "jobs", None),
+                              progress=len(sensitive) > 1 and sys.stderr.isatty())
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -251,6 +254,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop searching after this long (the plan stays private; "
                         "optimality is then not proven)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="plan the sensitive attributes in N parallel processes (-1: all cores)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_plan)

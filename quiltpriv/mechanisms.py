@@ -250,6 +250,74 @@ def _key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
     return (scale, e, len(q), tuple(theta.index[v] for v in q))
 
 
+@dataclass
+class _Search:
+    """Mutable state of one node's candidate search (kept when the search is interrupted)."""
+
+    quilt: Quilt
+    scale: float
+    delta: float
+    key: tuple
+    e: float = 0.0
+    member: str | None = None
+    pair: Any = None
+    via: tuple[str, ...] | None = None
+    considered: int = 1
+    optimal: bool = True
+    reasons: list[str] = field(default_factory=list)
+
+
+def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
+            max_table: int, deadline: float | None) -> None:
+    """Evaluate one candidate quilt per target set ``T`` (subsets of the query attributes)."""
+    attrs = query.attributes
+    others = [a for a in theta.sort(attrs) if a != node]
+    seen: set[tuple[str, ...]] = set()
+    infeasible: list[frozenset[str]] = []  # targets whose Q* has influence above eps
+    for k in range(len(others) + 1):
+        for target in combinations(others, k):
+            if deadline is not None and time.monotonic() > deadline:
+                best.optimal = False
+                best.reasons.append("the time limit was reached before every candidate was "
+                                    "evaluated")
+                return
+            t = frozenset(target)
+            # e(Q*(T)) is monotone in T: a superset of an infeasible target is infeasible.
+            if any(bad <= t for bad in infeasible):
+                continue
+            q = least_influence_quilt(theta, node, t)
+            if q in seen:
+                continue
+            seen.add(q)
+            quilt = markov_quilt(theta, node, q)
+            delta = query.sensitivity(set(attrs) & set(quilt.nearby))
+            if delta / eps > best.scale:  # lower bound already worse: skip its influence
+                continue
+            try:
+                infl = influence_upper_bound(theta, node, q, max_table=max_table)
+            except InfluenceTooExpensive as exc:
+                best.optimal = False
+                best.reasons.append(f"quilt {_set(q)} skipped: {exc}")
+                continue
+            best.considered += 1
+            e = infl.value
+            scale = _scale(delta, e, eps)
+            if not infl.exact:
+                # An upper bound: the scale is valid (more noise), the optimum is not proven.
+                best.optimal = False
+                best.reasons.append(
+                    f"the influence of {_set(q)} is an upper bound (data-processing "
+                    f"inequality via {_set(infl.bound_via or ())})")
+            elif e > eps:
+                infeasible.append(t)
+            key = _key(scale, e, q, theta) + (0,)
+            if key < best.key:
+                best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
+                best.via = infl.bound_via
+                best.member = theta.names[infl.member] if infl.member is not None else None
+                best.pair = infl.pair
+
+
 def plan_node(
     theta: Theta,
     query: Query,
@@ -262,77 +330,57 @@ def plan_node(
     """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
 
     See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
-    too expensive to compute (``max_table``) or the deadline passes; either way the returned
-    quilt is valid, and ``optimal`` says whether it is proven least.
+    too expensive to compute (``max_table``), the deadline passes or the search is interrupted
+    (Ctrl-C); in every case the returned quilt is valid, and ``optimal`` says whether it is
+    proven least.
     """
-    eps = epsilon
-    attrs = query.attributes
-    trivial = trivial_quilt(theta, node)
-    delta_all = query.sensitivity(attrs)
-    best_quilt: Quilt = trivial
-    best_e, best_member, best_pair, best_via = 0.0, None, None, None
-    best_delta = delta_all
-    best_scale = _scale(delta_all, 0.0, eps)
-    best_key = _key(best_scale, 0.0, (), theta) + (1,)  # trivial loses ties to Q = {}
-    considered = 1
-    optimal = True
-    reasons: list[str] = []
-    others = [a for a in theta.sort(attrs) if a != node]
-    seen: set[tuple[str, ...]] = set()
-    infeasible: list[frozenset[str]] = []  # targets whose Q* has influence above eps
-    for k in range(len(others) + 1):
-        for target in combinations(others, k):
-            if deadline is not None and time.monotonic() > deadline:
-                optimal = False
-                reasons.append("the time limit was reached before every candidate was evaluated")
-                break
-            t = frozenset(target)
-            # e(Q*(T)) is monotone in T: a superset of an infeasible target is infeasible.
-            if any(bad <= t for bad in infeasible):
-                continue
-            q = least_influence_quilt(theta, node, t)
-            if q in seen:
-                continue
-            seen.add(q)
-            quilt = markov_quilt(theta, node, q)
-            delta = query.sensitivity(set(attrs) & set(quilt.nearby))
-            if delta / eps > best_scale:  # lower bound already worse: skip its influence
-                continue
-            try:
-                infl = influence_upper_bound(theta, node, q, max_table=max_table)
-            except InfluenceTooExpensive as exc:
-                optimal = False
-                reasons.append(f"quilt {_set(q)} skipped: {exc}")
-                continue
-            considered += 1
-            e = infl.value
-            s = _scale(delta, e, eps)
-            if not infl.exact:
-                # An upper bound: the scale is valid (more noise), the optimum is not proven.
-                optimal = False
-                reasons.append(f"the influence of {_set(q)} is an upper bound (data-processing "
-                               f"inequality via {_set(infl.bound_via or ())})")
-            elif e > eps:
-                infeasible.append(t)
-            key = _key(s, e, q, theta) + (0,)
-            if key < best_key:
-                best_key, best_quilt, best_scale, best_e, best_delta = key, quilt, s, e, delta
-                best_via = infl.bound_via
-                best_member = theta.names[infl.member] if infl.member is not None else None
-                best_pair = infl.pair
-        else:
-            continue
-        break
-    explanation = _explain(theta, query, best_quilt, best_e, best_delta, best_scale, eps,
-                           best_member, best_pair, optimal, reasons, best_via)
+    return _plan_node(theta, query, node, epsilon, max_table, deadline)[0]
+
+
+def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
+               deadline: float | None) -> tuple[SensitivePlan, bool]:
+    """:func:`plan_node`, also saying whether the search was interrupted."""
+    interrupted = False
+    delta_all = query.sensitivity(query.attributes)
+    scale_all = _scale(delta_all, 0.0, eps)
+    best = _Search(quilt=trivial_quilt(theta, node), scale=scale_all, delta=delta_all,
+                   key=_key(scale_all, 0.0, (), theta) + (1,))  # trivial loses ties to Q = {}
+    try:
+        _search(theta, query, node, eps, best, max_table, deadline)
+    except KeyboardInterrupt:
+        interrupted = True
+        best.optimal = False
+        best.reasons.append("the search was interrupted; this is the best quilt found so far")
+    explanation = _explain(theta, query, best.quilt, best.e, best.delta, best.scale, eps,
+                           best.member, best.pair, best.optimal, best.reasons, best.via)
+    q = best.quilt
     return SensitivePlan(
-        node=node, quilt=best_quilt.quilt, nearby=best_quilt.nearby, remote=best_quilt.remote,
-        influence=best_e, sensitivity=best_delta, scale=best_scale,
-        quilts_considered=considered, optimal=optimal, explanation=explanation,
-        influence_member=best_member,
-        influence_pair=None if best_pair is None else tuple(_jsonable(x) for x in best_pair),
-        influence_bound_via=best_via,
-    )
+        node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+        influence=best.e, sensitivity=best.delta, scale=best.scale,
+        quilts_considered=best.considered, optimal=best.optimal, explanation=explanation,
+        influence_member=best.member,
+        influence_pair=None if best.pair is None else tuple(_jsonable(x) for x in best.pair),
+        influence_bound_via=best.via,
+    ), interrupted
+
+
+def _plan_node_budget(theta: Theta, query: Query, node: str, eps: float, max_table: int,
+                      time_limit: float | None) -> SensitivePlan:
+    """:func:`plan_node` with a relative time budget (clocks differ between workers)."""
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    return plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline)
+
+
+def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
+                  reason: str) -> SensitivePlan:
+    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal."""
+    q = trivial_quilt(theta, node)
+    delta = query.sensitivity(query.attributes)
+    scale = _scale(delta, 0.0, eps)
+    text = _explain(theta, query, q, 0.0, delta, scale, eps, None, None, False, [reason])
+    return SensitivePlan(node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+                         influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,
+                         optimal=False, explanation=text)
 
 
 def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
@@ -384,6 +432,8 @@ def plan(
     *,
     max_table: int = DEFAULT_MAX_TABLE,
     time_limit: float | None = None,
+    n_jobs: int | None = None,
+    progress: bool = False,
 ) -> Plan:
     """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
 
@@ -402,11 +452,24 @@ def plan(
         (the plan stays private and says optimality is not proven).
     time_limit : float, optional
         Seconds; when passed, the search stops with the best valid quilt found so far.
+    n_jobs : int, optional
+        Plan the sensitive attributes in parallel with joblib (``-1``: every core). The
+        backend is joblib's, so ``with joblib.parallel_backend("dask"): plan(...)`` spreads
+        the work over a Dask cluster with nothing else changed. With ``time_limit``, each
+        attribute gets the budget that remained when the workers started.
+    progress : bool
+        Show a progress bar (tqdm) over the sensitive attributes.
 
     Returns
     -------
     Plan
-        Deterministic for given inputs (``time_limit`` aside).
+        Deterministic for given inputs (``time_limit`` and interruption aside).
+
+    Notes
+    -----
+    On Ctrl-C (KeyboardInterrupt) during a serial plan, the attribute being searched keeps
+    the best quilt found so far and the attributes not reached get the trivial quilt; the
+    plan is returned, valid and flagged as not proven optimal.
 
     Raises
     ------
@@ -424,10 +487,34 @@ def plan(
         if not time_limit > 0:
             raise ParameterError(f"time_limit must be > 0, got {time_limit}")
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    plans = tuple(plan_node(theta, query, s, eps, max_table=max_table, deadline=deadline)
-                  for s in sens)
-    scale = max(sp.scale for sp in plans)
     notes = []
+    if n_jobs not in (None, 1) and len(sens) > 1:
+        from joblib import Parallel, delayed
+
+        plans = tuple(Parallel(n_jobs=n_jobs)(
+            delayed(_plan_node_budget)(theta, query, s, eps, max_table, time_limit)
+            for s in sens))
+    else:
+        done: list[SensitivePlan] = []
+        nodes: Iterable[str] = sens
+        if progress:
+            from tqdm.auto import tqdm
+
+            nodes = tqdm(sens, desc="planning", unit="attribute")
+        try:
+            for s in nodes:
+                sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline)
+                done.append(sp)
+                if interrupted:
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            notes.append("planning was interrupted: attributes not reached use the trivial "
+                         "quilt")
+        for s in sens[len(done):]:
+            done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
+                                      "this attribute was searched"))
+        plans = tuple(done)
+    scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
         notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")

@@ -96,6 +96,11 @@ class Theta:
         # Caches filled by quiltpriv.influence; valid because Theta is immutable.
         self._cache: dict[Any, Any] = {}
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Picklable (for joblib workers): rebuild from plain parts; caches are not shipped.
+        return (Theta, (self.nodes, dict(self.states), dict(self.parents),
+                        [dict(m) for m in self.members], self.names))
+
     # -- read-only views -------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.members)
