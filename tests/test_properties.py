@@ -141,3 +141,21 @@ def test_least_influence_quilt_feasible(seed, data):
     # And it is no worse than the naive feasible choice Q = T.
     assert (max_influence(theta, node, q).value
             <= max_influence(theta, node, targets).value + 1e-12)
+
+
+@settings(derandomize=True, max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(seed=seeds, data=st.data(), eps=st.floats(0.05, 5.0, allow_nan=False))
+def test_plan_agrees_with_brute_force(seed, data, eps):
+    # The brute-force agreement as a property: every subset Q, full-joint influences.
+    net, theta = _net(seed)
+    node = data.draw(st.sampled_from(sorted(theta.nodes)))
+    query = _query(data, theta.nodes)
+    records = ref.all_quilts(net, node)
+    lo = ref.reference_scale(records, query.attributes, query.sensitivity, eps,
+                             influence_shift=lambda e: max(e - 1e-12, 0.0))
+    hi = ref.reference_scale(records, query.attributes, query.sensitivity, eps,
+                             influence_shift=lambda e: e * (1 + ROUNDING_MARGIN)
+                             + ROUNDING_MARGIN)
+    got = plan(theta, query, node, eps).scale
+    assert lo - 1e-9 * max(1.0, lo) <= got <= hi + 1e-9 * max(1.0, hi), (lo, got, hi)
