@@ -514,6 +514,11 @@ def plot(res: EvaluationResult, path: str) -> bool:
             title=f"L2 error (delta = {res.config.delta:g})")
     ax2.set(xscale="log", xlabel="epsilon", ylabel="attack accuracy",
             title="Property-inference attack (income, 0.45 vs 0.55)")
+    from matplotlib.ticker import NullFormatter
+
+    for ax in (ax1, ax2):
+        ax.set_xticks(list(eps), [f"{e:g}" for e in eps])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax1.legend(fontsize=8)
     ax2.legend(fontsize=8)
     fig.tight_layout()
