@@ -34,8 +34,8 @@ from .network import as_theta
 from .sensitivity import Query
 
 __all__ = [
-    "MissingDependency", "NoiseCurves", "QuiltTradeoff", "noise_curves", "plot_noise_vs_epsilon",
-    "plot_quilt_tradeoff", "quilt_tradeoff", "save_figure",
+    "MissingDependency", "NoiseCurves", "QuiltTradeoff", "iso_scale_levels", "noise_curves",
+    "plot_noise_vs_epsilon", "plot_quilt_tradeoff", "quilt_tradeoff", "save_figure",
 ]
 
 #: File formats :func:`save_figure` writes.
@@ -49,7 +49,8 @@ class MissingDependency(QuiltPrivError, ImportError):
 
 
 def _matplotlib() -> Any:
-    """Import matplotlib lazily, on a non-interactive backend unless one is already chosen."""
+    """Import matplotlib lazily. Figures are made with ``Figure`` directly (not pyplot), so no
+    GUI backend is touched and nothing is kept in pyplot's global state."""
     try:
         import matplotlib
     except ImportError:
@@ -187,9 +188,10 @@ def plot_noise_vs_epsilon(model: Any, query: Query, sensitive: str | Iterable[st
     """Figure: Laplace scale ``b`` of each mechanism against epsilon (log-log axes).
 
     One line per applicable mechanism of :func:`quiltpriv.compare.compare`, in its row order,
-    whose y data are exactly the scales :func:`noise_curves` returns (``inf`` and ``nan``
-    points break the line: APMQM has no finite scale while every quilt's influence is at least
-    epsilon). The default grid is 25 epsilons from 0.1 to 10, log-spaced.
+    whose y data are exactly the scales :func:`noise_curves` returns, with ``inf`` drawn as
+    ``nan`` (a break in the line); a scale of 0 (the query reads no nearby attribute) is kept
+    in the data but cannot show on the log axis. The default grid is 25 epsilons from 0.1 to
+    10, log-spaced.
 
     Parameters
     ----------
@@ -278,9 +280,10 @@ def plot_quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float, *,
 
 
 def iso_scale_levels(t: QuiltTradeoff, levels: int) -> list[float]:
-    """The ``b`` of the iso-scale curves: from the least to the largest finite candidate scale.
+    """The ``b`` of the iso-scale curves: from the least to the largest finite positive scale.
 
-    The first level is always the least scale, so its curve passes through the chosen quilt.
+    When the least candidate scale is positive the first level is that scale, so its curve
+    passes through the chosen quilt (a scale of 0 lies on the axis ``Delta = 0`` instead).
     Geometric spacing (scales span orders of magnitude); one level when all scales agree.
     """
     finite = sorted({float(c.scale) for c in t.candidates
