@@ -22,12 +22,12 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._io import write_bytes_atomic
 from ._validation import check_epsilon
 from .errors import ParameterError, QueryError, QuiltPrivError
 from .network import as_theta
@@ -315,18 +315,5 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
         raise ParameterError(f"{target}: folder {target.parent} does not exist")
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=150)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_bytes_atomic(target, buf.getvalue())
     return target
