@@ -11,7 +11,13 @@ Quick start::
 
 from .errors import ModelError, ParameterError, QueryError, QuiltPrivError
 from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
-from .loading import bundled_models, load_model, load_theta, theta_to_dict
+from .loading import (
+    bundled_models,
+    bundled_network,
+    load_model,
+    load_theta,
+    theta_to_dict,
+)
 from .mechanisms import Plan, Release, SensitivePlan, plan, release
 from .network import Theta, theta_from_pgmpy, theta_from_tables
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
@@ -31,7 +37,8 @@ __all__ = [
     "CountQuery", "CustomQuery", "HistogramQuery", "Influence", "InfluenceTooExpensive",
     "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "Query", "QueryError",
     "Quilt", "QuiltPrivError", "Release", "SensitivePlan", "SumQuery", "Theta",
-    "bundled_models", "enumerate_quilts", "joint_marginal", "least_influence_quilt",
-    "load_model", "load_theta", "markov_quilt", "theta_to_dict", "max_influence", "plan", "release",
-    "theta_from_pgmpy", "theta_from_tables", "trivial_quilt",
+    "bundled_models", "bundled_network", "enumerate_quilts", "joint_marginal",
+    "least_influence_quilt", "load_model", "load_theta", "markov_quilt", "max_influence",
+    "plan", "release", "theta_from_pgmpy", "theta_from_tables", "theta_to_dict",
+    "trivial_quilt",
 ]

@@ -113,19 +113,39 @@ def _import_file(path: Path) -> ModuleType:
     return module
 
 
-def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
+def _call_module(path: Path, function: str | None, args: Sequence[Any] = (),
+                 kwargs: dict[str, Any] | None = None) -> Any:
     module = _import_file(path)
     fname = function or "model"
     fn = getattr(module, fname, None)
     if not callable(fn):
         raise ModelError(f"model module {path} defines no function {fname}()")
     try:
-        built = fn()
+        return fn(*args, **(kwargs or {}))
     except (Exception, SystemExit) as exc:
         raise ModelError(f"{path.name}:{fname}() failed: {exc}") from exc
+
+
+def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
+    built = _call_module(path, function)
     nets = built if isinstance(built, Sequence) else [built]
     names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
     return theta_from_pgmpy(list(nets), names, tolerance=tolerance)
+
+
+def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: Any) -> Any:
+    """The pgmpy network (or list of networks) a bundled model module builds.
+
+    For inspecting or changing a bundled model before planning, e.g.
+    ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
+    ``theta_from_pgmpy(net)``. Arguments go to the module's function.
+    """
+    for d in _model_dirs():
+        candidate = d / f"{name}.py"
+        if candidate.is_file() and not name.startswith("_"):
+            return _call_module(candidate, function, args, kwargs)
+    names = ", ".join(bundled_models()) or "none found"
+    raise ModelError(f"no bundled model named {name!r} (bundled: {names})")
 
 
 def _read_pgmpy_file(path: Path) -> Any:

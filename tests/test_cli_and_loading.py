@@ -133,3 +133,15 @@ def test_models_command(capsys):
     out = capsys.readouterr().out
     for name in ("student", "example3", "chain"):
         assert name in out
+
+
+def test_bundled_network_with_arguments():
+    net = qp.bundled_network("chain", 5, stay=0.5, function="chain")
+    theta = qp.theta_from_pgmpy(net)
+    assert theta.nodes == ("x01", "x02", "x03", "x04", "x05")
+    # Persistence 0.5 with 3 states: P(x_{t+1} | x_t) has diagonal 0.5, off-diagonal 0.25.
+    assert qp.max_influence(theta, "x01", ["x02"]).value == pytest.approx(2 * 0.34657359, rel=1e-6)
+    with pytest.raises(qp.ModelError, match="no bundled model named 'nope'"):
+        qp.bundled_network("nope")
+    with pytest.raises(qp.ModelError, match="chain\\(\\) failed"):
+        qp.bundled_network("chain", 1, function="chain")
