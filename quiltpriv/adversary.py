@@ -378,3 +378,49 @@ def score_laplace_noised(prior: object, laws: object, scale: object,
     return _card(acc, pi, mi / _LN2, 0.0, mi_err / _LN2,
                  "Laplace-noised discrete value: exact MAP regions (closed-form Laplace "
                  "integrals); MI by QUADPACK between support points, exact on the tails")
+
+
+def score_count_release(model: object, query: object, sensitive: str, scale: float, *,
+                        member: int = 0) -> Scorecard:
+    """Score a Laplace-noised count on a hyperparameter network: guessing ``phi_sensitive``.
+
+    The secret is the value of ``phi_sensitive`` (its prior from the network), the output is
+    ``F + Laplace(scale)`` with ``F`` the count of records satisfying the query's predicate,
+    whose exact law given each value comes from :func:`quiltpriv.network_laws.count_laws`
+    (Bernoulli or categorical attributes). Use it on an APMQM or Wasserstein plan's scale to
+    see what an adversary actually achieves under the guarantee; ``scale = 0`` scores the
+    exact count.
+
+    Parameters
+    ----------
+    model : Theta or pgmpy network(s)
+    query : CountQuery
+    sensitive : str
+    scale : float
+        Laplace scale (>= 0).
+    member : int
+        Which member of Theta is the adversary's prior.
+    """
+    from .influence import joint_marginal
+    from .network import as_theta
+    from .network_laws import count_laws
+    from .sensitivity import CountQuery
+
+    theta = as_theta(model)
+    if not isinstance(query, CountQuery):
+        raise ParameterError("score_count_release scores count queries")
+    if not 0 <= member < len(theta.members):
+        raise ParameterError(f"member must be in 0..{len(theta.members) - 1}, got {member}")
+    b = check_positive(scale, "scale", allow_zero=True)
+    laws = count_laws(theta, query.attributes, sensitive, query.records, where=query.where)
+    member_laws = laws.laws[member]
+    marg = joint_marginal(theta, (sensitive,), member)
+    states = list(theta.states[sensitive])
+    secrets = [s for s in states if s in member_laws]
+    prior = np.array([marg[states.index(s)] for s in secrets], dtype=float)
+    prior = prior / prior.sum()
+    rows = np.array([[float(p) for p in member_laws[s][1]] for s in secrets])
+    rows = rows / rows.sum(axis=1, keepdims=True)
+    if b == 0:
+        return score_channel(prior, rows)
+    return score_laplace_noised(prior, rows, b)

@@ -231,3 +231,24 @@ def test_laplace_single_point_and_tiny_scale():
 def test_laplace_rejects_bad_input(kwargs, match):
     with pytest.raises(ParameterError, match=match):
         score_laplace_noised(**kwargs)
+
+
+def test_score_count_release_under_an_apmqm_plan():
+    import quiltpriv as qp
+    from quiltpriv.adversary import score_count_release
+
+    theta = qp.load_model("example3")
+    query = qp.CountQuery(["x1"], 4, where="x1 == 1")
+    exact = score_count_release(theta, query, "x2", 0.0)
+    assert exact.prior_accuracy == pytest.approx(1 / 3)
+    last = exact.map_accuracy
+    for eps in (2.0, 1.0, 0.5):
+        p = qp.plan(theta, query, "x2", eps)
+        sc = score_count_release(theta, query, "x2", p.scale)
+        # An eps-private release: accuracy <= e^eps * max prior; more noise, less accuracy.
+        assert sc.map_accuracy <= min(1.0, math.exp(eps) * sc.prior_accuracy) + 1e-12
+        assert sc.map_accuracy <= last + 1e-12
+        last = sc.map_accuracy
+    assert last > sc.prior_accuracy  # something is still learned at eps = 0.5
+    with pytest.raises(ParameterError):
+        score_count_release(theta, query, "x2", -1.0)
