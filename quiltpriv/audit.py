@@ -61,16 +61,15 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
-from itertools import product
 from typing import Any
 
 import numpy as np
 
 from ._validation import check_epsilon, check_positive, check_records
 from .errors import ParameterError, QueryError
-from .influence import DEFAULT_MAX_TABLE, joint_marginal
+from .influence import DEFAULT_MAX_TABLE
 from .network import as_theta
-from .network_laws import _exact_member, bernoulli_parameters
+from .network_laws import _binomial, bernoulli_parameters, parameter_mixture
 from .sensitivity import CountQuery, LinearQuery, Query
 
 __all__ = ["AUDIT_TOLERANCE", "AuditResult", "audit", "audit_plan", "query_laws"]
@@ -168,11 +167,6 @@ def _fmt(x: float) -> str:
 # -- laws of F ----------------------------------------------------------------------------
 
 
-def _binomial(n: int, p: Fraction) -> list[Fraction]:
-    q = 1 - p
-    return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
-
-
 def _law_builder(query: Query, n: int):
     """Return (attributes, function phi_A -> law of F | phi) for a supported query."""
     if isinstance(query, CountQuery):
@@ -233,34 +227,10 @@ def query_laws(
     theta.check_nodes(attrs, "query attribute")
     (i,) = theta.check_nodes([sensitive], "sensitive attribute")
     params = {a: bernoulli_parameters(theta, a) for a in attrs}
-    others = tuple(a for a in theta.sort(attrs) if a != i)
-    out = []
-    cache: dict[tuple[Fraction, ...], Law] = {}
-    for m in range(len(theta.members)):
-        exact = _exact_member(theta, m)
-        joint = joint_marginal(exact, (i, *others), 0, max_table=max_table)
-        laws: dict[Any, Law] = {}
-        for ai, state in enumerate(theta.states[i]):
-            row = joint[ai]
-            total = sum(np.ravel(row), Fraction(0))
-            if total == 0:
-                continue  # phi_i = state impossible under this member: not a secret here
-            law: Law = {}
-            for idx in product(*(range(theta.cardinality[o]) for o in others)):
-                w = row[idx] if others else row
-                if not w:
-                    continue
-                value = dict(zip(others, idx, strict=True))
-                phis = tuple(params[a][ai] if a == i else params[a][value[a]] for a in attrs)
-                given = cache.get(phis)
-                if given is None:
-                    given = cache[phis] = law_of(phis)
-                wt = w / total
-                for f, pr in given.items():
-                    law[f] = law.get(f, Fraction(0)) + wt * pr
-            laws[state] = law
-        out.append(laws)
-    return tuple(out)
+    return parameter_mixture(
+        theta, attrs, i,
+        lambda key: law_of(tuple(params[a][k] for a, k in zip(attrs, key, strict=True))),
+        max_table=max_table)
 
 
 def _records(query: Query, records: int | None) -> int:

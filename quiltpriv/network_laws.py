@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -214,38 +214,71 @@ def _record_probability(
     return total
 
 
-def _predicate_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int, where: str,
-                    max_table: int) -> tuple[Mapping[Any, Law], ...]:
-    truth = _truth_table(theta, attrs, where)
-    params = {a: category_laws(theta, a) for a in attrs}
-    others = tuple(a for a in attrs if a != i)
-    support = tuple(range(n + 1))
-    per_member = []
+def parameter_mixture(
+    theta: Theta,
+    attrs: Sequence[str],
+    sensitive: str,
+    law_of: Callable[[tuple[int, ...]], Mapping[Any, Fraction]],
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+) -> tuple[dict[Any, dict[Any, Fraction]], ...]:
+    """Exact ``P(F | phi_sensitive = a) = sum_{phi_A} P(phi_A | phi_sensitive = a) P(F | phi_A)``.
+
+    ``law_of`` receives the state indices of ``attrs`` (in that order; the sensitive
+    attribute's own index when it is among them) and returns the law of ``F`` given those
+    hyperparameters as ``{value: probability}``; it is called once per distinct tuple. The
+    weights come from exact variable elimination on the Fraction CPDs (module docstring).
+
+    Returns
+    -------
+    tuple of dict
+        Per member of Theta: value of ``phi_sensitive`` with positive probability -> law of
+        ``F``. Values with probability zero are left out (their law is undefined).
+    """
+    attrs = tuple(attrs)
+    others = tuple(a for a in theta.sort(attrs) if a != sensitive)
+    cache: dict[tuple[int, ...], Mapping[Any, Fraction]] = {}
+    out = []
     for m in range(len(theta.members)):
         exact = _exact_member(theta, m)
-        joint = joint_marginal(exact, (i, *others), 0, max_table=max_table)
-        laws: dict[Any, Law] = {}
-        for a, s in enumerate(theta.states[i]):
-            row = joint[a]
-            total = row.sum() if others else row
+        joint = joint_marginal(exact, (sensitive, *others), 0, max_table=max_table)
+        laws: dict[Any, dict[Any, Fraction]] = {}
+        for ai, state in enumerate(theta.states[sensitive]):
+            row = np.asarray(joint[ai], dtype=object)
+            total = sum(np.ravel(row), Fraction(0))
             if total == 0:
-                continue  # phi_i = s impossible under this member: not a secret here
-            probs = [Fraction(0)] * (n + 1)
-            for idx in itertools.product(*(range(len(theta.states[o])) for o in others)):
-                w = row[idx] if others else Fraction(1)
+                continue  # phi_i = state impossible under this member: not a secret here
+            law: dict[Any, Fraction] = {}
+            for idx in itertools.product(*(range(theta.cardinality[o]) for o in others)):
+                w = row[idx]
                 if not w:
                     continue
-                state = dict(zip(others, idx, strict=True))
-                if i in attrs:
-                    state[i] = a
-                phis = [params[x][state[x]] for x in attrs]
-                binom = _binomial(n, _record_probability(phis, truth))
-                wb = (w / total) if others else Fraction(1)
-                for k in range(n + 1):
-                    probs[k] += wb * binom[k]
-            laws[s] = (support, tuple(probs))
-        per_member.append(laws)
-    return tuple(per_member)
+                pos = dict(zip(others, idx, strict=True))
+                pos[sensitive] = ai
+                key = tuple(pos[a] for a in attrs)
+                given = cache.get(key)
+                if given is None:
+                    given = cache[key] = law_of(key)
+                wt = w / total
+                for f, pr in given.items():
+                    law[f] = law.get(f, Fraction(0)) + wt * pr
+            laws[state] = law
+        out.append(laws)
+    return tuple(out)
+
+
+def _count_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int,
+                record_probability: Callable[[tuple[int, ...]], Fraction],
+                max_table: int) -> tuple[Mapping[Any, Law], ...]:
+    """Laws of a count whose records satisfy the predicate with the given probability."""
+    support = tuple(range(n + 1))
+
+    def law_of(key: tuple[int, ...]) -> dict[int, Fraction]:
+        return dict(enumerate(_binomial(n, record_probability(key))))
+
+    mixed = parameter_mixture(theta, attrs, i, law_of, max_table=max_table)
+    return tuple({s: (support, tuple(law.get(k, Fraction(0)) for k in support))
+                  for s, law in laws.items()} for laws in mixed)
 
 
 def count_laws(
@@ -277,7 +310,13 @@ def count_laws(
             raise QueryError(
                 f"a count over several attributes {list(attrs)} needs its predicate "
                 "(where=...), because the laws of the count depend on it")
-        laws = _predicate_laws(theta, attrs, i, n, where, max_table)
+        truth = _truth_table(theta, attrs, where)
+        params = {a: category_laws(theta, a) for a in attrs}
+        laws = _count_laws(
+            theta, attrs, i, n,
+            lambda key: _record_probability(
+                [params[a][k] for a, k in zip(attrs, key, strict=True)], truth),
+            max_table)
         return CountLaws(attrs[0], i, n, laws, attrs, where)
     j = attrs[0]
     try:
@@ -287,32 +326,8 @@ def count_laws(
         raise QueryError(f"a count over the categorical attribute {j!r} needs its predicate "
                          "(where=..., over category numbers 0..k-1)") from None
     phis = bernoulli_parameters(theta, j)
-    bins = [_binomial(n, p) for p in phis]
-    support = tuple(range(n + 1))
-    per_member = []
-    for m in range(len(theta.members)):
-        exact = _exact_member(theta, m)
-        if i == j:
-            marg = joint_marginal(exact, (i,), 0, max_table=max_table)
-            laws = {s: (support, tuple(bins[k])) for k, s in enumerate(theta.states[i])
-                    if marg[k] > 0}
-        else:
-            joint = joint_marginal(exact, (i, j), 0, max_table=max_table)
-            laws = {}
-            for a, s in enumerate(theta.states[i]):
-                row = joint[a]
-                total = sum(row, Fraction(0))
-                if total == 0:
-                    continue  # phi_i = s impossible under this member: not a secret here
-                probs = [Fraction(0)] * (n + 1)
-                for b, w in enumerate(row):
-                    if w:
-                        wb = w / total
-                        for k in range(n + 1):
-                            probs[k] += wb * bins[b][k]
-                laws[s] = (support, tuple(probs))
-        per_member.append(laws)
-    return CountLaws(j, i, n, tuple(per_member), (j,), None)
+    laws = _count_laws(theta, (j,), i, n, lambda key: phis[key[0]], max_table)
+    return CountLaws(j, i, n, laws, (j,), None)
 
 
 @dataclass(frozen=True)
