@@ -131,12 +131,41 @@ def _epsilon(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
-def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
-    theta = theta_from_args(args)
-    query = query_from_args(args)
+def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
+    """``--sensitive S1[,S2...]`` and ``--epsilon E`` (both required)."""
+    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
+
+
+def sensitive_from_args(args: argparse.Namespace) -> list[str]:
     sensitive = _split(args.sensitive)
     if not sensitive:
         raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
+    return sensitive
+
+
+def read_data(path: str) -> Any:
+    """The dataset of ``--data``: a CSV file read with pandas, one column per attribute."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise QueryError(f"cannot read data file {path}: {exc}") from exc
+
+
+def emit(text: str, output: str | None) -> None:
+    """Print ``text``, or write it to ``output`` atomically (no partial file on failure)."""
+    if output:
+        write_text_atomic(output, text + "\n")
+    else:
+        print(text)
+
+
+def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
+    theta = theta_from_args(args)
+    query = query_from_args(args)
+    sensitive = sensitive_from_args(args)
     import sys
 
     return theta, query, plan(theta, query, sensitive, args.epsilon,
@@ -146,28 +175,14 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     _, _, p = _plan_from_args(args)
-    text = p.to_json(indent=None if args.json else 2) if args.json else p.explain()
-    if args.output:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    emit(p.to_json() if args.json else p.explain(), args.output)
     return 0
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     theta, query, p = _plan_from_args(args)
-    try:
-        data = pd.read_csv(args.data)
-    except (OSError, ValueError) as exc:
-        raise QueryError(f"cannot read data file {args.data}: {exc}") from exc
-    r = release(p, query, data, seed=args.seed)
-    text = r.to_json(indent=2)
-    if args.output:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    r = release(p, query, read_data(args.data), seed=args.seed)
+    emit(r.to_json(indent=2), args.output)
     if not r.secure and r.scale > 0:
         import sys
 
@@ -248,9 +263,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                    "per sensitive attribute the quilt with the least Laplace "
                                    "scale, exact over all quilts.")
     add_model_arguments(p)
-    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop searching after this long (the plan stays private; "
                         "optimality is then not proven)")
@@ -265,9 +279,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                    "discrete Laplace from the OS's secure generator unless "
                                    "--seed is given (experiments only).")
     add_model_arguments(r)
-    r.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
     r.add_argument("--time-limit", type=float, metavar="SECONDS")
     r.add_argument("--data", required=True, metavar="CSV", help="the dataset, one column per "
                                                                 "attribute")

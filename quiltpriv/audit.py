@@ -392,32 +392,25 @@ def audit_plan(model: Any, query: Query, plan: Any, *, records: int | None = Non
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from ._cli_core import _split, query_from_args, theta_from_args
-    from ._io import write_text_atomic
+    from ._cli_core import emit, query_from_args, sensitive_from_args, theta_from_args
     from .mechanisms import plan
 
     theta = theta_from_args(args)
     query = query_from_args(args)
-    sens = _split(args.sensitive)
-    if not sens:
-        raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
+    sens = sensitive_from_args(args)
     if args.scale is None:
         scale = plan(theta, query, sens, args.epsilon).scale
     else:
         scale = args.scale
     records = None if isinstance(query, CountQuery) else args.records
     result = audit(theta, query, sens, args.epsilon, scale, records=records)
-    text = result.to_json() if args.json else result.explain()
-    if args.output:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    emit(result.to_json() if args.json else result.explain(), args.output)
     return 0 if result.met else 1
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv audit MODEL --sensitive S --query count|linear ... --epsilon E``."""
-    from ._cli_core import _epsilon, add_model_arguments, add_query_arguments
+    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
 
     p = sub.add_parser(
         "audit", help="exact worst-case privacy loss of a Laplace release",
@@ -427,9 +420,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "Without --scale the APMQM plan's scale is audited. Exit status 0 when "
                     "the loss meets epsilon, 1 when it does not.")
     add_model_arguments(p)
-    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
     p.add_argument("--scale", type=float, default=None, metavar="B",
                    help="Laplace scale to audit (default: the APMQM plan's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

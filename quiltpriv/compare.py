@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._validation import check_epsilon
-from .errors import ModelError, ParameterError, QueryError
+from .errors import ModelError, QueryError
 from .group_privacy import group_laplace
 from .influence import InfluenceTooExpensive
 from .mechanisms import plan
@@ -227,42 +227,26 @@ def compare(
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ._cli_core import query_from_args, theta_from_args
-    from ._io import write_text_atomic
+    from ._cli_core import emit, query_from_args, sensitive_from_args, theta_from_args
 
     theta = theta_from_args(args)
     query = query_from_args(args)
-    sensitive = [s.strip() for s in (args.sensitive or "").split(",") if s.strip()]
-    if not sensitive:
-        raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
-    c = compare(theta, query, sensitive, args.epsilon)
-    text = c.to_json() if args.json else c.explain()
-    if args.output:
-        write_text_atomic(args.output, text + "\n")
-    else:
-        print(text)
+    c = compare(theta, query, sensitive_from_args(args), args.epsilon)
+    emit(c.to_json() if args.json else c.explain(), args.output)
     return 0
-
-
-def _epsilon(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv compare MODEL [--theta M2 ...] --sensitive S --query ... --epsilon E``."""
-    from ._cli_core import add_model_arguments, add_query_arguments
+    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
 
     p = sub.add_parser("compare", help="noise of every mechanism side by side",
                        description="For one model, query and epsilon, print the noise scale "
                                    "and standard deviation of APMQM, group DP, the Wasserstein "
                                    "mechanism and APGM, and why any of them does not apply.")
     add_model_arguments(p)
-    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_compare)

@@ -746,7 +746,7 @@ def _model_files(specs: Sequence[str]) -> list[str]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ._cli_core import _plan_from_args
+    from ._cli_core import _plan_from_args, read_data
 
     out = Path(args.output)
     if out.suffix.lower() == ".json":
@@ -756,15 +756,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     theta, query, p = _plan_from_args(args)
     rel = None
     if args.data:
-        import pandas as pd
-
         from .mechanisms import release
 
-        try:
-            data = pd.read_csv(args.data)
-        except (OSError, ValueError) as exc:
-            raise QueryError(f"cannot read data file {args.data}: {exc}") from exc
-        rel = release(p, query, data, seed=args.seed)
+        rel = release(p, query, read_data(args.data), seed=args.seed)
     report = audit_report(theta, query, p, rel,
                           model_files=_model_files([args.model, *args.theta]))
     html_path, json_path = report.write(out)
@@ -774,16 +768,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv report``: plan (and optionally release), then write the audit report."""
-    from ._cli_core import _epsilon, add_model_arguments, add_query_arguments
+    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
 
     r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
                        description="Plan an APMQM release and write a self-contained HTML "
                                    "audit report (DAG with the chosen quilts, candidate quilts, "
                                    "hashes) and its JSON twin with the same stem.")
     add_model_arguments(r)
-    r.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
     r.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop the plan's search after this long (optimality then not proven)")
     r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
