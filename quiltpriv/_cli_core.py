@@ -17,7 +17,7 @@ from ._io import write_text_atomic
 from .errors import ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
 from .loading import bundled_models, load_theta
-from .mechanisms import Plan, _fmt, _set, _table, plan, release
+from .mechanisms import Plan, _fmt, _scale, _set, _table, plan, release
 from .network import Theta
 from .quilts import enumerate_quilts, trivial_quilt
 from .sensitivity import (
@@ -218,8 +218,6 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
                                "remote": list(q.remote), "trivial": q.is_trivial,
                                "influence": e}
         if query is not None and e is not None:
-            from .mechanisms import _scale
-
             a_n = set(query.attributes) & set(q.nearby)
             d = query.sensitivity(a_n)
             row["sensitivity"] = d
