@@ -1,0 +1,162 @@
+"""The three exact inference paths (bucket elimination in a global order, greedy elimination,
+calibrated junction tree) against the full joint, on seeded random networks of up to 14 nodes.
+
+The reference is :func:`reference.full_joint` (the literal product of every CPD) marginalised by
+numpy sums; nothing of quiltpriv's elimination is reused. Zero patterns must agree exactly
+(they decide infinite influences); values to 1e-12 relative.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import reference as ref  # noqa: E402
+
+import quiltpriv as qp  # noqa: E402
+import quiltpriv.influence as infl  # noqa: E402
+from quiltpriv.junction_tree import junction_tree, tree_structure  # noqa: E402
+
+METHODS = ("auto", "elimination", "junction_tree")
+
+
+def _queries(net, rng, count):
+    nodes = list(net.nodes)
+    out = []
+    for _ in range(count):
+        k = int(rng.integers(1, min(len(nodes), 5) + 1))
+        out.append([str(x) for x in rng.choice(nodes, size=k, replace=False)])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_joint_marginals_match_the_full_joint(seed):
+    net = ref.random_network(9100 + seed, min_nodes=1, max_nodes=14 if seed % 3 else 9,
+                             edge_prob=[0.15, 0.3, 0.5, 0.7][seed % 4])
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    for m in range(len(net.members)):
+        joint = ref.full_joint(net, m)
+        for nodes in _queries(net, rng, 6):
+            want = ref.marginal(net, joint, nodes)
+            for method in METHODS:
+                got = qp.joint_marginal(theta, nodes, m, inference=method)
+                where = (seed, m, nodes, method)
+                assert got.shape == want.shape, where
+                np.testing.assert_array_equal(got == 0, want == 0, err_msg=str(where))
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(where))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_influences_agree_across_methods(seed):
+    net = ref.random_network(9300 + seed, min_nodes=2, max_nodes=14)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    for nodes in _queries(net, rng, 5):
+        if len(nodes) < 2:
+            continue
+        node, q = nodes[0], nodes[1:]
+        want = max(ref.influence_from_joint(ref.marginal(net, ref.full_joint(net, m), nodes))
+                   for m in range(len(net.members)))
+        for method in METHODS:
+            got = qp.max_influence(theta, node, q, inference=method).value
+            if math.isinf(want):
+                assert math.isinf(got), (seed, nodes, method)
+            else:
+                # Never below the exact value; within the rounding margin (1e-10 relative and
+                # absolute, twice over for the reference's own rounding) above it.
+                top = want + 2 * infl.ROUNDING_MARGIN * (1 + want)
+                assert want - 1e-12 <= got <= top, (seed, nodes, method, got, want)
+
+
+def test_greedy_fallback_when_the_global_order_builds_large_tables(monkeypatch):
+    net = ref.random_network(77, n_nodes=12, edge_prob=0.7, max_card=3)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    nodes = list(net.nodes[:3])
+    calls = []
+    real = infl._eliminate
+    monkeypatch.setattr(infl, "BUCKET_LIMIT", 1)  # every bucket is "too large"
+
+    def spy(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(infl, "_eliminate", spy)
+    got = qp.joint_marginal(theta, nodes, inference="auto")
+    assert calls == [tuple(nodes)]  # the greedy path answered
+    np.testing.assert_allclose(got, ref.marginal(net, joint, nodes), rtol=1e-12)
+
+
+def test_too_large_is_refused_on_every_path():
+    net = ref.random_network(5, n_nodes=10, edge_prob=0.6, max_card=4)
+    theta = net.to_theta()
+    for method in METHODS:
+        with pytest.raises(qp.InfluenceTooExpensive):
+            qp.joint_marginal(theta, list(net.nodes), inference=method, max_table=8)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_junction_tree_is_a_junction_tree(seed):
+    """Running intersection, families covered, tables are the marginals of their cliques."""
+    net = ref.random_network(9500 + seed, min_nodes=1, max_nodes=14)
+    theta = net.to_theta()
+    st = tree_structure(theta)
+    n = len(theta.nodes)
+    # Every variable's cliques form a connected subtree: exactly one of them has its parent
+    # outside the set (or is the root).
+    for v in range(n):
+        holding = {c for c, cl in enumerate(st.cliques) if v in cl}
+        assert holding, v
+        tops = [c for c in holding if st.parent[c] not in holding]
+        assert len(tops) == 1, (seed, v)
+    for v, name in enumerate(theta.nodes):
+        family = {v, *(theta.index[p] for p in theta.parents[name])}
+        assert family <= set(st.cliques[st.assign[v]])
+    # No clique is contained in another (non-maximal cliques were absorbed).
+    sets = [set(c) for c in st.cliques]
+    for a in range(len(sets)):
+        for b in range(len(sets)):
+            assert a == b or not sets[a] <= sets[b], (seed, a, b)
+    tree = junction_tree(theta)
+    joint = ref.full_joint(net)
+    for c, clique in enumerate(st.cliques):
+        names = [theta.nodes[u] for u in clique]
+        np.testing.assert_allclose(tree.tables[c], ref.marginal(net, joint, names),
+                                   rtol=1e-12, atol=1e-300)
+
+
+def test_disconnected_network_components_multiply():
+    net = ref.random_network(31, n_nodes=8, edge_prob=0.0)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    nodes = list(net.nodes[:4])
+    for method in METHODS:
+        np.testing.assert_allclose(qp.joint_marginal(theta, nodes, inference=method),
+                                   ref.marginal(net, joint, nodes), rtol=1e-12)
+
+
+def test_unknown_inference_method_is_refused():
+    theta = qp.load_model("student:theta")
+    with pytest.raises(qp.ParameterError, match="inference must be one of"):
+        qp.max_influence(theta, "income", ["gender"], inference="fast")
+    with pytest.raises(qp.ParameterError, match="inference must be one of"):
+        qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0, inference="magic")
+
+
+def test_plans_agree_across_methods_on_bundled_models():
+    for name in ("student:theta", "example3", "chain"):
+        theta = qp.load_model(name)
+        attrs = list(theta.nodes[:3])
+        q = qp.CountQuery(attrs, 100)
+        plans = [qp.plan(theta, q, theta.nodes, 1.0, inference=m) for m in METHODS]
+        for p in plans[1:]:
+            for a, b in zip(plans[0].sensitive, p.sensitive, strict=True):
+                assert a.quilt == b.quilt and a.optimal and b.optimal
+                assert a.scale == pytest.approx(b.scale, rel=1e-9, abs=1e-12)
