@@ -75,6 +75,14 @@ def _assert_ran_on_workers(client, tasks, n_sensitive):
     pids = client.run(os.getpid)
     assert set(pids) == set(workers) and os.getpid() not in pids.values()
 
+    def source():  # pickled by value: the worker reports which quiltpriv it imported
+        import quiltpriv
+
+        return quiltpriv.__file__
+
+    # The workers ran this quiltpriv, not an older installed copy found first on their path.
+    assert set(client.run(source).values()) == {qp.__file__}
+
 
 def test_alarm_every_node_on_dask_equals_serial(client, alarm):
     # Every node of alarm (37) sensitive; count query over three attributes, as in bench_core.
