@@ -136,7 +136,8 @@ def _profile(model: Any, name: str, query: CountQuery, eps: float,
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(PROFILE_LINES)
         # Drop pstats' preamble lines up to the table; keep the totals line.
-        lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+        lines = [ln.replace(f"{HERE.parent}/", "") for ln in buf.getvalue().splitlines()
+                 if ln.strip()]
         out[key] = "\n".join(lines)
     return out
 
@@ -460,7 +461,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         "quiltpriv scale benchmarks (issue 7, Targets)",
         f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, {facts['ram_gb']} GB "
         f"RAM; {facts['platform']}",
-        f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}",
+        f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "
+        f"quiltpriv at {facts.get('code', 'unknown')}",
         f"uptime at start: {load_start}",
         f"uptime at end:   {load_end}",
         f"command: python benchmarks/bench_scale.py {' '.join(argv)}",
@@ -561,6 +563,23 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     return "\n".join(out) + "\n"
 
 
+def code_version() -> str:
+    """The commit the benchmark ran on, and whether quiltpriv/ had uncommitted changes (the
+    working tree is shared, so a result must say exactly what code it measured)."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(HERE.parent), *args], capture_output=True,
+                                  text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = [ln.split()[-1] for ln in git("status", "--porcelain", "--", "quiltpriv")
+             .splitlines() if ln.strip()]
+    return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else
+                   " (quiltpriv/ clean)")
+
+
 def _uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True,
@@ -606,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         bif_path(n)
     load_start = _uptime()
+    code = code_version()
     results = []
     for n in names:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", n,
@@ -628,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(json.loads(proc.stdout))
         print(f"[{n}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     load_end = _uptime()
-    facts = machine_facts()
+    facts = {**machine_facts(), "code": code}
     text = report(results, facts, argv, load_start, load_end)
     print(text, end="")
     out = args.out
