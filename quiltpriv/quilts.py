@@ -49,32 +49,42 @@ def d_connected(theta: Theta, source: str, given: Iterable[str]) -> set[str]:
     stack = list(z)
     while stack:
         v = stack.pop()
-        if v in anc_z:
-            continue
-        anc_z.add(v)
-        stack.extend(parents[v])
+        if v not in anc_z:
+            anc_z.add(v)
+            stack.extend(parents[v])
+    # Two visit marks per node: arrived moving up (from a child) or down (from a parent).
+    up_seen = {source}
+    down_seen: set[str] = set()
     reached: set[str] = set()
-    # States: (node, True) = arrived from a child (moving up), (node, False) = from a parent.
-    visited = {(source, True)}
-    stack2 = [(source, True)]
-    while stack2:
-        v, up = stack2.pop()
-        if v not in z:
+    up_stack = [source]
+    down_stack: list[str] = []
+    while up_stack or down_stack:
+        if up_stack:
+            v = up_stack.pop()
+            if v in z:
+                continue  # a trail arriving from a child is blocked at an observed node
             reached.add(v)
-        nxt: list[tuple[str, bool]] = []
-        if up:
-            if v not in z:
-                nxt.extend((p, True) for p in parents[v])
-                nxt.extend((c, False) for c in children[v])
+            for p in parents[v]:
+                if p not in up_seen:
+                    up_seen.add(p)
+                    up_stack.append(p)
+            for c in children[v]:
+                if c not in down_seen:
+                    down_seen.add(c)
+                    down_stack.append(c)
         else:
+            v = down_stack.pop()
             if v not in z:
-                nxt.extend((c, False) for c in children[v])
-            if v in anc_z:
-                nxt.extend((p, True) for p in parents[v])
-        for s in nxt:
-            if s not in visited:
-                visited.add(s)
-                stack2.append(s)
+                reached.add(v)
+                for c in children[v]:
+                    if c not in down_seen:
+                        down_seen.add(c)
+                        down_stack.append(c)
+            if v in anc_z:  # an open collider: the trail turns back up
+                for p in parents[v]:
+                    if p not in up_seen:
+                        up_seen.add(p)
+                        up_stack.append(p)
     return reached
 
 
@@ -175,13 +185,25 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
         raise ValueError(f"{node!r} is always in its own nearby set")
     if not targets:
         return ()
-    adj = moral_ancestral_graph(theta, targets | {node})
+    # Search i's component of M - targets without building M: the neighbours of v in the
+    # moral graph of the ancestral set are its parents, its children in the set and their
+    # other parents (co-parents).
+    anc = theta.ancestral_set(targets | {node})
+    parents, children = theta.parents, theta.children
     component = {node}
     stack = [node]
     boundary: set[str] = set()
     while stack:
         v = stack.pop()
-        for w in adj[v]:
+        for c in children[v]:
+            if c in anc:
+                for w in (c, *parents[c]):
+                    if w in targets:
+                        boundary.add(w)
+                    elif w not in component:
+                        component.add(w)
+                        stack.append(w)
+        for w in parents[v]:
             if w in targets:
                 boundary.add(w)
             elif w not in component:
