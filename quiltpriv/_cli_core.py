@@ -15,7 +15,7 @@ from typing import Any
 
 from ._io import write_text_atomic
 from .errors import ParameterError, QueryError
-from .influence import InfluenceTooExpensive, max_influence
+from .influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
 from .loading import bundled_models, load_theta
 from .mechanisms import Plan, _fmt, _scale, _set, _table, plan, release
 from .network import Theta
@@ -170,7 +170,8 @@ def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
 
     return theta, query, plan(theta, query, sensitive, args.epsilon,
                               time_limit=args.time_limit, n_jobs=getattr(args, "jobs", None),
-                              progress=len(sensitive) > 1 and sys.stderr.isatty())
+                              progress=len(sensitive) > 1 and sys.stderr.isatty(),
+                              inference=getattr(args, "inference", "auto"))
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -268,6 +269,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "optimality is then not proven)")
     p.add_argument("--jobs", type=int, metavar="N",
                    help="plan the sensitive attributes in N parallel processes (-1: all cores)")
+    p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
+                   help="how exact influences are computed (all exact; default: auto, bucket "
+                        "elimination in a global order)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_plan)

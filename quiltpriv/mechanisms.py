@@ -57,7 +57,7 @@ class SensitivePlan:
     quilt, nearby, remote : tuple of str
         The chosen quilt's ``Q``, ``N`` and ``R`` (network order).
     influence : float
-        ``e_Theta(Q | i)`` (exact, rounded upwards by at most 1e-10 relative).
+        ``e_Theta(Q | i)`` (exact, rounded upwards by 1e-10 relative plus 1e-10 absolute).
     sensitivity : float
         ``Delta_{A and N} F``.
     scale : float
