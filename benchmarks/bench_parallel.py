@@ -254,7 +254,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], startup: dict[s
            f"start-up (excluded below): loky pool {startup['loky_s']:.2f} s "
            f"({startup['loky_workers']} workers); Dask cluster "
            + (f"{startup['dask_s']:.2f} s ({N_JOBS} worker processes, 1 thread each)"
-              if startup["dask_s"] is not None else "not run (distributed not installed)"),
+              if startup["dask_s"] is not None else f"not run ({startup['dask_skipped']})"),
            ""]
     head = ("network", "nodes", "read s", "serial s", "own s", "loky s", "speed-up",
             "dask s", "speed-up", "dask+sc s", "speed-up", "same plan")
@@ -363,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     startup["loky_s"], startup["loky_workers"] = start_loky()
     print(f"loky pool up in {startup['loky_s']:.2f} s", file=sys.stderr, flush=True)
     dask = None if args.no_dask else start_dask()
+    startup["dask_skipped"] = ("--no-dask" if args.no_dask else
+                               "distributed not installed" if dask is None else None)
     if dask is not None:
         import distributed
 
