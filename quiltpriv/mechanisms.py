@@ -372,12 +372,17 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     ), interrupted
 
 
-def _plan_node_budget(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-                      time_limit: float | None, inference: str) -> SensitivePlan:
-    """:func:`plan_node` with a relative time budget (clocks differ between workers)."""
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    return plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
-                     inference=inference)
+def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
+                wall_deadline: float | None, inference: str) -> list[SensitivePlan]:
+    """:func:`plan_node` for a batch of attributes in one worker.
+
+    The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
+    comparable between processes or machines) and becomes a local monotonic deadline here.
+    """
+    deadline = (None if wall_deadline is None
+                else time.monotonic() + max(0.0, wall_deadline - time.time()))
+    return [plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
+                      inference=inference) for node in nodes]
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
@@ -465,8 +470,9 @@ def plan(
     n_jobs : int, optional
         Plan the sensitive attributes in parallel with joblib (``-1``: every core). The
         backend is joblib's, so ``with joblib.parallel_backend("dask"): plan(...)`` spreads
-        the work over a Dask cluster with nothing else changed. With ``time_limit``, each
-        attribute gets the budget that remained when the workers started.
+        the work over a Dask cluster with nothing else changed. The attributes go out in a few
+        batches per worker (each batch ships Theta once). ``time_limit`` is one overall
+        budget, passed to workers as a wall-clock deadline (a cluster's clocks must agree).
     progress : bool
         Show a progress bar (tqdm) over the sensitive attributes.
     inference : {"auto", "junction_tree", "elimination"}
@@ -501,13 +507,20 @@ def plan(
             raise ParameterError(f"time_limit must be > 0, got {time_limit}")
     check_inference(inference)
     deadline = None if time_limit is None else time.monotonic() + time_limit
+    wall_deadline = None if time_limit is None else time.time() + time_limit
     notes = []
     if n_jobs not in (None, 1) and len(sens) > 1:
-        from joblib import Parallel, delayed
+        from joblib import Parallel, delayed, effective_n_jobs
 
-        plans = tuple(Parallel(n_jobs=n_jobs)(
-            delayed(_plan_node_budget)(theta, query, s, eps, max_table, time_limit, inference)
-            for s in sens))
+        # A few batches per worker, not one task per attribute: each task pickles Theta once
+        # and its attributes share the worker's caches (elimination order, influences).
+        n_batches = min(len(sens), 4 * max(1, effective_n_jobs(n_jobs)))
+        batches = [sens[k::n_batches] for k in range(n_batches)]
+        done_batches = Parallel(n_jobs=n_jobs)(
+            delayed(_plan_batch)(theta, query, b, eps, max_table, wall_deadline, inference)
+            for b in batches)
+        by_node = {sp.node: sp for batch in done_batches for sp in batch}
+        plans = tuple(by_node[s] for s in sens)
     else:
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens

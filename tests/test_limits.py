@@ -79,3 +79,25 @@ def test_data_processing_bound_when_exact_is_too_expensive():
     # Neither exact nor bound affordable: refused, never guessed.
     with pytest.raises(InfluenceTooExpensive, match="bound via"):
         influence_upper_bound(qp.load_model("chain"), "x01", q, max_table=4)
+
+
+def test_time_limit_in_parallel_is_one_overall_budget(student, monkeypatch):
+    """With n_jobs, the budget travels as a wall-clock deadline; a passed one stops every
+    batch at once (threads here, so the patched clock is seen by the workers)."""
+    import joblib
+
+    import quiltpriv.mechanisms as mech
+
+    start = mech.time.time()
+    clock = iter([start] + [start + 1e9] * 1000)  # the deadline has passed for every worker
+    monkeypatch.setattr(mech.time, "time", lambda: next(clock))
+    query = qp.CountQuery(["height", "weight"], 10)
+    with joblib.parallel_backend("threading"):
+        p = qp.plan(student, query, student.nodes, 1.0, time_limit=5.0, n_jobs=2)
+    assert not p.optimal
+    for sp in p.sensitive:
+        assert "time limit" in sp.explanation, sp.node
+        _valid(student, sp)
+    exact = qp.plan(student, query, student.nodes, 1.0, n_jobs=2)
+    assert exact.optimal and exact.to_dict()["sensitive"] == qp.plan(
+        student, query, student.nodes, 1.0).to_dict()["sensitive"]
