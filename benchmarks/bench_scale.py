@@ -573,7 +573,9 @@ def code_version() -> str:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return f"a snapshot outside git ({HERE.parent})"
     dirty = [ln.split()[-1] for ln in git("status", "--porcelain", "--", "quiltpriv")
              .splitlines() if ln.strip()]
     return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else
@@ -614,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per network worker (default 3600)")
     ap.add_argument("--no-core", action="store_true",
                     help="skip the inference='elimination' (core planner) comparison")
+    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
+                                   "commit); default: git HEAD and uncommitted quiltpriv/ files")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -625,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         bif_path(n)
     load_start = _uptime()
-    code = code_version()
+    code = args.code or code_version()
     results = []
     for n in names:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", n,
