@@ -7,7 +7,9 @@ over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+
 ``q`` it is ``log max_a P(q | a) - log min_b P(q | b)``, so only the joint of ``(phi_i, phi_Q)``
 is needed. It is computed exactly by variable elimination on the ancestral subgraph of
 ``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
-cached per ``(theta member, i, Q)``.
+cached per ``(theta member, i, Q, inference)``. By default the elimination follows one global
+min-weight order computed once per Theta (bucket elimination); see :func:`joint_marginal` for
+the other exact paths.
 
 Floating point: the contraction rounds, so a computed ratio can be below the true one by a few
 hundred ulps. Every returned influence is raised by :data:`ROUNDING_MARGIN` (relative and
@@ -394,9 +396,10 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     """Bucket elimination of the ancestral set of ``nodes`` (indices) in the global order.
 
     The order is the global min-weight elimination order of the whole moral graph
-    (:func:`quiltpriv.junction_tree.tree_structure`) restricted to the ancestral set: on an
-    induced subgraph a restricted order creates no fill edges the global one does not, and it
-    costs no per-query ordering work. Each bucket is one product-and-sum. Returns ``None`` when
+    (:func:`quiltpriv.junction_tree.tree_structure`) restricted to the ancestral set: the
+    ancestral set's moral graph is a subgraph of the whole one, on which the restricted order
+    creates no fill edge the global one does not, and it costs no per-query ordering work.
+    (The query's own nodes stay to the end, which can still enlarge tables.) Each bucket is one product-and-sum. Returns ``None`` when
     a bucket would exceed ``max_table`` entries (the caller then orders greedily).
     """
     structure = tree_structure(theta)
