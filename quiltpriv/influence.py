@@ -22,6 +22,7 @@ import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,10 @@ INFERENCE_METHODS = ("auto", "junction_tree", "elimination")
 #: bundled networks: a restricted global order is ~3x cheaper per query on average, but on a
 #: few munin queries it builds tables the query-specific order avoids).
 BUCKET_LIMIT = 2**18
+
+#: Largest table (entries, counting the summed-out variable) a per-Theta fold of private
+#: ancestors into their child's CPD may build (see ``_folded_factors``).
+FOLD_LIMIT = 2**12
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -236,8 +241,15 @@ def _contract(
     return np.einsum(spec, *(t for _, t in factors), optimize=len(factors) > 2)
 
 
+#: Joint tables up to this many entries take the pure-Python path of Definition 8 (a dozen
+#: numpy calls on a tiny array cost more than the loop).
+SMALL_JOINT = 32
+
+
 def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
     """``max_q log max_a P(q|a) / min_b P(q|b)`` from ``joint[a, q...]``, and the argmax pair."""
+    if joint.size <= SMALL_JOINT:
+        return _influence_small(joint.reshape(joint.shape[0], -1).tolist())
     j = joint.reshape(joint.shape[0], -1)
     p_i = j.sum(axis=1)
     positive = p_i > 0
@@ -270,6 +282,32 @@ def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
     if valid is not None:
         a, b = int(valid[a]), int(valid[b])
     return max(value, 0.0), a, b
+
+
+def _influence_small(rows: list[list[float]]) -> tuple[float, int, int]:
+    """:func:`_influence_from_joint` on a small table given as rows (same result, no numpy)."""
+    cond = []
+    for a, r in enumerate(rows):
+        total = sum(r)
+        if total > 0:
+            cond.append((a, [x / total for x in r]))
+    best, best_pair = -1.0, (cond[0][0], cond[0][0])
+    for col in range(len(rows[0])):
+        hi_a, hi = lo_a, lo = cond[0][0], cond[0][1][col]
+        for a, c in cond:
+            x = c[col]
+            if x > hi:
+                hi_a, hi = a, x
+            elif x < lo:
+                lo_a, lo = a, x
+        if hi <= 0:
+            continue
+        if lo == 0:
+            return math.inf, hi_a, lo_a
+        value = math.log(hi) - math.log(lo)
+        if value > best:
+            best, best_pair = value, (hi_a, lo_a)
+    return max(best, 0.0), best_pair[0], best_pair[1]
 
 
 def max_influence(
@@ -399,8 +437,10 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     (:func:`quiltpriv.junction_tree.tree_structure`) restricted to the ancestral set: the
     ancestral set's moral graph is a subgraph of the whole one, on which the restricted order
     creates no fill edge the global one does not, and it costs no per-query ordering work.
-    (The query's own nodes stay to the end, which can still enlarge tables.) Each bucket is one product-and-sum. Returns ``None`` when
-    a bucket would exceed ``max_table`` entries (the caller then orders greedily).
+    (The query's own nodes stay to the end, which can still enlarge tables.) A node whose
+    private ancestors are not queried enters already folded (``_folded_factors``). Each bucket
+    is one product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries
+    (the caller then orders greedily).
     """
     structure = tree_structure(theta)
     pos = structure.position
@@ -409,24 +449,31 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     by_pos = _scopes_by_position(theta)
     parents = _parent_indices(theta)
     cards = theta._cache[("cards",)]
+    folded = _folded_factors(theta, member)
     keep = set(nodes)
     n = len(pos)
     buckets: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
     final: list[tuple[tuple[int, ...], np.ndarray]] = []
     seen: set[int] = set()
     stack = list(nodes)
-    while stack:  # the ancestral set; each CPD goes to the bucket of its first variable
+    while stack:  # the ancestral set; each factor goes to the bucket of its first variable
         v = stack.pop()
         if v in seen:
             continue
         seen.add(v)
-        stack.extend(parents[v])
-        for p in by_pos[v]:
+        f = folded[v]
+        if f is not None and keep.isdisjoint(f[0]):
+            # v's private ancestors are summed out already (none of them is queried).
+            _, scope, table, order, ups = f
+        else:
+            scope, table, order, ups = scopes[v], tables[v], by_pos[v], parents[v]
+        stack.extend(ups)
+        for p in order:
             if var_at[p] not in keep:
-                buckets.setdefault(p, []).append((scopes[v], tables[v]))
+                buckets.setdefault(p, []).append((scope, table))
                 break
         else:
-            final.append((scopes[v], tables[v]))
+            final.append((scope, table))
     heap = list(buckets)
     heapq.heapify(heap)
     while heap:
@@ -458,6 +505,46 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             buckets[first] = [(out, table)]
             heapq.heappush(heap, first)
     return _einsum(final, sorted(keep), nodes)
+
+
+def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
+    """Per node ``c``, its CPD with its *private* ancestors summed out, or ``None``.
+
+    A parent ``u`` whose only child is ``c`` reaches any query only through ``c`` (or is queried
+    itself), so whenever no private ancestor is queried, ``sum_u P(u | pa u) P(c | pa c)``
+    replaces both CPDs: it is the elimination of ``u``, done once per Theta instead of per query.
+    Applied recursively (``u``'s own private parents first) while the folded table stays within
+    :data:`FOLD_LIMIT` entries. Entries: ``(private, scope, table, scope positions, parents)``.
+    """
+    key = ("folded", member)
+    hit = theta._cache.get(key)
+    if hit is not None:
+        return hit
+    scopes, tables = _sorted_tables(theta, member)
+    parents = _parent_indices(theta)
+    pos = tree_structure(theta).position
+    cards = theta._cache[("cards",)]
+    single = [len(theta.children[v]) == 1 for v in theta.nodes]
+    out: list[Any] = [None] * len(theta.nodes)
+    for c in range(len(theta.nodes)):  # topological: a parent's fold is ready before its child's
+        scope, table, private = scopes[c], tables[c], frozenset()
+        for u in parents[c]:
+            if not single[u]:
+                continue
+            fu = out[u]
+            u_scope, u_table = (fu[1], fu[2]) if fu is not None else (scopes[u], tables[u])
+            union = sorted(set(scope) | set(u_scope))
+            if math.prod(cards[w] for w in union) > FOLD_LIMIT:
+                continue
+            new_scope = tuple(w for w in union if w != u)
+            table = _einsum([(scope, table), (u_scope, u_table)], union, new_scope)
+            scope = new_scope
+            private = private | {u} | (fu[0] if fu is not None else frozenset())
+        if private:
+            out[c] = (private, scope, table, tuple(sorted(pos[w] for w in scope)),
+                      tuple(w for w in scope if w != c))
+    hit = theta._cache[key] = tuple(out)
+    return hit
 
 
 def _scopes_by_position(theta: Theta) -> tuple[tuple[int, ...], ...]:

@@ -160,3 +160,45 @@ def test_plans_agree_across_methods_on_bundled_models():
             for a, b in zip(plans[0].sensitive, p.sensitive, strict=True):
                 assert a.quilt == b.quilt and a.optimal and b.optimal
                 assert a.scale == pytest.approx(b.scale, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_folded_private_ancestors_queried_or_not(seed):
+    """Trees and chains are almost all private ancestors: query them, their children, both."""
+    net = ref.random_network(9700 + seed, min_nodes=4, max_nodes=12, edge_prob=0.15)
+    theta = net.to_theta()
+    folded = infl._folded_factors(theta, 0)
+    private = {theta.nodes[u] for f in folded if f is not None for u in f[0]}
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(seed)
+    for _ in range(8):
+        k = int(rng.integers(1, 4))
+        pool = sorted(private) if private and rng.random() < 0.6 else list(net.nodes)
+        nodes = list(dict.fromkeys([*(str(x) for x in rng.choice(pool, size=min(k, len(pool)),
+                                                                   replace=False)),
+                                    str(rng.choice(net.nodes))]))
+        got = qp.joint_marginal(theta, nodes)
+        want = ref.marginal(net, joint, nodes)
+        np.testing.assert_array_equal(got == 0, want == 0)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str((seed, nodes)))
+
+
+def test_definition8_small_path_equals_numpy_path(monkeypatch):
+    rng = np.random.default_rng(4)
+    for _ in range(3000):
+        k, m = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        j = rng.random((k, m)) * (rng.random((k, m)) > 0.2)
+        if rng.random() < 0.1:
+            j[int(rng.integers(k))] = 0
+        if j.sum() == 0:
+            continue
+        j = j / j.sum()
+        small = infl._influence_small(j.tolist())
+        monkeypatch.setattr(infl, "SMALL_JOINT", -1)
+        big = infl._influence_from_joint(j)
+        monkeypatch.undo()
+        assert small[1:] == big[1:]
+        if math.isinf(big[0]):
+            assert math.isinf(small[0])
+        else:
+            assert small[0] == pytest.approx(big[0], rel=1e-13, abs=1e-15)
