@@ -27,6 +27,11 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError, QuiltPrivError
+
+try:  # numpy's C einsum without the Python wrapper (sublist form); same results
+    from numpy._core._multiarray_umath import c_einsum as _c_einsum
+except ImportError:  # pragma: no cover - a numpy that moved it
+    _c_einsum = np.einsum
 from .junction_tree import TreeStepTooLarge, junction_tree, tree_structure
 from .network import Theta
 
@@ -352,7 +357,7 @@ def max_influence(
         raise ValueError(f"a quilt of {node!r} cannot contain {node!r} itself")
     if not q:
         return Influence(node, q, 0.0, None, None)
-    best = Influence(node, q, -1.0, None, None)
+    best: tuple[float, int, Any] = (-1.0, 0, None)
     for m in range(len(theta.members)):
         key = ("influence", m, node, q, inference)
         hit = theta._cache.get(key)
@@ -365,9 +370,9 @@ def max_influence(
             states = theta.states[node]
             hit = (value, (states[a], states[b]))
             theta._cache[key] = hit
-        if hit[0] > best.value:
-            best = Influence(node, q, hit[0], m, hit[1])
-    return best
+        if hit[0] > best[0]:
+            best = (hit[0], m, hit[1])
+    return Influence(node, q, best[0], best[1], best[2])
 
 
 def influence_upper_bound(
@@ -474,6 +479,8 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                 break
         else:
             final.append((scope, table))
+    # One einsum label per variable of the query (einsum takes at most 52), else per step.
+    label = {u: k for k, u in enumerate(seen)} if len(seen) <= len(_LETTERS) else None
     heap = list(buckets)
     heapq.heapify(heap)
     while heap:
@@ -492,7 +499,14 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             if size > max_table:
                 return None
             out = tuple(u for u in scope if u != v)
-            table = _einsum(factors, scope, out)
+            if label is None:
+                table = _einsum(factors, scope, out)
+            else:
+                operands: list[object] = []
+                for vs, t in factors:
+                    operands.append(t)
+                    operands.append([label[u] for u in vs])
+                table = _c_einsum(*operands, [label[u] for u in out])
         first = n
         for u in out:
             if u not in keep and pos[u] < first:

@@ -250,9 +250,35 @@ def _scale(delta: float, e: float, eps: float) -> float:
     return math.inf
 
 
+#: Scales or influences this close (relative) are ties: mathematically equal influences of
+#: different quilts (say ``{income}`` and ``{income, sat}`` with ``sat`` remote) come out of
+#: different contractions a few ulps apart, and rounding noise must not pick the winner.
+TIE_RTOL = 1e-12
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=0.0)
+
+
+class _Tol:
+    """A float compared with :data:`TIE_RTOL` (ordering key for candidates)."""
+
+    __slots__ = ("x",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, x: float) -> None:
+        self.x = x
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tol) and _close(self.x, other.x)
+
+    def __lt__(self, other: _Tol) -> bool:
+        return not _close(self.x, other.x) and self.x < other.x
+
+
 def _key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
     # Least scale; then least influence (widest margin); then fewest quilt nodes; then order.
-    return (scale, e, len(q), tuple(theta.index[v] for v in q))
+    return (_Tol(scale), _Tol(e), len(q), tuple(theta.index[v] for v in q))
 
 
 @dataclass

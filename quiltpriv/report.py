@@ -34,7 +34,7 @@ from typing import Any
 from ._io import write_text_atomic
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
-from .mechanisms import Plan, Release, _fmt, _key, _scale, _set
+from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set
 from .network import Theta
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
@@ -408,13 +408,14 @@ def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
     """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
     rated = [c for c in ranked if c.scale is not None]
     better = [c for c in rated if c.scale is not None and chosen.scale is not None
-              and c.scale < chosen.scale]
+              and c.scale < chosen.scale and not _close(c.scale, chosen.scale)]
     if better:
         b = better[0]
         return (f"The plan's search was {'exact' if optimal else 'stopped early'}, yet candidate "
                 f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
                 f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
-    ties = [c for c in rated if c is not chosen and c.scale == chosen.scale]
+    ties = [c for c in rated if c is not chosen and chosen.scale is not None
+            and _close(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
     text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
             f"of the {len(rated)} candidates evaluated")
@@ -422,7 +423,8 @@ def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
         tie_e = min(c.influence or 0.0 for c in ties)
         n_ties = (f"{len(ties)} other candidate{'s tie' if len(ties) > 1 else ' ties'} "
                   "on scale")
-        if chosen.influence is not None and chosen.influence < tie_e:
+        if chosen.influence is not None and chosen.influence < tie_e and not _close(
+                chosen.influence, tie_e):
             text += (f"; {n_ties}, and the tie is broken by least influence "
                      f"(e = {_f(chosen.influence)} < {_f(tie_e)})")
         else:
