@@ -48,6 +48,25 @@ def check_records(n: object, name: str = "records") -> int:
     return int(x)
 
 
+def check_vector(x: object, name: str, length: int | None = None) -> np.ndarray:
+    """Return ``x`` (a number or a 1-d sequence) as a finite, non-empty float vector.
+
+    ``length``, when given, is the required number of entries.
+    """
+    try:
+        arr = np.atleast_1d(np.asarray(x, dtype=float))
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number or a vector of numbers") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError(f"{name} must be a number or a non-empty 1-d vector, got shape "
+                             f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ParameterError(f"{name} contains NaN or infinite entries")
+    if length is not None and arr.size != length:
+        raise ParameterError(f"{name} has length {arr.size}, expected {length}")
+    return arr
+
+
 def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.ndarray:
     """Return ``p`` as a float array that is finite, non-negative and sums to one."""
     arr = np.asarray(p, dtype=float)

@@ -50,7 +50,13 @@ from itertools import permutations
 import numpy as np
 from scipy import integrate, special
 
-from ._validation import check_delta, check_epsilon, check_positive, check_records
+from ._validation import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_records,
+    check_vector,
+)
 from .distances import wasserstein_line
 from .errors import ModelError, ParameterError
 
@@ -198,7 +204,7 @@ class DistributionPrivacyResult:
 
     def release(self, value: object, *, seed: object = None) -> np.ndarray:
         """F(Data) + noise. Secure randomness by default; a seed is for experiments only."""
-        x = _vector(value, "value", self.dimension)
+        x = check_vector(value, "value", self.dimension)
         return x + self.sample_noise(seed=seed)
 
 
@@ -224,22 +230,6 @@ class MechanismCheck:
 # input handling
 
 
-def _vector(x: object, name: str, m: int | None = None) -> np.ndarray:
-    try:
-        v = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a vector of numbers") from None
-    if v.ndim == 0:
-        v = v.reshape(1)
-    if v.ndim != 1 or v.size == 0:
-        raise ParameterError(f"{name} must be a non-empty 1-d vector, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ParameterError(f"{name} has NaN or infinite entries")
-    if m is not None and v.size != m:
-        raise ParameterError(f"{name} has length {v.size}, expected {m}")
-    return v
-
-
 def _matrix(x: object, name: str, m: int) -> np.ndarray:
     try:
         a = np.asarray(x, dtype=float)
@@ -262,7 +252,7 @@ def _means(means: Mapping[Hashable, object]) -> tuple[dict, int]:
     out = {}
     m = None
     for k, v in means.items():
-        out[k] = _vector(v, f"mean of F under theta {k!r}", m)
+        out[k] = check_vector(v, f"mean of F under theta {k!r}", m)
         m = out[k].size
     return out, m
 
@@ -572,7 +562,7 @@ def expm_gaussian(means: Mapping[Hashable, object], epsilon: float, delta: float
 
 
 def _unit_direction(direction: object, m: int) -> np.ndarray:
-    v = _vector(direction, "direction", m)
+    v = check_vector(direction, "direction", m)
     n = float(np.linalg.norm(v))
     if n == 0:
         raise ParameterError("direction must be a non-zero vector")

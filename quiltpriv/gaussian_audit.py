@@ -40,7 +40,13 @@ from itertools import combinations
 import numpy as np
 from scipy import special
 
-from ._validation import check_delta, check_epsilon, check_positive, check_records
+from ._validation import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_records,
+    check_vector,
+)
 from .errors import ModelError, ParameterError, QueryError
 from .gaussian_mechanism import (
     APGMResult,
@@ -229,16 +235,6 @@ class GaussianAuditResult:
     notes: tuple[str, ...] = field(default=())
 
 
-def _as_mean(x: object, what: str) -> np.ndarray:
-    try:
-        arr = np.atleast_1d(np.asarray(x, dtype=float))
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what} must be a number or a vector of numbers") from None
-    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise ParameterError(f"{what} must be a finite number or 1-d vector")
-    return arr
-
-
 def _as_cov(x: object, k: int, what: str) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float)
@@ -286,7 +282,7 @@ def audit_gaussian_release(
         for t, secret_laws in enumerate(thetas):
             moments = {}
             for sec, (mean, cov) in secret_laws.items():
-                m = _as_mean(mean, f"E[F | {sec!r}] (attribute {attr!r}, theta {t})")
+                m = check_vector(mean, f"E[F | {sec!r}] (attribute {attr!r}, theta {t})")
                 c = _as_cov(cov, m.size, f"Cov(F | {sec!r}) (attribute {attr!r}, theta {t})")
                 moments[sec] = (m, c + s * s * np.eye(m.size))
             if len({m.size for m, _ in moments.values()}) > 1:

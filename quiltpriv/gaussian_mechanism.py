@@ -39,7 +39,13 @@ from itertools import combinations
 import numpy as np
 from scipy import special, stats
 
-from ._validation import check_delta, check_epsilon, check_positive, check_records
+from ._validation import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_records,
+    check_vector,
+)
 from .errors import ModelError, ParameterError, QueryError
 
 __all__ = [
@@ -215,18 +221,6 @@ class APGMResult:
         return tuple(noise.gaussian_release(float(v), self.sigma, sens, seed=rng) for v in arr)
 
 
-def _as_vector(x: object, name: str) -> np.ndarray:
-    try:
-        arr = np.atleast_1d(np.asarray(x, dtype=float))
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number or a vector of numbers") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError(f"{name} must be a number or a 1-d vector")
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(f"{name} contains NaN or infinite entries")
-    return arr
-
-
 def _min_eigen_psd(cov: object, k: int, name: str) -> float:
     """Smallest eigenvalue of a covariance (scalar or k x k), after checking it is PSD."""
     try:
@@ -342,7 +336,7 @@ def apgm(
                 raise ParameterError(f"attribute {attr!r}, theta {t}: expected ConditionalMoments")
             if len(cm.means) == 0:
                 raise ParameterError(f"attribute {attr!r}, theta {t}: the secret set is empty")
-            means = {s: _as_vector(m, f"E[F | {s!r}] (attribute {attr!r}, theta {t})")
+            means = {s: check_vector(m, f"E[F | {s!r}] (attribute {attr!r}, theta {t})")
                      for s, m in cm.means.items()}
             k = {v.size for v in means.values()}
             if len(k) != 1 or (dim is not None and k != {dim}):
@@ -509,7 +503,7 @@ def apgm_gaussian_columns(
             raise QueryError(f"protected column {name!r} is not in the model {list(cols)}")
         if np.size(values) == 0:
             raise ParameterError(f"the secret set of {name!r} is empty")
-        vals = _as_vector(values, f"secret values of {name!r}")
+        vals = check_vector(values, f"secret values of {name!r}")
         diam = float(vals.max() - vals.min())
         i = cols.index(name)
         d_max, v_min = 0.0, math.inf
