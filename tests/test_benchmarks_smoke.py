@@ -96,3 +96,23 @@ def test_cli_writes_results(bench, tmp_path):
     assert payload["machine"]["pgmpy"]
     text = (tmp_path / "core.txt").read_text()
     assert "asia" in text and "targets:" in text
+
+
+def test_bench_scale_quick_asia_correctness_only():
+    """benchmarks/bench_scale.py on asia, quick: fast and core planners agree, every plan is
+    proven optimal, influences agree with VE (margin removed) and never fall below it."""
+    path = BENCH.parent / "bench_scale.py"
+    spec = importlib.util.spec_from_file_location("bench_scale", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale"] = module
+    spec.loader.exec_module(module)
+    res = module.bench_network("asia", quick=True, seed=2024, repeat=1)
+    assert len(res["plans"]) == 3  # eps 0.5, 1, 2
+    for p in res["plans"]:
+        cmp = p["core_vs_fast"]
+        assert cmp["higher"] == 0 and cmp["equal"] == cmp["sensitive"] == 8
+        assert p["optimal_nodes"] == 8 and cmp["core_optimal"] == 8
+    for label, summary in res["influence"]["methods"].items():
+        assert summary["under_estimates"] == 0, label
+        assert summary["max_raw_diff"] <= 1e-9, label
+        assert summary["timed"] >= 10, label
