@@ -7,9 +7,9 @@ over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+
 ``q`` it is ``log max_a P(q | a) - log min_b P(q | b)``, so only the joint of ``(phi_i, phi_Q)``
 is needed. It is computed exactly by variable elimination on the ancestral subgraph of
 ``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
-cached per ``(theta member, i, Q, inference)``. By default the elimination follows one global
-min-weight order computed once per Theta (bucket elimination); see :func:`joint_marginal` for
-the other exact paths.
+cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination with
+per-Theta preparation (a global min-weight order, CPDs with single-child ancestors folded in);
+see :func:`joint_marginal` for the paths.
 
 Floating point: the contraction rounds, so a computed ratio can be below the true one by a few
 hundred ulps. Every returned influence is raised by :data:`ROUNDING_MARGIN` (relative and
@@ -47,10 +47,15 @@ DEFAULT_MAX_TABLE = 2**25
 INFERENCE_METHODS = ("auto", "junction_tree", "elimination")
 
 #: With ``inference="auto"``, a query whose bucket elimination in the global order would build
-#: a table above this many entries is redone with a greedy order of its own (measured on the
-#: bundled networks: a restricted global order is ~3x cheaper per query on average, but on a
-#: few munin queries it builds tables the query-specific order avoids).
-BUCKET_LIMIT = 2**18
+#: a table above this many entries is redone in a greedy order of its own (measured on the
+#: bundled networks: the restricted global order is cheapest for most queries, but on some
+#: munin queries it builds tables the query-specific order avoids).
+BUCKET_LIMIT = 2**16
+
+#: Queries with at least this many (folded) factors are ordered greedily from the start: on
+#: large ancestral sets the query-specific order pays for its symbolic cost (andes: slowest
+#: query 5x -> 11x faster than pgmpy; smaller networks: unchanged).
+GREEDY_FROM = 30
 
 #: Largest table (entries, counting the summed-out variable) a per-Theta fold of private
 #: ancestors into their child's CPD may build (see ``_folded_factors``).
@@ -101,9 +106,11 @@ def joint_marginal(
         Largest intermediate or output table (entries).
     inference : {"auto", "junction_tree", "elimination"}
         All three are exact and differ in rounding only. ``"auto"`` (the default): bucket
-        elimination over the ancestral set of ``nodes`` in the network's global min-weight
-        order (computed once per Theta), redone with a greedy order of its own when a table
-        would exceed :data:`BUCKET_LIMIT` entries. ``"elimination"``: variable elimination
+        elimination over the ancestral set of ``nodes``, with single-child ancestors folded
+        into their child's CPD once per Theta; small queries use the network's global
+        min-weight order (computed once per Theta), queries of :data:`GREEDY_FROM` factors
+        or more, or whose global order would build a table above :data:`BUCKET_LIMIT`
+        entries, a greedy min-weight order of their own. ``"elimination"``: variable elimination
         with a greedy min-size order chosen per query (the core's original path; also used
         for exact rational tables). ``"junction_tree"``: from the member's calibrated
         junction tree (:mod:`quiltpriv.junction_tree`, built once per member; slower for the
@@ -138,6 +145,8 @@ def joint_marginal(
                 pass  # variable elimination on the ancestral set may still fit
     if inference == "auto" and _floating(theta, member):
         table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
+        if table is None:  # the global order suits this query badly: order it greedily
+            table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
         if table is not None:
             return table
     return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
@@ -435,50 +444,59 @@ def _sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ..
 
 
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
-                      max_table: int) -> np.ndarray | None:
-    """Bucket elimination of the ancestral set of ``nodes`` (indices) in the global order.
+                      max_table: int, *, greedy: bool = False) -> np.ndarray | None:
+    """Bucket elimination of the ancestral set of ``nodes`` (indices).
 
-    The order is the global min-weight elimination order of the whole moral graph
+    By default the order is the global min-weight elimination order of the whole moral graph
     (:func:`quiltpriv.junction_tree.tree_structure`) restricted to the ancestral set: the
     ancestral set's moral graph is a subgraph of the whole one, on which the restricted order
     creates no fill edge the global one does not, and it costs no per-query ordering work.
-    (The query's own nodes stay to the end, which can still enlarge tables.) A node whose
-    private ancestors are not queried enters already folded (``_folded_factors``). Each bucket
-    is one product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries
-    (the caller then orders greedily).
+    The query's own nodes stay to the end, which can still enlarge tables; ``greedy=True``
+    orders this query's factors by greedy min-weight instead. A node whose private ancestors
+    are not queried enters already folded (``_folded_factors``). Each bucket is one
+    product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries.
     """
     structure = tree_structure(theta)
-    pos = structure.position
-    var_at = structure.elimination_order
     scopes, tables = _sorted_tables(theta, member)
     by_pos = _scopes_by_position(theta)
     parents = _parent_indices(theta)
     cards = theta._cache[("cards",)]
     folded = _folded_factors(theta, member)
     keep = set(nodes)
-    n = len(pos)
-    buckets: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
-    final: list[tuple[tuple[int, ...], np.ndarray]] = []
+    items: list[tuple[tuple[int, ...], np.ndarray, tuple[int, ...]]] = []
     seen: set[int] = set()
     stack = list(nodes)
-    while stack:  # the ancestral set; each factor goes to the bucket of its first variable
+    while stack:  # the ancestral set, with private ancestors folded where none is queried
         v = stack.pop()
         if v in seen:
             continue
         seen.add(v)
         f = folded[v]
         if f is not None and keep.isdisjoint(f[0]):
-            # v's private ancestors are summed out already (none of them is queried).
             _, scope, table, order, ups = f
         else:
             scope, table, order, ups = scopes[v], tables[v], by_pos[v], parents[v]
         stack.extend(ups)
-        for p in order:
-            if var_at[p] not in keep:
-                buckets.setdefault(p, []).append((scope, table))
-                break
-        else:
-            final.append((scope, table))
+        items.append((scope, table, order))
+    buckets: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
+    final: list[tuple[tuple[int, ...], np.ndarray]] = []
+    rank: Any
+    if greedy or len(items) >= GREEDY_FROM:
+        rank, var_at = _greedy_rank(items, keep, cards)
+        n = len(var_at)
+        for scope, table, _ in items:  # each factor goes to the bucket of its first variable
+            first = min((rank[u] for u in scope if u not in keep), default=n)
+            (final if first == n else buckets.setdefault(first, [])).append((scope, table))
+    else:
+        rank, var_at = structure.position, structure.elimination_order
+        n = len(rank)
+        for scope, table, order in items:
+            for p in order:
+                if var_at[p] not in keep:
+                    buckets.setdefault(p, []).append((scope, table))
+                    break
+            else:
+                final.append((scope, table))
     # One einsum label per variable of the query (einsum takes at most 52), else per step.
     label = {u: k for k, u in enumerate(seen)} if len(seen) <= len(_LETTERS) else None
     heap = list(buckets)
@@ -509,8 +527,8 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                 table = _c_einsum(*operands, [label[u] for u in out])
         first = n
         for u in out:
-            if u not in keep and pos[u] < first:
-                first = pos[u]
+            if u not in keep and rank[u] < first:
+                first = rank[u]
         if first == n:
             final.append((out, table))
         elif first in buckets:
@@ -519,6 +537,53 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             buckets[first] = [(out, table)]
             heapq.heappush(heap, first)
     return _einsum(final, sorted(keep), nodes)
+
+
+def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[int],
+                 cards: Sequence[int]) -> tuple[dict[int, int], list[int]]:
+    """Greedy min-weight elimination order of one query's factors (symbolic, no tables).
+
+    The weight of a variable is the size of the table its elimination builds (its own and its
+    current neighbours' cardinalities); the query's nodes are never eliminated. Ties go to
+    the lower node index, so the order is deterministic.
+    """
+    adj: dict[int, set[int]] = {}
+    for scope, _, _ in items:
+        for u in scope:
+            adj.setdefault(u, set()).update(scope)
+    for u, nb in adj.items():
+        nb.discard(u)
+
+    def weight(v: int) -> int:
+        w = cards[v]
+        for u in adj[v]:
+            w *= cards[u]
+        return w
+
+    heap = [(weight(v), v) for v in adj if v not in keep]
+    heapq.heapify(heap)
+    order: list[int] = []
+    done: set[int] = set()
+    while heap:
+        w, v = heapq.heappop(heap)
+        if v in done:
+            continue
+        actual = weight(v)
+        if actual != w:
+            heapq.heappush(heap, (actual, v))
+            continue
+        order.append(v)
+        done.add(v)
+        nb = adj.pop(v)
+        for u in nb:
+            au = adj[u]
+            au.discard(v)
+            au.update(nb)
+            au.discard(u)
+        for u in nb:
+            if u not in keep:
+                heapq.heappush(heap, (weight(u), u))
+    return {v: r for r, v in enumerate(order)}, order
 
 
 def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:

@@ -79,19 +79,39 @@ def test_greedy_fallback_when_the_global_order_builds_large_tables(monkeypatch):
     net = ref.random_network(77, n_nodes=12, edge_prob=0.7, max_card=3)
     theta = net.to_theta()
     joint = ref.full_joint(net)
-    nodes = list(net.nodes[:3])
     calls = []
-    real = infl._eliminate
-    monkeypatch.setattr(infl, "BUCKET_LIMIT", 1)  # every bucket is "too large"
+    real = infl._bucket_eliminate
 
     def spy(*args, **kwargs):
-        calls.append(args[1])
-        return real(*args, **kwargs)
+        out = real(*args, **kwargs)
+        calls.append((kwargs.get("greedy", False), out is not None))
+        return out
 
-    monkeypatch.setattr(infl, "_eliminate", spy)
-    got = qp.joint_marginal(theta, nodes, inference="auto")
-    assert calls == [tuple(nodes)]  # the greedy path answered
-    np.testing.assert_allclose(got, ref.marginal(net, joint, nodes), rtol=1e-12)
+    monkeypatch.setattr(infl, "_bucket_eliminate", spy)
+    monkeypatch.setattr(infl, "BUCKET_LIMIT", 1)  # the global order always gives up
+    rng = np.random.default_rng(77)
+    for nodes in _queries(net, rng, 10):
+        calls.clear()
+        got = qp.joint_marginal(theta, nodes, inference="auto")
+        if len(calls) == 2:  # the global order gave up; the query's own greedy order answered
+            assert calls == [(False, False), (True, True)]
+        np.testing.assert_allclose(got, ref.marginal(net, joint, nodes), rtol=1e-12)
+        np.testing.assert_array_equal(got == 0, ref.marginal(net, joint, nodes) == 0)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_greedy_bucket_order_matches_the_full_joint(seed):
+    net = ref.random_network(9900 + seed, min_nodes=2, max_nodes=14)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    for m in range(len(net.members)):
+        joint = ref.full_joint(net, m)
+        for nodes in _queries(net, rng, 5):
+            index = [theta.index[v] for v in nodes]
+            got = infl._bucket_eliminate(theta, index, m, 2**25, greedy=True)
+            want = ref.marginal(net, joint, nodes)
+            np.testing.assert_array_equal(got == 0, want == 0)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(nodes))
 
 
 def test_too_large_is_refused_on_every_path():
