@@ -456,12 +456,14 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     are not queried enters already folded (``_folded_factors``). Each bucket is one
     product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries.
     """
-    structure = tree_structure(theta)
-    scopes, tables = _sorted_tables(theta, member)
-    by_pos = _scopes_by_position(theta)
-    parents = _parent_indices(theta)
-    cards = theta._cache[("cards",)]
-    folded = _folded_factors(theta, member)
+    prepared = theta._cache.get(("prepared", member))
+    if prepared is None:  # everything a query reads, in one cache entry
+        structure = tree_structure(theta)
+        prepared = theta._cache[("prepared", member)] = (
+            structure.position, structure.elimination_order, *_sorted_tables(theta, member),
+            _scopes_by_position(theta), _parent_indices(theta), theta._cache[("cards",)],
+            _folded_factors(theta, member))
+    position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
     keep = set(nodes)
     items: list[tuple[tuple[int, ...], np.ndarray, tuple[int, ...]]] = []
     seen: set[int] = set()
@@ -488,7 +490,7 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             first = min((rank[u] for u in scope if u not in keep), default=n)
             (final if first == n else buckets.setdefault(first, [])).append((scope, table))
     else:
-        rank, var_at = structure.position, structure.elimination_order
+        rank, var_at = position, elimination_order
         n = len(rank)
         for scope, table, order in items:
             for p in order:
@@ -536,7 +538,13 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
         else:
             buckets[first] = [(out, table)]
             heapq.heappush(heap, first)
-    return _einsum(final, sorted(keep), nodes)
+    if label is None:
+        return _einsum(final, sorted(keep), nodes)
+    operands = []
+    for vs, t in final:
+        operands.append(t)
+        operands.append([label[u] for u in vs])
+    return _c_einsum(*operands, [label[u] for u in nodes])
 
 
 def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[int],
