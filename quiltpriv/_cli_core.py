@@ -270,8 +270,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, metavar="N",
                    help="plan the sensitive attributes in N parallel processes (-1: all cores)")
     p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
-                   help="how exact influences are computed (all exact; default: auto, bucket "
-                        "elimination in a global order)")
+                   help="how exact influences are computed (all exact and differing only "
+                        "in rounding; default: auto, the fastest measured)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_plan)

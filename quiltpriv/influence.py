@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError, QuiltPrivError
+from .junction_tree import TreeStepTooLarge, junction_tree, tree_structure
+from .network import Theta
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
 except ImportError:  # pragma: no cover - a numpy that moved it
     _c_einsum = np.einsum
-from .junction_tree import TreeStepTooLarge, junction_tree, tree_structure
-from .network import Theta
 
 #: Upward rounding applied to every non-zero computed influence (relative and absolute). It
 #: covers the rounding of the contraction (relative error ~1e-13 even on the largest bundled
