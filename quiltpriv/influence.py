@@ -512,12 +512,14 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             out = tuple(u for u in vs if u != v)
             table = t.sum(axis=vs.index(v))
         else:
-            scope = sorted({u for vs, _ in factors for u in vs})
-            size = 1
-            for u in scope:
-                size *= cards[u]
-            if size > max_table:
+            scope_set: set[int] = set()
+            bound = 1  # the product of the inputs' sizes bounds the product table's size
+            for vs, t in factors:
+                scope_set.update(vs)
+                bound *= t.size
+            if bound > max_table and math.prod(cards[u] for u in scope_set) > max_table:
                 return None
+            scope = tuple(scope_set)  # any fixed axis order will do
             out = tuple(u for u in scope if u != v)
             if label is None:
                 table = _einsum(factors, scope, out)
