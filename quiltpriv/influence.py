@@ -57,6 +57,10 @@ BUCKET_LIMIT = 2**16
 #: query 5x -> 11x faster than pgmpy; smaller networks: unchanged).
 GREEDY_FROM = 30
 
+#: Consecutive elimination steps whose intermediate feeds the next step are done in one einsum
+#: while their joint product has at most this many entries.
+MERGE_LIMIT = 256
+
 #: Largest table (entries, counting the summed-out variable) a per-Theta fold of private
 #: ancestors into their child's CPD may build (see ``_folded_factors``).
 FOLD_LIMIT = 2**12
@@ -444,7 +448,8 @@ def _sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ..
 
 
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
-                      max_table: int, *, greedy: bool = False) -> np.ndarray | None:
+                      max_table: int, *, greedy: bool = False,
+                      merge_limit: int | None = None) -> np.ndarray | None:
     """Bucket elimination of the ancestral set of ``nodes`` (indices).
 
     By default the order is the global min-weight elimination order of the whole moral graph
@@ -465,6 +470,8 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             _folded_factors(theta, member))
     position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
     keep = set(nodes)
+    if merge_limit is None:
+        merge_limit = MERGE_LIMIT
     items: list[tuple[tuple[int, ...], np.ndarray, tuple[int, ...]]] = []
     seen: set[int] = set()
     stack = list(nodes)
@@ -506,21 +513,49 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     while heap:
         p = heapq.heappop(heap)
         factors = buckets.pop(p)
-        v = var_at[p]
+        gone = {var_at[p]}
+        scope_set: set[int] = set()
+        size = 1
+        for vs, _ in factors:
+            scope_set.update(vs)
+        for u in scope_set:
+            size *= cards[u]
+        first = n
+        for u in scope_set:
+            if u not in keep and u not in gone and rank[u] < first:
+                first = rank[u]
+        # Chain merging: when this step's result would go straight into the next bucket,
+        # eliminate both in one einsum (same output, one call and one placement fewer),
+        # while the product stays small.
+        while heap and heap[0] == first:
+            extra = set()
+            for vs, _ in buckets[first]:
+                extra.update(vs)
+            extra -= scope_set
+            grown = size
+            for u in extra:
+                grown *= cards[u]
+            if grown > merge_limit:
+                break
+            heapq.heappop(heap)
+            factors = factors + buckets.pop(first)
+            gone.add(var_at[first])
+            scope_set |= extra
+            size = grown
+            first = n
+            for u in scope_set:
+                if u not in keep and u not in gone and rank[u] < first:
+                    first = rank[u]
+        if size > max_table:
+            return None
         if len(factors) == 1:
             vs, t = factors[0]
+            (v,) = gone
             out = tuple(u for u in vs if u != v)
             table = t.sum(axis=vs.index(v))
         else:
-            scope_set: set[int] = set()
-            bound = 1  # the product of the inputs' sizes bounds the product table's size
-            for vs, t in factors:
-                scope_set.update(vs)
-                bound *= t.size
-            if bound > max_table and math.prod(cards[u] for u in scope_set) > max_table:
-                return None
             scope = tuple(scope_set)  # any fixed axis order will do
-            out = tuple(u for u in scope if u != v)
+            out = tuple(u for u in scope if u not in gone)
             if label is None:
                 table = _einsum(factors, scope, out)
             else:
@@ -529,10 +564,6 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                     operands.append(t)
                     operands.append([label[u] for u in vs])
                 table = _c_einsum(*operands, [label[u] for u in out])
-        first = n
-        for u in out:
-            if u not in keep and rank[u] < first:
-                first = rank[u]
         if first == n:
             final.append((out, table))
         elif first in buckets:

@@ -222,3 +222,23 @@ def test_definition8_small_path_equals_numpy_path(monkeypatch):
             assert math.isinf(small[0])
         else:
             assert small[0] == pytest.approx(big[0], rel=1e-13, abs=1e-15)
+
+
+@pytest.mark.parametrize("merge_limit", [1, 64, 10**7])
+def test_chain_merging_at_any_limit_matches_the_full_joint(merge_limit):
+    """Steps whose result feeds the next bucket are merged up to ``merge_limit`` entries: no
+    merging, some, and merging everything must give the same exact marginals."""
+    for seed in range(12):
+        net = ref.random_network(9950 + seed, min_nodes=3, max_nodes=12)
+        theta = net.to_theta()
+        joint = ref.full_joint(net)
+        rng = np.random.default_rng(seed)
+        for nodes in _queries(net, rng, 4):
+            index = [theta.index[v] for v in nodes]
+            for greedy in (False, True):
+                got = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=greedy,
+                                             merge_limit=merge_limit)
+                want = ref.marginal(net, joint, nodes)
+                np.testing.assert_array_equal(got == 0, want == 0)
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=0,
+                                           err_msg=str((seed, nodes, greedy)))
