@@ -139,7 +139,12 @@ def joint_marginal(
         )
     if not nodes:
         return np.ones(())
-    index = [theta.index[v] for v in nodes]
+    return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
+
+
+def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
+           max_table: int, inference: str) -> np.ndarray:
+    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit)."""
     if inference == "junction_tree":
         tree = junction_tree(theta, member)
         if tree is not None:
@@ -371,12 +376,18 @@ def max_influence(
     if not q:
         return Influence(node, q, 0.0, None, None)
     best: tuple[float, int, Any] = (-1.0, 0, None)
+    card, index = theta.cardinality, theta.index
     for m in range(len(theta.members)):
         key = ("influence", m, node, q, inference)
         hit = theta._cache.get(key)
         if hit is None:
-            joint = joint_marginal(theta, (node, *q), m, max_table=max_table,
-                                   inference=inference)
+            nodes = (node, *q)
+            size = 1
+            for v in nodes:
+                size *= card[v]
+            if size > max_table:  # joint_marginal's message
+                joint_marginal(theta, nodes, m, max_table=max_table, inference=inference)
+            joint = _joint(theta, nodes, [index[v] for v in nodes], m, max_table, inference)
             value, a, b = _influence_from_joint(joint)
             if value > 0 and math.isfinite(value):
                 value = value * (1 + ROUNDING_MARGIN) + ROUNDING_MARGIN
