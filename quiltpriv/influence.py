@@ -612,20 +612,18 @@ def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[in
             w *= cards[u]
         return w
 
-    heap = [(weight(v), v) for v in adj if v not in keep]
+    # Only the neighbours of an eliminated variable change weight, so the current weight is
+    # kept per variable and a popped heap entry is stale exactly when it differs.
+    current = {v: weight(v) for v in adj if v not in keep}
+    heap = [(w, v) for v, w in current.items()]
     heapq.heapify(heap)
     order: list[int] = []
-    done: set[int] = set()
     while heap:
         w, v = heapq.heappop(heap)
-        if v in done:
+        if current.get(v) != w:
             continue
-        actual = weight(v)
-        if actual != w:
-            heapq.heappush(heap, (actual, v))
-            continue
+        del current[v]
         order.append(v)
-        done.add(v)
         nb = adj.pop(v)
         for u in nb:
             au = adj[u]
@@ -634,7 +632,8 @@ def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[in
             au.discard(u)
         for u in nb:
             if u not in keep:
-                heapq.heappush(heap, (weight(u), u))
+                w = current[u] = weight(u)
+                heapq.heappush(heap, (w, u))
     return {v: r for r, v in enumerate(order)}, order
 
 
