@@ -1,19 +1,23 @@
-"""A calibrated junction tree per member of Theta: exact joint marginals of any node set, fast.
+"""Triangulation and a calibrated junction tree per member of Theta (exact joint marginals).
 
-Exact max-influence (Definition 8) needs the joint ``P(phi_i, phi_Q)``. Variable elimination
-over the ancestral set of ``{i} + Q`` (:func:`quiltpriv.influence.joint_marginal`) costs one
-elimination step per ancestor, which on deep networks is hundreds of steps per query. A planner
-asks hundreds of such queries of one network, so it pays to do the shared work once:
+Exact max-influence (Definition 8) needs the joint ``P(phi_i, phi_Q)``. This module holds the
+per-Theta work that queries share:
 
-1. triangulate the moral graph with a greedy min-weight elimination order and keep the maximal
-   elimination cliques, joined into a junction tree (running intersection holds for the
-   elimination tree, and absorbing a clique into a neighbour that contains it preserves it);
-2. calibrate it (Hugin propagation, a collect and a distribute pass), after which every clique
-   table is the exact marginal ``P(phi_C)`` and every separator table is ``P(phi_S)``;
-3. answer a query ``P(phi_S)`` from the cliques: marginalise one clique when ``S`` fits in one,
-   else contract the smallest subtree that covers ``S`` (Steiner tree through the tree's lowest
-   common ancestor) as ``P(C_r) * prod P(C | S_C)``, summing out each clique's private variables
-   first. The number of steps is the size of that subtree, not of the ancestral set.
+1. :func:`tree_structure` triangulates the moral graph with a greedy min-weight elimination
+   order and keeps the maximal elimination cliques, joined into a junction tree (running
+   intersection holds for the elimination tree, and absorbing a clique into a neighbour that
+   contains it preserves it). Its global elimination order is what the default inference path
+   (``inference="auto"``, bucket elimination in :mod:`quiltpriv.influence`) restricts to each
+   query's ancestral set.
+2. :func:`junction_tree` calibrates the tree (Hugin propagation, a collect and a distribute
+   pass), after which every clique table is the exact marginal ``P(phi_C)`` and every separator
+   table is ``P(phi_S)`` (``inference="junction_tree"``).
+3. :meth:`JunctionTree.marginal` answers ``P(phi_S)`` from the cliques: it marginalises one
+   clique when ``S`` fits in one, else contracts the smallest subtree that covers ``S`` (a
+   Steiner tree through the lowest common ancestor) as ``P(C_r) * prod P(C | S_C)``, summing
+   out each clique's private variables first. Measured on pgmpy's bundled networks, this is
+   slower than bucket elimination for the planner's queries (large cliques on andes and munin),
+   so it is an independent exact cross-check, not the default.
 
 Every operation is a product, a sum of non-negative numbers or a division by a separator
 marginal (``0 / 0 := 0``, the only case where a divisor is zero), so a probability is zero
@@ -182,9 +186,10 @@ def tree_structure(theta: Theta) -> TreeStructure:
         while p >= 0 and find(p) == k:  # cannot happen, but never point at oneself
             p = parent[p]
         par.append(new_id[find(p)] if p >= 0 else -1)
-    # One root: further components hang below the first root with an empty separator.
+    # One root (the last-eliminated clique): other components hang below it with an empty
+    # separator.
     roots = [j for j, p in enumerate(par) if p < 0]
-    root = roots[-1]  # the last-eliminated clique
+    root = roots[-1]
     for j in roots:
         if j != root:
             par[j] = root
