@@ -8,7 +8,8 @@ taken as a hyperparameter network:
 1. ``t_read``: pgmpy's ``BIFReader(string=text).get_model()`` (median of the repeats), the floor.
 2. For eps in {0.5, 1, 2}: one :func:`quiltpriv.plan` call with every node sensitive, for a count
    query over 3 attributes drawn with a fixed seed (n = 1000), with the default inference
-   (``"auto"``: bucket elimination in the junction tree's global elimination order). Each
+   (``"auto"``: bucket elimination; a global order for small queries, a greedy order of
+   their own for large ones; single-child ancestors folded once per Theta). Each
    repetition plans on a FRESH ``Theta`` rebuilt with
    :func:`~quiltpriv.network.theta_from_pgmpy` (timed separately as ``convert``), so no cache
    of any kind (influence cache, junction tree, graph) carries over between timed runs.
@@ -469,8 +470,10 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         f"count query over {QUERY_ATTRIBUTES} seeded attributes, n = {RECORDS}; every node "
         "sensitive in one plan() call; each repetition on a fresh Theta (theta_from_pgmpy); "
         "times are medians of the repeats",
-        "fast = plan(..., inference='auto') (bucket elimination in the junction tree's global "
-        "order); core = inference='elimination' (greedy per-query variable elimination)"
+        "fast = plan(..., inference='auto') (bucket elimination: global min-weight order for "
+        "small queries, greedy per-query order for large ones, single-child ancestors folded "
+        "once per Theta); core = inference='elimination' (greedy per-query variable "
+        "elimination)"
         if api else "inference= keyword not available: 'fast' is the current default planner, "
                     "core comparison n/a",
         "",
@@ -542,8 +545,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     out += ["", "influence by inference method (same pairs, same VE times; each method on its "
             "own fresh Theta):", *_table(head, rows),
             "prep = one-time per-Theta preparation (first call on the fresh Theta minus that "
-            "pair's steady time): for auto the junction tree structure and global elimination "
-            "order,", "for junction_tree also the calibration; amortised charges it once."]
+            "pair's steady time): for auto the global elimination order, sorted and folded "
+            "CPDs,", "for junction_tree also the calibration; amortised charges it once."]
     out += ["", "slowest pairs (lowest VE/ours) per network:"]
     for r in ok:
         timed = sorted((x for x in r["influence"]["rows"] if "ratio" in x),
