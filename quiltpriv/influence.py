@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError, QuiltPrivError
-from .junction_tree import TreeStepTooLarge, junction_tree, tree_structure
+from .junction_tree import (
+    TreeStepTooLarge,
+    cardinalities,
+    is_floating,
+    junction_tree,
+    parent_indices,
+    sorted_tables,
+    tree_structure,
+)
 from .network import Theta
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
@@ -130,6 +138,14 @@ def joint_marginal(
     if len(set(nodes)) != len(nodes):
         raise ValueError("joint_marginal needs distinct nodes")
     check_inference(inference)
+    _check_output_size(theta, nodes, max_table)
+    if not nodes:
+        return np.ones(())
+    return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
+
+
+def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> None:
+    """Refuse a joint over ``nodes`` that would itself exceed ``max_table`` entries."""
     card = theta.cardinality
     out_size = math.prod(card[v] for v in nodes)
     if out_size > max_table:
@@ -137,9 +153,6 @@ def joint_marginal(
             f"the joint table over {len(nodes)} nodes has {out_size} entries "
             f"(limit {max_table})"
         )
-    if not nodes:
-        return np.ones(())
-    return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
 
 
 def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
@@ -152,7 +165,7 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
                 return tree.marginal(index, max_table)
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
-    if inference == "auto" and _floating(theta, member):
+    if inference == "auto" and is_floating(theta, member):
         table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
         if table is None:  # the global order suits this query badly: order it greedily
             table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
@@ -167,16 +180,6 @@ def check_inference(inference: object) -> str:
         raise ParameterError(f"inference must be one of {', '.join(INFERENCE_METHODS)}; "
                              f"got {inference!r}")
     return inference  # type: ignore[return-value]
-
-
-def _floating(theta: Theta, member: int) -> bool:
-    """Whether a member's CPDs are floating point (not the exact rational tables)."""
-    key = ("floating", member)
-    hit = theta._cache.get(key)
-    if hit is None:
-        hit = theta._cache[key] = all(
-            np.asarray(c.table).dtype.kind == "f" for c in theta.members[member].values())
-    return hit
 
 
 def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
@@ -376,17 +379,13 @@ def max_influence(
     if not q:
         return Influence(node, q, 0.0, None, None)
     best: tuple[float, int, Any] = (-1.0, 0, None)
-    card, index = theta.cardinality, theta.index
+    index = theta.index
     for m in range(len(theta.members)):
         key = ("influence", m, node, q, inference)
         hit = theta._cache.get(key)
         if hit is None:
             nodes = (node, *q)
-            size = 1
-            for v in nodes:
-                size *= card[v]
-            if size > max_table:  # joint_marginal's message
-                joint_marginal(theta, nodes, m, max_table=max_table, inference=inference)
+            _check_output_size(theta, nodes, max_table)
             joint = _joint(theta, nodes, [index[v] for v in nodes], m, max_table, inference)
             value, a, b = _influence_from_joint(joint)
             if value > 0 and math.isfinite(value):
@@ -440,24 +439,6 @@ def influence_upper_bound(
         return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep)
 
 
-def _sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...],
-                                                       tuple[np.ndarray, ...]]:
-    """Each CPD of a member with its axes in increasing node index (cached on ``theta``)."""
-    key = ("sorted_tables", member)
-    hit = theta._cache.get(key)
-    if hit is None:
-        idx = theta.index
-        scopes, tables = [], []
-        for v in theta.nodes:
-            cpd = theta.members[member][v]
-            fam = [idx[v], *(idx[p] for p in cpd.parents)]
-            perm = sorted(range(len(fam)), key=fam.__getitem__)
-            scopes.append(tuple(fam[k] for k in perm))
-            tables.append(np.transpose(cpd.table, perm))
-        hit = theta._cache[key] = (tuple(scopes), tuple(tables))
-    return hit
-
-
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                       max_table: int, *, greedy: bool = False,
                       merge_limit: int | None = None) -> np.ndarray | None:
@@ -476,8 +457,8 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     if prepared is None:  # everything a query reads, in one cache entry
         structure = tree_structure(theta)
         prepared = theta._cache[("prepared", member)] = (
-            structure.position, structure.elimination_order, *_sorted_tables(theta, member),
-            _scopes_by_position(theta), _parent_indices(theta), theta._cache[("cards",)],
+            structure.position, structure.elimination_order, *sorted_tables(theta, member),
+            _scopes_by_position(theta), parent_indices(theta), cardinalities(theta),
             _folded_factors(theta, member))
     position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
     keep = set(nodes)
@@ -650,10 +631,10 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
     hit = theta._cache.get(key)
     if hit is not None:
         return hit
-    scopes, tables = _sorted_tables(theta, member)
-    parents = _parent_indices(theta)
+    scopes, tables = sorted_tables(theta, member)
+    parents = parent_indices(theta)
     pos = tree_structure(theta).position
-    cards = theta._cache[("cards",)]
+    cards = cardinalities(theta)
     single = [len(theta.children[v]) == 1 for v in theta.nodes]
     out: list[Any] = [None] * len(theta.nodes)
     for c in range(len(theta.nodes)):  # topological: a parent's fold is ready before its child's
@@ -682,7 +663,7 @@ def _scopes_by_position(theta: Theta) -> tuple[tuple[int, ...], ...]:
     hit = theta._cache.get(("scopes_by_position",))
     if hit is None:
         pos = tree_structure(theta).position
-        scopes, _ = _sorted_tables(theta, 0)
+        scopes, _ = sorted_tables(theta, 0)
         hit = theta._cache[("scopes_by_position",)] = tuple(
             tuple(sorted(pos[u] for u in sc)) for sc in scopes)
     return hit
@@ -698,14 +679,3 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
     for vs, t in factors:
         operands += [t, [label[u] for u in vs]]
     return np.einsum(*operands, [label[u] for u in out])
-
-
-def _parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
-    """Per node index, its parents' indices; also caches the cardinalities by index."""
-    hit = theta._cache.get(("parent_indices",))
-    if hit is None:
-        idx = theta.index
-        hit = theta._cache[("parent_indices",)] = tuple(
-            tuple(idx[p] for p in theta.parents[v]) for v in theta.nodes)
-        theta._cache[("cards",)] = tuple(theta.cardinality[v] for v in theta.nodes)
-    return hit

@@ -86,6 +86,52 @@ class TreeStructure:
     """The variable eliminated at each step (the inverse of ``position``)."""
 
 
+def parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
+    """Per node index, its parents' indices in CPD axis order (cached on ``theta``)."""
+    hit = theta._cache.get(("parent_indices",))
+    if hit is None:
+        idx = theta.index
+        hit = theta._cache[("parent_indices",)] = tuple(
+            tuple(idx[p] for p in theta.parents[v]) for v in theta.nodes)
+    return hit
+
+
+def cardinalities(theta: Theta) -> tuple[int, ...]:
+    """Per node index, its number of states (cached on ``theta``)."""
+    hit = theta._cache.get(("cardinalities",))
+    if hit is None:
+        hit = theta._cache[("cardinalities",)] = tuple(
+            theta.cardinality[v] for v in theta.nodes)
+    return hit
+
+
+def sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...],
+                                                      tuple[np.ndarray, ...]]:
+    """Each CPD of a member as ``(scope, table)`` with axes in increasing node index (cached)."""
+    key = ("sorted_tables", member)
+    hit = theta._cache.get(key)
+    if hit is None:
+        scopes, tables = [], []
+        for v, (name, ups) in enumerate(zip(theta.nodes, parent_indices(theta), strict=True)):
+            fam = [v, *ups]
+            perm = sorted(range(len(fam)), key=fam.__getitem__)
+            scopes.append(tuple(fam[k] for k in perm))
+            tables.append(np.transpose(theta.members[member][name].table, perm))
+        hit = theta._cache[key] = (tuple(scopes), tuple(tables))
+    return hit
+
+
+def is_floating(theta: Theta, member: int) -> bool:
+    """Whether a member's CPDs are floating point (not the exact rational tables of
+    :mod:`quiltpriv.network_laws`, which only variable elimination handles)."""
+    key = ("floating", member)
+    hit = theta._cache.get(key)
+    if hit is None:
+        hit = theta._cache[key] = all(
+            np.asarray(c.table).dtype.kind == "f" for c in theta.members[member].values())
+    return hit
+
+
 def tree_structure(theta: Theta) -> TreeStructure:
     """Triangulate ``theta``'s moral graph and build its junction tree (cached on ``theta``).
 
@@ -97,9 +143,8 @@ def tree_structure(theta: Theta) -> TreeStructure:
     if hit is not None:
         return hit
     n = len(theta.nodes)
-    idx = theta.index
-    card = [theta.cardinality[v] for v in theta.nodes]
-    parents = [[idx[p] for p in theta.parents[v]] for v in theta.nodes]
+    card = cardinalities(theta)
+    parents = parent_indices(theta)
     adj: list[set[int]] = [set() for _ in range(n)]
     for v in range(n):
         fam = [v, *parents[v]]
@@ -366,17 +411,12 @@ def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: set[int
 
 def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTree:
     """Hugin propagation on ``structure`` with the CPDs of ``theta.members[member]``."""
-    idx = theta.index
-    cards = tuple(theta.cardinality[v] for v in theta.nodes)
+    cards = cardinalities(theta)
     cliques = structure.cliques
     pots = [np.ones(tuple(cards[u] for u in c)) for c in cliques]
-    for v, name in enumerate(theta.nodes):
-        cpd = theta.members[member][name]
-        fam = [v, *(idx[p] for p in cpd.parents)]
-        perm = sorted(range(len(fam)), key=fam.__getitem__)
-        table = np.transpose(np.asarray(cpd.table, dtype=float), perm)
+    for v, (scope, table) in enumerate(zip(*sorted_tables(theta, member), strict=True)):
         c = structure.assign[v]
-        pots[c] = pots[c] * _broadcast(table, tuple(fam[k] for k in perm), cliques[c])
+        pots[c] = pots[c] * _broadcast(table, scope, cliques[c])
     parent, seps = structure.parent, structure.separators
     old: list[np.ndarray] = [np.ones(())] * len(cliques)
     for c in reversed(structure.order):  # collect: children before parents
@@ -415,8 +455,7 @@ def junction_tree(theta: Theta, member: int = 0, *,
     if key in theta._cache:
         return theta._cache[key]
     tree = None
-    cpds = theta.members[member]
-    if all(np.asarray(c.table).dtype.kind == "f" for c in cpds.values()):
+    if is_floating(theta, member):
         structure = tree_structure(theta)
         if structure.size <= max_tree:
             tree = calibrate(theta, member, structure)
