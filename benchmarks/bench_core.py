@@ -144,9 +144,12 @@ def _fresh_plan(theta: Theta, query: CountQuery, sensitive: Any, time_limit: flo
     return plan(theta, query, sensitive, EPSILON, time_limit=time_limit)
 
 
-def _best_of(fn: Any, repeat: int) -> tuple[float, Any]:
+def _best_of(fn: Any, repeat: int, before: Any = None) -> tuple[float, Any]:
+    """Least time of ``repeat`` calls of ``fn`` (``before()`` runs untimed before each)."""
     best, out = math.inf, None
     for _ in range(repeat):
+        if before is not None:
+            before()
         t0 = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - t0)
@@ -331,6 +334,40 @@ def _f(x: float | None, spec: str = ".3g") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Right-aligned text table: header, rule, rows."""
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def run_workers(script: str, names: list[str], worker_args: list[str],
+                timeout: float) -> list[dict[str, Any]]:
+    """Run ``script --worker NAME *worker_args`` per network in its own process (so peak RSS
+    is per network); each prints its results as JSON. Failures become ``{"error": ...}``."""
+    results: list[dict[str, Any]] = []
+    for n in names:
+        cmd = [sys.executable, str(Path(script).resolve()), "--worker", n, *worker_args]
+        print(f"[{n}] running ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            results.append({"network": n, "error": f"timed out after {timeout:g} s"})
+            continue
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+            results.append({"network": n, "error": f"worker failed: {tail[0]}"})
+            print(proc.stderr, file=sys.stderr)
+            continue
+        results.append(json.loads(proc.stdout))
+        print(f"[{n}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    return results
+
+
 def _ms(x: float) -> str:
     return f"{x * 1e3:.1f}"
 
@@ -402,10 +439,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
             _f(i["max_abs_diff"], ".1e"), _f(i["max_raw_diff"], ".1e"),
             str(i["under_estimates"]), f"{r['peak_rss_mb']:.0f}",
         ))
-    widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(head)]
-    out.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    out += _table(head, rows)
     out += ["", "columns: plan1 = the seeded sensitive node; each med/max = every node planned "
             "alone, median and slowest;", "planAll = every node sensitive in one "
             "plan() call;", "optimal = nodes whose quilt is proven least; infl = distinct "
@@ -469,27 +503,12 @@ def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.networks.split(",") if n.strip()]
     for n in names:
         bif_path(n)
-    results = []
-    for n in names:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", n,
-               "--seed", str(args.seed)]
-        for flag, val in (("--repeat", args.repeat), ("--time-limit", args.time_limit)):
-            if val is not None:
-                cmd += [flag, str(val)]
-        cmd += ["--quick"] * args.quick + ["--profile"] * args.profile
-        print(f"[{n}] running ...", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            results.append({"network": n, "error": f"timed out after {args.timeout:g} s"})
-            continue
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-            results.append({"network": n, "error": f"worker failed: {tail[0]}"})
-            continue
-        results.append(json.loads(proc.stdout))
-        print(f"[{n}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    worker_args = ["--seed", str(args.seed)]
+    for flag, val in (("--repeat", args.repeat), ("--time-limit", args.time_limit)):
+        if val is not None:
+            worker_args += [flag, str(val)]
+    worker_args += ["--quick"] * args.quick + ["--profile"] * args.profile
+    results = run_workers(__file__, names, worker_args, args.timeout)
     facts = machine_facts()
     text = report(results, facts, argv)
     print(text, end="")

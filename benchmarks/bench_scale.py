@@ -67,12 +67,16 @@ for _p in (HERE, HERE.parent):  # bench_core next to us; quiltpriv from the sour
 
 from bench_core import (  # noqa: E402
     UNDER_TOLERANCE,
+    _best_of,
     _differences,
+    _f,
+    _table,
     bif_path,
     influence_pairs,
     machine_facts,
     read_pgmpy,
     read_text,
+    run_workers,
     ve_influence,
 )
 
@@ -188,17 +192,6 @@ def _tree_entries(theta: Theta) -> int | None:
     return None
 
 
-def _best(fn: Any, repeat: int, before: Any = None) -> tuple[float, Any]:
-    best, out = math.inf, None
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def _pct(xs: list[float], q: float) -> float | None:
     return float(np.percentile(xs, q)) if xs else None
 
@@ -246,7 +239,7 @@ def bench_influence(model: Any, name: str, evaluated: list[tuple[str, tuple[str,
     pairs = influence_pairs(theta0, evaluated, rng, n_planner, n_random)
     rows: list[dict[str, Any]] = []
     for source, node, q in pairs:
-        t_ve, v_ve = _best(lambda node=node, q=q: ve_influence(ve, node, q), inner)
+        t_ve, v_ve = _best_of(lambda node=node, q=q: ve_influence(ve, node, q), inner)
         rows.append({"source": source, "node": node, "quilt": list(q), "ve": v_ve,
                      "t_ve": t_ve, "by_method": {}})
     summaries: dict[str, Any] = {}
@@ -271,7 +264,7 @@ def bench_influence(model: Any, name: str, evaluated: list[tuple[str, tuple[str,
                     t0 = time.perf_counter()
                     ours()
                     t_first = time.perf_counter() - t0
-                t_ours, v_ours = _best(ours, inner, before=clear)
+                t_ours, v_ours = _best_of(ours, inner, before=clear)
             except InfluenceTooExpensive as exc:
                 row["by_method"][label] = {"skipped": str(exc)}
                 continue
@@ -367,21 +360,8 @@ def bench_network(name: str, *, quick: bool, seed: int, repeat: int | None,
 
 # -- report -----------------------------------------------------------------------------------
 
-def _f(x: float | None, spec: str = ".3g") -> str:
-    return "-" if x is None else format(x, spec)
-
-
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.1f}"
-
-
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
-              for k, h in enumerate(head)]
-    out = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)),
-           "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return out
 
 
 def targets(results: list[dict[str, Any]]) -> list[str]:
@@ -633,27 +613,11 @@ def main(argv: list[str] | None = None) -> int:
         bif_path(n)
     load_start = _uptime()
     code = args.code or code_version()
-    results = []
-    for n in names:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", n,
-               "--seed", str(args.seed)]
-        if args.repeat is not None:
-            cmd += ["--repeat", str(args.repeat)]
-        cmd += ["--quick"] * args.quick + ["--no-core"] * args.no_core
-        print(f"[{n}] running ...", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            results.append({"network": n, "error": f"timed out after {args.timeout:g} s"})
-            continue
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-            results.append({"network": n, "error": f"worker failed: {tail[0]}"})
-            print(proc.stderr, file=sys.stderr)
-            continue
-        results.append(json.loads(proc.stdout))
-        print(f"[{n}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    worker_args = ["--seed", str(args.seed)]
+    if args.repeat is not None:
+        worker_args += ["--repeat", str(args.repeat)]
+    worker_args += ["--quick"] * args.quick + ["--no-core"] * args.no_core
+    results = run_workers(__file__, names, worker_args, args.timeout)
     load_end = _uptime()
     facts = {**machine_facts(), "code": code}
     text = report(results, facts, argv, load_start, load_end)
