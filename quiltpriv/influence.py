@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,26 @@ try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
 except ImportError:  # pragma: no cover - a numpy that moved it
     _c_einsum = np.einsum
+
+_KERNEL_ABI = 1
+try:  # the optional compiled bucket elimination (quiltpriv/_kernel.c, built by pip install)
+    import _quiltpriv_kernel as _KERNEL
+except ImportError:  # pragma: no cover - installed without a C compiler
+    _KERNEL = None
+if _KERNEL is not None and (getattr(_KERNEL, "ABI", None) != _KERNEL_ABI
+                            or os.environ.get("QUILTPRIV_NO_KERNEL")):
+    _KERNEL = None  # a stale build from another version, or switched off for comparison
+
+
+def compiled_kernel() -> bool:
+    """Whether ``inference="auto"`` runs the compiled bucket elimination.
+
+    The kernel (``_quiltpriv_kernel``, built from ``quiltpriv/_kernel.c`` when the package is
+    installed) is optional: without a C compiler at install time, or with the environment
+    variable ``QUILTPRIV_NO_KERNEL`` set, the pure-Python path runs instead. Both are exact
+    and agree to rounding (tests/test_kernel.py); the kernel is faster.
+    """
+    return _KERNEL is not None
 
 #: Upward rounding applied to every non-zero computed influence (relative and absolute). It
 #: covers the rounding of the contraction (relative error ~1e-13 even on the largest bundled
@@ -166,6 +187,13 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
     if inference == "auto" and is_floating(theta, member):
+        if _KERNEL is not None:
+            card = theta.cardinality
+            out = np.empty([card[v] for v in nodes])
+            if _kernel_network(theta, member).joint(index, out, max_table):
+                return out
+            # no order the kernel prices fits max_table (neither would the Python ones)
+            return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
         table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
         if table is None:  # the global order suits this query badly: order it greedily
             table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
@@ -570,6 +598,28 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
         operands.append(t)
         operands.append([label[u] for u in vs])
     return _c_einsum(*operands, [label[u] for u in nodes])
+
+
+def _kernel_network(theta: Theta, member: int) -> Any:
+    """The compiled kernel's copy of one member (cached): the tables it reads and the order.
+
+    The kernel holds the arrays' buffers (no copy): each CPD with axes ``(v, *parents)``, and
+    the folded CPDs of :func:`_folded_factors`; plus the cardinalities and each node's position
+    in the global elimination order of :func:`quiltpriv.junction_tree.tree_structure`.
+    """
+    key = ("kernel", member)
+    net = theta._cache.get(key)
+    if net is None:
+        parents = parent_indices(theta)
+        cpds = theta.members[member]
+        base = [((v, *ups), np.ascontiguousarray(cpds[name].table, dtype=np.float64), ups)
+                for v, (name, ups) in enumerate(zip(theta.nodes, parents, strict=True))]
+        folded = [None if f is None else
+                  (tuple(f[0]), f[1], np.ascontiguousarray(f[2], dtype=np.float64), f[4])
+                  for f in _folded_factors(theta, member)]
+        net = theta._cache[key] = _KERNEL.Network(
+            cardinalities(theta), tree_structure(theta).position, base, folded)
+    return net
 
 
 def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[int],

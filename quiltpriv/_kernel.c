@@ -1,0 +1,794 @@
+/*
+ * _quiltpriv_kernel: exact joint marginals of a discrete Bayesian network by bucket
+ * elimination, the compiled path of quiltpriv.influence (inference="auto").
+ *
+ * It does what quiltpriv.influence._bucket_eliminate does, without the per-step Python and
+ * numpy call overhead that dominates the planner's small queries:
+ *
+ *   1. the ancestral set of the query, walked upwards from the query nodes, taking a node's
+ *      folded CPD (its private, single-child ancestors summed in once per Theta) whenever
+ *      none of those ancestors is queried;
+ *   2. an elimination order for the non-query variables: the network's global min-weight
+ *      order restricted to the ancestral set, or a greedy min-weight order of the query's
+ *      own factor graph, whichever is cheaper (sum of the tables built, simulated
+ *      symbolically) among those whose largest table fits in max_table;
+ *   3. the eliminations themselves (each one product-and-sum over the factors holding the
+ *      variable), then the product of what is left onto the query's axes.
+ *
+ * All arithmetic is in double, as numpy's einsum does it; only the order of the (exact in
+ * real arithmetic) sums and products differs, so results agree to rounding. Python builds one
+ * Network per member of Theta (from arrays it keeps alive: the buffers are held, not copied)
+ * and validates queries before calling joint(); the checks here guard memory safety.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KERNEL_ABI 1
+
+typedef struct {
+    int present;      /* folded entries: 0 when the node has no fold */
+    int nv;           /* variables of the table, in axis order (global node indices) */
+    int *vars;
+    const double *data;
+    Py_buffer view;   /* holds the table's memory */
+    int has_view;
+    int nups;         /* nodes the ancestral walk continues to */
+    int *ups;
+    int npriv;        /* folded only: the private ancestors summed into the table */
+    int *priv;
+} Fac;
+
+typedef struct {
+    PyObject_HEAD
+    int n;
+    int *card;
+    int *pos;         /* position of each node in the global elimination order */
+    Fac *base;
+    Fac *folded;
+} Network;
+
+/* ---- construction ------------------------------------------------------------------------ */
+
+static int
+int_seq(PyObject *obj, int n_bound, int **out, int *len, const char *what)
+{
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    int *buf = PyMem_Malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
+    if (buf == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) {
+            PyMem_Free(buf);
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (n_bound >= 0 && (v < 0 || v >= n_bound)) {
+            PyErr_Format(PyExc_ValueError, "%s: index %ld out of range", what, v);
+            PyMem_Free(buf);
+            Py_DECREF(seq);
+            return -1;
+        }
+        buf[i] = (int)v;
+    }
+    Py_DECREF(seq);
+    *out = buf;
+    *len = (int)m;
+    return 0;
+}
+
+static void
+fac_clear(Fac *f)
+{
+    PyMem_Free(f->vars);
+    PyMem_Free(f->ups);
+    PyMem_Free(f->priv);
+    if (f->has_view)
+        PyBuffer_Release(&f->view);
+    memset(f, 0, sizeof(Fac));
+}
+
+static int
+is_float64(const Py_buffer *view)
+{
+    const char *fmt = view->format ? view->format : "B";
+    return view->itemsize == 8 &&
+           (strcmp(fmt, "d") == 0 || strcmp(fmt, "<d") == 0 || strcmp(fmt, "=d") == 0);
+}
+
+/* (scope, table, ups) or, for a fold, (private, scope, table, ups) */
+static int
+fac_parse(Network *self, PyObject *item, Fac *f, int with_private)
+{
+    int want = with_private ? 4 : 3;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != want) {
+        PyErr_Format(PyExc_TypeError, "factor entries must be %d-tuples", want);
+        return -1;
+    }
+    int k = 0;
+    if (with_private) {
+        if (int_seq(PyTuple_GET_ITEM(item, 0), self->n, &f->priv, &f->npriv, "private") < 0)
+            return -1;
+        k = 1;
+    }
+    if (int_seq(PyTuple_GET_ITEM(item, k), self->n, &f->vars, &f->nv, "scope") < 0)
+        return -1;
+    if (int_seq(PyTuple_GET_ITEM(item, k + 2), self->n, &f->ups, &f->nups, "ups") < 0)
+        return -1;
+    for (int i = 0; i < f->nv; i++)
+        for (int j = 0; j < i; j++)
+            if (f->vars[i] == f->vars[j]) {
+                PyErr_SetString(PyExc_ValueError, "scope has a repeated variable");
+                return -1;
+            }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, k + 1), &f->view,
+                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    f->has_view = 1;
+    if (!is_float64(&f->view)) {
+        PyErr_SetString(PyExc_TypeError, "tables must be C-contiguous float64");
+        return -1;
+    }
+    Py_ssize_t size = 1;
+    for (int i = 0; i < f->nv; i++)
+        size *= self->card[f->vars[i]];
+    if (f->view.len != size * 8) {
+        PyErr_SetString(PyExc_ValueError, "table size does not match its scope");
+        return -1;
+    }
+    f->data = (const double *)f->view.buf;
+    f->present = 1;
+    return 0;
+}
+
+static void
+Network_dealloc(Network *self)
+{
+    if (self->base)
+        for (int i = 0; i < self->n; i++)
+            fac_clear(&self->base[i]);
+    if (self->folded)
+        for (int i = 0; i < self->n; i++)
+            fac_clear(&self->folded[i]);
+    PyMem_Free(self->base);
+    PyMem_Free(self->folded);
+    PyMem_Free(self->card);
+    PyMem_Free(self->pos);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Network_init(Network *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"cards", "position", "base", "folded", NULL};
+    PyObject *cards, *position, *base, *folded;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO", kwlist, &cards, &position, &base,
+                                     &folded))
+        return -1;
+    if (self->card != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Network is already initialised");
+        return -1;
+    }
+    int n, npos;
+    if (int_seq(cards, -1, &self->card, &n, "cards") < 0)
+        return -1;
+    self->n = n;
+    for (int i = 0; i < n; i++)
+        if (self->card[i] < 1) {
+            PyErr_SetString(PyExc_ValueError, "cardinalities must be positive");
+            return -1;
+        }
+    if (int_seq(position, n, &self->pos, &npos, "position") < 0)
+        return -1;
+    if (npos != n) {
+        PyErr_SetString(PyExc_ValueError, "position must have one entry per node");
+        return -1;
+    }
+    PyObject *bseq = PySequence_Fast(base, "base");
+    if (bseq == NULL)
+        return -1;
+    PyObject *fseq = PySequence_Fast(folded, "folded");
+    if (fseq == NULL) {
+        Py_DECREF(bseq);
+        return -1;
+    }
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(bseq) != n || PySequence_Fast_GET_SIZE(fseq) != n) {
+        PyErr_SetString(PyExc_ValueError, "base and folded must have one entry per node");
+        goto done;
+    }
+    self->base = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Fac));
+    self->folded = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(Fac));
+    if (self->base == NULL || self->folded == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        if (fac_parse(self, PySequence_Fast_GET_ITEM(bseq, i), &self->base[i], 0) < 0)
+            goto done;
+        PyObject *fi = PySequence_Fast_GET_ITEM(fseq, i);
+        if (fi != Py_None && fac_parse(self, fi, &self->folded[i], 1) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(bseq);
+    Py_DECREF(fseq);
+    return rc;
+}
+
+/* ---- one query --------------------------------------------------------------------------- */
+
+typedef struct {          /* a factor during elimination: variables are local ids */
+    int nv;
+    int *vars;
+    const double *data;
+    double *owned;        /* data, when this query allocated it */
+    int alive;
+} Work;
+
+typedef struct {          /* incidence lists: local variable -> factors holding it */
+    int *head, *next, *fid;
+    int used, cap;
+} Inc;
+
+static int
+inc_add(Inc *inc, int var, int f)
+{
+    if (inc->used == inc->cap) {
+        int cap = inc->cap * 2 + 16;
+        int *nx = realloc(inc->next, sizeof(int) * (size_t)cap);
+        if (nx == NULL)
+            return -1;
+        inc->next = nx;
+        int *fi = realloc(inc->fid, sizeof(int) * (size_t)cap);
+        if (fi == NULL)
+            return -1;
+        inc->fid = fi;
+        inc->cap = cap;
+    }
+    inc->fid[inc->used] = f;
+    inc->next[inc->used] = inc->head[var];
+    inc->head[var] = inc->used++;
+    return 0;
+}
+
+typedef uint64_t word;
+#define BIT(s, i) (((s)[(i) >> 6] >> ((i)&63)) & 1u)
+#define SETBIT(s, i) ((s)[(i) >> 6] |= ((word)1 << ((i)&63)))
+#define CLRBIT(s, i) ((s)[(i) >> 6] &= ~((word)1 << ((i)&63)))
+
+/* Table size built by eliminating x now: card x times its current neighbours' cards. */
+static double
+weight(const word *adj, int W, int x, const int *lcard)
+{
+    const word *row = adj + (size_t)x * W;
+    double w = lcard[x];
+    for (int b = 0; b < W; b++) {
+        word bits = row[b];
+        while (bits) {
+            int u = b * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            w *= lcard[u];
+        }
+    }
+    return w;
+}
+
+static void
+eliminate_symbolic(word *adj, int W, int x)
+{
+    word *row = adj + (size_t)x * W;
+    for (int b = 0; b < W; b++) {
+        word bits = row[b];
+        while (bits) {
+            int u = b * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            word *ru = adj + (size_t)u * W;
+            for (int c = 0; c < W; c++)
+                ru[c] |= row[c];
+            CLRBIT(ru, u);
+            CLRBIT(ru, x);
+        }
+    }
+    memset(row, 0, sizeof(word) * (size_t)W);
+}
+
+/* Cost (sum of tables built) and largest table of eliminating `order` on a copy of adj. */
+static void
+simulate(const word *adj0, word *adj, int k, int W, const int *order, int m, const int *lcard,
+         double *cost, double *biggest)
+{
+    memcpy(adj, adj0, sizeof(word) * (size_t)k * W);
+    double c = 0, big = 0;
+    for (int i = 0; i < m; i++) {
+        double w = weight(adj, W, order[i], lcard);
+        c += w;
+        if (w > big)
+            big = w;
+        eliminate_symbolic(adj, W, order[i]);
+    }
+    *cost = c;
+    *biggest = big;
+}
+
+/* Greedy min-weight order (ties to the lower node index), with its cost and largest table. */
+static void
+greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const int *lcard,
+       const int *glob, int *order, double *wt, char *done, word *saved, double *cost,
+       double *biggest)
+{
+    memcpy(adj, adj0, sizeof(word) * (size_t)k * W);
+    for (int i = 0; i < m; i++) {
+        wt[elim[i]] = weight(adj, W, elim[i], lcard);
+        done[elim[i]] = 0;
+    }
+    double c = 0, big = 0;
+    for (int step = 0; step < m; step++) {
+        int best = -1;
+        for (int i = 0; i < m; i++) {
+            int x = elim[i];
+            if (done[x])
+                continue;
+            if (best < 0 || wt[x] < wt[best] || (wt[x] == wt[best] && glob[x] < glob[best]))
+                best = x;
+        }
+        double w = wt[best];
+        c += w;
+        if (w > big)
+            big = w;
+        order[step] = best;
+        done[best] = 1;
+        /* the neighbours' weights change: recompute them after the elimination */
+        memcpy(saved, adj + (size_t)best * W, sizeof(word) * (size_t)W);
+        eliminate_symbolic(adj, W, best);
+        for (int b = 0; b < W; b++) {
+            word bits = saved[b];
+            while (bits) {
+                int u = b * 64 + __builtin_ctzll(bits);
+                bits &= bits - 1;
+                if (!done[u])
+                    wt[u] = weight(adj, W, u, lcard);
+            }
+        }
+    }
+    *cost = c;
+    *biggest = big;
+}
+
+/* out[cell] = sum over x of the product of the factors, cells in C order over outv.
+   x < 0: no summed variable (a plain product). */
+static void
+product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
+            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx)
+{
+    /* strides of every output variable (and of x) in every factor; 0 where absent */
+    for (int f = 0; f < g; f++) {
+        Work *w = fs[f];
+        for (int j = 0; j < r; j++)
+            st[(size_t)f * r + j] = 0;
+        sx[f] = 0;
+        Py_ssize_t s = 1;
+        for (int a = w->nv - 1; a >= 0; a--) {
+            int v = w->vars[a];
+            if (v == x)
+                sx[f] = s;
+            else
+                for (int j = 0; j < r; j++)
+                    if (outv[j] == v) {
+                        st[(size_t)f * r + j] = s;
+                        break;
+                    }
+            s *= lcard[v];
+        }
+        off[f] = 0;
+    }
+    Py_ssize_t size = 1;
+    for (int j = 0; j < r; j++) {
+        size *= lcard[outv[j]];
+        idx[j] = 0;
+    }
+    int cx = x >= 0 ? lcard[x] : 1;
+    for (Py_ssize_t cell = 0; cell < size; cell++) {
+        double acc = 0.0;
+        for (int xv = 0; xv < cx; xv++) {
+            double p = 1.0;
+            for (int f = 0; f < g; f++)
+                p *= fs[f]->data[off[f] + xv * sx[f]];
+            acc += p;
+        }
+        out[cell] = acc;
+        for (int j = r - 1; j >= 0; j--) {
+            int c = lcard[outv[j]];
+            idx[j]++;
+            if (idx[j] < c) {
+                for (int f = 0; f < g; f++)
+                    off[f] += st[(size_t)f * r + j];
+                break;
+            }
+            idx[j] = 0;
+            for (int f = 0; f < g; f++)
+                off[f] -= st[(size_t)f * r + j] * (c - 1);
+        }
+    }
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* qsort context for the global order (positions of local variables) */
+static const int *sort_pos;
+static int
+cmp_pos(const void *a, const void *b)
+{
+    int x = sort_pos[*(const int *)a], y = sort_pos[*(const int *)b];
+    return (x > y) - (x < y);
+}
+
+/* Scratch for product_sum's strides, grown on demand (g factors times r variables). */
+static int
+strides_fit(Py_ssize_t **st, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t *p = realloc(*st, sizeof(Py_ssize_t) * need);
+    if (p == NULL)
+        return -1;
+    *st = p;
+    *cap = need;
+    return 0;
+}
+
+static PyObject *
+Network_joint(Network *self, PyObject *args)
+{
+    PyObject *nodes_obj, *out_obj;
+    double max_table;
+    int mode = 0;
+    if (!PyArg_ParseTuple(args, "OOd|i", &nodes_obj, &out_obj, &max_table, &mode))
+        return NULL;
+    if (self->card == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Network is not initialised");
+        return NULL;
+    }
+    if (mode < 0 || mode > 2) {
+        PyErr_SetString(PyExc_ValueError, "mode must be 0 (best), 1 (global) or 2 (greedy)");
+        return NULL;
+    }
+    int n = self->n, m = 0;
+    int *q = NULL;
+    if (int_seq(nodes_obj, n, &q, &m, "nodes") < 0)
+        return NULL;
+    Py_buffer obuf;
+    if (PyObject_GetBuffer(out_obj, &obuf,
+                           PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyMem_Free(q);
+        return NULL;
+    }
+    /* every allocation is declared here and freed at `done` */
+    PyObject *result = NULL;
+    int *mark = NULL, *local = NULL, *glob = NULL, *lcard = NULL, *stack = NULL;
+    int *elim = NULL, *ord_g = NULL, *ord_b = NULL, *lpos = NULL, *outv = NULL, *lv = NULL;
+    int *idx = NULL;
+    char *flag = NULL;
+    double *wt = NULL;
+    word *adj0 = NULL, *adj = NULL, *saved = NULL;
+    Work *work = NULL;
+    Work **sel = NULL;
+    Fac **chosen = NULL;
+    Inc inc = {NULL, NULL, NULL, 0, 0};
+    Py_ssize_t *st = NULL, *sx = NULL, *off = NULL;
+    size_t st_cap = 0;
+    int k = 0, nf = 0, ne = 0, cap = 0, nwork = 0, sp = 0, W = 0, total_vars = 0;
+    double cost_g = 0, big_g = 0, cost_b = 0, big_b = 0;
+    int use_global = 1;
+    const int *order = NULL;
+
+    Py_ssize_t osize = 1;
+    if (m == 0) {
+        PyErr_SetString(PyExc_ValueError, "nodes must not be empty");
+        goto done;
+    }
+    for (int i = 0; i < m; i++)
+        osize *= self->card[q[i]];
+    if (!is_float64(&obuf) || obuf.len != osize * 8) {
+        PyErr_SetString(PyExc_ValueError, "out must be a C-contiguous float64 table "
+                                          "with one entry per joint state of nodes");
+        goto done;
+    }
+
+    /* mark per node: bit 1 queried, bit 2 reached by the walk; local id per node, -1 none */
+    mark = calloc((size_t)n, sizeof(int));
+    local = malloc(sizeof(int) * (size_t)n);
+    glob = malloc(sizeof(int) * (size_t)n);
+    stack = malloc(sizeof(int) * (size_t)n);
+    chosen = malloc(sizeof(Fac *) * (size_t)n);
+    if (!mark || !local || !glob || !stack || !chosen)
+        goto nomem;
+    for (int i = 0; i < m; i++) {
+        if (mark[q[i]]) {
+            PyErr_SetString(PyExc_ValueError, "nodes must be distinct");
+            goto done;
+        }
+        mark[q[i]] = 3;
+        stack[sp++] = q[i];
+    }
+    for (int i = 0; i < n; i++)
+        local[i] = -1;
+
+    /* 1. the ancestral set, folded where no private ancestor is queried */
+    while (sp) {
+        int v = stack[--sp];
+        Fac *f = &self->base[v];
+        Fac *fo = &self->folded[v];
+        if (fo->present) {
+            int hit = 0;
+            for (int i = 0; i < fo->npriv && !hit; i++)
+                hit = mark[fo->priv[i]] & 1;
+            if (!hit)
+                f = fo;
+        }
+        chosen[nf++] = f;
+        total_vars += f->nv;
+        for (int i = 0; i < f->nups; i++) {
+            int u = f->ups[i];
+            if (!(mark[u] & 2)) {
+                mark[u] |= 2;
+                stack[sp++] = u;
+            }
+        }
+        for (int i = 0; i < f->nv; i++) {
+            int u = f->vars[i];
+            if (local[u] < 0) {
+                local[u] = k;
+                glob[k++] = u;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++)
+        if (local[q[i]] < 0) { /* cannot happen: a node's own table holds it */
+            PyErr_SetString(PyExc_RuntimeError, "a query node is in no factor");
+            goto done;
+        }
+
+    lcard = malloc(sizeof(int) * (size_t)k);
+    flag = calloc((size_t)k, 1);
+    elim = malloc(sizeof(int) * (size_t)k);
+    ord_g = malloc(sizeof(int) * (size_t)k);
+    ord_b = malloc(sizeof(int) * (size_t)k);
+    lpos = malloc(sizeof(int) * (size_t)k);
+    wt = malloc(sizeof(double) * (size_t)k);
+    if (!lcard || !flag || !elim || !ord_g || !ord_b || !lpos || !wt)
+        goto nomem;
+    for (int i = 0; i < k; i++) {
+        lcard[i] = self->card[glob[i]];
+        lpos[i] = self->pos[glob[i]];
+        if (!(mark[glob[i]] & 1))
+            elim[ne++] = i;
+    }
+
+    /* 2. symbolic: the factor graph over local variables; price the orders */
+    W = (k + 63) / 64;
+    adj0 = calloc((size_t)k * (size_t)W, sizeof(word));
+    adj = calloc((size_t)k * (size_t)W, sizeof(word));
+    saved = calloc((size_t)W, sizeof(word));
+    if (!adj0 || !adj || !saved)
+        goto nomem;
+    for (int f = 0; f < nf; f++) {
+        Fac *fa = chosen[f];
+        for (int a = 0; a < fa->nv; a++)
+            for (int b = 0; b < fa->nv; b++)
+                if (a != b)
+                    SETBIT(adj0 + (size_t)local[fa->vars[a]] * W, local[fa->vars[b]]);
+    }
+    if (mode != 2) {
+        memcpy(ord_g, elim, sizeof(int) * (size_t)ne);
+        sort_pos = lpos;
+        qsort(ord_g, (size_t)ne, sizeof(int), cmp_pos);
+        sort_pos = NULL;
+        simulate(adj0, adj, k, W, ord_g, ne, lcard, &cost_g, &big_g);
+    }
+    if (mode != 1)
+        greedy(adj0, adj, k, W, elim, ne, lcard, glob, ord_b, wt, flag, saved, &cost_b,
+               &big_b);
+    if (mode == 1)
+        use_global = 1;
+    else if (mode == 2)
+        use_global = 0;
+    else if (big_g <= max_table && big_b <= max_table)
+        use_global = cost_g <= cost_b;
+    else
+        use_global = big_g <= max_table;
+    if ((use_global ? big_g : big_b) > max_table) {
+        result = Py_False;
+        Py_INCREF(result);
+        goto done;
+    }
+    order = use_global ? ord_g : ord_b;
+
+    /* 3. numeric elimination: each step multiplies the live factors holding x, sums x out */
+    cap = nf + ne;
+    work = calloc((size_t)cap, sizeof(Work));
+    sel = malloc(sizeof(Work *) * (size_t)cap);
+    outv = malloc(sizeof(int) * (size_t)(k + 1));
+    inc.head = malloc(sizeof(int) * (size_t)k);
+    sx = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    off = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    idx = malloc(sizeof(int) * (size_t)(k + 1));
+    lv = malloc(sizeof(int) * (size_t)(total_vars > 0 ? total_vars : 1));
+    if (!work || !sel || !outv || !inc.head || !sx || !off || !idx || !lv)
+        goto nomem;
+    for (int i = 0; i < k; i++)
+        inc.head[i] = -1;
+    for (int f = 0, used = 0; f < nf; f++) {
+        Fac *fa = chosen[f];
+        Work *w = &work[f];
+        w->nv = fa->nv;
+        w->vars = lv + used;
+        for (int a = 0; a < fa->nv; a++) {
+            w->vars[a] = local[fa->vars[a]];
+            if (inc_add(&inc, w->vars[a], f) < 0)
+                goto nomem;
+        }
+        used += fa->nv;
+        w->data = fa->data;
+        w->alive = 1;
+    }
+    nwork = nf;
+    memset(flag, 0, (size_t)k); /* now: variable already in this step's output */
+    for (int s = 0; s < ne; s++) {
+        int x = order[s], g = 0, r = 0;
+        for (int e = inc.head[x]; e >= 0; e = inc.next[e]) {
+            Work *w = &work[inc.fid[e]];
+            if (!w->alive)
+                continue;
+            sel[g++] = w;
+            for (int a = 0; a < w->nv; a++) {
+                int u = w->vars[a];
+                if (u != x && !flag[u]) {
+                    flag[u] = 1;
+                    outv[r++] = u;
+                }
+            }
+        }
+        qsort(outv, (size_t)r, sizeof(int), cmp_int);
+        Py_ssize_t size = 1;
+        for (int j = 0; j < r; j++) {
+            flag[outv[j]] = 0;
+            size *= lcard[outv[j]];
+        }
+        Work *nw = &work[nwork++];
+        nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
+        nw->owned = malloc(sizeof(double) * (size_t)size);
+        if (!nw->vars || !nw->owned || strides_fit(&st, &st_cap, (size_t)g * (size_t)r + 1) < 0)
+            goto nomem;
+        memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
+        nw->nv = r;
+        product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx);
+        nw->data = nw->owned;
+        nw->alive = 1;
+        for (int f = 0; f < g; f++) { /* consumed: free intermediate tables at once */
+            Work *w = sel[f];
+            w->alive = 0;
+            free(w->owned);
+            w->owned = NULL;
+            w->data = NULL;
+        }
+        for (int j = 0; j < r; j++)
+            if (inc_add(&inc, outv[j], (int)(nw - work)) < 0)
+                goto nomem;
+    }
+    /* the product of what is left, onto the query's axes in the order given */
+    {
+        int g = 0;
+        for (int f = 0; f < nwork; f++)
+            if (work[f].alive)
+                sel[g++] = &work[f];
+        for (int i = 0; i < m; i++)
+            outv[i] = local[q[i]];
+        if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0)
+            goto nomem;
+        product_sum(g, sel, m, outv, -1, lcard, (double *)obuf.buf, st, sx, off, idx);
+    }
+    result = Py_True;
+    Py_INCREF(result);
+    goto done;
+
+nomem:
+    PyErr_NoMemory();
+done:
+    if (work)
+        for (int f = nf; f < cap; f++) { /* the original factors' memory is not ours */
+            free(work[f].owned);
+            free(work[f].vars);
+        }
+    free(work);
+    free(sel);
+    free(outv);
+    free(inc.head);
+    free(inc.next);
+    free(inc.fid);
+    free(st);
+    free(sx);
+    free(off);
+    free(idx);
+    free(lv);
+    free(mark);
+    free(local);
+    free(glob);
+    free(lcard);
+    free(stack);
+    free(chosen);
+    free(flag);
+    free(elim);
+    free(ord_g);
+    free(ord_b);
+    free(lpos);
+    free(wt);
+    free(adj0);
+    free(adj);
+    free(saved);
+    PyMem_Free(q);
+    PyBuffer_Release(&obuf);
+    return result;
+}
+
+static PyMethodDef Network_methods[] = {
+    {"joint", (PyCFunction)Network_joint, METH_VARARGS,
+     "joint(nodes, out, max_table, mode=0) -> bool\n\n"
+     "Write P(nodes) into out (float64, C order, axes in the order of nodes). False, with out\n"
+     "untouched, when every order considered would build a table above max_table entries.\n"
+     "mode: 0 the cheaper of the global and the greedy order, 1 global, 2 greedy."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject NetworkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_quiltpriv_kernel.Network",
+    .tp_doc = "Network(cards, position, base, folded): one member of Theta, prepared.",
+    .tp_basicsize = sizeof(Network),
+    .tp_itemsize = 0,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Network_init,
+    .tp_dealloc = (destructor)Network_dealloc,
+    .tp_methods = Network_methods,
+};
+
+static struct PyModuleDef kernel_module = {
+    PyModuleDef_HEAD_INIT, "_quiltpriv_kernel",
+    "Compiled bucket elimination for quiltpriv.influence (optional; pure-Python fallback).",
+    -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__quiltpriv_kernel(void)
+{
+    if (PyType_Ready(&NetworkType) < 0)
+        return NULL;
+    PyObject *mod = PyModule_Create(&kernel_module);
+    if (mod == NULL)
+        return NULL;
+    Py_INCREF(&NetworkType);
+    if (PyModule_AddObject(mod, "Network", (PyObject *)&NetworkType) < 0 ||
+        PyModule_AddIntConstant(mod, "ABI", KERNEL_ABI) < 0) {
+        Py_DECREF(&NetworkType);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
