@@ -367,10 +367,12 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
 }
 
 /* out[cell] = sum over x of the product of the factors, cells in C order over outv.
-   x < 0: no summed variable (a plain product). */
+   x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
+   (one pointer step per factor), the others as an odometer; one and two factors, the
+   common cases, have loops of their own; more go through `tmp` (inner x card x entries). */
 static void
 product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
-            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx)
+            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp)
 {
     /* strides of every output variable (and of x) in every factor; 0 where absent */
     for (int f = 0; f < g; f++) {
@@ -393,25 +395,56 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
         }
         off[f] = 0;
     }
-    Py_ssize_t size = 1;
-    for (int j = 0; j < r; j++) {
-        size *= lcard[outv[j]];
+    int cx = x >= 0 ? lcard[x] : 1;
+    int last = r - 1;
+    Py_ssize_t inner = r > 0 ? lcard[outv[last]] : 1, outer = 1;
+    for (int j = 0; j < last; j++) {
+        outer *= lcard[outv[j]];
         idx[j] = 0;
     }
-    int cx = x >= 0 ? lcard[x] : 1;
-    for (Py_ssize_t cell = 0; cell < size; cell++) {
-        double acc = 0.0;
-        for (int xv = 0; xv < cx; xv++) {
-            double p = 1.0;
-            for (int f = 0; f < g; f++)
-                p *= fs[f]->data[off[f] + xv * sx[f]];
-            acc += p;
+    for (Py_ssize_t o = 0; o < outer; o++) {
+        double *dst = out + o * inner;
+        if (g == 1) {
+            const double *a = fs[0]->data + off[0];
+            Py_ssize_t sa = r > 0 ? st[last] : 0, xa = sx[0];
+            for (Py_ssize_t t = 0; t < inner; t++, a += sa) {
+                double acc = 0.0;
+                for (int xv = 0; xv < cx; xv++)
+                    acc += a[xv * xa];
+                dst[t] = acc;
+            }
         }
-        out[cell] = acc;
-        for (int j = r - 1; j >= 0; j--) {
+        else if (g == 2) {
+            const double *a = fs[0]->data + off[0], *b = fs[1]->data + off[1];
+            Py_ssize_t sa = r > 0 ? st[last] : 0, sb = r > 0 ? st[(size_t)r + last] : 0;
+            Py_ssize_t xa = sx[0], xb = sx[1];
+            for (Py_ssize_t t = 0; t < inner; t++, a += sa, b += sb) {
+                double acc = 0.0;
+                for (int xv = 0; xv < cx; xv++)
+                    acc += a[xv * xa] * b[xv * xb];
+                dst[t] = acc;
+            }
+        }
+        else { /* the block of inner x cx products, one factor at a time, then the sums */
+            for (int f = 0; f < g; f++) {
+                const double *a = fs[f]->data + off[f];
+                Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
+                double *p = tmp;
+                for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                    for (int xv = 0; xv < cx; xv++, p++)
+                        *p = f ? *p * a[xv * xa] : a[xv * xa];
+            }
+            const double *p = tmp;
+            for (Py_ssize_t t = 0; t < inner; t++) {
+                double acc = 0.0;
+                for (int xv = 0; xv < cx; xv++)
+                    acc += *p++;
+                dst[t] = acc;
+            }
+        }
+        for (int j = last - 1; j >= 0; j--) { /* odometer over the outer axes */
             int c = lcard[outv[j]];
-            idx[j]++;
-            if (idx[j] < c) {
+            if (++idx[j] < c) {
                 for (int f = 0; f < g; f++)
                     off[f] += st[(size_t)f * r + j];
                 break;
@@ -423,10 +456,16 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
     }
 }
 
+/* qsort context: intermediate tables put their largest variable last (the plain inner loop
+   of product_sum), ties by local id */
+static const int *sort_card;
 static int
-cmp_int(const void *a, const void *b)
+cmp_card(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
+    int cx = sort_card[x], cy = sort_card[y];
+    if (cx != cy)
+        return (cx > cy) - (cx < cy);
     return (x > y) - (x < y);
 }
 
@@ -449,6 +488,19 @@ strides_fit(Py_ssize_t **st, size_t *cap, size_t need)
     if (p == NULL)
         return -1;
     *st = p;
+    *cap = need;
+    return 0;
+}
+
+static int
+doubles_fit(double **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    double *p = realloc(*buf, sizeof(double) * need);
+    if (p == NULL)
+        return -1;
+    *buf = p;
     *cap = need;
     return 0;
 }
@@ -492,7 +544,8 @@ Network_joint(Network *self, PyObject *args)
     Fac **chosen = NULL;
     Inc inc = {NULL, NULL, NULL, 0, 0};
     Py_ssize_t *st = NULL, *sx = NULL, *off = NULL;
-    size_t st_cap = 0;
+    size_t st_cap = 0, tmp_cap = 0;
+    double *tmp = NULL;
     int k = 0, nf = 0, ne = 0, cap = 0, nwork = 0, sp = 0, W = 0, total_vars = 0;
     double cost_g = 0, big_g = 0, cost_b = 0, big_b = 0;
     int use_global = 1;
@@ -665,7 +718,8 @@ Network_joint(Network *self, PyObject *args)
                 }
             }
         }
-        qsort(outv, (size_t)r, sizeof(int), cmp_int);
+        sort_card = lcard;
+        qsort(outv, (size_t)r, sizeof(int), cmp_card);
         Py_ssize_t size = 1;
         for (int j = 0; j < r; j++) {
             flag[outv[j]] = 0;
@@ -674,11 +728,13 @@ Network_joint(Network *self, PyObject *args)
         Work *nw = &work[nwork++];
         nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
         nw->owned = malloc(sizeof(double) * (size_t)size);
-        if (!nw->vars || !nw->owned || strides_fit(&st, &st_cap, (size_t)g * (size_t)r + 1) < 0)
+        if (!nw->vars || !nw->owned || strides_fit(&st, &st_cap, (size_t)g * (size_t)r + 1) < 0 ||
+            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)(r ? lcard[outv[r - 1]] : 1) *
+                                                     (size_t)lcard[x]) < 0))
             goto nomem;
         memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
         nw->nv = r;
-        product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx);
+        product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp);
         nw->data = nw->owned;
         nw->alive = 1;
         for (int f = 0; f < g; f++) { /* consumed: free intermediate tables at once */
@@ -700,9 +756,10 @@ Network_joint(Network *self, PyObject *args)
                 sel[g++] = &work[f];
         for (int i = 0; i < m; i++)
             outv[i] = local[q[i]];
-        if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0)
+        if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0 ||
+            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)lcard[outv[m - 1]]) < 0))
             goto nomem;
-        product_sum(g, sel, m, outv, -1, lcard, (double *)obuf.buf, st, sx, off, idx);
+        product_sum(g, sel, m, outv, -1, lcard, (double *)obuf.buf, st, sx, off, idx, tmp);
     }
     result = Py_True;
     Py_INCREF(result);
@@ -723,6 +780,7 @@ done:
     free(inc.next);
     free(inc.fid);
     free(st);
+    free(tmp);
     free(sx);
     free(off);
     free(idx);
@@ -769,10 +827,99 @@ static PyTypeObject NetworkType = {
     .tp_methods = Network_methods,
 };
 
+/* ---- Definition 8 on a joint table ------------------------------------------------------ */
+
+/* definition8(table, rows) -> (value, a, b): max over columns q of
+   log max_a P(q | a) - log min_b P(q | b) over rows a, b of positive total, +inf when some
+   column is positive under one row and zero under another, 0 when no column is possible; a and
+   b attain it (first maximum and minimum, first column), as quiltpriv.influence computes it. */
+static PyObject *
+definition8(PyObject *mod, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t rows;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "On", &obj, &rows))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    double *total = NULL;
+    Py_ssize_t n = view.len / 8, cols;
+    if (!is_float64(&view) || rows < 1 || n % rows != 0 || n == 0) {
+        PyErr_SetString(PyExc_ValueError, "definition8 needs a non-empty C-contiguous float64 "
+                                          "table whose size is a multiple of rows");
+        goto done;
+    }
+    cols = n / rows;
+    const double *j = (const double *)view.buf;
+    total = malloc(sizeof(double) * (size_t)rows);
+    if (total == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t first = -1;
+    for (Py_ssize_t a = 0; a < rows; a++) {
+        double t = 0.0;
+        for (Py_ssize_t c = 0; c < cols; c++)
+            t += j[a * cols + c];
+        total[a] = t;
+        if (t > 0 && first < 0)
+            first = a;
+    }
+    if (first < 0) {
+        PyErr_SetString(PyExc_ValueError, "definition8: no row has positive probability");
+        goto done;
+    }
+    double best = -1.0;
+    Py_ssize_t best_a = first, best_b = first;
+    for (Py_ssize_t c = 0; c < cols; c++) {
+        Py_ssize_t hi_a = first, lo_a = first;
+        double hi = j[first * cols + c] / total[first], lo = hi;
+        for (Py_ssize_t a = first + 1; a < rows; a++) {
+            if (!(total[a] > 0))
+                continue;
+            double x = j[a * cols + c] / total[a];
+            if (x > hi) {
+                hi_a = a;
+                hi = x;
+            }
+            else if (x < lo) {
+                lo_a = a;
+                lo = x;
+            }
+        }
+        if (hi <= 0)
+            continue;
+        if (lo == 0) {
+            result = Py_BuildValue("(dnn)", Py_HUGE_VAL, hi_a, lo_a);
+            goto done;
+        }
+        double value = log(hi) - log(lo);
+        if (value > best) {
+            best = value;
+            best_a = hi_a;
+            best_b = lo_a;
+        }
+    }
+    result = Py_BuildValue("(dnn)", best > 0 ? best : 0.0, best_a, best_b);
+done:
+    free(total);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"definition8", definition8, METH_VARARGS,
+     "definition8(table, rows) -> (value, a, b): Definition 8 from a joint table[a, ...]."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef kernel_module = {
     PyModuleDef_HEAD_INIT, "_quiltpriv_kernel",
     "Compiled bucket elimination for quiltpriv.influence (optional; pure-Python fallback).",
-    -1, NULL, NULL, NULL, NULL, NULL,
+    -1, module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

@@ -302,6 +302,8 @@ SMALL_JOINT = 32
 
 def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
     """``max_q log max_a P(q|a) / min_b P(q|b)`` from ``joint[a, q...]``, and the argmax pair."""
+    if _KERNEL is not None and joint.dtype == np.float64:
+        return _KERNEL.definition8(np.ascontiguousarray(joint), joint.shape[0])
     if joint.size <= SMALL_JOINT:
         return _influence_small(joint.reshape(joint.shape[0], -1).tolist())
     j = joint.reshape(joint.shape[0], -1)

@@ -215,6 +215,7 @@ def test_definition8_small_path_equals_numpy_path(monkeypatch):
         j = j / j.sum()
         small = infl._influence_small(j.tolist())
         monkeypatch.setattr(infl, "SMALL_JOINT", -1)
+        monkeypatch.setattr(infl, "_KERNEL", None)
         big = infl._influence_from_joint(j)
         monkeypatch.undo()
         assert small[1:] == big[1:]

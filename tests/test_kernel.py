@@ -192,3 +192,46 @@ def test_environment_variable_switches_the_kernel_off():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=Path(__file__).parents[1])
     assert out.stdout.strip() == "False"
+
+
+def test_definition8_equals_the_python_and_numpy_paths(monkeypatch):
+    """Random joints with zeros, impossible rows and ties (values from a small set). The
+    kernel and the pure-Python path both use the C library's log: identical results. numpy's
+    log may differ in the last ulp, so against it the value agrees to rounding and the reported
+    pair attains the value (a tie between columns may be settled differently)."""
+    rng = np.random.default_rng(11)
+    kernel = infl._KERNEL.definition8
+    checked = 0
+    for trial in range(4000):
+        k, m = int(rng.integers(1, 6)), int(rng.integers(1, 40))
+        if trial % 2:
+            j = rng.integers(0, 3, size=(k, m)).astype(float)  # many ties and zeros
+        else:
+            j = rng.random((k, m)) * (rng.random((k, m)) > 0.2)
+        if rng.random() < 0.1:
+            j[int(rng.integers(k))] = 0
+        if j.sum() == 0:
+            continue
+        j = j / j.sum()
+        got = kernel(j, k)
+        assert got == infl._influence_small(j.tolist()), trial
+        monkeypatch.setattr(infl, "SMALL_JOINT", -1)
+        monkeypatch.setattr(infl, "_KERNEL", None)
+        want = infl._influence_from_joint(j)
+        monkeypatch.undo()
+        # numpy sums rows pairwise, so tied rows may differ in the last ulp there
+        a, b = got[1:]
+        rows = j / j.sum(axis=1, keepdims=True).clip(min=1e-300)
+        if math.isinf(want[0]):
+            assert math.isinf(got[0]) and ((rows[a] > 0) & (rows[b] == 0)).any(), trial
+        else:
+            assert got[0] == pytest.approx(want[0], rel=1e-13, abs=1e-15), trial
+            both = (rows[a] > 0) & (rows[b] > 0)
+            attained = (np.log(rows[a][both]) - np.log(rows[b][both])).max(initial=0.0)
+            assert attained == pytest.approx(got[0], rel=1e-12, abs=1e-15), trial
+        checked += 1
+    assert checked > 3500
+    with pytest.raises(ValueError, match="positive"):
+        kernel(np.zeros((2, 2)), 2)
+    with pytest.raises(ValueError, match="multiple"):
+        kernel(np.ones(5) / 5, 2)
