@@ -326,8 +326,20 @@ def machine_facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "pgmpy": pgmpy.__version__,
+        "kernel": _kernel_fact(),
         "loadavg_at_end": os.getloadavg(),
     }
+
+
+def _kernel_fact() -> str:
+    """Whether quiltpriv's compiled kernel ran (and from where), for the results header."""
+    try:
+        from quiltpriv.influence import _KERNEL
+    except ImportError:  # a quiltpriv before the kernel
+        return "none (quiltpriv without a compiled kernel)"
+    if _KERNEL is None:
+        return "not used (pure-Python bucket elimination)"
+    return f"compiled, {_KERNEL.__file__}"
 
 
 def _f(x: float | None, spec: str = ".3g") -> str:
@@ -413,6 +425,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
            f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, "
            f"{facts['ram_gb']} GB RAM; {facts['platform']}",
            f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "
+           f"kernel: {facts.get('kernel', 'unknown')}; "
            f"load average at end {', '.join(f'{x:.2f}' for x in facts['loadavg_at_end'])}",
            f"command: python benchmarks/bench_core.py {' '.join(argv)}",
            f"count query over {QUERY_ATTRIBUTES} seeded random attributes, n = {RECORDS}, "

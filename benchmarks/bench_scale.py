@@ -8,8 +8,9 @@ taken as a hyperparameter network:
 1. ``t_read``: pgmpy's ``BIFReader(string=text).get_model()`` (median of the repeats), the floor.
 2. For eps in {0.5, 1, 2}: one :func:`quiltpriv.plan` call with every node sensitive, for a count
    query over 3 attributes drawn with a fixed seed (n = 1000), with the default inference
-   (``"auto"``: bucket elimination; a global order for small queries, a greedy order of
-   their own for large ones; single-child ancestors folded once per Theta). Each
+   (``"auto"``: bucket elimination over the query's ancestral set, single-child ancestors
+   folded once per Theta; by the compiled kernel when it is built, which picks the cheapest
+   of a global, a min-weight and a min-fill order per query). Each
    repetition plans on a FRESH ``Theta`` rebuilt with
    :func:`~quiltpriv.network.theta_from_pgmpy` (timed separately as ``convert``), so no cache
    of any kind (influence cache, junction tree, graph) carries over between timed runs.
@@ -21,13 +22,14 @@ taken as a hyperparameter network:
    the core scale (equal / lower / higher; higher must be 0) and each side's optimality.
 4. Influence: on (node, quilt) pairs the eps = 1 all-nodes plan evaluated (a seeded sample,
    read back from the influence cache) plus random 1-3 node quilts, the time of
-   :func:`quiltpriv.influence.max_influence` (default inference; ``"junction_tree"`` and
-   ``"elimination"`` reported alongside) against pgmpy's ``VariableElimination`` + Definition 8
-   (``bench_core.ve_influence``; the VE object is built once outside the timing, on the
-   renormalised CPDs Theta holds). Between repeats only the influence cache entries are
-   cleared: the per-Theta structures (junction tree structure and order, calibrated tree) are
-   kept, like pgmpy's VE object; their one-time preparation is timed separately and charged in
-   an amortised ratio ``sum t_VE / (sum t_ours + prep)``.
+   :func:`quiltpriv.influence.max_influence` (default inference; the default with the compiled
+   kernel switched off, ``"junction_tree"`` and ``"elimination"`` reported alongside) against
+   pgmpy's ``VariableElimination`` + Definition 8 (``bench_core.ve_influence``; the VE object
+   is built once outside the timing, on the renormalised CPDs Theta holds). Between repeats
+   only the influence cache entries are cleared: the per-Theta structures (junction tree
+   structure and order, calibrated tree, the kernel's view) are kept, like pgmpy's VE object;
+   their one-time preparation is timed separately and charged in an amortised ratio
+   ``sum t_VE / (sum t_ours + prep)``.
 5. Memory: every network runs in its own subprocess (JSON back on stdout); the worker's own peak
    RSS (``RUSAGE_SELF``) is taken after the fast plans (read, convert and plans only) and at the
    end. Target: munin under 4 GiB.
@@ -43,6 +45,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import datetime as _dt
 import inspect
@@ -106,8 +109,38 @@ def has_inference() -> bool:
     return all("inference" in inspect.signature(f).parameters for f in (plan, max_influence))
 
 
+#: The default path with the compiled kernel switched off (its pure-Python bucket elimination),
+#: reported beside the default so the kernel's share of the speed is visible.
+AUTO_PYTHON = "auto (python)"
+
+
 def _kw(inference: str | None) -> dict[str, str]:
-    return {} if inference is None else {"inference": inference}
+    if inference is None:
+        return {}
+    return {"inference": "auto" if inference == AUTO_PYTHON else inference}
+
+
+def _has_kernel() -> bool:
+    try:
+        from quiltpriv.influence import compiled_kernel
+    except ImportError:
+        return False
+    return compiled_kernel()
+
+
+@contextlib.contextmanager
+def _kernel_off(method: str | None) -> Any:
+    """Run the block with quiltpriv's compiled kernel off when ``method`` is AUTO_PYTHON."""
+    if method != AUTO_PYTHON:
+        yield
+        return
+    import quiltpriv.influence as influence
+
+    saved, influence._KERNEL = influence._KERNEL, None
+    try:
+        yield
+    finally:
+        influence._KERNEL = saved
 
 
 def _rss_mb() -> float:
@@ -252,27 +285,28 @@ def bench_influence(model: Any, name: str, evaluated: list[tuple[str, tuple[str,
                 del theta._cache[k]
 
         t_first = None
-        for k, row in enumerate(rows):
-            node, q = row["node"], tuple(row["quilt"])
+        with _kernel_off(method):
+            for k, row in enumerate(rows):
+                node, q = row["node"], tuple(row["quilt"])
 
-            def ours(node: str = node, q: tuple[str, ...] = q, method: str | None = method,
-                     theta: Theta = theta) -> float:
-                return max_influence(theta, node, q, **_kw(method)).value
+                def ours(node: str = node, q: tuple[str, ...] = q, method: str | None = method,
+                         theta: Theta = theta) -> float:
+                    return max_influence(theta, node, q, **_kw(method)).value
 
-            try:
-                if k == 0:  # first call on the fresh Theta builds the per-Theta structures
-                    t0 = time.perf_counter()
-                    ours()
-                    t_first = time.perf_counter() - t0
-                t_ours, v_ours = _best_of(ours, inner, before=clear)
-            except InfluenceTooExpensive as exc:
-                row["by_method"][label] = {"skipped": str(exc)}
-                continue
-            diff, raw_diff = _differences(v_ours, row["ve"])
-            row["by_method"][label] = {
-                "ours": v_ours, "t_ours": t_ours, "ratio": row["t_ve"] / t_ours,
-                "abs_diff": diff, "raw_diff": raw_diff,
-                "under": bool(v_ours < row["ve"] - UNDER_TOLERANCE)}
+                try:
+                    if k == 0:  # first call on the fresh Theta builds the per-Theta structures
+                        t0 = time.perf_counter()
+                        ours()
+                        t_first = time.perf_counter() - t0
+                    t_ours, v_ours = _best_of(ours, inner, before=clear)
+                except InfluenceTooExpensive as exc:
+                    row["by_method"][label] = {"skipped": str(exc)}
+                    continue
+                diff, raw_diff = _differences(v_ours, row["ve"])
+                row["by_method"][label] = {
+                    "ours": v_ours, "t_ours": t_ours, "ratio": row["t_ve"] / t_ours,
+                    "abs_diff": diff, "raw_diff": raw_diff,
+                    "under": bool(v_ours < row["ve"] - UNDER_TOLERANCE)}
         first = rows[0]["by_method"].get(label, {}) if rows else {}
         t_build = (max(0.0, t_first - first["t_ours"])
                    if t_first is not None and "t_ours" in first else None)
@@ -346,7 +380,9 @@ def bench_network(name: str, *, quick: bool, seed: int, repeat: int | None,
             row["core_scale"] = pc.scale
     rss_after_plans = _rss_mb()
 
-    methods = (fast_inf, "junction_tree", "elimination") if api else (None,)
+    methods: tuple[str | None, ...] = (fast_inf, "junction_tree", "elimination") if api else (None,)
+    if _has_kernel():
+        methods = (methods[0], AUTO_PYTHON, *methods[1:])
     infl = bench_influence(model, name, evaluated, rng, n_planner, n_random, inner, methods)
     return {
         "network": name, "nodes": len(nodes), "edges": len(theta0.edges),
@@ -443,6 +479,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, {facts['ram_gb']} GB "
         f"RAM; {facts['platform']}",
         f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "
+        f"kernel: {facts.get('kernel', 'unknown')}; "
         f"quiltpriv at {facts.get('code', 'unknown')}",
         f"uptime at start: {load_start}",
         f"uptime at end:   {load_end}",
@@ -526,7 +563,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
             "own fresh Theta):", *_table(head, rows),
             "prep = one-time per-Theta preparation (first call on the fresh Theta minus that "
             "pair's steady time): for auto the global elimination order, sorted and folded "
-            "CPDs,", "for junction_tree also the calibration; amortised charges it once."]
+            "CPDs (and the kernel's view of them),",
+            "for junction_tree also the calibration; amortised charges it once."]
     out += ["", "slowest pairs (lowest VE/ours) per network:"]
     for r in ok:
         timed = sorted((x for x in r["influence"]["rows"] if "ratio" in x),
