@@ -487,10 +487,10 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         f"count query over {QUERY_ATTRIBUTES} seeded attributes, n = {RECORDS}; every node "
         "sensitive in one plan() call; each repetition on a fresh Theta (theta_from_pgmpy); "
         "times are medians of the repeats",
-        "fast = plan(..., inference='auto') (bucket elimination: global min-weight order for "
-        "small queries, greedy per-query order for large ones, single-child ancestors folded "
-        "once per Theta); core = inference='elimination' (greedy per-query variable "
-        "elimination)"
+        "fast = plan(..., inference='auto') (bucket elimination over the ancestral set, "
+        "single-child ancestors folded once per Theta; with the compiled kernel, the cheapest "
+        "of a global, a min-weight and a min-fill order per query); core = "
+        "inference='elimination' (greedy per-query variable elimination)"
         if api else "inference= keyword not available: 'fast' is the current default planner, "
                     "core comparison n/a",
         "",
