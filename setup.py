@@ -7,6 +7,17 @@ It is a top-level module so that it is found from site-packages even when ``quil
 is imported from a source checkout (as the test suite does).
 """
 
+import hashlib
+from pathlib import Path
+
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("_quiltpriv_kernel", ["quiltpriv/_kernel.c"], optional=True)])
+SOURCE = "quiltpriv/_kernel.c"
+# The build records which source it came from, so that a source checkout can tell a stale
+# build (installed before _kernel.c changed) from a current one and not use it.
+DIGEST = hashlib.sha256(Path(__file__).with_name("quiltpriv").joinpath("_kernel.c").read_bytes())
+
+setup(ext_modules=[Extension(
+    "_quiltpriv_kernel", [SOURCE], optional=True,
+    define_macros=[("KERNEL_SOURCE_SHA256", f'"{DIGEST.hexdigest()}"')],
+)])

@@ -28,6 +28,9 @@
 #include <string.h>
 
 #define KERNEL_ABI 1
+#ifndef KERNEL_SOURCE_SHA256 /* set by setup.py: the SHA-256 of this file */
+#define KERNEL_SOURCE_SHA256 ""
+#endif
 
 /* mode 0 prices the min-fill order only when the cheaper of the others builds more table
    entries than this (measured on the bundled networks: below, the ordering costs more than
@@ -980,7 +983,8 @@ PyInit__quiltpriv_kernel(void)
         return NULL;
     Py_INCREF(&NetworkType);
     if (PyModule_AddObject(mod, "Network", (PyObject *)&NetworkType) < 0 ||
-        PyModule_AddIntConstant(mod, "ABI", KERNEL_ABI) < 0) {
+        PyModule_AddIntConstant(mod, "ABI", KERNEL_ABI) < 0 ||
+        PyModule_AddStringConstant(mod, "SOURCE_SHA256", KERNEL_SOURCE_SHA256) < 0) {
         Py_DECREF(&NetworkType);
         Py_DECREF(mod);
         return NULL;

@@ -8,8 +8,8 @@ over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+
 is needed. It is computed exactly by variable elimination on the ancestral subgraph of
 ``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
 cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination with
-per-Theta preparation (a global min-weight order, CPDs with single-child ancestors folded in);
-see :func:`joint_marginal` for the paths.
+per-Theta preparation (a global min-weight order, CPDs with single-child ancestors folded in),
+run by the optional compiled kernel when it is built; see :func:`joint_marginal` for the paths.
 
 Floating point: the contraction rounds, so a computed ratio can be below the true one by a few
 hundred ulps. Every returned influence is raised by :data:`ROUNDING_MARGIN` (relative and
@@ -18,11 +18,14 @@ absolute) so that it is never below the exact value; the tests compare with pgmp
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,13 +48,30 @@ except ImportError:  # pragma: no cover - a numpy that moved it
     _c_einsum = np.einsum
 
 _KERNEL_ABI = 1
-try:  # the optional compiled bucket elimination (quiltpriv/_kernel.c, built by pip install)
-    import _quiltpriv_kernel as _KERNEL
-except ImportError:  # pragma: no cover - installed without a C compiler
-    _KERNEL = None
-if _KERNEL is not None and (getattr(_KERNEL, "ABI", None) != _KERNEL_ABI
-                            or os.environ.get("QUILTPRIV_NO_KERNEL")):
-    _KERNEL = None  # a stale build from another version, or switched off for comparison
+
+
+def _load_kernel() -> Any:
+    """The compiled kernel, or None: not built, switched off, or built from other source."""
+    if os.environ.get("QUILTPRIV_NO_KERNEL"):
+        return None
+    try:  # optional compiled bucket elimination (quiltpriv/_kernel.c, built by pip install)
+        import _quiltpriv_kernel as kernel
+    except ImportError:  # pragma: no cover - installed without a C compiler
+        return None
+    if getattr(kernel, "ABI", None) != _KERNEL_ABI:
+        return None
+    source = Path(__file__).with_name("_kernel.c")
+    if source.exists():  # a source checkout: use the build only if it is of this source
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        if getattr(kernel, "SOURCE_SHA256", None) != digest:
+            warnings.warn(f"{kernel.__file__} was built from another version of {source}; "
+                          "using the pure-Python path (reinstall to rebuild the kernel)",
+                          RuntimeWarning, stacklevel=2)
+            return None
+    return kernel
+
+
+_KERNEL = _load_kernel()
 
 
 def compiled_kernel() -> bool:
@@ -140,10 +160,13 @@ def joint_marginal(
     inference : {"auto", "junction_tree", "elimination"}
         All three are exact and differ in rounding only. ``"auto"`` (the default): bucket
         elimination over the ancestral set of ``nodes``, with single-child ancestors folded
-        into their child's CPD once per Theta; small queries use the network's global
-        min-weight order (computed once per Theta), queries of :data:`GREEDY_FROM` factors
-        or more, or whose global order would build a table above :data:`BUCKET_LIMIT`
-        entries, a greedy min-weight order of their own. ``"elimination"``: variable elimination
+        into their child's CPD once per Theta. With the compiled kernel
+        (:func:`compiled_kernel`) it runs in C, in the cheapest of the network's global
+        min-weight order restricted to the query, a greedy min-weight and a greedy min-fill
+        order of the query's own (priced symbolically). In pure Python, small queries use
+        the global order, queries of :data:`GREEDY_FROM` factors or more, or whose global
+        order would build a table above :data:`BUCKET_LIMIT` entries, a greedy min-weight
+        order of their own. ``"elimination"``: variable elimination
         with a greedy min-size order chosen per query (the core's original path; also used
         for exact rational tables). ``"junction_tree"``: from the member's calibrated
         junction tree (:mod:`quiltpriv.junction_tree`, built once per member; slower for the

@@ -235,3 +235,22 @@ def test_definition8_equals_the_python_and_numpy_paths(monkeypatch):
         kernel(np.zeros((2, 2)), 2)
     with pytest.raises(ValueError, match="multiple"):
         kernel(np.ones(5) / 5, 2)
+
+
+def test_a_build_of_other_source_is_not_used(monkeypatch):
+    """A checkout whose _kernel.c changed since the kernel was installed gets the Python path
+    (and a warning), not a stale kernel; a build of this very source is used."""
+    import types
+
+    current = infl._KERNEL
+    assert current.SOURCE_SHA256 == __import__("hashlib").sha256(
+        (Path(infl.__file__).with_name("_kernel.c")).read_bytes()).hexdigest()
+    stale = types.SimpleNamespace(ABI=current.ABI, SOURCE_SHA256="0" * 64, __file__="stale.so")
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", stale)
+    with pytest.warns(RuntimeWarning, match="another version"):
+        assert infl._load_kernel() is None
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", current)
+    assert infl._load_kernel() is current
+    other_abi = types.SimpleNamespace(ABI=current.ABI + 1, SOURCE_SHA256=current.SOURCE_SHA256)
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", other_abi)
+    assert infl._load_kernel() is None
