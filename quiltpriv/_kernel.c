@@ -414,7 +414,7 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
 /* out[cell] = sum over x of the product of the factors, cells in C order over outv.
    x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
    (one pointer step per factor), the others as an odometer; one and two factors, the
-   common cases, have loops of their own; more go through `tmp` (inner x card x entries). */
+   common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries). */
 static void
 product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
             Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp)
@@ -470,15 +470,45 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
                 dst[t] = acc;
             }
         }
-        else { /* the block of inner x cx products, one factor at a time, then the sums */
+        else { /* the block of inner x cx products, one factor at a time, then the sums;
+                  factors that do not depend on the inner axis are multiplied once, into
+                  the first row of the block, which then seeds the others */
+            double *base = tmp + inner * cx;
+            int seeded = 0;
+            for (int f = 0; f < g; f++) {
+                Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
+                if (sa)
+                    continue;
+                const double *a = fs[f]->data + off[f];
+                for (int xv = 0; xv < cx; xv++)
+                    base[xv] = seeded ? base[xv] * a[xv * xa] : a[xv * xa];
+                seeded = 1;
+            }
+            int first = 1;
             for (int f = 0; f < g; f++) {
                 const double *a = fs[f]->data + off[f];
                 Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
+                if (!sa)
+                    continue;
                 double *p = tmp;
-                for (Py_ssize_t t = 0; t < inner; t++, a += sa)
-                    for (int xv = 0; xv < cx; xv++, p++)
-                        *p = f ? *p * a[xv * xa] : a[xv * xa];
+                if (first && seeded)
+                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                        for (int xv = 0; xv < cx; xv++, p++)
+                            *p = base[xv] * a[xv * xa];
+                else if (first)
+                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                        for (int xv = 0; xv < cx; xv++, p++)
+                            *p = a[xv * xa];
+                else
+                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                        for (int xv = 0; xv < cx; xv++, p++)
+                            *p *= a[xv * xa];
+                first = 0;
             }
+            if (first) /* no factor depends on the inner axis */
+                for (Py_ssize_t t = 0; t < inner; t++)
+                    for (int xv = 0; xv < cx; xv++)
+                        tmp[t * cx + xv] = seeded ? base[xv] : 1.0;
             const double *p = tmp;
             for (Py_ssize_t t = 0; t < inner; t++) {
                 double acc = 0.0;
@@ -779,7 +809,7 @@ Network_joint(Network *self, PyObject *args)
         nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
         nw->owned = malloc(sizeof(double) * (size_t)size);
         if (!nw->vars || !nw->owned || strides_fit(&st, &st_cap, (size_t)g * (size_t)r + 1) < 0 ||
-            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)(r ? lcard[outv[r - 1]] : 1) *
+            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)((r ? lcard[outv[r - 1]] : 1) + 1) *
                                                      (size_t)lcard[x]) < 0))
             goto nomem;
         memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
@@ -807,7 +837,7 @@ Network_joint(Network *self, PyObject *args)
         for (int i = 0; i < m; i++)
             outv[i] = local[q[i]];
         if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0 ||
-            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)lcard[outv[m - 1]]) < 0))
+            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)lcard[outv[m - 1]] + 1) < 0))
             goto nomem;
         product_sum(g, sel, m, outv, -1, lcard, (double *)obuf.buf, st, sx, off, idx, tmp);
     }
