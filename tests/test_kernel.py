@@ -26,7 +26,8 @@ import reference as ref  # noqa: E402
 import quiltpriv as qp  # noqa: E402
 import quiltpriv.influence as infl  # noqa: E402
 
-MODES = (0, 1, 2, 3)  # the cheapest order, the global order, greedy min-weight, min-fill
+# the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
+MODES = (0, 1, 2, 3, 4)
 
 if not infl.compiled_kernel():
     if os.environ.get("CI"):
@@ -164,7 +165,7 @@ def test_malformed_inputs_are_refused_not_crashed():
     with pytest.raises(ValueError):  # numpy refuses a C-contiguous view of a strided array
         ok.joint([0], np.zeros(4)[::2], 100.0)
     with pytest.raises(ValueError, match="mode"):
-        ok.joint([0], np.zeros(2), 100.0, 4)
+        ok.joint([0], np.zeros(2), 100.0, 5)
     out = np.zeros((2, 2))
     assert ok.joint([1, 0], out, 100.0) is True
     np.testing.assert_allclose(out, 0.25)
