@@ -43,6 +43,10 @@
 #define TRIES 4
 #define RANDOM_FROM 100000.0
 
+/* mode 0 re-prices the two cheapest orders with price_by_factors when the second costs at most
+   NEAR_TIE times the first (pathfinder: orders within 1% by tables differ 1.4x in time) */
+#define NEAR_TIE 1.25
+
 typedef struct {
     int present;      /* folded entries: 0 when the node has no fold */
     int nv;           /* variables of the table, in axis order (global node indices) */
@@ -441,6 +445,44 @@ unit_noise(uint64_t *state)
     return (double)(z >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* A finer price of an order, for near ties: each step's table times (factors + 1), which is
+   what product_sum's loops cost; the adjacency simulation sees the tables but not how many
+   factors each step multiplies. Factors are bitsets over local variables (fac0: nf0 rows). */
+static double
+price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const int *order,
+                 int ne, const int *lcard, word *u)
+{
+    memcpy(fac, fac0, sizeof(word) * (size_t)nf0 * W);
+    int nl = nf0, nfac = nf0;
+    for (int f = 0; f < nf0; f++)
+        live[f] = f;
+    double cost = 0;
+    for (int s = 0; s < ne; s++) {
+        int x = order[s], g = 0;
+        memset(u, 0, sizeof(word) * (size_t)W);
+        for (int i = 0; i < nl;) {
+            const word *row = fac + (size_t)live[i] * W;
+            if (BIT(row, x)) {
+                for (int b = 0; b < W; b++)
+                    u[b] |= row[b];
+                live[i] = live[--nl]; /* drop from the live list */
+                g++;
+            }
+            else
+                i++;
+        }
+        double size = 1;
+        for (int b = 0; b < W; b++)
+            for (word bits = u[b]; bits; bits &= bits - 1)
+                size *= lcard[b * 64 + __builtin_ctzll(bits)];
+        cost += size * (g + 1);
+        CLRBIT(u, x);
+        memcpy(fac + (size_t)nfac * W, u, sizeof(word) * (size_t)W);
+        live[nl++] = nfac++;
+    }
+    return cost;
+}
+
 /* out[cell] = sum over x of the product of the factors, cells in C order over outv.
    x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
    (one pointer step per factor), the others as an odometer; one and two factors, the
@@ -640,7 +682,8 @@ Network_joint(Network *self, PyObject *args)
     /* every allocation is declared here and freed at `done` */
     PyObject *result = NULL;
     int *mark = NULL, *local = NULL, *glob = NULL, *lcard = NULL, *stack = NULL;
-    int *elim = NULL, *ord[2] = {NULL, NULL}, *cur = NULL, *best_order = NULL, *lpos = NULL, *outv = NULL, *lv = NULL;
+    int *elim = NULL, *ord[3] = {NULL, NULL, NULL}, *cur = NULL, *best_order = NULL;
+    int *second_order = NULL, *live = NULL, *lpos = NULL, *outv = NULL, *lv = NULL;
     int *idx = NULL;
     char *flag = NULL;
     double *wt = NULL;
@@ -653,8 +696,9 @@ Network_joint(Network *self, PyObject *args)
     size_t st_cap = 0, tmp_cap = 0;
     double *tmp = NULL;
     int k = 0, nf = 0, ne = 0, cap = 0, nwork = 0, sp = 0, W = 0, total_vars = 0;
-    double best_cost = 0, *noise = NULL;
-    int have = 0;
+    double best_cost = 0, second_cost = 0, *noise = NULL;
+    int have = 0, have_second = 0;
+    word *fac0 = NULL, *fac = NULL;
     const int *order = NULL;
 
     Py_ssize_t osize = 1;
@@ -727,14 +771,15 @@ Network_joint(Network *self, PyObject *args)
     lcard = malloc(sizeof(int) * (size_t)k);
     flag = calloc((size_t)k, 1);
     elim = malloc(sizeof(int) * (size_t)k);
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 3; c++)
         ord[c] = malloc(sizeof(int) * (size_t)k);
     noise = malloc(sizeof(double) * (size_t)k);
     cur = ord[0];
     best_order = ord[1];
+    second_order = ord[2];
     lpos = malloc(sizeof(int) * (size_t)k);
     wt = malloc(sizeof(double) * (size_t)k);
-    if (!lcard || !flag || !elim || !ord[0] || !ord[1] || !noise || !lpos || !wt)
+    if (!lcard || !flag || !elim || !ord[0] || !ord[1] || !ord[2] || !noise || !lpos || !wt)
         goto nomem;
     for (int i = 0; i < k; i++) {
         lcard[i] = self->card[glob[i]];
@@ -788,12 +833,24 @@ Network_joint(Network *self, PyObject *args)
                 greedy(adj0, adj, k, W, elim, ne, lcard, glob, t % 2 ? BY_FILL : BY_WEIGHT,
                        noise, cur, wt, flag, saved, &c_cost, &c_big);
             }
-            if (c_big <= max_table && (!have || c_cost < best_cost)) {
-                int *swap = best_order;
+            if (c_big > max_table)
+                continue;
+            if (!have || c_cost < best_cost) { /* cur becomes the best, the best the second */
+                int *swap = second_order;
+                second_order = best_order;
                 best_order = cur;
                 cur = swap;
+                second_cost = best_cost;
+                have_second = have;
                 best_cost = c_cost;
                 have = 1;
+            }
+            else if (!have_second || c_cost < second_cost) {
+                int *swap = second_order;
+                second_order = cur;
+                cur = swap;
+                second_cost = c_cost;
+                have_second = 1;
             }
         }
     }
@@ -803,6 +860,20 @@ Network_joint(Network *self, PyObject *args)
         goto done;
     }
     order = best_order;
+    if (!mode && have_second && second_cost <= NEAR_TIE * best_cost) {
+        /* near tie: let the number of factors per step decide */
+        fac0 = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
+        fac = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
+        live = malloc(sizeof(int) * (size_t)(nf + ne));
+        if (!fac0 || !fac || !live)
+            goto nomem;
+        for (int f = 0; f < nf; f++)
+            for (int a = 0; a < chosen[f]->nv; a++)
+                SETBIT(fac0 + (size_t)f * W, local[chosen[f]->vars[a]]);
+        if (price_by_factors(fac0, nf, fac, live, W, second_order, ne, lcard, saved) <
+            price_by_factors(fac0, nf, fac, live, W, best_order, ne, lcard, saved))
+            order = second_order;
+    }
 
     /* 3. numeric elimination: each step multiplies the live factors holding x, sums x out */
     cap = nf + ne;
@@ -924,9 +995,12 @@ done:
     free(chosen);
     free(flag);
     free(elim);
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < 3; c++)
         free(ord[c]);
     free(noise);
+    free(fac0);
+    free(fac);
+    free(live);
     free(lpos);
     free(wt);
     free(adj0);
