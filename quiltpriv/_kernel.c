@@ -652,35 +652,21 @@ doubles_fit(double **buf, size_t *cap, size_t need)
     return 0;
 }
 
-static PyObject *
-Network_joint(Network *self, PyObject *args)
+/* P(q) into out (C order, axes in the order of q). Returns 1 when computed, 0 when the output
+   or every order considered would build a table above max_table (out untouched), -1 with an
+   exception set.
+   q: m distinct node indices in range (checked by the callers). */
+static int
+compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode)
 {
-    PyObject *nodes_obj, *out_obj;
-    double max_table;
-    int mode = 0;
-    if (!PyArg_ParseTuple(args, "OOd|i", &nodes_obj, &out_obj, &max_table, &mode))
-        return NULL;
-    if (self->card == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Network is not initialised");
-        return NULL;
-    }
-    if (mode < 0 || mode > 4) {
-        PyErr_SetString(PyExc_ValueError, "mode must be 0 (cheapest), 1 (global), "
-                                          "2 (min-weight), 3 (min-fill) or 4 (randomised)");
-        return NULL;
-    }
-    int n = self->n, m = 0;
-    int *q = NULL;
-    if (int_seq(nodes_obj, n, &q, &m, "nodes") < 0)
-        return NULL;
-    Py_buffer obuf;
-    if (PyObject_GetBuffer(out_obj, &obuf,
-                           PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
-        PyMem_Free(q);
-        return NULL;
-    }
+    int n = self->n;
+    double out_size = 1;
+    for (int i = 0; i < m; i++)
+        out_size *= self->card[q[i]];
+    if (out_size > max_table) /* the output is a table too */
+        return 0;
     /* every allocation is declared here and freed at `done` */
-    PyObject *result = NULL;
+    int rc = -1;
     int *mark = NULL, *local = NULL, *glob = NULL, *lcard = NULL, *stack = NULL;
     int *elim = NULL, *ord[3] = {NULL, NULL, NULL}, *cur = NULL, *best_order = NULL;
     int *second_order = NULL, *live = NULL, *lpos = NULL, *outv = NULL, *lv = NULL;
@@ -701,18 +687,6 @@ Network_joint(Network *self, PyObject *args)
     word *fac0 = NULL, *fac = NULL;
     const int *order = NULL;
 
-    Py_ssize_t osize = 1;
-    if (m == 0) {
-        PyErr_SetString(PyExc_ValueError, "nodes must not be empty");
-        goto done;
-    }
-    for (int i = 0; i < m; i++)
-        osize *= self->card[q[i]];
-    if (!is_float64(&obuf) || obuf.len != osize * 8) {
-        PyErr_SetString(PyExc_ValueError, "out must be a C-contiguous float64 table "
-                                          "with one entry per joint state of nodes");
-        goto done;
-    }
 
     /* mark per node: bit 1 queried, bit 2 reached by the walk; local id per node, -1 none */
     mark = calloc((size_t)n, sizeof(int));
@@ -723,10 +697,6 @@ Network_joint(Network *self, PyObject *args)
     if (!mark || !local || !glob || !stack || !chosen)
         goto nomem;
     for (int i = 0; i < m; i++) {
-        if (mark[q[i]]) {
-            PyErr_SetString(PyExc_ValueError, "nodes must be distinct");
-            goto done;
-        }
         mark[q[i]] = 3;
         stack[sp++] = q[i];
     }
@@ -855,8 +825,7 @@ Network_joint(Network *self, PyObject *args)
         }
     }
     if (!have) {
-        result = Py_False;
-        Py_INCREF(result);
+        rc = 0;
         goto done;
     }
     order = best_order;
@@ -961,10 +930,9 @@ Network_joint(Network *self, PyObject *args)
         if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0 ||
             (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)lcard[outv[m - 1]] + 1) < 0))
             goto nomem;
-        product_sum(g, sel, m, outv, -1, lcard, (double *)obuf.buf, st, sx, off, idx, tmp);
+        product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp);
     }
-    result = Py_True;
-    Py_INCREF(result);
+    rc = 1;
     goto done;
 
 nomem:
@@ -1006,10 +974,72 @@ done:
     free(adj0);
     free(adj);
     free(saved);
+    return rc;
+}
+
+static int
+parse_nodes(Network *self, PyObject *nodes_obj, int mode, int **q, int *m, Py_ssize_t *osize)
+{
+    if (self->card == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Network is not initialised");
+        return -1;
+    }
+    if (mode < 0 || mode > 4) {
+        PyErr_SetString(PyExc_ValueError, "mode must be 0 (cheapest), 1 (global), "
+                                          "2 (min-weight), 3 (min-fill) or 4 (randomised)");
+        return -1;
+    }
+    if (int_seq(nodes_obj, self->n, q, m, "nodes") < 0)
+        return -1;
+    if (*m == 0) {
+        PyErr_SetString(PyExc_ValueError, "nodes must not be empty");
+        PyMem_Free(*q);
+        return -1;
+    }
+    *osize = 1;
+    for (int i = 0; i < *m; i++) {
+        for (int j = 0; j < i; j++)
+            if ((*q)[j] == (*q)[i]) {
+                PyErr_SetString(PyExc_ValueError, "nodes must be distinct");
+                PyMem_Free(*q);
+                return -1;
+            }
+        *osize *= self->card[(*q)[i]];
+    }
+    return 0;
+}
+
+static PyObject *
+Network_joint(Network *self, PyObject *args)
+{
+    PyObject *nodes_obj, *out_obj;
+    double max_table;
+    int mode = 0, m = 0, *q = NULL;
+    Py_ssize_t osize;
+    if (!PyArg_ParseTuple(args, "OOd|i", &nodes_obj, &out_obj, &max_table, &mode))
+        return NULL;
+    if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
+        return NULL;
+    Py_buffer obuf;
+    if (PyObject_GetBuffer(out_obj, &obuf,
+                           PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyMem_Free(q);
+        return NULL;
+    }
+    int rc = -1;
+    if (!is_float64(&obuf) || obuf.len != osize * 8)
+        PyErr_SetString(PyExc_ValueError, "out must be a C-contiguous float64 table "
+                                          "with one entry per joint state of nodes");
+    else
+        rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode);
     PyMem_Free(q);
     PyBuffer_Release(&obuf);
-    return result;
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
 }
+
+static PyObject *Network_influence(Network *self, PyObject *args);
 
 static PyMethodDef Network_methods[] = {
     {"joint", (PyCFunction)Network_joint, METH_VARARGS,
@@ -1019,6 +1049,11 @@ static PyMethodDef Network_methods[] = {
      "mode: 0 the cheapest of the candidate orders (sum of the tables they build, priced\n"
      "symbolically), 1 the global order, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
      "cheapest of four randomised greedy orders."},
+    {"influence", (PyCFunction)Network_influence, METH_VARARGS,
+     "influence(nodes, max_table, mode=0) -> (value, a, b) or None\n\n"
+     "Definition 8 (see definition8) of P(nodes), nodes[0] the sensitive attribute: the\n"
+     "influence of nodes[1:] on it, unrounded, and the pair of its states attaining it. None\n"
+     "when the joint cannot be computed within max_table (as joint() returning False)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1041,31 +1076,14 @@ static PyTypeObject NetworkType = {
    log max_a P(q | a) - log min_b P(q | b) over rows a, b of positive total, +inf when some
    column is positive under one row and zero under another, 0 when no column is possible; a and
    b attain it (first maximum and minimum, first column), as quiltpriv.influence computes it. */
-static PyObject *
-definition8(PyObject *mod, PyObject *args)
+static int
+definition8_core(const double *j, Py_ssize_t rows, Py_ssize_t cols, double *value,
+                 Py_ssize_t *best_a, Py_ssize_t *best_b)
 {
-    PyObject *obj;
-    Py_ssize_t rows;
-    (void)mod;
-    if (!PyArg_ParseTuple(args, "On", &obj, &rows))
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return NULL;
-    PyObject *result = NULL;
-    double *total = NULL;
-    Py_ssize_t n = view.len / 8, cols;
-    if (!is_float64(&view) || rows < 1 || n % rows != 0 || n == 0) {
-        PyErr_SetString(PyExc_ValueError, "definition8 needs a non-empty C-contiguous float64 "
-                                          "table whose size is a multiple of rows");
-        goto done;
-    }
-    cols = n / rows;
-    const double *j = (const double *)view.buf;
-    total = malloc(sizeof(double) * (size_t)rows);
+    double *total = malloc(sizeof(double) * (size_t)rows);
     if (total == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     Py_ssize_t first = -1;
     for (Py_ssize_t a = 0; a < rows; a++) {
@@ -1077,11 +1095,12 @@ definition8(PyObject *mod, PyObject *args)
             first = a;
     }
     if (first < 0) {
+        free(total);
         PyErr_SetString(PyExc_ValueError, "definition8: no row has positive probability");
-        goto done;
+        return -1;
     }
     double best = -1.0;
-    Py_ssize_t best_a = first, best_b = first;
+    *best_a = *best_b = first;
     for (Py_ssize_t c = 0; c < cols; c++) {
         Py_ssize_t hi_a = first, lo_a = first;
         double hi = j[first * cols + c] / total[first], lo = hi;
@@ -1101,20 +1120,79 @@ definition8(PyObject *mod, PyObject *args)
         if (hi <= 0)
             continue;
         if (lo == 0) {
-            result = Py_BuildValue("(dnn)", Py_HUGE_VAL, hi_a, lo_a);
-            goto done;
+            free(total);
+            *value = Py_HUGE_VAL;
+            *best_a = hi_a;
+            *best_b = lo_a;
+            return 0;
         }
-        double value = log(hi) - log(lo);
-        if (value > best) {
-            best = value;
-            best_a = hi_a;
-            best_b = lo_a;
+        double v = log(hi) - log(lo);
+        if (v > best) {
+            best = v;
+            *best_a = hi_a;
+            *best_b = lo_a;
         }
     }
-    result = Py_BuildValue("(dnn)", best > 0 ? best : 0.0, best_a, best_b);
-done:
     free(total);
+    *value = best > 0 ? best : 0.0;
+    return 0;
+}
+
+/* definition8(table, rows) -> (value, a, b): max over columns q of
+   log max_a P(q | a) - log min_b P(q | b) over rows a, b of positive total, +inf when some
+   column is positive under one row and zero under another, 0 when no column is possible; a and
+   b attain it (first maximum and minimum, first column), as quiltpriv.influence computes it. */
+static PyObject *
+definition8(PyObject *mod, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t rows;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "On", &obj, &rows))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = view.len / 8, a, b;
+    double value;
+    if (!is_float64(&view) || rows < 1 || n % rows != 0 || n == 0)
+        PyErr_SetString(PyExc_ValueError, "definition8 needs a non-empty C-contiguous float64 "
+                                          "table whose size is a multiple of rows");
+    else if (definition8_core((const double *)view.buf, rows, n / rows, &value, &a, &b) == 0)
+        result = Py_BuildValue("(dnn)", value, a, b);
     PyBuffer_Release(&view);
+    return result;
+}
+
+/* Network.influence(nodes, max_table, mode=0): Definition 8 of P(nodes) with nodes[0] the
+   sensitive attribute, without handing the joint to Python; None when it is too large. */
+static PyObject *
+Network_influence(Network *self, PyObject *args)
+{
+    PyObject *nodes_obj;
+    double max_table;
+    int mode = 0, m = 0, *q = NULL;
+    Py_ssize_t osize, a, b;
+    double value;
+    if (!PyArg_ParseTuple(args, "Od|i", &nodes_obj, &max_table, &mode))
+        return NULL;
+    if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    double *out = malloc(sizeof(double) * (size_t)osize);
+    int rc = out ? compute_joint(self, q, m, out, max_table, mode) : -1;
+    if (out == NULL)
+        PyErr_NoMemory();
+    if (rc == 0)
+        result = Py_NewRef(Py_None);
+    else if (rc == 1) {
+        Py_ssize_t rows = self->card[q[0]];
+        if (definition8_core(out, rows, osize / rows, &value, &a, &b) == 0)
+            result = Py_BuildValue("(dnn)", value, a, b);
+    }
+    free(out);
+    PyMem_Free(q);
     return result;
 }
 

@@ -439,8 +439,16 @@ def max_influence(
         if hit is None:
             nodes = (node, *q)
             _check_output_size(theta, nodes, max_table)
-            joint = _joint(theta, nodes, [index[v] for v in nodes], m, max_table, inference)
-            value, a, b = _influence_from_joint(joint)
+            where = [index[v] for v in nodes]
+            found = None
+            if _KERNEL is not None and inference == "auto" and is_floating(theta, m):
+                # joint and Definition 8 in one call; None: no order fits max_table
+                found = _kernel_network(theta, m).influence(where, max_table)
+                joint = None if found else _eliminate(theta, nodes, theta.ancestral_set(nodes),
+                                                      m, max_table)
+            else:
+                joint = _joint(theta, nodes, where, m, max_table, inference)
+            value, a, b = found or _influence_from_joint(joint)
             if value > 0 and math.isfinite(value):
                 value = value * (1 + ROUNDING_MARGIN) + ROUNDING_MARGIN
             states = theta.states[node]

@@ -255,3 +255,20 @@ def test_a_build_of_other_source_is_not_used(monkeypatch):
     other_abi = types.SimpleNamespace(ABI=current.ABI + 1, SOURCE_SHA256=current.SOURCE_SHA256)
     monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", other_abi)
     assert infl._load_kernel() is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_influence_in_one_call_equals_joint_then_definition8(seed):
+    net = ref.random_network(14_000 + seed, min_nodes=2, max_nodes=12)
+    theta = net.to_theta()
+    kernel = infl._kernel_network(theta, 0)
+    rng = np.random.default_rng(seed)
+    for nodes in _queries(list(net.nodes), rng, 8):
+        if len(nodes) < 2:
+            continue
+        index = [theta.index[v] for v in nodes]
+        joint = _kernel_joint(theta, nodes)
+        assert kernel.influence(index, 2**25) == infl._KERNEL.definition8(joint, joint.shape[0])
+        assert kernel.influence(index, 1.0) is None  # too large, like joint() returning False
+    with pytest.raises(ValueError, match="distinct"):
+        kernel.influence([0, 0], 100.0)
