@@ -10,7 +10,7 @@ taken as a hyperparameter network:
    query over 3 attributes drawn with a fixed seed (n = 1000), with the default inference
    (``"auto"``: bucket elimination over the query's ancestral set, single-child ancestors
    folded once per Theta; by the compiled kernel when it is built, which picks the cheapest
-   of a global, a min-weight and a min-fill order per query). Each
+   of the topological, greedy min-weight, min-fill and randomised orders per query). Each
    repetition plans on a FRESH ``Theta`` rebuilt with
    :func:`~quiltpriv.network.theta_from_pgmpy` (timed separately as ``convert``), so no cache
    of any kind (influence cache, junction tree, graph) carries over between timed runs.
@@ -489,7 +489,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         "times are medians of the repeats",
         "fast = plan(..., inference='auto') (bucket elimination over the ancestral set, "
         "single-child ancestors folded once per Theta; with the compiled kernel, the cheapest "
-        "of a global, a min-weight and a min-fill order per query); core = "
+        "of topological, min-weight, min-fill and randomised orders per query); core = "
         "inference='elimination' (greedy per-query variable elimination)"
         if api else "inference= keyword not available: 'fast' is the current default planner, "
                     "core comparison n/a",
@@ -562,8 +562,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     out += ["", "influence by inference method (same pairs, same VE times; each method on its "
             "own fresh Theta):", *_table(head, rows),
             "prep = one-time per-Theta preparation (first call on the fresh Theta minus that "
-            "pair's steady time): for auto the global elimination order, sorted and folded "
-            "CPDs (and the kernel's view of them),",
+            "pair's steady time): for auto sorted and folded CPDs and the kernel's view of "
+            "them (the Python path: also the global elimination order),",
             "for junction_tree also the calibration; amortised charges it once."]
     out += ["", "slowest pairs (lowest VE/ours) per network:"]
     for r in ok:

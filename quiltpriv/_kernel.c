@@ -8,8 +8,8 @@
  *   1. the ancestral set of the query, walked upwards from the query nodes, taking a node's
  *      folded CPD (its private, single-child ancestors summed in once per Theta) whenever
  *      none of those ancestors is queried;
- *   2. an elimination order for the non-query variables: the network's global min-weight
- *      order restricted to the ancestral set, or a greedy min-weight or min-fill order of
+ *   2. an elimination order for the non-query variables: the order given at construction
+ *      (quiltpriv gives the topological one) restricted to the ancestral set, or a greedy min-weight or min-fill order of
  *      the query's own factor graph, or for expensive queries a few randomised greedy orders, whichever is cheapest (sum of the tables built, simulated
  *      symbolically) among those whose largest table fits in max_table;
  *   3. the eliminations themselves (each one product-and-sum over the factors holding the
@@ -64,7 +64,7 @@ typedef struct {
     PyObject_HEAD
     int n;
     int *card;
-    int *pos;         /* position of each node in the global elimination order */
+    int *pos;         /* position of each node in the order given at construction */
     Fac *base;
     Fac *folded;
 } Network;
@@ -616,7 +616,7 @@ cmp_card(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* qsort context for the global order (positions of local variables) */
+/* qsort context for the given order (positions of local variables) */
 static const int *sort_pos;
 static int
 cmp_pos(const void *a, const void *b)
@@ -772,7 +772,7 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
                 if (a != b)
                     SETBIT(adj0 + (size_t)local[fa->vars[a]] * W, local[fa->vars[b]]);
     }
-    /* Candidates: 1 the global order, 2 greedy min-weight, 3 min-fill, 4 randomised
+    /* Candidates: 1 the given order, 2 greedy min-weight, 3 min-fill, 4 randomised
        min-weight and min-fill orders. Mode 0 keeps the cheapest whose largest table fits (the
        first of equal ones). Pricing costs more than small eliminations save, so mode 0 prices
        3 only once the others cost FILL_FROM, and 4 only once they cost RANDOM_FROM. */
@@ -985,7 +985,7 @@ parse_nodes(Network *self, PyObject *nodes_obj, int mode, int **q, int *m, Py_ss
         return -1;
     }
     if (mode < 0 || mode > 4) {
-        PyErr_SetString(PyExc_ValueError, "mode must be 0 (cheapest), 1 (global), "
+        PyErr_SetString(PyExc_ValueError, "mode must be 0 (cheapest), 1 (given order), "
                                           "2 (min-weight), 3 (min-fill) or 4 (randomised)");
         return -1;
     }
@@ -1047,7 +1047,7 @@ static PyMethodDef Network_methods[] = {
      "Write P(nodes) into out (float64, C order, axes in the order of nodes). False, with out\n"
      "untouched, when every order considered would build a table above max_table entries.\n"
      "mode: 0 the cheapest of the candidate orders (sum of the tables they build, priced\n"
-     "symbolically), 1 the global order, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
+     "symbolically), 1 the order given at construction, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
      "cheapest of four randomised greedy orders."},
     {"influence", (PyCFunction)Network_influence, METH_VARARGS,
      "influence(nodes, max_table, mode=0) -> (value, a, b) or None\n\n"
@@ -1060,7 +1060,10 @@ static PyMethodDef Network_methods[] = {
 static PyTypeObject NetworkType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_quiltpriv_kernel.Network",
-    .tp_doc = "Network(cards, position, base, folded): one member of Theta, prepared.",
+    .tp_doc = "Network(cards, position, base, folded): one member of Theta, prepared.\n\n"
+              "cards: states per node; position: each node's place in a candidate elimination\n"
+              "order; base: per node (scope, float64 table, parents to walk); folded: per node\n"
+              "None or (private ancestors, scope, table, parents to walk).",
     .tp_basicsize = sizeof(Network),
     .tp_itemsize = 0,
     .tp_flags = Py_TPFLAGS_DEFAULT,
