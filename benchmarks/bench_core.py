@@ -299,6 +299,25 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
     return out
 
 
+def code_version() -> str:
+    """The commit the benchmark ran on, and whether quiltpriv/ had uncommitted changes (the
+    working tree is shared, so a result must say exactly what code it measured)."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(HERE.parent), *args], capture_output=True,
+                                  text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return f"a snapshot outside git ({HERE.parent})"
+    dirty = [ln.split()[-1] for ln in git("status", "--porcelain", "--", "quiltpriv")
+             .splitlines() if ln.strip()]
+    return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else
+                   " (quiltpriv/ clean)")
+
+
 def machine_facts() -> dict[str, Any]:
     import pgmpy
 
@@ -425,7 +444,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
            f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, "
            f"{facts['ram_gb']} GB RAM; {facts['platform']}",
            f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "
-           f"kernel: {facts.get('kernel', 'unknown')}; "
+           f"kernel: {facts.get('kernel', 'unknown')}; quiltpriv at {facts.get('code', 'unknown')}",
            f"load average at end {', '.join(f'{x:.2f}' for x in facts['loadavg_at_end'])}",
            f"command: python benchmarks/bench_core.py {' '.join(argv)}",
            f"count query over {QUERY_ATTRIBUTES} seeded random attributes, n = {RECORDS}, "
@@ -509,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per network worker (default 1800)")
     ap.add_argument("--profile", action="store_true",
                     help="add a cProfile (top 15) of each all-nodes plan to the report")
+    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
+                    "commit); default: this checkout's commit and whether quiltpriv/ is clean")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -522,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             worker_args += [flag, str(val)]
     worker_args += ["--quick"] * args.quick + ["--profile"] * args.profile
     results = run_workers(__file__, names, worker_args, args.timeout)
-    facts = machine_facts()
+    facts = {**machine_facts(), "code": args.code or code_version()}
     text = report(results, facts, argv)
     print(text, end="")
     out = args.out

@@ -75,6 +75,7 @@ from bench_core import (  # noqa: E402
     _f,
     _table,
     bif_path,
+    code_version,
     influence_pairs,
     machine_facts,
     read_pgmpy,
@@ -582,25 +583,6 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
                         "", f"... top {PROFILE_LINES} by own time (tottime):",
                         p["profile"]["tottime"]]
     return "\n".join(out) + "\n"
-
-
-def code_version() -> str:
-    """The commit the benchmark ran on, and whether quiltpriv/ had uncommitted changes (the
-    working tree is shared, so a result must say exactly what code it measured)."""
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(HERE.parent), *args], capture_output=True,
-                                  text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    head = git("rev-parse", "--short", "HEAD")
-    if not head:
-        return f"a snapshot outside git ({HERE.parent})"
-    dirty = [ln.split()[-1] for ln in git("status", "--porcelain", "--", "quiltpriv")
-             .splitlines() if ln.strip()]
-    return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else
-                   " (quiltpriv/ clean)")
 
 
 def _uptime() -> str:
