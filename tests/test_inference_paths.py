@@ -26,6 +26,16 @@ from quiltpriv.junction_tree import junction_tree, tree_structure  # noqa: E402
 METHODS = ("auto", "elimination", "junction_tree")
 
 
+@pytest.fixture(params=["compiled", "python"])
+def kernel(request, monkeypatch):
+    """Run a test with the compiled kernel (when built) and with the pure-Python auto path."""
+    if request.param == "python":
+        monkeypatch.setattr(infl, "_KERNEL", None)
+    elif not infl.compiled_kernel():
+        pytest.skip("the compiled kernel is not built here (tests/test_kernel.py says why)")
+    return request.param
+
+
 def _queries(net, rng, count):
     nodes = list(net.nodes)
     out = []
@@ -36,7 +46,7 @@ def _queries(net, rng, count):
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_joint_marginals_match_the_full_joint(seed):
+def test_joint_marginals_match_the_full_joint(seed, kernel):
     net = ref.random_network(9100 + seed, min_nodes=1, max_nodes=14 if seed % 3 else 9,
                              edge_prob=[0.15, 0.3, 0.5, 0.7][seed % 4])
     theta = net.to_theta()
@@ -54,7 +64,7 @@ def test_joint_marginals_match_the_full_joint(seed):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_influences_agree_across_methods(seed):
+def test_influences_agree_across_methods(seed, kernel):
     net = ref.random_network(9300 + seed, min_nodes=2, max_nodes=14)
     theta = net.to_theta()
     rng = np.random.default_rng(seed)
@@ -170,7 +180,7 @@ def test_unknown_inference_method_is_refused():
         qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0, inference="magic")
 
 
-def test_plans_agree_across_methods_on_bundled_models():
+def test_plans_agree_across_methods_on_bundled_models(kernel):
     for name in ("student:theta", "example3", "chain"):
         theta = qp.load_model(name)
         attrs = list(theta.nodes[:3])
@@ -183,7 +193,7 @@ def test_plans_agree_across_methods_on_bundled_models():
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_folded_private_ancestors_queried_or_not(seed):
+def test_folded_private_ancestors_queried_or_not(seed, kernel):
     """Trees and chains are almost all private ancestors: query them, their children, both."""
     net = ref.random_network(9700 + seed, min_nodes=4, max_nodes=12, edge_prob=0.15)
     theta = net.to_theta()
