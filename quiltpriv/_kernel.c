@@ -625,26 +625,13 @@ cmp_pos(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Scratch for product_sum's strides, grown on demand (g factors times r variables). */
+/* A scratch buffer of `item`-byte entries grown on demand to `need` entries. */
 static int
-strides_fit(Py_ssize_t **st, size_t *cap, size_t need)
+grow(void **buf, size_t *cap, size_t need, size_t item)
 {
     if (need <= *cap)
         return 0;
-    Py_ssize_t *p = realloc(*st, sizeof(Py_ssize_t) * need);
-    if (p == NULL)
-        return -1;
-    *st = p;
-    *cap = need;
-    return 0;
-}
-
-static int
-doubles_fit(double **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    double *p = realloc(*buf, sizeof(double) * need);
+    void *p = realloc(*buf, item * need);
     if (p == NULL)
         return -1;
     *buf = p;
@@ -899,9 +886,10 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
         Work *nw = &work[nwork++];
         nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
         nw->owned = malloc(sizeof(double) * (size_t)size);
-        if (!nw->vars || !nw->owned || strides_fit(&st, &st_cap, (size_t)g * (size_t)r + 1) < 0 ||
-            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)((r ? lcard[outv[r - 1]] : 1) + 1) *
-                                                     (size_t)lcard[x]) < 0))
+        size_t block = (size_t)((r ? lcard[outv[r - 1]] : 1) + 1) * (size_t)lcard[x];
+        if (!nw->vars || !nw->owned ||
+            grow((void **)&st, &st_cap, (size_t)g * (size_t)r + 1, sizeof(Py_ssize_t)) < 0 ||
+            (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
             goto nomem;
         memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
         nw->nv = r;
@@ -927,8 +915,9 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
                 sel[g++] = &work[f];
         for (int i = 0; i < m; i++)
             outv[i] = local[q[i]];
-        if (strides_fit(&st, &st_cap, (size_t)g * (size_t)m + 1) < 0 ||
-            (g > 2 && doubles_fit(&tmp, &tmp_cap, (size_t)lcard[outv[m - 1]] + 1) < 0))
+        size_t block = (size_t)lcard[outv[m - 1]] + 1;
+        if (grow((void **)&st, &st_cap, (size_t)g * (size_t)m + 1, sizeof(Py_ssize_t)) < 0 ||
+            (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
             goto nomem;
         product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp);
     }
