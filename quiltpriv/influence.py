@@ -7,9 +7,10 @@ over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+
 ``q`` it is ``log max_a P(q | a) - log min_b P(q | b)``, so only the joint of ``(phi_i, phi_Q)``
 is needed. It is computed exactly by variable elimination on the ancestral subgraph of
 ``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
-cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination with
-per-Theta preparation (a global min-weight order, CPDs with single-child ancestors folded in),
-run by the optional compiled kernel when it is built; see :func:`joint_marginal` for the paths.
+cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination over CPDs
+with single-child ancestors folded in once per Theta, run by the optional compiled kernel in a
+per-query order when it is built (else in Python, in a global min-weight order for small
+queries); see :func:`joint_marginal` for the paths.
 
 Floating point: the contraction rounds, so a computed ratio can be below the true one by a few
 hundred ulps. Every returned influence is raised by :data:`ROUNDING_MARGIN` (relative and
@@ -163,10 +164,11 @@ def joint_marginal(
         into their child's CPD once per Theta. With the compiled kernel
         (:func:`compiled_kernel`) it runs in C, in the cheapest of the topological order
         restricted to the query and greedy min-weight, min-fill and (for expensive queries)
-        randomised orders of the query's own, priced symbolically. In pure Python, small queries use
-        the global order, queries of :data:`GREEDY_FROM` factors or more, or whose global
-        order would build a table above :data:`BUCKET_LIMIT` entries, a greedy min-weight
-        order of their own. ``"elimination"``: variable elimination
+        randomised orders of the query's own, priced symbolically. In pure Python, small
+        queries use the network's global min-weight order (computed once per Theta), queries
+        of :data:`GREEDY_FROM` factors or more, or whose global order would build a table
+        above :data:`BUCKET_LIMIT` entries, a greedy min-weight order of their own.
+        ``"elimination"``: variable elimination
         with a greedy min-size order chosen per query (the core's original path; also used
         for exact rational tables). ``"junction_tree"``: from the member's calibrated
         junction tree (:mod:`quiltpriv.junction_tree`, built once per member; slower for the
