@@ -49,7 +49,13 @@ for _p in (HERE.parent, HERE):  # a source checkout without installing; bench_co
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from bench_core import bif_path, machine_facts, read_pgmpy, read_text  # noqa: E402
+from bench_core import (  # noqa: E402
+    bif_path,
+    code_version,
+    machine_facts,
+    read_pgmpy,
+    read_text,
+)
 
 from quiltpriv._io import write_text_atomic  # noqa: E402
 from quiltpriv.mechanisms import plan, plan_node  # noqa: E402
@@ -93,25 +99,12 @@ def start_loky() -> tuple[float, int]:
     return elapsed, len({pid for pid, _ in out})
 
 
-def source_facts() -> dict[str, Any]:
-    """Which quiltpriv was timed: its path, and the git commit (and whether it is modified)."""
-    import subprocess
-
+def source_facts(code: str | None = None) -> dict[str, Any]:
+    """Which quiltpriv was timed: its path and the code (``--code``, else this checkout's commit
+    and whether quiltpriv/ is clean)."""
     import quiltpriv
 
-    facts: dict[str, Any] = {"quiltpriv": str(Path(quiltpriv.__file__).parent),
-                             "commit": None, "modified": None}
-    try:
-        root = HERE.parent
-        facts["commit"] = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                                         capture_output=True, text=True, check=True,
-                                         timeout=10).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "quiltpriv"],
-                                capture_output=True, text=True, check=True, timeout=10).stdout
-        facts["modified"] = bool(status.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return facts
+    return {"quiltpriv": str(Path(quiltpriv.__file__).parent), "code": code or code_version()}
 
 
 def start_dask() -> tuple[Any, Any, float] | None:
@@ -245,9 +238,8 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], startup: dict[s
            "load average at start " + ", ".join(f"{x:.2f}" for x in load0)
            + "; at end " + ", ".join(f"{x:.2f}" for x in facts["loadavg_at_end"]),
            f"command: python benchmarks/bench_parallel.py {' '.join(argv)}",
-           f"quiltpriv from {startup['source']['quiltpriv']}, commit "
-           f"{startup['source']['commit'] or 'unknown'}"
-           + (" with uncommitted changes" if startup["source"]["modified"] else ""),
+           f"quiltpriv from {startup['source']['quiltpriv']} at {startup['source']['code']}; "
+           f"kernel: {facts.get('kernel', 'unknown')}",
            f"every node sensitive in one plan() call; count query over {QUERY_ATTRIBUTES} seeded "
            f"attributes, n = {RECORDS}, eps = {EPSILON:g}; n_jobs = {N_JOBS}; median of "
            f"{repeat} run(s), each on a fresh Theta",
@@ -340,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask cluster")
+    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
+                    "commit); default: this checkout's commit and whether quiltpriv/ is clean")
     ap.add_argument("--out", help="write OUT.txt and OUT.json (default for a full run: "
                                   "benchmarks/results/parallel-<date>)")
     args = ap.parse_args(argv)
@@ -358,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         "joblib": joblib.__version__,
         "distributed": None,
         "dask_s": None,
-        "source": source_facts(),
+        "source": source_facts(args.code),
     }
     startup["loky_s"], startup["loky_workers"] = start_loky()
     print(f"loky pool up in {startup['loky_s']:.2f} s", file=sys.stderr, flush=True)
