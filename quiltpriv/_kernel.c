@@ -282,6 +282,14 @@ inc_add(Inc *inc, int var, int f)
 }
 
 typedef uint64_t word;
+#if defined(_MSC_VER) /* untested: the build is optional, a failure leaves the Python path */
+#include <intrin.h>
+static __inline int ctz64(uint64_t x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+static __inline int popcount64(uint64_t x) { return (int)__popcnt64(x); }
+#else
+#define ctz64(x) __builtin_ctzll(x)
+#define popcount64(x) __builtin_popcountll(x)
+#endif
 #define BIT(s, i) (((s)[(i) >> 6] >> ((i)&63)) & 1u)
 #define SETBIT(s, i) ((s)[(i) >> 6] |= ((word)1 << ((i)&63)))
 #define CLRBIT(s, i) ((s)[(i) >> 6] &= ~((word)1 << ((i)&63)))
@@ -295,7 +303,7 @@ weight(const word *adj, int W, int x, const int *lcard)
     for (int b = 0; b < W; b++) {
         word bits = row[b];
         while (bits) {
-            int u = b * 64 + __builtin_ctzll(bits);
+            int u = b * 64 + ctz64(bits);
             bits &= bits - 1;
             w *= lcard[u];
         }
@@ -310,7 +318,7 @@ eliminate_symbolic(word *adj, int W, int x)
     for (int b = 0; b < W; b++) {
         word bits = row[b];
         while (bits) {
-            int u = b * 64 + __builtin_ctzll(bits);
+            int u = b * 64 + ctz64(bits);
             bits &= bits - 1;
             word *ru = adj + (size_t)u * W;
             for (int c = 0; c < W; c++)
@@ -349,11 +357,11 @@ fill_in(const word *adj, int W, int x)
     for (int b = 0; b < W; b++) {
         word bits = row[b];
         while (bits) {
-            int u = b * 64 + __builtin_ctzll(bits);
+            int u = b * 64 + ctz64(bits);
             bits &= bits - 1;
             const word *ru = adj + (size_t)u * W;
             for (int c = 0; c < W; c++)
-                missing += __builtin_popcountll(row[c] & ~ru[c]);
+                missing += popcount64(row[c] & ~ru[c]);
             deg++;
         }
     }
@@ -413,7 +421,7 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
             for (int b = 0; b < W; b++) {
                 word bits = saved[b];
                 while (bits) {
-                    int u = b * 64 + __builtin_ctzll(bits);
+                    int u = b * 64 + ctz64(bits);
                     bits &= bits - 1;
                     const word *ru = adj + (size_t)u * W;
                     for (int d = 0; d < W; d++)
@@ -423,7 +431,7 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
         for (int b = 0; b < W; b++) {
             word bits = aff[b];
             while (bits) {
-                int u = b * 64 + __builtin_ctzll(bits);
+                int u = b * 64 + ctz64(bits);
                 bits &= bits - 1;
                 if (!done[u])
                     score[u] = greedy_score(adj, W, u, lcard, kind, noise);
@@ -474,7 +482,7 @@ price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const i
         double size = 1;
         for (int b = 0; b < W; b++)
             for (word bits = u[b]; bits; bits &= bits - 1)
-                size *= lcard[b * 64 + __builtin_ctzll(bits)];
+                size *= lcard[b * 64 + ctz64(bits)];
         cost += size * (g + 1);
         CLRBIT(u, x);
         memcpy(fac + (size_t)nfac * W, u, sizeof(word) * (size_t)W);
