@@ -9,19 +9,23 @@
  *      folded CPD (its private, single-child ancestors summed in once per Theta) whenever
  *      none of those ancestors is queried;
  *   2. an elimination order for the non-query variables: the order given at construction
- *      (quiltpriv gives the topological one) restricted to the ancestral set, or a greedy min-weight or min-fill order of
- *      the query's own factor graph, or for expensive queries a few randomised greedy orders, whichever is cheapest (sum of the tables built, simulated
- *      symbolically) among those whose largest table fits in max_table;
+ *      (quiltpriv gives the topological one) restricted to the ancestral set, a greedy
+ *      min-weight or min-fill order of the query's own factor graph, or for expensive queries
+ *      a few randomised greedy orders, whichever is cheapest (the sum of the tables it builds,
+ *      simulated symbolically; near ties also count the factors each step multiplies) among
+ *      those whose largest table fits in max_table;
  *   3. the eliminations themselves (each one product-and-sum over the factors holding the
  *      variable), then the product of what is left onto the query's axes.
  *
  * All arithmetic is in double, as numpy's einsum does it; only the order of the (exact in
- * real arithmetic) sums and products differs, so results agree to rounding. Python builds one
- * Network per member of Theta (from arrays it keeps alive: the buffers are held, not copied)
- * and validates queries before calling joint(); the checks here guard memory safety.
+ * real arithmetic) sums and products differs, so results agree to rounding. Network.influence
+ * also applies Definition 8 to the joint, so the planner's query is one call. Python builds one
+ * Network per member of Theta (the tables' buffers are held, not copied) and validates queries
+ * before calling; the checks here guard memory safety.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,6 +66,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    int ready;        /* set once __init__ has succeeded: a half-built Network is refused */
     int n;
     int *card;
     int *pos;         /* position of each node in the order given at construction */
@@ -91,7 +96,7 @@ int_seq(PyObject *obj, int n_bound, int **out, int *len, const char *what)
             Py_DECREF(seq);
             return -1;
         }
-        if (n_bound >= 0 && (v < 0 || v >= n_bound)) {
+        if (v < INT_MIN || v > INT_MAX || (n_bound >= 0 && (v < 0 || v >= n_bound))) {
             PyErr_Format(PyExc_ValueError, "%s: index %ld out of range", what, v);
             PyMem_Free(buf);
             Py_DECREF(seq);
@@ -194,7 +199,7 @@ Network_init(Network *self, PyObject *args, PyObject *kwds)
                                      &folded))
         return -1;
     if (self->card != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Network is already initialised");
+        PyErr_SetString(PyExc_RuntimeError, "Network cannot be initialised twice");
         return -1;
     }
     int n, npos;
@@ -239,6 +244,7 @@ Network_init(Network *self, PyObject *args, PyObject *kwds)
             goto done;
     }
     rc = 0;
+    self->ready = 1;
 done:
     Py_DECREF(bseq);
     Py_DECREF(fseq);
@@ -977,7 +983,7 @@ done:
 static int
 parse_nodes(Network *self, PyObject *nodes_obj, int mode, int **q, int *m, Py_ssize_t *osize)
 {
-    if (self->card == NULL) {
+    if (!self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "Network is not initialised");
         return -1;
     }

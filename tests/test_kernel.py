@@ -272,3 +272,18 @@ def test_influence_in_one_call_equals_joint_then_definition8(seed):
         assert kernel.influence(index, 1.0) is None  # too large, like joint() returning False
     with pytest.raises(ValueError, match="distinct"):
         kernel.influence([0, 0], 100.0)
+
+
+def test_a_half_built_network_is_refused():
+    net = infl._KERNEL.Network.__new__(infl._KERNEL.Network)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        net.joint([0], np.zeros(2), 10.0)
+    with pytest.raises(ValueError, match="out of range"):  # fails half-way through __init__
+        net.__init__([2, 2], [0, 1], [((0,), np.full(2, 0.5), ()), ((5,), np.full(2, 0.5), ())],
+                     [None, None])
+    with pytest.raises(RuntimeError, match="not initialised"):
+        net.influence([0], 10.0)
+    with pytest.raises(RuntimeError, match="twice"):
+        net.__init__([2], [0], [((0,), np.full(2, 0.5), ())], [None])
+    with pytest.raises(ValueError, match="out of range"):
+        infl._KERNEL.Network([2**40], [0], [((0,), np.full(2, 0.5), ())], [None])
