@@ -318,6 +318,26 @@ def code_version() -> str:
                    " (quiltpriv/ clean)")
 
 
+def add_code_option(ap: argparse.ArgumentParser) -> None:
+    """``--code``: what the results header names as the code measured."""
+    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
+                    "commit); default: this checkout's commit and whether quiltpriv/ is clean")
+
+
+def write_results(stem: str, out: str | None, quick: bool, text: str,
+                  payload: dict[str, Any]) -> None:
+    """Write ``OUT.txt`` (the report) and ``OUT.json`` (every figure); a full run without
+    ``--out`` writes ``results/<stem>-<date>``, a quick one nothing."""
+    if out is None and not quick:
+        out = str(HERE / "results" / f"{stem}-{_dt.date.today().isoformat()}")
+    if out is None:
+        return
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(f"{out}.txt", text)
+    write_text_atomic(f"{out}.json", json.dumps(payload, indent=1, allow_nan=True) + "\n")
+    print(f"wrote {out}.txt and {out}.json", file=sys.stderr)
+
+
 def machine_facts() -> dict[str, Any]:
     import pgmpy
 
@@ -528,8 +548,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per network worker (default 1800)")
     ap.add_argument("--profile", action="store_true",
                     help="add a cProfile (top 15) of each all-nodes plan to the report")
-    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
-                    "commit); default: this checkout's commit and whether quiltpriv/ is clean")
+    add_code_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -546,16 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     facts = {**machine_facts(), "code": args.code or code_version()}
     text = report(results, facts, argv)
     print(text, end="")
-    out = args.out
-    if out is None and not args.quick:
-        out = str(HERE / "results" / f"core-{_dt.date.today().isoformat()}")
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(f"{out}.txt", text)
-        payload = {"machine": facts, "argv": argv, "epsilon": EPSILON, "records": RECORDS,
-                   "results": results}
-        write_text_atomic(f"{out}.json", json.dumps(payload, indent=1, allow_nan=True) + "\n")
-        print(f"wrote {out}.txt and {out}.json", file=sys.stderr)
+    write_results("core", args.out, args.quick, text,
+                  {"machine": facts, "argv": argv, "epsilon": EPSILON, "records": RECORDS,
+                   "results": results})
     return 0 if all("error" not in r for r in results) else 1
 
 

@@ -31,8 +31,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import os
 import pickle
 import statistics
@@ -50,14 +48,15 @@ for _p in (HERE.parent, HERE):  # a source checkout without installing; bench_co
         sys.path.insert(0, str(_p))
 
 from bench_core import (  # noqa: E402
+    add_code_option,
     bif_path,
     code_version,
     machine_facts,
     read_pgmpy,
     read_text,
+    write_results,
 )
 
-from quiltpriv._io import write_text_atomic  # noqa: E402
 from quiltpriv.mechanisms import plan, plan_node  # noqa: E402
 from quiltpriv.network import theta_from_pgmpy  # noqa: E402
 from quiltpriv.sensitivity import CountQuery  # noqa: E402
@@ -332,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask cluster")
-    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
-                    "commit); default: this checkout's commit and whether quiltpriv/ is clean")
+    add_code_option(ap)
     ap.add_argument("--out", help="write OUT.txt and OUT.json (default for a full run: "
                                   "benchmarks/results/parallel-<date>)")
     args = ap.parse_args(argv)
@@ -382,16 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     text = report(results, facts, startup, argv, repeat)
     print(text, end="")
-    out = args.out
-    if out is None and not args.quick:
-        out = str(HERE / "results" / f"parallel-{_dt.date.today().isoformat()}")
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(f"{out}.txt", text)
-        payload = {"machine": facts, "startup": startup, "argv": argv, "epsilon": EPSILON,
-                   "records": RECORDS, "n_jobs": N_JOBS, "repeat": repeat, "results": results}
-        write_text_atomic(f"{out}.json", json.dumps(payload, indent=1) + "\n")
-        print(f"wrote {out}.txt and {out}.json", file=sys.stderr)
+    write_results("parallel", args.out, args.quick, text,
+                  {"machine": facts, "startup": startup, "argv": argv, "epsilon": EPSILON,
+                   "records": RECORDS, "n_jobs": N_JOBS, "repeat": repeat,
+                   "results": results})
     return 0 if all(all(r["same_plan"].values()) for r in results) else 1
 
 

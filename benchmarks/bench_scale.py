@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
-import datetime as _dt
 import inspect
 import io
 import json
@@ -74,6 +73,7 @@ from bench_core import (  # noqa: E402
     _differences,
     _f,
     _table,
+    add_code_option,
     bif_path,
     code_version,
     influence_pairs,
@@ -82,9 +82,9 @@ from bench_core import (  # noqa: E402
     read_text,
     run_workers,
     ve_influence,
+    write_results,
 )
 
-from quiltpriv._io import write_text_atomic  # noqa: E402
 from quiltpriv.influence import InfluenceTooExpensive, max_influence  # noqa: E402
 from quiltpriv.mechanisms import plan  # noqa: E402
 from quiltpriv.network import Theta, theta_from_pgmpy  # noqa: E402
@@ -619,8 +619,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per network worker (default 3600)")
     ap.add_argument("--no-core", action="store_true",
                     help="skip the inference='elimination' (core planner) comparison")
-    ap.add_argument("--code", help="describe the code measured (e.g. a git archive snapshot's "
-                                   "commit); default: git HEAD and uncommitted quiltpriv/ files")
+    add_code_option(ap)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -642,17 +641,10 @@ def main(argv: list[str] | None = None) -> int:
     facts = {**machine_facts(), "code": code}
     text = report(results, facts, argv, load_start, load_end)
     print(text, end="")
-    out = args.out
-    if out is None and not args.quick:
-        out = str(HERE / "results" / f"scale-{_dt.date.today().isoformat()}")
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(f"{out}.txt", text)
-        payload = {"machine": facts, "argv": argv, "epsilons": list(EPSILONS),
+    write_results("scale", args.out, args.quick, text,
+                  {"machine": facts, "argv": argv, "epsilons": list(EPSILONS),
                    "records": RECORDS, "uptime_start": load_start, "uptime_end": load_end,
-                   "results": results}
-        write_text_atomic(f"{out}.json", json.dumps(payload, indent=1, allow_nan=True) + "\n")
-        print(f"wrote {out}.txt and {out}.json", file=sys.stderr)
+                   "results": results})
     return 0 if all("error" not in r for r in results) else 1
 
 
