@@ -45,13 +45,7 @@ def d_connected(theta: Theta, source: str, given: Iterable[str]) -> set[str]:
     z = set(given)
     parents, children = theta.parents, theta.children
     # Ancestors of Z (Z included): a collider on a trail is open iff it is in this set.
-    anc_z: set[str] = set()
-    stack = list(z)
-    while stack:
-        v = stack.pop()
-        if v not in anc_z:
-            anc_z.add(v)
-            stack.extend(parents[v])
+    anc_z = theta.ancestral_set(z)
     # Two visit marks per node: arrived moving up (from a child) or down (from a parent).
     up_seen = {source}
     down_seen: set[str] = set()
