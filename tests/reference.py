@@ -335,3 +335,14 @@ def reference_scale(
         s = algorithm3_scale(delta(a & rec.nearby), influence_shift(rec.influence), eps)
         best = min(best, s)
     return best
+
+
+def random_node_sets(nodes: Sequence[str], rng: np.random.Generator, count: int,
+                     most: int = 5) -> list[list[str]]:
+    """``count`` seeded sets of 1..``most`` distinct nodes (marginal queries for the tests)."""
+    nodes = list(nodes)
+    out = []
+    for _ in range(count):
+        k = int(rng.integers(1, min(len(nodes), most) + 1))
+        out.append([str(x) for x in rng.choice(nodes, size=k, replace=False)])
+    return out

@@ -36,15 +36,6 @@ def kernel(request, monkeypatch):
     return request.param
 
 
-def _queries(net, rng, count):
-    nodes = list(net.nodes)
-    out = []
-    for _ in range(count):
-        k = int(rng.integers(1, min(len(nodes), 5) + 1))
-        out.append([str(x) for x in rng.choice(nodes, size=k, replace=False)])
-    return out
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_joint_marginals_match_the_full_joint(seed, kernel):
     net = ref.random_network(9100 + seed, min_nodes=1, max_nodes=14 if seed % 3 else 9,
@@ -53,7 +44,7 @@ def test_joint_marginals_match_the_full_joint(seed, kernel):
     rng = np.random.default_rng(seed)
     for m in range(len(net.members)):
         joint = ref.full_joint(net, m)
-        for nodes in _queries(net, rng, 6):
+        for nodes in ref.random_node_sets(net.nodes, rng, 6):
             want = ref.marginal(net, joint, nodes)
             for method in METHODS:
                 got = qp.joint_marginal(theta, nodes, m, inference=method)
@@ -68,7 +59,7 @@ def test_influences_agree_across_methods(seed, kernel):
     net = ref.random_network(9300 + seed, min_nodes=2, max_nodes=14)
     theta = net.to_theta()
     rng = np.random.default_rng(seed)
-    for nodes in _queries(net, rng, 5):
+    for nodes in ref.random_node_sets(net.nodes, rng, 5):
         if len(nodes) < 2:
             continue
         node, q = nodes[0], nodes[1:]
@@ -100,7 +91,7 @@ def test_greedy_fallback_when_the_global_order_builds_large_tables(monkeypatch):
     monkeypatch.setattr(infl, "_bucket_eliminate", spy)
     monkeypatch.setattr(infl, "BUCKET_LIMIT", 1)  # the global order always gives up
     rng = np.random.default_rng(77)
-    for nodes in _queries(net, rng, 10):
+    for nodes in ref.random_node_sets(net.nodes, rng, 10):
         calls.clear()
         got = qp.joint_marginal(theta, nodes, inference="auto")
         if len(calls) == 2:  # the global order gave up; the query's own greedy order answered
@@ -116,7 +107,7 @@ def test_greedy_bucket_order_matches_the_full_joint(seed):
     rng = np.random.default_rng(seed)
     for m in range(len(net.members)):
         joint = ref.full_joint(net, m)
-        for nodes in _queries(net, rng, 5):
+        for nodes in ref.random_node_sets(net.nodes, rng, 5):
             index = [theta.index[v] for v in nodes]
             got = infl._bucket_eliminate(theta, index, m, 2**25, greedy=True)
             want = ref.marginal(net, joint, nodes)
@@ -244,7 +235,7 @@ def test_chain_merging_at_any_limit_matches_the_full_joint(merge_limit):
         theta = net.to_theta()
         joint = ref.full_joint(net)
         rng = np.random.default_rng(seed)
-        for nodes in _queries(net, rng, 4):
+        for nodes in ref.random_node_sets(net.nodes, rng, 4):
             index = [theta.index[v] for v in nodes]
             for greedy in (False, True):
                 got = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=greedy,

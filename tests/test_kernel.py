@@ -43,14 +43,6 @@ def _kernel_joint(theta, nodes, mode=0, max_table=2**25, member=0):
     return out if ok else None
 
 
-def _queries(nodes, rng, count, most=5):
-    out = []
-    for _ in range(count):
-        k = int(rng.integers(1, min(len(nodes), most) + 1))
-        out.append([str(x) for x in rng.choice(nodes, size=k, replace=False)])
-    return out
-
-
 def _assert_same(got, want, where):
     assert got is not None, where
     assert got.shape == want.shape, where
@@ -66,7 +58,7 @@ def test_every_order_matches_the_full_joint(seed):
     rng = np.random.default_rng(seed)
     for m in range(len(net.members)):
         joint = ref.full_joint(net, m)
-        for nodes in _queries(list(net.nodes), rng, 6):
+        for nodes in ref.random_node_sets(net.nodes, rng, 6):
             want = ref.marginal(net, joint, nodes)
             for mode in MODES:
                 _assert_same(_kernel_joint(theta, nodes, mode, member=m), want,
@@ -100,7 +92,7 @@ def test_kernel_equals_python_bucket_elimination_on_bundled_networks(name):
 
     theta = qp.theta_from_pgmpy(read_pgmpy(read_text(name)), [name])
     rng = np.random.default_rng(7)
-    for nodes in _queries(list(theta.nodes), rng, 25, most=4):
+    for nodes in ref.random_node_sets(theta.nodes, rng, 25, most=4):
         index = [theta.index[v] for v in nodes]
         want = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=True)
         for mode in MODES:
@@ -114,7 +106,7 @@ def test_default_choice_is_never_costlier_than_either_order():
     theta = net.to_theta()
     joint = ref.full_joint(net)
     rng = np.random.default_rng(3)
-    for nodes in _queries(list(net.nodes), rng, 20, most=3):
+    for nodes in ref.random_node_sets(net.nodes, rng, 20, most=3):
         want = ref.marginal(net, joint, nodes)
         got = [_kernel_joint(theta, nodes, mode) for mode in MODES]
         for g in got:
@@ -263,7 +255,7 @@ def test_influence_in_one_call_equals_joint_then_definition8(seed):
     theta = net.to_theta()
     kernel = infl._kernel_network(theta, 0)
     rng = np.random.default_rng(seed)
-    for nodes in _queries(list(net.nodes), rng, 8):
+    for nodes in ref.random_node_sets(net.nodes, rng, 8):
         if len(nodes) < 2:
             continue
         index = [theta.index[v] for v in nodes]
