@@ -12,9 +12,27 @@ with single-child ancestors folded in once per Theta, run by the optional compil
 per-query order when it is built (else in Python, in a global min-weight order for small
 queries); see :func:`joint_marginal` for the paths.
 
-Floating point: the contraction rounds, so a computed ratio can be below the true one by a few
-hundred ulps. Every returned influence is raised by :data:`ROUNDING_MARGIN` (relative and
-absolute) so that it is never below the exact value; the tests compare with pgmpy to 1e-9.
+Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
+
+* *Underflow.* Every intermediate of an elimination (and of Definition 8) is a sum of products
+  of CPD entries of the query's ancestral set (or ratios of such sums, in the junction tree), so
+  none is below ``L = prod over those CPDs of their least positive entry``. Per query and member
+  the exponent of ``L`` is summed exactly from ``frexp`` exponents; when ``L >= 2**-1000``
+  (:data:`SAFE_LOG2_FLOOR`, far above the subnormal range that starts at ``2**-1022``) no
+  intermediate can underflow and a computed zero is an exact zero. Otherwise the joint is
+  computed in exact integer arithmetic (every float is ``m * 2**e``, so each CPD becomes
+  integers with one power-of-two scale, and the elimination is exact) and Definition 8 is
+  evaluated on those integers; the result records ``arithmetic="exact"`` and the plan says so.
+* *Rounding.* On the float path every value has a relative error of at most ``gamma_K = K u /
+  (1 - K u)`` (``u = 2**-53``), with ``K`` the depth of the arithmetic: at most the ancestral
+  set's size times (the largest summed block plus two), plus the output's size (Higham,
+  *Accuracy and Stability of Numerical Algorithms*, Section 3.1: sums and products of
+  non-negative numbers). A log-ratio of two conditionals then errs by at most ``4 gamma_K``
+  plus the two logs' rounding; every influence of a non-empty quilt is raised by that bound, by
+  at least :data:`ROUNDING_MARGIN` absolute and by :data:`ROUNDING_MARGIN` relative, so that it
+  is never below the exact value. A computed 0 is raised too: float64 equality is not exact
+  equality, and a stored CPD column sums to one only up to its rounding, so even a quilt that
+  shares no ancestor with ``i`` reports ``1e-10``, not 0.
 """
 
 from __future__ import annotations
@@ -24,7 +42,7 @@ import heapq
 import math
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +111,24 @@ ROUNDING_MARGIN = 1e-10
 #: Largest intermediate or output table (entries) the exact computation will build.
 DEFAULT_MAX_TABLE = 2**25
 
+#: The float path is used for a query only when the product of the least positive CPD entries
+#: of its ancestral set is at least ``2**SAFE_LOG2_FLOOR``: then no intermediate of the
+#: elimination can leave float64's normal range (which ends at ``2**-1022``), and the margin of
+#: 22 binary orders absorbs the rounding of the products themselves.
+SAFE_LOG2_FLOOR = -1000
+
+#: Largest intermediate table (entries) of the exact-integer fallback: Python integers cost far
+#: more than floats, so it refuses sooner (the planner then bounds or skips the quilt, which
+#: only adds noise).
+EXACT_MAX_TABLE = 2**16
+
+#: Unit roundoff of float64.
+_U = 2.0**-53
+
+#: Arithmetic that computed an influence (``Influence.arithmetic``).
+FLOAT64 = "float64"
+EXACT = "exact"
+
 #: Ways to compute a joint marginal (see :func:`joint_marginal`).
 INFERENCE_METHODS = ("auto", "junction_tree", "elimination")
 
@@ -133,6 +169,10 @@ class Influence:
     pair: tuple[object, object] | None
     bound_via: tuple[str, ...] | None = None
     """``None`` when exact; else the separator ``S`` whose exact influence bounds this one."""
+    arithmetic: str = FLOAT64
+    """``"float64"``, or ``"exact"`` when some member's joint was computed in exact integer
+    arithmetic: the model's probabilities are too small for float64 (an intermediate could
+    underflow), or float64 found the conditionals equal and exactness had to decide."""
 
     @property
     def exact(self) -> bool:
@@ -187,6 +227,12 @@ def joint_marginal(
     _check_output_size(theta, nodes, max_table)
     if not nodes:
         return np.ones(())
+    if is_floating(theta, member):
+        scope = theta.nodes if inference == "junction_tree" else theta.ancestral_set(nodes)
+        if not _float_safe(theta, member, scope):
+            # float64 could underflow: compute exactly, then round each entry once
+            ints, exponent = _exact_joint(theta, nodes, member, max_table)
+            return _ints_to_float(ints, exponent)
     return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
 
 
@@ -236,8 +282,13 @@ def check_inference(inference: object) -> str:
 
 
 def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
-               max_table: int) -> np.ndarray:
-    """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated)."""
+               max_table: int, tables: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
+
+    ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
+    integer tables of :func:`_exact_tables`; any element type numpy's einsum can multiply and
+    add will do.
+    """
     card = theta.cardinality
     cpds = theta.members[member]
     rank = theta.index
@@ -245,7 +296,7 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     where: dict[str, set[int]] = {v: set() for v in anc}
     for k, v in enumerate(sorted(anc, key=rank.__getitem__)):
         scope = (v, *theta.parents[v])
-        factors[k] = (scope, cpds[v].table)
+        factors[k] = (scope, cpds[v].table if tables is None else tables[v])
         for u in scope:
             where[u].add(k)
     next_id = len(factors)
@@ -433,32 +484,202 @@ def max_influence(
         raise ValueError(f"a quilt of {node!r} cannot contain {node!r} itself")
     if not q:
         return Influence(node, q, 0.0, None, None)
-    best: tuple[float, int, Any] = (-1.0, 0, None)
-    index = theta.index
+    best: tuple[float, int, Any, str] = (-1.0, 0, None, FLOAT64)
     for m in range(len(theta.members)):
         key = ("influence", m, node, q, inference)
         hit = theta._cache.get(key)
         if hit is None:
-            nodes = (node, *q)
-            _check_output_size(theta, nodes, max_table)
-            where = [index[v] for v in nodes]
-            found = None
-            if _KERNEL is not None and inference == "auto" and is_floating(theta, m):
-                # joint and Definition 8 in one call; None: no order fits max_table
-                found = _kernel_network(theta, m).influence(where, max_table)
-                joint = None if found else _eliminate(theta, nodes, theta.ancestral_set(nodes),
-                                                      m, max_table)
-            else:
-                joint = _joint(theta, nodes, where, m, max_table, inference)
-            value, a, b = found or _influence_from_joint(joint)
-            if value > 0 and math.isfinite(value):
-                value = value * (1 + ROUNDING_MARGIN) + ROUNDING_MARGIN
-            states = theta.states[node]
-            hit = (value, (states[a], states[b]))
-            theta._cache[key] = hit
+            hit = theta._cache[key] = _member_influence(theta, node, q, m, max_table, inference)
         if hit[0] > best[0]:
-            best = (hit[0], m, hit[1])
-    return Influence(node, q, best[0], best[1], best[2])
+            best = (hit[0], m, hit[1], hit[2])
+    arithmetic = EXACT if any(
+        theta._cache.get(("influence", m, node, q, inference), (0, 0, FLOAT64))[2] == EXACT
+        for m in range(len(theta.members))) else FLOAT64
+    return Influence(node, q, best[0], best[1], best[2], arithmetic=arithmetic)
+
+
+def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
+                      inference: str) -> tuple[float, tuple[Any, Any], str]:
+    """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
+    nodes = (node, *q)
+    _check_output_size(theta, nodes, max_table)
+    anc = theta.ancestral_set(nodes)
+    floating = is_floating(theta, m)
+    if not floating or not _float_safe(
+            theta, m, theta.nodes if inference == "junction_tree" else anc):
+        # Exact rational tables, or probabilities so small that float64 could underflow.
+        if floating:
+            joint, _ = _exact_joint(theta, nodes, m, max_table)
+        else:
+            joint = _eliminate(theta, nodes, anc, m, max_table)
+        value, a, b = _influence_exact(joint)
+        arithmetic, bound = EXACT, 0.0
+    else:
+        where = [theta.index[v] for v in nodes]
+        found = None
+        if _KERNEL is not None and inference == "auto":
+            # joint and Definition 8 in one call; None: no order fits max_table
+            found = _kernel_network(theta, m).influence(where, max_table)
+            joint = None if found else _eliminate(theta, nodes, anc, m, max_table)
+        else:
+            joint = _joint(theta, nodes, where, m, max_table, inference)
+        value, a, b = found or _influence_from_joint(joint)
+        arithmetic = FLOAT64
+        bound = _rounding_bound(theta, len(anc), math.prod(theta.cardinality[v] for v in nodes),
+                                inference)
+    if math.isfinite(value):
+        # Raised even from 0: float64 equality is not exact equality, and a model's columns
+        # sum to one only up to rounding, so "independent" holds only up to the margin too.
+        value = value * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, bound)
+    states = theta.states[node]
+    return value, (states[a], states[b]), arithmetic
+
+
+def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
+    """Per node (index), an integer ``k`` with ``2**k <=`` its CPD's least positive entry.
+
+    ``frexp`` gives ``x = f * 2**e`` with ``f`` in ``[0.5, 1)``, so ``e - 1`` is exact and
+    never above ``log2(x)``, subnormal ``x`` included. Cached per member.
+    """
+    key = ("log2_floor", member)
+    hit = theta._cache.get(key)
+    if hit is None:
+        out = []
+        for v in theta.nodes:
+            t = np.asarray(theta.members[member][v].table, dtype=np.float64)
+            positive = t[t > 0]
+            out.append(math.frexp(float(positive.min()))[1] - 1 if positive.size else 0)
+        hit = theta._cache[key] = tuple(out)
+    return hit
+
+
+def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
+    """Whether no float64 intermediate over the CPDs of ``scope`` can leave the normal range.
+
+    Every intermediate is a sum of products (or, in the junction tree, a ratio of sums) of
+    entries of those CPDs, all at most one, so none is below the product of their least positive
+    entries; its exponent is summed exactly.
+    """
+    floors = _log2_floors(theta, member)
+    index = theta.index
+    return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
+
+
+def _rounding_bound(theta: Theta, n_ancestral: int, out_size: int, inference: str) -> float:
+    """Upper bound on ``|computed - exact|`` of a float64 Definition 8 (see the module text).
+
+    ``K`` bounds the number of roundings on any path from a CPD entry to a joint entry: each
+    elimination step multiplies its factors (at most two per eliminated variable, summed over
+    the query: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest cardinality)`` terms; the
+    row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
+    passes touch each of its tables a bounded number of times. Entries then err by at most
+    ``gamma_K``, a ratio of two conditionals (four entries) by ``4 gamma_K``, and the two logs of
+    values above ``2**-1000`` by ``2 * 745 u``.
+    """
+    c_max = max(theta.cardinality.values())
+    k = n_ancestral * (max(MERGE_LIMIT, c_max) + 2) + out_size + 16
+    if inference == "junction_tree":
+        k = max(k, 6 * tree_structure(theta).size + out_size + 16)
+    if k * _U >= 0.25:
+        return math.inf  # pragma: no cover - would need ~10**15 operations
+    gamma = k * _U / (1 - k * _U)
+    return 4 * gamma / (1 - 4 * gamma) + 1500 * _U
+
+
+def _exact_tables(theta: Theta, member: int, nodes: Iterable[str]) -> dict[str, Any]:
+    """Per node, its CPD as exact integers ``M`` and one exponent ``E``: ``table = M * 2**E``.
+
+    Every float is ``f * 2**e`` with ``f * 2**53`` an integer (subnormals included), so the
+    conversion is exact; cached per member and node.
+    """
+    cache = theta._cache.setdefault(("exact_tables", member), {})
+    out = {}
+    for v in nodes:
+        hit = cache.get(v)
+        if hit is None:
+            t = np.asarray(theta.members[member][v].table, dtype=np.float64)
+            mant, expo = np.frexp(t)
+            positive = t > 0
+            base = int(expo[positive].min()) - 53 if positive.any() else 0
+            ints = np.empty(t.shape, dtype=object)
+            flat = ints.reshape(-1)
+            for k, (f, e) in enumerate(zip(mant.reshape(-1).tolist(), expo.reshape(-1).tolist(),
+                                           strict=True)):
+                flat[k] = int(f * 2.0**53) << (e - 53 - base) if f > 0 else 0
+            hit = cache[v] = (ints, base)
+        out[v] = hit
+    return out
+
+
+def _exact_joint(theta: Theta, nodes: tuple[str, ...], member: int,
+                 max_table: int) -> tuple[np.ndarray, int]:
+    """``P(phi_nodes)`` exactly, as integers ``J`` and an exponent ``E``: ``P = J * 2**E``.
+
+    Variable elimination on the integer tables of :func:`_exact_tables`; each CPD of the
+    ancestral set is multiplied in exactly once, so the exponents add up. Intermediates are
+    limited to :data:`EXACT_MAX_TABLE` entries (and ``max_table``).
+    """
+    anc = theta.ancestral_set(nodes)
+    exact = _exact_tables(theta, member, anc)
+    tables = {v: t for v, (t, _) in exact.items()}
+    joint = _eliminate(theta, nodes, anc, member, min(max_table, EXACT_MAX_TABLE), tables)
+    return np.asarray(joint, dtype=object), sum(e for _, e in exact.values())
+
+
+def _ints_to_float(ints: np.ndarray, exponent: int) -> np.ndarray:
+    """``ints * 2**exponent`` as float64, each entry correctly rounded (tiny ones to 0)."""
+    from fractions import Fraction
+
+    scale = Fraction(2) ** exponent
+    return np.array([float(Fraction(int(x)) * scale) for x in ints.reshape(-1)],
+                    dtype=np.float64).reshape(ints.shape)
+
+
+def _influence_exact(joint: np.ndarray) -> tuple[float, int, int]:
+    """Definition 8 on an exact joint (Python ints or Fractions; axis 0 is ``phi_i``).
+
+    Conditionals are compared exactly by cross-multiplication; only the final log of the
+    largest ratio is rounded (by :func:`_log_ratio`, a few ulps).
+    """
+    from fractions import Fraction
+
+    rows = [list(r) for r in np.asarray(joint, dtype=object).reshape(joint.shape[0], -1)]
+    totals = [sum(r, 0) for r in rows]
+    valid = [a for a, t in enumerate(totals) if t > 0]
+    if not valid:
+        raise QuiltPrivError("the sensitive attribute has no value of positive probability")
+    best: Fraction | None = None
+    best_pair = (valid[0], valid[0])
+    for col in range(len(rows[0])):
+        hi_a = lo_a = valid[0]
+        for a in valid[1:]:  # P(q | a) = rows[a][col] / totals[a], compared exactly
+            if rows[a][col] * totals[hi_a] > rows[hi_a][col] * totals[a]:
+                hi_a = a
+            if rows[a][col] * totals[lo_a] < rows[lo_a][col] * totals[a]:
+                lo_a = a
+        hi_num = rows[hi_a][col] * totals[lo_a]
+        lo_num = rows[lo_a][col] * totals[hi_a]
+        if hi_num <= 0:
+            continue
+        if lo_num == 0:
+            return math.inf, hi_a, lo_a
+        ratio = Fraction(hi_num) / Fraction(lo_num)
+        if best is None or ratio > best:
+            best, best_pair = ratio, (hi_a, lo_a)
+    if best is None or best <= 1:
+        return 0.0, best_pair[0], best_pair[1]
+    return _log_ratio(best.numerator, best.denominator), best_pair[0], best_pair[1]
+
+
+def _log_ratio(num: int, den: int) -> float:
+    """``log(num / den)`` for positive integers of any size, to a few ulps.
+
+    The quotient is scaled by a power of two into ``[0.5, 2]`` (Python's int true division is
+    correctly rounded), so neither overflow nor underflow can occur.
+    """
+    shift = num.bit_length() - den.bit_length()
+    r = num / (den << shift) if shift >= 0 else (num << -shift) / den
+    return math.log(r) + shift * math.log(2.0)
 
 
 def influence_upper_bound(

@@ -22,8 +22,11 @@ per-Theta work that queries share:
 Every operation is a product, a sum of non-negative numbers or a division by a separator
 marginal (``0 / 0 := 0``, the only case where a divisor is zero), so a probability is zero
 exactly when it is zero in the model: the zero pattern, which decides infinite influences, is
-exact. Rounding is relative and tiny (~1e-15 per operation); :data:`quiltpriv.influence.
-ROUNDING_MARGIN` covers it, and the tests compare with variable elimination and pgmpy.
+exact, provided nothing underflows: :mod:`quiltpriv.influence` uses the tree only when the
+product of the least positive CPD entries of the whole network is at least ``2**-1000``, and
+computes in exact integers otherwise. Rounding is relative and tiny (~1e-15 per operation);
+the influence's upward rounding covers it with a proven bound, and the tests compare with
+variable elimination, pgmpy and exact rationals.
 
 This is standard exact inference (Lauritzen and Spiegelhalter 1988; Jensen, Lauritzen and
 Olesen 1990), built here on numpy so it needs no per-query model copies and works on integer

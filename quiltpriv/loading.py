@@ -43,6 +43,56 @@ _BIF_PROBABILITY = re.compile(r"probability\s*\(\s*([^\s|)]+)")
 _BIF_BAD_NUMBER = re.compile(r"(?i)(?<![\w.])[-+]?(nan|inf(inity)?)(?![\w.])")
 
 
+#: A decimal number as BIF and XMLBIF files write probabilities.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+_PARENTHESISED = re.compile(r"\([^)]*\)")
+_XML_TABLE = re.compile(r"(?is)<TABLE>(.*?)</TABLE>")
+
+#: Smallest positive normal float64. A probability below it is stored with fewer than 16
+#: significant digits (subnormal) or as 0, so a file that writes one is refused.
+_TINY = 2.2250738585072014e-308
+
+
+def check_probability_literal(token: str, where: str) -> float:
+    """The float a model file's probability ``token`` denotes, or ModelError.
+
+    A positive number that float64 rounds to 0 (``1e-400``) would silently make a possible
+    state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
+    be stored with a relative error up to 100%: both are refused, never read as something else.
+    """
+    try:
+        x = float(token)
+    except ValueError:
+        raise ModelError(f"{where}: {token!r} is not a number") from None
+    if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
+        raise ModelError(
+            f"{where}: the probability {token} is positive but below float64's normal range "
+            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
+            "impossible)")
+    return x
+
+
+def _check_bif_numbers(text: str, path: Path) -> None:
+    """Every probability of a BIF file passes :func:`check_probability_literal`."""
+    for block in re.split(r"probability\s*\(", text)[1:]:
+        head, _, rest = block.partition(")")
+        var = head.split("|")[0].strip()
+        body = _PARENTHESISED.sub(" ", rest.split("}", 1)[0])  # drop parent-state tuples
+        for token in _NUMBER.findall(body):
+            check_probability_literal(token, f"{path}: the CPD of {var!r}")
+
+
+def _check_xmlbif_numbers(text: str, path: Path) -> None:
+    """Every probability of an XMLBIF file passes :func:`check_probability_literal`."""
+    for body in _XML_TABLE.findall(text):
+        for token in _NUMBER.findall(body):
+            check_probability_literal(token, f"{path}: a <TABLE>")
+
+
+def _json_float(token: str) -> float:
+    return check_probability_literal(token, "a CPD")
+
+
 def _check_bif_text(text: str, path: Path) -> None:
     """Checks pgmpy's BIF reader does not make (it accepts or garbles these)."""
     names = _BIF_VARIABLE_NAME.findall(text)
@@ -168,6 +218,9 @@ def _read_pgmpy_file(path: Path) -> Any:
             text = path.read_text(encoding="utf-8")
         if inner.endswith(".bif"):
             _check_bif_text(text, path)
+            _check_bif_numbers(text, path)
+        else:
+            _check_xmlbif_numbers(text, path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if inner.endswith(".bif"):
@@ -221,10 +274,12 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
     import json
 
     try:
-        doc = json.loads(text, parse_constant=_reject_constant,
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_json_float,
                          object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ModelError(f"cannot read JSON model {path}: {exc}") from exc
+    except ModelError as exc:  # from the hooks, which do not know the path
+        raise ModelError(f"{path}: {exc}") from None
     except RecursionError:
         raise ModelError(f"cannot read JSON model {path}: nested too deeply") from None
     if not isinstance(doc, dict):

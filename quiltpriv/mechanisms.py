@@ -57,7 +57,8 @@ class SensitivePlan:
     quilt, nearby, remote : tuple of str
         The chosen quilt's ``Q``, ``N`` and ``R`` (network order).
     influence : float
-        ``e_Theta(Q | i)`` (exact, rounded upwards by 1e-10 relative plus 1e-10 absolute).
+        ``e_Theta(Q | i)``, rounded upwards by at least 1e-10 relative plus 1e-10 absolute and
+        by a proven bound on float64's rounding (never below the exact value).
     sensitivity : float
         ``Delta_{A and N} F``.
     scale : float
@@ -72,6 +73,12 @@ class SensitivePlan:
         The member of Theta attaining the influence.
     influence_pair : tuple or None
         The values ``(a, b)`` of ``phi_i`` attaining it.
+    influence_bound_via : tuple of str or None
+        ``None`` when ``influence`` is exact; else the separator whose exact influence bounds it.
+    influence_arithmetic : {"float64", "exact"}
+        ``"exact"`` when the influence was computed in exact integer arithmetic (the model's
+        probabilities are too small for float64, or float64 could not tell a tiny influence
+        from 0).
     """
 
     node: str
@@ -87,6 +94,7 @@ class SensitivePlan:
     influence_member: str | None = None
     influence_pair: tuple[Any, Any] | None = None
     influence_bound_via: tuple[str, ...] | None = None
+    influence_arithmetic: str = "float64"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -164,6 +172,7 @@ class Plan:
                 influence_pair=None if pair is None else tuple(pair),
                 influence_bound_via=None if s.get("influence_bound_via") is None
                 else tuple(s["influence_bound_via"]),
+                influence_arithmetic=str(s.get("influence_arithmetic", "float64")),
             ))
         return cls(float(d["epsilon"]), float(d["scale"]), bool(d["optimal"]), tuple(sens),
                    dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())))
@@ -293,6 +302,7 @@ class _Search:
     member: str | None = None
     pair: Any = None
     via: tuple[str, ...] | None = None
+    arithmetic: str = "float64"
     considered: int = 1
     optimal: bool = True
     reasons: list[str] = field(default_factory=list)
@@ -346,6 +356,7 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
             if key < best.key:
                 best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
                 best.via = infl.bound_via
+                best.arithmetic = infl.arithmetic
                 best.member = theta.names[infl.member] if infl.member is not None else None
                 best.pair = infl.pair
 
@@ -386,7 +397,8 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         best.optimal = False
         best.reasons.append("the search was interrupted; this is the best quilt found so far")
     explanation = _explain(theta, query, best.quilt, best.e, best.delta, best.scale, eps,
-                           best.member, best.pair, best.optimal, best.reasons, best.via)
+                           best.member, best.pair, best.optimal, best.reasons, best.via,
+                           best.arithmetic)
     q = best.quilt
     return SensitivePlan(
         node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
@@ -394,7 +406,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         quilts_considered=best.considered, optimal=best.optimal, explanation=explanation,
         influence_member=best.member,
         influence_pair=None if best.pair is None else tuple(_jsonable(x) for x in best.pair),
-        influence_bound_via=best.via,
+        influence_bound_via=best.via, influence_arithmetic=best.arithmetic,
     ), interrupted
 
 
@@ -425,7 +437,8 @@ def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
 
 def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
              eps: float, member: str | None, pair: Any, optimal: bool,
-             reasons: list[str], via: tuple[str, ...] | None = None) -> str:
+             reasons: list[str], via: tuple[str, ...] | None = None,
+             arithmetic: str = "float64") -> str:
     a_n = theta.sort(set(query.attributes) & set(quilt.nearby))
     if quilt.is_trivial:
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
@@ -447,6 +460,8 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
         if via is not None:
             infl = (f"max-influence e(Q|{quilt.node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
                     f"too expensive): e(S|{quilt.node}) for the separator S = {_set(via)}")
+        if arithmetic == "exact":
+            infl += " (computed in exact integer arithmetic, where float64 could not be trusted)"
         if delta == 0:
             cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
                     f"noise is needed for {quilt.node!r}")

@@ -407,7 +407,19 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
             f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
             f"worst sums to {worst:.9g})"
         )
-    arr = arr / sums  # exact renormalisation of rounding within the tolerance
+    off = sums != 1.0
+    if not np.any(off):
+        arr = arr.copy()  # never freeze (or alias) the caller's array
+    else:
+        arr = arr / sums  # renormalise the rounding within the tolerance
+        # Division rounds a subnormal entry by up to its own size; refuse rather than guess.
+        tiny = (arr > 0) & (arr < np.finfo(np.float64).tiny) & off
+        if np.any(tiny):
+            raise ModelError(
+                f"{what} has a probability below float64's normal range "
+                f"({float(arr[tiny].min()):.3g}) in a column that does not sum to one exactly; "
+                "renormalising would round it by up to its own size (make the column sum to "
+                "one, or use 0 for an impossible state)")
     arr.setflags(write=False)
     return arr
 

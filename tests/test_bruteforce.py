@@ -41,7 +41,9 @@ ABS = 1e-12
 
 
 def _rounded_up(e: float) -> float:
-    if e > 0 and math.isfinite(e):
+    # Every finite influence of a non-empty quilt is raised, 0 included (float64 equality is
+    # not exact equality).
+    if math.isfinite(e):
         return e * (1 + ROUNDING_MARGIN) + ROUNDING_MARGIN + ABS
     return e
 
