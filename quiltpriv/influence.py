@@ -24,8 +24,9 @@ Floating point, at every magnitude. float64 is trusted only where it provably ca
   integers with one power-of-two scale, and the elimination is exact) and Definition 8 is
   evaluated on those integers; the result records ``arithmetic="exact"`` and the plan says so.
 * *Rounding.* On the float path every value has a relative error of at most ``gamma_K = K u /
-  (1 - K u)`` (``u = 2**-53``), with ``K`` the depth of the arithmetic: at most the ancestral
-  set's size times (the largest summed block plus two), plus the output's size (Higham,
+  (1 - K u)`` (``u = 2**-53``), with ``K`` the depth of the arithmetic: at most the network's
+  size (which bounds any ancestral set's) times (the largest summed block plus two), plus the
+  output's size (Higham,
   *Accuracy and Stability of Numerical Algorithms*, Section 3.1: sums and products of
   non-negative numbers). A log-ratio of two conditionals then errs by at most ``4 gamma_K``
   plus the two logs' rounding; every influence of a non-empty quilt is raised by that bound, by
@@ -503,15 +504,18 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
     """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
     nodes = (node, *q)
     _check_output_size(theta, nodes, max_table)
-    anc = theta.ancestral_set(nodes)
     floating = is_floating(theta, m)
-    if not floating or not _float_safe(
-            theta, m, theta.nodes if inference == "junction_tree" else anc):
+    # The whole member's bound (cached) settles most models at once; only a model with tiny
+    # probabilities needs the query's own ancestral set.
+    safe = floating and _float_safe(theta, m, theta.nodes)
+    if floating and not safe and inference != "junction_tree":
+        safe = _float_safe(theta, m, theta.ancestral_set(nodes))
+    if not safe:
         # Exact rational tables, or probabilities so small that float64 could underflow.
         if floating:
             joint, _ = _exact_joint(theta, nodes, m, max_table)
         else:
-            joint = _eliminate(theta, nodes, anc, m, max_table)
+            joint = _eliminate(theta, nodes, theta.ancestral_set(nodes), m, max_table)
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
@@ -520,12 +524,14 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         if _KERNEL is not None and inference == "auto":
             # joint and Definition 8 in one call; None: no order fits max_table
             found = _kernel_network(theta, m).influence(where, max_table)
-            joint = None if found else _eliminate(theta, nodes, anc, m, max_table)
+            joint = None if found else _eliminate(theta, nodes, theta.ancestral_set(nodes), m,
+                                                  max_table)
         else:
             joint = _joint(theta, nodes, where, m, max_table, inference)
         value, a, b = found or _influence_from_joint(joint)
         arithmetic = FLOAT64
-        bound = _rounding_bound(theta, len(anc), math.prod(theta.cardinality[v] for v in nodes),
+        # the network's size bounds the ancestral set's (no per-query walk on the fast path)
+        bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes),
                                 inference)
     if math.isfinite(value):
         # Raised even from 0: float64 equality is not exact equality, and a model's columns
@@ -558,28 +564,40 @@ def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
 
     Every intermediate is a sum of products (or, in the junction tree, a ratio of sums) of
     entries of those CPDs, all at most one, so none is below the product of their least positive
-    entries; its exponent is summed exactly.
+    entries; its exponent is summed exactly. The whole network's answer is cached.
     """
     floors = _log2_floors(theta, member)
+    if scope is theta.nodes:
+        key = ("float_safe", member)
+        hit = theta._cache.get(key)
+        if hit is None:
+            hit = theta._cache[key] = sum(floors) >= SAFE_LOG2_FLOOR
+        return hit
     index = theta.index
     return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
 
 
-def _rounding_bound(theta: Theta, n_ancestral: int, out_size: int, inference: str) -> float:
+def _rounding_bound(theta: Theta, out_size: int, inference: str) -> float:
     """Upper bound on ``|computed - exact|`` of a float64 Definition 8 (see the module text).
 
     ``K`` bounds the number of roundings on any path from a CPD entry to a joint entry: each
     elimination step multiplies its factors (at most two per eliminated variable, summed over
-    the query: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest cardinality)`` terms; the
+    the network's ``n`` nodes: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest
+    cardinality)`` terms; the
     row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
     passes touch each of its tables a bounded number of times. Entries then err by at most
     ``gamma_K``, a ratio of two conditionals (four entries) by ``4 gamma_K``, and the two logs of
     values above ``2**-1000`` by ``2 * 745 u``.
     """
-    c_max = max(theta.cardinality.values())
-    k = n_ancestral * (max(MERGE_LIMIT, c_max) + 2) + out_size + 16
-    if inference == "junction_tree":
-        k = max(k, 6 * tree_structure(theta).size + out_size + 16)
+    key = ("rounding_depth", inference)
+    depth = theta._cache.get(key)
+    if depth is None:  # the network's size bounds any ancestral set's
+        c_max = max(theta.cardinality.values())
+        depth = len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
+        if inference == "junction_tree":
+            depth = max(depth, 6 * tree_structure(theta).size + 16)
+        theta._cache[key] = depth
+    k = depth + out_size
     if k * _U >= 0.25:
         return math.inf  # pragma: no cover - would need ~10**15 operations
     gamma = k * _U / (1 - k * _U)
