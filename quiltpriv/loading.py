@@ -148,7 +148,29 @@ def bundled_models() -> dict[str, str]:
     return out
 
 
+def _check_python_numbers(path: Path) -> None:
+    """A model module's float literals pass :func:`check_probability_literal`.
+
+    Python itself reads ``1e-400`` as 0.0 without a word; the module's source is scanned for
+    such literals (and subnormal ones) before it runs.
+    """
+    import io
+    import tokenize
+
+    try:
+        source = path.read_text(encoding="utf-8")
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return  # importing it reports the problem
+    for tok in tokens:
+        if tok.type == tokenize.NUMBER and not tok.string.lower().startswith(("0x", "0o", "0b")):
+            text = tok.string.replace("_", "").rstrip("jJ")
+            if any(c in text.lower() for c in ".e"):
+                check_probability_literal(text, f"{path}, line {tok.start[0]}")
+
+
 def _import_file(path: Path) -> ModuleType:
+    _check_python_numbers(path)
     name = f"_quiltpriv_model_{path.stem}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:

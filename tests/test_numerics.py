@@ -328,3 +328,20 @@ def test_joint_marginal_is_exact_then_rounded():
     assert joint[0, 1] == 0.5 * 1e-200 and joint[1, 1] == 0.5 * 2e-200
     tiny = qp.joint_marginal(and_network(1e-300, 2e-300), ["i", "X"])
     assert tiny[:, 1].tolist() == [0.0, 0.0]  # 5e-601 and 2e-600 round to 0: documented
+
+
+def test_python_model_module_refuses_underflowing_literal(tmp_path):
+    # Python reads 1e-400 as 0.0 silently; the loader scans the module's literals first.
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from pgmpy.models import DiscreteBayesianNetwork\n"
+        "from pgmpy.factors.discrete import TabularCPD\n"
+        "def model():\n"
+        "    m = DiscreteBayesianNetwork([('i', 'Q')])\n"
+        "    m.add_cpds(TabularCPD('i', 2, [[0.5], [0.5]]),\n"
+        "               TabularCPD('Q', 2, [[1.0, 0.5], [1e-400, 0.5]], evidence=['i'],\n"
+        "                          evidence_card=[2]))\n"
+        "    return m\n")
+    with pytest.raises(ModelError, match="line 6: the probability 1e-400"):
+        qp.load_model(path)
+    TRIED["refused files"] += 1
