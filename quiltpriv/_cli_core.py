@@ -96,12 +96,17 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _values(text: str, what: str) -> list[Any]:
-    """``V1|V2|...``: numbers when every value reads as a finite number, else texts."""
+    """``V1|V2|...``: numbers when every value reads as a finite number, else texts.
+
+    A value with a leading zero (``01``) is text, as codes such as ZIP codes are.
+    """
     values = [v.strip() for v in text.split("|")]
     if any(not v for v in values):
         raise QueryError(f"{what}: empty value in {text!r}")
     numbers = []
     for v in values:
+        if len(v.lstrip("+-")) > 1 and v.lstrip("+-")[0] == "0" and v.lstrip("+-")[1].isdigit():
+            return values
         try:
             x = float(v)
         except ValueError:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import ast
 import keyword
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -330,7 +331,9 @@ def _prepare(text: str) -> tuple[str, dict[str, str]]:
         if not c.isascii():
             raise QueryError(f"predicate {_short(text)!r}: character {c!r} outside quotes; "
                              "quote a column name that is not plain ASCII with backticks")
-        if c == "&":
+        if c in "\r\n\t\f\v":
+            out.append(" ")  # a predicate may span lines; Python would read indentation
+        elif c == "&":
             out.append(" and ")
         elif c == "|":
             out.append(" or ")
@@ -476,6 +479,42 @@ def _as_compared(kind: str, node: Node) -> str:
     if isinstance(node, Literal) and node.kind == "bool":
         return "number"
     return kind
+
+
+def _infer_kinds(root: Node, kinds: Mapping[str, str], text: str) -> dict[str, str]:
+    """Kinds of attributes implied by their use: arithmetic needs numbers, and an attribute
+    compared directly with a number (text) is a number (text). Conflicting uses are refused
+    (``x > 'a' and x < 3`` compares a number with text, whatever the data)."""
+    out = dict(kinds)
+    why: dict[str, str] = {}
+
+    def need(name: str, kind: str, node: Node) -> None:
+        have = out.get(name)
+        if have is not None and have != kind:
+            first = why.get(name, "its declared domain")
+            raise QueryError(
+                f"predicate {_short(text)!r}: {name!r} is used as "
+                f"{'a number' if kind == 'number' else 'text'} in {_text(node)!r} but as "
+                f"{'a number' if have == 'number' else 'text'} in {first}; it compares the "
+                "number with text")
+        out[name] = kind
+        why.setdefault(name, repr(_text(node)))
+
+    for n in _walk(root):
+        if isinstance(n, Negate | Arithmetic):
+            for o in ([n.operand] if isinstance(n, Negate) else [n.left, n.right]):
+                if isinstance(o, Attribute):
+                    need(o.name, "number", n)
+        elif isinstance(n, Comparison):
+            for a, b in ((n.left, n.right), (n.right, n.left)):
+                if isinstance(a, Attribute) and isinstance(b, Literal):
+                    need(a.name, "text" if b.kind == "text" else "number", n)
+                elif isinstance(a, Attribute) and isinstance(b, Negate | Arithmetic):
+                    need(a.name, "number", n)
+        elif isinstance(n, Membership) and isinstance(n.operand, Attribute):
+            for v in n.values:
+                need(n.operand.name, "text" if v.kind == "text" else "number", n)
+    return out
 
 
 def _check_kinds(node: Node, kinds: Mapping[str, str], text: str) -> str:
@@ -738,7 +777,7 @@ class Predicate:
                 kinds[a] = ks.pop()
         prefix = f"{where}: " if where else ""
         try:
-            _check_kinds(self.root, kinds, self.text)
+            _check_kinds(self.root, _infer_kinds(self.root, kinds, self.text), self.text)
         except QueryError as exc:
             raise QueryError(f"{prefix}{exc} (over the declared domain)") from None
         for name, lit in self.comparisons():
@@ -790,6 +829,8 @@ class Predicate:
         if n_rows is None:
             if len(lengths) > 1:
                 raise QueryError("the predicate's columns have different lengths")
+            if not lengths and len(frame):  # a constant predicate: one value per row
+                lengths = {len(get(next(iter(frame))))}
             n_rows = lengths.pop() if lengths else 0
         ev = _Evaluator(columns, self.text)
         out = np.asarray(ev.truth(self.root), dtype=bool)
@@ -836,15 +877,18 @@ def parse_predicate(
                              f"{MAX_PREDICATE_LENGTH})")
         source, placeholders = _prepare(text)
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            # The parser's warnings (invalid escapes, "1if") would go to stderr: refuse instead.
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as exc:
             raise QueryError(f"predicate {_short(text)!r} is not valid: {exc.msg}") from None
-        except (ValueError, RecursionError, MemoryError) as exc:
+        except (Warning, ValueError, RecursionError, MemoryError) as exc:
             raise QueryError(f"predicate {_short(text)!r} cannot be parsed: "
                              f"{type(exc).__name__}") from None
         _bound_tree(tree, text)
         root = _Converter(text, source.strip(), placeholders).convert(tree)
-        kind = _check_kinds(root, {}, text)
+        kind = _check_kinds(root, _infer_kinds(root, {}, text), text)
         if kind != "bool":
             raise QueryError(
                 f"predicate {_short(text)!r} is a {'value' if kind != 'text' else 'text'}, not "

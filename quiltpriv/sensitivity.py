@@ -168,6 +168,8 @@ def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
             codes[bad] = fallback
         else:
             example = raw[np.flatnonzero(bad)[0]]
+            if isinstance(example, np.generic):
+                example = example.item()
             kind = "numbers" if numeric else "text"
             declared = "text" if isinstance(domain[0], str) else "numbers"
             hint = (f" (the column holds {kind}, the domain is {declared})"

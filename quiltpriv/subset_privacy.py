@@ -447,8 +447,9 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
                    help="comma-separated values of the rows column, in output order (every "
                         "row is written, zero totals included; default: the values that occur, "
                         "sorted, since the rows column is not protected)")
-    # Accepted only to refuse it in one line (it read the protected domain off the data).
-    p.add_argument("--categories-from-data", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--categories-from-data", action="store_true",
+                   help="refused (it read the protected domain off the data, which released "
+                        "which categories occur without noise); declare --categories")
     p.add_argument("--seed", type=int, default=None,
                    help="reproducible noise for experiments only (default: secure randomness)")
     p.set_defaults(func=_handle)

@@ -27,8 +27,8 @@ Soundness of W
   list is a grid drawn from a continuous Theta, pass ``theta_is_grid=True`` and the result says
   it is a grid estimate (a lower bound on the true W, so *not* a proven guarantee).
 
-Not here (yet): conditional laws for a general hyperparameter network from the core
-(``quiltpriv.network``) with a count query, by convolution; to be wired by the core's author.
+Conditional laws for a count on a general hyperparameter network from the core are in
+:mod:`quiltpriv.network_laws` (``network_wasserstein``).
 """
 
 from __future__ import annotations
