@@ -586,10 +586,14 @@ def _column(values: Any, name: str) -> tuple[str, np.ndarray]:
     """A column as (kind, array): float64 for numbers, object array of str for text."""
     import pandas as pd
 
+    if isinstance(values, pd.DataFrame):
+        raise QueryError(f"the data have more than one column named {name!r}")
     if isinstance(values, pd.Series):
         s = values.reset_index(drop=True)
     else:
         arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
+        if arr.ndim != 1:
+            raise QueryError(f"column {name!r} is not one-dimensional")
         s = pd.Series(arr.astype(object) if arr.dtype.kind in "US" else arr)
     if s.isna().any():
         raise QueryError(f"column {name!r} has {int(s.isna().sum())} missing/NaN value(s)")

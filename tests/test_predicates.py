@@ -271,6 +271,10 @@ def test_evaluation_errors_are_query_errors():
     for text, match in cases:
         with pytest.raises(QueryError, match=match):
             parse_predicate(text).evaluate(df)
+    with pytest.raises(QueryError, match="more than one column named 'a'"):
+        qp.parse_predicate("a > 1").evaluate(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+    with pytest.raises(QueryError, match="one-dimensional"):
+        qp.parse_predicate("a > 1").evaluate({"a": np.zeros((2, 2))})
     # A bool column reads as 0/1; text compares as text.
     df2 = pd.DataFrame({"f": [True, False], "t": ["b", "a"]})
     assert parse_predicate("f == True and t > 'a'").evaluate(df2).tolist() == [True, False]
