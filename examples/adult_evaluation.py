@@ -196,8 +196,10 @@ def adult_network(df, proportions: tuple[float, float] = (0.45, 0.55)) -> tuple[
 def _component_queries(n: int):
     """The five components of F as the core's scalar queries (same order as ADULT_QUERY_NAMES)."""
     return (MeanQuery("age", *BOUNDS["age"]), MeanQuery("education_num", *BOUNDS["education_num"]),
-            CountQuery(("never_married",), n, "never_married == 1"),
-            CountQuery(("female",), n, "female == 1"),
+            # 0/1 columns: the declared domain is the record model's own {0, 1}.
+            CountQuery(("never_married",), n, "never_married == 1",
+                       domain={"never_married": (0, 1)}),
+            CountQuery(("female",), n, "female == 1", domain={"female": (0, 1)}),
             MeanQuery("hours_per_week", *BOUNDS["hours_per_week"]))
 
 
@@ -239,7 +241,7 @@ def wasserstein_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVector
     bounds, notes = [], []
     for q in _component_queries(n):
         if isinstance(q, CountQuery):
-            w = network_wasserstein(theta, CountQuery(q.attributes, n), "income", epsilon)
+            w = network_wasserstein(theta, q, "income", epsilon)
             bounds.append(float(w.sensitivity))
             notes.append(f"{q.describe()}: W_inf = {w.sensitivity:g} (exact on the network)")
         else:

@@ -20,6 +20,7 @@ from .loading import (
 )
 from .mechanisms import Plan, Release, SensitivePlan, plan, release
 from .network import Theta, theta_from_pgmpy, theta_from_tables
+from .predicate import Predicate, parse_predicate
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import (
     CountQuery,
@@ -35,10 +36,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CountQuery", "CustomQuery", "HistogramQuery", "Influence", "InfluenceTooExpensive",
-    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "Query", "QueryError",
+    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "Predicate", "Query",
+    "QueryError",
     "Quilt", "QuiltPrivError", "Release", "SensitivePlan", "SumQuery", "Theta",
     "bundled_models", "bundled_network", "enumerate_quilts", "joint_marginal",
     "least_influence_quilt", "load_model", "load_theta", "markov_quilt", "max_influence",
-    "plan", "release", "theta_from_pgmpy", "theta_from_tables", "theta_to_dict",
+    "parse_predicate", "plan", "release", "theta_from_pgmpy", "theta_from_tables", "theta_to_dict",
     "trivial_quilt",
 ]

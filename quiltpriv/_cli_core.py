@@ -76,14 +76,103 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
                    help="value bounds: LO:HI for sum/mean, A1=LO:HI,A2=LO:HI for linear")
     g.add_argument("--weights", metavar="A1=W1,A2=W2",
                    help="weights of a linear query (sum of w_j * mean_j)")
-    g.add_argument("--where", metavar="EXPR",
-                   help="predicate of a count query, as a pandas expression (for release)")
+    g.add_argument("--where", metavar="PREDICATE",
+                   help="predicate of a count query in quiltpriv's predicate language "
+                        "(comparisons, and/or/not, in [...], + - * / over the attributes; "
+                        "no '@', calls or attribute access), e.g. \"height > 66 and sat > "
+                        "1300\"; it must read exactly --attributes")
+    g.add_argument("--domain", "--categories", dest="domain", metavar="A=V1|V2,...",
+                   help="declared values per attribute, '|' between values, ',' between "
+                        "attributes (all numbers, or else all text): a histogram's cells in "
+                        "this order (required for --query histogram), or the values a count's "
+                        "--where may see (data outside it are refused)")
+    g.add_argument("--record-states", metavar="A=V1:K1|V2:K2,...",
+                   help="count query: data value -> record category of the model (0/1 for a "
+                        "Bernoulli node, 0..k-1 for a categorical one), for the mechanisms "
+                        "that use the model's law of the count (compare, audit)")
+    g.add_argument("--catch-all", metavar="LABEL",
+                   help="histogram: an extra last cell LABEL per attribute for values outside "
+                        "--categories (default: such values are an error)")
+
+
+def _values(text: str, what: str) -> list[Any]:
+    """``V1|V2|...``: numbers when every value reads as a finite number, else texts.
+
+    A value with a leading zero (``01``) is text, as codes such as ZIP codes are.
+    """
+    values = [v.strip() for v in text.split("|")]
+    if any(not v for v in values):
+        raise QueryError(f"{what}: empty value in {text!r}")
+    numbers = []
+    for v in values:
+        if len(v.lstrip("+-")) > 1 and v.lstrip("+-")[0] == "0" and v.lstrip("+-")[1].isdigit():
+            return values
+        try:
+            x = float(v)
+        except ValueError:
+            return values
+        if not math.isfinite(x):
+            return values
+        numbers.append(int(x) if x.is_integer() else x)
+    return numbers
+
+
+def _per_attribute(text: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in _split(text):
+        a, sep, rest = item.partition("=")
+        a = a.strip()
+        if not sep or not a:
+            raise QueryError(f"{what}: expected A=..., got {item!r}")
+        if a in out:
+            raise QueryError(f"{what}: {a!r} is given twice")
+        out[a] = rest
+    return out
+
+
+def domain_from_args(args: argparse.Namespace) -> dict[str, list[Any]] | None:
+    """``--domain``/``--categories A=V1|V2,B=W1|W2`` as attribute -> values (or None)."""
+    if getattr(args, "domain", None) is None:
+        return None
+    return {a: _values(v, f"--domain {a}")
+            for a, v in _per_attribute(args.domain, "--domain").items()}
+
+
+def record_states_from_args(args: argparse.Namespace) -> dict[str, dict[Any, int]] | None:
+    """``--record-states A=V1:K1|V2:K2`` as attribute -> {value: category} (or None)."""
+    if getattr(args, "record_states", None) is None:
+        return None
+    out: dict[str, dict[Any, int]] = {}
+    for a, text in _per_attribute(args.record_states, "--record-states").items():
+        pairs = [p.rpartition(":") for p in text.split("|")]
+        if any(not sep for _, sep, _ in pairs):
+            raise QueryError(f"--record-states {a}: expected VALUE:CATEGORY|..., got {text!r}")
+        cats = []
+        for _, _, k in pairs:
+            try:
+                cats.append(int(k))
+            except ValueError:
+                raise QueryError(f"--record-states {a}: category {k!r} is not a whole "
+                                 "number") from None
+        values = _values("|".join(v for v, _, _ in pairs), f"--record-states {a}")
+        out[a] = dict(zip(values, cats, strict=True))
+    return out
 
 
 def query_from_args(args: argparse.Namespace) -> Query:
     kind = args.query
     attrs = _split(args.attributes)
     records = args.records
+    domain = domain_from_args(args)
+    states = record_states_from_args(args)
+    catch_all = getattr(args, "catch_all", None)
+    if domain is not None and kind not in ("count", "histogram"):
+        raise QueryError(f"--domain/--categories applies to count and histogram queries; a "
+                         f"{kind} query's domain is its --bounds")
+    if states is not None and kind != "count":
+        raise QueryError("--record-states applies to count queries")
+    if catch_all is not None and kind != "histogram":
+        raise QueryError("--catch-all applies to histogram queries")
     if kind in ("count", "sum", "histogram") and records is None:
         raise ParameterError(f"a {kind} query needs --records N")
     if records is not None and (not math.isfinite(records) or records != int(records)
@@ -92,11 +181,18 @@ def query_from_args(args: argparse.Namespace) -> Query:
     if kind == "count":
         if not attrs:
             raise QueryError("a count query needs --attributes")
-        return CountQuery(tuple(attrs), int(records), where=args.where)
+        return CountQuery(tuple(attrs), int(records), where=args.where, domain=domain,
+                          record_states=states)
+    if args.where is not None:
+        raise QueryError(f"--where applies to count queries, not {kind}")
     if kind == "histogram":
         if not attrs:
             raise QueryError("a histogram query needs --attributes")
-        return HistogramQuery(tuple(attrs), int(records))
+        if domain is None:
+            raise QueryError("a histogram query needs its cells declared: --categories "
+                             "A=V1|V2|...,B=W1|W2|... (never read off the data)")
+        return HistogramQuery(tuple(attrs), int(records), categories=domain,
+                              catch_all=catch_all)
     if kind in ("sum", "mean"):
         if len(attrs) != 1:
             raise QueryError(f"a {kind} query reads exactly one attribute (--attributes A)")
@@ -144,12 +240,18 @@ def sensitive_from_args(args: argparse.Namespace) -> list[str]:
     return sensitive
 
 
-def read_data(path: str) -> Any:
-    """The dataset of ``--data``: a CSV file read with pandas, one column per attribute."""
+def read_data(path: str, query: Query | None = None) -> Any:
+    """The dataset of ``--data``: a CSV file read with pandas, one column per attribute.
+
+    Columns whose declared domain (``--domain``) is text are read as text, so that a value
+    such as ``01`` is compared as written.
+    """
     import pandas as pd
 
+    declared = getattr(query, "domain", None) or getattr(query, "categories", None) or {}
+    text = {a: str for a, values in declared.items() if values and isinstance(values[0], str)}
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, dtype=text or None)
     except (OSError, ValueError) as exc:
         raise QueryError(f"cannot read data file {path}: {exc}") from exc
 
@@ -182,7 +284,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _cmd_release(args: argparse.Namespace) -> int:
     theta, query, p = _plan_from_args(args)
-    r = release(p, query, read_data(args.data), seed=args.seed)
+    r = release(p, query, read_data(args.data, query), seed=args.seed)
     emit(r.to_json(indent=2), args.output)
     if not r.secure and r.scale > 0:
         import sys

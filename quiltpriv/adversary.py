@@ -403,7 +403,7 @@ def score_count_release(model: object, query: object, sensitive: str, scale: flo
     """
     from .influence import joint_marginal
     from .network import as_theta
-    from .network_laws import count_laws
+    from .network_laws import count_laws, undeclared_domain_error
     from .sensitivity import CountQuery
 
     theta = as_theta(model)
@@ -412,7 +412,12 @@ def score_count_release(model: object, query: object, sensitive: str, scale: flo
     if not 0 <= member < len(theta.members):
         raise ParameterError(f"member must be in 0..{len(theta.members) - 1}, got {member}")
     b = check_positive(scale, "scale", allow_zero=True)
-    laws = count_laws(theta, query.attributes, sensitive, query.records, where=query.where)
+    if query.predicate is not None and query.domain is None:
+        raise undeclared_domain_error(theta, query.attributes, str(query.where),
+                                      "score_count_release")
+    laws = count_laws(theta, query.attributes, sensitive, query.records,
+                      where=query.predicate, domain=query.domain,
+                      record_states=query.record_states)
     member_laws = laws.laws[member]
     marg = joint_marginal(theta, (sensitive,), member)
     states = list(theta.states[sensitive])

@@ -10,14 +10,21 @@ release ``M = F(X) + Lap(s)`` this module computes the *exact* worst-case privac
 and checks ``L <= eps``. Nothing is sampled.
 
 Model assumed (spec 01): the states of every query attribute are Bernoulli parameters (state
-names that read as numbers in [0, 1]); given ``phi`` the ``n`` records are i.i.d. and the
+names that read as numbers in [0, 1]; for a count with a predicate also categorical laws over
+``0..k-1``, as in :mod:`quiltpriv.network_laws`); given ``phi`` the ``n`` records are i.i.d. and the
 attributes of a record are independent, ``X_j ~ Bernoulli(phi_j)``.
 
 Queries audited
 ---------------
-* :class:`~quiltpriv.sensitivity.CountQuery` over ``A``: the predicate is taken to be the
-  conjunction "every attribute in ``A`` equals 1" (the ``where`` text is not parsed). A record
-  satisfies it with probability ``prod_{j in A} phi_j``, so ``F | phi ~ Binomial(n, prod phi_j)``.
+* :class:`~quiltpriv.sensitivity.CountQuery` over ``A`` with a predicate (``where``): the
+  predicate is read over the model's record categories through the query's declared domain or
+  ``record_states`` (:func:`quiltpriv.network_laws.record_truth`; a predicate over undeclared
+  data values is refused, never reinterpreted). A record satisfies it with probability
+  ``pi(phi_A) = sum over satisfying record states of prod_j P(X_j = x_j | phi_j)``, so
+  ``F | phi ~ Binomial(n, pi(phi_A))``; categorical attributes (``0..k-1``) are allowed.
+* A CountQuery without a predicate counts the records whose attributes in ``A`` all equal 1
+  (the record model's own meaning, as for one attribute in :mod:`quiltpriv.network_laws`):
+  ``F | phi ~ Binomial(n, prod_{j in A} phi_j)``.
 * :class:`~quiltpriv.sensitivity.LinearQuery` ``sum_j w_j mean_j`` over ``n`` records (bounds
   must contain {0, 1}): given ``phi`` the counts are independent ``Binomial(n, phi_j)``, so the
   law of ``F | phi`` is the convolution of the laws of ``w_j count_j / n``.
@@ -69,7 +76,15 @@ from ._validation import check_epsilon, check_positive, check_records
 from .errors import ParameterError, QueryError
 from .influence import DEFAULT_MAX_TABLE
 from .network import as_theta
-from .network_laws import _binomial, bernoulli_parameters, parameter_mixture
+from .network_laws import (
+    _binomial,
+    _record_probability,
+    bernoulli_parameters,
+    category_laws,
+    parameter_mixture,
+    record_truth,
+    undeclared_domain_error,
+)
 from .sensitivity import CountQuery, LinearQuery, Query
 
 __all__ = ["AUDIT_TOLERANCE", "AuditResult", "audit", "audit_plan", "query_laws"]
@@ -198,8 +213,8 @@ def _law_builder(query: Query, n: int):
             return law
 
         return attrs, linear_law
-    raise QueryError("the auditor supports count queries (conjunction 'all attributes = 1') "
-                     f"and linear queries over means, not {getattr(query, 'kind', query)!r}")
+    raise QueryError("the auditor supports count queries and linear queries over means, not "
+                     f"{getattr(query, 'kind', query)!r}")
 
 
 def query_laws(
@@ -223,6 +238,8 @@ def query_laws(
     """
     theta = as_theta(model)
     n = _records(query, records)
+    if isinstance(query, CountQuery) and query.predicate is not None:
+        return _predicate_laws(theta, query, sensitive, max_table)
     attrs, law_of = _law_builder(query, n)
     theta.check_nodes(attrs, "query attribute")
     (i,) = theta.check_nodes([sensitive], "sensitive attribute")
@@ -231,6 +248,25 @@ def query_laws(
         theta, attrs, i,
         lambda key: law_of(tuple(params[a][k] for a, k in zip(attrs, key, strict=True))),
         max_table=max_table)
+
+
+def _predicate_laws(theta: Any, query: CountQuery, sensitive: str,
+                    max_table: int) -> tuple[dict[Any, Law], ...]:
+    """Laws of a count with a predicate, read over the record categories (module docstring)."""
+    attrs = tuple(query.attributes)
+    theta.check_nodes(attrs, "query attribute")
+    (i,) = theta.check_nodes([sensitive], "sensitive attribute")
+    if query.domain is None:
+        raise undeclared_domain_error(theta, attrs, str(query.where), "audit")
+    truth = record_truth(theta, attrs, query.predicate, query.domain, query.record_states)
+    params = {a: category_laws(theta, a) for a in attrs}
+    n = query.records
+
+    def law_of(key: tuple[int, ...]) -> Law:
+        p = _record_probability([params[a][k] for a, k in zip(attrs, key, strict=True)], truth)
+        return {Fraction(k): pr for k, pr in enumerate(_binomial(n, p)) if pr}
+
+    return parameter_mixture(theta, attrs, i, law_of, max_table=max_table)
 
 
 def _records(query: Query, records: int | None) -> int:
@@ -308,7 +344,9 @@ def audit(
     model : Theta, pgmpy network or sequence of them
         A hyperparameter network whose query attributes have Bernoulli-parameter states.
     query : CountQuery or LinearQuery
-        Count: the predicate is "every attribute in A equals 1". Linear: ``sum w_j mean_j``.
+        Count: its predicate over the record categories (a declared domain or record_states
+        is required), or without one "every attribute in A equals 1". Linear:
+        ``sum w_j mean_j``.
     sensitive : str or iterable of str
         The sensitive attributes ``C``.
     epsilon : float
@@ -415,8 +453,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit", help="exact worst-case privacy loss of a Laplace release",
         description="Compute the exact worst-case privacy loss of F(X) + Lap(scale) on a "
-                    "Bernoulli hyperparameter network (count: 'all attributes = 1'; linear: "
-                    "sum of w_j * mean_j over --records N) and compare it with epsilon. "
+                    "hyperparameter network (count: the --where predicate, read over the "
+                    "model's record categories through --domain or --record-states, or "
+                    "without --where 'all attributes = 1'; linear: sum of w_j * mean_j over "
+                    "--records N) and compare it with epsilon. "
                     "Without --scale the APMQM plan's scale is audited. Exit status 0 when "
                     "the loss meets epsilon, 1 when it does not.")
     add_model_arguments(p)

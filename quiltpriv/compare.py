@@ -8,7 +8,9 @@ For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C
   (``n Delta / eps`` per-record); (eps, 0) for any secret, no assumption on Theta.
 * **Wasserstein Mechanism** (Algorithm 4, Theorem 5): Laplace with scale ``W / eps`` from the
   exact conditional laws of ``F`` (:mod:`quiltpriv.network_laws`); computable for a count over
-  one attribute whose states are Bernoulli parameters.
+  one Bernoulli attribute without a predicate, or a count whose predicate is linked to the
+  model's record categories by a declared ``domain`` or ``record_states`` (otherwise the row
+  says what to declare; a predicate is never reinterpreted).
 * **APGM** (Algorithm 1, Theorem 1) is listed with the reason it does not apply: it needs
   ``F | secret`` Gaussian with a secret-independent variance (Gaussian record models,
   :func:`quiltpriv.gaussian_mechanism.apgm_gaussian_columns`), which a network of Bernoulli

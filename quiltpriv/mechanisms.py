@@ -612,8 +612,16 @@ class Release:
     seed: int | None
     plan: Plan
 
+    @property
+    def cells(self) -> tuple[tuple[Any, ...], ...] | None:
+        """For a histogram, the label of each released value (one value per attribute, in
+        the declared order of the categories); None for other queries."""
+        from .sensitivity import histogram_cells
+
+        return histogram_cells(self.plan.query)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "value": list(self.value) if isinstance(self.value, tuple) else self.value,
             "scale": self.scale,
             "granularity": self.granularity,
@@ -622,6 +630,10 @@ class Release:
             "seed": self.seed,
             "plan": self.plan.to_dict(),
         }
+        cells = self.cells
+        if cells is not None:
+            d["cells"] = [list(c) for c in cells]
+        return d
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)

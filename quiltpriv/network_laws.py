@@ -18,18 +18,30 @@ CPD column is renormalised exactly, and ``P(phi_i, phi_j)`` is obtained by exact
 elimination (the core's :func:`quiltpriv.influence.joint_marginal` run on the Fraction tables).
 The laws are thus the exact laws of the model as printed; no rounding can hide a sliver of mass.
 
-Predicate: for one binary attribute any predicate is ``X_j = 1``, ``X_j = 0`` (``n - F``, the
-same ``W_inf`` by reflection) or constant (``W_inf = 0``), so the law of ``X_j = 1`` gives a
-``W`` that is exact or an over-estimate. For a count over several attributes ``A`` the
-predicate must be given (a pandas expression over the 0/1 columns, e.g. ``"h == 1 and s == 1"``):
-given ``phi``, a record satisfies it with probability
-``pi(phi_A) = sum over x in {0,1}^A with pred(x) of prod_j phi_j^x_j (1 - phi_j)^(1 - x_j)``
+Predicate: for one binary attribute without a predicate the count is ``#{X_j = 1}``, the record
+model's own meaning (any predicate over one 0/1 attribute is ``X_j = 1``, ``X_j = 0`` (``n - F``,
+the same ``W_inf`` by reflection) or constant, so this ``W`` is exact or an over-estimate). With
+a predicate (:mod:`quiltpriv.predicate`), given ``phi`` a record satisfies it with probability
+``pi(phi_A) = sum over record states x with pred(x) of prod_j P(X_j = x_j | phi_j)``
 (attributes are independent given ``phi``), so ``F | phi ~ Binomial(n, pi(phi_A))`` and
 ``P(F = k | phi_i = a) = sum over phi_A of P(phi_A | phi_i = a) Binomial(n, pi(phi_A))(k)``:
 the per-record laws convolved over the ``n`` i.i.d. records, mixed over the hyperparameters.
 Categorical attributes work the same way: a state listing ``k`` probabilities
-(``"0.2/0.3/0.5"``) is the attribute's law over categories ``0..k-1``, and the predicate reads
-those category numbers (:func:`category_laws`).
+(``"0.2/0.3/0.5"``) is the attribute's law over record categories ``0..k-1``
+(:func:`category_laws`); a Bernoulli attribute's record categories are ``0`` and ``1``.
+
+Data values and record states: a count query's predicate reads *data* values, the model
+describes record *categories*. The link is explicit, never guessed (:func:`record_truth`):
+
+* the query's declared domain of an attribute is exactly its record categories (``(0, 1)``,
+  or ``0..k-1``): each value is its own category;
+* or the query maps every declared value to a category (``record_states``); several values
+  may share one, every category must be reached (the model gives each one positive
+  probability), and the predicate must have the same truth on all values of a category
+  (otherwise it has no meaning on the model's records);
+* otherwise the mechanism refuses and says what to declare. :func:`count_laws` called with a
+  bare predicate (no domain) reads it over the record categories themselves, and refuses a
+  literal that is not one of them (``height > 66`` over ``{0, 1}``).
 """
 
 from __future__ import annotations
@@ -48,11 +60,14 @@ from ._validation import check_epsilon, check_records
 from .errors import ModelError, ParameterError, QueryError
 from .influence import DEFAULT_MAX_TABLE, joint_marginal
 from .network import CPD, Theta, as_theta
+from .predicate import Predicate, parse_predicate
 from .sensitivity import CountQuery
 from .wasserstein import WassersteinResult, wasserstein_mechanism
 
 __all__ = [
     "CountLaws",
+    "record_categories",
+    "record_truth",
     "NetworkWassersteinResult",
     "bernoulli_parameters",
     "count_laws",
@@ -183,21 +198,118 @@ def category_laws(theta: Theta, node: str) -> tuple[tuple[Fraction, ...], ...]:
     return tuple(out)
 
 
-def _truth_table(theta: Theta, attrs: tuple[str, ...],
-                 where: str) -> dict[tuple[int, ...], bool]:
-    """The predicate ``where`` evaluated on every assignment of categories to ``attrs``."""
-    import pandas as pd
+#: Most combinations of declared values enumerated to read a predicate over record states.
+MAX_TRUTH_TABLE = 1 << 20
 
-    ranges = [range(len(category_laws(theta, a)[0])) for a in attrs]
-    combos = list(itertools.product(*ranges))
-    frame = pd.DataFrame(combos, columns=list(attrs))
-    try:
-        mask = frame.eval(where)
-    except Exception as exc:  # pandas raises many types for a bad expression
-        raise QueryError(f"cannot evaluate the predicate {where!r}: {exc}") from exc
-    if not isinstance(mask, pd.Series) or mask.dtype != bool:
-        raise QueryError(f"the predicate {where!r} is not a true/false expression")
-    return {c: bool(v) for c, v in zip(combos, mask.tolist(), strict=True)}
+
+def record_categories(theta: Theta, node: str) -> int:
+    """Number of record categories of ``node`` (2 for a Bernoulli parameter, else ``k``)."""
+    return len(category_laws(theta, node)[0])
+
+
+def _fmt_values(values: Sequence[Any], limit: int = 8) -> str:
+    shown = ", ".join(repr(v) for v in list(values)[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
+def undeclared_domain_error(theta: Theta, attrs: Sequence[str], where: str, what: str
+                            ) -> QueryError:
+    """The refusal for a predicate over data values with no declared link to the model."""
+    cats = ", ".join(f"{a}: {_fmt_values(range(record_categories(theta, a)))}" for a in attrs)
+    first = attrs[0]
+    return QueryError(
+        f"{what}: the predicate {where!r} reads data values, but the query declares no domain, "
+        f"so its meaning on the model's records is undefined (record categories: {cats}); "
+        f"declare domain={{{first!r}: (0, 1), ...}} if the data hold exactly those categories, "
+        f"or record_states={{{first!r}: {{data value: category, ...}}}} "
+        "(command line: --domain / --record-states)")
+
+
+def _category_map(theta: Theta, a: str, domain: tuple[Any, ...] | None,
+                  states: Mapping[Any, int] | None) -> tuple[tuple[Any, ...], tuple[int, ...]]:
+    """(declared values of ``a``, record category of each), checked against the model."""
+    k = record_categories(theta, a)
+    cats = tuple(range(k))
+    if states is not None:
+        values = tuple(states)
+        mapped = tuple(states[v] for v in values)
+        bad = sorted({c for c in mapped if c >= k})
+        if bad:
+            raise QueryError(f"record_states of {a!r} maps to categories {bad}, but the model's "
+                             f"records of {a!r} have categories {list(cats)}")
+        unreached = [c for c in cats if c not in set(mapped)]
+        if unreached:
+            raise QueryError(
+                f"record_states of {a!r} reaches no data value for record categories "
+                f"{unreached}, which the model's records can take: map a declared value to "
+                "every category")
+        return values, mapped
+    if domain is None:
+        return cats, cats
+    keys = {}
+    for v in domain:
+        if isinstance(v, str) or float(v) != int(float(v)):
+            keys = None
+            break
+        keys[int(float(v))] = v
+    if keys is None or sorted(keys) != list(cats) or len(keys) != len(domain):
+        raise QueryError(
+            f"the declared domain of {a!r} {_fmt_values(domain)} is not the model's record "
+            f"categories {list(cats)}: map each declared value to a category with "
+            f"record_states={{{a!r}: {{value: category, ...}}}} (--record-states)")
+    return tuple(domain), tuple(int(float(v)) for v in domain)
+
+
+def record_truth(
+    theta: Theta, attrs: Sequence[str], predicate: str | Predicate,
+    domain: Mapping[str, Sequence[Any]] | None = None,
+    record_states: Mapping[str, Mapping[Any, int]] | None = None,
+) -> dict[tuple[int, ...], bool]:
+    """The predicate over the record categories of ``attrs`` (module docstring).
+
+    Returns
+    -------
+    dict
+        Record categories (one per attribute, in ``attrs`` order) -> truth.
+
+    Raises
+    ------
+    QueryError
+        A predicate outside the language or reading other attributes, a literal that is not a
+        declared value, a domain that is neither the record categories nor mapped onto them,
+        a mapping that misses a category, or a predicate whose truth differs between values
+        of one category.
+    """
+    attrs = tuple(attrs)
+    pred = parse_predicate(predicate, attrs)
+    records = record_states or {}
+    per = [_category_map(theta, a, None if domain is None else tuple(domain[a]),
+                         records.get(a)) for a in attrs]
+    values = {a: v for a, (v, _) in zip(attrs, per, strict=True)}
+    pred.check_domain(values)
+    size = math.prod(len(v) for v, _ in per)
+    if size > MAX_TRUTH_TABLE:
+        raise QueryError(f"the predicate would be read on {size} combinations of declared "
+                         f"values (at most {MAX_TRUTH_TABLE}); declare fewer values")
+    idx = np.indices([len(v) for v, _ in per]).reshape(len(attrs), -1)
+    columns = {a: np.asarray(v, dtype=object)[idx[j]] for j, (a, (v, _)) in
+               enumerate(zip(attrs, per, strict=True))}
+    truth_rows = pred.evaluate(columns)
+    cat_rows = np.stack([np.asarray(c)[idx[j]] for j, (_, c) in enumerate(per)], axis=1)
+    truth: dict[tuple[int, ...], bool] = {}
+    first: dict[tuple[int, ...], int] = {}
+    for pos, (row, ok) in enumerate(zip(map(tuple, cat_rows.tolist()), truth_rows.tolist(),
+                                        strict=True)):
+        prev = truth.setdefault(row, ok)
+        first.setdefault(row, pos)
+        if prev != ok:
+            ex = [{a: columns[a][p] for a in attrs} for p in (first[row], pos)]
+            raise QueryError(
+                f"the predicate {str(pred)!r} has no meaning on the model's records: record "
+                f"categories {dict(zip(attrs, row, strict=True))} hold data values on which it "
+                f"is true and false ({ex[0]} and {ex[1]}); map values to categories so that the "
+                "predicate is decided by the categories")
+    return truth
 
 
 def _record_probability(
@@ -283,14 +395,21 @@ def _count_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int,
 
 def count_laws(
     model: Any, attribute: str | Sequence[str], sensitive: str, records: int, *,
-    where: str | None = None, max_table: int = DEFAULT_MAX_TABLE,
+    where: str | Predicate | None = None,
+    domain: Mapping[str, Sequence[Any]] | None = None,
+    record_states: Mapping[str, Mapping[Any, int]] | None = None,
+    max_table: int = DEFAULT_MAX_TABLE,
 ) -> CountLaws:
     """Exact law of the count given each value of ``phi_i``, per member of Theta.
 
     One attribute without ``where``: ``F = #{records with X_j = 1}`` and
     ``P(F = k | phi_i = a) = sum_s P(phi_j = s | phi_i = a) Binomial(n, s)(k)``. Several
     attributes (or any ``where``): the count of records satisfying the predicate ``where``
-    over the 0/1 attributes (module docstring). Exact in rationals.
+    (module docstring). Exact in rationals.
+
+    ``where`` reads the record categories (0/1, or 0..k-1) unless ``domain`` (the data values
+    of each attribute, equal to its categories) or ``record_states`` (data value -> category)
+    say how it reads data values (:func:`record_truth`).
 
     Raises
     ------
@@ -310,14 +429,14 @@ def count_laws(
             raise QueryError(
                 f"a count over several attributes {list(attrs)} needs its predicate "
                 "(where=...), because the laws of the count depend on it")
-        truth = _truth_table(theta, attrs, where)
+        truth = record_truth(theta, attrs, where, domain, record_states)
         params = {a: category_laws(theta, a) for a in attrs}
         laws = _count_laws(
             theta, attrs, i, n,
             lambda key: _record_probability(
                 [params[a][k] for a, k in zip(attrs, key, strict=True)], truth),
             max_table)
-        return CountLaws(attrs[0], i, n, laws, attrs, where)
+        return CountLaws(attrs[0], i, n, laws, attrs, str(parse_predicate(where)))
     j = attrs[0]
     try:
         bernoulli_parameters(theta, j)
@@ -402,8 +521,14 @@ def network_wasserstein(
         raise QueryError("the Wasserstein mechanism on a network supports count queries only, "
                          f"not {getattr(query, 'kind', type(query).__name__)}")
     sens = theta.check_sensitive(sensitive)
-    where = query.where if isinstance(query, CountQuery) else None
-    all_laws = tuple(count_laws(theta, attr, s, n, where=where, max_table=max_table)
+    where, domain, states = None, None, None
+    if isinstance(query, CountQuery) and query.predicate is not None:
+        if query.domain is None:
+            raise undeclared_domain_error(theta, query.attributes, query.where,
+                                          "the Wasserstein mechanism on a network")
+        where, domain, states = query.predicate, query.domain, query.record_states
+    all_laws = tuple(count_laws(theta, attr, s, n, where=where, domain=domain,
+                                record_states=states, max_table=max_table)
                      for s in sens)
     # Secrets are (i, value); only values of the same attribute are paired.
     per_theta = [{(cl.sensitive, a): law for cl in all_laws for a, law in cl.laws[m].items()}

@@ -760,7 +760,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.data:
         from .mechanisms import release
 
-        rel = release(p, query, read_data(args.data), seed=args.seed)
+        rel = release(p, query, read_data(args.data, query), seed=args.seed)
     report = audit_report(theta, query, p, rel,
                           model_files=_model_files([args.model, *args.theta]))
     html_path, json_path = report.write(out)

@@ -18,6 +18,12 @@ CustomQuery        any F with a user-supplied Delta(B)              Delta(B & A)
 =================  ===============================================  =====================
 
 ``Delta_B`` is 0 when ``B`` does not meet ``A``.
+
+Domains are declared, never read off the data: a count's predicate is parsed once into a
+checked tree (:mod:`quiltpriv.predicate`) whose names must be exactly the query's attributes,
+and may come with a declared ``domain`` (the values each attribute takes) and ``record_states``
+(how those values map to the record categories of a model); a histogram's cells are its
+declared ``categories``. Values outside a declared domain are an error at evaluation.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, product
 from typing import Any
 
 import numpy as np
@@ -33,6 +39,7 @@ import pandas as pd
 
 from ._validation import check_records
 from .errors import QueryError
+from .predicate import Predicate, parse_predicate
 
 
 def _attrs(attributes: Iterable[str], what: str) -> tuple[str, ...]:
@@ -88,6 +95,93 @@ def _bounded_values(data: pd.DataFrame, col: str, lo: float, hi: float, what: st
     return x
 
 
+#: Most values in one declared domain (an attribute's categories), and most cells of a histogram.
+MAX_DOMAIN_SIZE = 100_000
+MAX_HISTOGRAM_CELLS = 1 << 22
+
+
+def _plain(v: Any, what: str) -> int | float | str | bool:
+    """A declared value as a plain Python str, int, float (finite) or bool."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, str | bool | int):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise QueryError(f"{what}: {v!r} is not a finite number")
+        return v
+    raise QueryError(f"{what}: {v!r} ({type(v).__name__}) is not a number or a text")
+
+
+def _domain(values: Any, what: str) -> tuple[Any, ...]:
+    """A declared domain: distinct numbers, or distinct texts, in the declared order."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise QueryError(f"{what}: declare a list of values, got {values!r}")
+    out: list[Any] = []
+    keys: set[Any] = set()
+    for v in values:
+        v = _plain(v, what)
+        if len(out) >= MAX_DOMAIN_SIZE:
+            raise QueryError(f"{what}: more than {MAX_DOMAIN_SIZE} values")
+        key = _value_key(v)
+        if key in keys:
+            raise QueryError(f"{what}: the value {v!r} is declared twice")
+        keys.add(key)
+        out.append(v)
+    if not out:
+        raise QueryError(f"{what}: the domain is empty")
+    if len({k[0] for k in keys}) > 1:
+        raise QueryError(f"{what}: mixes numbers and text {out[:6]}; declare one or the other")
+    return tuple(out)
+
+
+def _value_key(v: Any) -> tuple[str, Any]:
+    # Numbers by value (1, 1.0 and True are one value), text as itself.
+    return ("text", v) if isinstance(v, str) else ("number", float(v))
+
+
+def _data_key(v: Any) -> tuple[str, Any] | None:
+    if isinstance(v, str):
+        return ("text", v)
+    if isinstance(v, bool | int | float | np.integer | np.floating | np.bool_):
+        return ("number", float(v))
+    return None
+
+
+def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
+                  fallback: int | None = None) -> np.ndarray:
+    """Index of each data value in ``domain`` (``fallback`` for others, else an error)."""
+    index = {_value_key(v): k for k, v in enumerate(domain)}
+    numeric = pd.api.types.is_numeric_dtype(values.dtype) or \
+        pd.api.types.is_bool_dtype(values.dtype)
+    raw = values.to_numpy()
+    if numeric:
+        lookup = {key[1]: k for key, k in index.items() if key[0] == "number"}
+        mapped = pd.Series(raw.astype(float)).map(lookup)
+        codes = mapped.fillna(-1).to_numpy(dtype=np.int64)
+    else:
+        codes = np.fromiter((index.get(_data_key(v), -1) for v in raw), dtype=np.int64,
+                            count=len(raw))
+    bad = codes < 0
+    if np.any(bad):
+        if fallback is not None:
+            codes[bad] = fallback
+        else:
+            example = raw[np.flatnonzero(bad)[0]]
+            if isinstance(example, np.generic):
+                example = example.item()
+            kind = "numbers" if numeric else "text"
+            declared = "text" if isinstance(domain[0], str) else "numbers"
+            hint = (f" (the column holds {kind}, the domain is {declared})"
+                    if kind != declared else "")
+            shown = ", ".join(repr(v) for v in list(domain)[:8])
+            more = ", ..." if len(domain) > 8 else ""
+            raise QueryError(
+                f"{what}: column {col!r} has {int(bad.sum())} value(s) outside its declared "
+                f"domain [{shown}{more}] (e.g. {example!r}){hint}")
+    return codes
+
+
 class Query:
     """Base class: a query ``F`` over attributes ``A`` with column sensitivities ``Delta_B``."""
 
@@ -130,44 +224,144 @@ class CountQuery(_RecordBound):
     Parameters
     ----------
     attributes : sequence of str
-        The attributes ``A`` the predicate reads.
+        The attributes ``A`` the predicate reads; with ``where`` they must be exactly the
+        names it reads.
     records : int
         ``n``, an upper bound on the number of records (public).
-    where : str, optional
-        A pandas expression (``DataFrame.eval``) for the predicate, e.g.
-        ``"height > 66 and sat > 1300"``; required to evaluate, not to plan.
+    where : str or Predicate, optional
+        The predicate, in quiltpriv's predicate language (:mod:`quiltpriv.predicate`), e.g.
+        ``"height > 66 and sat > 1300"``; parsed and checked here, stored as its canonical
+        text. Required to evaluate, not to plan.
+    domain : mapping of str to sequence, optional
+        The values each attribute can take (declared, never read off the data): ``evaluate``
+        refuses data outside it, and every literal the predicate compares with an attribute
+        must be one of its values. Needed by mechanisms that use the model's law of the count
+        (the Wasserstein mechanism on a network, ``compare``, ``audit``): there a domain equal
+        to the model's record categories (``(0, 1)`` for a Bernoulli node, ``0..k-1`` for a
+        categorical one) is read as those categories.
+    record_states : mapping of str to mapping, optional
+        Per attribute, data value -> record category of the model (``{"height": {"short": 0,
+        "tall": 1}}``): how a mechanism that uses the model reads the data. Its keys are the
+        attribute's domain (declared with ``domain`` or taken from these keys).
+
+    Attributes
+    ----------
+    predicate : Predicate or None
+        The parsed ``where``.
     """
 
     attributes: tuple[str, ...]
     records: int
-    where: str | None = None
+    where: str | Predicate | None = None
+    domain: Mapping[str, Sequence[Any]] | None = None
+    record_states: Mapping[str, Mapping[Any, int]] | None = None
     kind: str = field(default="count", init=False)
+    predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", _attrs(self.attributes, "count query"))
+        attrs = _attrs(self.attributes, "count query")
+        object.__setattr__(self, "attributes", attrs)
         object.__setattr__(self, "records", check_records(self.records))
+        domain, states = _declared_domain(attrs, self.domain, self.record_states)
+        object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "record_states", states)
+        if self.where is None:
+            return
+        pred = parse_predicate(self.where)
+        extra = [a for a in attrs if a not in pred.names]
+        undeclared = [a for a in pred.names if a not in attrs]
+        if extra or undeclared:
+            parts = []
+            if undeclared:
+                parts.append(f"read but not declared: {', '.join(map(repr, undeclared))}")
+            if extra:
+                parts.append(f"declared but not read: {', '.join(map(repr, extra))}")
+            raise QueryError(
+                f"count query: the attributes must be exactly those the predicate "
+                f"{str(pred)!r} reads ({'; '.join(parts)})")
+        if domain is not None:
+            pred.check_domain(domain, "count query")
+        object.__setattr__(self, "predicate", pred)
+        object.__setattr__(self, "where", str(pred))
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         return float(self.records) if set(columns) & set(self.attributes) else 0.0
 
     def evaluate(self, data: pd.DataFrame) -> float:
-        if self.where is None:
+        if self.predicate is None:
             raise QueryError("count query: give a predicate (where=...) to evaluate it")
         frame = _columns(data, self.attributes, "count query")
         if frame.isna().to_numpy().any():
             raise QueryError("count query: the data has missing/NaN values in "
                              f"{[c for c in self.attributes if frame[c].isna().any()]}")
-        try:
-            mask = frame.eval(self.where)
-        except Exception as exc:  # pandas raises many types for a bad expression
-            raise QueryError(f"count query: cannot evaluate {self.where!r}: {exc}") from exc
-        if not isinstance(mask, pd.Series) or mask.dtype != bool:
-            raise QueryError(f"count query: {self.where!r} is not a true/false predicate")
-        return float(mask.sum())
+        if self.domain is not None:
+            for a in self.attributes:
+                _domain_codes(frame[a], self.domain[a], "count query", a)
+        return float(self.predicate.evaluate(frame).sum())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "attributes": list(self.attributes), "records": self.records,
-                "where": self.where}
+        d: dict[str, Any] = {"kind": self.kind, "attributes": list(self.attributes),
+                             "records": self.records, "where": self.where}
+        # Only when declared, so that records of queries without one are unchanged.
+        if self.domain is not None:
+            d["domain"] = {a: list(v) for a, v in self.domain.items()}
+        if self.record_states is not None:
+            d["record_states"] = {a: [[v, k] for v, k in m.items()]
+                                  for a, m in self.record_states.items()}
+        return d
+
+
+def _declared_domain(
+    attrs: tuple[str, ...], domain: Mapping[str, Sequence[Any]] | None,
+    record_states: Mapping[str, Mapping[Any, int]] | None,
+) -> tuple[dict[str, tuple[Any, ...]] | None, dict[str, dict[Any, int]] | None]:
+    """Check ``domain`` and ``record_states`` of a count query; complete the domain."""
+    if domain is None and record_states is None:
+        return None, None
+    for name, given in (("domain", domain), ("record_states", record_states)):
+        if given is not None and not isinstance(given, Mapping):
+            raise QueryError(f"count query: {name} must be a mapping attribute -> "
+                             f"{'values' if name == 'domain' else '{value: category}'}")
+        unknown = [a for a in (given or {}) if a not in attrs]
+        if unknown:
+            raise QueryError(f"count query: {name} names {unknown}, which are not among the "
+                             f"attributes {list(attrs)}")
+    out: dict[str, tuple[Any, ...]] = {}
+    for a, values in (domain or {}).items():
+        out[a] = _domain(values, f"count query: domain of {a!r}")
+    states: dict[str, dict[Any, int]] = {}
+    for a, mapping in (record_states or {}).items():
+        what = f"count query: record_states of {a!r}"
+        if not isinstance(mapping, Mapping):
+            raise QueryError(f"{what}: give a mapping data value -> record category")
+        keys = _domain(list(mapping), what)
+        m: dict[Any, int] = {}
+        for v, k in zip(keys, mapping.values(), strict=True):
+            if isinstance(k, np.integer):
+                k = int(k)
+            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                raise QueryError(f"{what}: {v!r} maps to {k!r}; a record category is a whole "
+                                 "number >= 0 (0/1 for a Bernoulli node, 0..k-1 for a "
+                                 "categorical one)")
+            m[v] = k
+        if a in out:
+            declared = {_value_key(v) for v in out[a]}
+            mapped = {_value_key(v) for v in keys}
+            unmapped = [v for v in out[a] if _value_key(v) not in mapped]
+            undeclared = [v for v in keys if _value_key(v) not in declared]
+            if unmapped or undeclared:
+                raise QueryError(
+                    f"{what}: every declared value must be mapped, and only those"
+                    + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
+                    + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
+        else:
+            out[a] = keys
+        states[a] = m
+    missing = [a for a in attrs if a not in out]
+    if missing:
+        raise QueryError(f"count query: declare the domain of every attribute (missing: "
+                         f"{', '.join(map(repr, missing))})")
+    return {a: out[a] for a in attrs}, (states or None)
 
 
 @dataclass(frozen=True)
@@ -306,24 +500,79 @@ class HistogramQuery(_RecordBound):
 
     Changing the columns in ``B`` can move every record from one cell to another, which
     changes two counts by one each: ``Delta_B = 2 n`` when ``B`` meets ``A``.
-    ``categories`` (optional) fixes the cells per attribute; values outside them are an error.
+
+    The cells are declared, never read off the data (which values occur would otherwise be
+    released without noise, and two neighbouring datasets could give vectors of different
+    lengths): ``categories`` lists, per attribute, its values in order. The output has one
+    cell per combination (:attr:`cells`, last attribute fastest), always all of them. A data
+    value outside an attribute's categories is an error, unless ``catch_all`` declares a
+    cell for such values.
+
+    Parameters
+    ----------
+    attributes : sequence of str
+    records : int
+    categories : mapping of str to sequence
+        Required: the values of every attribute (numbers or texts), in output order.
+    catch_all : str or mapping of str to value, optional
+        A label (for every attribute, or per attribute) of an extra last category that counts
+        the values outside the declared ones.
     """
 
     attributes: tuple[str, ...]
     records: int
-    categories: Mapping[str, tuple[Any, ...]] | None = None
+    categories: Mapping[str, Sequence[Any]] | None = None
+    catch_all: Any = None
     kind: str = field(default="histogram", init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attributes", _attrs(self.attributes, "histogram query"))
+        attrs = _attrs(self.attributes, "histogram query")
+        object.__setattr__(self, "attributes", attrs)
         object.__setattr__(self, "records", check_records(self.records))
-        if self.categories is not None:
-            cats = {a: tuple(self.categories[a]) for a in self.attributes
-                    if a in self.categories}
-            missing = [a for a in self.attributes if a not in cats]
-            if missing:
-                raise QueryError(f"histogram query: no categories for {missing}")
-            object.__setattr__(self, "categories", cats)
+        if self.categories is None or not isinstance(self.categories, Mapping):
+            raise QueryError(
+                "histogram query: declare the categories of every attribute, e.g. "
+                "categories={'a': ('x', 'y')} (on the command line --categories a=x|y); the "
+                "cells are never read off the data")
+        missing = [a for a in attrs if a not in self.categories]
+        extra = [a for a in self.categories if a not in attrs]
+        if missing or extra:
+            raise QueryError(
+                "histogram query: declare categories for exactly the attributes"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; not an attribute: {extra}" if extra else ""))
+        cats = {a: _domain(self.categories[a], f"histogram query: categories of {a!r}")
+                for a in attrs}
+        other: dict[str, Any] | None = None
+        if self.catch_all is not None:
+            if isinstance(self.catch_all, Mapping):
+                bad = [a for a in self.catch_all if a not in attrs]
+                if bad:
+                    raise QueryError(f"histogram query: catch_all names {bad}, which are not "
+                                     "attributes")
+                other = {a: self.catch_all[a] for a in attrs if a in self.catch_all}
+            else:
+                other = {a: self.catch_all for a in attrs}
+            for a, label in other.items():
+                what = f"histogram query: catch-all label of {a!r}"
+                label = other[a] = _plain(label, what)
+                if _value_key(label) in {_value_key(v) for v in cats[a]}:
+                    raise QueryError(f"{what} {label!r} is also a declared category")
+        n_cells = math.prod(len(cats[a]) + (other is not None and a in other) for a in attrs)
+        if n_cells > MAX_HISTOGRAM_CELLS:
+            raise QueryError(f"histogram query: {n_cells} cells; at most "
+                             f"{MAX_HISTOGRAM_CELLS}")
+        object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "catch_all", other)
+
+    def _labels(self, a: str) -> tuple[Any, ...]:
+        extra = () if not self.catch_all or a not in self.catch_all else (self.catch_all[a],)
+        return (*self.categories[a], *extra)  # type: ignore[index]
+
+    @property
+    def cells(self) -> tuple[tuple[Any, ...], ...]:
+        """The label of every output cell (one value per attribute), in output order."""
+        return tuple(product(*(self._labels(a) for a in self.attributes)))
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         return 2.0 * self.records if set(columns) & set(self.attributes) else 0.0
@@ -331,28 +580,33 @@ class HistogramQuery(_RecordBound):
     def evaluate(self, data: pd.DataFrame) -> np.ndarray:
         frame = _columns(data, self.attributes, "histogram query")
         if frame.isna().to_numpy().any():
-            raise QueryError("histogram query: the data has missing values")
-        if self.categories is None:
-            cats = {a: tuple(sorted(frame[a].unique().tolist())) for a in self.attributes}
-        else:
-            cats = self.categories
-        shape = tuple(len(cats[a]) for a in self.attributes)
+            raise QueryError("histogram query: the data has missing values in "
+                             f"{[c for c in self.attributes if frame[c].isna().any()]}")
+        shape = tuple(len(self._labels(a)) for a in self.attributes)
         idx = []
-        for a in self.attributes:
-            lookup = {c: k for k, c in enumerate(cats[a])}
-            codes = frame[a].map(lookup)
-            if codes.isna().any():
-                raise QueryError(f"histogram query: column {a!r} has values outside its "
-                                 f"categories {list(cats[a])}")
-            idx.append(codes.to_numpy(dtype=int))
-        counts = np.zeros(shape, dtype=float)
-        np.add.at(counts, tuple(idx), 1.0)
-        return counts.ravel()
+        for a, size in zip(self.attributes, shape, strict=True):
+            fallback = size - 1 if self.catch_all and a in self.catch_all else None
+            idx.append(_domain_codes(frame[a], self.categories[a],  # type: ignore[index]
+                                     "histogram query", a, fallback))
+        flat = np.ravel_multi_index(tuple(idx), shape) if idx[0].size else np.zeros(0, int)
+        return np.bincount(flat, minlength=math.prod(shape)).astype(float)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "attributes": list(self.attributes), "records": self.records,
-                "categories": None if self.categories is None
-                else {a: list(c) for a, c in self.categories.items()}}
+        d: dict[str, Any] = {
+            "kind": self.kind, "attributes": list(self.attributes), "records": self.records,
+            "categories": {a: list(c) for a, c in self.categories.items()}}  # type: ignore
+        if self.catch_all:
+            d["catch_all"] = dict(self.catch_all)
+        return d
+
+
+def histogram_cells(query: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...] | None:
+    """Cell labels of a histogram from its ``to_dict()`` record (None for other queries)."""
+    if query.get("kind") != "histogram" or not query.get("categories"):
+        return None
+    other = query.get("catch_all") or {}
+    return tuple(product(*((*query["categories"][a], *([other[a]] if a in other else []))
+                           for a in query["attributes"])))
 
 
 @dataclass(frozen=True)

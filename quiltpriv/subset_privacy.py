@@ -29,7 +29,6 @@ import csv
 import io
 import math
 import random
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -371,26 +370,41 @@ def _read_records(path: str, rows: str, protected: str) -> tuple[list[str], list
     return rv, pv
 
 
+def _declared(text: str, option: str) -> list[str]:
+    values = [c.strip() for c in text.split(",")]
+    if any(not c for c in values) or len(set(values)) != len(values):
+        raise ParameterError(f"{option} must be distinct non-empty names, got {values}")
+    return values
+
+
+def _outside(values: list[str], declared: list[str], column: str, option: str) -> None:
+    known = set(declared)
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise QueryError(f"column {column!r} has {len(unknown)} value(s) outside {option} "
+                         f"(e.g. {unknown[0]!r})")
+
+
 def _handle(args: argparse.Namespace) -> int:
     eps = check_epsilon(args.epsilon, "--epsilon")
-    if (args.categories is None) == (not args.categories_from_data):
+    if args.categories_from_data:
         raise ParameterError(
-            "give the protected column's categories with --categories a,b,c (recommended: a "
-            "domain fixed in advance), or explicitly accept --categories-from-data")
+            "--categories-from-data is no longer accepted: which categories occur would be "
+            "released without noise; declare the protected domain with --categories a,b,c")
+    if args.categories is None:
+        raise ParameterError(
+            "give the protected column's categories with --categories a,b,c (a domain fixed "
+            "in advance, never read off the data)")
+    cats = _declared(args.categories, "--categories")
     rv, pv = _read_records(args.input, args.rows, args.protected)
-    if args.categories is not None:
-        cats = [c.strip() for c in args.categories.split(",")]
-        if any(not c for c in cats) or len(set(cats)) != len(cats):
-            raise ParameterError(f"--categories must be distinct non-empty names, got {cats}")
-        unknown = sorted(set(pv) - set(cats))
-        if unknown:
-            raise QueryError(f"column {args.protected!r} has values outside --categories: "
-                             f"{unknown[:5]}")
+    _outside(pv, cats, args.protected, "--categories")
+    if args.row_categories is not None:
+        row_values = _declared(args.row_categories, "--row-categories")
+        _outside(rv, row_values, args.rows, "--row-categories")
     else:
-        cats = sorted(set(pv))
-        print(f"quiltpriv: note: the categories of {args.protected!r} were read from the data; "
-              "which categories occur is not covered by the privacy guarantee", file=sys.stderr)
-    row_values = sorted(set(rv))  # V_1 is unprotected: its values and totals are exact
+        # V_1 is unprotected: its values and exact totals are released as they are (the
+        # guarantee covers U only, and neighbours on U have the same rows).
+        row_values = sorted(set(rv))
     ri = {v: i for i, v in enumerate(row_values)}
     ci = {c: j for j, c in enumerate(cats)}
     f = np.zeros((len(row_values), len(cats)), dtype=np.int64)
@@ -427,9 +441,15 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
     p.add_argument("--protected", required=True, help="protected column (U_1)")
     p.add_argument("--epsilon", required=True, type=float, help="privacy parameter eps > 0")
     p.add_argument("--output", "-o", required=True, help="where to write the protected CSV")
-    p.add_argument("--categories", help="comma-separated domain of the protected column")
+    p.add_argument("--categories", help="comma-separated domain of the protected column, in "
+                                        "output order (required; every category gets a column)")
+    p.add_argument("--row-categories",
+                   help="comma-separated values of the rows column, in output order (every "
+                        "row is written, zero totals included; default: the values that occur, "
+                        "sorted, since the rows column is not protected)")
     p.add_argument("--categories-from-data", action="store_true",
-                   help="use the protected values that occur in the data as the domain")
+                   help="refused (it read the protected domain off the data, which released "
+                        "which categories occur without noise); declare --categories")
     p.add_argument("--seed", type=int, default=None,
                    help="reproducible noise for experiments only (default: secure randomness)")
     p.set_defaults(func=_handle)

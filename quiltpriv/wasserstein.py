@@ -27,8 +27,8 @@ Soundness of W
   list is a grid drawn from a continuous Theta, pass ``theta_is_grid=True`` and the result says
   it is a grid estimate (a lower bound on the true W, so *not* a proven guarantee).
 
-Not here (yet): conditional laws for a general hyperparameter network from the core
-(``quiltpriv.network``) with a count query, by convolution; to be wired by the core's author.
+Conditional laws for a count on a general hyperparameter network from the core are in
+:mod:`quiltpriv.network_laws` (``network_wasserstein``).
 """
 
 from __future__ import annotations
@@ -234,6 +234,7 @@ def wasserstein_mechanism(
                 raise ParameterError(f"pair ({a!r}, {b!r}) names a secret with no law under "
                                      "any theta")
     best, worst = Fraction(0), "no pair of secrets"
+    compared = 0
     for t, by_secret in enumerate(thetas):
         if not by_secret:
             raise ParameterError(f"theta {t}: the secret set is empty")
@@ -253,8 +254,12 @@ def wasserstein_mechanism(
             res = wasserstein_line(by_secret[a][0], by_secret[a][1],
                                    by_secret[b][0], by_secret[b][1])
             w = Fraction(res.w_inf)
-            if w > best:
+            if w > best or compared == 0:
                 best, worst = w, f"secrets {a!r} vs {b!r} under theta {t}"
+            compared += 1
+    if compared and best == 0:
+        # Pairs exist and none moves the law of F: say so rather than "no pair".
+        worst = f"W_inf = 0 for all {compared} pairs of secrets (e.g. {worst})"
     notes = ["(epsilon, 0) by Theorem 5 for the finite Theta given"]
     if theta_is_grid:
         notes = ["grid estimate over Theta: W is a maximum over the grid points only, a LOWER "
@@ -396,7 +401,9 @@ def two_binary_dataset_mechanism(
 
     def point_value(pt: tuple[Fraction, ...]) -> tuple[Fraction, str]:
         laws = {a: two_binary_dataset_law(nn, a, pt[0], pt[1]) for a in sec}
-        best, where = Fraction(0), f"p1={pt[0]}, p2={pt[1]} (no pair)"
+        where = (f"p1={pt[0]}, p2={pt[1]} (W_inf = 0 for every pair)" if pairs
+                 else f"p1={pt[0]}, p2={pt[1]} (no pair)")
+        best = Fraction(0)
         for a, b in pairs:
             w = _w_inf_exact(laws[a], laws[b])
             if w > best:
@@ -479,7 +486,9 @@ def two_binary_distributional_mechanism(
     def point_value(pt: tuple[Fraction, ...]) -> tuple[Fraction, str]:
         laws = {v: _binomial(nn, phi1(v, pt[0], pt[1])) for v in values}
         support = list(range(nn + 1))
-        best, where = Fraction(0), f"p1={pt[0]}, p2={pt[1]} (no pair)"
+        best = Fraction(0)
+        where = (f"p1={pt[0]}, p2={pt[1]} (W_inf = 0 for every pair)" if len(values) > 1
+                 else f"p1={pt[0]}, p2={pt[1]} (no pair)")
         # finite secrets: every pair; an interval: its ends (monotonicity, see docstring)
         for a, b in itertools.combinations(values, 2):
             w = _w_inf_exact((support, laws[a]), (support, laws[b]))

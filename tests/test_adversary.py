@@ -238,7 +238,7 @@ def test_score_count_release_under_an_apmqm_plan():
     from quiltpriv.adversary import score_count_release
 
     theta = qp.load_model("example3")
-    query = qp.CountQuery(["x1"], 4, where="x1 == 1")
+    query = qp.CountQuery(["x1"], 4, where="x1 == 1", domain={"x1": (0, 1)})
     exact = score_count_release(theta, query, "x2", 0.0)
     assert exact.prior_accuracy == pytest.approx(1 / 3)
     last = exact.map_accuracy

@@ -208,7 +208,8 @@ def test_wasserstein_mechanism_meets_epsilon_on_random_networks():
     for seed in range(60):
         theta, q, sens, eps = _random_case(seed)
         where = " and ".join(f"{a} == 1" for a in q.attributes)
-        wq = CountQuery(q.attributes, q.records, where=where)
+        wq = CountQuery(q.attributes, q.records, where=where,
+                        domain={a: (0, 1) for a in q.attributes})
         w = network_wasserstein(theta, wq, sens, eps)
         r = audit(theta, q, sens, eps, w.scale)
         assert r.loss <= eps + 1e-9, (seed, r)

@@ -42,7 +42,8 @@ def test_plan_theta_and_other_queries(capsys, tmp_path):
     assert main([*base, "--query", "linear", "--weights", "height=1,weight=-2",
                  "--bounds", "height=0:1,weight=0:1"]) == 0
     assert json.loads(capsys.readouterr().out)["query"]["kind"] == "linear"
-    assert main([*base, "--query", "histogram", "--attributes", "sat", "--records", "10"]) == 0
+    assert main([*base, "--query", "histogram", "--attributes", "sat", "--records", "10",
+                 "--categories", "sat=0|1"]) == 0
     assert json.loads(capsys.readouterr().out)["query"]["kind"] == "histogram"
     out = tmp_path / "plan.json"
     assert main([*base, "--query", "sum", "--attributes", "sat", "--bounds", "0:1",

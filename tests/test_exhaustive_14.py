@@ -369,7 +369,8 @@ def _queries(rng: np.random.Generator, nodes, sensitive) -> list:
     out.append(_linear(rng, pick(1, 4), True))
     attrs = pick(1, 3)
     n = int(rng.integers(1, 1000))
-    out.append((HistogramQuery(tuple(attrs), n), histogram_sensitivity(attrs, n), attrs))
+    out.append((HistogramQuery(tuple(attrs), n, categories={a: (0, 1) for a in attrs}),
+                histogram_sensitivity(attrs, n), attrs))
     i = str(rng.choice(sorted(sensitive)))
     out.append(_linear(rng, [i] + pick(1, 4, [v for v in nodes if v != i]), False))
     return out

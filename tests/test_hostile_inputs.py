@@ -426,6 +426,45 @@ def test_cli_binary_model_file(capsys, tmp_path):
     _assert_clean_failure(_model(PLAN, str(path)), capsys, tmp_path)
 
 
+PREDICATE_CASES = [
+    "height > 66 and @data.income == 1",
+    "@data.to_csv('leak.csv')",
+    "@income",
+    "height.__class__.__bases__[0].__subclasses__()",
+    "__import__('os').system('touch pwned')",
+    "open('leak.csv', 'w').write('x')",
+    "(lambda: 1)()",
+    "[x for x in ().__class__.__base__.__subclasses__()]",
+    "height > 0 or income == 1",
+    "height + 1",
+    "height",
+    "f'{height}' == '1'",
+    "height > 0 # @data",
+    "height ** 99999999 > 0",
+    "(" * 500 + "height > 0" + ")" * 500,
+    "not " * 2000 + "height > 0",
+    "height > 0 and " * 600 + "height > 0",
+    "`income` == 1",
+    "`height` > 0; import os",
+    "height == 'a' and height > 1",
+    "height in height",
+    "\x00height > 0",
+]
+
+
+def test_cli_rejects_hostile_predicates(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = _write(tmp_path / "d.csv", "height,income\n1,0\n0,1\n")
+    for where in PREDICATE_CASES:
+        for cmd in (["release", "student", "--data", str(data)], ["compare", "student"],
+                    ["audit", "student"]):
+            TRIED["cli-predicate"] += 1
+            _assert_clean_failure([*cmd, "--sensitive", "income", "--attributes", "height",
+                                   "--records", "3", "--epsilon", "1", "--where", where],
+                                  capsys, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "out"]
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):

@@ -88,7 +88,7 @@ def test_refusals():
     theta = load_model("student")
     with pytest.raises(QueryError, match="needs its predicate"):
         network_wasserstein(theta, CountQuery(["sat", "height"], 5), "income", 1.0)
-    with pytest.raises(QueryError, match="cannot evaluate the predicate"):
+    with pytest.raises(QueryError, match="not valid"):
         network_wasserstein(theta, CountQuery(["sat", "height"], 5, where="sat >"), "income", 1.0)
     with pytest.raises(QueryError, match="count"):
         network_wasserstein(theta, MeanQuery("sat", 0, 1), "income", 1.0)
@@ -153,7 +153,11 @@ def test_multi_attribute_predicate_laws_match_record_enumeration(where, pred):
     for s, law in cl.laws[0].items():
         assert law[1] == ref[s]
         assert sum(law[1]) == 1
-    res = network_wasserstein(theta, CountQuery(["x1", "x2"], 3, where=where), "x2", 1.0)
+    # A count query's predicate reads data values: its domain links them to the record states.
+    with pytest.raises(QueryError, match="declares no domain"):
+        network_wasserstein(theta, CountQuery(["x1", "x2"], 3, where=where), "x2", 1.0)
+    query = CountQuery(["x1", "x2"], 3, where=where, domain={"x1": (0, 1), "x2": (0, 1)})
+    res = network_wasserstein(theta, query, "x2", 1.0)
     assert 0 < res.sensitivity <= 3
 
 

@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from quiltpriv.cli import main
 from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
 from quiltpriv.subset_privacy import (
     SubsetPrivacyAccountant,
@@ -285,11 +286,25 @@ def test_cli_errors_leave_no_file(records, tmp_path):
     assert out.read_text() == "previous\n"
 
 
-def test_cli_categories_from_data(records, tmp_path, capsys):
-    path, _ = records
+def test_cli_categories_are_declared_never_read_off_the_data(records, tmp_path, capsys):
+    path, bands = records
     out = tmp_path / "p.csv"
-    assert run_cli(["subset-privacy", str(path), "--rows", "degree", "--protected", "income",
-                    "--epsilon", "2", "--categories-from-data", "-o", str(out)]) == 0
-    assert "read from the data" in capsys.readouterr().err
-    header = out.read_text().splitlines()[0].split(",")
-    assert header == ["degree", "total", "30-40k", "<30k", ">=40k"]
+    base = ["subset-privacy", str(path), "--rows", "degree", "--protected", "income",
+            "--epsilon", "2", "-o", str(out)]
+    with pytest.raises(ParameterError, match="no longer accepted"):
+        run_cli([*base, "--categories-from-data"])
+    assert main([*base, "--categories-from-data"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("quiltpriv: error:") and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    # Declared rows: every declared row is written in declared order, an empty one included;
+    # a declared but unused protected category still has its column.
+    cats = [*bands, "unused"]
+    assert run_cli([*base, "--categories", ",".join(cats), "--row-categories",
+                    "BSc,PhD,BA,BEng", "--seed", "1"]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines()]
+    assert rows[0] == ["degree", "total", *cats]
+    assert [r[0] for r in rows[1:]] == ["BSc", "PhD", "BA", "BEng"]
+    assert [int(r[1]) for r in rows[1:]] == [20, 0, 30, 1]
+    with pytest.raises(QueryError, match="outside --row-categories"):
+        run_cli([*base, "--categories", ",".join(bands), "--row-categories", "BSc,BA"])
