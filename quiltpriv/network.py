@@ -15,6 +15,7 @@ is a maximum over :attr:`Theta.members`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -139,10 +140,11 @@ class Theta:
         names = tuple(names)
         missing = [n for n in names if n not in self.index]
         if missing:
-            raise ModelError(
-                f"{role} {', '.join(map(repr, missing))} not in the network "
-                f"(nodes: {', '.join(self.nodes)})"
-            )
+            shown = ", ".join(map(repr, missing[:5]))
+            if len(missing) > 5:
+                shown += f" and {len(missing) - 5} more"
+            raise ModelError(f"{role} {shown} not in the network "
+                             f"{_known_hint(missing, self.nodes)}")
         return names
 
     def check_sensitive(self, sensitive: str | Iterable[str]) -> tuple[str, ...]:
@@ -446,3 +448,19 @@ def as_theta(model: Any) -> Theta:
     if isinstance(model, Theta):
         return model
     return theta_from_pgmpy(model)
+
+
+#: A network with at most this many nodes lists them all in an unknown-name error; a larger one
+#: lists only the closest names (a 441-node grid would otherwise print 441 names).
+MAX_LISTED_NODES = 12
+
+
+def _known_hint(missing: list[object], nodes: tuple[str, ...]) -> str:
+    """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
+    if len(nodes) <= MAX_LISTED_NODES:
+        return f"(nodes: {', '.join(nodes)})"
+    close = dict.fromkeys(m for name in missing[:5]
+                          for m in difflib.get_close_matches(str(name), nodes, n=3))
+    if not close:
+        return f"(it has {len(nodes)} nodes, none with a similar name)"
+    return f"(closest: {', '.join(close)}; {len(nodes)} nodes in all)"
