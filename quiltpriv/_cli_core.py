@@ -4,6 +4,9 @@ The ``plan`` contract is stable (other tools parse it)::
 
     quiltpriv plan MODEL [--theta MODEL2 ...] --sensitive S1[,S2...] --query count
                    --attributes A1[,A2...] --records N --epsilon E [--json]
+
+Every scale in it is a finite number: plans whose scale overflows the float range are refused
+by the planner (exit status 2), never encoded.
 """
 
 from __future__ import annotations
@@ -355,7 +358,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="stop searching after this long (the plan stays private; "
                         "optimality is then not proven)")
     p.add_argument("--jobs", type=jobs_type, metavar="N",
-                   help="plan the sensitive attributes in N parallel processes (-1: all cores)")
+                   help="plan the sensitive attributes in N parallel processes, at most the "
+                        "cores (-1: every core)")
     p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
                    help="how exact influences are computed (all exact and differing only "
                         "in rounding; default: auto, the fastest measured)")

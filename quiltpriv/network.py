@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -459,8 +460,21 @@ def _known_hint(missing: list[object], nodes: tuple[str, ...]) -> str:
     """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
     if len(nodes) <= MAX_LISTED_NODES:
         return f"(nodes: {', '.join(nodes)})"
-    close = dict.fromkeys(m for name in missing[:5]
-                          for m in difflib.get_close_matches(str(name), nodes, n=3))
+    close = dict.fromkeys(m for name in missing[:5] for m in _closest(str(name), nodes))
     if not close:
         return f"(it has {len(nodes)} nodes, none with a similar name)"
     return f"(closest: {', '.join(close)}; {len(nodes)} nodes in all)"
+
+
+def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
+    """The ``n`` nodes most like ``name`` (difflib's ratio >= 0.6, as ``get_close_matches``).
+
+    Ties go to the longer common prefix, then to network order: for ``x0l`` among ``x01 ..
+    x441``, ``x01`` comes before ``x90``, which difflib alone would rank first.
+    """
+    scored = []
+    for k, v in enumerate(nodes):
+        ratio = difflib.SequenceMatcher(None, name, v).ratio()
+        if ratio >= 0.6:
+            scored.append((-ratio, -len(os.path.commonprefix([name, v])), k, v))
+    return [v for *_, v in sorted(scored)[:n]]

@@ -399,12 +399,16 @@ def check_noise_scale(scale: object, name: str = "scale") -> float:
     return b
 
 
-def _check_drawable(scale: float | Fraction, name: str) -> None:
-    if scale > MAX_NOISE_SCALE:
+def _check_drawable(scale: float | Fraction, name: str, *, slack: int = 1) -> None:
+    # slack = 2 for a scale after the snapping inflation: that one may use the whole float
+    # range, so the default grid's inflation (1 + 2**-20) never refuses an accepted scale.
+    if scale > slack * MAX_NOISE_SCALE:
+        shown = (f"= {float(scale):.4g}" if scale <= sys.float_info.max
+                 else "(beyond the float range)")
         raise ParameterError(
-            f"{name} = {float(scale):.4g} is too large to draw: noise of that scale can "
-            f"overflow the float range (at most {MAX_NOISE_SCALE:.3g}), and would carry no "
-            "information about the value anyway")
+            f"{name} {shown} is too large to draw: noise of that scale can overflow the float "
+            f"range (at most {slack * MAX_NOISE_SCALE:.3g}), and would carry no information "
+            "about the value anyway")
 
 
 def _to_float(x: Fraction) -> float:
@@ -412,7 +416,7 @@ def _to_float(x: Fraction) -> float:
     try:
         return float(x)
     except OverflowError:
-        return math.copysign(sys.float_info.max, x)
+        return sys.float_info.max if x > 0 else -sys.float_info.max
 
 
 def _ldexp(k: int, exponent: int) -> float:
@@ -420,7 +424,7 @@ def _ldexp(k: int, exponent: int) -> float:
     try:
         return math.ldexp(k, exponent)
     except OverflowError:
-        return math.copysign(sys.float_info.max, k)
+        return sys.float_info.max if k > 0 else -sys.float_info.max
 
 
 def _snap_exact(value: float, g: Fraction) -> Fraction:
@@ -586,7 +590,7 @@ def laplace_release(value: float, scale: float, sensitivity: float, *,
     g = _release_grid(b, delta, granularity)
     bf, df = Fraction(b), Fraction(delta)
     t = bf * (df + g) / (df * g) if delta > 0 else bf / g
-    _check_drawable(t * g, "the inflated scale")  # a coarse granularity inflates it
+    _check_drawable(t * g, "the inflated scale", slack=2)  # a coarse granularity inflates it
     rng = make_rng(seed)
     k = _discrete_laplace(t.numerator, t.denominator, rng)
     src = _describe(rng, "Laplace")
@@ -613,7 +617,7 @@ def gaussian_release(value: float, sigma: float, sensitivity: float, *,
     g = _release_grid(s, delta, granularity)
     sf, df = Fraction(s), Fraction(delta)
     sigma_used = sf * (df + g) / df if delta > 0 else sf
-    _check_drawable(sigma_used, "the inflated sigma")  # a coarse granularity inflates it
+    _check_drawable(sigma_used, "the inflated sigma", slack=2)  # coarse grid inflates it
     sigma2 = (sigma_used / g) ** 2
     rng = make_rng(seed)
     k = _discrete_gaussian(sigma2.numerator, sigma2.denominator, rng)
