@@ -4,6 +4,9 @@ The ``plan`` contract is stable (other tools parse it)::
 
     quiltpriv plan MODEL [--theta MODEL2 ...] --sensitive S1[,S2...] --query count
                    --attributes A1[,A2...] --records N --epsilon E [--json]
+
+Every scale in it is a finite number: plans whose scale overflows the float range are refused
+by the planner (exit status 2), never encoded.
 """
 
 from __future__ import annotations
@@ -11,13 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+from collections.abc import Callable
 from typing import Any
 
 from ._io import write_text_atomic
+from ._validation import MAX_RECORDS, Boundaries, check_scalar
+from .cli import EXIT_INTERRUPTED
 from .errors import ParameterError, QueryError
 from .influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
 from .loading import bundled_models, load_theta
-from .mechanisms import Plan, _fmt, _scale, _set, _table, plan, release
+from .mechanisms import Plan, _fmt, _scale, _set, _table, plan, release, was_interrupted
 from .network import Theta
 from .quilts import enumerate_quilts, trivial_quilt
 from .sensitivity import (
@@ -36,11 +43,63 @@ def _split(text: str | None) -> list[str]:
     return [s.strip() for s in (text or "").split(",") if s.strip()]
 
 
-def _float(text: str, what: str) -> float:
+def _parse_number(text: str, option: str, integer: bool) -> float:
+    """The number TEXT spells: an int when it is one (exact, however long), else a float."""
+    if integer:
+        try:
+            return int(text)
+        except ValueError:  # "1e6", "2.5", or more digits than int() reads
+            pass
     try:
         return float(text)
     except ValueError:
-        raise QueryError(f"{what}: {text!r} is not a number") from None
+        raise ParameterError(f"{option} must be a number, got {text!r}") from None
+
+
+def parse_number(text: str, option: str, *, integer: bool = False,
+                 min_val: float | None = None, max_val: float | None = None,
+                 include_boundaries: Boundaries = "both") -> float:
+    """Parse an option's TEXT and check it with :func:`~quiltpriv._validation.check_scalar`.
+
+    Every numeric option goes through here, so each is refused (NaN, infinite, not whole, out
+    of range) with its own name before any work starts.
+    """
+    return check_scalar(_parse_number(text, option, integer), option, integer=integer,
+                        min_val=min_val, max_val=max_val,
+                        include_boundaries=include_boundaries)
+
+
+def number(option: str, *, integer: bool = False, min_val: float | None = None,
+           max_val: float | None = None,
+           include_boundaries: Boundaries = "both") -> Callable[[str], float]:
+    """An argparse ``type`` for a numeric option: :func:`parse_number` under its name."""
+    def parse(text: str) -> float:
+        try:
+            return parse_number(text, option, integer=integer, min_val=min_val,
+                                max_val=max_val, include_boundaries=include_boundaries)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = "number"
+    return parse
+
+
+def jobs_type(text: str) -> int:
+    """``--jobs``: -1 (every core) or 1 .. the machine's cores; 0 or a million mean nothing."""
+    k = number("--jobs", integer=True)(text)
+    cores = os.cpu_count() or 1
+    if k != -1 and not 1 <= k <= cores:
+        raise argparse.ArgumentTypeError(
+            f"--jobs must be -1 (every core) or a whole number in [1, {cores}] (the cores of "
+            f"this machine), got {k}")
+    return int(k)
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return parse_number(text, what)
+    except ParameterError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def _interval(text: str, what: str) -> tuple[float, float]:
@@ -70,8 +129,10 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
                    help="query kind (default: count)")
     g.add_argument("--attributes", metavar="A1[,A2...]",
                    help="attributes the query reads (count, histogram; one for sum/mean)")
-    g.add_argument("--records", type=float, metavar="N",
-                   help="number of records n (count, sum, histogram)")
+    g.add_argument("--records", type=number("--records", integer=True, min_val=1,
+                                            max_val=MAX_RECORDS), metavar="N",
+                   help="number of records n (count, sum, histogram); a whole number in "
+                        "[1, 2**53]")
     g.add_argument("--bounds", metavar="LO:HI | A=LO:HI,...",
                    help="value bounds: LO:HI for sum/mean, A1=LO:HI,A2=LO:HI for linear")
     g.add_argument("--weights", metavar="A1=W1,A2=W2",
@@ -175,9 +236,6 @@ def query_from_args(args: argparse.Namespace) -> Query:
         raise QueryError("--catch-all applies to histogram queries")
     if kind in ("count", "sum", "histogram") and records is None:
         raise ParameterError(f"a {kind} query needs --records N")
-    if records is not None and (not math.isfinite(records) or records != int(records)
-                                or records < 1):
-        raise ParameterError(f"--records must be a whole number >= 1, got {records:g}")
     if kind == "count":
         if not attrs:
             raise QueryError("a count query needs --attributes")
@@ -210,27 +268,33 @@ def query_from_args(args: argparse.Namespace) -> Query:
         a, sep, w = item.partition("=")
         if not sep:
             raise QueryError(f"--weights: expected A=W, got {item!r}")
-        weights[a.strip()] = _float(w, f"--weights {a}")
+        _once(weights, a.strip(), "--weights")
+        weights[a.strip()] = _float(w, f"--weights {a.strip()}")
     for item in _split(args.bounds):
         a, sep, rng = item.partition("=")
         if not sep:
             raise QueryError(f"--bounds: expected A=LO:HI, got {item!r}")
-        bounds[a.strip()] = _interval(rng, f"--bounds {a}")
+        _once(bounds, a.strip(), "--bounds")
+        bounds[a.strip()] = _interval(rng, f"--bounds {a.strip()}")
     return LinearQuery(weights, bounds)
 
 
-def _epsilon(text: str) -> float:
-    # Parsed here (not by argparse's float) so that NaN/inf/<=0 get our one-line error.
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+def _once(seen: dict[str, Any], key: str, option: str) -> None:
+    # A repeated key would silently replace the first value: refuse it instead.
+    if key in seen:
+        raise QueryError(f"{option}: {key!r} is given twice")
+
+
+#: ``--epsilon``: finite and > 0 (a scale that then overflows is refused by the planner).
+epsilon_type = number("--epsilon", min_val=0.0, include_boundaries="right")
+time_limit_type = number("--time-limit", min_val=0.0, include_boundaries="right")
+seed_type = number("--seed", integer=True, min_val=0)
 
 
 def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
     """``--sensitive S1[,S2...]`` and ``--epsilon E`` (both required)."""
     p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
-    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E")
+    p.add_argument("--epsilon", required=True, type=epsilon_type, metavar="E")
 
 
 def sensitive_from_args(args: argparse.Namespace) -> list[str]:
@@ -264,27 +328,53 @@ def emit(text: str, output: str | None) -> None:
         print(text)
 
 
-def _plan_from_args(args: argparse.Namespace) -> tuple[Theta, Query, Plan]:
-    theta = theta_from_args(args)
-    query = query_from_args(args)
-    sensitive = sensitive_from_args(args)
+def check_releasable(query: Query) -> None:
+    """Refuse, before any work, a release whose query cannot be evaluated (in option words)."""
+    if isinstance(query, CountQuery) and query.where is None:
+        raise ParameterError("releasing a count query needs its predicate: --where EXPR")
+
+
+def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
+                    partial_ok: bool = False) -> tuple[Theta, Query, Plan]:
+    """The plan the options ask for.
+
+    On Ctrl-C the planner returns the best valid plan found so far; only ``plan`` wants it
+    (``partial_ok``): every other command stops (KeyboardInterrupt), releasing or writing
+    nothing.
+    """
     import sys
 
-    return theta, query, plan(theta, query, sensitive, args.epsilon,
-                              time_limit=args.time_limit, n_jobs=getattr(args, "jobs", None),
-                              progress=len(sensitive) > 1 and sys.stderr.isatty(),
-                              inference=getattr(args, "inference", "auto"))
+    if query is None:
+        query = query_from_args(args)  # before the model: cheap checks first
+    theta = theta_from_args(args)
+    sensitive = sensitive_from_args(args)
+    p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
+             n_jobs=getattr(args, "jobs", None),
+             progress=len(sensitive) > 1 and sys.stderr.isatty(),
+             inference=getattr(args, "inference", "auto"))
+    if was_interrupted(p) and not partial_ok:
+        raise KeyboardInterrupt
+    return theta, query, p
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    _, _, p = _plan_from_args(args)
+    import sys
+
+    _, _, p = _plan_from_args(args, partial_ok=True)
     emit(p.to_json() if args.json else p.explain(), args.output)
+    if was_interrupted(p):
+        print("quiltpriv: interrupted: the plan given is the best found so far (valid, not "
+              "proven optimal)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    theta, query, p = _plan_from_args(args)
-    r = release(p, query, read_data(args.data, query), seed=args.seed)
+    query = query_from_args(args)
+    check_releasable(query)
+    data = read_data(args.data, query)  # a bad file is reported before the planning work
+    theta, query, p = _plan_from_args(args, query)
+    r = release(p, query, data, seed=args.seed)
     emit(r.to_json(indent=2), args.output)
     if not r.secure and r.scale > 0:
         import sys
@@ -366,11 +456,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+    p.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",
                    help="stop searching after this long (the plan stays private; "
                         "optimality is then not proven)")
-    p.add_argument("--jobs", type=int, metavar="N",
-                   help="plan the sensitive attributes in N parallel processes (-1: all cores)")
+    p.add_argument("--jobs", type=jobs_type, metavar="N",
+                   help="plan the sensitive attributes in N parallel processes, at most the "
+                        "cores (-1: every core)")
     p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
                    help="how exact influences are computed (all exact and differing only "
                         "in rounding; default: auto, the fastest measured)")
@@ -385,10 +476,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--time-limit", type=float, metavar="SECONDS")
+    r.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS")
     r.add_argument("--data", required=True, metavar="CSV", help="the dataset, one column per "
                                                                 "attribute")
-    r.add_argument("--seed", type=int, help="reproducible, NOT secure noise (experiments)")
+    r.add_argument("--seed", type=seed_type, help="reproducible, NOT secure noise (experiments)")
     r.add_argument("-o", "--output", metavar="FILE", help="write the release record to FILE")
     r.set_defaults(func=_cmd_release)
 
@@ -399,9 +490,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(q)
     q.add_argument("--node", required=True)
     add_query_arguments(q)
-    q.add_argument("--epsilon", type=_epsilon, default=None, metavar="E")
-    q.add_argument("--max-size", type=int, default=None, help="largest |Q| to list")
-    q.add_argument("--limit", type=int, default=200, help="most quilts to list (default 200)")
+    q.add_argument("--epsilon", type=epsilon_type, default=None, metavar="E")
+    q.add_argument("--max-size", type=number("--max-size", integer=True, min_val=0),
+                   default=None, help="largest |Q| to list")
+    q.add_argument("--limit", type=number("--limit", integer=True, min_val=1), default=200,
+                   help="most quilts to list (default 200)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_cmd_quilts)
 

@@ -431,13 +431,18 @@ def audit_plan(model: Any, query: Query, plan: Any, *, records: int | None = Non
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from ._cli_core import emit, query_from_args, sensitive_from_args, theta_from_args
-    from .mechanisms import plan
+    from .mechanisms import plan, was_interrupted
 
-    theta = theta_from_args(args)
     query = query_from_args(args)
+    if isinstance(query, LinearQuery) and args.records is None:
+        raise ParameterError("auditing a linear query needs --records N (its number of records)")
+    theta = theta_from_args(args)
     sens = sensitive_from_args(args)
     if args.scale is None:
-        scale = plan(theta, query, sens, args.epsilon).scale
+        p = plan(theta, query, sens, args.epsilon)
+        if was_interrupted(p):
+            raise KeyboardInterrupt  # a partial plan is not the one to audit
+        scale = p.scale
     else:
         scale = args.scale
     records = None if isinstance(query, CountQuery) else args.records
@@ -448,7 +453,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv audit MODEL --sensitive S --query count|linear ... --epsilon E``."""
-    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
+    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments, number
 
     p = sub.add_parser(
         "audit", help="exact worst-case privacy loss of a Laplace release",
@@ -462,7 +467,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--scale", type=float, default=None, metavar="B",
+    p.add_argument("--scale", type=number("--scale", min_val=0.0), default=None, metavar="B",
                    help="Laplace scale to audit (default: the APMQM plan's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")

@@ -35,7 +35,7 @@ from ._validation import check_epsilon
 from .errors import ModelError, QueryError
 from .group_privacy import group_laplace
 from .influence import InfluenceTooExpensive
-from .mechanisms import plan
+from .mechanisms import plan, was_interrupted
 from .network import as_theta
 from .network_laws import network_wasserstein
 from .sensitivity import CountQuery, HistogramQuery, Query, SumQuery
@@ -192,6 +192,8 @@ def compare(
     sens = theta.check_sensitive(sensitive)
     rows = []
     p = plan(theta, query, sens, eps)
+    if was_interrupted(p):
+        raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
     detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, e = {_fmt(sp.influence)}, "
                        f"b = {_fmt(sp.scale)}" for sp in p.sensitive)
     detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"

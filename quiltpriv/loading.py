@@ -284,6 +284,20 @@ def _reject_constant(name: str) -> Any:
     raise ModelError(f"the JSON model contains {name}; probabilities must be finite numbers")
 
 
+#: The longest integer a JSON model may spell (its numbers are probabilities, 0 or 1 when
+#: whole); Python's own reader stops at 4300 digits with a ValueError, and any integer beyond
+#: a float's range would overflow later.
+MAX_JSON_INT_DIGITS = 20
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise ModelError(f"the JSON model contains an integer of {digits} digits; its numbers "
+                         f"are probabilities (at most {MAX_JSON_INT_DIGITS} digits allowed)")
+    return int(text)
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     dup = sorted({k for k in keys if keys.count(k) > 1})
@@ -297,6 +311,7 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
 
     try:
         doc = json.loads(text, parse_constant=_reject_constant, parse_float=_json_float,
+                         parse_int=_parse_int,
                          object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ModelError(f"cannot read JSON model {path}: {exc}") from exc

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._validation import check_epsilon
+from ._validation import check_epsilon, check_n_jobs
 from .errors import ParameterError, QueryError
 from .influence import (
     DEFAULT_MAX_TABLE,
@@ -259,6 +259,39 @@ def _scale(delta: float, e: float, eps: float) -> float:
     return math.inf
 
 
+#: The note of a plan whose search was interrupted (Ctrl-C); :func:`was_interrupted` reads it.
+INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the trivial quilt"
+
+
+def was_interrupted(plan_: Plan) -> bool:
+    """True when ``plan_`` is the best found before an interruption (still valid)."""
+    return INTERRUPTED_NOTE in plan_.notes
+
+
+def _check_sensitivity_finite(query: Query) -> None:
+    """Refuse a query whose ``Delta_A F`` overflows the float range (bounds of +-1e308, ...)."""
+    d = query.sensitivity(query.attributes)
+    if not math.isfinite(d):
+        raise QueryError(f"the query's sensitivity Delta_A F = {d} is not a finite float (it "
+                         f"overflows for these bounds, weights or records); declare a "
+                         f"narrower range")
+
+
+def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
+    """Refuse a plan whose least scale overflows the float range (a tiny eps, a huge Delta).
+
+    The trivial quilt always gives ``Delta_A F / eps``, finite in exact arithmetic, so an
+    infinite scale is a float overflow, and noise of that size would carry no information:
+    plans (and so the JSON contract) hold finite scales only.
+    """
+    for sp in plans:
+        if not math.isfinite(sp.scale):
+            raise ParameterError(
+                f"the least Laplace scale for {sp.node!r}, Delta_{{A&N}} F / (epsilon - e) = "
+                f"{_fmt(sp.sensitivity)} / ({eps:g} - {_fmt(sp.influence)}), overflows the "
+                f"float range; raise epsilon or lower the query's sensitivity")
+
+
 #: Scales or influences this close (relative) are ties: mathematically equal influences of
 #: different quilts (say ``{income}`` and ``{income, sat}`` with ``sat`` remote) come out of
 #: different contractions a few ulps apart, and rounding noise must not pick the winner.
@@ -479,6 +512,41 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
     return text
 
 
+def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
+                   max_table: int, wall_deadline: float | None, inference: str, n_jobs: int,
+                   notes: list[str]) -> tuple[SensitivePlan, ...]:
+    """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
+
+    Results are collected as batches finish, so on Ctrl-C (KeyboardInterrupt in this process;
+    joblib then stops the workers) the finished batches are kept and every attribute not
+    finished gets the always-valid trivial quilt, as the serial search does.
+    """
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    if n_jobs > 0:
+        n_jobs = min(n_jobs, len(sens))  # no more workers than attributes (each costs a process)
+    # A few batches per worker, not one task per attribute: each task pickles Theta once
+    # and its attributes share the worker's caches (elimination order, influences).
+    n_batches = min(len(sens), 4 * max(1, effective_n_jobs(n_jobs)))
+    batches = [sens[k::n_batches] for k in range(n_batches)]
+    try:
+        runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    except ValueError:  # a backend without generators (multiprocessing): all at once
+        runner = Parallel(n_jobs=n_jobs)
+    by_node: dict[str, SensitivePlan] = {}
+    try:
+        for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
+                                                 wall_deadline, inference) for b in batches):
+            by_node.update((sp.node, sp) for sp in batch)
+    except KeyboardInterrupt:
+        notes.append(INTERRUPTED_NOTE)
+        for s in sens:
+            if s not in by_node:
+                by_node[s] = _trivial_plan(theta, query, s, eps, "planning was interrupted "
+                                           "before the search of this attribute finished")
+    return tuple(by_node[s] for s in sens)
+
+
 def plan(
     model: Any,
     query: Query,
@@ -527,14 +595,17 @@ def plan(
 
     Notes
     -----
-    On Ctrl-C (KeyboardInterrupt) during a serial plan, the attribute being searched keeps
-    the best quilt found so far and the attributes not reached get the trivial quilt; the
-    plan is returned, valid and flagged as not proven optimal.
+    On Ctrl-C (KeyboardInterrupt) the plan is returned, valid and flagged as not proven
+    optimal (:func:`was_interrupted` is then true): in a serial plan the attribute being
+    searched keeps the best quilt found so far and the attributes not reached get the trivial
+    quilt; in a parallel plan the attributes of unfinished batches get the trivial quilt.
 
     Raises
     ------
     ParameterError, ModelError, QueryError
-        eps not finite and > 0; an attribute not in the network; an empty sensitive set.
+        eps not finite and > 0; an attribute not in the network; an empty sensitive set;
+        ``n_jobs`` 0 or not whole; a sensitivity or a least scale that overflows the float
+        range (plans hold finite scales only).
     """
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
@@ -542,6 +613,8 @@ def plan(
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
     sens = theta.check_sensitive(sensitive)
     theta.check_nodes(query.attributes, "query attribute")
+    _check_sensitivity_finite(query)
+    n_jobs = check_n_jobs(n_jobs)
     if time_limit is not None:
         time_limit = float(time_limit)
         if not time_limit > 0:
@@ -551,17 +624,8 @@ def plan(
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes = []
     if n_jobs not in (None, 1) and len(sens) > 1:
-        from joblib import Parallel, delayed, effective_n_jobs
-
-        # A few batches per worker, not one task per attribute: each task pickles Theta once
-        # and its attributes share the worker's caches (elimination order, influences).
-        n_batches = min(len(sens), 4 * max(1, effective_n_jobs(n_jobs)))
-        batches = [sens[k::n_batches] for k in range(n_batches)]
-        done_batches = Parallel(n_jobs=n_jobs)(
-            delayed(_plan_batch)(theta, query, b, eps, max_table, wall_deadline, inference)
-            for b in batches)
-        by_node = {sp.node: sp for batch in done_batches for sp in batch}
-        plans = tuple(by_node[s] for s in sens)
+        plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
+                               n_jobs, notes)
     else:
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
@@ -577,12 +641,12 @@ def plan(
                 if interrupted:
                     raise KeyboardInterrupt
         except KeyboardInterrupt:
-            notes.append("planning was interrupted: attributes not reached use the trivial "
-                         "quilt")
+            notes.append(INTERRUPTED_NOTE)
         for s in sens[len(done):]:
             done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
                                       "this attribute was searched"))
         plans = tuple(done)
+    _check_scale_finite(plans, eps)
     scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
@@ -658,9 +722,13 @@ def release(
     QueryError
         If ``query`` is not the query the plan was made for, the data lack a column, hold
         values outside the declared bounds, or have more records than planned.
+    ParameterError
+        If the plan's scale is not finite or too large to draw
+        (:data:`quiltpriv.noise.MAX_NOISE_SCALE`); refused before the data are read.
     """
     from . import noise
 
+    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if dict(query.to_dict()) != dict(plan_.query):
         raise QueryError("this query is not the one the plan was made for; plan it again")
     if not isinstance(data, pd.DataFrame):

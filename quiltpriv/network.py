@@ -15,8 +15,10 @@ is a maximum over :attr:`Theta.members`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -139,10 +141,11 @@ class Theta:
         names = tuple(names)
         missing = [n for n in names if n not in self.index]
         if missing:
-            raise ModelError(
-                f"{role} {', '.join(map(repr, missing))} not in the network "
-                f"(nodes: {', '.join(self.nodes)})"
-            )
+            shown = ", ".join(map(repr, missing[:5]))
+            if len(missing) > 5:
+                shown += f" and {len(missing) - 5} more"
+            raise ModelError(f"{role} {shown} not in the network "
+                             f"{_known_hint(missing, self.nodes)}")
         return names
 
     def check_sensitive(self, sensitive: str | Iterable[str]) -> tuple[str, ...]:
@@ -458,3 +461,32 @@ def as_theta(model: Any) -> Theta:
     if isinstance(model, Theta):
         return model
     return theta_from_pgmpy(model)
+
+
+#: A network with at most this many nodes lists them all in an unknown-name error; a larger one
+#: lists only the closest names (a 441-node grid would otherwise print 441 names).
+MAX_LISTED_NODES = 12
+
+
+def _known_hint(missing: list[object], nodes: tuple[str, ...]) -> str:
+    """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
+    if len(nodes) <= MAX_LISTED_NODES:
+        return f"(nodes: {', '.join(nodes)})"
+    close = dict.fromkeys(m for name in missing[:5] for m in _closest(str(name), nodes))
+    if not close:
+        return f"(it has {len(nodes)} nodes, none with a similar name)"
+    return f"(closest: {', '.join(close)}; {len(nodes)} nodes in all)"
+
+
+def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
+    """The ``n`` nodes most like ``name`` (difflib's ratio >= 0.6, as ``get_close_matches``).
+
+    Ties go to the longer common prefix, then to network order: for ``x0l`` among ``x01 ..
+    x441``, ``x01`` comes before ``x90``, which difflib alone would rank first.
+    """
+    scored = []
+    for k, v in enumerate(nodes):
+        ratio = difflib.SequenceMatcher(None, name, v).ratio()
+        if ratio >= 0.6:
+            scored.append((-ratio, -len(os.path.commonprefix([name, v])), k, v))
+    return [v for *_, v in sorted(scored)[:n]]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._io import write_bytes_atomic
+from ._io import check_output_path, write_bytes_atomic
 from ._validation import check_epsilon
 from .errors import ParameterError, QueryError, QuiltPrivError
 from .network import as_theta
@@ -305,14 +305,13 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     Raises
     ------
     ParameterError
-        Unknown suffix or missing folder.
+        Unknown suffix, missing folder, or a path that is not a regular file.
     """
     target = Path(path)
     fmt = target.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ParameterError(f"{target}: save as .png or .svg, not {target.suffix or 'no suffix'}")
-    if not target.parent.is_dir():
-        raise ParameterError(f"{target}: folder {target.parent} does not exist")
+    check_output_path(target, "figure")  # before rendering: a folder, FIFO or missing folder
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=150)
     write_bytes_atomic(target, buf.getvalue())

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ._io import write_text_atomic
+from ._io import check_output_path, write_text_atomic
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
 from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set
@@ -126,9 +126,8 @@ class Report:
             raise ParameterError(f"{html_path}: give the HTML path; the JSON twin is written "
                                  "beside it with the suffix .json")
         json_path = html_path.with_suffix(".json")
-        parent = html_path.parent
-        if not parent.is_dir():
-            raise ParameterError(f"cannot write the report: folder {parent} does not exist")
+        check_output_path(html_path, "report")
+        check_output_path(json_path, "report's JSON twin")
         json_text = self.to_json(indent=2) + "\n"
         old_json = json_path.read_text(encoding="utf-8") if json_path.is_file() else None
         write_text_atomic(json_path, json_text)
@@ -748,19 +747,25 @@ def _model_files(specs: Sequence[str]) -> list[str]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ._cli_core import _plan_from_args, read_data
+    from ._cli_core import _plan_from_args, check_releasable, query_from_args, read_data
 
     out = Path(args.output)
     if out.suffix.lower() == ".json":
         raise ParameterError(f"-o {out}: give the HTML path; the JSON twin goes beside it")
-    if not out.parent.is_dir():
-        raise ParameterError(f"-o {out}: folder {out.parent} does not exist")
-    theta, query, p = _plan_from_args(args)
-    rel = None
+    # Both files are checked before any work (the command line checks -o itself).
+    check_output_path(out, "-o")
+    check_output_path(out.with_suffix(".json"), "-o's JSON twin")
+    query = query_from_args(args)
+    data = None
     if args.data:
+        check_releasable(query)
+        data = read_data(args.data, query)
+    theta, query, p = _plan_from_args(args, query)
+    rel = None
+    if data is not None:
         from .mechanisms import release
 
-        rel = release(p, query, read_data(args.data, query), seed=args.seed)
+        rel = release(p, query, data, seed=args.seed)
     report = audit_report(theta, query, p, rel,
                           model_files=_model_files([args.model, *args.theta]))
     html_path, json_path = report.write(out)
@@ -770,7 +775,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv report``: plan (and optionally release), then write the audit report."""
-    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
+    from ._cli_core import (
+        add_model_arguments,
+        add_privacy_arguments,
+        add_query_arguments,
+        seed_type,
+        time_limit_type,
+    )
 
     r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
                        description="Plan an APMQM release and write a self-contained HTML "
@@ -779,11 +790,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--time-limit", type=float, metavar="SECONDS",
+    r.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",
                    help="stop the plan's search after this long (optimality then not proven)")
     r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
                                                  "include the release record")
-    r.add_argument("--seed", type=int, help="with --data: reproducible, NOT secure noise")
+    r.add_argument("--seed", type=seed_type, help="with --data: reproducible, NOT secure noise")
     r.add_argument("-o", "--output", required=True, metavar="REPORT.html",
                    help="the HTML file; REPORT.json is written beside it")
     r.set_defaults(func=_cmd_report)

@@ -38,7 +38,7 @@ import numpy as np
 from ._io import write_text_atomic
 from ._validation import check_epsilon, check_positive
 from .errors import ParameterError, QueryError
-from .noise import discrete_laplace, make_rng
+from .noise import TAIL_FACTOR, discrete_laplace, make_rng
 
 __all__ = [
     "ConsistentCountTable",
@@ -272,6 +272,22 @@ def _count_table(counts: object) -> np.ndarray:
     return f.astype(np.int64)
 
 
+def _check_cells_fit(f: np.ndarray, mask: np.ndarray, t: Fraction, eps: float) -> None:
+    """Refuse, before drawing, an epsilon whose noise would overflow the 64-bit cells.
+
+    A cell of a row with ``n_i`` possible categories gets ``n_i - 1`` noises; each exceeds
+    ``TAIL_FACTOR * t`` in size with probability at most ``exp(-TAIL_FACTOR)``.
+    """
+    widest = int(mask.sum(axis=1).max()) - 1
+    if widest < 1:
+        return
+    reach = int(f.max()) + widest * TAIL_FACTOR * t
+    if reach >= 2**63:
+        raise ParameterError(
+            f"epsilon = {eps:g} is too small for this table: its noise (scale 2/eps per pair "
+            "of categories) would overflow the 64-bit integer cells")
+
+
 def consistent_count_table(counts: object, epsilon: float, *, allowed: object | None = None,
                            seed: int | random.Random | None = None) -> ConsistentCountTable:
     """Algorithm 1 of Tan (corrected): a noisy count table with exact row totals.
@@ -315,8 +331,9 @@ def consistent_count_table(counts: object, epsilon: float, *, allowed: object | 
         if np.any(f[~mask] != 0):
             i, j = np.argwhere((f != 0) & ~mask)[0]
             raise ParameterError(f"cell ({i}, {j}) is marked impossible but has count {f[i, j]}")
-    rng = make_rng(seed)
     t = Fraction(2) / Fraction(eps)  # discrete Laplace P(z) ~ exp(-|z|/t) = exp(-eps|z|/2)
+    _check_cells_fit(f, mask, t, eps)
+    rng = make_rng(seed)
     g = f.copy()
     for i in range(f.shape[0]):
         cols = np.flatnonzero(mask[i])
@@ -427,6 +444,8 @@ def _handle(args: argparse.Namespace) -> int:
 
 def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``subset-privacy`` subcommand (Algorithm 1 of Tan on a CSV of records)."""
+    from ._cli_core import epsilon_type, seed_type
+
     p = subparsers.add_parser(
         "subset-privacy",
         help="noisy count table, eps-private on a protected column, exact row totals",
@@ -439,7 +458,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
     p.add_argument("input", help="CSV file, one record per line, with a header")
     p.add_argument("--rows", required=True, help="unprotected column (its totals stay exact)")
     p.add_argument("--protected", required=True, help="protected column (U_1)")
-    p.add_argument("--epsilon", required=True, type=float, help="privacy parameter eps > 0")
+    p.add_argument("--epsilon", required=True, type=epsilon_type, help="privacy parameter eps > 0")
     p.add_argument("--output", "-o", required=True, help="where to write the protected CSV")
     p.add_argument("--categories", help="comma-separated domain of the protected column, in "
                                         "output order (required; every category gets a column)")
@@ -450,7 +469,7 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
     p.add_argument("--categories-from-data", action="store_true",
                    help="refused (it read the protected domain off the data, which released "
                         "which categories occur without noise); declare --categories")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=seed_type, default=None,
                    help="reproducible noise for experiments only (default: secure randomness)")
     p.set_defaults(func=_handle)
     return p

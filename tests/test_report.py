@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
+import quiltpriv.report as report_module
 from quiltpriv.errors import ModelError, ParameterError, QueryError, QuiltPrivError
 from quiltpriv.mechanisms import Plan
 from quiltpriv.report import (
@@ -270,22 +271,35 @@ def test_hostile_names_are_escaped(tmp_path):
         parse(frag)
 
 
-def test_write_both_files_atomically(student_report, tmp_path):
+def test_write_both_files_atomically(student_report, tmp_path, monkeypatch):
     html_path, json_path = student_report.write(tmp_path / "report.html")
     assert html_path.read_text(encoding="utf-8") == student_report.html
     assert json.loads(json_path.read_text(encoding="utf-8")) == student_report.to_dict()
     assert json_path == tmp_path / "report.json"
-    # The HTML target is a folder: the write fails and leaves no JSON behind.
+    # The HTML target is a folder: refused before anything is written.
     (tmp_path / "bad.html").mkdir()
-    with pytest.raises(OSError):
+    with pytest.raises(ParameterError, match="is a folder"):
         student_report.write(tmp_path / "bad.html")
     assert not (tmp_path / "bad.json").exists()
-    # ... and an existing JSON twin is put back as it was.
-    (tmp_path / "bad.json").write_text("old", encoding="utf-8")
+    # The HTML write fails after the JSON was written: the JSON is taken back ...
+    real = report_module.write_text_atomic
+
+    def failing(path, text):
+        if str(path).endswith(".html"):
+            raise OSError(28, "No space left on device", str(path))
+        real(path, text)
+
+    monkeypatch.setattr(report_module, "write_text_atomic", failing)
     with pytest.raises(OSError):
-        student_report.write(tmp_path / "bad.html")
-    assert (tmp_path / "bad.json").read_text(encoding="utf-8") == "old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.html", "bad.json",
+        student_report.write(tmp_path / "full.html")
+    assert not (tmp_path / "full.json").exists()
+    # ... and an existing JSON twin is put back as it was.
+    (tmp_path / "full.json").write_text("old", encoding="utf-8")
+    with pytest.raises(OSError):
+        student_report.write(tmp_path / "full.html")
+    assert (tmp_path / "full.json").read_text(encoding="utf-8") == "old"
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.html", "full.json",
                                                            "report.html", "report.json"]
     with pytest.raises(ParameterError, match="does not exist"):
         student_report.write(tmp_path / "missing" / "r.html")
@@ -399,6 +413,7 @@ def test_cli_errors_leave_no_files(tmp_path):
     with pytest.raises(ParameterError, match="does not exist"):
         _cli(["report", *base, "--sensitive", "income", "--epsilon", "1",
               "-o", str(tmp_path / "no" / "r.html")])
-    with pytest.raises(ParameterError, match="epsilon"):
+    # Options are checked as they are parsed (argparse exits with status 2).
+    with pytest.raises(SystemExit, match="2"):
         _cli(["report", *base, "--sensitive", "income", "--epsilon", "-0.5", "-o", str(out)])
     assert list(tmp_path.iterdir()) == []
