@@ -34,7 +34,7 @@ from typing import Any
 from ._io import write_text_atomic
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
-from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set
+from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set, query_mismatch
 from .network import Theta
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
@@ -465,7 +465,9 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     query : Query
         The planned query (must match ``plan.query``).
     plan : Plan
-        The output of :func:`quiltpriv.plan` (Algorithm 3).
+        The output of :func:`quiltpriv.plan` (Algorithm 3). A plan read from a file is
+        verified against ``theta`` and ``query`` first
+        (:func:`quiltpriv.verification.verify_plan`).
     release : Release, optional
         A release made with ``plan``; its record is included (value, scale, sampler, secure,
         seed).
@@ -475,8 +477,8 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     Raises
     ------
     ModelError, QueryError, ParameterError
-        The plan was made for another model or query, the release for another plan, or a
-        model file cannot be read.
+        The plan was made for another model or query, does not verify (PlanError), the
+        release was made with another plan, or a model file cannot be read.
     """
     if not isinstance(theta, Theta):
         raise ModelError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
@@ -487,8 +489,13 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     fingerprint = theta.fingerprint()
     if plan.model != fingerprint:
         raise ModelError("the plan was made for another model (fingerprints differ)")
-    if dict(query.to_dict()) != dict(plan.query):
-        raise QueryError("the plan was made for another query")
+    if not plan.verified:  # read from a file or built by hand: recompute what it claims
+        from .verification import verify_plan
+
+        plan = verify_plan(plan, theta, query)
+    why = query_mismatch(plan, query)
+    if why is not None:
+        raise QueryError(f"the plan was made for another query: {why}")
     if release is not None:
         if not isinstance(release, Release):
             raise ParameterError(f"release must be a quiltpriv Release, got "
