@@ -447,7 +447,12 @@ class CustomQuery(Query):
         # A fresh frame: declared columns only, copied, with a plain index (the caller's
         # index could itself be a column, and a view could reach back to the whole frame).
         own = pd.DataFrame({a: frame[a].array.copy() for a in self.attributes})
-        return self.function(own)
+        try:
+            return self.function(own)
+        except Exception as exc:  # the user's code: report it as this query's failure
+            raise QueryError(f"custom query {self.name!r}: its function failed on the declared "
+                             f"columns {list(self.attributes)}: {type(exc).__name__}: {exc}"
+                             ) from exc
 
     def to_dict(self) -> dict[str, Any]:
         """Kind, name, attributes and, up to :data:`CUSTOM_TABLE_ATTRIBUTES` attributes, the

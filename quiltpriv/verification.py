@@ -626,9 +626,10 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
         return verdict("plan", f"it states optimal = {str(plan.optimal).lower()}, but the "
                                f"attributes say {str(every).lower()}", rows)
     if query_fingerprint(query, [sp.nearby for sp in plan.sensitive]) != plan.query_fingerprint:
-        return verdict("query", "the query's fingerprint differs from the plan's: a "
-                                "sensitivity the plan was made with (Delta_A or a "
-                                "Delta_{A&N}) is not this query's", rows)
+        return verdict("query", "the plan's query fingerprint does not match this query "
+                                "(its definition and the sensitivities Delta_A and Delta_{A&N} "
+                                "the plan uses): the query differs from the one the plan was "
+                                "made for (Delta_A, say), or the plan was edited", rows)
     verified = _trusted(dataclasses.replace(plan))
     return PlanVerification(True, None, None, rows, verified, definition)
 
