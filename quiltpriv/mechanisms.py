@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_epsilon
-from .errors import ParameterError, PlanError, QueryError
+from .errors import ModelError, ParameterError, PlanError, QueryError
 from .influence import (
     DEFAULT_MAX_TABLE,
     InfluenceTooExpensive,
@@ -766,12 +766,15 @@ def release(
     data : pandas.DataFrame
     seed : int or random.Random, optional
     model : Theta, pgmpy network or sequence of them, optional
-        The model, needed only to verify a plan that is not verified.
+        The model: needed to verify a plan that is not verified; for a verified plan its
+        fingerprint must be the plan's.
 
     Raises
     ------
     PlanError
         If the plan is not verified and ``model`` is not given, or it does not verify.
+    ModelError
+        If ``model`` is given and the plan was made for another model.
     QueryError
         If ``query`` is not the query the plan was made for, the data lack a column, hold
         values outside the declared bounds, or have more records than planned.
@@ -791,6 +794,8 @@ def release(
         from .verification import verify_plan
 
         plan_ = verify_plan(plan_, model, query)
+    elif model is not None and as_theta(model).fingerprint() != plan_.model:
+        raise ModelError("the plan was made for another model (fingerprints differ)")
     why = query_mismatch(plan_, query)
     if why is not None:
         raise QueryError(f"this query is not the one the plan was made for: {why}; "

@@ -288,6 +288,8 @@ def test_round_trip_plan_json_verify_release(student, count_plan):
     r3 = qp.release(back, query, data, seed=7, model=student)
     assert r1.value == r2.value == r3.value and r1.scale == r2.scale >= p.scale
     assert r3.plan.verified
+    with pytest.raises(qp.ModelError, match="another model"):
+        qp.release(p, query, data, model=qp.load_model("student:theta"))
     report = audit_report(student, query, back)
     assert qp.Plan.from_dict(report.to_dict()["plan"]) == p
 
