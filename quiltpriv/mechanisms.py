@@ -106,6 +106,9 @@ PLAN_FORMAT = "quiltpriv-plan/1"
 
 _QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
 
+_UNVERIFIED = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
+               "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
+
 
 def _plain(x: Any, where: str) -> Any:
     """``x`` as plain JSON values (numpy scalars unwrapped, tuples as lists), or raise."""
@@ -307,6 +310,8 @@ class Plan:
             lines.append(f"{sp.node}: {sp.explanation}")
         for note in self.notes:
             lines.append(f"note: {note}")
+        if not self.verified:
+            lines.append(_UNVERIFIED)
         return "\n".join(lines)
 
     def __str__(self) -> str:

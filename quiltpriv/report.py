@@ -34,7 +34,17 @@ from typing import Any
 from ._io import write_text_atomic
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
-from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set, query_mismatch
+from .mechanisms import (
+    _UNVERIFIED,
+    Plan,
+    Release,
+    _close,
+    _fmt,
+    _key,
+    _scale,
+    _set,
+    query_mismatch,
+)
 from .network import Theta
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
@@ -724,7 +734,9 @@ def plan_html(plan: Plan) -> str:
             "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
             "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
-            f"{'<ul>' + notes + '</ul>' if notes else ''}</div>")
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{'' if plan.verified else '<p>' + _badge(False, '', _e(_UNVERIFIED)) + '</p>'}"
+            "</div>")
 
 
 def release_html(release: Release) -> str:

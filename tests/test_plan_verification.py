@@ -70,6 +70,9 @@ def test_plan_made_here_is_verified_and_a_parsed_one_is_not(student, count_plan)
     assert p.verified
     back = qp.Plan.from_json(p.to_json())
     assert back == p and not back.verified
+    assert "NOT VERIFIED" in back.explain() and "NOT VERIFIED" in back._repr_html_()
+    assert "NOT VERIFIED" not in p.explain() and "NOT VERIFIED" not in p._repr_html_()
+    assert "NOT VERIFIED" not in qp.verify_plan(back, student, query).explain()
     # pickles and copies are saved plans too
     assert not pickle.loads(pickle.dumps(p)).verified
     assert not copy.deepcopy(p).verified
