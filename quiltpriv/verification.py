@@ -120,7 +120,10 @@ def _fail(where: str, what: str, got: Any) -> PlanError:
 def _number(x: Any, where: str, *, positive: bool = False) -> float:
     if isinstance(x, bool) or not isinstance(x, int | float):
         raise _fail(where, "a number", x)
-    v = float(x)
+    try:
+        v = float(x)
+    except OverflowError:  # an integer beyond the float range
+        v = math.inf
     if not math.isfinite(v):
         raise _fail(where, "a finite number", x)
     if v < 0 or (positive and v == 0):

@@ -328,6 +328,8 @@ def test_round_trip_of_every_rebuildable_query_kind(student):
     (lambda d: d.update(epsilon=True), "epsilon must be a number"),
     (lambda d: d.update(scale=-1.0), "scale must be a number >= 0"),
     (lambda d: d.update(scale=1e400), "finite"),
+    (lambda d: d.update(scale=10**400), "finite"),
+    (lambda d: d.update(sensitive={"income": []}), "must be an object"),
     (lambda d: d.update(optimal=1), "optimal must be true or false"),
     (lambda d: d.update(sensitive={}), "non-empty object"),
     (lambda d: d.update(model="abc"), "SHA-256"),
@@ -697,3 +699,43 @@ def test_cli_verify_model_and_query_sources(tmp_path, capsys, student):
     (tmp_path / "x.json").write_text("{\"format\": \"quiltpriv-plan/1\"}")
     assert main(["verify", str(tmp_path / "x.json"), "student"]) == 2
     assert "has no" in capsys.readouterr().err
+
+
+def _paths(x, prefix=()):
+    """Every key path of a JSON value (objects and lists)."""
+    yield prefix
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(x, list):
+        for k, v in enumerate(x):
+            yield from _paths(v, (*prefix, k))
+
+
+def test_every_field_replaced_by_any_json_value_gives_a_clear_error_or_a_checked_plan(
+        student, count_plan):
+    query, p = count_plan
+    base = json.loads(p.to_json())
+    values = [None, True, 0, -1, 2.5, "", "income", [], ["sat"], {}, {"kind": "count"}]
+    tried = 0
+    for path in list(_paths(base))[1:]:
+        for value in values:
+            d = copy.deepcopy(base)
+            target = d
+            for k in path[:-1]:
+                target = target[k]
+            target[path[-1]] = value
+            tried += 1
+            try:
+                parsed = qp.Plan.from_dict(d)
+            except qp.PlanError:
+                continue
+            v = qp.check_plan(parsed, student, query)  # never a crash
+            if v.ok:  # accepted: then every number a release uses is what it was
+                assert v.plan.scale == p.scale and v.plan.epsilon == p.epsilon
+                for sp, orig in zip(v.plan.sensitive, p.sensitive, strict=True):
+                    assert (sp.quilt, sp.sensitivity, sp.scale) == (orig.quilt,
+                                                                    orig.sensitivity,
+                                                                    orig.scale)
+                    assert set(sp.nearby) == set(orig.nearby)
+    assert tried > 300
