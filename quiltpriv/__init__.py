@@ -9,7 +9,7 @@ Quick start::
     rel = qp.release(plan, query, df)   # F(X) + exact discrete Laplace noise (secure)
 """
 
-from .errors import ModelError, ParameterError, QueryError, QuiltPrivError
+from .errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
 from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
 from .loading import (
     bundled_models,
@@ -31,16 +31,16 @@ from .sensitivity import (
     Query,
     SumQuery,
 )
+from .verification import PlanVerification, check_plan, verify_plan
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CountQuery", "CustomQuery", "HistogramQuery", "Influence", "InfluenceTooExpensive",
-    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "Predicate", "Query",
-    "QueryError",
-    "Quilt", "QuiltPrivError", "Release", "SensitivePlan", "SumQuery", "Theta",
-    "bundled_models", "bundled_network", "enumerate_quilts", "joint_marginal",
-    "least_influence_quilt", "load_model", "load_theta", "markov_quilt", "max_influence",
-    "parse_predicate", "plan", "release", "theta_from_pgmpy", "theta_from_tables", "theta_to_dict",
-    "trivial_quilt",
+    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "PlanError",
+    "PlanVerification", "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "Release",
+    "SensitivePlan", "SumQuery", "Theta", "bundled_models", "bundled_network", "check_plan",
+    "enumerate_quilts", "joint_marginal", "least_influence_quilt", "load_model", "load_theta",
+    "markov_quilt", "max_influence", "parse_predicate", "plan", "release", "theta_from_pgmpy",
+    "theta_from_tables", "theta_to_dict", "trivial_quilt", "verify_plan",
 ]

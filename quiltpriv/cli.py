@@ -28,6 +28,7 @@ from .errors import QuiltPrivError
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv._cli_core",
+    "quiltpriv.verification",
     "quiltpriv.compare",
     "quiltpriv.audit",
     "quiltpriv.report",

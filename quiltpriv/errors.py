@@ -21,3 +21,7 @@ class QueryError(QuiltPrivError):
 
 class ParameterError(QuiltPrivError):
     """A privacy or mechanism parameter (eps, delta, records, ...) is out of range."""
+
+
+class PlanError(ParameterError):
+    """A saved plan is malformed, or does not verify against the model and the query."""

@@ -21,6 +21,7 @@ optimum over all ``2**(m-1)`` quilts, with one influence computation per subset 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -34,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_epsilon, check_n_jobs
-from .errors import ParameterError, QueryError
+from .errors import ModelError, ParameterError, PlanError, QueryError
 from .influence import (
     DEFAULT_MAX_TABLE,
     InfluenceTooExpensive,
@@ -107,17 +108,123 @@ class SensitivePlan:
         return d
 
 
+#: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
+#: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
+PLAN_FORMAT = "quiltpriv-plan/1"
+
+_QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
+
+_UNVERIFIED = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
+               "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
+
+
+def _plain(x: Any, where: str) -> Any:
+    """``x`` as plain JSON values (numpy scalars unwrapped, tuples as lists), or raise."""
+    if isinstance(x, Mapping):
+        out = {}
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise QueryError(f"{where}: key {k!r} is not a string")
+            out[k] = _plain(v, where)
+        return out
+    if isinstance(x, list | tuple):
+        return [_plain(v, where) for v in x]
+    if isinstance(x, np.generic):
+        return _plain(x.item(), where)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise QueryError(f"{where}: {x} is not a finite number")
+        return x
+    if isinstance(x, str | int | bool) or x is None:
+        return x
+    raise QueryError(f"{where}: a value of type {type(x).__name__} has no JSON form")
+
+
+def canonical_json(x: Any) -> str:
+    """One canonical JSON text of ``x``: sorted keys, no spaces, finite numbers only."""
+    return json.dumps(_plain(x, "canonical JSON"), sort_keys=True, separators=(",", ":"),
+                      allow_nan=False, ensure_ascii=True)
+
+
+def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str:
+    """SHA-256 of a query's whole definition and of the sensitivities a plan used.
+
+    The hashed document is the canonical JSON of ``query.to_dict()`` (every field that gives
+    the query its meaning) and of ``Delta_B F`` for ``B = A`` and for ``B = A & S`` for each
+    set ``S`` of ``column_sets`` (a plan's nearby sets ``N``), each recomputed from ``query``.
+    Two queries with the same fingerprint for a plan have the same definition and need the
+    same noise under it.
+
+    Parameters
+    ----------
+    query : Query
+    column_sets : iterable of iterable of str
+        The nearby sets of the plan's chosen quilts.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    attrs = tuple(query.attributes)
+    pos = {a: k for k, a in enumerate(attrs)}
+    sets = {tuple(a for a in attrs if a in set(b)) for b in column_sets} | {attrs}
+    table = [[list(b), float(query.sensitivity(b))]
+             for b in sorted(sets, key=lambda b: (len(b), [pos[a] for a in b]))]
+    doc = {"format": _QUERY_FINGERPRINT_FORMAT, "query": query.to_dict(),
+           "sensitivities": table}
+    return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
+
+
+def query_mismatch(plan_: Plan, query: Query) -> str | None:
+    """Why ``query`` is not the query ``plan_`` was made for, or None when it is.
+
+    Compares the definition (``to_dict``), each sensitivity ``Delta_{A&N}`` the plan used and
+    the fingerprint (which also covers ``Delta_A``), all recomputed from ``query`` now.
+    """
+    if not isinstance(query, Query):
+        return f"query must be a quiltpriv query, got {type(query).__name__}"
+    try:
+        mine, theirs = canonical_json(query.to_dict()), canonical_json(plan_.query)
+    except QueryError as exc:
+        return str(exc)
+    if mine != theirs:
+        return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
+                "plan")
+    attrs = set(query.attributes)
+    for sp in plan_.sensitive:
+        delta = query.sensitivity(attrs & set(sp.nearby))
+        if delta != sp.sensitivity:
+            return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+                    f"{_set(a for a in query.attributes if a in set(sp.nearby))}) is "
+                    f"{delta:.17g}, the plan used {sp.sensitivity:.17g}")
+    if query_fingerprint(query, [sp.nearby for sp in plan_.sensitive]) != \
+            plan_.query_fingerprint:
+        return "its fingerprint (definition and every sensitivity the plan used) differs"
+    return None
+
+
 @dataclass(frozen=True)
 class Plan:
     """A deterministic, immutable APMQM plan: the noise a release needs and why.
 
     ``to_json()`` gives the command line's JSON contract::
 
-        {"epsilon": E, "scale": b, "optimal": true,
+        {"format": "quiltpriv-plan/1", "mechanism": "APMQM", "epsilon": E, "scale": b,
+         "optimal": true,
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
-                              "influence": e, "sensitivity": d, "quilts_considered": k}, ...}}
+                              "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
+         "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
+         "theta_size": t, "notes": [...]}
 
-    plus the query, the model fingerprint, |Theta| and notes.
+    ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
+    it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
+    model's fingerprint (:meth:`~quiltpriv.network.Theta.fingerprint`).
+
+    ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
+    :func:`quiltpriv.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or built
+    by hand) is not, and :func:`release` and :func:`quiltpriv.report.audit_report` verify it
+    against the model before using it.
     """
 
     epsilon: float
@@ -127,8 +234,16 @@ class Plan:
     query: Mapping[str, Any]
     model: str
     theta_size: int
+    query_fingerprint: str
     notes: tuple[str, ...] = ()
     mechanism: str = field(default="APMQM", init=False)
+    verified: bool = field(default=False, init=False, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled plan is a saved plan like any other: it comes back unverified.
+        state = dict(self.__dict__)
+        state.pop("verified", None)
+        return state
 
     def __getitem__(self, node: str) -> SensitivePlan:
         for sp in self.sensitive:
@@ -143,12 +258,14 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "format": PLAN_FORMAT,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "scale": self.scale,
             "optimal": self.optimal,
             "sensitive": {sp.node: sp.to_dict() for sp in self.sensitive},
             "query": dict(self.query),
+            "query_fingerprint": self.query_fingerprint,
             "model": self.model,
             "theta_size": self.theta_size,
             "notes": list(self.notes),
@@ -159,23 +276,28 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
-        """Rebuild a plan from :meth:`to_dict` output (inverse of it)."""
-        sens = []
-        for node, s in d["sensitive"].items():
-            pair = s.get("influence_pair")
-            sens.append(SensitivePlan(
-                node=node, quilt=tuple(s["quilt"]), nearby=tuple(s["nearby"]),
-                remote=tuple(s["remote"]), influence=float(s["influence"]),
-                sensitivity=float(s["sensitivity"]), scale=float(s["scale"]),
-                quilts_considered=int(s["quilts_considered"]), optimal=bool(s["optimal"]),
-                explanation=s["explanation"], influence_member=s.get("influence_member"),
-                influence_pair=None if pair is None else tuple(pair),
-                influence_bound_via=None if s.get("influence_bound_via") is None
-                else tuple(s["influence_bound_via"]),
-                influence_arithmetic=str(s.get("influence_arithmetic", "float64")),
-            ))
-        return cls(float(d["epsilon"]), float(d["scale"]), bool(d["optimal"]), tuple(sens),
-                   dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())))
+        """Parse :meth:`to_dict` output strictly; the plan returned is NOT verified.
+
+        Every key is required (and no other is allowed), every number must be finite and in
+        range, ``format`` must be :data:`PLAN_FORMAT` and ``mechanism`` ``"APMQM"``. A plan
+        is input like any other: before :func:`release` or a report uses it, it is verified
+        against the model and the query (:func:`quiltpriv.verification.verify_plan`).
+
+        Raises
+        ------
+        PlanError
+            Naming the first malformed field.
+        """
+        from .verification import plan_from_dict
+
+        return plan_from_dict(d)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        """:meth:`from_dict` of a JSON text (NaN, infinities and repeated keys refused)."""
+        from .verification import plan_from_json
+
+        return plan_from_json(text)
 
     def explain(self) -> str:
         """A readable table and one paragraph per sensitive attribute."""
@@ -196,6 +318,8 @@ class Plan:
             lines.append(f"{sp.node}: {sp.explanation}")
         for note in self.notes:
             lines.append(f"note: {note}")
+        if not self.verified:
+            lines.append(_UNVERIFIED)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -651,11 +775,18 @@ def plan(
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
         notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
-    return Plan(
+    return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query_fingerprint=query_fingerprint(query, [sp.nearby for sp in plans]),
         notes=tuple(notes),
-    )
+    ))
+
+
+def _trusted(p: Plan) -> Plan:
+    """Mark a plan computed (or recomputed) here as verified; only this module's callers do."""
+    object.__setattr__(p, "verified", True)
+    return p
 
 
 # -- release ----------------------------------------------------------------------------------
@@ -709,7 +840,8 @@ class Release:
 
 
 def release(
-    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None
+    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
+    model: Any = None,
 ) -> Release:
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
@@ -717,8 +849,27 @@ def release(
     grid, drawn from the operating system's secure generator. ``seed`` switches to a
     reproducible, NOT secure generator for experiments, and the record says so.
 
+    Parameters
+    ----------
+    plan_ : Plan
+        A plan made by :func:`plan`, or a verified one
+        (:func:`quiltpriv.verification.verify_plan`). A plan read from a file is verified
+        against ``model`` first, and refused when ``model`` is not given.
+    query : Query
+        The query the plan was made for: its definition and every sensitivity the plan used
+        are recomputed and must match the plan's query fingerprint.
+    data : pandas.DataFrame
+    seed : int or random.Random, optional
+    model : Theta, pgmpy network or sequence of them, optional
+        The model: needed to verify a plan that is not verified; for a verified plan its
+        fingerprint must be the plan's.
+
     Raises
     ------
+    PlanError
+        If the plan is not verified and ``model`` is not given, or it does not verify.
+    ModelError
+        If ``model`` is given and the plan was made for another model.
     QueryError
         If ``query`` is not the query the plan was made for, the data lack a column, hold
         values outside the declared bounds, or have more records than planned.
@@ -729,8 +880,25 @@ def release(
     from . import noise
 
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
-    if dict(query.to_dict()) != dict(plan_.query):
-        raise QueryError("this query is not the one the plan was made for; plan it again")
+    if not isinstance(plan_, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if not plan_.verified:
+        if model is None:
+            raise PlanError(
+                "this plan was not made by plan() in this process (it was read from a file or "
+                "built by hand) and is not verified; verify it against the model first: "
+                "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
+        from .verification import verify_plan
+
+        plan_ = verify_plan(plan_, model, query)
+    elif model is not None and as_theta(model).fingerprint() != plan_.model:
+        raise ModelError("the plan was made for another model (fingerprints differ)")
+    why = query_mismatch(plan_, query)
+    if why is not None:
+        raise QueryError(f"this query is not the one the plan was made for: {why}; "
+                         "plan it again")
     if not isinstance(data, pd.DataFrame):
         raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     query.check_records(len(data))

@@ -34,7 +34,17 @@ from typing import Any
 from ._io import check_output_path, write_text_atomic
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
-from .mechanisms import Plan, Release, _close, _fmt, _key, _scale, _set
+from .mechanisms import (
+    _UNVERIFIED,
+    Plan,
+    Release,
+    _close,
+    _fmt,
+    _key,
+    _scale,
+    _set,
+    query_mismatch,
+)
 from .network import Theta
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
@@ -464,7 +474,9 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     query : Query
         The planned query (must match ``plan.query``).
     plan : Plan
-        The output of :func:`quiltpriv.plan` (Algorithm 3).
+        The output of :func:`quiltpriv.plan` (Algorithm 3). A plan read from a file is
+        verified against ``theta`` and ``query`` first
+        (:func:`quiltpriv.verification.verify_plan`).
     release : Release, optional
         A release made with ``plan``; its record is included (value, scale, sampler, secure,
         seed).
@@ -474,8 +486,8 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     Raises
     ------
     ModelError, QueryError, ParameterError
-        The plan was made for another model or query, the release for another plan, or a
-        model file cannot be read.
+        The plan was made for another model or query, does not verify (PlanError), the
+        release was made with another plan, or a model file cannot be read.
     """
     if not isinstance(theta, Theta):
         raise ModelError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
@@ -486,8 +498,13 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     fingerprint = theta.fingerprint()
     if plan.model != fingerprint:
         raise ModelError("the plan was made for another model (fingerprints differ)")
-    if dict(query.to_dict()) != dict(plan.query):
-        raise QueryError("the plan was made for another query")
+    if not plan.verified:  # read from a file or built by hand: recompute what it claims
+        from .verification import verify_plan
+
+        plan = verify_plan(plan, theta, query)
+    why = query_mismatch(plan, query)
+    if why is not None:
+        raise QueryError(f"the plan was made for another query: {why}")
     if release is not None:
         if not isinstance(release, Release):
             raise ParameterError(f"release must be a quiltpriv Release, got "
@@ -716,7 +733,9 @@ def plan_html(plan: Plan) -> str:
             "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
             "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
-            f"{'<ul>' + notes + '</ul>' if notes else ''}</div>")
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{'' if plan.verified else '<p>' + _badge(False, '', _e(_UNVERIFIED)) + '</p>'}"
+            "</div>")
 
 
 def release_html(release: Release) -> str:

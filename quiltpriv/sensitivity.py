@@ -609,15 +609,33 @@ def histogram_cells(query: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...] | N
                            for a in query["attributes"])))
 
 
+#: A custom query with at most this many attributes lists its whole sensitivity table (every
+#: subset ``B`` of ``A``) in :meth:`CustomQuery.to_dict`, so its definition, and hence a plan's
+#: query fingerprint, covers every value of ``Delta``; beyond it the table would be too long to
+#: record and the fingerprint covers the values a plan used.
+CUSTOM_TABLE_ATTRIBUTES = 8
+
+#: The table of a custom query with at most this many attributes is computed (and checked
+#: monotone) once, when the query is built.
+CUSTOM_CHECK_ATTRIBUTES = 16
+
+
 @dataclass(frozen=True)
 class CustomQuery(Query):
     """Any query with a user-supplied column sensitivity ``Delta(B)``.
 
     ``sensitivity_fn(frozenset B)`` is called with subsets of ``attributes`` only. It must be
     finite, non-negative and monotone (``B`` inside ``B'`` implies ``Delta(B) <= Delta(B')``),
-    as every column sensitivity is; monotonicity is checked on every subset when the query is
-    built (up to 16 attributes). Privacy never depends on it (each quilt's scale uses the
-    true ``Delta(A & N)``); the planner's claim of optimality does.
+    as every column sensitivity is. Up to 16 attributes, every value is computed and checked
+    when the query is built; beyond that each value is computed when first needed. Either
+    way the first value is kept: the query's sensitivity never changes afterwards, whatever
+    ``sensitivity_fn`` does on later calls. Privacy never depends on monotonicity (each
+    quilt's scale uses the true ``Delta(A & N)``); the planner's claim of optimality does.
+
+    ``function(frame)`` receives a copy of the declared columns only, in declared order, with
+    a fresh index: it cannot read another column of the data or change the caller's frame.
+    quiltpriv cannot check that ``function`` has the sensitivity ``sensitivity_fn`` declares;
+    that declaration is what the guarantee rests on.
     """
 
     attributes: tuple[str, ...]
@@ -625,26 +643,43 @@ class CustomQuery(Query):
     function: Callable[[pd.DataFrame], float | np.ndarray] | None = None
     name: str = "custom"
     kind: str = field(default="custom", init=False)
+    # Delta by bit mask of the attributes (bit k: attributes[k]); filled once, never changed.
+    _values: dict[int, float] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
 
     def __post_init__(self) -> None:
         attrs = _attrs(self.attributes, "custom query")
         object.__setattr__(self, "attributes", attrs)
         if not callable(self.sensitivity_fn):
             raise QueryError("custom query: sensitivity_fn must be callable")
-        if len(attrs) <= 16:
-            values = {}
-            for k in range(len(attrs) + 1):
-                for b in combinations(attrs, k):
-                    values[frozenset(b)] = self._delta(frozenset(b))
-            if values[frozenset()] != 0:
+        if not isinstance(self.name, str):
+            raise QueryError(f"custom query: name must be a string, got {self.name!r}")
+        if self.function is not None and not callable(self.function):
+            raise QueryError("custom query: function must be callable")
+        if len(attrs) <= CUSTOM_CHECK_ATTRIBUTES:
+            values = {mask: self._value(mask) for mask in range(1 << len(attrs))}
+            if values[0] != 0:
                 raise QueryError("custom query: Delta({}) must be 0")
-            for b, v in values.items():
-                for a in b:
-                    if values[b - {a}] > v:
+            for mask, v in values.items():
+                for k in range(len(attrs)):
+                    sub = mask & ~(1 << k)
+                    if sub != mask and values[sub] > v:
                         raise QueryError(
-                            f"custom query: Delta is not monotone: Delta({sorted(b - {a})}) = "
-                            f"{values[b - {a}]} > Delta({sorted(b)}) = {v}"
+                            f"custom query: Delta is not monotone: Delta({self._names(sub)}) = "
+                            f"{values[sub]} > Delta({self._names(mask)}) = {v}"
                         )
+
+    def _names(self, mask: int) -> list[str]:
+        return sorted(a for k, a in enumerate(self.attributes) if mask >> k & 1)
+
+    def _value(self, mask: int) -> float:
+        """``Delta`` of the attributes in ``mask``: computed once, then always the same."""
+        v = self._values.get(mask)
+        if v is None:
+            b = frozenset(a for k, a in enumerate(self.attributes) if mask >> k & 1)
+            v = self._delta(b)
+            self._values[mask] = v
+        return v
 
     def _delta(self, b: frozenset[str]) -> float:
         try:
@@ -657,14 +692,30 @@ class CustomQuery(Query):
         return v
 
     def sensitivity(self, columns: Iterable[str]) -> float:
-        return self._delta(frozenset(set(columns) & set(self.attributes)))
+        cols = set(columns)
+        return self._value(sum(1 << k for k, a in enumerate(self.attributes) if a in cols))
 
     def evaluate(self, data: pd.DataFrame) -> float | np.ndarray:
         if self.function is None:
             raise QueryError("custom query: no function given to evaluate it")
-        _columns(data, self.attributes, "custom query")
-        return self.function(data)
+        frame = _columns(data, self.attributes, "custom query")
+        # A fresh frame: declared columns only, copied, with a plain index (the caller's
+        # index could itself be a column, and a view could reach back to the whole frame).
+        own = pd.DataFrame({a: frame[a].array.copy() for a in self.attributes})
+        try:
+            return self.function(own)
+        except Exception as exc:  # the user's code: report it as this query's failure
+            raise QueryError(f"custom query {self.name!r}: its function failed on the declared "
+                             f"columns {list(self.attributes)}: {type(exc).__name__}: {exc}"
+                             ) from exc
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "attributes": list(self.attributes)}
-
+        """Kind, name, attributes and, up to :data:`CUSTOM_TABLE_ATTRIBUTES` attributes, the
+        whole sensitivity table as ``[[columns, Delta], ...]`` (subsets in bit-mask order of
+        the declared attributes); beyond that ``"sensitivity"`` is ``None``."""
+        table = None
+        if len(self.attributes) <= CUSTOM_TABLE_ATTRIBUTES:
+            table = [[[a for k, a in enumerate(self.attributes) if mask >> k & 1],
+                      self._value(mask)] for mask in range(1 << len(self.attributes))]
+        return {"kind": self.kind, "name": self.name, "attributes": list(self.attributes),
+                "sensitivity": table}
