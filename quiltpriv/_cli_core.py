@@ -370,17 +370,30 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
+    import sys
+    import warnings
+
+    from .errors import QuiltPrivWarning
+
+    if args.ledger is not None:
+        from .ledger import check_writable
+
+        check_writable(args.ledger)  # before any planning work
     query = query_from_args(args)
     check_releasable(query)
     data = read_data(args.data, query)  # a bad file is reported before the planning work
     theta, query, p = _plan_from_args(args, query)
-    r = release(p, query, data, seed=args.seed)
+    # The ledger entry is written inside release(), before anything is printed here.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", QuiltPrivWarning)
+        r = release(p, query, data, seed=args.seed, ledger=args.ledger,
+                    command=getattr(args, "argv", None))
     emit(r.to_json(indent=2), args.output)
-    if not r.secure and r.scale > 0:
-        import sys
-
-        print("quiltpriv: warning: seeded noise is reproducible and NOT secure; use it only "
-              "for experiments", file=sys.stderr)
+    for w in caught:
+        if issubclass(w.category, QuiltPrivWarning):
+            print(f"quiltpriv: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return 0
 
 
@@ -480,6 +493,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--data", required=True, metavar="CSV", help="the dataset, one column per "
                                                                 "attribute")
     r.add_argument("--seed", type=seed_type, help="reproducible, NOT secure noise (experiments)")
+    r.add_argument("--ledger", metavar="PATH",
+                   help="append the release record to this privacy ledger (created if "
+                        "missing) before the value is printed; see 'quiltpriv ledger'")
     r.add_argument("-o", "--output", metavar="FILE", help="write the release record to FILE")
     r.set_defaults(func=_cmd_release)
 

@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv.audit",
     "quiltpriv.report",
     "quiltpriv.subset_privacy",
+    "quiltpriv.ledger",
 )
 
 #: Exit statuses besides 0 (success) and 2 (an error).
@@ -85,6 +86,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         if getattr(args, "output", None) is not None:
             check_output_path(args.output, "-o")  # before any model or data is read
+        args.argv = ["quiltpriv", *(sys.argv[1:] if argv is None else argv)]  # for records
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code

@@ -25,3 +25,21 @@ class ParameterError(QuiltPrivError):
 
 class PlanError(ParameterError):
     """A saved plan is malformed, or does not verify against the model and the query."""
+
+
+class LedgerError(QuiltPrivError):
+    """A privacy ledger cannot be read or written, or fails verification (the reason says
+    which entry and why)."""
+
+
+class QuiltPrivWarning(UserWarning):
+    """Base class of quiltpriv's warnings."""
+
+
+class SeededNoiseWarning(QuiltPrivWarning):
+    """A release drew its noise from a seeded, reproducible generator: NOT secure."""
+
+
+class RepeatedReleaseWarning(QuiltPrivWarning):
+    """A release reads the same data as an earlier one with the same query or model: the
+    guarantees do not add up in general (:func:`quiltpriv.ledger.composition`)."""

@@ -24,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
@@ -796,7 +797,10 @@ def _trusted(p: Plan) -> Plan:
 class Release:
     """A released value and its audit record (the plan it used and how noise was drawn).
 
-    The true value of the query is deliberately not kept.
+    The true value of the query is deliberately not kept. :meth:`to_dict` is the release
+    record (format ``"quiltpriv-release/1"``, :mod:`quiltpriv.records`): time, version,
+    model, query, data hash and row count, guarantee, calibration, noise source and seed,
+    command line.
     """
 
     value: float | tuple[float, ...]
@@ -806,6 +810,12 @@ class Release:
     sampler: str
     seed: int | None
     plan: Plan
+    sensitivity: float = 0.0
+    timestamp: str = ""
+    version: str = ""
+    data: Mapping[str, Any] | None = None
+    command: tuple[str, ...] | None = None
+    provenance: Any = None
 
     @property
     def cells(self) -> tuple[tuple[Any, ...], ...] | None:
@@ -816,19 +826,9 @@ class Release:
         return histogram_cells(self.plan.query)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {
-            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
-            "scale": self.scale,
-            "granularity": self.granularity,
-            "secure": self.secure,
-            "sampler": self.sampler,
-            "seed": self.seed,
-            "plan": self.plan.to_dict(),
-        }
-        cells = self.cells
-        if cells is not None:
-            d["cells"] = [list(c) for c in cells]
-        return d
+        from .records import release_record
+
+        return release_record(self)
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
@@ -841,13 +841,20 @@ class Release:
 
 def release(
     plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
-    model: Any = None,
+    model: Any = None, ledger: str | os.PathLike[str] | None = None,
+    command: Sequence[str] | None = None,
 ) -> Release:
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
     Noise comes from :mod:`quiltpriv.noise`: an exact discrete Laplace on a fine power-of-two
     grid, drawn from the operating system's secure generator. ``seed`` switches to a
-    reproducible, NOT secure generator for experiments, and the record says so.
+    reproducible, NOT secure generator for experiments: the record says so and a
+    :class:`~quiltpriv.errors.SeededNoiseWarning` is issued.
+
+    A release that reads the same data columns (same SHA-256) as an earlier release of this
+    process or of ``ledger``, with the same query or the same model, issues a
+    :class:`~quiltpriv.errors.RepeatedReleaseWarning` before its noise is drawn: guarantees of
+    attribute privacy do not add up in general (:func:`quiltpriv.ledger.composition`).
 
     Parameters
     ----------
@@ -860,9 +867,16 @@ def release(
         are recomputed and must match the plan's query fingerprint.
     data : pandas.DataFrame
     seed : int or random.Random, optional
+        Any integer type (``np.int64(3)`` is recorded as 3); other types are refused.
     model : Theta, pgmpy network or sequence of them, optional
         The model: needed to verify a plan that is not verified; for a verified plan its
         fingerprint must be the plan's.
+    ledger : str or path, optional
+        A privacy ledger (:mod:`quiltpriv.ledger`, created if missing): the release record is
+        appended to it before the value is returned; if it cannot be written, the release
+        fails and its value is never returned.
+    command : sequence of str, optional
+        The command line that asked for this release (the command line passes its own).
 
     Raises
     ------
@@ -875,25 +889,37 @@ def release(
         values outside the declared bounds, or have more records than planned.
     ParameterError
         If the plan's scale is not finite or too large to draw
-        (:data:`quiltpriv.noise.MAX_NOISE_SCALE`); refused before the data are read.
+        (:data:`quiltpriv.noise.MAX_NOISE_SCALE`), or ``seed`` is not an integer, None or a
+        ``random.Random``; refused before the data are read.
+    LedgerError
+        If ``ledger`` is not a ledger, fails verification, or cannot be written.
     """
-    from . import noise
+    import warnings
 
+    from . import noise, records
+    from .errors import RepeatedReleaseWarning, SeededNoiseWarning
+
+    seed = records.check_seed(seed)
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(plan_, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if ledger is not None:
+        from . import ledger as ledger_mod
+
+        ledger = ledger_mod.check_writable(ledger)
+    theta = None if model is None else as_theta(model)
     if not plan_.verified:
-        if model is None:
+        if theta is None:
             raise PlanError(
                 "this plan was not made by plan() in this process (it was read from a file or "
                 "built by hand) and is not verified; verify it against the model first: "
                 "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
         from .verification import verify_plan
 
-        plan_ = verify_plan(plan_, model, query)
-    elif model is not None and as_theta(model).fingerprint() != plan_.model:
+        plan_ = verify_plan(plan_, theta, query)
+    elif theta is not None and theta.fingerprint() != plan_.model:
         raise ModelError("the plan was made for another model (fingerprints differ)")
     why = query_mismatch(plan_, query)
     if why is not None:
@@ -903,6 +929,12 @@ def release(
         raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     query.check_records(len(data))
     value = query.evaluate(data)
+    data_record = records.query_data(data, query.attributes)
+    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
+    earlier = [] if ledger is None else ledger_mod.repeats_in(ledger, *fingerprints)
+    earlier = earlier or records.session_repeats(*fingerprints)
+    if earlier:
+        warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
     positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
     sensitivity = min(positive) if positive else 0.0
     vec = np.atleast_1d(np.asarray(value, dtype=float))
@@ -916,9 +948,23 @@ def release(
         # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
         sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
         secure = seed is None
-    return Release(
+    provenance = getattr(plan_, "provenance", None)
+    if provenance is None and theta is not None:
+        provenance = getattr(theta, "provenance", None)
+    r = Release(
         value=out if np.ndim(value) else out[0],
         scale=float(first.noise_scale_used), granularity=float(first.granularity),
         secure=secure, sampler=sampler,
         seed=seed if isinstance(seed, int) else None, plan=plan_,
+        sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
+        version=records.quiltpriv_version(), data=data_record,
+        command=None if command is None else tuple(str(c) for c in command),
+        provenance=provenance,
     )
+    if ledger is not None:
+        # Before the value leaves this function: no ledger entry, no release.
+        ledger_mod.append(ledger, r.to_dict())
+    records.remember_release(*fingerprints, f"released at {r.timestamp}")
+    if not secure and r.scale > 0:
+        warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+    return r
