@@ -12,10 +12,11 @@ by the planner (exit status 2), never encoded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._io import write_text_atomic
@@ -369,12 +370,30 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_release(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """quiltpriv's warnings (seeded noise, a repeated release) as one stderr line each,
+    ``quiltpriv: warning: ...``, instead of Python's two-line warning with a source line."""
     import sys
     import warnings
 
     from .errors import QuiltPrivWarning
 
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, QuiltPrivWarning):
+            print(f"quiltpriv: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", QuiltPrivWarning)
+        warnings.showwarning = show
+        yield
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
     if args.ledger is not None:
         from .ledger import check_writable
 
@@ -384,16 +403,10 @@ def _cmd_release(args: argparse.Namespace) -> int:
     data = read_data(args.data, query)  # a bad file is reported before the planning work
     theta, query, p = _plan_from_args(args, query)
     # The ledger entry is written inside release(), before anything is printed here.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", QuiltPrivWarning)
+    with one_line_warnings():
         r = release(p, query, data, seed=args.seed, ledger=args.ledger,
                     command=getattr(args, "argv", None))
     emit(r.to_json(indent=2), args.output)
-    for w in caught:
-        if issubclass(w.category, QuiltPrivWarning):
-            print(f"quiltpriv: warning: {w.message}", file=sys.stderr)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return 0
 
 

@@ -230,17 +230,20 @@ def _convolve(a: JointLaw, b: JointLaw) -> JointLaw:
 
 
 def _n_fold(step: JointLaw, n: int, k: int) -> JointLaw:
-    """The law of the sum of ``n`` i.i.d. vectors of law ``step`` (square and multiply)."""
+    """The law of the sum of ``n`` i.i.d. vectors of law ``step``, one record at a time.
+
+    The number of distinct sums is bounded before any work (a sum of ``n`` draws from ``s``
+    values takes at most ``C(n + s - 1, s - 1)`` values, and coordinate ``j`` at most that
+    bound for its own ``s_j`` values), so a problem too large is refused at once.
+    """
+    def multisets(s: int) -> int:
+        return math.comb(n + s - 1, s - 1)
+
+    per_coordinate = math.prod(multisets(len({v[j] for v in step})) for j in range(k))
+    _check_size(min(multisets(len(step)), per_coordinate))
     result: JointLaw = {(Fraction(0),) * k: Fraction(1)}
-    power = step
-    while n:
-        if n & 1:
-            result = _convolve(result, power)
-            _check_size(len(result))
-        n >>= 1
-        if n:
-            power = _convolve(power, power)
-            _check_size(len(power))
+    for _ in range(n):
+        result = _convolve(result, step)
     return result
 
 

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import sqlite3
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -389,8 +390,8 @@ def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_
         same_query = (r.get("query") or {}).get("fingerprint") == query_fp
         same_model = (r.get("model") or {}).get("fingerprint") == model_fp
         if same_query or same_model:
-            what = "the same query" if same_query else "the same model"
-            out.append(f"ledger entry {e.seq} of {r.get('timestamp', '?')}, {what}")
+            what = "same query" if same_query else "same model"
+            out.append(f"ledger entry {e.seq} at {r.get('timestamp', '?')}, {what}")
     return out
 
 
@@ -534,13 +535,16 @@ class Composition:
         if self.composed:
             lines.append(f"  together: epsilon = {_num(self.epsilon)} for secrets about "
                          f"{_names(a.node for a in self.attributes)}, by [{self.theorem}]")
-            lines.append(f"  [{self.theorem}] {self.citation}")
-            lines += [f"  checked: {c}" for c in self.conditions]
-            lines += [f"  assumed: {c}" for c in self.assumptions]
+            lines += _wrap(f"[{self.theorem}] {self.citation}")
+            for c in self.conditions:
+                lines += _wrap(f"checked: {c}")
+            for c in self.assumptions:
+                lines += _wrap(f"assumed: {c}")
         else:
             lines.append("  together: NO composition result applies, so quiltpriv states no "
                          "joint guarantee (summing the epsilons would not be one):")
-            lines += [f"  - {r}" for r in self.problems]
+            for r in self.problems:
+                lines += _wrap(f"- {r}")
         for a in self.attributes:
             if a.epsilon is not None:
                 terms = " + ".join(_num(t) for t in a.terms)
@@ -548,11 +552,16 @@ class Composition:
                              f"{_num(a.influence)}; {_num(a.influence)} + {terms} = "
                              f"{_num(a.epsilon)}")
             else:
-                lines.append(f"  {a.node}: no joint guarantee: {a.reason}")
+                lines += _wrap(f"{a.node}: no joint guarantee: {a.reason}")
         alone = "; ".join(f"{lab}: epsilon {_num(e)} for {_names(s)}"
                           for lab, e, s in self.alone)
-        lines.append(f"  each alone: {alone}")
+        lines += _wrap(f"each alone: {alone}")
         return "\n".join(lines)
+
+
+def _wrap(text: str) -> list[str]:
+    return textwrap.wrap(text, width=96, initial_indent="  ", subsequent_indent="    ",
+                         break_on_hyphens=False)
 
 
 def _num(x: float | None) -> str:
@@ -783,11 +792,13 @@ def _query_text(q: Mapping[str, Any]) -> str:
     kind = q.get("kind", "query")
     if q.get("where"):
         text = f"{kind} where {q['where']}"
+    elif kind == "linear" and isinstance(q.get("weights"), Mapping):
+        text = "linear " + " + ".join(f"{_num(w)}*mean({a})" for a, w in q["weights"].items())
     else:
         attrs = q.get("attributes") or ([q["attribute"]] if "attribute" in q else
                                         list(q.get("weights", {})))
         text = f"{kind} of {', '.join(map(str, attrs))}"
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= 48 else text[:45] + "..."
 
 
 def _value_text(v: Any) -> str:

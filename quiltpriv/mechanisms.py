@@ -964,7 +964,7 @@ def release(
     if ledger is not None:
         # Before the value leaves this function: no ledger entry, no release.
         ledger_mod.append(ledger, r.to_dict())
-    records.remember_release(*fingerprints, f"released at {r.timestamp}")
+    records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
     if not secure and r.scale > 0:
         warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
     return r

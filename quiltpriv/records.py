@@ -204,7 +204,10 @@ def session_repeats(data_sha: str, query_fp: str, model_fp: str) -> list[str]:
     """Descriptions of earlier releases in this process on the same data columns with the same
     query or the same model."""
     with _session_lock:
-        return [_session[k] for k in _keys(data_sha, query_fp, model_fp) if k in _session]
+        for k in _keys(data_sha, query_fp, model_fp):  # the same query first
+            if k in _session:
+                return [f"{_session[k]}, same {k[0]}"]
+    return []
 
 
 def remember_release(data_sha: str, query_fp: str, model_fp: str, when: str) -> None:
@@ -226,7 +229,7 @@ def forget_releases() -> None:
 def repeat_message(earlier: Sequence[str]) -> str:
     """The one-line warning for a release that repeats earlier ones."""
     shown = "; ".join(dict.fromkeys(earlier))
-    return ("this release reads the same data as an earlier one with the same query or the "
-            f"same model ({shown}): attribute-privacy guarantees do not add up in general, and "
-            "nothing bounds what the releases reveal together unless a composition result "
-            "applies (quiltpriv.ledger.composition, quiltpriv ledger show)")
+    return (f"this release reads the same data as an earlier one ({shown}): attribute-privacy "
+            "guarantees do not add up in general; 'quiltpriv ledger show' "
+            "(quiltpriv.ledger.composition) says what the releases guarantee together, if "
+            "anything")

@@ -782,9 +782,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     theta, query, p = _plan_from_args(args, query)
     rel = None
     if data is not None:
+        from ._cli_core import one_line_warnings
         from .mechanisms import release
 
-        rel = release(p, query, data, seed=args.seed)
+        with one_line_warnings():
+            rel = release(p, query, data, seed=args.seed)
     report = audit_report(theta, query, p, rel,
                           model_files=_model_files([args.model, *args.theta]))
     html_path, json_path = report.write(out)

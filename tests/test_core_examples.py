@@ -133,7 +133,9 @@ def test_release_uses_plan_scale_and_is_secure(student):
     assert qp.release(p0, q0, df).value == float((df["height"] > 66).sum())
 
 
-def test_release_noise_statistics(student):
+@pytest.mark.filterwarnings("ignore::quiltpriv.errors.RepeatedReleaseWarning",
+                            "ignore::quiltpriv.errors.SeededNoiseWarning")
+def test_release_noise_statistics(student):  # 4000 seeded releases of one query, on purpose
     # The released noise has the Laplace variance 2 b^2 (seeded, bounded test).
     q = qp.CountQuery(["sat"], 20, where="sat > 1300")
     p = qp.plan(student, q, "income", 1.0)
