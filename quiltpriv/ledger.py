@@ -147,7 +147,10 @@ def _connect(path: str, *, create: bool) -> sqlite3.Connection:
         if create:
             con = sqlite3.connect(os.fspath(p), timeout=BUSY_TIMEOUT, isolation_level=None)
         else:
-            con = sqlite3.connect(p.resolve().as_uri() + "?mode=ro", uri=True,
+            # Read-write when allowed (never creating): SQLite then rolls back the journal a
+            # writer that died mid-append left behind, which a read-only connection cannot.
+            mode = "rw" if os.access(p, os.W_OK) else "ro"
+            con = sqlite3.connect(f"{p.resolve().as_uri()}?mode={mode}", uri=True,
                                   timeout=BUSY_TIMEOUT, isolation_level=None)
     except sqlite3.Error as exc:
         raise _fail(path, f"cannot open it ({exc})") from None
@@ -323,6 +326,8 @@ def check_writable(path: str | os.PathLike[str]) -> str:
         raise LedgerError("the ledger path is empty")
     if Path(p).exists():
         read(p)
+        if not os.access(p, os.W_OK):
+            raise _fail(p, "the file is not writable")
     else:
         folder = Path(p).resolve().parent
         if not folder.is_dir():
@@ -735,10 +740,16 @@ def composition(entries: Iterable[Any]) -> Composition:
                            attributes=tuple(attrs), alone=alone)
     conditions.append("every attribute any release protects is sensitive in every release, "
                       "with the same Markov quilt (Q and N) in every release")
+    assumed = [_ASSUMED]
+    seeded = [f.label for f in facts if f.source == "seeded"]
+    if seeded:
+        assumed.append(f"the seeds of the seeded releases ({', '.join(seeded)}) are secret, as "
+                       "their own guarantees assume: seeded noise is for experiments, and a "
+                       "record holding its seed reveals the noise")
     total = max(a.epsilon for a in attrs)  # type: ignore[type-var]
     return Composition(releases=labels, epsilon=total, theorem="shared-quilt",
                        citation=THEOREMS["shared-quilt"], conditions=tuple(conditions),
-                       assumptions=(_ASSUMED,), problems=(), attributes=tuple(attrs),
+                       assumptions=tuple(assumed), problems=(), attributes=tuple(attrs),
                        alone=alone)
 
 
@@ -776,13 +787,21 @@ def _attribute(node: str, facts: Sequence[_Facts], *, can_compose: bool) -> Attr
         reason="shared-quilt: every release used this quilt for it")
 
 
-def compositions_by_model(entries: Sequence[LedgerEntry]) -> list[Composition]:
-    """:func:`composition` of the ledger's entries, one sequence per model."""
+def compositions_by_model(entries: Sequence[LedgerEntry]) -> list[Composition | LedgerError]:
+    """:func:`composition` of the ledger's entries, one sequence per model (in order of first
+    appearance); a sequence whose records composition cannot read gives its error instead."""
     groups: dict[str, list[LedgerEntry]] = {}
     for e in entries:
-        fp = (e.record.get("model") or {}).get("fingerprint")
+        model = e.record.get("model")
+        fp = model.get("fingerprint") if isinstance(model, Mapping) else None
         groups.setdefault(str(fp), []).append(e)
-    return [composition(g) for g in groups.values()]
+    out: list[Composition | LedgerError] = []
+    for g in groups.values():
+        try:
+            out.append(composition(g))
+        except LedgerError as exc:
+            out.append(exc)
+    return out
 
 
 # -- display ----------------------------------------------------------------------------------
@@ -845,11 +864,12 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     if args.expect_count is not None and head.count < args.expect_count:
         raise _fail(head.path, f"{head.count} entries, fewer than the {args.expect_count} "
                                "expected: entries were deleted")
-    comps = compositions_by_model(entries) if entries else []
+    comps = compositions_by_model(entries)
     if args.json:
         print(json.dumps({"format": LEDGER_FORMAT, "head": head.to_dict(),
                           "entries": [e.to_dict() for e in entries],
-                          "compositions": [c.to_dict() for c in comps]},
+                          "compositions": [c.to_dict() if isinstance(c, Composition)
+                                           else {"error": str(c)} for c in comps]},
                          allow_nan=False, indent=2))
         return 0
     print(table(entries))
@@ -857,7 +877,7 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     print(head.explain())
     for c in comps:
         print()
-        print(c.explain())
+        print(c.explain() if isinstance(c, Composition) else f"no composition: {c}")
     return 0
 
 

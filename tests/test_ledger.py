@@ -510,3 +510,15 @@ def test_schema_validator_catches_bad_records(student):
     for b in bad:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(b, SCHEMA)
+
+
+def test_show_survives_records_composition_cannot_read(tmp_path, capsys):
+    path = _ledger(tmp_path, 2)  # bare records: no plan, no guarantee
+    assert main(["ledger", "show", path]) == 0
+    out = capsys.readouterr().out
+    assert "2 entries, hash chain intact" in out
+    assert "no composition: composition: release #0" in out
+    assert main(["ledger", "show", path, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "error" in doc["compositions"][0] and len(doc["entries"]) == 2
+    assert main(["ledger", "verify", path, "--json"]) == 2
