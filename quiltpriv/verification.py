@@ -695,7 +695,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv verify PLAN.json MODEL [--theta MODEL2 ...] [query options] [--json]``."""
-    from ._cli_core import _epsilon, add_model_arguments, add_query_arguments
+    from ._cli_core import add_model_arguments, add_query_arguments, epsilon_type
 
     p = sub.add_parser(
         "verify", help="verify a saved plan against the model (and the query)",
@@ -712,7 +712,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     p.add_argument("--sensitive", metavar="S1[,S2...]",
                    help="attributes the plan must protect (it may protect more)")
-    p.add_argument("--epsilon", type=_epsilon, metavar="E",
+    p.add_argument("--epsilon", type=epsilon_type, metavar="E",
                    help="the privacy required: the plan's epsilon must be at most E")
     add_query_arguments(p)
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
