@@ -117,7 +117,8 @@ class Plan:
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
                               "influence": e, "sensitivity": d, "quilts_considered": k}, ...}}
 
-    plus the query, the model fingerprint, |Theta| and notes.
+    plus the query, the model fingerprint, |Theta|, notes and the model's provenance (where
+    Theta came from, :mod:`quiltpriv.provenance`; ``None`` when not recorded).
     """
 
     epsilon: float
@@ -128,6 +129,7 @@ class Plan:
     model: str
     theta_size: int
     notes: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
     mechanism: str = field(default="APMQM", init=False)
 
     def __getitem__(self, node: str) -> SensitivePlan:
@@ -152,6 +154,7 @@ class Plan:
             "model": self.model,
             "theta_size": self.theta_size,
             "notes": list(self.notes),
+            "provenance": None if self.provenance is None else dict(self.provenance),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -174,8 +177,10 @@ class Plan:
                 else tuple(s["influence_bound_via"]),
                 influence_arithmetic=str(s.get("influence_arithmetic", "float64")),
             ))
+        prov = d.get("provenance")
         return cls(float(d["epsilon"]), float(d["scale"]), bool(d["optimal"]), tuple(sens),
-                   dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())))
+                   dict(d["query"]), d["model"], int(d["theta_size"]), tuple(d.get("notes", ())),
+                   None if prov is None else dict(prov))
 
     def explain(self) -> str:
         """A readable table and one paragraph per sensitive attribute."""
@@ -587,10 +592,13 @@ def plan(
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
         notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    from .provenance import provenance_dict, state_problems
+
+    notes.extend(state_problems(theta))
     return Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
-        notes=tuple(notes),
+        notes=tuple(notes), provenance=provenance_dict(theta),
     )
 
 
