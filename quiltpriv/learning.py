@@ -161,11 +161,12 @@ def _numeric_column(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
     if s.dtype == bool:
         s = s.astype(int)
     if not pd.api.types.is_numeric_dtype(s):
-        try:
-            example = next(v for v in s if not _is_number(v))
-        except StopIteration:
-            example = s.iloc[0] if len(s) else None
-        raise DataError(f"{what}: column {col!r} is not numeric (e.g. {example!r})")
+        # An object column is accepted when every entry is a number (not a string: a text
+        # "0.5" is a sign the table was read wrongly, and is refused like any text).
+        bad = [v for v in s if not (_is_number(v) or v is None)]
+        if bad:
+            raise DataError(f"{what}: column {col!r} is not numeric (e.g. {bad[0]!r})")
+        s = pd.Series([np.nan if v is None else v for v in s], dtype=float)
     x = s.to_numpy(dtype=float)
     bad = ~np.isfinite(x)
     if np.any(bad):
