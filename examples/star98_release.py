@@ -129,8 +129,9 @@ def main(argv: list[str] | None = None) -> None:
                      theta.names[:1])
     for v in theta.nodes:
         if v != "low_income":
-            print(f"  e({{{v}}} | low_income) = {qp.max_influence(theta, 'low_income', [v]).value:.4f}"
-                  f"  [{qp.max_influence(point, 'low_income', [v]).value:.4f}]")
+            e_all = qp.max_influence(theta, "low_income", [v]).value
+            e_point = qp.max_influence(point, "low_income", [v]).value
+            print(f"  e({{{v}}} | low_income) = {e_all:.4f}  [{e_point:.4f}]")
 
 
 if __name__ == "__main__":

@@ -80,13 +80,14 @@ def test_learning_is_deterministic_across_hash_seeds():
     tables do not depend on the process's string hash seed. (With the names themselves, pgmpy's
     hill climbing returns d -> a under hash seed 1 and a -> d under hash seed 2 on these data.)
     """
-    code = ("import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+            f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
             "import warnings; warnings.simplefilter('ignore')\n"
             "from test_learning import *\n"
             # symmetric data: a <-> b ties exactly under the score-equivalent BDeu
             "d = sample_populations(planted(), 60, seed=3)\n"
             "t = qp.learn_theta(d, SHARES, bins=BINS, n_bootstrap=2, seed=5)\n"
-            "print(t.fingerprint(), sorted(t.edges))\n") % (str(ROOT), str(ROOT / "tests"))
+            "print(t.fingerprint(), sorted(t.edges))\n")
     outs = set()
     for hash_seed in ("1", "2"):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

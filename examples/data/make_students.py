@@ -59,12 +59,12 @@ def students(phi: dict[str, float], n: int, rng: np.random.Generator) -> pd.Data
     })
 
 
-def main() -> None:
+def main(out: Path = OUT) -> None:
     rng = np.random.default_rng(SEED)
     phi = school_parameters(rng)
     df = students(phi, RECORDS, rng)
-    df.to_csv(OUT, index=False, lineterminator="\n")
-    print(f"school parameters {phi}; wrote {len(df)} records to {OUT}")
+    df.to_csv(out, index=False, lineterminator="\n")
+    print(f"school parameters {phi}; wrote {len(df)} records to {out}")
 
 
 if __name__ == "__main__":
