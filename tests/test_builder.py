@@ -203,3 +203,20 @@ def test_provenance_survives_json_and_reaches_the_plan(tmp_path):
     path.write_text(json.dumps(bad))
     with pytest.raises(ModelError, match="'provenance' must be an object"):
         qp.load_model(path)
+
+
+def test_declared_shares_outside_the_unit_interval_warn_at_load(tmp_path):
+    import json
+
+    doc = qp.theta_to_dict(student_builder().to_theta())
+    doc["nodes"]["sat"]["states"] = ["10", "20", "30"]  # percentages, not shares
+    path = tmp_path / "percent.json"
+    path.write_text(json.dumps(doc))
+    with pytest.warns(ParameterStatesWarning, match=r"'sat' are declared shares but some lie "
+                                                    r"outside \[0, 1\] \(10, 20, 30\)"):
+        qp.load_model(path)
+    doc["provenance"]["parameters"]["sat"]["kind"] = "mean"  # declared means: no warning
+    path.write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ParameterStatesWarning)
+        qp.load_model(path)
