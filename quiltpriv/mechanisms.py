@@ -215,7 +215,7 @@ class Plan:
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
                               "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
          "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
-         "theta_size": t, "notes": [...]}
+         "theta_size": t, "notes": [...], "provenance": {...} or null}
 
     ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
     it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
@@ -224,7 +224,8 @@ class Plan:
     ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
     :func:`quiltpriv.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or built
     by hand) is not, and :func:`release` and :func:`quiltpriv.report.audit_report` verify it
-    against the model before using it.
+    against the model before using it. ``provenance`` says where Theta came from
+    (:mod:`quiltpriv.provenance`; ``None`` when not recorded).
     """
 
     epsilon: float
@@ -236,6 +237,7 @@ class Plan:
     theta_size: int
     query_fingerprint: str
     notes: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
     mechanism: str = field(default="APMQM", init=False)
     verified: bool = field(default=False, init=False, compare=False, repr=False)
 
@@ -269,6 +271,7 @@ class Plan:
             "model": self.model,
             "theta_size": self.theta_size,
             "notes": list(self.notes),
+            "provenance": None if self.provenance is None else dict(self.provenance),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -775,11 +778,14 @@ def plan(
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
         notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    from .provenance import provenance_dict, state_problems
+
+    notes.extend(state_problems(theta))
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
         query_fingerprint=query_fingerprint(query, [sp.nearby for sp in plans]),
-        notes=tuple(notes),
+        notes=tuple(notes), provenance=provenance_dict(theta),
     ))
 
 
