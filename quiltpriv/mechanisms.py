@@ -106,6 +106,11 @@ class SensitivePlan:
             self.influence_bound_via)
         return d
 
+    def _repr_html_(self) -> str:
+        from .report import sensitive_plan_html
+
+        return sensitive_plan_html(self)
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -630,9 +635,9 @@ def plan(
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:
-            from tqdm.auto import tqdm
+            from ._progress import progress_bar
 
-            nodes = tqdm(sens, desc="planning", unit="attribute")
+            nodes = progress_bar(sens, desc="planning", unit="attribute")
         try:
             for s in nodes:
                 sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,

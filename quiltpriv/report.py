@@ -570,7 +570,7 @@ def plan_html(plan: Plan) -> str:
     return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
             f"{_e(f'{plan.epsilon:g}')}, Laplace scale b = <b>{_e(_fmt(plan.scale))}</b> "
             f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
-            f"|\u0398| = {plan.theta_size}</p>"
+            f"|\u0398| = {plan.theta_size}<br>query: {_query_html(plan.query)}</p>"
             "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
             "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
@@ -587,6 +587,81 @@ def release_html(release: Release) -> str:
             f"sampler {_e(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
             f"{'' if release.seed is None else ', seed ' + _e(release.seed)}{warn}</p>"
             f"{plan_html(release.plan)}</div>")
+
+
+def _query_html(query: Mapping[str, Any]) -> str:
+    """The planned query, one line: its kind and every field as JSON (escaped)."""
+    fields = ", ".join(f"{_e(k)} = <code>{_e(json.dumps(v, ensure_ascii=False))}</code>"
+                       for k, v in query.items() if k != "kind")
+    return f"<b>{_e(query.get('kind', 'query'))}</b> ({fields})"
+
+
+def sensitive_plan_html(sp: Any) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {_e(sp.influence_member)}, "
+                 f"\u03c6 = {_e(a)} vs {_e(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {_sset(sp.influence_bound_via)}")
+    facts = _kv_table([
+        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
+        ("remote R", _sset(sp.remote)),
+        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
+        ("quilts evaluated", _e(sp.quilts_considered)),
+        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{_e(sp.node)}</code></p>{facts}<p>{_e(sp.explanation)}</p></div>")
+
+
+def quilt_html(quilt: Quilt) -> str:
+    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
+    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
+            f"{_e(quilt.node)}</code>{kind}</p>" + _kv_table([
+                ("quilt Q", _sset(quilt.quilt)), ("nearby N", _sset(quilt.nearby)),
+                ("remote R", _sset(quilt.remote))]) + "</div>")
+
+
+def influence_html(infl: Any) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    rows = [("max-influence e(Q | i)", _e(_fmt(infl.value))),
+            ("sensitive attribute i", f"<code>{_e(infl.node)}</code>"),
+            ("quilt Q", _sset(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{_e(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>", f"{_e(infl.pair[0])} vs {_e(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {_sset(infl.bound_via)}"))
+    rows.append(("arithmetic", _e(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{_kv_table(rows)}</div>"
+
+
+def comparison_html(comparison: Any) -> str:
+    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    best = comparison.best
+    mark = ' class="best"'
+    rows = "".join(
+        f"<tr{mark if r is best else ''}><td>{_e(r.mechanism)}</td>"
+        f"<td>{_e(r.noise or '-')}</td>"
+        f"<td>{_e('-' if r.scale is None else _fmt(r.scale))}</td>"
+        f"<td>{_e('-' if r.std is None else _fmt(r.std))}</td>"
+        f"<td>{_e(r.guarantee if r.applicable else 'not applicable')}</td>"
+        f"<td>{_e(r.detail)}</td></tr>" for r in comparison.rows)
+    least = "" if best is None else (f"; least noise: <b>{_e(best.mechanism)}</b> "
+                                     f"(std {_e(_fmt(best.std))})")
+    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
+            f"\u03b5 = {_e(f'{comparison.epsilon:g}')}, sensitive "
+            f"{_e(', '.join(comparison.sensitive))}{least}<br>query: "
+            f"{_query_html(comparison.query)}</p>"
+            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
+            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div>")
 
 
 # -- command line ----------------------------------------------------------------------------
