@@ -391,8 +391,8 @@ class ExplorerServer(ThreadingHTTPServer):
 
     def start_in_thread(self) -> threading.Thread:
         """Serve on a daemon thread (tests, notebooks); stop with :meth:`stop`."""
-        t = threading.Thread(target=self.serve_forever, name="quiltpriv-explorer",
-                             daemon=True)
+        t = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
+                             name="quiltpriv-explorer", daemon=True)
         t.start()
         return t
 
@@ -418,11 +418,18 @@ def serve(app: Explorer, port: int = 0, open_browser: bool = True,
             webbrowser.open(server.url)  # quietly nothing when no browser is available
         except Exception:  # webbrowser errors must not stop the server
             pass
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM stops as cleanly as Ctrl-C
+
+    import signal
+
+    old = signal.signal(signal.SIGTERM, terminate)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         print("quiltpriv explorer: stopped", file=sys.stderr, flush=True)
     finally:
+        signal.signal(signal.SIGTERM, old)
         app.jobs.cancel_all()
         server.server_close()
     return 0

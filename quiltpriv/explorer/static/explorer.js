@@ -210,7 +210,8 @@
     const s = $("summary");
     s.replaceChildren(
       el("p", {},
-        el("span", {class: "big", id: "overall-scale", "data-value": String(r.scale)},
+        el("span", {class: "big", id: "overall-scale", "data-value": String(r.scale),
+          "data-epsilon": String(r.epsilon)},
           `Laplace scale b = ${fmt(r.scale)}`), " ",
         el("span", {class: "badge " + (r.optimal ? "ok" : "warn"), id: "optimal"},
           r.optimal ? "exact: least over all quilts" : "optimality not proven"),
@@ -290,7 +291,8 @@
       ...cpd.columns.map(() => el("th", {}, cpd.parents.length ? "" : "P")));
     const rows = cpd.states.map((state, r) => el("tr", {}, el("th", {}, state),
       ...cpd.table[r].map((v, col) => el("td", {}, el("input", {
-        type: "text", value: String(v), "data-row": r, "data-column": col,
+        type: "text", value: String(Number(v.toPrecision(12))), title: String(v),
+        "data-row": r, "data-column": col,
         "aria-label": `P(${cpd.node} = ${state} | column ${col})`, onchange: editCell})))));
     table.replaceChildren(el("thead", {}, ...(head.length ? head : [top])), el("tbody", {}, ...rows));
     $("strengths").replaceChildren(...cpd.parents.map((p) => el("label", {},
