@@ -107,6 +107,11 @@ class SensitivePlan:
             self.influence_bound_via)
         return d
 
+    def _repr_html_(self) -> str:
+        from .report import sensitive_plan_html
+
+        return sensitive_plan_html(self)
+
 
 #: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
 #: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
@@ -757,9 +762,9 @@ def plan(
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:
-            from tqdm.auto import tqdm
+            from ._progress import progress_bar
 
-            nodes = tqdm(sens, desc="planning", unit="attribute")
+            nodes = progress_bar(sens, desc="planning", unit="attribute")
         try:
             for s in nodes:
                 sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
