@@ -9,8 +9,19 @@ Quick start::
     rel = qp.release(plan, query, df)   # F(X) + exact discrete Laplace noise (secure)
 """
 
-from .errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
+from .builder import NetworkBuilder
+from .errors import (
+    DataError,
+    ModelError,
+    ParameterError,
+    ParameterStatesWarning,
+    PlanError,
+    QueryError,
+    QuiltPrivError,
+    QuiltPrivWarning,
+)
 from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
+from .learning import discretise, learn_theta, population_parameters
 from .loading import (
     bundled_models,
     bundled_network,
@@ -36,11 +47,13 @@ from .verification import PlanVerification, check_plan, verify_plan
 __version__ = "0.1.0"
 
 __all__ = [
-    "CountQuery", "CustomQuery", "HistogramQuery", "Influence", "InfluenceTooExpensive",
-    "LinearQuery", "MeanQuery", "ModelError", "ParameterError", "Plan", "PlanError",
-    "PlanVerification", "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "Release",
+    "CountQuery", "CustomQuery", "DataError", "HistogramQuery", "Influence",
+    "InfluenceTooExpensive", "LinearQuery", "MeanQuery", "ModelError", "NetworkBuilder",
+    "ParameterError", "ParameterStatesWarning", "Plan", "PlanError", "PlanVerification",
+    "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "QuiltPrivWarning", "Release",
     "SensitivePlan", "SumQuery", "Theta", "bundled_models", "bundled_network", "check_plan",
-    "enumerate_quilts", "joint_marginal", "least_influence_quilt", "load_model", "load_theta",
-    "markov_quilt", "max_influence", "parse_predicate", "plan", "release", "theta_from_pgmpy",
-    "theta_from_tables", "theta_to_dict", "trivial_quilt", "verify_plan",
+    "discretise", "enumerate_quilts", "joint_marginal", "learn_theta", "least_influence_quilt",
+    "load_model", "load_theta", "markov_quilt", "max_influence", "parse_predicate", "plan",
+    "population_parameters", "release", "theta_from_pgmpy", "theta_from_tables",
+    "theta_to_dict", "trivial_quilt", "verify_plan",
 ]

@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv.audit",
     "quiltpriv.report",
     "quiltpriv.subset_privacy",
+    "quiltpriv.explorer",
     "quiltpriv.ledger",
 )
 

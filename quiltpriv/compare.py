@@ -129,6 +129,11 @@ class Comparison:
     def __str__(self) -> str:
         return self.explain()
 
+    def _repr_html_(self) -> str:
+        from .report import comparison_html
+
+        return comparison_html(self)
+
 
 def _fmt(x: float | None) -> str:
     if x is None:

@@ -27,13 +27,28 @@ class PlanError(ParameterError):
     """A saved plan is malformed, or does not verify against the model and the query."""
 
 
+class DataError(QuiltPrivError):
+    """A data table given to learn a model from is unusable (missing column, bad value, ...)."""
+
+
 class LedgerError(QuiltPrivError):
     """A privacy ledger cannot be read or written, or fails verification (the reason says
     which entry and why)."""
 
 
 class QuiltPrivWarning(UserWarning):
-    """Base class of quiltpriv's warnings."""
+    """Base class of quiltpriv's warnings (filter them with ``warnings.filterwarnings``)."""
+
+
+class ParameterStatesWarning(QuiltPrivWarning):
+    """A network's states do not look like distribution parameters.
+
+    quiltpriv protects the *parameters* of attributes (a share, a mean): a hyperparameter
+    network's states are values of those parameters. States that are not numbers (``yes`` /
+    ``no``), or shares outside [0, 1], suggest a record-level network (such as pgmpy's ``asia``)
+    was given where a hyperparameter network was meant; the plan is then about a different
+    secret than the user may think.
+    """
 
 
 class SeededNoiseWarning(QuiltPrivWarning):

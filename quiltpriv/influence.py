@@ -179,6 +179,11 @@ class Influence:
     def exact(self) -> bool:
         return self.bound_via is None
 
+    def _repr_html_(self) -> str:
+        from .report import influence_html
+
+        return influence_html(self)
+
 
 def joint_marginal(
     theta: Theta,

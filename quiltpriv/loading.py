@@ -269,15 +269,22 @@ def theta_to_dict(theta: Theta) -> dict[str, Any]:
 
     ``nodes`` maps each node to its ``states`` (strings) and ``parents`` (the CPD axis order);
     each member's ``cpds`` maps a node to its table as nested lists with axes
-    ``(node, *parents)``.
+    ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.provenance`) also
+    gets a ``provenance`` object, read back by :func:`load_model`.
     """
-    return {
+    from .provenance import provenance_dict
+
+    out: dict[str, Any] = {
         "format": JSON_FORMAT,
         "nodes": {v: {"states": [str(x) for x in theta.states[v]],
                       "parents": list(theta.parents[v])} for v in theta.nodes},
         "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
                     for name, m in zip(theta.names, theta.members, strict=True)],
     }
+    prov = provenance_dict(theta)
+    if prov is not None:
+        out["provenance"] = prov
+    return out
 
 
 def _reject_constant(name: str) -> Any:
@@ -357,12 +364,21 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
             raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
         names.append(str(m.get("name") or f"{path.stem}[{k}]"))
         tables.append(m["cpds"])
-    return theta_from_tables(edges, states, tables, names, parents_order=parents,
-                             tolerance=tolerance)
+    provenance = doc.get("provenance")
+    if provenance is not None and not isinstance(provenance, dict):
+        raise ModelError(f"{path}: 'provenance' must be an object")
+    theta = theta_from_tables(edges, states, tables, names, parents_order=parents,
+                              tolerance=tolerance)
+    # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
+    return theta if provenance is None else theta.with_provenance(provenance)
 
 
 def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
+
+    A model whose states do not look like distribution parameters (not numbers, like the
+    ``yes`` / ``no`` of a record-level network) is loaded with a
+    :class:`~quiltpriv.errors.ParameterStatesWarning`.
 
     Parameters
     ----------
@@ -377,6 +393,14 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
     ModelError
         Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
     """
+    from .provenance import check_parameter_states
+
+    theta = _load_model(spec, tolerance)
+    check_parameter_states(theta, os.fspath(spec))
+    return theta
+
+
+def _load_model(spec: str | os.PathLike[str], tolerance: float) -> Theta:
     text = os.fspath(spec)
     function = None
     base = text

@@ -108,6 +108,11 @@ class SensitivePlan:
             self.influence_bound_via)
         return d
 
+    def _repr_html_(self) -> str:
+        from .report import sensitive_plan_html
+
+        return sensitive_plan_html(self)
+
 
 #: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
 #: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
@@ -216,7 +221,7 @@ class Plan:
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
                               "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
          "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
-         "theta_size": t, "notes": [...]}
+         "theta_size": t, "notes": [...], "provenance": {...} or null}
 
     ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
     it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
@@ -225,7 +230,8 @@ class Plan:
     ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
     :func:`quiltpriv.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or built
     by hand) is not, and :func:`release` and :func:`quiltpriv.report.audit_report` verify it
-    against the model before using it.
+    against the model before using it. ``provenance`` says where Theta came from
+    (:mod:`quiltpriv.provenance`; ``None`` when not recorded).
     """
 
     epsilon: float
@@ -237,6 +243,7 @@ class Plan:
     theta_size: int
     query_fingerprint: str
     notes: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
     mechanism: str = field(default="APMQM", init=False)
     verified: bool = field(default=False, init=False, compare=False, repr=False)
 
@@ -270,6 +277,7 @@ class Plan:
             "model": self.model,
             "theta_size": self.theta_size,
             "notes": list(self.notes),
+            "provenance": None if self.provenance is None else dict(self.provenance),
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -755,9 +763,9 @@ def plan(
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:
-            from tqdm.auto import tqdm
+            from ._progress import progress_bar
 
-            nodes = tqdm(sens, desc="planning", unit="attribute")
+            nodes = progress_bar(sens, desc="planning", unit="attribute")
         try:
             for s in nodes:
                 sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
@@ -776,11 +784,14 @@ def plan(
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
         notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    from .provenance import provenance_dict, state_problems
+
+    notes.extend(state_problems(theta))
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
         query_fingerprint=query_fingerprint(query, [sp.nearby for sp in plans]),
-        notes=tuple(notes),
+        notes=tuple(notes), provenance=provenance_dict(theta),
     ))
 
 

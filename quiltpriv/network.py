@@ -64,6 +64,10 @@ class Theta:
         One CPD set per member of Theta.
     names : tuple of str
         A label per member (model name or file), for reports.
+    provenance : mapping or None
+        Where Theta came from (JSON-ready; :mod:`quiltpriv.provenance`): for a learned Theta
+        the data hash, bins, estimator settings and seed; for a declared one, the builder.
+        Carried into plans and audit reports. Metadata only: not part of :meth:`fingerprint`.
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class Theta:
         parents: Mapping[str, Sequence[str]],
         members: Sequence[Mapping[str, CPD]],
         names: Sequence[str] | None = None,
+        provenance: Mapping[str, Any] | None = None,
     ) -> None:
         if not members:
             raise ModelError("Theta is empty: give at least one network")
@@ -87,6 +92,8 @@ class Theta:
         self.names: tuple[str, ...] = tuple(names) if names else tuple(
             f"theta[{k}]" for k in range(len(self.members))
         )
+        self.provenance: Mapping[str, Any] | None = (
+            None if provenance is None else _frozen(provenance))
         self.index = MappingProxyType({v: k for k, v in enumerate(self.nodes)})
         self.cardinality = MappingProxyType({v: len(self.states[v]) for v in self.nodes})
         children: dict[str, list[str]] = {v: [] for v in self.nodes}
@@ -101,7 +108,8 @@ class Theta:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Picklable (for joblib workers): rebuild from plain parts; caches are not shipped.
         return (Theta, (self.nodes, dict(self.states), dict(self.parents),
-                        [dict(m) for m in self.members], self.names))
+                        [dict(m) for m in self.members], self.names,
+                        None if self.provenance is None else _thawed(self.provenance)))
 
     # -- read-only views -------------------------------------------------------------------
     def __len__(self) -> int:
@@ -184,8 +192,16 @@ class Theta:
                 h.update(np.ascontiguousarray(m[v].table, dtype=np.float64).tobytes())
         return h.hexdigest()
 
+    def with_provenance(self, provenance: Mapping[str, Any] | None) -> Theta:
+        """The same Theta (same members, same fingerprint) carrying ``provenance``."""
+        return Theta(self.nodes, self.states, self.parents, self.members, self.names,
+                     provenance)
+
     def with_members(self, other: Theta) -> Theta:
-        """Theta holding the members of ``self`` and ``other`` (which must share the DAG)."""
+        """Theta holding the members of ``self`` and ``other`` (which must share the DAG).
+
+        The joined Theta keeps no provenance: it is no longer what either record describes.
+        """
         _check_same_structure(self, other, other.names[0] if other.names else "member")
         # Every member shares one table layout: permute the other's parent axes to ours.
         aligned = tuple(
@@ -195,6 +211,24 @@ class Theta:
             self.nodes, self.states, self.parents,
             self.members + aligned, self.names + other.names,
         )
+
+
+def _frozen(x: Any) -> Any:
+    """A read-only deep copy of a JSON-like value (mappings become read-only, lists tuples)."""
+    if isinstance(x, Mapping):
+        return MappingProxyType({str(k): _frozen(v) for k, v in x.items()})
+    if isinstance(x, list | tuple):
+        return tuple(_frozen(v) for v in x)
+    return x
+
+
+def _thawed(x: Any) -> Any:
+    """The JSON-ready (dicts and lists) copy of a :func:`_frozen` value."""
+    if isinstance(x, Mapping):
+        return {k: _thawed(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return [_thawed(v) for v in x]
+    return x
 
 
 # -- construction from pgmpy ------------------------------------------------------------------
@@ -410,7 +444,11 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
             f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
             f"worst sums to {worst:.9g})"
         )
-    off = sums != 1.0
+    # A column already normalised up to float rounding (it sums to one within a few ulps per
+    # entry) is kept as given: dividing would move its entries by an ulp, so a model written by
+    # theta_to_dict and read back would no longer have the same fingerprint. The influence's
+    # rounding margin covers sums this close to one.
+    off = np.abs(sums - 1.0) > 8 * shape[0] * np.finfo(np.float64).eps
     if not np.any(off):
         arr = arr.copy()  # never freeze (or alias) the caller's array
     else:

@@ -35,6 +35,11 @@ class Quilt:
         """True for the trivial quilt (``Q = R = {}``, everything is nearby)."""
         return not self.quilt and not self.remote
 
+    def _repr_html_(self) -> str:
+        from .report import quilt_html
+
+        return quilt_html(self)
+
 
 def d_connected(theta: Theta, source: str, given: Iterable[str]) -> set[str]:
     """Nodes d-connected to ``source`` given ``given`` (``source`` included, ``given`` excluded).

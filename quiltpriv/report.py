@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ._io import check_output_path, write_text_atomic
+from .drawing import Layout, dag_svg, layered_layout
 from .errors import ModelError, ParameterError, QueryError
 from .influence import InfluenceTooExpensive, max_influence
 from .mechanisms import (
@@ -46,6 +46,7 @@ from .mechanisms import (
     query_mismatch,
 )
 from .network import Theta
+from .provenance import provenance_dict
 from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
 
@@ -58,8 +59,6 @@ MAX_TARGET_SUBSETS = 1024
 
 REPORT_FORMAT = "quiltpriv-audit-report"
 REPORT_VERSION = 1
-
-_ROLE_LABEL = {"nearby": "N (nearby)", "quilt": "Q (quilt)", "remote": "R (remote)"}
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
@@ -197,146 +196,6 @@ def _sha256_file(path: str | os.PathLike[str]) -> str:
     except OSError as exc:
         raise ModelError(f"cannot hash model file {path}: {exc.strerror or exc}") from exc
     return h.hexdigest()
-
-
-# -- layout ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A layered drawing of the DAG: node centres, box widths and the canvas size."""
-
-    x: Mapping[str, float]
-    y: Mapping[str, float]
-    width: Mapping[str, float]
-    layer: Mapping[str, int]
-    canvas: tuple[float, float]
-
-
-_BOX_H = 30.0
-_LAYER_GAP = 90.0
-_NODE_GAP = 28.0
-_MAX_LABEL = 22
-
-
-def _label(name: str) -> str:
-    return name if len(name) <= _MAX_LABEL else name[: _MAX_LABEL - 1] + "\u2026"
-
-
-def layered_layout(theta: Theta, sweeps: int = 6) -> Layout:
-    """Deterministic layered layout of ``theta``'s DAG.
-
-    Layers are longest-path layers taken along the topological order (a root is in layer 0;
-    any other node sits one below its deepest parent), so every edge points downwards. Within
-    a layer nodes start in topological order and are reordered by alternating down and up
-    barycentre sweeps (mean position of the parents, then of the children); ties keep the
-    current order, so the result depends only on the network.
-    """
-    layer: dict[str, int] = {}
-    for v in theta.nodes:  # topological, so parents come first
-        ps = theta.parents[v]
-        layer[v] = 1 + max(layer[p] for p in ps) if ps else 0
-    depth = max(layer.values()) + 1
-    rows: list[list[str]] = [[] for _ in range(depth)]
-    for v in theta.nodes:
-        rows[layer[v]].append(v)
-    pos = {v: float(k) for row in rows for k, v in enumerate(row)}
-
-    def reorder(row: list[str], neighbours: Mapping[str, Sequence[str]]) -> list[str]:
-        def bary(v: str) -> tuple[float, float]:
-            ns = [pos[n] for n in neighbours[v]]
-            return (sum(ns) / len(ns) if ns else pos[v], pos[v])
-        new = sorted(row, key=bary)
-        for k, v in enumerate(new):
-            pos[v] = float(k)
-        return new
-
-    for s in range(sweeps):
-        if s % 2 == 0:
-            for d in range(1, depth):
-                rows[d] = reorder(rows[d], theta.parents)
-        else:
-            for d in range(depth - 2, -1, -1):
-                rows[d] = reorder(rows[d], theta.children)
-    # Approximate 13px sans-serif advance widths: capitals and digits are wider.
-    width = {v: 18.0 + sum(9.2 if ch.isupper() or ch.isdigit() else 7.4 for ch in _label(v))
-             for v in theta.nodes}
-    row_widths = [sum(width[v] for v in row) + _NODE_GAP * (len(row) - 1) for row in rows]
-    canvas_w = max(row_widths) + 40.0
-    xs: dict[str, float] = {}
-    ys: dict[str, float] = {}
-    for d, row in enumerate(rows):
-        x = (canvas_w - row_widths[d]) / 2
-        for v in row:
-            xs[v] = round(x + width[v] / 2, 1)
-            ys[v] = 30.0 + d * _LAYER_GAP
-            x += width[v] + _NODE_GAP
-    canvas_h = 30.0 + (depth - 1) * _LAYER_GAP + 30.0
-    return Layout(MappingProxyType(xs), MappingProxyType(ys), MappingProxyType(width),
-                  MappingProxyType(layer), (round(canvas_w, 1), canvas_h))
-
-
-def dag_svg(theta: Theta, quilt: Quilt | None = None, *, svg_id: str = "dag",
-            layout: Layout | None = None) -> str:
-    """Inline SVG of the DAG; with ``quilt`` its N, Q, R coloured and the sensitive node marked.
-
-    Each node is a ``<g class="node role-...">`` holding one ``<rect>`` and its label; the full
-    (escaped) name is in ``data-node`` and a ``<title>`` tooltip.
-    """
-    lay = layout or layered_layout(theta)
-    role: dict[str, str] = {v: "none" for v in theta.nodes}
-    if quilt is not None:
-        role.update({v: "nearby" for v in quilt.nearby})
-        role.update({v: "quilt" for v in quilt.quilt})
-        role.update({v: "remote" for v in quilt.remote})
-    legend_h = 34.0 if quilt is not None else 0.0
-    w, h = lay.canvas
-    w = max(w, 560.0 if quilt is not None else 0.0)
-    total_h = h + legend_h
-    marker = f"{svg_id}-arrow"
-    out = [f'<svg class="dag" id="{_e(svg_id)}" width="{w:.0f}" height="{total_h:.0f}" '
-           f'viewBox="0 0 {w:.0f} {total_h:.0f}" role="img" '
-           f'aria-label="DAG of the hyperparameter network">',
-           f'<defs><marker id="{_e(marker)}" viewBox="0 0 10 10" refX="10" refY="5" '
-           'markerWidth="8" markerHeight="8" orient="auto-start-reverse">'
-           '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']
-    dx = (w - lay.canvas[0]) / 2
-    for p, c in theta.edges:
-        x1, y1 = lay.x[p] + dx, lay.y[p] + _BOX_H / 2
-        x2, y2 = lay.x[c] + dx, lay.y[c] - _BOX_H / 2 - 1
-        my = (y2 - y1) / 2
-        out.append(f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + my:.1f} '
-                   f'{x2:.1f},{y2 - my:.1f} {x2:.1f},{y2:.1f}" '
-                   f'marker-end="url(#{_e(marker)})"><title>{_e(p)} \u2192 {_e(c)}</title>'
-                   '</path>')
-    for v in theta.nodes:
-        cls = f"node role-{role[v]}"
-        if quilt is not None and v == quilt.node:
-            cls += " sensitive"
-        bw = lay.width[v]
-        x, y = lay.x[v] + dx, lay.y[v]
-        out.append(f'<g class="{cls}" data-node="{_e(v)}"><title>{_e(v)}'
-                   f'{" (sensitive)" if "sensitive" in cls else ""}</title>'
-                   f'<rect x="{x - bw / 2:.1f}" y="{y - _BOX_H / 2:.1f}" width="{bw:.1f}" '
-                   f'height="{_BOX_H:.0f}" rx="9"/>'
-                   f'<text x="{x:.1f}" y="{y + 4.5:.1f}" text-anchor="middle">'
-                   f'{_e(_label(v))}</text></g>')
-    if quilt is not None:
-        y0 = h + 6
-        items = [("role-nearby", _ROLE_LABEL["nearby"]), ("role-quilt", _ROLE_LABEL["quilt"]),
-                 ("role-remote", _ROLE_LABEL["remote"])]
-        x = 12.0
-        for cls, text in items:
-            out.append(f'<g class="legend {cls}"><rect x="{x:.0f}" y="{y0:.0f}" width="18" '
-                       f'height="18" rx="4"/><text x="{x + 24:.0f}" y="{y0 + 14:.0f}">'
-                       f'{text}</text></g>')
-            x += 130
-        out.append(f'<g class="legend sensitive-key"><rect x="{x:.0f}" y="{y0:.0f}" '
-                   f'width="18" height="18" rx="4" fill="#fff" stroke="#c0392b" '
-                   f'stroke-width="3.5"/><text x="{x + 24:.0f}" y="{y0 + 14:.0f}">'
-                   f'sensitive attribute</text></g>')
-    out.append("</svg>")
-    return "".join(out)
 
 
 # -- candidate quilts ----------------------------------------------------------------------
@@ -549,7 +408,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
             "members": list(theta.names), "nodes": list(theta.nodes),
             "edges": [list(e) for e in theta.edges],
             "layers": {v: layout.layer[v] for v in theta.nodes},
-            "cpds": _cpd_summary(theta),
+            "cpds": _cpd_summary(theta), "provenance": provenance_dict(theta),
         },
         "query": _jsonable(dict(plan.query)), "delta_A": _num(delta_a),
         "sensitive": sensitive, "notes": list(plan.notes), "plan": _jsonable(plan.to_dict()),
@@ -684,13 +543,23 @@ def _page(theta: Theta, data: dict[str, Any], sections: list[str],
         f'<section id="model"><h2>Model</h2><p>{len(m["nodes"])} nodes, {len(m["edges"])} '
         f"edges, |\u0398| = {m['theta_size']}. Content hash (Theta.fingerprint, SHA-256 of "
         f'structure, states and every member\'s CPDs): <code class="hash">'
-        f'{_e(m["fingerprint"])}</code></p>{files_html}'
+        f'{_e(m["fingerprint"])}</code></p>{files_html}{_provenance_html(m["provenance"])}'
         f"<p>Edges: {edges}</p>"
         '<table class="cpds"><thead><tr><th>node</th><th>states</th><th>state values</th>'
         "<th>parents</th><th>CPD min \u2013 max probability per member</th></tr></thead>"
         f"<tbody>{''.join(cpd_rows)}</tbody></table></section>"
         "<footer><p>Generated by quiltpriv. The JSON twin of this page holds the same "
         "content.</p></footer></body></html>\n")
+
+
+def _provenance_html(prov: Mapping[str, Any] | None) -> str:
+    """Where Theta came from (data hash, bins, estimator settings), one row per field."""
+    if not prov:
+        return ("<p>Provenance: not recorded (the model was not built or learned by "
+                "quiltpriv).</p>")
+    rows = [(_e(k), f"<code>{_e(json.dumps(v, ensure_ascii=False))}</code>")
+            for k, v in prov.items()]
+    return f'<h3>Provenance</h3>{_kv_table(rows, "kv provenance")}'
 
 
 # -- Jupyter fragments -----------------------------------------------------------------------
@@ -729,7 +598,7 @@ def plan_html(plan: Plan) -> str:
     return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
             f"{_e(f'{plan.epsilon:g}')}, Laplace scale b = <b>{_e(_fmt(plan.scale))}</b> "
             f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
-            f"|\u0398| = {plan.theta_size}</p>"
+            f"|\u0398| = {plan.theta_size}<br>query: {_query_html(plan.query)}</p>"
             "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
             "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
@@ -748,6 +617,81 @@ def release_html(release: Release) -> str:
             f"sampler {_e(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
             f"{'' if release.seed is None else ', seed ' + _e(release.seed)}{warn}</p>"
             f"{plan_html(release.plan)}</div>")
+
+
+def _query_html(query: Mapping[str, Any]) -> str:
+    """The planned query, one line: its kind and every field as JSON (escaped)."""
+    fields = ", ".join(f"{_e(k)} = <code>{_e(json.dumps(v, ensure_ascii=False))}</code>"
+                       for k, v in query.items() if k != "kind")
+    return f"<b>{_e(query.get('kind', 'query'))}</b> ({fields})"
+
+
+def sensitive_plan_html(sp: Any) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {_e(sp.influence_member)}, "
+                 f"\u03c6 = {_e(a)} vs {_e(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {_sset(sp.influence_bound_via)}")
+    facts = _kv_table([
+        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
+        ("remote R", _sset(sp.remote)),
+        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
+        ("quilts evaluated", _e(sp.quilts_considered)),
+        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{_e(sp.node)}</code></p>{facts}<p>{_e(sp.explanation)}</p></div>")
+
+
+def quilt_html(quilt: Quilt) -> str:
+    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
+    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
+            f"{_e(quilt.node)}</code>{kind}</p>" + _kv_table([
+                ("quilt Q", _sset(quilt.quilt)), ("nearby N", _sset(quilt.nearby)),
+                ("remote R", _sset(quilt.remote))]) + "</div>")
+
+
+def influence_html(infl: Any) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    rows = [("max-influence e(Q | i)", _e(_fmt(infl.value))),
+            ("sensitive attribute i", f"<code>{_e(infl.node)}</code>"),
+            ("quilt Q", _sset(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{_e(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>", f"{_e(infl.pair[0])} vs {_e(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {_sset(infl.bound_via)}"))
+    rows.append(("arithmetic", _e(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{_kv_table(rows)}</div>"
+
+
+def comparison_html(comparison: Any) -> str:
+    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    best = comparison.best
+    mark = ' class="best"'
+    rows = "".join(
+        f"<tr{mark if r is best else ''}><td>{_e(r.mechanism)}</td>"
+        f"<td>{_e(r.noise or '-')}</td>"
+        f"<td>{_e('-' if r.scale is None else _fmt(r.scale))}</td>"
+        f"<td>{_e('-' if r.std is None else _fmt(r.std))}</td>"
+        f"<td>{_e(r.guarantee if r.applicable else 'not applicable')}</td>"
+        f"<td>{_e(r.detail)}</td></tr>" for r in comparison.rows)
+    least = "" if best is None else (f"; least noise: <b>{_e(best.mechanism)}</b> "
+                                     f"(std {_e(_fmt(best.std))})")
+    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
+            f"\u03b5 = {_e(f'{comparison.epsilon:g}')}, sensitive "
+            f"{_e(', '.join(comparison.sensitive))}{least}<br>query: "
+            f"{_query_html(comparison.query)}</p>"
+            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
+            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div>")
 
 
 # -- command line ----------------------------------------------------------------------------

@@ -97,7 +97,7 @@ INFLUENCE_SLACK = ROUNDING_MARGIN / 100
 OPTIMALITY_RTOL = 1e-9
 
 _PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
-              "query_fingerprint", "model", "theta_size", "notes")
+              "query_fingerprint", "model", "theta_size", "notes", "provenance")
 _SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
                    "quilts_considered", "optimal", "explanation", "influence_member",
                    "influence_pair", "influence_bound_via", "influence_arithmetic")
@@ -248,6 +248,9 @@ def plan_from_dict(d: Any) -> Plan:
     notes = d["notes"]
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise _fail("notes", "a list of strings", notes)
+    provenance = d["provenance"]
+    if provenance is not None and not isinstance(provenance, dict):
+        raise _fail("provenance", "null or an object", provenance)
     return Plan(
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),
@@ -257,7 +260,7 @@ def plan_from_dict(d: Any) -> Plan:
         model=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),
         query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
-        notes=tuple(notes),
+        notes=tuple(notes), provenance=provenance,
     )
 
 
@@ -591,6 +594,10 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     if plan.theta_size != len(theta):
         return verdict("model", f"it states |Theta| = {plan.theta_size}, the model has "
                                 f"{len(theta)} member(s)")
+    from .provenance import provenance_dict
+
+    if (None if plan.provenance is None else dict(plan.provenance)) != provenance_dict(theta):
+        return verdict("model", "its provenance (where Theta came from) is not this model's")
     try:
         eps = check_epsilon(plan.epsilon)
     except ParameterError as exc:

@@ -18,6 +18,7 @@ Part of the hostile-input suite (its ``TRIED`` counter is summed by ``tests/conf
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -279,10 +280,14 @@ def test_release_refuses_an_infinite_plan_scale(csv_file):
     TRIED["extreme"] += 1
     theta = qp.load_model("student")
     q = qp.CountQuery(["height"], 3, where="height > 0")
-    d = qp.plan(theta, q, ["income"], 1.0).to_dict()
+    p = qp.plan(theta, q, ["income"], 1.0)
+    d = p.to_dict()
     d["scale"] = float("inf")
+    with pytest.raises(ParameterError, match="must be a finite number"):
+        mech.Plan.from_dict(d)  # a saved plan cannot even state it
+    # ... and a plan object holding one is refused before any noise is drawn
     with pytest.raises(ParameterError, match="must be finite"):
-        qp.release(mech.Plan.from_dict(d), q, pd.read_csv(csv_file))
+        qp.release(dataclasses.replace(p, scale=float("inf")), q, pd.read_csv(csv_file))
 
 
 def _json_model(tmp_path, number_text):

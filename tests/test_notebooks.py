@@ -79,3 +79,24 @@ def test_larger_network():
     # stay = 0.8: the trivial quilt wins at every eps, scale 12 / eps.
     assert [ln.split("scale =")[1].split()[0] for ln in lines[3:]] == [
         "24.0000", "12.0000", "6.0000"]
+
+
+def test_tutorial_data_to_release():
+    """Data -> Theta (learned and declared) -> plan -> release -> report, on star98."""
+    pytest.importorskip("statsmodels", reason="the tutorial's data need the data extra "
+                                              '(pip install ".[data]")')
+    nb = run("tutorial_data_to_release.ipynb")
+    influences, plans, best = stdout_of_checks(nb)
+    lines = influences.splitlines()
+    assert lines[0] == "11 members"
+    for line in lines[1:]:  # "e(v | low_income): point X  bootstrap Theta Y"
+        point, boot = float(line.split("point ")[1].split()[0]), float(line.split()[-1])
+        assert boot >= point
+    # math_above is tied to low_income beyond eps: the trivial quilt, Laplace(n / eps), n = 120;
+    # the asian count is released through the quilt {asian} (influence < eps) without noise.
+    math, asian, declared = plans.splitlines()
+    assert math == "math count: scale 120 quilt () e 0.000"
+    assert asian.startswith("asian count: scale 0 quilt ('asian',) e ")
+    assert float(asian.split()[-1]) < 1.0
+    assert declared == "declared: 120.0"
+    assert best.splitlines() == ["math: Wasserstein", "asian: APMQM"]

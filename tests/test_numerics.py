@@ -345,3 +345,13 @@ def test_python_model_module_refuses_underflowing_literal(tmp_path):
     with pytest.raises(ModelError, match="line 6: the probability 1e-400"):
         qp.load_model(path)
     TRIED["refused files"] += 1
+
+
+@pytest.mark.parametrize("name", ["student", "example3", "chain"])
+def test_json_round_trip_keeps_the_model_bit_for_bit(tmp_path, name):
+    # A column normalised up to rounding is kept as given, so a saved model (and a plan's
+    # model fingerprint) survives theta_to_dict -> load_model unchanged.
+    theta = qp.load_model(name)
+    path = tmp_path / "m.json"
+    path.write_text(__import__("json").dumps(qp.theta_to_dict(theta)))
+    assert qp.load_model(path).fingerprint() == theta.fingerprint()

@@ -45,7 +45,7 @@ def student():
 
 @pytest.fixture(scope="module")
 def count_plan(student):
-    query = qp.CountQuery(["height", "sat"], 1000, where="height > 66")
+    query = qp.CountQuery(["height", "sat"], 1000, where="height > 66 and sat > 1300")
     return query, qp.plan(student, query, ["income", "gender"], 1.0)
 
 
@@ -220,14 +220,16 @@ def test_release_refuses_a_query_differing_only_in_delta_a():
 
 
 def test_fingerprint_changes_with_every_field_of_a_query():
-    base = qp.CountQuery(["x", "y"], 10, where="x > 1")
+    base = qp.CountQuery(["x", "y"], 10, where="x > 1 and y > 0")
     sets = [["x"]]
     fp = query_fingerprint(base, sets)
-    assert fp == query_fingerprint(qp.CountQuery(["x", "y"], 10, where="x > 1"), sets)
-    for other in (qp.CountQuery(["x", "y"], 11, where="x > 1"),
-                  qp.CountQuery(["x", "y"], 10, where="x > 2"),
-                  qp.CountQuery(["y", "x"], 10, where="x > 1"),
-                  qp.HistogramQuery(["x", "y"], 10)):
+    assert fp == query_fingerprint(qp.CountQuery(["x", "y"], 10, where="x > 1 and y > 0"), sets)
+    for other in (qp.CountQuery(["x", "y"], 11, where="x > 1 and y > 0"),
+                  qp.CountQuery(["x", "y"], 10, where="x > 2 and y > 0"),
+                  qp.CountQuery(["y", "x"], 10, where="x > 1 and y > 0"),
+                  qp.CountQuery(["x", "y"], 10, where="x > 1 and y > 0",
+                                domain={"x": [0, 1, 2], "y": [0, 1]}),
+                  qp.HistogramQuery(["x", "y"], 10, categories={"x": [0, 1], "y": [0, 1]})):
         assert query_fingerprint(other, sets) != fp, other
     lin = qp.LinearQuery({"x": 1.0}, {"x": (0.0, 1.0)})
     assert query_fingerprint(lin, []) != query_fingerprint(
@@ -298,7 +300,9 @@ def test_round_trip_plan_json_verify_release(student, count_plan):
 
 
 def test_round_trip_of_every_rebuildable_query_kind(student):
-    queries = [qp.CountQuery(["height", "sat"], 50, where="height > 66"),
+    queries = [qp.CountQuery(["height", "sat"], 50, where="height > 66 and sat > 1300"),
+               qp.CountQuery(["height", "sat"], 50, where="height == 1 and sat == 1",
+                             domain={"height": [0, 1], "sat": [0, 1]}),
                qp.SumQuery("weight", 0.0, 1.0, 30), qp.MeanQuery("weight", -1.0, 2.5),
                qp.LinearQuery({"height": 1.0, "weight": -2.0},
                               {"height": (0.0, 1.0), "weight": (0.0, 1.0)}),

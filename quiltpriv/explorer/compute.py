@@ -1,0 +1,137 @@
+"""What the explorer computes for the page: the plan, the candidate quilts, the comparison.
+
+Every number comes from the functions the command line uses: :func:`quiltpriv.plan` (with
+the request's time budget), :func:`quiltpriv.report.candidate_quilts` and ``_why`` (the audit
+report's candidate table), :func:`quiltpriv.compare.compare` and
+:func:`quiltpriv.report.audit_report`. Nothing here changes a plan or a noise scale.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._progress import observe
+from ..drawing import dag_svg, layered_layout
+from ..errors import ParameterError
+from ..mechanisms import plan
+from ..network import Theta
+from ..quilts import Quilt
+from ..report import (
+    MAX_CANDIDATE_ROWS,
+    Candidate,
+    _jsonable,
+    _num,
+    _why,
+    audit_report,
+    candidate_quilts,
+)
+from .state import ModelState, PlanRequest
+
+#: ``progress(phase, done, total)``; ``check()`` raises KeyboardInterrupt once cancelled.
+Progress = Callable[[str, int, int], None]
+
+
+def _candidates(theta: Theta, req: PlanRequest, sp: Any) -> dict[str, Any]:
+    """The audit report's candidate table for one sensitive attribute, as JSON."""
+    chosen_q = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+    ranked, truncated = candidate_quilts(theta, req.query, sp.node, req.epsilon)
+    chosen = next((c for c in ranked if c.quilt == chosen_q), None)
+    if chosen is None:  # not in the listed family: shown with the plan's own numbers
+        chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan")
+        ranked.append(chosen)
+    shown = ranked[:MAX_CANDIDATE_ROWS]
+    if chosen not in shown:
+        shown.append(chosen)
+    return {
+        "why": _why(chosen, ranked, sp.optimal), "evaluated": len(ranked),
+        "truncated": truncated,
+        "rows": [dict(c.to_dict(), rank=ranked.index(c) + 1, chosen=c is chosen)
+                 for c in shown],
+    }
+
+
+def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
+                 check: Callable[[], None]) -> dict[str, Any]:
+    """Plan ``req`` on ``theta`` and gather what the page shows.
+
+    The plan gets the request's time budget; the candidate tables and the comparison are made
+    only while that budget lasts (the page says which were skipped). ``check`` is called
+    between phases and raises KeyboardInterrupt when the job was cancelled.
+    """
+    start = time.monotonic()
+    deadline = start + req.time_limit
+    with observe(lambda done, total: progress("planning", done, total)):
+        p = plan(theta, req.query, req.sensitive, req.epsilon, time_limit=req.time_limit,
+                 progress=True)
+    check()
+    layout = layered_layout(theta)
+    notes: list[str] = []
+    sections = []
+    for k, sp in enumerate(p.sensitive):
+        progress("candidate quilts", k, len(p.sensitive))
+        check()
+        cands = None
+        if time.monotonic() < deadline:
+            cands = _candidates(theta, req, sp)
+        else:
+            notes.append(f"candidate quilts of {sp.node!r} not listed: the time budget was "
+                         "spent")
+        quilt = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+        sections.append(dict(_jsonable(sp.to_dict()), candidates=cands,
+                             svg=dag_svg(theta, quilt, svg_id=f"dag-{k}", layout=layout)))
+    comparison = None
+    if req.compare:
+        if not p.optimal:
+            notes.append("mechanisms not compared: the plan is not proven optimal (the time "
+                         "budget or a table limit was hit)")
+        elif time.monotonic() >= deadline:
+            notes.append("mechanisms not compared: the time budget was spent")
+        else:
+            from ..compare import compare
+
+            progress("comparing mechanisms", 0, 1)
+            check()
+            comparison = _jsonable(compare(theta, req.query, req.sensitive,
+                                           req.epsilon).to_dict())
+            best = min((r for r in comparison["rows"] if r["applicable"]
+                        and isinstance(r["std"], float)), key=lambda r: r["std"], default=None)
+            comparison["best"] = None if best is None else best["mechanism"]
+    progress("done", 1, 1)
+    return {
+        "fingerprint": theta.fingerprint(), "epsilon": p.epsilon, "scale": _num(p.scale),
+        "optimal": p.optimal, "notes": list(p.notes), "explorer_notes": notes,
+        "delta_A": _num(req.query.sensitivity(req.query.attributes)),
+        "plan": _jsonable(p.to_dict()), "sensitive": sections, "comparison": comparison,
+        "command": req.command(model), "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+def export_report(state: ModelState, theta: Theta, req: PlanRequest, target: Path,
+                  progress: Progress, check: Callable[[], None]) -> dict[str, Any]:
+    """Plan ``req`` and write the audit report ``quiltpriv report`` writes, to ``target``."""
+    with observe(lambda done, total: progress("planning", done, total)):
+        p = plan(theta, req.query, req.sensitive, req.epsilon, time_limit=req.time_limit,
+                 progress=True)
+    check()
+    progress("writing the report", 0, 1)
+    edited = theta.fingerprint() != state.original
+    # The files' hashes describe the model only while it is unedited.
+    report = audit_report(theta, req.query, p, model_files=() if edited else state.sources)
+    check()
+    html_path, json_path = report.write(target)
+    progress("done", 1, 1)
+    return {"html": str(html_path), "json": str(json_path), "optimal": p.optimal,
+            "scale": _num(p.scale)}
+
+
+def report_target(state: ModelState, path: Any) -> Path:
+    """The report's HTML path, checked with its JSON twin before any work."""
+    target = state.check_output(path, "export report")
+    if target.suffix.lower() == ".json":
+        raise ParameterError("export report: give the HTML path; the JSON twin is written "
+                             "beside it")
+    state.check_output(str(target.with_suffix(".json")), "export report's JSON twin")
+    return target
