@@ -15,7 +15,6 @@ a ledger.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import operator
 import random
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 
     from .mechanisms import Release
 
-__all__ = ["RELEASE_FORMAT", "check_seed", "data_sha256", "release_record", "utc_timestamp"]
+__all__ = ["RELEASE_FORMAT", "check_seed", "query_data", "release_record", "utc_timestamp"]
 
 #: The ``"format"`` of a release record. A reader refuses any other value.
 RELEASE_FORMAT = "quiltpriv-release/1"
@@ -90,21 +89,15 @@ def noise_source(secure: bool, scale: float, seed: object) -> str:
     return "secure" if secure else "seeded"
 
 
-def data_sha256(frame: pd.DataFrame) -> str:
-    """SHA-256 of a canonical CSV of ``frame`` (the data are hashed, never stored).
-
-    Canonical: columns sorted by name, rows in the given order, no index, ``\\n`` line ends,
-    floats written with 17 significant digits (so the hash changes whenever a value does),
-    missing values as the empty string. The same canonical form as the data hash of a learned
-    model's provenance, so the two agree on the same columns.
-    """
-    canonical = frame[sorted(frame.columns, key=str)]
-    text = canonical.to_csv(index=False, lineterminator="\n", float_format="%.17g")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def query_data(data: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
-    """The record's ``data`` object: the hash and row count of exactly ``columns``."""
+    """The record's ``data`` object: the SHA-256 and row count of exactly ``columns``.
+
+    The hash is :func:`quiltpriv.provenance.data_sha256` of those columns: a canonical CSV
+    (columns sorted by name, rows in the given order, no index, ``\\n`` line ends, floats with
+    17 significant digits, missing values empty), the same form as a learned model's data hash.
+    """
+    from .provenance import data_sha256  # the canonical form a learned model's hash uses
+
     cols = sorted(dict.fromkeys(columns), key=str)
     return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols}
 

@@ -119,6 +119,16 @@ def test_provenance_is_recorded_when_theta_carries_one(student):
     assert d["model"]["provenance"] == {"learned_from": {"sha256": "ab" * 32}, "bins": [1, 2]}
 
 
+def test_provenance_comes_through_the_plan(student):
+    theta = student.with_provenance({"source": "declared", "by": "a test", "bins": [1, 2]})
+    q = _query()
+    p = qp.plan(theta, q, "income", 1.0)
+    d = qp.release(p, q, _frame()).to_dict()
+    _valid(d)
+    assert d["model"]["provenance"] == {"source": "declared", "by": "a test", "bins": [1, 2]}
+    assert d["model"]["provenance"] == d["plan"]["provenance"]
+
+
 def test_data_hash_covers_exactly_the_columns_read(student):
     df = _frame()
     base = records.query_data(df, ["sat", "height"])
