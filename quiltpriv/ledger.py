@@ -60,7 +60,6 @@ __all__ = [
     "composition",
     "read",
     "repeats",
-    "repeats_in",
     "verify",
 ]
 
@@ -316,25 +315,26 @@ def verify(path: str | os.PathLike[str], *, expect_head: str | None = None,
     return head
 
 
-def check_writable(path: str | os.PathLike[str]) -> str:
-    """Refuse, before any work, a ledger path that cannot be appended to.
+def check_writable(path: str | os.PathLike[str]) -> tuple[LedgerEntry, ...]:
+    """Refuse, before any work, a ledger path that cannot be appended to; return its entries.
 
-    An existing file must be a verified ledger; a new one needs an existing, writable folder.
+    An existing file must be a verified, writable ledger (its verified entries are returned);
+    a new one needs an existing, writable folder (no entries).
     """
     p = os.fspath(path)
     if not p:
         raise LedgerError("the ledger path is empty")
     if Path(p).exists():
-        read(p)
+        entries, _ = read(p)
         if not os.access(p, os.W_OK):
             raise _fail(p, "the file is not writable")
-    else:
-        folder = Path(p).resolve().parent
-        if not folder.is_dir():
-            raise _fail(p, f"folder {folder} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise _fail(p, f"folder {folder} is not writable")
-    return p
+        return entries
+    folder = Path(p).resolve().parent
+    if not folder.is_dir():
+        raise _fail(p, f"folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _fail(p, f"folder {folder} is not writable")
+    return ()
 
 
 def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEntry:
@@ -398,14 +398,6 @@ def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_
             what = "same query" if same_query else "same model"
             out.append(f"ledger entry {e.seq} at {r.get('timestamp', '?')}, {what}")
     return out
-
-
-def repeats_in(path: str | os.PathLike[str], data_sha: str, query_fp: str, model_fp: str
-               ) -> list[str]:
-    """:func:`repeats` over a ledger's verified entries (none when the file does not exist)."""
-    if not Path(path).exists():
-        return []
-    return repeats(read(path)[0], data_sha, query_fp, model_fp)
 
 
 # -- composition ------------------------------------------------------------------------------

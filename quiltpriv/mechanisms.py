@@ -919,7 +919,7 @@ def release(
     if ledger is not None:
         from . import ledger as ledger_mod
 
-        ledger = ledger_mod.check_writable(ledger)
+        booked = ledger_mod.check_writable(ledger)  # verified now, before any work
     theta = None if model is None else as_theta(model)
     if not plan_.verified:
         if theta is None:
@@ -942,7 +942,7 @@ def release(
     value = query.evaluate(data)
     data_record = records.query_data(data, query.attributes)
     fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
-    earlier = [] if ledger is None else ledger_mod.repeats_in(ledger, *fingerprints)
+    earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
     earlier = earlier or records.session_repeats(*fingerprints)
     if earlier:
         warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
