@@ -28,10 +28,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ._validation import check_epsilon, check_n_jobs
 from .errors import ParameterError, QueryError
@@ -44,6 +43,9 @@ from .influence import (
 from .network import Theta, as_theta
 from .quilts import Quilt, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
+
+if TYPE_CHECKING:  # pandas is imported by release(), not by planning
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -726,6 +728,8 @@ def release(
         If the plan's scale is not finite or too large to draw
         (:data:`quiltpriv.noise.MAX_NOISE_SCALE`); refused before the data are read.
     """
+    import pandas as pd
+
     from . import noise
 
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
