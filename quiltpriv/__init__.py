@@ -7,9 +7,14 @@ Quick start::
     plan = qp.plan(theta, qp.CountQuery(["height"], records=1000), "income", epsilon=1.0)
     print(plan)                      # quilt chosen per sensitive attribute, and why
     rel = qp.release(plan, query, df)   # F(X) + exact discrete Laplace noise (secure)
+
+The names below are imported on first use (PEP 562), so ``import quiltpriv`` (and the command
+line's start-up) loads no module a program does not use.
 """
 
-from .builder import NetworkBuilder
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from .errors import (
     DataError,
     ModelError,
@@ -20,31 +25,32 @@ from .errors import (
     QuiltPrivError,
     QuiltPrivWarning,
 )
-from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
-from .learning import discretise, learn_theta, population_parameters
-from .loading import (
-    bundled_models,
-    bundled_network,
-    load_model,
-    load_theta,
-    theta_to_dict,
-)
-from .mechanisms import Plan, Release, SensitivePlan, plan, release
-from .network import Theta, theta_from_pgmpy, theta_from_tables
-from .predicate import Predicate, parse_predicate
-from .quilts import Quilt, enumerate_quilts, least_influence_quilt, markov_quilt, trivial_quilt
-from .sensitivity import (
-    CountQuery,
-    CustomQuery,
-    HistogramQuery,
-    LinearQuery,
-    MeanQuery,
-    Query,
-    SumQuery,
-)
-from .verification import PlanVerification, check_plan, verify_plan
 
 __version__ = "0.1.0"
+
+#: Public name -> the submodule that defines it; imported on first attribute access.
+_EXPORTS = {
+    **dict.fromkeys(["Influence", "InfluenceTooExpensive", "joint_marginal", "max_influence"],
+                    "influence"),
+    **dict.fromkeys(["bundled_models", "bundled_network", "load_model", "load_theta",
+                     "theta_to_dict"], "loading"),
+    **dict.fromkeys(["Plan", "Release", "SensitivePlan", "plan", "release"], "mechanisms"),
+    **dict.fromkeys(["Theta", "theta_from_pgmpy", "theta_from_tables"], "network"),
+    **dict.fromkeys(["Predicate", "parse_predicate"], "predicate"),
+    **dict.fromkeys(["Quilt", "enumerate_quilts", "least_influence_quilt", "markov_quilt",
+                     "trivial_quilt"], "quilts"),
+    **dict.fromkeys(["CountQuery", "CustomQuery", "HistogramQuery", "LinearQuery", "MeanQuery",
+                     "Query", "SumQuery"], "sensitivity"),
+    "NetworkBuilder": "builder",
+    **dict.fromkeys(["discretise", "learn_theta", "population_parameters"], "learning"),
+    **dict.fromkeys(["PlanVerification", "check_plan", "verify_plan"], "verification"),
+}
+
+#: Submodules that ``import quiltpriv`` used to load eagerly; ``quiltpriv.<name>`` still works
+#: without importing them first.
+_SUBMODULES = ("_validation", "builder", "errors", "influence", "junction_tree", "learning",
+               "loading", "mechanisms", "network", "predicate", "provenance", "quilts",
+               "sensitivity", "verification")
 
 __all__ = [
     "CountQuery", "CustomQuery", "DataError", "HistogramQuery", "Influence",
@@ -57,3 +63,50 @@ __all__ = [
     "population_parameters", "release", "theta_from_pgmpy", "theta_from_tables",
     "theta_to_dict", "trivial_quilt", "verify_plan",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(_importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: Module-level helpers of this file, left out of ``dir(quiltpriv)``.
+_HIDDEN = frozenset({"_importlib", "_TYPE_CHECKING", "_EXPORTS", "_SUBMODULES", "_HIDDEN",
+                     "__getattr__", "__dir__"})
+
+
+def __dir__() -> list[str]:
+    return sorted((set(globals()) - _HIDDEN) | set(_EXPORTS) | set(_SUBMODULES))
+
+
+if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from .builder import NetworkBuilder
+    from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
+    from .learning import discretise, learn_theta, population_parameters
+    from .loading import bundled_models, bundled_network, load_model, load_theta, theta_to_dict
+    from .mechanisms import Plan, Release, SensitivePlan, plan, release
+    from .network import Theta, theta_from_pgmpy, theta_from_tables
+    from .predicate import Predicate, parse_predicate
+    from .quilts import (
+        Quilt,
+        enumerate_quilts,
+        least_influence_quilt,
+        markov_quilt,
+        trivial_quilt,
+    )
+    from .sensitivity import (
+        CountQuery,
+        CustomQuery,
+        HistogramQuery,
+        LinearQuery,
+        MeanQuery,
+        Query,
+        SumQuery,
+    )
+    from .verification import PlanVerification, check_plan, verify_plan

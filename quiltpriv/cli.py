@@ -2,7 +2,9 @@
 
 Each subcommand is registered by a function ``register_cli(subparsers)`` that adds its parser and
 sets ``func`` (a callable taking the parsed namespace and returning an exit code). Modules are
-listed in :data:`COMMAND_MODULES` and imported when the CLI starts.
+listed in :data:`COMMAND_MODULES`; :data:`COMMANDS` names the subcommands each one registers, so
+that a run imports only the module of the command it runs (``quiltpriv --help`` imports none of
+them, and a heavy dependency of one command does not slow down the others).
 
 User errors (:class:`~quiltpriv.errors.QuiltPrivError`, unreadable files, bad options) are
 printed to stderr as one line ``quiltpriv: error: <reason>`` with exit status 2; nothing else is
@@ -37,6 +39,33 @@ COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv.ledger",
 )
 
+#: The subcommands (name, one-line help) each module of :data:`COMMAND_MODULES` registers, in
+#: registration order. The command line imports a module only to run (or print the help of) one
+#: of its commands and lists the others from here; tests/test_cli_wiring.py checks that this table
+#: matches what the modules register. A module missing from it is imported at every start.
+COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "quiltpriv._cli_core": (
+        ("plan", "least-noise APMQM plan (Algorithm 3)"),
+        ("release", "plan, then release F(X) + Laplace noise"),
+        ("quilts", "list the Markov quilts of a node with their influence"),
+        ("models", "list the bundled models"),
+    ),
+    "quiltpriv.verification": (
+        ("verify", "verify a saved plan against the model (and the query)"),
+    ),
+    "quiltpriv.compare": (("compare", "noise of every mechanism side by side"),),
+    "quiltpriv.audit": (("audit", "exact worst-case privacy loss of a Laplace release"),),
+    "quiltpriv.report": (("report", "write an HTML + JSON audit report of an APMQM plan"),),
+    "quiltpriv.subset_privacy": (
+        ("subset-privacy", "noisy count table, eps-private on a protected column, exact row "
+                           "totals"),
+    ),
+    "quiltpriv.explorer": (
+        ("explore", "explore a model interactively in the browser (local server)"),
+    ),
+    "quiltpriv.ledger": (("ledger", "show or verify a privacy ledger"),),
+}
+
 #: Exit statuses besides 0 (success) and 2 (an error).
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
@@ -53,7 +82,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"quiltpriv: error: {named}{hint}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser.
+
+    Parameters
+    ----------
+    command : str, optional
+        Without it every module registers its subcommands (the full parser: documentation,
+        tests). With it only the module of ``command`` is imported and registers its parsers;
+        every other subcommand gets a placeholder parser with the same name and one-line help,
+        so the top-level ``--help`` and usage errors read the same either way.
+    """
     parser = _Parser(
         prog="quiltpriv",
         description="Attribute privacy with Markov quilts: plan and release noisy queries.",
@@ -61,8 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register_cli(sub)
+        listed = COMMANDS.get(name)
+        if command is None or listed is None or command in (c for c, _ in listed):
+            importlib.import_module(name).register_cli(sub)
+        else:
+            for cmd, text in listed:
+                sub.add_parser(cmd, help=text)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names: its first word that is not an option ("" if none).
+
+    The top-level parser has no option that takes a value, so this is the word argparse
+    dispatches on.
+    """
+    return next((a for a in argv if not a.startswith("-")), "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,7 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     from ._io import check_output_path
 
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)

@@ -5,7 +5,8 @@ A model *spec* is one of
 - a bundled model name (a module in the repository's ``models/`` folder, installed as
   ``quiltpriv.models``): ``student``, ``example3``, ``chain``; ``name:function`` picks another
   function of the module (``student:theta`` gives a two-member Theta);
-- a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read with pgmpy);
+- a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read by
+  :mod:`quiltpriv.readers`, or with pgmpy's readers when ``reader="pgmpy"``);
 - a path to a ``.py`` file defining ``model()`` (or ``path.py:function``);
 - a path to a ``.json`` file in quiltpriv's own format (:func:`theta_to_dict`): a shared DAG
   and one CPD set per member of Theta.
@@ -220,45 +221,84 @@ def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: An
     raise ModelError(f"no bundled model named {name!r} (bundled: {names})")
 
 
-def _read_pgmpy_file(path: Path) -> Any:
-    from pgmpy.readwrite import BIFReader, XMLBIFReader
+#: The model file readers :func:`load_model` offers: quiltpriv's own (:mod:`quiltpriv.readers`)
+#: and pgmpy's ``BIFReader``/``XMLBIFReader`` followed by :func:`theta_from_pgmpy` (slower; kept
+#: as a cross-check and a fallback).
+READERS = ("quiltpriv", "pgmpy")
 
+
+def _file_kind(path: Path) -> str | None:
+    """"BIF" or "XMLBIF" by the file's name (``.gz`` allowed), else None."""
+    name = path.name.lower()
+    inner = name[:-3] if name.endswith(".gz") else name
+    if inner.endswith(".bif"):
+        return "BIF"
+    if inner.endswith((".xml", ".xmlbif")):
+        return "XMLBIF"
+    return None
+
+
+def _read_model_text(path: Path, kind: str) -> str:
+    """The file's text, decompressed, size-checked and decoded as UTF-8, or ModelError."""
     size = path.stat().st_size
     if size > MAX_MODEL_BYTES:
         raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
-    name = path.name.lower()
-    inner = name[:-3] if name.endswith(".gz") else name
-    kind = "XMLBIF" if inner.endswith((".xml", ".xmlbif")) else "BIF"
     try:
-        if name.endswith(".gz"):
+        if path.name.lower().endswith(".gz"):
             with gzip.open(path, "rb") as fh:
                 raw = fh.read(MAX_MODEL_BYTES + 1)
             if len(raw) > MAX_MODEL_BYTES:
                 raise ModelError(f"{path}: uncompressed size exceeds {MAX_MODEL_BYTES} bytes")
-            text = raw.decode("utf-8")
-        else:
-            text = path.read_text(encoding="utf-8")
-        if inner.endswith(".bif"):
+            return raw.decode("utf-8")
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"cannot read {kind} file {path}: not UTF-8 text ({exc.reason})") from exc
+    except (OSError, EOFError) as exc:  # includes gzip.BadGzipFile and truncated archives
+        raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
+
+
+def _read_model_file(path: Path, reader: str, tolerance: float) -> Theta:
+    """Theta of a BIF or XMLBIF file, read by ``reader`` (one of :data:`READERS`)."""
+    kind = _file_kind(path)
+    if kind is None:
+        raise ModelError(
+            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
+    text = _read_model_text(path, kind)
+    if reader == "pgmpy":
+        net = _read_pgmpy_text(text, path, kind)
+        return theta_from_pgmpy(net, [path.name], tolerance=tolerance)
+    from .readers import read_bif, read_xmlbif
+
+    read = read_bif if kind == "BIF" else read_xmlbif
+    try:
+        return read(text, str(path), name=path.name, tolerance=tolerance)
+    except ModelError:
+        raise
+    except Exception as exc:  # pragma: no cover - a reader's bug is still one line, not a trace
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
+
+
+def _read_pgmpy_text(text: str, path: Path, kind: str) -> Any:
+    """pgmpy's reading of the model ``text``, after the checks pgmpy does not make."""
+    from pgmpy.readwrite import BIFReader, XMLBIFReader
+
+    try:
+        if kind == "BIF":
             _check_bif_text(text, path)
             _check_bif_numbers(text, path)
         else:
             _check_xmlbif_numbers(text, path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if inner.endswith(".bif"):
+            if kind == "BIF":
                 return BIFReader(string=text).get_model()
-            if inner.endswith((".xml", ".xmlbif")):
-                return XMLBIFReader(string=text).get_model()
+            return XMLBIFReader(string=text).get_model()
     except ModelError:
         raise
-    except UnicodeDecodeError as exc:
-        raise ModelError(f"cannot read {kind} file {path}: not UTF-8 text ({exc.reason})") from exc
-    except (OSError, EOFError) as exc:  # includes gzip.BadGzipFile and truncated archives
-        raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
     except Exception as exc:  # the readers raise anything from pyparsing to KeyError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
-    raise ModelError(f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
 
 
 JSON_FORMAT = "quiltpriv-network/1"
@@ -373,7 +413,8 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
     return theta if provenance is None else theta.with_provenance(provenance)
 
 
-def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
+def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE,
+               reader: str = "quiltpriv") -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
 
     A model whose states do not look like distribution parameters (not numbers, like the
@@ -387,20 +428,26 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
     tolerance : float
         How far a CPD column may be from summing to one (rounded files); columns within it are
         renormalised, columns beyond it are an error.
+    reader : {"quiltpriv", "pgmpy"}
+        Who reads BIF and XMLBIF files: :mod:`quiltpriv.readers` (default; one pass over the
+        text) or pgmpy's readers followed by :func:`theta_from_pgmpy`. Both give the same
+        Theta on every file pgmpy reads correctly.
 
     Raises
     ------
     ModelError
         Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
     """
+    if reader not in READERS:
+        raise ModelError(f"unknown model reader {reader!r} (use {' or '.join(READERS)})")
     from .provenance import check_parameter_states
 
-    theta = _load_model(spec, tolerance)
+    theta = _load_model(spec, tolerance, reader)
     check_parameter_states(theta, os.fspath(spec))
     return theta
 
 
-def _load_model(spec: str | os.PathLike[str], tolerance: float) -> Theta:
+def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> Theta:
     text = os.fspath(spec)
     function = None
     base = text
@@ -434,17 +481,17 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float) -> Theta:
         return _theta_from_json(text, path, tolerance)
     if function is not None:
         raise ModelError(f"{text}: ':function' applies to Python model modules only")
-    net = _read_pgmpy_file(path)
-    return theta_from_pgmpy(net, [path.name], tolerance=tolerance)
+    return _read_model_file(path, reader, tolerance)
 
 
 def load_theta(
-    specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE
+    specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
+    reader: str = "quiltpriv",
 ) -> Theta:
     """Load several specs and join them into one Theta (they must share one DAG)."""
     if not specs:
         raise ModelError("Theta is empty: give at least one model")
-    theta = load_model(specs[0], tolerance=tolerance)
+    theta = load_model(specs[0], tolerance=tolerance, reader=reader)
     for s in specs[1:]:
-        theta = theta.with_members(load_model(s, tolerance=tolerance))
+        theta = theta.with_members(load_model(s, tolerance=tolerance, reader=reader))
     return theta

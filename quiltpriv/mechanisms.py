@@ -30,10 +30,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ._validation import check_epsilon, check_n_jobs
 from .errors import ModelError, ParameterError, PlanError, QueryError
@@ -46,6 +45,9 @@ from .influence import (
 from .network import Theta, as_theta
 from .quilts import Quilt, least_influence_quilt, markov_quilt, trivial_quilt
 from .sensitivity import Query
+
+if TYPE_CHECKING:  # pandas is imported by release(), not by planning
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -906,6 +908,8 @@ def release(
         If ``ledger`` is not a ledger, fails verification, or cannot be written.
     """
     import warnings
+
+    import pandas as pd
 
     from . import noise, records
     from .errors import RepeatedReleaseWarning, SeededNoiseWarning

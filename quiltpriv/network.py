@@ -22,12 +22,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .errors import ModelError
+
+if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
+    import networkx as nx
 
 #: Default tolerance for a CPD column to count as summing to one. Columns within it are
 #: renormalised exactly (BIF files print rounded probabilities); columns outside it are an error.
@@ -134,6 +136,8 @@ class Theta:
     def graph(self) -> nx.DiGraph:
         """The shared DAG as a networkx ``DiGraph`` (built once; do not mutate)."""
         if self._graph is None:
+            import networkx as nx
+
             g = nx.DiGraph()
             g.add_nodes_from(self.nodes)
             g.add_edges_from((p, v) for v in self.nodes for p in self.parents[v])
@@ -417,6 +421,8 @@ def _topological_order(nodes: Sequence[str], parents: Mapping[str, Sequence[str]
             if indeg[c] == 0:
                 heapq.heappush(heap, (pos[c], c))
     if len(order) != len(nodes):
+        import networkx as nx
+
         g = nx.DiGraph((p, v) for v in nodes for p in parents[v])
         cycle = nx.find_cycle(g)
         path = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])

@@ -32,14 +32,16 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ._validation import check_records
 from .errors import QueryError
 from .predicate import Predicate, parse_predicate
+
+if TYPE_CHECKING:  # pandas is imported when data are evaluated, not when queries are built
+    import pandas as pd
 
 
 def _attrs(attributes: Iterable[str], what: str) -> tuple[str, ...]:
@@ -69,6 +71,8 @@ def _bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
 
 
 def _columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
+    import pandas as pd
+
     if not isinstance(data, pd.DataFrame):
         raise QueryError(f"{what}: data must be a pandas DataFrame, got {type(data).__name__}")
     missing = [c for c in columns if c not in data.columns]
@@ -151,6 +155,8 @@ def _data_key(v: Any) -> tuple[str, Any] | None:
 def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
                   fallback: int | None = None) -> np.ndarray:
     """Index of each data value in ``domain`` (``fallback`` for others, else an error)."""
+    import pandas as pd
+
     index = {_value_key(v): k for k, v in enumerate(domain)}
     numeric = pd.api.types.is_numeric_dtype(values.dtype) or \
         pd.api.types.is_bool_dtype(values.dtype)
