@@ -955,7 +955,10 @@ def release(
     vec = np.atleast_1d(np.asarray(value, dtype=float))
     # One generator for every coordinate, so seeded coordinates get independent noise.
     rng = noise.make_rng(seed)
-    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng) for v in vec]
+    # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid once
+    # per coordinate (dimension=).
+    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
+                                   dimension=len(vec)) for v in vec]
     out = tuple(float(d.value) for d in draws)
     first = draws[0]
     sampler, secure = str(first.sampler), bool(first.secure)

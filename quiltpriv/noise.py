@@ -543,13 +543,14 @@ def gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *,
 # --------------------------------------------------------------------------------------------
 
 
-def _release_grid(scale: float, sensitivity: float, granularity: object) -> Fraction:
+def _release_grid(scale: float, sensitivity: float, granularity: object,
+                  dimension: int = 1) -> Fraction:
     if granularity is not None:
         return _check_granularity(granularity)
-    # grid 2**20 times finer than both the noise and the sensitivity, so the inflation factor
-    # (Delta + g)/Delta is at most 1 + 2**-20
+    # grid 2**20 * dimension times finer than both the noise and the sensitivity, so the
+    # inflation factor (Delta + dimension * g)/Delta is at most 1 + 2**-20
     basis = min(scale, sensitivity) if sensitivity > 0 else scale
-    return Fraction(default_granularity(basis))
+    return Fraction(default_granularity(basis / dimension))
 
 
 def _no_noise(value: float) -> NoisyValue:
@@ -559,7 +560,7 @@ def _no_noise(value: float) -> NoisyValue:
 
 def laplace_release(value: float, scale: float, sensitivity: float, *,
                     seed: int | random.Random | None = None,
-                    granularity: float | None = None) -> NoisyValue:
+                    granularity: float | None = None, dimension: int = 1) -> NoisyValue:
     """Release ``value`` with exact discrete Laplace noise, as private as ``scale`` promises.
 
     The caller's promise: ``value`` has sensitivity ``Delta = sensitivity`` and noise of scale
@@ -580,16 +581,23 @@ def laplace_release(value: float, scale: float, sensitivity: float, *,
         ``Delta >= 0``.
     seed, granularity
         As in :func:`laplace`; the default ``g`` is the largest power of two
-        ``<= 2**-20 * min(scale, sensitivity)`` (at most 1), so the inflation is <= 1 + 2**-20.
+        ``<= 2**-20 * min(scale, sensitivity) / dimension`` (at most 1), so the inflation is
+        <= 1 + 2**-20.
+    dimension : int
+        ``d``, the number of coordinates of a vector query whose coordinates are released by
+        ``d`` calls with one scale and an L1 ``sensitivity``: snapping each coordinate moves an
+        L1 distance by up to ``d g``, so ``t = b (Delta + d g) / (Delta g)``.
     """
     x = _check_finite(value, "value")
     b = check_noise_scale(scale, "scale")
     delta = check_positive(sensitivity, "sensitivity", allow_zero=True)
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        raise ParameterError(f"dimension must be a whole number >= 1, got {dimension!r}")
     if b == 0:
         return _no_noise(x)
-    g = _release_grid(b, delta, granularity)
+    g = _release_grid(b, delta, granularity, dimension)
     bf, df = Fraction(b), Fraction(delta)
-    t = bf * (df + g) / (df * g) if delta > 0 else bf / g
+    t = bf * (df + dimension * g) / (df * g) if delta > 0 else bf / g
     _check_drawable(t * g, "the inflated scale", slack=2)  # a coarse granularity inflates it
     rng = make_rng(seed)
     k = _discrete_laplace(t.numerator, t.denominator, rng)

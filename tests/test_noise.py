@@ -457,3 +457,21 @@ def test_noisy_value_is_frozen():
     rec = noise.laplace_release(1.0, 1.0, 1.0, seed=1)
     with pytest.raises(AttributeError):
         rec.value = 2.0  # type: ignore[misc]
+
+
+def test_vector_release_pays_the_grid_once_per_coordinate():
+    # d coordinates snapped to g * Z move an L1 distance by up to d * g: the noise parameter
+    # covers Delta + d g (exactly), and the default grid shrinks with d so the inflation stays
+    # at most 1 + 2**-20.
+    from quiltpriv.noise import laplace_release
+
+    b, delta = 3.0, 2.0
+    for d in (1, 2, 7, 1000):
+        r = laplace_release(0.3, b, delta, seed=1, dimension=d)
+        g = Fraction(r.granularity)
+        assert g <= Fraction(2) ** -20 * Fraction(min(b, delta)) / d
+        assert Fraction(r.noise_scale_used) == Fraction(b) * (Fraction(delta) + d * g) / Fraction(
+            delta)
+        assert r.noise_scale_used <= b * (1 + 2**-20)
+    with pytest.raises(ParameterError, match="dimension"):
+        laplace_release(0.3, b, delta, seed=1, dimension=0)
