@@ -453,12 +453,6 @@ def _numbers(pieces: Sequence[str], src: _Source, pos: int, what: str,
                 empty is not None and empty.group().startswith(";"))
             raise src.error(pos, f"{what} has an empty entry in {pieces[index].strip()!r}")
         joined = joined.replace(",", " ")  # a single trailing comma per piece vanishes too
-    if per_piece is not None:
-        counts = [len(r.split()) for r in joined.split(";")]
-        wrong = next((c for c in counts if c != per_piece), None)
-        if wrong is not None:
-            raise src.error(pos, f"{what}: a row has {wrong} probabilities, expected "
-                                 f"{per_piece} (one per state)")
     tokens = joined.replace(";", " ").split() if commas else joined.split()
     if not tokens:
         raise src.error(pos, f"{what} gives no probabilities")
@@ -469,6 +463,12 @@ def _numbers(pieces: Sequence[str], src: _Source, pos: int, what: str,
     except ValueError:
         token = next(t for t in tokens if not _is_float(t))
         raise src.error(pos, f"{what}: {token!r} is not a number") from None
+    if per_piece is not None:
+        counts = [len(r.split()) for r in joined.split(";")]
+        wrong = next((c for c in counts if c != per_piece), None)
+        if wrong is not None:
+            raise src.error(pos, f"{what}: a row has {wrong} probabilities, expected "
+                                 f"{per_piece} (one per state)")
     if not np.all(np.isfinite(values)):
         raise ModelError(f"{src.where}: {what} contains NaN or infinite probabilities")
     small = (values >= 0) & (values < _TINY)

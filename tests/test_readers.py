@@ -305,6 +305,8 @@ MALFORMED = {
                           "'0_5' is not a number"),
     "unicode_digit": (TWO + "probability ( b ) { table 0.5, \u0660.5; }\n", "is not a number"),
     "bad_number": (TWO + "probability ( b ) { table 0.5, 1e; }\n", "'1e' is not a number"),
+    "word_in_row": (TWO + "probability ( b | a ) { (x) 0.5, 0.5 x; (y) 1, 0; }\n",
+                    "'x' is not a number"),
     "infinity": (TWO + "probability ( b ) { table Infinity, 0.5; }\n", "NaN or infinite"),
     "overflow": (TWO + "probability ( b ) { table 1e999, 0.5; }\n", "NaN or infinite"),
     "underflow": (TWO + "probability ( b ) { table 1e-400, 1; }\n",
@@ -367,8 +369,8 @@ def test_malformed_bif_is_refused_with_a_clear_message(tmp_path, case):
 @pytest.mark.parametrize("case", [c for c in MALFORMED if c not in {
     # pgmpy accepts these (its bugs): garbage, repeated rows and stray braces are skipped or
     # overwritten, 'type' is not checked, a second table is appended to the first.
-    "stray_brace", "garbage_in_block", "duplicate_row", "two_tables", "two_types",
-    "not_discrete", "second_network",
+    "stray_brace", "garbage_in_block", "word_in_row", "duplicate_row", "two_tables",
+    "two_types", "not_discrete", "second_network",
     # the pgmpy path cannot build these in reasonable time or memory (the new reader refuses
     # them before allocating anything)
     "astronomic_parents", "huge_count",
