@@ -132,10 +132,10 @@ def read_bif(text: str, where: str, *, name: str | None = None,
             raise ModelError(f"{where}: more than one probability block for {var}")
         seen[var] = block.pos
         pa = [resolve(p, f"the probability block of {var!r}", block.pos) for p in block.parents]
-        dup = sorted({p for p in pa if pa.count(p) > 1})
-        if dup:
+        dup = _first_repeat(pa)
+        if dup is not None:
             raise src.error(block.pos, f"the probability block of {var!r} lists parent "
-                                       f"{dup[0]!r} twice")
+                                       f"{dup!r} twice")
         parents[var] = pa
         tables[var] = _bif_table(block, var, pa, states, src)
     missing = [v for v in variables if v not in tables]
@@ -391,7 +391,7 @@ def _bif_table(block: _Block, var: str, parents: Sequence[str],
                              "(use 'table')")
     if len(block.heads) != ncols:  # before any allocation: ncols may be astronomically large
         raise src.error(pos, f"{what} has {len(block.heads)} rows, expected one per "
-                             f"configuration of its parents ({ncols})")
+                             f"configuration of its parents ({_count(ncols)})")
     cols = _row_columns(block.heads, parents, states, src, pos, what)
     values = _numbers(block.numbers, src, pos, what, per_piece=card)
     table = np.empty((card, ncols))
@@ -402,7 +402,22 @@ def _bif_table(block: _Block, var: str, parents: Sequence[str],
 def _expected(card: int, ncols: int) -> str:
     if ncols == 1:
         return f"{card} (one per state)"
-    return f"{card * ncols} ({card} states x {ncols} configurations of the parents)"
+    return (f"{_count(card * ncols)} ({card} states x {_count(ncols)} configurations of the "
+            "parents)")
+
+
+def _count(n: int) -> str:
+    """``n`` for a message; a huge product of cardinalities as a power of ten."""
+    return str(n) if n < 10**30 else f"about 10^{round(math.log10(n))}"
+
+
+def _first_repeat(names: Sequence[str]) -> str | None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def _row_columns(heads: list[str], parents: Sequence[str],
@@ -453,12 +468,6 @@ def _numbers(pieces: Sequence[str], src: _Source, pos: int, what: str,
                 empty is not None and empty.group().startswith(";"))
             raise src.error(pos, f"{what} has an empty entry in {pieces[index].strip()!r}")
         joined = joined.replace(",", " ")  # a single trailing comma per piece vanishes too
-    if per_piece is not None:
-        counts = [len(r.split()) for r in joined.split(";")]
-        wrong = next((c for c in counts if c != per_piece), None)
-        if wrong is not None:
-            raise src.error(pos, f"{what}: a row has {wrong} probabilities, expected "
-                                 f"{per_piece} (one per state)")
     tokens = joined.replace(";", " ").split() if commas else joined.split()
     if not tokens:
         raise src.error(pos, f"{what} gives no probabilities")
@@ -469,6 +478,12 @@ def _numbers(pieces: Sequence[str], src: _Source, pos: int, what: str,
     except ValueError:
         token = next(t for t in tokens if not _is_float(t))
         raise src.error(pos, f"{what}: {token!r} is not a number") from None
+    if per_piece is not None:
+        counts = [len(r.split()) for r in joined.split(";")]
+        wrong = next((c for c in counts if c != per_piece), None)
+        if wrong is not None:
+            raise src.error(pos, f"{what}: a row has {wrong} probabilities, expected "
+                                 f"{per_piece} (one per state)")
     if not np.all(np.isfinite(values)):
         raise ModelError(f"{src.where}: {what} contains NaN or infinite probabilities")
     small = (values >= 0) & (values < _TINY)
@@ -586,9 +601,9 @@ def read_xmlbif(text: str, where: str, *, name: str | None = None,
         for p in pa:
             if p not in states:
                 raise err(item.line, f"the parent {p!r} of {var!r} is not a declared variable")
-        dup = sorted({p for p in pa if pa.count(p) > 1})
-        if dup:
-            raise err(item.line, f"the DEFINITION of {var!r} lists parent {dup[0]!r} twice")
+        dup = _first_repeat(pa)
+        if dup is not None:
+            raise err(item.line, f"the DEFINITION of {var!r} lists parent {dup!r} twice")
         body = item.fields.get("table", [])
         if len(body) != 1:
             raise err(item.line, f"the DEFINITION of {var!r} needs exactly one TABLE")

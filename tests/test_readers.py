@@ -305,6 +305,8 @@ MALFORMED = {
                           "'0_5' is not a number"),
     "unicode_digit": (TWO + "probability ( b ) { table 0.5, \u0660.5; }\n", "is not a number"),
     "bad_number": (TWO + "probability ( b ) { table 0.5, 1e; }\n", "'1e' is not a number"),
+    "word_in_row": (TWO + "probability ( b | a ) { (x) 0.5, 0.5 x; (y) 1, 0; }\n",
+                    "'x' is not a number"),
     "infinity": (TWO + "probability ( b ) { table Infinity, 0.5; }\n", "NaN or infinite"),
     "overflow": (TWO + "probability ( b ) { table 1e999, 0.5; }\n", "NaN or infinite"),
     "underflow": (TWO + "probability ( b ) { table 1e-400, 1; }\n",
@@ -349,7 +351,13 @@ MALFORMED = {
         + "variable c { type discrete [ 2 ] { x, y }; }\n"
         + "probability ( c | " + ", ".join(f"v{k}" for k in range(12)) + " ) { (s0, s0, s0, "
           "s0, s0, s0, s0, s0, s0, s0, s0, s0) 1, 0; }\n",
-        "has 1 rows, expected one per configuration of its parents (10000000000000000"),
+        "has 1 rows, expected one per configuration of its parents (about 10^48)"),
+    "astronomic_table": (
+        "".join(f"variable v{k} {{ type discrete [ 2 ] {{ x, y }}; }}\n" for k in range(20000))
+        + "".join(f"probability ( v{k} ) {{ table 0.5, 0.5; }}\n" for k in range(20000))
+        + "variable c { type discrete [ 2 ] { x, y }; }\n"
+        + "probability ( c | " + ", ".join(f"v{k}" for k in range(20000)) + " ) { table 1; }\n",
+        "has 1 probabilities, expected about 10^6021 (2 states x about 10^6021 configurations"),
 }
 
 
@@ -367,11 +375,11 @@ def test_malformed_bif_is_refused_with_a_clear_message(tmp_path, case):
 @pytest.mark.parametrize("case", [c for c in MALFORMED if c not in {
     # pgmpy accepts these (its bugs): garbage, repeated rows and stray braces are skipped or
     # overwritten, 'type' is not checked, a second table is appended to the first.
-    "stray_brace", "garbage_in_block", "duplicate_row", "two_tables", "two_types",
-    "not_discrete", "second_network",
+    "stray_brace", "garbage_in_block", "word_in_row", "duplicate_row", "two_tables",
+    "two_types", "not_discrete", "second_network",
     # the pgmpy path cannot build these in reasonable time or memory (the new reader refuses
     # them before allocating anything)
-    "astronomic_parents", "huge_count",
+    "astronomic_parents", "astronomic_table", "huge_count",
 }])
 def test_pgmpy_path_refuses_them_too(tmp_path, case):
     with pytest.raises(QuiltPrivError):
@@ -498,6 +506,57 @@ def test_xmlbif_ignores_unknown_elements_and_keeps_texts(tmp_path, student_xml):
     text = text.replace("</VARIABLE>", "<PROPERTY>a = b = c</PROPERTY></VARIABLE>", 1)
     theta = load_model(_write(tmp_path, "s.xml", text))
     _same(theta, load_model(_write(tmp_path, "s.xml", student_xml)))
+
+
+DOG_PROBLEM = """<?xml version="1.0" encoding="US-ASCII"?>
+<!DOCTYPE BIF [
+  <!ELEMENT BIF ( NETWORK )*>
+  <!ATTLIST BIF VERSION CDATA #REQUIRED>
+  <!ELEMENT NETWORK ( NAME, ( PROPERTY | VARIABLE | DEFINITION )* )>
+  <!ELEMENT NAME (#PCDATA)>
+  <!ELEMENT VARIABLE ( NAME, ( OUTCOME |  PROPERTY )* ) >
+  <!ATTLIST VARIABLE TYPE (nature|decision|utility) "nature">
+  <!ELEMENT OUTCOME (#PCDATA)>
+  <!ELEMENT DEFINITION ( FOR | GIVEN | TABLE | PROPERTY )* >
+  <!ELEMENT FOR (#PCDATA)>
+  <!ELEMENT GIVEN (#PCDATA)>
+  <!ELEMENT TABLE (#PCDATA)>
+  <!ELEMENT PROPERTY (#PCDATA)>
+]>
+<BIF VERSION="0.3">
+<NETWORK>
+<NAME>Dog-Problem</NAME>
+<VARIABLE TYPE="nature">
+  <NAME>light-on</NAME>
+  <OUTCOME>true</OUTCOME>
+  <OUTCOME>false</OUTCOME>
+  <PROPERTY>position = (218, 195)</PROPERTY>
+</VARIABLE>
+<VARIABLE TYPE="nature">
+  <NAME>family-out</NAME>
+  <OUTCOME>true</OUTCOME>
+  <OUTCOME>false</OUTCOME>
+</VARIABLE>
+<DEFINITION>
+  <FOR>light-on</FOR>
+  <GIVEN>family-out</GIVEN>
+  <TABLE>0.6 0.4 0.05 0.95 </TABLE>
+</DEFINITION>
+<DEFINITION>
+  <FOR>family-out</FOR>
+  <TABLE>0.15 0.85 </TABLE>
+</DEFINITION>
+</NETWORK>
+</BIF>
+"""
+
+
+def test_xmlbif_with_the_formats_dtd_reads_as_pgmpy_reads_it(tmp_path):
+    # Cozman's interchange format ships its DTD inline: element declarations are fine.
+    theta = _both(_write(tmp_path, "dog.xml", DOG_PROBLEM))
+    assert theta.parents["light-on"] == ("family-out",)
+    np.testing.assert_array_equal(theta.members[0]["light-on"].table, [[0.6, 0.05],
+                                                                       [0.4, 0.95]])
 
 
 XML_MALFORMED = {

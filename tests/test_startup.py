@@ -126,3 +126,15 @@ def test_unknown_command_lists_every_command(capsys):
     names = [c for m in COMMANDS.values() for c, _ in m]
     assert err.startswith("quiltpriv: error: argument COMMAND: invalid choice: 'bogus'")
     assert all(f"'{n}'" in err for n in names)
+
+
+def test_ctrl_c_while_a_command_module_imports_is_one_line(monkeypatch, capsys):
+    # The heavy imports happen inside main(), so Ctrl-C there ends like any other Ctrl-C.
+    import quiltpriv.cli as cli
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.importlib, "import_module", interrupted)
+    assert main(["plan", "student", "--sensitive", "income"]) == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "quiltpriv: interrupted\n"
