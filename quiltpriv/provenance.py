@@ -23,12 +23,13 @@ import hashlib
 import math
 import warnings
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .errors import ParameterStatesWarning
 from .network import Theta, _thawed
+
+if TYPE_CHECKING:  # pandas is imported when data are hashed, not when a plan is made
+    import pandas as pd
 
 __all__ = ["PARAMETER_KINDS", "check_parameter_states", "data_sha256", "parameter_kinds",
            "provenance_dict", "state_problems"]
@@ -45,6 +46,8 @@ def data_sha256(frame: pd.DataFrame) -> str:
     no index, ``\\n`` line ends, floats written with 17 significant digits (so the hash changes
     whenever a value does), missing values as the empty string.
     """
+    import pandas as pd
+
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame, got {type(frame).__name__}")
     canonical = frame[sorted(frame.columns, key=str)]

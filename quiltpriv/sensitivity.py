@@ -704,6 +704,8 @@ class CustomQuery(Query):
     def evaluate(self, data: pd.DataFrame) -> float | np.ndarray:
         if self.function is None:
             raise QueryError("custom query: no function given to evaluate it")
+        import pandas as pd
+
         frame = _columns(data, self.attributes, "custom query")
         # A fresh frame: declared columns only, copied, with a plain index (the caller's
         # index could itself be a column, and a view could reach back to the whole frame).
