@@ -14,9 +14,21 @@ Exact optimum over all quilts, cheaply. The scale of a quilt depends on ``Q`` on
 ``N``, :func:`quiltpriv.quilts.least_influence_quilt` returns a quilt ``Q*(T)`` whose influence
 is at most that of *every* quilt keeping ``T`` out of ``N`` (monotonicity and the
 data-processing inequality). The optimal quilt ``Q_opt`` keeps ``T = A - N(Q_opt)`` out of
-``N``, so ``Q*(T)`` is at least as good. Hence ``min over T of scale(Q*(T))`` is the exact
-optimum over all ``2**(m-1)`` quilts, with one influence computation per subset of ``A``
-(fewer after pruning: influence is monotone in ``T``). Tests check this against brute force.
+``N``, so ``Q*(T)`` is at least as good: the optimum over all ``2**(m-1)`` quilts is the least
+scale over the candidates ``Q*(T)``. The query says how its sensitivity depends on the
+columns (``Query.sensitivity_structure``), and the search uses it instead of trying all
+``2**|A|`` targets:
+
+- all-or-nothing (count, histogram; sum and mean read one attribute): two candidates,
+  ``T = {}`` (the quilt ``Q = {}``) and ``T`` = every query attribute other than ``i``;
+- additive (linear) and general (custom): a branch and bound over ``T``. ``e(Q*(T))`` is
+  monotone in ``T`` and ``Delta`` of what ``T`` leaves in ``N`` shrinks as ``T`` grows, which
+  bounds every target below a node of the search; for additive sensitivities, influences also
+  add up over parts of ``Q`` that are independent given ``phi_i``, which bounds them further.
+  The search stops at ``max_candidates`` targets or the time limit with a valid plan flagged
+  as not proven optimal.
+
+docs/concepts.md has the proofs; tests check the planner against brute force.
 """
 
 from __future__ import annotations
@@ -25,9 +37,8 @@ import json
 import math
 import random
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -40,9 +51,16 @@ from .influence import (
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
+    joint_marginal,
 )
 from .network import Theta, as_theta
-from .quilts import Quilt, least_influence_quilt, markov_quilt, trivial_quilt
+from .quilts import (
+    Quilt,
+    least_influence_quilt,
+    markov_quilt,
+    moral_ancestral_graph,
+    trivial_quilt,
+)
 from .sensitivity import Query
 
 
@@ -298,56 +316,314 @@ class _Search:
     reasons: list[str] = field(default_factory=list)
 
 
+#: Most target sets ``T`` the search of one sensitive attribute evaluates (each costs at most
+#: one exact influence) before it stops with the best quilt found so far, flagged as not proven
+#: optimal. Count and histogram queries need two; additive and general sensitivities are
+#: searched by branch and bound, which this bounds.
+DEFAULT_MAX_CANDIDATES = 100_000
+
+#: Said (in the attribute's explanation) when the time limit stops a search.
+TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+
+
+class _Stop(Exception):
+    """The search must stop now (time limit or candidate budget); the message says which."""
+
+
+class _Candidates:
+    """Evaluates the candidates ``Q*(T)`` of one sensitive attribute and keeps the best.
+
+    ``memo`` maps each evaluated quilt to its exact influence (``None`` when only an upper
+    bound, or nothing, is known); it holds at most ``max_candidates`` entries.
+    """
+
+    def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
+                 max_table: int, deadline: float | None, inference: str,
+                 max_candidates: int) -> None:
+        self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
+        self.max_table, self.deadline, self.inference = max_table, deadline, inference
+        self.max_candidates = max_candidates
+        self.attrs = frozenset(query.attributes)
+        self.memo: dict[tuple[str, ...], float | None] = {}
+        self.evaluated = 0
+
+    def evaluate(self, target: frozenset[str], floor: float) -> float:
+        """Make ``Q*(target)`` a candidate; return a lower bound on ``e(Q*(T))`` for every
+        ``T`` containing ``target``.
+
+        ``floor`` is such a bound already known (from a subset of ``target``): ``e(Q*(T))`` is
+        monotone in ``T``. The quilt's exact influence is one too; an upper bound is not.
+        """
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _Stop(TIME_LIMIT_REASON)
+        if self.evaluated >= self.max_candidates:
+            raise _Stop(f"the search stopped after its budget of {self.max_candidates} "
+                        "candidate target sets")
+        self.evaluated += 1
+        theta, node, eps, best = self.theta, self.node, self.eps, self.best
+        q = least_influence_quilt(theta, node, target)
+        if q in self.memo:
+            known = self.memo[q]
+            return floor if known is None else max(floor, known)
+        self.memo[q] = None
+        quilt = markov_quilt(theta, node, q)
+        delta = self.query.sensitivity(self.attrs & set(quilt.nearby))
+        try:
+            infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
+                                         inference=self.inference)
+        except InfluenceTooExpensive as exc:
+            best.optimal = False
+            best.reasons.append(f"quilt {_set(q)} skipped: {exc}")
+            return floor
+        best.considered += 1
+        e = infl.value
+        scale = _scale(delta, e, eps)
+        if infl.exact:
+            self.memo[q] = e
+            floor = max(floor, e)
+        else:
+            # An upper bound: the scale is valid (more noise), the optimum is not proven.
+            best.optimal = False
+            best.reasons.append(
+                f"the influence of {_set(q)} is an upper bound (data-processing "
+                f"inequality via {_set(infl.bound_via or ())})")
+        key = _key(scale, e, q, theta) + (0,)
+        if key < best.key:
+            best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
+            best.via = infl.bound_via
+            best.member = theta.names[infl.member] if infl.member is not None else None
+            best.pair = infl.pair
+        return floor
+
+
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
-            max_table: int, deadline: float | None, inference: str) -> None:
-    """Evaluate one candidate quilt per target set ``T`` (subsets of the query attributes)."""
-    attrs = query.attributes
-    others = [a for a in theta.sort(attrs) if a != node]
-    seen: set[tuple[str, ...]] = set()
-    infeasible: list[frozenset[str]] = []  # targets whose Q* has influence above eps
-    for k in range(len(others) + 1):
-        for target in combinations(others, k):
-            if deadline is not None and time.monotonic() > deadline:
-                best.optimal = False
-                best.reasons.append("the time limit was reached before every candidate was "
-                                    "evaluated")
-                return
-            t = frozenset(target)
-            # e(Q*(T)) is monotone in T: a superset of an infeasible target is infeasible.
-            if any(bad <= t for bad in infeasible):
-                continue
-            q = least_influence_quilt(theta, node, t)
-            if q in seen:
-                continue
-            seen.add(q)
-            quilt = markov_quilt(theta, node, q)
-            delta = query.sensitivity(set(attrs) & set(quilt.nearby))
-            if delta / eps > best.scale:  # lower bound already worse: skip its influence
-                continue
-            try:
-                infl = influence_upper_bound(theta, node, q, max_table=max_table,
-                                             inference=inference)
-            except InfluenceTooExpensive as exc:
-                best.optimal = False
-                best.reasons.append(f"quilt {_set(q)} skipped: {exc}")
-                continue
-            best.considered += 1
-            e = infl.value
-            scale = _scale(delta, e, eps)
-            if not infl.exact:
-                # An upper bound: the scale is valid (more noise), the optimum is not proven.
-                best.optimal = False
-                best.reasons.append(
-                    f"the influence of {_set(q)} is an upper bound (data-processing "
-                    f"inequality via {_set(infl.bound_via or ())})")
-            elif e > eps:
-                infeasible.append(t)
-            key = _key(scale, e, q, theta) + (0,)
-            if key < best.key:
-                best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
-                best.via = infl.bound_via
-                best.member = theta.names[infl.member] if infl.member is not None else None
-                best.pair = infl.pair
+            max_table: int, deadline: float | None, inference: str,
+            max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
+    """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
+
+    ``T = {}`` (the quilt ``Q = {}``) first; then, by the query's sensitivity structure, the
+    one other candidate an all-or-nothing sensitivity needs, or a branch and bound.
+    """
+    ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, inference,
+                      max_candidates)
+    others = [a for a in theta.sort(query.attributes) if a != node]
+    try:
+        ctx.evaluate(frozenset(), 0.0)
+        if query.sensitivity_structure == "all-or-nothing":
+            # Delta_B is one value c whenever B meets the support A' (the attributes with
+            # Delta_{j} > 0), else 0. A quilt with A' nearby has scale c / (eps - e) >= c / eps,
+            # the scale of Q = {}; one with no attribute of A' nearby is dominated by
+            # Q*(A'), whose influence is least among them. Impossible if i is in A'.
+            support = frozenset(a for a in others if query.sensitivity((a,)) > 0)
+            if support and not query.sensitivity((node,)) > 0:
+                ctx.evaluate(support, 0.0)
+        else:
+            _branch_and_bound(ctx, others)
+    except _Stop as stop:
+        best.optimal = False
+        best.reasons.append(str(stop))
+
+
+def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
+    """Least ``Delta(A - T) / (eps - e(Q*(T)))`` over targets ``T`` (docs/concepts.md).
+
+    A set-enumeration tree over ``T``: a node ``t`` with its available items ``U`` stands for
+    the targets ``t + S``, ``S`` inside ``U``. Evaluating ``t + j`` for every ``j`` in ``U``
+    (these are the node's children, each a candidate) gives ``e(t + S) >= e(t + j)`` for
+    every ``j`` in ``S`` (monotonicity), and ``Delta(A - t - S)`` only grows as ``S`` shrinks;
+    ``bound`` turns both into a lower bound on every scale below the node (and
+    :class:`_PairBound` adds one for additive sensitivities), and a node whose bound is not
+    below the best scale found is not searched. An item whose ``e(t + j)`` exceeds eps is
+    dropped below ``t`` (every target containing it has an infinite scale).
+    """
+    query, node, eps, best = ctx.query, ctx.node, ctx.eps, ctx.best
+    additive = query.sensitivity_structure == "additive"
+    weight = {a: query.sensitivity((a,)) for a in others} if additive else {}
+    # Additive: an attribute of weight 0 never lowers Delta, so keeping it out only costs.
+    items = [a for a in others if weight[a] > 0] if additive else list(others)
+    w_node = query.sensitivity((node,)) if additive else 0.0
+    attrs = ctx.attrs
+
+    def left(kept: frozenset[str], excluded: float, rest: list[tuple[str, float]]) -> list[float]:
+        """``Delta(A - kept - S_k)`` for ``S_k`` = the first ``k`` items of ``rest``."""
+        if additive:
+            suffix = [0.0] * (len(rest) + 1)
+            for k in range(len(rest) - 1, -1, -1):
+                suffix[k] = weight[rest[k][0]] + suffix[k + 1]
+            return [excluded + x for x in suffix]
+        out, s = [], set(attrs - kept)
+        out.append(query.sensitivity(s))
+        for j, _ in rest:
+            s.discard(j)
+            out.append(query.sensitivity(s))
+        return out
+
+    def bound(kept: frozenset[str], e_kept: float, excluded: float,
+              rest: list[tuple[str, float]]) -> float:
+        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``.
+
+        ``rest`` holds ``(j, lower bound on e(kept + j))``, sorted by that bound; if the
+        largest bound in ``S`` is the ``k``-th, then ``S`` lies in the first ``k`` items.
+        ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
+        """
+        deltas = left(kept, excluded, rest)
+        lb = _scale(deltas[0], e_kept, eps)
+        for k, (_, e_j) in enumerate(rest, start=1):
+            lb = min(lb, _scale(deltas[k], max(e_kept, e_j), eps))
+        return lb
+
+    # Stack entries: (t, e lower bound of t, available items, Delta excluded, pre-bound).
+    stack: list[tuple[frozenset[str], float, tuple[str, ...], float, float]] = [
+        (frozenset(), 0.0, tuple(items), w_node, 0.0)]
+    pairs = _PairBound(ctx, items, weight) if additive and len(items) > 1 else None
+    while stack:
+        t, e_t, avail, excluded, pre = stack.pop()
+        if pre >= best.scale:
+            continue
+        if pairs is not None and pairs.excludes(t, avail, excluded, best.scale, eps):
+            continue
+        ext = []
+        for j in avail:
+            e_j = ctx.evaluate(t | {j}, e_t)
+            if e_j <= eps:
+                ext.append((j, e_j))
+        ext.sort(key=lambda x: x[1])
+        if additive:
+            kept_on = {j for j, _ in ext}
+            excluded += sum(weight[j] for j in avail if j not in kept_on)
+        if bound(t, e_t, excluded, ext) >= best.scale:
+            continue
+        children = []
+        order = _child_order(ext, weight)
+        for k, (j, e_j) in enumerate(order):
+            # The child t + j stands for the targets whose first item (in this order) is j.
+            later = {x for x, _ in order[k + 1:]}
+            rest = [x for x in ext if x[0] in later]
+            lb = bound(t | {j}, e_j, excluded, rest)
+            if lb < best.scale:
+                children.append((lb, k, (t | {j}, e_j, tuple(x for x, _ in rest), excluded, lb)))
+            if additive:
+                excluded += weight[j]  # below the later children, j is left in N
+        children.sort(key=lambda c: (c[0], c[1]), reverse=True)  # least bound popped first
+        stack.extend(c[2] for c in children)
+
+
+def _blocks(theta: Theta, node: str) -> dict[str, int]:
+    """Each other node's connected component in the moral graph of the whole DAG minus
+    ``node``: quilts in different components are independent given ``phi_node``."""
+    adj = moral_ancestral_graph(theta, theta.nodes)
+    block: dict[str, int] = {}
+    for start in theta.nodes:
+        if start == node or start in block:
+            continue
+        block[start] = len(block)
+        label, stack = block[start], [start]
+        while stack:
+            for w in adj[stack.pop()]:
+                if w != node and w not in block:
+                    block[w] = label
+                    stack.append(w)
+    return block
+
+
+def _pair_influences(joint: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``max_q log P(q|a) / P(q|b)`` for every ordered pair ``a != b`` of ``valid`` states of
+    ``phi_i`` (``joint[a, q...]`` = ``P(phi_i = a, phi_Q = q)``); ``+inf`` when some ``q`` is
+    possible under ``a`` and impossible under ``b``. Definition 8 is the largest of them."""
+    # float: a lower bound may round either way by ~1e-16; influences are rounded up by 1e-10.
+    j = np.asarray(joint, dtype=float).reshape(joint.shape[0], -1)[valid]
+    cond = j / j.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logc = np.log(cond)
+        diff = logc[:, None, :] - logc[None, :, :]
+    diff = np.where((cond > 0)[:, None, :], diff, -np.inf)
+    out = diff.max(axis=2)
+    k = len(valid)
+    return out[~np.eye(k, dtype=bool)]
+
+
+class _PairBound:
+    """A lower bound on influences from conditional independence given ``phi_i``.
+
+    Split the other nodes into the components ("blocks") of the moral graph minus ``i``.
+    ``Q*(T)`` is the union of the ``Q*(T & block)``, which are independent given ``phi_i``
+    under every member, so for each member and pair ``(a, b)`` of values of ``phi_i`` the
+    log-ratio ``L_p(Q) = max_q log P(q|a) / P(q|b)`` adds up over blocks; and ``L_p`` is
+    monotone in ``T`` like ``e``. Hence, with ``v_j`` the vector of ``L_p(Q*({j}))``,
+    ``e(Q*(T)) >= sum over blocks of max over j in T & block of v_j[p]`` for every ``p``.
+    For an additive ``Delta`` the best completion of a node against a fixed ``p`` is then a
+    separable problem per block (docs/concepts.md).
+    """
+
+    def __init__(self, ctx: _Candidates, items: Sequence[str], weight: Mapping[str, float]):
+        theta, node = ctx.theta, ctx.node
+        block = _blocks(theta, node)
+        self.block = {j: block[j] for j in items}
+        self.weight = weight
+        self.useful = len(set(self.block.values())) > 1
+        self.vector: dict[str, np.ndarray] = {}
+        if not self.useful:
+            return
+        valid = []
+        for m in range(len(theta.members)):
+            p_i = joint_marginal(theta, (node,), m, inference=ctx.inference)
+            valid.append(np.flatnonzero(p_i > 0))
+        for j in items:
+            q = least_influence_quilt(theta, node, {j})
+            parts = []
+            for m, ok in enumerate(valid):
+                if not q:
+                    parts.append(np.zeros(len(ok) * (len(ok) - 1)))
+                    continue
+                try:
+                    joint = joint_marginal(theta, (node, *q), m, max_table=ctx.max_table,
+                                           inference=ctx.inference)
+                except InfluenceTooExpensive:
+                    parts.append(np.zeros(len(ok) * (len(ok) - 1)))  # L_p >= 0 always
+                    continue
+                parts.append(_pair_influences(joint, ok))
+            self.vector[j] = np.concatenate(parts) if parts else np.zeros(0)
+
+    def excludes(self, kept: frozenset[str], avail: Sequence[str], excluded: float,
+                 scale: float, eps: float) -> bool:
+        """True when no target ``kept + S`` (``S`` inside ``avail``) has a scale below
+        ``scale``; ``excluded`` is ``Delta`` of what every such target leaves in ``N``."""
+        if not self.useful or not math.isfinite(scale) or not avail:
+            return False
+        w = self.weight
+        total = excluded + sum(w[j] for j in avail)
+        size = len(next(iter(self.vector.values())))
+        for p in range(size):
+            floor: dict[int, float] = {}
+            for j in kept:
+                if j in self.block:
+                    g = self.block[j]
+                    floor[g] = max(floor.get(g, 0.0), self.vector[j][p])
+            base = sum(floor.values())
+            by_block: dict[int, list[tuple[float, float]]] = {}
+            for j in avail:
+                by_block.setdefault(self.block[j], []).append((self.vector[j][p], w[j]))
+            gain = 0.0
+            for g, pts in by_block.items():
+                pts.sort()
+                f = floor.get(g, 0.0)
+                cum, best_g = 0.0, 0.0
+                for v, wj in pts:
+                    cum += wj
+                    best_g = max(best_g, cum - scale * max(0.0, v - f))
+                gain += best_g
+            # A completion S beats `scale` only if total - w(S) < scale * (eps - e), and
+            # e >= base + sum of the increments, so only if gain > total - scale (eps - base).
+            need = total - scale * (eps - base)
+            if gain < need - 1e-12 * (abs(need) + gain + scale * eps):
+                return True
+        return False
+
+
+def _child_order(ext: list[tuple[str, float]],
+                 weight: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The order that assigns targets to children: largest influence first."""
+    return sorted(ext, key=lambda x: -x[1])
 
 
 def plan_node(
@@ -359,20 +635,30 @@ def plan_node(
     max_table: int = DEFAULT_MAX_TABLE,
     deadline: float | None = None,
     inference: str = "auto",
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
 
     See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
-    too expensive to compute (``max_table``), the deadline passes or the search is interrupted
-    (Ctrl-C); in every case the returned quilt is valid, and ``optimal`` says whether it is
-    proven least.
+    too expensive to compute (``max_table``), the deadline passes, the candidate budget is used
+    up or the search is interrupted (Ctrl-C); in every case the returned quilt is valid, and
+    ``optimal`` says whether it is proven least.
     """
     return _plan_node(theta, query, node, epsilon, max_table, deadline,
-                      check_inference(inference))[0]
+                      check_inference(inference), _check_max_candidates(max_candidates))[0]
+
+
+def _check_max_candidates(max_candidates: object) -> int:
+    if (isinstance(max_candidates, bool) or not isinstance(max_candidates, int | np.integer)
+            or max_candidates < 1):
+        raise ParameterError(f"max_candidates must be a whole number >= 1, got "
+                             f"{max_candidates!r}")
+    return int(max_candidates)
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-               deadline: float | None, inference: str = "auto") -> tuple[SensitivePlan, bool]:
+               deadline: float | None, inference: str = "auto",
+               max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, bool]:
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
     delta_all = query.sensitivity(query.attributes)
@@ -380,7 +666,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     best = _Search(quilt=trivial_quilt(theta, node), scale=scale_all, delta=delta_all,
                    key=_key(scale_all, 0.0, (), theta) + (1,))  # trivial loses ties to Q = {}
     try:
-        _search(theta, query, node, eps, best, max_table, deadline, inference)
+        _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates)
     except KeyboardInterrupt:
         interrupted = True
         best.optimal = False
@@ -399,7 +685,8 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
 
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
-                wall_deadline: float | None, inference: str) -> list[SensitivePlan]:
+                wall_deadline: float | None, inference: str,
+                max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
     The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
@@ -408,7 +695,7 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
     deadline = (None if wall_deadline is None
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
     return [plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
-                      inference=inference) for node in nodes]
+                      inference=inference, max_candidates=max_candidates) for node in nodes]
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
@@ -458,7 +745,8 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
         m = len(theta.nodes) - 1
         total = f"{2**m}" if m <= 40 else f"2^{m}"
         text += (f" Least scale over all {total} quilts of {quilt.node!r} (exact: every other "
-                 f"quilt is dominated by an evaluated candidate; see docs/concepts.md).")
+                 f"quilt is dominated by an evaluated candidate or ruled out by a bound; see "
+                 f"docs/concepts.md).")
     else:
         text += " Optimality not proven: " + "; ".join(dict.fromkeys(reasons)) + "."
     return text
@@ -475,6 +763,7 @@ def plan(
     n_jobs: int | None = None,
     progress: bool = False,
     inference: str = "auto",
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> Plan:
     """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
 
@@ -504,6 +793,11 @@ def plan(
     inference : {"auto", "junction_tree", "elimination"}
         How exact influences are computed (:func:`quiltpriv.influence.joint_marginal`). All
         are exact; the default is the fastest measured on the bundled networks.
+    max_candidates : int
+        Most target sets the search of one sensitive attribute evaluates (each costs at most
+        one influence). Count and histogram queries need two; additive (linear) and general
+        (custom) sensitivities are searched by branch and bound, which stops here with the
+        best quilt found so far, flagged as not proven optimal.
 
     Returns
     -------
@@ -532,6 +826,7 @@ def plan(
         if not time_limit > 0:
             raise ParameterError(f"time_limit must be > 0, got {time_limit}")
     check_inference(inference)
+    max_candidates = _check_max_candidates(max_candidates)
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes = []
@@ -543,7 +838,8 @@ def plan(
         n_batches = min(len(sens), 4 * max(1, effective_n_jobs(n_jobs)))
         batches = [sens[k::n_batches] for k in range(n_batches)]
         done_batches = Parallel(n_jobs=n_jobs)(
-            delayed(_plan_batch)(theta, query, b, eps, max_table, wall_deadline, inference)
+            delayed(_plan_batch)(theta, query, b, eps, max_table, wall_deadline, inference,
+                                 max_candidates)
             for b in batches)
         by_node = {sp.node: sp for batch in done_batches for sp in batch}
         plans = tuple(by_node[s] for s in sens)
@@ -557,7 +853,7 @@ def plan(
         try:
             for s in nodes:
                 sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
-                                             inference)
+                                             inference, max_candidates)
                 done.append(sp)
                 if interrupted:
                     raise KeyboardInterrupt
@@ -568,6 +864,11 @@ def plan(
             done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
                                       "this attribute was searched"))
         plans = tuple(done)
+    stopped = [sp.node for sp in plans if TIME_LIMIT_REASON in sp.explanation]
+    if stopped:
+        notes.append(f"the time limit of {time_limit:g} s was reached: the search of "
+                     f"{', '.join(map(repr, stopped))} stopped with the best quilt found so far "
+                     "(valid, optimality not proven)")
     scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)

@@ -770,7 +770,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv report``: plan (and optionally release), then write the audit report."""
-    from ._cli_core import add_model_arguments, add_privacy_arguments, add_query_arguments
+    from ._cli_core import (
+        add_model_arguments,
+        add_privacy_arguments,
+        add_query_arguments,
+        add_time_limit_argument,
+    )
 
     r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
                        description="Plan an APMQM release and write a self-contained HTML "
@@ -779,8 +784,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--time-limit", type=float, metavar="SECONDS",
-                   help="stop the plan's search after this long (optimality then not proven)")
+    add_time_limit_argument(r)
     r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
                                                  "include the release record")
     r.add_argument("--seed", type=int, help="with --data: reproducible, NOT secure noise")
