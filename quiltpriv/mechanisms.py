@@ -324,6 +324,8 @@ DEFAULT_MAX_CANDIDATES = 100_000
 
 #: Said (in the attribute's explanation) when the time limit stops a search.
 TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+#: Begins what is said when the candidate budget stops a search.
+BUDGET_REASON = "the search stopped after its budget of"
 
 
 class _Stop(Exception):
@@ -357,8 +359,7 @@ class _Candidates:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _Stop(TIME_LIMIT_REASON)
         if self.evaluated >= self.max_candidates:
-            raise _Stop(f"the search stopped after its budget of {self.max_candidates} "
-                        "candidate target sets")
+            raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets")
         self.evaluated += 1
         theta, node, eps, best = self.theta, self.node, self.eps, self.best
         q = least_influence_quilt(theta, node, target)
@@ -459,18 +460,21 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
         return out
 
     def bound(kept: frozenset[str], e_kept: float, excluded: float,
-              rest: list[tuple[str, float]]) -> float:
-        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``.
+              rest: list[tuple[str, float]]) -> tuple[float, int]:
+        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``, and
+        the ``k`` attaining it.
 
         ``rest`` holds ``(j, lower bound on e(kept + j))``, sorted by that bound; if the
         largest bound in ``S`` is the ``k``-th, then ``S`` lies in the first ``k`` items.
         ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
         """
         deltas = left(kept, excluded, rest)
-        lb = _scale(deltas[0], e_kept, eps)
+        lb, arg = _scale(deltas[0], e_kept, eps), 0
         for k, (_, e_j) in enumerate(rest, start=1):
-            lb = min(lb, _scale(deltas[k], max(e_kept, e_j), eps))
-        return lb
+            x = _scale(deltas[k], max(e_kept, e_j), eps)
+            if x < lb:
+                lb, arg = x, k
+        return lb, arg
 
     # Stack entries: (t, e lower bound of t, available items, Delta excluded, pre-bound).
     stack: list[tuple[frozenset[str], float, tuple[str, ...], float, float]] = [
@@ -491,15 +495,25 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
         if additive:
             kept_on = {j for j, _ in ext}
             excluded += sum(weight[j] for j in avail if j not in kept_on)
-        if bound(t, e_t, excluded, ext) >= best.scale:
+        lb, arg = bound(t, e_t, excluded, ext)
+        if lb < best.scale and arg == len(ext) > 1:
+            # The bound points at keeping everything available out: try that target first
+            # (unless independent parts already show it is not that good); when its influence
+            # is as low as the bound hoped (influences that saturate, as through a hub), it
+            # closes the whole subtree at once.
+            full = t | {j for j, _ in ext}
+            if pairs is None or _scale(excluded, max(ext[-1][1], pairs.floor(full)),
+                                       eps) < best.scale:
+                ctx.evaluate(full, e_t)
+        if lb >= best.scale:
             continue
         children = []
-        order = _child_order(ext, weight)
+        order = sorted(ext, key=lambda x: -x[1])  # largest influence: largest subtree
         for k, (j, e_j) in enumerate(order):
             # The child t + j stands for the targets whose first item (in this order) is j.
             later = {x for x, _ in order[k + 1:]}
             rest = [x for x in ext if x[0] in later]
-            lb = bound(t | {j}, e_j, excluded, rest)
+            lb = bound(t | {j}, e_j, excluded, rest)[0]
             if lb < best.scale:
                 children.append((lb, k, (t | {j}, e_j, tuple(x for x, _ in rest), excluded, lb)))
             if additive:
@@ -584,6 +598,19 @@ class _PairBound:
                 parts.append(_pair_influences(joint, ok))
             self.vector[j] = np.concatenate(parts) if parts else np.zeros(0)
 
+    def floor(self, target: Iterable[str]) -> float:
+        """A lower bound on ``e(Q*(target))``: the largest over pairs of the blocks' sums."""
+        if not self.useful:
+            return 0.0
+        top: dict[int, np.ndarray] = {}
+        for j in target:
+            g = self.block[j]
+            top[g] = self.vector[j] if g not in top else np.maximum(top[g], self.vector[j])
+        if not top:
+            return 0.0
+        total = np.sum(list(top.values()), axis=0)
+        return float(total.max()) if total.size else 0.0
+
     def excludes(self, kept: frozenset[str], avail: Sequence[str], excluded: float,
                  scale: float, eps: float) -> bool:
         """True when no target ``kept + S`` (``S`` inside ``avail``) has a scale below
@@ -618,12 +645,6 @@ class _PairBound:
             if gain < need - 1e-12 * (abs(need) + gain + scale * eps):
                 return True
         return False
-
-
-def _child_order(ext: list[tuple[str, float]],
-                 weight: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The order that assigns targets to children: largest influence first."""
-    return sorted(ext, key=lambda x: -x[1])
 
 
 def plan_node(
@@ -864,11 +885,13 @@ def plan(
             done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
                                       "this attribute was searched"))
         plans = tuple(done)
-    stopped = [sp.node for sp in plans if TIME_LIMIT_REASON in sp.explanation]
-    if stopped:
-        notes.append(f"the time limit of {time_limit:g} s was reached: the search of "
-                     f"{', '.join(map(repr, stopped))} stopped with the best quilt found so far "
-                     "(valid, optimality not proven)")
+    for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
+                         (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
+        stopped = [sp.node for sp in plans if reason in sp.explanation]
+        if stopped:
+            notes.append(f"{what} was reached: the search of {', '.join(map(repr, stopped))} "
+                         "stopped with the best quilt found so far (valid, optimality not "
+                         "proven)")
     scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)

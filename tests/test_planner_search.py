@@ -337,6 +337,8 @@ def test_candidate_budget_flags_the_plan():
         sp = p["r"]
         assert not p.optimal and not sp.optimal
         assert f"budget of {budget} candidate" in sp.explanation
+        assert any(f"the budget of {budget} candidates was reached: the search of 'r'" in note
+                   for note in p.notes)
         assert sp.quilts_considered <= budget + 1  # the trivial quilt is not a target
         _valid_and_safe(theta, query, sp, 1.0, exact.scale)
     for bad in (0, -1, 2.5, True, "10"):
@@ -345,18 +347,20 @@ def test_candidate_budget_flags_the_plan():
 
 
 def test_time_limit_stops_the_branch_and_bound(monkeypatch):
-    theta = tree(6, "weak")
-    attrs = [v for v in theta.nodes if v != "r"]
+    theta, _ = star(13, 41, "weak")
+    attrs = [v for v in theta.nodes if v != "c"]
     query = random_linear(np.random.default_rng(6), attrs)
-    exact = plan(tree(6, "weak"), query, "r", 1.0)
-    # The clock passes the deadline after the 20th reading: a search stopped half-way.
-    readings = iter([0.0] * 20 + [1e9] * 10_000)
+    exact = plan(star(13, 41, "weak")[0], query, "c", 0.5)
+    assert exact.optimal and exact["c"].quilts_considered > 100
+    # The clock passes the deadline after the 50th reading: a search stopped half-way.
+    readings = iter([0.0] * 50 + [1e9] * 10_000)
     monkeypatch.setattr(mech.time, "monotonic", lambda: next(readings))
-    p = plan(theta, query, ["r", "h0"], 1.0, time_limit=5.0)
+    p = plan(theta, query, ["c", "L00"], 0.5, time_limit=5.0)
     assert not p.optimal
     for sp in p.sensitive:
         assert mech.TIME_LIMIT_REASON in sp.explanation
-        _valid_and_safe(theta, query, sp, 1.0, exact.scale if sp.node == "r" else 0.0)
+        _valid_and_safe(theta, query, sp, 0.5, exact.scale if sp.node == "c" else 0.0)
+    assert p["c"].quilts_considered > 10  # it did search before the limit
     assert any("time limit of 5 s was reached" in note for note in p.notes)
     assert "time limit of 5 s was reached" in p.explain()
     assert any("time limit" in note for note in qp.Plan.from_dict(p.to_dict()).notes)
