@@ -9,6 +9,8 @@ a branch and bound for a linear query (additive). This benchmark times one
 - ``star/centre``: a 25-node star (centre ``c`` -> ``L00..L23``, binary, CPD columns drawn from
   Dirichlet(2, 2)), the centre sensitive, ``A`` = the first |A| leaves. Every leaf kept out of
   ``N`` joins the quilt, so the candidates' influences need joints of up to 2^25 entries;
+- ``star/centre-weak``: the same with near-uniform CPD columns (0.45 + 0.1 Dirichlet(2, 2)):
+  small influences, so the optimum of a linear query keeps many leaves out;
 - ``star/leaf``: the same with one more leaf (26 nodes), leaf ``L00`` sensitive, ``A`` = |A|
   other leaves (the centre is not read, so a quilt must hold the leaves themselves);
 - ``dag``: a seeded random DAG of 25 nodes (each node up to 3 parents among earlier ones,
@@ -63,7 +65,7 @@ from quiltpriv.network import Theta, theta_from_pgmpy, theta_from_tables  # noqa
 from quiltpriv.quilts import least_influence_quilt, markov_quilt  # noqa: E402
 from quiltpriv.sensitivity import CountQuery, LinearQuery, Query  # noqa: E402
 
-SHAPES = ("star/centre", "star/leaf", "dag", "alarm")
+SHAPES = ("star/centre", "star/centre-weak", "star/leaf", "dag", "alarm")
 EPSILON = 1.0
 RECORDS = 1000
 
@@ -71,12 +73,13 @@ RECORDS = 1000
 # -- networks ---------------------------------------------------------------------------------
 
 
-def star(seed: int = 25, leaves: int = 24) -> Theta:
+def star(seed: int = 25, leaves: int = 24, weak: bool = False) -> Theta:
     rng = np.random.default_rng(seed)
     names = [f"L{k:02d}" for k in range(leaves)]
     tables = {"c": np.array([0.4, 0.6])}
     for v in names:
-        tables[v] = rng.dirichlet([2.0, 2.0], size=2).T  # axes (leaf, c)
+        cols = rng.dirichlet([2.0, 2.0], size=2).T  # axes (leaf, c)
+        tables[v] = 0.45 + 0.1 * cols if weak else cols
     return theta_from_tables([("c", v) for v in names], {v: [0, 1] for v in ["c", *names]},
                              tables)
 
@@ -102,8 +105,8 @@ def random_dag(seed: int = 2024, n: int = 25) -> Theta:
 
 def shape_setup(shape: str) -> tuple[Theta, str, list[str]]:
     """(Theta, sensitive node, attribute pool: A is its first |A| entries)."""
-    if shape == "star/centre":
-        theta = star()
+    if shape in ("star/centre", "star/centre-weak"):
+        theta = star(weak=shape.endswith("weak"))
         return theta, "c", [v for v in theta.nodes if v != "c"]
     if shape == "star/leaf":
         theta = star(leaves=25)

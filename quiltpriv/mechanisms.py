@@ -328,6 +328,13 @@ TIME_LIMIT_REASON = "the time limit was reached before the search finished"
 BUDGET_REASON = "the search stopped after its budget of"
 
 
+#: The independent-parts bound (:class:`_PairBound`) is used by the branch and bound on
+#: additive queries with at least this many attributes, and before an all-or-nothing query's
+#: second candidate when its joint table would exceed this many entries.
+PAIR_MIN_ITEMS = 8
+PAIR_CHECK_SIZE = 2**16
+
+
 class _Stop(Exception):
     """The search must stop now (time limit or candidate budget); the message says which."""
 
@@ -415,9 +422,15 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
             # Delta_{j} > 0), else 0. A quilt with A' nearby has scale c / (eps - e) >= c / eps,
             # the scale of Q = {}; one with no attribute of A' nearby is dominated by
             # Q*(A'), whose influence is least among them. Impossible if i is in A'.
-            support = frozenset(a for a in others if query.sensitivity((a,)) > 0)
+            support = [a for a in others if query.sensitivity((a,)) > 0]
             if support and not query.sensitivity((node,)) > 0:
-                ctx.evaluate(support, 0.0)
+                # Its scale is 0 or infinite; before a large joint, independent parts may
+                # already show that it is infinite.
+                q = least_influence_quilt(theta, node, support)
+                big = math.prod(theta.cardinality[v] for v in (node, *q)) > PAIR_CHECK_SIZE
+                pairs = _PairBound(ctx, support, {}) if big else None
+                if pairs is None or pairs.floors(support[1:], support[:1])[0] <= eps:
+                    ctx.evaluate(frozenset(support), 0.0)
         else:
             _branch_and_bound(ctx, others)
     except _Stop as stop:
@@ -479,7 +492,9 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
     # Stack entries: (t, e lower bound of t, available items, Delta excluded, pre-bound).
     stack: list[tuple[frozenset[str], float, tuple[str, ...], float, float]] = [
         (frozenset(), 0.0, tuple(items), w_node, 0.0)]
-    pairs = _PairBound(ctx, items, weight) if additive and len(items) > 1 else None
+    # The pair bound costs a walk of the whole moral graph and one small joint per item:
+    # worth it on wide queries only.
+    pairs = _PairBound(ctx, items, weight) if additive and len(items) >= PAIR_MIN_ITEMS else None
     while stack:
         t, e_t, avail, excluded, pre = stack.pop()
         if pre >= best.scale:
@@ -487,8 +502,11 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
         if pairs is not None and pairs.excludes(t, avail, excluded, best.scale, eps):
             continue
         ext = []
-        for j in avail:
-            e_j = ctx.evaluate(t | {j}, e_t)
+        floors = pairs.floors(t, avail) if pairs is not None else [0.0] * len(avail)
+        for j, floor in zip(avail, floors, strict=True):
+            if floor > eps:
+                continue  # independent parts alone exceed eps: no need for its influence
+            e_j = ctx.evaluate(t | {j}, max(e_t, floor))
             if e_j <= eps:
                 ext.append((j, e_j))
         ext.sort(key=lambda x: x[1])
@@ -502,8 +520,8 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
             # is as low as the bound hoped (influences that saturate, as through a hub), it
             # closes the whole subtree at once.
             full = t | {j for j, _ in ext}
-            if pairs is None or _scale(excluded, max(ext[-1][1], pairs.floor(full)),
-                                       eps) < best.scale:
+            floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
+            if _scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
                 ctx.evaluate(full, e_t)
         if lb >= best.scale:
             continue
@@ -598,18 +616,23 @@ class _PairBound:
                 parts.append(_pair_influences(joint, ok))
             self.vector[j] = np.concatenate(parts) if parts else np.zeros(0)
 
-    def floor(self, target: Iterable[str]) -> float:
-        """A lower bound on ``e(Q*(target))``: the largest over pairs of the blocks' sums."""
+    def floors(self, kept: Iterable[str], extra: Sequence[str]) -> list[float]:
+        """Lower bounds on ``e(Q*(kept + j))`` for each ``j`` of ``extra``: the largest over
+        pairs of the sum over blocks of each block's largest ``v_j[p]``."""
         if not self.useful:
-            return 0.0
+            return [0.0] * len(extra)
         top: dict[int, np.ndarray] = {}
-        for j in target:
+        for j in kept:
             g = self.block[j]
             top[g] = self.vector[j] if g not in top else np.maximum(top[g], self.vector[j])
-        if not top:
-            return 0.0
-        total = np.sum(list(top.values()), axis=0)
-        return float(total.max()) if total.size else 0.0
+        size = len(next(iter(self.vector.values())))
+        base = np.sum(list(top.values()), axis=0) if top else np.zeros(size)
+        out = []
+        for j in extra:
+            g, v = self.block[j], self.vector[j]
+            total = base + (np.maximum(top[g], v) - top[g] if g in top else v)
+            out.append(float(total.max()) if size else 0.0)
+        return out
 
     def excludes(self, kept: frozenset[str], avail: Sequence[str], excluded: float,
                  scale: float, eps: float) -> bool:

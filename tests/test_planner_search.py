@@ -218,6 +218,42 @@ def test_all_or_nothing_needs_two_candidates():
                 assert e_c <= sp.influence == pytest.approx(e_c, rel=1e-9, abs=1e-9)
 
 
+def _star_centre_influence(tables, leaves):
+    """e(leaves | c) of a star by hand: the leaves are independent given c, so for each
+    ordered pair (a, b) of the centre's values the log-ratios of the leaves add up; the
+    influence is the largest sum (Definition 8)."""
+    best = 0.0
+    for a, b in ((0, 1), (1, 0)):
+        with np.errstate(divide="ignore"):
+            total = sum(float(np.max(np.log(tables[v][:, a]) - np.log(tables[v][:, b])))
+                        for v in leaves)
+        best = max(best, total)
+    return best
+
+
+@pytest.mark.parametrize("n_leaves, style", [(24, "mixed"), (17, "weak")])
+def test_count_over_the_leaves_of_a_star_centre(n_leaves, style):
+    """The centre of a star, a count over every leaf: the second candidate keeps all leaves
+    out (a joint of 2^(leaves + 1) entries); when independent parts already show that its
+    influence exceeds eps it is not computed. The scale is 0 when the closed-form influence is
+    at most eps, else n / eps (Q = {})."""
+    theta, tables = star(n_leaves, 3, style)
+    leaves = [v for v in theta.nodes if v != "c"]
+    e_all = _star_centre_influence(tables, leaves)
+    query = CountQuery(tuple(leaves), 100)
+    for eps in (0.5, 1.0, 3.0):
+        sp = plan(theta, query, "c", eps)["c"]
+        assert sp.optimal
+        if e_all <= eps:
+            assert sp.scale == 0.0 and sp.quilt == tuple(leaves)
+            assert e_all <= sp.influence == pytest.approx(e_all, rel=1e-9, abs=1e-9)
+            assert sp.quilts_considered == 3
+        else:
+            assert sp.scale == pytest.approx(100 / eps, rel=1e-12) and sp.quilt == ()
+            assert sp.quilts_considered == 2  # the trivial quilt and Q = {}
+    assert (e_all <= 3.0) == (style == "weak")  # both branches are exercised
+
+
 def test_linear_over_24_attributes_of_a_star_centre():
     """The branch and bound on |A| = 24 (the star's centre, the hard case: its influence
     grows with every leaf kept out): proven optimal, and no other target does better. The
