@@ -356,12 +356,14 @@ class _Candidates:
         self.memo: dict[tuple[str, ...], float | None] = {}
         self.evaluated = 0
 
-    def evaluate(self, target: frozenset[str], floor: float) -> float:
+    def evaluate(self, target: frozenset[str], floor: float, lazy: bool = False) -> float:
         """Make ``Q*(target)`` a candidate; return a lower bound on ``e(Q*(T))`` for every
         ``T`` containing ``target``.
 
-        ``floor`` is such a bound already known (from a subset of ``target``): ``e(Q*(T))`` is
-        monotone in ``T``. The quilt's exact influence is one too; an upper bound is not.
+        ``floor`` is such a bound already known (from a subset of ``target``, or independent
+        parts): ``e(Q*(T))`` is monotone in ``T``. The quilt's exact influence is one too; an
+        upper bound is not. ``lazy``: skip the influence when ``floor`` alone shows that the
+        quilt cannot beat the best scale (then ``floor`` is returned).
         """
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _Stop(TIME_LIMIT_REASON)
@@ -373,9 +375,11 @@ class _Candidates:
         if q in self.memo:
             known = self.memo[q]
             return floor if known is None else max(floor, known)
-        self.memo[q] = None
         quilt = markov_quilt(theta, node, q)
         delta = self.query.sensitivity(self.attrs & set(quilt.nearby))
+        if lazy and _scale(delta, floor, eps) >= best.scale:
+            return floor
+        self.memo[q] = None
         try:
             infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
                                          inference=self.inference)
@@ -506,7 +510,7 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
         for j, floor in zip(avail, floors, strict=True):
             if floor > eps:
                 continue  # independent parts alone exceed eps: no need for its influence
-            e_j = ctx.evaluate(t | {j}, max(e_t, floor))
+            e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=pairs is not None)
             if e_j <= eps:
                 ext.append((j, e_j))
         ext.sort(key=lambda x: x[1])
