@@ -355,6 +355,16 @@ class _Candidates:
         self.attrs = frozenset(query.attributes)
         self.memo: dict[tuple[str, ...], float | None] = {}
         self.evaluated = 0
+        # Candidates whose exact influence is unknown: (lower bound on their scale, why).
+        self.unresolved: list[tuple[float, str]] = []
+
+    def resolve(self) -> None:
+        """Optimality is not proven if a candidate with an unknown exact influence could
+        still have a scale below the best one found."""
+        for low, reason in self.unresolved:
+            if low < self.best.scale:
+                self.best.optimal = False
+                self.best.reasons.append(reason)
 
     def evaluate(self, target: frozenset[str], floor: float, lazy: bool = False) -> float:
         """Make ``Q*(target)`` a candidate; return a lower bound on ``e(Q*(T))`` for every
@@ -384,8 +394,7 @@ class _Candidates:
             infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
                                          inference=self.inference)
         except InfluenceTooExpensive as exc:
-            best.optimal = False
-            best.reasons.append(f"quilt {_set(q)} skipped: {exc}")
+            self.unresolved.append((_scale(delta, floor, eps), f"quilt {_set(q)} skipped: {exc}"))
             return floor
         best.considered += 1
         e = infl.value
@@ -394,11 +403,11 @@ class _Candidates:
             self.memo[q] = e
             floor = max(floor, e)
         else:
-            # An upper bound: the scale is valid (more noise), the optimum is not proven.
-            best.optimal = False
-            best.reasons.append(
-                f"the influence of {_set(q)} is an upper bound (data-processing "
-                f"inequality via {_set(infl.bound_via or ())})")
+            # An upper bound: the scale is valid (more noise); the optimum is not proven
+            # unless even the least influence this quilt can have would not beat the best.
+            self.unresolved.append((_scale(delta, floor, eps),
+                                    f"the influence of {_set(q)} is an upper bound (data-"
+                                    f"processing inequality via {_set(infl.bound_via or ())})"))
         key = _key(scale, e, q, theta) + (0,)
         if key < best.key:
             best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
@@ -440,6 +449,8 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
     except _Stop as stop:
         best.optimal = False
         best.reasons.append(str(stop))
+    finally:
+        ctx.resolve()
 
 
 def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
@@ -507,10 +518,14 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
             continue
         ext = []
         floors = pairs.floors(t, avail) if pairs is not None else [0.0] * len(avail)
+        blocks = pairs.blocks_of(t) if pairs is not None else None
         for j, floor in zip(avail, floors, strict=True):
             if floor > eps:
                 continue  # independent parts alone exceed eps: no need for its influence
-            e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=pairs is not None)
+            # With one attribute per block the floor is the influence itself: a candidate
+            # it shows cannot win needs no influence of its own (nor gives a better bound).
+            exact = blocks is not None and pairs.block[j] not in blocks
+            e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=exact)
             if e_j <= eps:
                 ext.append((j, e_j))
         ext.sort(key=lambda x: x[1])
@@ -525,8 +540,10 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
             # closes the whole subtree at once.
             full = t | {j for j, _ in ext}
             floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
-            if _scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
-                ctx.evaluate(full, e_t)
+            q = least_influence_quilt(ctx.theta, node, full)
+            fits = math.prod(ctx.theta.cardinality[v] for v in (node, *q)) <= ctx.max_table
+            if fits and _scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
+                ctx.evaluate(full, max(ext[-1][1], floor))
         if lb >= best.scale:
             continue
         children = []
@@ -619,6 +636,18 @@ class _PairBound:
                     continue
                 parts.append(_pair_influences(joint, ok))
             self.vector[j] = np.concatenate(parts) if parts else np.zeros(0)
+
+    def blocks_of(self, kept: Iterable[str]) -> set[int] | None:
+        """The blocks of ``kept``, or ``None`` when two attributes share one (or the bound is
+        not in use): then the floors of ``kept`` and its extensions are not exact."""
+        if not self.useful:
+            return None
+        seen: set[int] = set()
+        for j in kept:
+            if self.block[j] in seen:
+                return None
+            seen.add(self.block[j])
+        return seen
 
     def floors(self, kept: Iterable[str], extra: Sequence[str]) -> list[float]:
         """Lower bounds on ``e(Q*(kept + j))`` for each ``j`` of ``extra``: the largest over

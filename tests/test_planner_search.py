@@ -362,6 +362,51 @@ def _valid_and_safe(theta, query, sp, eps, exact_scale):
     assert sp.scale >= exact_scale * (1 - 1e-12)
 
 
+def test_optimality_claims_under_a_table_limit_are_true():
+    """With ``max_table`` too small for some influences (skipped, or replaced by an upper
+    bound), a plan may still claim optimality when no such candidate could have beaten the
+    scale it found; the claim must then be true (same scale as without the limit)."""
+    claimed = flagged = 0
+    for seed in range(40):
+        net = ref.random_network(95_000 + seed, min_nodes=5, max_nodes=8)
+        rng = np.random.default_rng(seed)
+        node = str(rng.choice(net.nodes))
+        attrs = [str(x) for x in rng.choice(net.nodes, int(rng.integers(2, len(net.nodes) + 1)),
+                                            replace=False)]
+        for query in (random_linear(rng, attrs), CountQuery(tuple(attrs), 50)):
+            for eps in EPSILONS:
+                exact = plan(net.to_theta(), query, node, eps)[node]
+                limited = plan(net.to_theta(), query, node, eps,
+                               max_table=int(rng.choice([2, 4, 8])))[node]
+                assert limited.scale >= exact.scale * (1 - 1e-12)
+                if limited.optimal:
+                    claimed += 1
+                    _same(limited.scale, exact.scale, (seed, query.kind, eps))
+                else:
+                    flagged += 1
+                    assert "not proven" in limited.explanation
+    assert claimed > 20 and flagged > 20, (claimed, flagged)
+
+
+def test_a_bounded_candidate_that_cannot_win_leaves_the_plan_optimal():
+    """i -> a -> b with 40 states for b and max_table 64: the candidate Q = {b} needs a joint
+    of 80 entries, so its influence is only bounded (via {a}); but it leaves a nearby, so its
+    scale is at least w_a / eps > 0, while Q = {a} (b remote) needs no noise: proven optimal."""
+    states = {"i": [0, 1], "a": [0, 1], "b": list(range(40))}
+    rng = np.random.default_rng(1)
+    tables = {"i": np.array([0.5, 0.5]), "a": np.array([[0.7, 0.4], [0.3, 0.6]]),
+              "b": rng.dirichlet(np.ones(40), size=2).T}
+    theta = theta_from_tables([("i", "a"), ("a", "b")], states, tables)
+    query = LinearQuery({"a": 1.0, "b": 2.0}, {"a": (0, 1), "b": (0, 1)})
+    for max_table in (64, 2**25):
+        p = plan(theta, query, "i", 1.0, max_table=max_table)
+        assert p.optimal and p.scale == 0.0 and p["i"].quilt == ("a",)
+        assert "Optimality not proven" not in p["i"].explanation
+    with pytest.raises(qp.InfluenceTooExpensive):
+        qp.max_influence(theta_from_tables([("i", "a"), ("a", "b")], states, tables), "i",
+                         ["b"], max_table=64)
+
+
 def test_candidate_budget_flags_the_plan():
     theta = tree(5, "weak")
     attrs = [v for v in theta.nodes if v != "r"]
