@@ -18,6 +18,11 @@ a branch and bound for a linear query (additive). This benchmark times one
 - ``alarm``: pgmpy's bundled alarm network (37 nodes, read from its ``.bif.gz``), node
   ``HR`` sensitive, ``A`` = |A| other nodes in a seeded order.
 
+A second table (``--sweep N``, default 10) plans a linear query over 24 attributes on N more
+seeded random 25-node DAGs (a random sensitive node each) at eps in {0.5, 1, 2}: random DAGs
+whose attributes are entangled through many paths are where the branch and bound works
+hardest.
+
 Queries: ``CountQuery(A, 1000)`` and ``LinearQuery`` with weights drawn from N(0, 2) and bounds
 [0, 1] (seeded). Columns: seconds, the share of them spent computing influences
 (``influence_upper_bound``), candidate quilts evaluated, whether the plan is proven optimal,
@@ -230,6 +235,48 @@ def _f(x: float | None, spec: str = ".3g") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def sweep(count: int, time_limit: float) -> list[dict[str, Any]]:
+    """A linear query over 24 attributes on ``count`` random DAGs, eps in {0.5, 1, 2}."""
+    out = []
+    for k in range(count):
+        theta = random_dag(seed=3000 + k)
+        rng = np.random.default_rng(k)
+        node = str(rng.choice(theta.nodes))
+        pool = [v for v in theta.nodes if v != node]
+        attrs = [pool[x] for x in rng.permutation(len(pool))[:24]]
+        query = make_query("linear", attrs, seed=k)
+        for eps in (0.5, 1.0, 2.0):
+            theta._cache.clear()
+            with InfluenceClock() as clock:
+                t0 = time.perf_counter()
+                sp = mech.plan(theta, query, node, eps, time_limit=time_limit)[node]
+                seconds = time.perf_counter() - t0
+            out.append({"dag_seed": 3000 + k, "node": node, "epsilon": eps,
+                        "seconds": seconds, "influence_seconds": clock.seconds,
+                        "candidates": sp.quilts_considered, "optimal": sp.optimal,
+                        "scale": sp.scale, "quilt_size": len(sp.quilt)})
+            print(f"sweep dag {3000 + k} eps={eps:g} {seconds:8.3f} s "
+                  f"cands={sp.quilts_considered:6d} optimal={sp.optimal}", flush=True)
+    return out
+
+
+def sweep_report(rows: list[dict[str, Any]], time_limit: float) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", f"Linear query over 24 attributes on {len(rows) // 3} random 25-node DAGs "
+             f"(time limit {time_limit:g} s per plan)", ""]
+    header = ("eps", "plans", "optimal", "median s", "max s", "median cands", "max cands")
+    table = []
+    for eps in (0.5, 1.0, 2.0):
+        sel = [r for r in rows if r["epsilon"] == eps]
+        secs = sorted(r["seconds"] for r in sel)
+        cands = sorted(r["candidates"] for r in sel)
+        table.append((f"{eps:g}", str(len(sel)), str(sum(r["optimal"] for r in sel)),
+                      f"{secs[len(secs) // 2]:.3f}", f"{secs[-1]:.3f}",
+                      str(cands[len(cands) // 2]), str(cands[-1])))
+    return lines + mech._table(header, table)
+
+
 def report(rows: list[dict[str, Any]], facts: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         "Planner time against |A| (bench_planner_attributes.py)",
@@ -281,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--old-max", type=int, default=14,
                     help="largest |A| for which the old every-subset search is timed")
     ap.add_argument("--old-limit", type=float, default=60.0, help="per old search, seconds")
+    ap.add_argument("--sweep", type=int, default=None,
+                    help="random DAGs in the second table (default 10; 0 with --quick)")
     ap.add_argument("--out", help="write OUT.txt and OUT.json")
     add_code_option(ap)
     args = ap.parse_args(argv)
@@ -299,12 +348,15 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 print(f"{shape:12s} {kind:6s} |A|={k:2d} {row['seconds']:8.3f} s "
                       f"cands={row['candidates']:6d} optimal={row['optimal']}", flush=True)
+    count = args.sweep if args.sweep is not None else (0 if args.quick else 10)
+    swept = sweep(count, min(args.time_limit, 60.0))
     facts = {**machine_facts(), "code": args.code or code_version()}
-    text = report(rows, facts, args)
+    text = "\n".join([report(rows, facts, args), *sweep_report(swept, min(args.time_limit,
+                                                                          60.0))])
     print(text)
     write_results("planner", args.out, args.quick, text + "\n",
                   {"machine": facts, "epsilon": EPSILON, "records": RECORDS,
-                   "time_limit": args.time_limit, "rows": rows})
+                   "time_limit": args.time_limit, "rows": rows, "sweep": swept})
     return 0
 
 

@@ -499,3 +499,18 @@ def test_sensitivity_structures():
     assert lin.sensitivity_structure == "additive"
     assert lin.sensitivity(["a", "b"]) == lin.sensitivity(["a"]) + lin.sensitivity(["b"])
     assert CustomQuery(["a"], lambda b: float(len(b))).sensitivity_structure == "general"
+
+
+def test_benchmark_runs_and_agrees_with_the_old_search(capsys):
+    """benchmarks/bench_planner_attributes.py in quick mode (writes nothing): it stops with an
+    error if the new and old searches disagree on any plan it times both ways."""
+    import importlib.util
+
+    pytest.importorskip("pgmpy")
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_planner_attributes.py"
+    spec = importlib.util.spec_from_file_location("bench_planner_attributes", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--quick", "--shapes", "star/leaf,dag", "--old-max", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("4/4 plans proven optimal") == 4 and " NO " not in out
