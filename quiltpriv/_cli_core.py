@@ -155,9 +155,10 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
     """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; 0 or none: no limit)."""
     p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
                    metavar="SECONDS",
-                   help=f"planning budget (default {DEFAULT_TIME_LIMIT:g}; 0 or none: no limit); "
-                        "when it is hit the plan stays private with the best quilts found so "
-                        "far, flagged as not proven optimal, and its notes say so")
+                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; 0 or "
+                        "none: no limit); when it is hit the plan stays private with the best "
+                        "quilts found so far, flagged as not proven optimal, and its notes say "
+                        "so")
 
 
 def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
