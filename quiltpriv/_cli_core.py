@@ -292,6 +292,36 @@ time_limit_type = number("--time-limit", min_val=0.0, include_boundaries="right"
 seed_type = number("--seed", integer=True, min_val=0)
 
 
+#: Default planning budget of ``plan`` and ``release`` in seconds (``--time-limit``).
+DEFAULT_TIME_LIMIT = 60.0
+
+
+def _time_limit(text: str) -> float | None:
+    # Seconds > 0; "0" or "none" for no limit (None).
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value == 0:
+        return None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"expected seconds > 0, or 0 or none for no limit, got {text!r}")
+    return value
+
+
+def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
+    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; 0 or none: no limit)."""
+    p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
+                   metavar="SECONDS",
+                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; 0 or "
+                        "none: no limit); when it is hit the plan stays private with the best "
+                        "quilts found so far, flagged as not proven optimal, and its notes say "
+                        "so")
+
+
 def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
     """``--sensitive S1[,S2...]`` and ``--epsilon E`` (both required)."""
     p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
@@ -482,9 +512,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     add_privacy_arguments(p)
     add_query_arguments(p)
-    p.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",
-                   help="stop searching after this long (the plan stays private; "
-                        "optimality is then not proven)")
+    add_time_limit_argument(p)
     p.add_argument("--jobs", type=jobs_type, metavar="N",
                    help="plan the sensitive attributes in N parallel processes, at most the "
                         "cores (-1: every core)")
@@ -502,7 +530,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS")
+    add_time_limit_argument(r)
     r.add_argument("--data", required=True, metavar="CSV", help="the dataset, one column per "
                                                                 "attribute")
     r.add_argument("--seed", type=seed_type, help="reproducible, NOT secure noise (experiments)")

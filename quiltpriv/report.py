@@ -744,8 +744,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         add_model_arguments,
         add_privacy_arguments,
         add_query_arguments,
+        add_time_limit_argument,
         seed_type,
-        time_limit_type,
     )
 
     r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
@@ -755,8 +755,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
-    r.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",
-                   help="stop the plan's search after this long (optimality then not proven)")
+    add_time_limit_argument(r)
     r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
                                                  "include the release record")
     r.add_argument("--seed", type=seed_type, help="with --data: reproducible, NOT secure noise")

@@ -193,6 +193,10 @@ class Query:
 
     kind: str = "query"
     attributes: tuple[str, ...]
+    #: How ``Delta_B`` depends on ``B`` (the planner's search relies on it): ``"all-or-nothing"``
+    #: (one value whenever ``B`` meets the attributes ``j`` with ``Delta_{j} > 0``, else 0),
+    #: ``"additive"`` (the sum of ``Delta_{j}`` over ``j`` in ``B``) or ``"general"``.
+    sensitivity_structure = "general"
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         """``Delta_B F`` for ``B = columns``."""
@@ -292,6 +296,8 @@ class CountQuery(_RecordBound):
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         return float(self.records) if set(columns) & set(self.attributes) else 0.0
+
+    sensitivity_structure = "all-or-nothing"
 
     def evaluate(self, data: pd.DataFrame) -> float:
         if self.predicate is None:
@@ -394,6 +400,8 @@ class SumQuery(_RecordBound):
     def sensitivity(self, columns: Iterable[str]) -> float:
         return self.records * (self.upper - self.lower) if self.attribute in set(columns) else 0.0
 
+    sensitivity_structure = "all-or-nothing"  # one attribute
+
     def evaluate(self, data: pd.DataFrame) -> float:
         return float(_bounded_values(data, self.attribute, self.lower, self.upper,
                                      "sum query").sum())
@@ -424,6 +432,8 @@ class MeanQuery(Query):
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         return self.upper - self.lower if self.attribute in set(columns) else 0.0
+
+    sensitivity_structure = "all-or-nothing"  # one attribute
 
     def evaluate(self, data: pd.DataFrame) -> float:
         x = _bounded_values(data, self.attribute, self.lower, self.upper, "mean query")
@@ -484,6 +494,8 @@ class LinearQuery(Query):
         cols = set(columns)
         return float(sum(abs(w) * (self.bounds[a][1] - self.bounds[a][0])
                          for a, w in self.weights.items() if a in cols))
+
+    sensitivity_structure = "additive"
 
     def evaluate(self, data: pd.DataFrame) -> float:
         total = 0.0
@@ -582,6 +594,8 @@ class HistogramQuery(_RecordBound):
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         return 2.0 * self.records if set(columns) & set(self.attributes) else 0.0
+
+    sensitivity_structure = "all-or-nothing"
 
     def evaluate(self, data: pd.DataFrame) -> np.ndarray:
         frame = _columns(data, self.attributes, "histogram query")

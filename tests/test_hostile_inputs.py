@@ -462,6 +462,72 @@ def test_cli_rejects_hostile_predicates(capsys, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "out"]
 
 
+# -- work that grows with the query (bounded: exact searches, a default time limit) ---------
+
+
+def _star_model(tmp_path, leaves=24):
+    """A 25-node star (centre c -> L00..L23) written as a JSON model file."""
+    import json
+
+    import numpy as np
+
+    from quiltpriv.loading import theta_to_dict
+    from quiltpriv.network import theta_from_tables
+
+    rng = np.random.default_rng(25)
+    names = [f"L{k:02d}" for k in range(leaves)]
+    tables = {"c": np.array([0.4, 0.6])}
+    for v in names:
+        tables[v] = rng.dirichlet([2.0, 2.0], size=2).T  # axes (leaf, c)
+    theta = theta_from_tables([("c", v) for v in names], {v: [0, 1] for v in ["c", *names]},
+                              tables)
+    return _write(tmp_path / "star.json", json.dumps(theta_to_dict(theta))), names
+
+
+def test_cli_wide_queries_plan_exactly(capsys, tmp_path):
+    """A count over 24 attributes (two candidates) and a linear query over 24 attributes
+    (branch and bound) of a 25-node star: exact plans, not 2^24 subsets."""
+    import json
+
+    model, names = _star_model(tmp_path)
+    others = ",".join(["c", *names[1:]])
+    weights = ",".join(f"{v}={k % 5 - 2.5}" for k, v in enumerate(["c", *names[1:]]))
+    bounds = ",".join(f"{v}=0:1" for v in ["c", *names[1:]])
+    cases = [["--attributes", others, "--records", "1000"],
+             ["--query", "linear", "--weights", weights, "--bounds", bounds]]
+    for extra in cases:
+        TRIED["work"] += 1
+        rc, out, err = _cli(["plan", str(model), "--sensitive", "L00", "--epsilon", "1",
+                             "--json", *extra], capsys)
+        assert rc == 0, err
+        assert json.loads(out)["optimal"] is True
+
+
+def test_cli_time_limit_is_on_by_default_and_reported(capsys, tmp_path, monkeypatch):
+    import json
+
+    import quiltpriv.mechanisms as mech
+    from quiltpriv._cli_core import DEFAULT_TIME_LIMIT
+    from quiltpriv.cli import build_parser
+
+    TRIED["work"] += 1
+    args = build_parser().parse_args(PLAN)
+    assert args.time_limit == DEFAULT_TIME_LIMIT > 0
+    for off in ("0", "none", "None"):
+        assert build_parser().parse_args([*PLAN, "--time-limit", off]).time_limit is None
+    # A clock that passes the deadline at once: the plan is the trivial one, flagged.
+    readings = iter([0.0] + [1e9] * 1000)
+    monkeypatch.setattr(mech.time, "monotonic", lambda: next(readings))
+    rc, out, err = _cli([*PLAN, "--json"], capsys)
+    doc = json.loads(out)
+    assert rc == 0 and doc["optimal"] is False
+    assert any(f"time limit of {DEFAULT_TIME_LIMIT:g} s was reached" in n for n in doc["notes"])
+    readings = iter([0.0] + [1e9] * 1000)
+    rc, out, err = _cli([*PLAN, "--time-limit", "2.5"], capsys)
+    assert rc == 0 and "optimality NOT proven" in out
+    assert "note: the time limit of 2.5 s was reached" in out
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):
