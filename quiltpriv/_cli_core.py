@@ -297,26 +297,17 @@ DEFAULT_TIME_LIMIT = 60.0
 
 
 def _time_limit(text: str) -> float | None:
-    # Seconds > 0; "0" or "none" for no limit (None).
+    # Seconds > 0 through the shared validator; "none" for no limit (None).
     if text.strip().lower() == "none":
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value == 0:
-        return None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(
-            f"expected seconds > 0, or 0 or none for no limit, got {text!r}")
-    return value
+    return time_limit_type(text)
 
 
 def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
-    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; 0 or none: no limit)."""
+    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; ``none``: no limit)."""
     p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
                    metavar="SECONDS",
-                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; 0 or "
+                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; "
                         "none: no limit); when it is hit the plan stays private with the best "
                         "quilts found so far, flagged as not proven optimal, and its notes say "
                         "so")

@@ -52,6 +52,11 @@ EPSILONS = (0.3, 1.0, 3.0)
 # -- references ------------------------------------------------------------------------------
 
 
+def _cells(attrs):
+    """Declared histogram cells (the planner reads only the attributes, not the cells)."""
+    return {a: (0, 1) for a in attrs}
+
+
 def full_enumeration(theta, node, attributes):
     """The previous planner's search without its pruning: ``Q*(T)`` for EVERY subset ``T`` of
     the query attributes other than ``node``, as ``(A & N, exact influence)`` per quilt."""
@@ -160,7 +165,8 @@ def test_search_equals_full_enumeration(case):
         support = set(attrs[::2])
         queries.append((_SupportCount(tuple(attrs), support, 100), records))
         queries.append((CountQuery(tuple(attrs), 100), records))
-        queries.append((HistogramQuery(tuple(with_node), 100), records_node))
+        queries.append((HistogramQuery(tuple(with_node), 100, categories=_cells(with_node)),
+                        records_node))
         for query, recs in queries:
             for eps in EPSILONS:
                 sp = plan(theta, query, node, eps)[node]
@@ -291,7 +297,8 @@ def test_histograms_and_counts_reading_the_sensitive_attribute(batch):
         attrs = [str(x) for x in rng.choice(net.nodes, int(rng.integers(1, len(net.nodes) + 1)),
                                             replace=False)]
         n = int(rng.integers(1, 1000))
-        for query in (HistogramQuery(tuple(attrs), n), CountQuery(tuple(attrs), n)):
+        for query in (HistogramQuery(tuple(attrs), n, categories=_cells(attrs)),
+                      CountQuery(tuple(attrs), n)):
             delta = query.sensitivity
             for eps in EPSILONS:
                 sp = plan(theta, query, node, eps)[node]
@@ -492,7 +499,8 @@ def test_theta_cache_is_a_capped_lru_for_influences_only():
 
 def test_sensitivity_structures():
     assert CountQuery(["a", "b"], 3).sensitivity_structure == "all-or-nothing"
-    assert HistogramQuery(["a", "b"], 3).sensitivity_structure == "all-or-nothing"
+    histogram = HistogramQuery(["a", "b"], 3, categories=_cells(["a", "b"]))
+    assert histogram.sensitivity_structure == "all-or-nothing"
     assert qp.SumQuery("a", 0, 1, 3).sensitivity_structure == "all-or-nothing"
     assert qp.MeanQuery("a", 0, 1).sensitivity_structure == "all-or-nothing"
     lin = LinearQuery({"a": -2.0, "b": 0.5}, {"a": (0, 1), "b": (1, 5)})
