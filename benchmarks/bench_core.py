@@ -168,13 +168,15 @@ def _differences(ours: float, ve: float) -> tuple[float, float]:
 def influence_pairs(theta: Theta, evaluated: list[tuple[str, tuple[str, ...]]],
                     rng: np.random.Generator, n_planner: int, n_random: int
                     ) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(source, node, quilt): a seeded sample of planner quilts plus random 1-3 node quilts."""
+    """(source, node, quilt): a seeded sample of planner quilts plus random 1-3 node quilts
+    (more random ones when the plan evaluated fewer than ``n_planner`` quilts: a count query's
+    plan needs two candidates per node)."""
     pairs: list[tuple[str, str, tuple[str, ...]]] = []
     if evaluated:
         take = rng.choice(len(evaluated), size=min(n_planner, len(evaluated)), replace=False)
         pairs += [("planner", *evaluated[int(k)]) for k in sorted(take)]
     nodes = theta.nodes
-    for _ in range(n_random):
+    for _ in range(n_random + n_planner - len(pairs)):
         node = nodes[int(rng.integers(len(nodes)))]
         k = int(rng.integers(1, 4))
         others = [v for v in nodes if v != node]

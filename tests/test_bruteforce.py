@@ -1,9 +1,9 @@
 """The APMQM planner against brute force over EVERY quilt (spec 01, Algorithm 3).
 
-The planner claims the exact optimum over all 2**(m-1) quilts with one candidate per subset of
-the query attributes. Here the optimum is recomputed from scratch (tests/reference.py: full
-joint, Definition 8, networkx d-separation, every subset Q of V - {i}) on hundreds of seeded
-random networks and compared.
+The planner claims the exact optimum over all 2**(m-1) quilts, searching one candidate per
+subset of the query attributes. Here the optimum is recomputed from scratch
+(tests/reference.py: full joint, Definition 8, networkx d-separation, every subset Q of V -
+{i}) on hundreds of seeded random networks and compared.
 
 Tolerances: the planner rounds every non-zero influence up by ROUNDING_MARGIN = 1e-10
 (relative and absolute), and the two computations sum in different orders (~1e-15). So the

@@ -1,16 +1,16 @@
 """The APMQM planner against exhaustive search on random networks of 12, 13 and 14 nodes.
 
-Issue 7 (exactness): on every random network of up to 14 nodes the planner, which evaluates
-one candidate quilt per subset of the query attributes (docs/concepts.md), returns the scale
-of exhaustive search. Here the least scale of Algorithm 3 (spec 01) is recomputed over EVERY
-subset ``Q`` of ``V - {i}`` (2048-8192 quilts per sensitive attribute, past the 11 nodes of
-tests/test_bruteforce.py) and compared with ``plan(...).sensitive[k].scale`` for every
+Issue 7 (exactness): on every random network of up to 14 nodes the planner, which searches the
+candidate quilts ``Q*(T)``, ``T`` a subset of the query attributes (docs/concepts.md), returns
+the scale of exhaustive search. Here the least scale of Algorithm 3 (spec 01) is recomputed
+over EVERY subset ``Q`` of ``V - {i}`` (2048-8192 quilts per sensitive attribute, past the 11
+nodes of tests/test_bruteforce.py) and compared with ``plan(...).sensitive[k].scale`` for every
 sensitive attribute, for four queries per network (a count over 1-4 attributes, a weighted
-linear query, a histogram, and a linear query that reads a sensitive attribute, where
-influence is traded against sensitivity), eps in {0.5, 1, 2}, and every inference method
-``plan`` offers ("auto" by default, "junction_tree", "elimination"). Every plan must say
-``optimal=True``; the chosen quilt must be valid (its R d-separated from i by networkx) and
-carry its brute-force influence and its sensitivity.
+linear query, a histogram, and a linear query that reads a sensitive attribute, where influence
+is traded against sensitivity), eps in {0.5, 1, 2}, and every inference method ``plan`` offers
+("auto" by default, "junction_tree", "elimination"). Every plan must say ``optimal=True``; the
+chosen quilt must be valid (its R d-separated from i by networkx) and carry its brute-force
+influence and its sensitivity.
 
 Networks (``CONFIGS``, seeded): 45 of 12, 13 and 14 nodes, chains, trees, sparse, medium
 and dense DAGs (up to 3 parents) and disconnected ones; binary and ternary nodes mixed (full

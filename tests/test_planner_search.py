@@ -5,7 +5,7 @@ evaluates two candidates for all-or-nothing sensitivities (count, histogram) and
 and bound for additive (linear) and general (custom) ones (docs/concepts.md). Here:
 
 * ``full_enumeration`` is that old search, kept as a reference: every ``T``, no pruning; the
-  new search must give the same scale on networks with 12-14 query attributes (stars, trees,
+  new search must give the same scale on networks with 12-16 query attributes (stars, trees,
   the random shapes of tests/test_exhaustive_14.py), for linear, custom and all-or-nothing
   queries (one whose support is a strict subset of its attributes too);
 * histograms and counts over the sensitive attribute itself against brute force over every
@@ -118,20 +118,22 @@ def random_linear(rng, attrs):
 
 
 def _networks():
-    """(label, theta, sensitive nodes) with 13-17 nodes."""
+    """(label, theta, sensitive nodes, most query attributes) with 13-19 nodes."""
     out = []
     for seed, style in ((1, "weak"), (2, "mixed")):
         theta, _ = star(13, 40 + seed, style)
-        out.append((f"star13-{style}", theta, ["c", "L00"]))
+        out.append((f"star13-{style}", theta, ["c", "L00"], 14))
     for seed, style, sensitive in ((3, "weak", ["r", "l00"]), (4, "mixed", ["h0"])):
-        out.append((f"tree-{style}", tree(50 + seed, style), sensitive))
+        out.append((f"tree-{style}", tree(50 + seed, style), sensitive, 14))
+    # 16 attributes: the root of a tree, whose candidates collapse onto few quilts.
+    out.append(("tree19-16", tree(55, "weak", m=5), ["r"], 16))
     for k, shape in enumerate(("tree", "sparse", "medium")):
         net = make_network(60_000 + k, 14, shape, 1 + k % 2, 2, ("weak", "mixed")[k % 2], 0)
         theta = theta_from_tables(net.edges, {v: net.states[v] for v in net.nodes},
                                   list(net.members), parents_order=net.parents)
         rng = np.random.default_rng(k)
         out.append((f"{shape}14", theta, [str(x) for x in rng.choice(net.nodes, 2,
-                                                                      replace=False)]))
+                                                                      replace=False)], 14))
     return out
 
 
@@ -143,14 +145,14 @@ NETWORKS = _networks()
 
 @pytest.mark.parametrize("case", NETWORKS, ids=[c[0] for c in NETWORKS])
 def test_search_equals_full_enumeration(case):
-    """12-14 query attributes: linear, custom and all-or-nothing queries, several eps; the
+    """12-16 query attributes: linear, custom and all-or-nothing queries, several eps; the
     new search's scale is the full enumeration's, proven optimal."""
-    label, theta, sensitive = case
+    label, theta, sensitive, most = case
     rng = np.random.default_rng(len(label))
     for node in sensitive:
         attrs = [v for v in theta.nodes if v != node]
-        if len(attrs) > 14:
-            attrs = [str(x) for x in rng.choice(attrs, 14, replace=False)]
+        if len(attrs) > most:
+            attrs = [str(x) for x in rng.choice(attrs, most, replace=False)]
         records = full_enumeration(theta, node, attrs)
         with_node = [node, *attrs[:-1]]  # the sensitive attribute is read too
         records_node = full_enumeration(theta, node, with_node)
