@@ -75,9 +75,14 @@ def browser(explorer, tmp_path_factory):
 
 
 def _wait(driver, condition, what):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, TIMEOUT, poll_frequency=0.05).until(
+    # The page re-renders as plans arrive: an element found a moment ago may be replaced
+    # before it is read, which only means "not yet", so the condition is polled again.
+    return WebDriverWait(driver, TIMEOUT, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,
+                                             NoSuchElementException)).until(
         lambda d: condition(d), message=f"timed out waiting for {what}")
 
 
