@@ -70,9 +70,10 @@ are still bounds of an increasing function):
   such ``d`` plus one is a lower bound ``W_lo``.
 
 Both are found for every ``k`` at once by ``numpy.searchsorted`` on the monotone bounds. An
-exact tie ``F_P(k) = F_Q(k + d)`` cannot be certified from floats and raises ``W_hi`` by one
-step; two secrets with identical mixtures (the same weights on the same ``pi``) are recognised
-exactly beforehand (``W_inf = 0``).
+exact tie ``F_P(k) = F_Q(k + d)`` (or one closer than the error bounds) cannot be certified
+from floats and raises ``W_hi`` above ``W_inf``, typically by one; two secrets with identical
+mixtures (the same weights on the same ``pi``) are recognised exactly beforehand
+(``W_inf = 0``).
 """
 
 from __future__ import annotations
@@ -175,10 +176,6 @@ class Budget:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-
-def no_budget() -> Budget:
-    return Budget()
 
 
 # -- scalar logs ------------------------------------------------------------------------------

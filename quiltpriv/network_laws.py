@@ -25,9 +25,9 @@ at ``n = 1000``, hours at ``10^5``). :func:`network_wasserstein` keeps them up t
 evaluated in float64 with proven error bounds in ``O(n)`` per distinct ``pi`` and per secret
 (:mod:`quiltpriv.law_bounds`), and each ``W_inf`` is bracketed by integers ``lo <= W_inf <=
 hi``. The mechanism uses ``hi``, which the errors can only raise: never below the exact value
-(a privacy failure), at worst a step above it on an exact tie of two CDFs. Two secrets with the
-same mixture are recognised exactly (``W_inf = 0``). When every bracket that matters closes,
-``W`` is exact and the result says so.
+(a privacy failure), above it only where two CDFs tie exactly or within the error bounds
+(typically by one). Two secrets with the same mixture are recognised exactly (``W_inf = 0``).
+When every bracket that matters closes, ``W`` is exact and the result says so.
 
 Predicate: for one binary attribute any predicate is ``X_j = 1``, ``X_j = 0`` (``n - F``, the
 same ``W_inf`` by reflection) or constant (``W_inf = 0``), so the law of ``X_j = 1`` gives a

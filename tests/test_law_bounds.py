@@ -22,9 +22,9 @@ from quiltpriv.distances import quantile_coupling
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.law_bounds import (
     LIBM_ULPS,
-    U,
     BinomialLogPmf,
     BudgetExceeded,
+    U,
     cdf_bounds,
     cdf_key,
     laplace_log_density,
