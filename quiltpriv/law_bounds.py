@@ -447,8 +447,10 @@ def laplace_log_density(log_pmf: np.ndarray, err: float,
 
     The Laplace density of ``F + Lap(s)`` at ``k`` up to the factor ``1 / 2s`` common to every
     law. Left part ``sum_{j <= k}`` and right part ``sum_{j > k}`` are running sums with decay
-    ``c = -1/s`` (the float ``c`` differs from ``-1/s`` by ``U |c|``, which moves each of the
-    ``n`` exponents by at most ``n U |c|``).
+    ``c = -1/s``. The float ``c`` is within ``2 U |c|`` of the intended ``-1/s`` (one rounding
+    of the division, and half a unit more when ``scale`` is itself a rounded value, as for a
+    rescaled linear query), which moves each exponent ``|k - j| c`` by at most
+    ``2 (n + 1) U |c|``.
     """
     n = log_pmf.size - 1
     c = -1.0 / scale
@@ -459,7 +461,7 @@ def laplace_log_density(log_pmf: np.ndarray, err: float,
     right[-1] = -np.inf
     out = np.logaddexp(left, right)
     big_v = _max_abs_finite(log_pmf) + (n + 1.0) * abs(c) + math.log(n + 1.0)
-    added = max(e_l, e_b) + U * ((n + 2.0) * abs(c) + 3.0 * big_v + 2.0 * LIBM_ULPS + 1.0)
+    added = max(e_l, e_b) + U * (2.0 * (n + 2.0) * abs(c) + 3.0 * big_v + 2.0 * LIBM_ULPS + 1.0)
     return out, (err + added) * _BOUND_SLACK
 
 
@@ -476,7 +478,8 @@ def pair_loss_bounds(log_a: np.ndarray, err_a: float, log_b: np.ndarray,
     if (pos & ~np.isfinite(log_b)).any():
         k = int(np.argmax(pos & ~np.isfinite(log_b)))
         return math.inf, math.inf, k
-    diff = np.where(pos, log_a - log_b, -np.inf)
+    with np.errstate(invalid="ignore"):  # -inf - -inf where neither law has mass
+        diff = np.where(pos, log_a - log_b, -np.inf)
     k = int(np.argmax(diff))
     best = float(diff[k])
     slack = (err_a + err_b + U * _max_abs_finite(diff)) * _BOUND_SLACK
