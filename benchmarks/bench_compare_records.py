@@ -199,9 +199,10 @@ def report(rows: list[dict[str, Any]], facts: dict[str, Any], argv: list[str],
         ex = r.get("exact_rationals")
         table.append((
             f"{r['records']:.0e}".replace("e+0", "e"), r["query"],
-            c.get("error") or _s(c.get("wall_s")), _s(c.get("cpu_s")), _s(c.get("rss_mb")),
+            c.get("error") or _s(c.get("wall_s")), _s(c.get("cpu_s")),
+            "-" if c.get("rss_mb") is None else f"{c['rss_mb']:.0f}",
             a.get("error") or _s(a.get("wall_s")), _s(a.get("cpu_s")), a.get("verdict", "-"),
-            f"{w['W']:g}", "yes" if w["exact"] else f"[{w['W_lower']:g}, {w['W']:g}]",
+            f"{w['W']:.0f}", "yes" if w["exact"] else f"[{w['W_lower']:.0f}, {w['W']:.0f}]",
             _s(w["seconds"]), _s(au["seconds"]),
             f"[{au['loss_lower']:.9f}, {au['loss']:.9f}]",
             _s(ex["seconds"]) if ex else "-"))
