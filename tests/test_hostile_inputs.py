@@ -528,6 +528,49 @@ def test_cli_time_limit_is_on_by_default_and_reported(capsys, tmp_path, monkeypa
     assert "note: the time limit of 2.5 s was reached" in out
 
 
+def test_cli_compare_and_audit_work_is_bounded(capsys, tmp_path, monkeypatch):
+    """Huge n and time limits: a refusal or a flagged answer, never a hang (section "work")."""
+    count = ["--sensitive", "income", "--attributes", "sat", "--epsilon", "1"]
+    for argv in (
+        ["audit", "student", *count, "--records", "1e30"],
+        ["audit", "student", *count, "--records", "20000000", "--scale", "1"],
+        ["audit", "student", "--sensitive", "income", "--query", "linear", "--weights",
+         "sat=1,height=1", "--bounds", "sat=0:1,height=0:1", "--records", "1000",
+         "--epsilon", "1", "--scale", "1"],
+        ["compare", "student", *count, "--records", "100", "--time-limit", "0"],
+        ["compare", "student", *count, "--records", "100", "--time-limit", "nan"],
+        ["audit", "student", *count, "--records", "100", "--time-limit", "-1"],
+    ):
+        TRIED["work"] += 1
+        _assert_clean_failure(argv, capsys, tmp_path)
+    # Beyond the laws' reach, compare still answers for the other mechanisms and says why the
+    # Wasserstein row is missing.
+    TRIED["work"] += 1
+    # (2**53, the most --records accepts, is far beyond them.)
+    rc, out, err = _cli(["compare", "student", *count, "--records", str(2**53)], capsys)
+    assert rc == 0 and not err and "Wasserstein: not computed" in out and "10,000,000" in out
+    # A time limit reached: compare flags the row, audit says UNDECIDED (exit 1), never MET.
+    # (A fake clock that advances a second per reading makes the limit bite at once.)
+    import quiltpriv.law_bounds as lb
+
+    class Clock:
+        t = 0.0
+
+        def monotonic(self):
+            self.t += 1.0
+            return self.t
+
+    monkeypatch.setattr(lb, "time", Clock())
+    TRIED["work"] += 1
+    rc, out, err = _cli(["compare", "student", *count, "--records", "5000", "--time-limit",
+                         "5"], capsys)
+    assert rc == 0 and "Wasserstein: not computed" in out and "time limit" in out
+    TRIED["work"] += 1
+    rc, out, err = _cli(["audit", "student", *count, "--records", "5000", "--scale", "900",
+                         "--time-limit", "5"], capsys)
+    assert rc == 1 and "UNDECIDED" in out and "MET" not in out.replace("UNDECIDED", "")
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):

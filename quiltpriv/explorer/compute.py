@@ -94,8 +94,11 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
 
             progress("comparing mechanisms", 0, 1)
             check()
-            comparison = _jsonable(compare(theta, req.query, req.sensitive,
-                                           req.epsilon).to_dict())
+            # The rest of the job's budget bounds the comparison (a Wasserstein row not
+            # computed in time says so).
+            left = max(deadline - time.monotonic(), 1e-3)
+            comparison = _jsonable(compare(theta, req.query, req.sensitive, req.epsilon,
+                                           time_limit=left).to_dict())
             best = min((r for r in comparison["rows"] if r["applicable"]
                         and isinstance(r["std"], float)), key=lambda r: r["std"], default=None)
             comparison["best"] = None if best is None else best["mechanism"]
