@@ -54,7 +54,9 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("verify", "verify a saved plan against the model (and the query)"),
     ),
     "quiltpriv.compare": (("compare", "noise of every mechanism side by side"),),
-    "quiltpriv.audit": (("audit", "exact worst-case privacy loss of a Laplace release"),),
+    "quiltpriv.audit": (
+        ("audit", "worst-case privacy loss of a Laplace release, exact or proven bounds"),
+    ),
     "quiltpriv.report": (("report", "write an HTML + JSON audit report of an APMQM plan"),),
     "quiltpriv.subset_privacy": (
         ("subset-privacy", "noisy count table, eps-private on a protected column, exact row "
