@@ -384,14 +384,15 @@ def _records(query: Query, records: int | None) -> int:
 # -- worst-case loss --------------------------------------------------------------------------
 
 
-def _log_fraction(x: Fraction) -> float:
+def log_fraction(x: Fraction) -> float:
+    """``log(x)`` of a positive rational, with no underflow for tiny ``x``."""
     # math.log takes arbitrary-size ints, so tiny rationals do not underflow.
     return math.log(x.numerator) - math.log(x.denominator)
 
 
 def _log_densities(law: Law, points: list[Fraction], pts: np.ndarray, s: float) -> np.ndarray:
     """``log sum_k P(f_k) e^{-|y - f_k|/s}`` at every support point, then the two tails."""
-    logp = np.array([_log_fraction(law[f]) if law.get(f) else -math.inf for f in points])
+    logp = np.array([log_fraction(law[f]) if law.get(f) else -math.inf for f in points])
     dist = -np.abs(pts[:, None] - pts[None, :]) / s
     at_points = _logsumexp(logp[None, :] + dist, axis=1)
     left = _logsumexp(logp - pts / s, axis=0)
@@ -407,8 +408,13 @@ def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
     return np.squeeze(out, axis=axis)
 
 
-def _pair_loss_exact(pa: Law, pb: Law) -> tuple[float, Fraction | None]:
-    """No noise: ``max_f log P(f|a)/P(f|b)`` exactly (``inf`` on a support mismatch)."""
+def exact_pair_loss(pa: Mapping[Any, Fraction],
+                    pb: Mapping[Any, Fraction]) -> tuple[float, Any]:
+    """No noise: ``max_f log P(f|a)/P(f|b)`` exactly (``inf`` on a support mismatch).
+
+    ``pa`` and ``pb`` map outputs ``f`` (a count, or a tuple of counts for several releases)
+    to their exact probabilities; returns the loss and the ``f`` attaining it.
+    """
     best: Fraction | None = None
     arg = None
     for f, p in pa.items():
@@ -422,7 +428,7 @@ def _pair_loss_exact(pa: Law, pb: Law) -> tuple[float, Fraction | None]:
             best, arg = r, f
     if best is None:
         return -math.inf, None
-    return _log_fraction(best), arg
+    return log_fraction(best), arg
 
 
 def audit(
@@ -595,7 +601,7 @@ def _exact_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s: flo
                 for a in states:
                     for b in states:
                         if a != b:
-                            loss, y = _pair_loss_exact(laws[a], laws[b])
+                            loss, y = exact_pair_loss(laws[a], laws[b])
                             yield loss, loss, i, m, (a, b), None if y is None else float(y)
                 continue
             points = sorted(set().union(*(law.keys() for law in laws.values())))

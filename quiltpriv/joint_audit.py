@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_positive, check_records
-from .audit import AUDIT_TOLERANCE
+from .audit import AUDIT_TOLERANCE, exact_pair_loss, log_fraction
 from .errors import ParameterError, QueryError
 from .influence import DEFAULT_MAX_TABLE
 from .network import Theta, as_theta
@@ -304,33 +304,12 @@ def joint_laws(
 # -- worst-case loss --------------------------------------------------------------------------
 
 
-def _log_fraction(x: Fraction) -> float:
-    return math.log(x.numerator) - math.log(x.denominator)
-
-
 def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
     return np.squeeze(out, axis=axis)
-
-
-def _exact_pair_loss(pa: JointLaw, pb: JointLaw) -> tuple[float, tuple[Fraction, ...] | None]:
-    """No noise in any release: ``max_f log P(f|a)/P(f|b)`` in exact rationals."""
-    best: Fraction | None = None
-    arg = None
-    for f, p in pa.items():
-        if not p:
-            continue
-        q = pb.get(f, Fraction(0))
-        if not q:
-            return math.inf, f
-        if best is None or p / q > best:
-            best, arg = p / q, f
-    if best is None:
-        return -math.inf, None
-    return _log_fraction(best), arg
 
 
 def _grid_log_densities(laws: Mapping[Any, JointLaw], states: list[Any],
@@ -356,7 +335,7 @@ def _grid_log_densities(laws: Mapping[Any, JointLaw], states: list[Any],
             logk += np.where(grid_idx[j][:, None] == sup_pos[None, :], 0.0, -math.inf)
     out = np.empty((len(states), grid_size))
     for r, a in enumerate(states):
-        logp = np.array([_log_fraction(laws[a][f]) if laws[a].get(f) else -math.inf
+        logp = np.array([log_fraction(laws[a][f]) if laws[a].get(f) else -math.inf
                          for f in support])
         out[r] = _logsumexp(logp[None, :] + logk, axis=1)
     points = [tuple(float(coords[j][grid_idx[j][g]]) for j in range(k))
@@ -420,7 +399,7 @@ def joint_audit(
             if noise_free:
                 for a, b in itertools.permutations(states, 2):
                     pairs += 1
-                    loss, f = _exact_pair_loss(laws[a], laws[b])
+                    loss, f = exact_pair_loss(laws[a], laws[b])
                     if loss > worst[0]:
                         out = None if f is None else tuple(float(x) for x in f)
                         worst = (loss, i, m, (a, b), out)
