@@ -13,8 +13,8 @@ Per n and query:
   the APMQM plan and the laws), wall time and CPU time (user + sys; the machine is shared, so
   wall time includes other processes' load), peak RSS. ``audit`` audits the Wasserstein
   mechanism's scale read from the compare run (the tight case: its loss is close to eps).
-- in-process: :func:`quiltpriv.network_laws.network_wasserstein` and
-  :func:`quiltpriv.audit.audit` alone (median of ``--repeat``), with ``W`` (exact when its
+- in-process: :func:`quiltpriv.queries.network_laws.network_wasserstein` and
+  :func:`quiltpriv.audit.exact.audit` alone (median of ``--repeat``), with ``W`` (exact when its
   certified bracket closes) and the audit's loss bracket and verdict.
 - the exact rational path (what ``compare`` ran at every n before the certified laws) for
   n <= 1000, once, to show what the certified laws replace.
@@ -51,10 +51,10 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
-from quiltpriv.audit import audit  # noqa: E402
-from quiltpriv.loading import load_model  # noqa: E402
-from quiltpriv.network_laws import network_wasserstein  # noqa: E402
-from quiltpriv.sensitivity import CountQuery  # noqa: E402
+from quiltpriv.audit.exact import audit  # noqa: E402
+from quiltpriv.model.loading import load_model  # noqa: E402
+from quiltpriv.queries.network_laws import network_wasserstein  # noqa: E402
+from quiltpriv.queries.query import CountQuery  # noqa: E402
 
 EPSILON = 1.0
 SENSITIVE = "income"

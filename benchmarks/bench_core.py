@@ -4,17 +4,18 @@ For each network, read as a hyperparameter network (states = hyperparameter valu
 
 - ``read``: pgmpy's ``BIFReader(string=text).get_model()`` on the already decompressed file, the
   floor every plan pays to get a model at all;
-- ``convert``: :func:`quiltpriv.network.theta_from_pgmpy` (validation and numeric copy);
-- ``plan 1``: :func:`quiltpriv.mechanisms.plan` for one sensitive node;
-- ``plan all``: one :func:`~quiltpriv.mechanisms.plan` call with every node sensitive;
+- ``convert``: :func:`quiltpriv.model.network.theta_from_pgmpy` (validation and numeric copy);
+- ``plan 1``: :func:`quiltpriv.mechanisms.apmqm.plan` for one sensitive node;
+- ``plan all``: one :func:`~quiltpriv.mechanisms.apmqm.plan` call with every node sensitive;
   both for one count query over 3 attributes drawn with a fixed seed, eps = 1, and a fresh
   influence cache (``theta._cache``) per repetition;
 - influence against pgmpy: for (node, quilt) pairs sampled from the quilts the all-nodes plan
   evaluated (read back from the influence cache) plus random quilts of 1-3 nodes, the time of
-  :func:`quiltpriv.influence.max_influence` (influence cache cleared each call; the per-Theta
+  :func:`quiltpriv.inference.influence.max_influence` (influence cache cleared each call; the
+  per-Theta
   elimination order kept) against pgmpy's
   ``VariableElimination(model).query([i] + Q, joint=True)`` followed by the same Definition-8
-  computation (:func:`definition8`, written independently of ``quiltpriv.influence``). The
+  computation (:func:`definition8`, written independently of ``quiltpriv.inference.influence``). The
   ``VariableElimination`` object is built once per network outside the timing (in pgmpy's
   favour). Reported: min/median/max of ``t_VE / t_quiltpriv`` and the largest absolute
   difference of the two influence values (quiltpriv rounds upwards by 1e-10, relative and
@@ -57,15 +58,15 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(HERE.parent))
 
-from quiltpriv._io import write_text_atomic  # noqa: E402
-from quiltpriv.influence import (  # noqa: E402
+from quiltpriv.inference.influence import (  # noqa: E402
     ROUNDING_MARGIN,
     InfluenceTooExpensive,
     max_influence,
 )
-from quiltpriv.mechanisms import plan  # noqa: E402
-from quiltpriv.network import Theta, theta_from_pgmpy  # noqa: E402
-from quiltpriv.sensitivity import CountQuery  # noqa: E402
+from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
+from quiltpriv.model.network import Theta, theta_from_pgmpy  # noqa: E402
+from quiltpriv.queries.query import CountQuery  # noqa: E402
+from quiltpriv.utils.io import write_text_atomic  # noqa: E402
 
 #: The six networks of issue 2, smallest first.
 DEFAULT_NETWORKS = ("alarm", "hepar2", "win95pts", "andes", "pathfinder", "munin")
@@ -375,7 +376,7 @@ def machine_facts() -> dict[str, Any]:
 def _kernel_fact() -> str:
     """Whether quiltpriv's compiled kernel ran (and from where), for the results header."""
     try:
-        from quiltpriv.influence import _KERNEL
+        from quiltpriv.inference.influence import _KERNEL
     except ImportError:  # a quiltpriv before the kernel
         return "none (quiltpriv without a compiled kernel)"
     if _KERNEL is None:

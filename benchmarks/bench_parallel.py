@@ -1,7 +1,8 @@
 """Parallel and distributed planning benchmark (issue 7, "Parallel and distributed planning").
 
 For each network (pgmpy's bundled example networks, read straight from their ``.bif.gz`` files
-as hyperparameter networks, as in ``bench_core.py``), one :func:`quiltpriv.mechanisms.plan` call
+as hyperparameter networks, as in ``bench_core.py``), one :func:`quiltpriv.mechanisms.apmqm.plan`
+call
 with every node sensitive, a count query over 3 attributes drawn with the seed (the same query as
 ``bench_core.py``), ``n = 1000``, ``eps = 1``, timed four ways:
 
@@ -57,9 +58,9 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
-from quiltpriv.mechanisms import plan, plan_node  # noqa: E402
-from quiltpriv.network import theta_from_pgmpy  # noqa: E402
-from quiltpriv.sensitivity import CountQuery  # noqa: E402
+from quiltpriv.mechanisms.apmqm import plan, plan_node  # noqa: E402
+from quiltpriv.model.network import theta_from_pgmpy  # noqa: E402
+from quiltpriv.queries.query import CountQuery  # noqa: E402
 
 DEFAULT_NETWORKS = ("hepar2", "andes", "pathfinder", "munin")
 EPSILON = 1.0
@@ -71,20 +72,20 @@ MAX_SECONDS = 20.0  # a variant slower than this on its first run is not repeate
 
 def _warm_worker(pause: float) -> tuple[int, str]:
     """Import the planner in a worker (the start-up cost a long-lived pool pays once)."""
-    import quiltpriv.mechanisms
+    import quiltpriv.mechanisms.apmqm
 
     time.sleep(pause)  # long enough that every worker of the pool receives one
-    return os.getpid(), quiltpriv.mechanisms.__file__
+    return os.getpid(), quiltpriv.mechanisms.apmqm.__file__
 
 
 def _same_source(files: list[str]) -> None:
     """Workers must run the driver's quiltpriv (an installed copy would time other code)."""
-    import quiltpriv.mechanisms
+    import quiltpriv.mechanisms.apmqm
 
-    other = sorted({f for f in files if f != quiltpriv.mechanisms.__file__})
+    other = sorted({f for f in files if f != quiltpriv.mechanisms.apmqm.__file__})
     if other:
         raise SystemExit(f"workers import {other}, this process "
-                         f"{quiltpriv.mechanisms.__file__}: not the same quiltpriv")
+                         f"{quiltpriv.mechanisms.apmqm.__file__}: not the same quiltpriv")
 
 
 def start_loky() -> tuple[float, int]:

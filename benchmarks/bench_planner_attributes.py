@@ -64,11 +64,11 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
-import quiltpriv.mechanisms as mech  # noqa: E402
-from quiltpriv.influence import InfluenceTooExpensive  # noqa: E402
-from quiltpriv.network import Theta, theta_from_pgmpy, theta_from_tables  # noqa: E402
-from quiltpriv.quilts import least_influence_quilt, markov_quilt  # noqa: E402
-from quiltpriv.sensitivity import CountQuery, LinearQuery, Query  # noqa: E402
+import quiltpriv.mechanisms.apmqm as mech  # noqa: E402
+from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
+from quiltpriv.inference.influence import InfluenceTooExpensive  # noqa: E402
+from quiltpriv.model.network import Theta, theta_from_pgmpy, theta_from_tables  # noqa: E402
+from quiltpriv.queries.query import CountQuery, LinearQuery, Query  # noqa: E402
 
 SHAPES = ("star/centre", "star/centre-weak", "star/leaf", "dag", "alarm")
 EPSILON = 1.0

@@ -12,7 +12,7 @@ taken as a hyperparameter network:
    folded once per Theta; by the compiled kernel when it is built, which picks the cheapest
    of the topological, greedy min-weight, min-fill and randomised orders per query). Each
    repetition plans on a FRESH ``Theta`` rebuilt with
-   :func:`~quiltpriv.network.theta_from_pgmpy` (timed separately as ``convert``), so no cache
+   :func:`~quiltpriv.model.network.theta_from_pgmpy` (timed separately as ``convert``), so no cache
    of any kind (influence cache, junction tree, graph) carries over between timed runs.
    Reported: plan time, plan/read, nodes whose plan is proven optimal. Where a target is missed
    (plan/read <= 1 for alarm, hepar2, win95pts, andes; <= 3 for munin), that plan is profiled
@@ -22,7 +22,8 @@ taken as a hyperparameter network:
    the core scale (equal / lower / higher; higher must be 0) and each side's optimality.
 4. Influence: on (node, quilt) pairs the eps = 1 all-nodes plan evaluated (a seeded sample,
    read back from the influence cache) plus random 1-3 node quilts, the time of
-   :func:`quiltpriv.influence.max_influence` (default inference; the default with the compiled
+   :func:`quiltpriv.inference.influence.max_influence` (default inference; the default with the
+   compiled
    kernel switched off, ``"junction_tree"`` and ``"elimination"`` reported alongside) against
    pgmpy's ``VariableElimination`` + Definition 8 (``bench_core.ve_influence``; the VE object
    is built once outside the timing, on the renormalised CPDs Theta holds). Between repeats
@@ -85,10 +86,10 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
-from quiltpriv.influence import InfluenceTooExpensive, max_influence  # noqa: E402
-from quiltpriv.mechanisms import plan  # noqa: E402
-from quiltpriv.network import Theta, theta_from_pgmpy  # noqa: E402
-from quiltpriv.sensitivity import CountQuery  # noqa: E402
+from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
+from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
+from quiltpriv.model.network import Theta, theta_from_pgmpy  # noqa: E402
+from quiltpriv.queries.query import CountQuery  # noqa: E402
 
 NETWORKS = ("asia", "alarm", "hepar2", "win95pts", "andes", "pathfinder", "munin")
 EPSILONS = (0.5, 1.0, 2.0)
@@ -123,7 +124,7 @@ def _kw(inference: str | None) -> dict[str, str]:
 
 def _has_kernel() -> bool:
     try:
-        from quiltpriv.influence import compiled_kernel
+        from quiltpriv.inference.influence import compiled_kernel
     except ImportError:
         return False
     return compiled_kernel()
@@ -135,7 +136,7 @@ def _kernel_off(method: str | None) -> Any:
     if method != AUTO_PYTHON:
         yield
         return
-    import quiltpriv.influence as influence
+    import quiltpriv.inference.influence as influence
 
     saved, influence._KERNEL = influence._KERNEL, None
     try:

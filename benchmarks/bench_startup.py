@@ -17,8 +17,8 @@ taken between medians of the same run.
   commands on that tree, for a before/after column.
 
 Reading, in a worker process per network (in-process times, median of ``--repeat``): quiltpriv's
-reader (:func:`quiltpriv.readers.read_bif` on the decompressed text, Theta included), pgmpy's
-``BIFReader(string=text).get_model()`` + :func:`~quiltpriv.network.theta_from_pgmpy` (one run;
+reader (:func:`quiltpriv.model.readers.read_bif` on the decompressed text, Theta included), pgmpy's
+``BIFReader(string=text).get_model()`` + :func:`~quiltpriv.model.network.theta_from_pgmpy` (one run;
 on ``--pgmpy-networks`` only, as it takes minutes on the large ones), and pyAgrum's
 ``loadBN`` on the decompressed file when pyAgrum is installed (it is not a dependency; note its
 BIF reader parses probabilities as float32, so its model is not the file's).
@@ -84,7 +84,7 @@ def _env(tree: Path, cache: str) -> dict[str, str]:
 def _munin_args() -> tuple[str, ...]:
     import random
 
-    from quiltpriv.readers import read_bif
+    from quiltpriv.model.readers import read_bif
 
     theta = read_bif(gzip.open(bif_path("munin"), "rt", encoding="utf-8").read(), "munin")
     attrs = random.Random(MUNIN_SEED).sample(list(theta.nodes), 3)
@@ -157,7 +157,7 @@ def read_worker(name: str, repeat: int, with_pgmpy: bool,
                 with_pyagrum: bool = True) -> dict[str, Any]:
     import warnings
 
-    from quiltpriv.readers import read_bif
+    from quiltpriv.model.readers import read_bif
 
     path = bif_path(name)
     text = gzip.open(path, "rt", encoding="utf-8").read()
@@ -184,7 +184,7 @@ def read_worker(name: str, repeat: int, with_pgmpy: bool,
     if with_pgmpy:
         from pgmpy.readwrite import BIFReader
 
-        from quiltpriv.network import theta_from_pgmpy
+        from quiltpriv.model.network import theta_from_pgmpy
 
         def pgmpy_read() -> None:
             with warnings.catch_warnings():
@@ -230,9 +230,9 @@ def phases_worker() -> dict[str, Any]:
     import io
     import pstats
 
-    from quiltpriv import _cli_core as core
     from quiltpriv.cli import build_parser
-    from quiltpriv.mechanisms import plan
+    from quiltpriv.cli import core as core
+    from quiltpriv.mechanisms.apmqm import plan
 
     args = build_parser("plan").parse_args(["plan", str(bif_path("munin")), *_munin_args()])
     t0 = time.perf_counter()

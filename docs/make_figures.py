@@ -1,13 +1,14 @@
 """Regenerate docs/figures/example1-quilt.svg (the concepts page's figure).
 
-Run ``python docs/make_figures.py``. The drawing is the audit report's own (quiltpriv.report),
+Run ``python docs/make_figures.py``. The drawing is the audit report's own
+(quiltpriv.reporting.report),
 made standalone with its styles inlined.
 """
 
 from pathlib import Path
 
 import quiltpriv as qp
-from quiltpriv import report
+from quiltpriv.reporting import report
 
 KEEP = (".role", ".node", ".edge", ".legend", "svg", "text")
 

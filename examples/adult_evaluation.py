@@ -1,6 +1,6 @@
 """The Adult property-inference evaluation of Chen and Ohrimenko (2023), Section 5, and ours.
 
-Reproduces, offline on the bundled UCI Adult data (:func:`quiltpriv.datasets.load_adult`):
+Reproduces, offline on the bundled UCI Adult data (:func:`quiltpriv.model.datasets.load_adult`):
 
 * Table 2 -- the L2 error of ExpM(G), EigM(G), DauM(G) and GroupDP(G) for the query of spec 03
   (average age, average years of education, number never married, number female, average hours
@@ -16,7 +16,7 @@ and adds two mechanisms of this library to the same evaluation (issue 4, part 4)
 * **APMQM** (Zhang, Ohrimenko and Cummings, Algorithm 3) on the hyperparameter network declared
   by :func:`adult_network`;
 * the **Wasserstein mechanism** (Song et al.; Chen and Ohrimenko Theorem 3.1, L1 ground norm)
-  on the same network, exact W_inf for the two counts (:func:`quiltpriv.network_laws.
+  on the same network, exact W_inf for the two counts (:func:`quiltpriv.queries.network_laws.
   network_wasserstein`) and the range as a (sound, over-estimating) bound for the averages.
 
 Attack protocol (as the authors' notebook exp_adult.ipynb does it): per repetition the records
@@ -26,7 +26,8 @@ an *adaptive* attacker that fits on shadow features passed through the same mech
 the mechanism, as Kerckhoffs would have it); the paper does not run this one.
 
 Randomness: everything here is an EXPERIMENT, seeded for reproducibility (``--seed``); the noise
-is drawn through :mod:`quiltpriv.noise` (exact discrete samplers) from a seeded, NOT secure
+is drawn through :mod:`quiltpriv.mechanisms.noise` (exact discrete samplers) from a seeded, NOT
+secure
 ``random.Random``. A real release must use the default secure source.
 
     python examples/adult_evaluation.py --quick          # about a minute
@@ -48,21 +49,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quiltpriv import distribution_privacy as dp
-from quiltpriv import noise
-from quiltpriv.datasets import load_adult
-from quiltpriv.errors import ModelError
-from quiltpriv.mechanisms import plan
-from quiltpriv.network import Theta, theta_from_tables
-from quiltpriv.network_laws import network_wasserstein
-from quiltpriv.property_model import (
+from quiltpriv.distribution import distribution_privacy as dp
+from quiltpriv.distribution.property_model import (
     ADULT_QUERY_NAMES,
     ADULT_QUERY_SENSITIVITIES,
     PropertyModel,
     adult_features,
     estimate_property_model,
 )
-from quiltpriv.sensitivity import CountQuery, MeanQuery
+from quiltpriv.errors import ModelError
+from quiltpriv.mechanisms import noise
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.datasets import load_adult
+from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.queries.network_laws import network_wasserstein
+from quiltpriv.queries.query import CountQuery, MeanQuery
 
 #: Table 2 of the paper (L2 error, mean of 50 runs) and Table 3 (attack accuracy, delta = 1e-3).
 PAPER_ERROR = {"ExpM(G)": (177.28, 34.98, 7.11), "EigM(G)": (175.65, 34.87, 4.89),
@@ -545,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     text = format_report(res)
     print(text, end="")
     if args.out:
-        from quiltpriv._io import write_text_atomic
+        from quiltpriv.utils.io import write_text_atomic
 
         write_text_atomic(args.out, text)
     if args.plot and plot(res, args.plot):

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from quiltpriv.gap import (
+from quiltpriv.gap.learning import learn_binary_privatizer, sample_binary
+from quiltpriv.gap.privatizers import (
     BinaryModel,
     binary_pdd_closed_form,
     binary_pdd_optimum,
     binary_pdi_theorem1,
 )
-from quiltpriv.gap_learning import learn_binary_privatizer, sample_binary
 
 DATASETS = [(0.5, 0.25), (0.75, 0.25)]
 BUDGETS = np.round(np.arange(0.0, 0.61, 0.05), 2)

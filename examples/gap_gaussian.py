@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quiltpriv.gap import (
+from quiltpriv.gap.learning import learn_gaussian_privatizer, sample_gaussian
+from quiltpriv.gap.privatizers import (
     GaussianMixtureModel,
     gaussian_pdd_optimum,
     gaussian_theorem2_pdi,
     gaussian_theorem3_pdd_shift,
     gaussian_theorem4_pdd_shift_noise,
 )
-from quiltpriv.gap_learning import learn_gaussian_privatizer, sample_gaussian
 
 SEED = 2017
 BUDGETS = list(range(1, 10))

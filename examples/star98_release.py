@@ -6,7 +6,7 @@ share of low-income students while releasing statistics of its student records.
 
 Steps (each one documented call):
 
-1. ``quiltpriv.datasets.load_star98()``: one row per district, shares in [0, 1].
+1. ``quiltpriv.model.datasets.load_star98()``: one row per district, shares in [0, 1].
 2. ``quiltpriv.learn_theta(...)``: 3 quantile bins per share (states = bin midpoints), pgmpy's
    hill climbing with the BDeu score, BDeu tables, and ``--bootstrap`` resampled members.
    The star98 districts are a public data set, separate from the records released below, so
@@ -15,8 +15,10 @@ Steps (each one documented call):
    star98 gives, per district, the number of students above the national median in math; the
    other per-student columns are SYNTHETIC, drawn from the district's shares (the data set has
    no student records): they stand in for the records a district would hold.
-4. ``quiltpriv.plan`` and ``quiltpriv.compare.compare`` for counts and a mean over those records,
-   with ``low_income`` sensitive; ``quiltpriv.release``; ``quiltpriv.report.audit_report``.
+4. ``quiltpriv.plan`` and ``quiltpriv.mechanisms.compare.compare`` for counts and a mean over those
+   records,
+   with ``low_income`` sensitive; ``quiltpriv.release``;
+   ``quiltpriv.reporting.report.audit_report``.
 
 Writes ``DIR/star98_theta.json`` (the learned Theta with its provenance: ``quiltpriv plan``,
 ``compare`` and ``report`` read it), ``DIR/district_records.csv`` and the audit report
@@ -34,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 import quiltpriv as qp
-from quiltpriv.compare import compare
-from quiltpriv.datasets import load_star98
-from quiltpriv.report import audit_report
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.model.datasets import load_star98
+from quiltpriv.reporting.report import audit_report
 
 #: The per-district shares the network models (all shares of the district's students).
 PARAMETERS = {"low_income": "share", "asian": "share", "black": "share", "hispanic": "share",

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 import quiltpriv as qp
-from quiltpriv.report import audit_report
+from quiltpriv.reporting.report import audit_report
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ line's start-up) loads no module a program does not use.
 import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from .errors import (
+from quiltpriv.errors import (
     DataError,
     ModelError,
     ParameterError,
@@ -26,31 +26,34 @@ from .errors import (
     QuiltPrivWarning,
 )
 
+from . import _compat
+
 __version__ = "0.1.0"
 
 #: Public name -> the submodule that defines it; imported on first attribute access.
 _EXPORTS = {
     **dict.fromkeys(["Influence", "InfluenceTooExpensive", "joint_marginal", "max_influence"],
-                    "influence"),
+                    "inference.influence"),
     **dict.fromkeys(["bundled_models", "bundled_network", "load_model", "load_theta",
-                     "theta_to_dict"], "loading"),
-    **dict.fromkeys(["Plan", "Release", "SensitivePlan", "plan", "release"], "mechanisms"),
-    **dict.fromkeys(["Theta", "theta_from_pgmpy", "theta_from_tables"], "network"),
-    **dict.fromkeys(["Predicate", "parse_predicate"], "predicate"),
+                     "theta_to_dict"], "model.loading"),
+    **dict.fromkeys(["Plan", "Release", "SensitivePlan", "plan", "release"], "mechanisms.apmqm"),
+    **dict.fromkeys(["Theta", "theta_from_pgmpy", "theta_from_tables"], "model.network"),
+    **dict.fromkeys(["Predicate", "parse_predicate"], "queries.predicate"),
     **dict.fromkeys(["Quilt", "enumerate_quilts", "least_influence_quilt", "markov_quilt",
-                     "trivial_quilt"], "quilts"),
+                     "trivial_quilt"], "graph.quilts"),
     **dict.fromkeys(["CountQuery", "CustomQuery", "HistogramQuery", "LinearQuery", "MeanQuery",
-                     "Query", "SumQuery"], "sensitivity"),
-    "NetworkBuilder": "builder",
-    **dict.fromkeys(["discretise", "learn_theta", "population_parameters"], "learning"),
-    **dict.fromkeys(["PlanVerification", "check_plan", "verify_plan"], "verification"),
+                     "Query", "SumQuery"], "queries.query"),
+    "NetworkBuilder": "model.builder",
+    **dict.fromkeys(["discretise", "learn_theta", "population_parameters"], "model.learning"),
+    **dict.fromkeys(["PlanVerification", "check_plan", "verify_plan"], "mechanisms.verification"),
 }
 
-#: Submodules that ``import quiltpriv`` used to load eagerly; ``quiltpriv.<name>`` still works
-#: without importing them first.
-_SUBMODULES = ("_validation", "builder", "errors", "influence", "junction_tree", "learning",
-               "loading", "mechanisms", "network", "predicate", "provenance", "quilts",
-               "sensitivity", "verification")
+#: The subpackages, one per role; ``quiltpriv.<name>`` imports one on first use.
+_SUBMODULES = ("audit", "cli", "distances", "distribution", "errors", "explorer", "gap", "graph",
+               "inference", "mechanisms", "model", "queries", "releases", "reporting",
+               "subset_privacy", "utils")
+
+_compat.install()  # quiltpriv 0.1's flat module paths, for one release, with a warning
 
 __all__ = [
     "CountQuery", "CustomQuery", "DataError", "HistogramQuery", "Influence",
@@ -71,13 +74,14 @@ def __getattr__(name: str) -> object:
         value = getattr(_importlib.import_module(f".{module}", __name__), name)
         globals()[name] = value  # later look-ups skip this function
         return value
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _compat.MOVED:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Module-level helpers of this file, left out of ``dir(quiltpriv)``.
-_HIDDEN = frozenset({"_importlib", "_TYPE_CHECKING", "_EXPORTS", "_SUBMODULES", "_HIDDEN",
+_HIDDEN = frozenset({"_compat", "_importlib", "_TYPE_CHECKING", "_EXPORTS", "_SUBMODULES",
+                     "_HIDDEN",
                      "__getattr__", "__dir__"})
 
 
@@ -86,21 +90,33 @@ def __dir__() -> list[str]:
 
 
 if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
-    from .builder import NetworkBuilder
-    from .influence import Influence, InfluenceTooExpensive, joint_marginal, max_influence
-    from .learning import discretise, learn_theta, population_parameters
-    from .loading import bundled_models, bundled_network, load_model, load_theta, theta_to_dict
-    from .mechanisms import Plan, Release, SensitivePlan, plan, release
-    from .network import Theta, theta_from_pgmpy, theta_from_tables
-    from .predicate import Predicate, parse_predicate
-    from .quilts import (
+    from quiltpriv.graph.quilts import (
         Quilt,
         enumerate_quilts,
         least_influence_quilt,
         markov_quilt,
         trivial_quilt,
     )
-    from .sensitivity import (
+    from quiltpriv.inference.influence import (
+        Influence,
+        InfluenceTooExpensive,
+        joint_marginal,
+        max_influence,
+    )
+    from quiltpriv.mechanisms.apmqm import Plan, Release, SensitivePlan, plan, release
+    from quiltpriv.mechanisms.verification import PlanVerification, check_plan, verify_plan
+    from quiltpriv.model.builder import NetworkBuilder
+    from quiltpriv.model.learning import discretise, learn_theta, population_parameters
+    from quiltpriv.model.loading import (
+        bundled_models,
+        bundled_network,
+        load_model,
+        load_theta,
+        theta_to_dict,
+    )
+    from quiltpriv.model.network import Theta, theta_from_pgmpy, theta_from_tables
+    from quiltpriv.queries.predicate import Predicate, parse_predicate
+    from quiltpriv.queries.query import (
         CountQuery,
         CustomQuery,
         HistogramQuery,
@@ -109,4 +125,3 @@ if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eager
         Query,
         SumQuery,
     )
-    from .verification import PlanVerification, check_plan, verify_plan

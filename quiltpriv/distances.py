@@ -42,7 +42,7 @@ from numbers import Rational, Real
 
 import numpy as np
 
-from .errors import ParameterError
+from quiltpriv.errors import ParameterError
 
 __all__ = [
     "CouplingPiece",

@@ -57,4 +57,4 @@ class SeededNoiseWarning(QuiltPrivWarning):
 
 class RepeatedReleaseWarning(QuiltPrivWarning):
     """A release reads the same data as an earlier one with the same query or model: the
-    guarantees do not add up in general (:func:`quiltpriv.ledger.composition`)."""
+    guarantees do not add up in general (:func:`quiltpriv.releases.ledger.composition`)."""

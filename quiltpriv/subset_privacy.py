@@ -35,10 +35,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._io import write_text_atomic
-from ._validation import check_epsilon, check_positive
-from .errors import ParameterError, QueryError
-from .noise import TAIL_FACTOR, discrete_laplace, make_rng
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
+from quiltpriv.utils.io import write_text_atomic
+from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = [
     "ConsistentCountTable",
@@ -444,7 +444,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``subset-privacy`` subcommand (Algorithm 1 of Tan on a CSV of records)."""
-    from ._cli_core import epsilon_type, seed_type
+    from quiltpriv.cli.core import epsilon_type, seed_type
 
     p = subparsers.add_parser(
         "subset-privacy",

@@ -1,6 +1,7 @@
 """Independent, slow, obviously-correct references for the APMQM core (spec 01).
 
-Nothing here calls :mod:`quiltpriv.quilts` or :mod:`quiltpriv.influence`: the references
+Nothing here calls :mod:`quiltpriv.graph.quilts` or :mod:`quiltpriv.inference.influence`: the
+references
 enumerate the full joint distribution of every node (a product of all CPDs in one dense
 table), read Definition 8 off it literally, take remote sets from networkx's
 ``is_d_separator`` and scan EVERY subset ``Q`` of ``V - {i}`` (Algorithm 3), so that the
@@ -90,7 +91,7 @@ class RandomNetwork:
 
     def to_theta(self):
         """The network as quiltpriv's Theta (through the public pgmpy entry point)."""
-        from quiltpriv.network import theta_from_pgmpy
+        from quiltpriv.model.network import theta_from_pgmpy
 
         return theta_from_pgmpy(self.to_pgmpy())
 

@@ -21,7 +21,7 @@ _spec.loader.exec_module(ae)
 
 @pytest.fixture(scope="module")
 def adult():
-    from quiltpriv.datasets import load_adult
+    from quiltpriv.model.datasets import load_adult
 
     return load_adult()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from quiltpriv.adversary import (
+from quiltpriv.audit.adversary import (
     score_channel,
     score_finite,
     score_gaussian,
@@ -235,7 +235,7 @@ def test_laplace_rejects_bad_input(kwargs, match):
 
 def test_score_count_release_under_an_apmqm_plan():
     import quiltpriv as qp
-    from quiltpriv.adversary import score_count_release
+    from quiltpriv.audit.adversary import score_count_release
 
     theta = qp.load_model("example3")
     query = qp.CountQuery(["x1"], 4, where="x1 == 1", domain={"x1": (0, 1)})

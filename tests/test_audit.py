@@ -11,13 +11,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import quiltpriv.mechanisms as mech
-from quiltpriv.audit import audit, audit_plan, query_laws, register_cli
+import quiltpriv.mechanisms.apmqm as mech
+from quiltpriv.audit.exact import audit, audit_plan, query_laws, register_cli
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.loading import load_model
-from quiltpriv.mechanisms import plan
-from quiltpriv.network import theta_from_tables
-from quiltpriv.sensitivity import CountQuery, LinearQuery, MeanQuery
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.loading import load_model
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.queries.query import CountQuery, LinearQuery, MeanQuery
 
 PHI = ("0.2", "0.5", "0.8")
 
@@ -65,7 +65,7 @@ def test_example3_oracles():
 
 
 def test_laws_match_network_laws():
-    from quiltpriv.network_laws import count_laws
+    from quiltpriv.queries.network_laws import count_laws
 
     t = load_model("student")
     mine = query_laws(t, CountQuery(("sat",), 5), "gender")
@@ -202,7 +202,7 @@ def test_apmqm_meets_epsilon_on_random_networks():
 def test_wasserstein_mechanism_meets_epsilon_on_random_networks():
     # The Wasserstein mechanism (Algorithm 4) with the exact count laws of a network, audited:
     # its predicate is the auditor's conjunction "every query attribute equals 1".
-    from quiltpriv.network_laws import network_wasserstein
+    from quiltpriv.queries.network_laws import network_wasserstein
 
     tight, audited = 0, 0
     for seed in range(60):

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quiltpriv.influence import ROUNDING_MARGIN, max_influence
-from quiltpriv.network import theta_from_pgmpy
+from quiltpriv.inference.influence import ROUNDING_MARGIN, max_influence
+from quiltpriv.model.network import theta_from_pgmpy
 
 pytest.importorskip("pgmpy")
 

@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import reference as ref  # noqa: E402
 
-from quiltpriv.influence import ROUNDING_MARGIN  # noqa: E402
-from quiltpriv.mechanisms import plan  # noqa: E402
-from quiltpriv.network import theta_from_tables  # noqa: E402
-from quiltpriv.quilts import d_connected, least_influence_quilt  # noqa: E402
-from quiltpriv.sensitivity import CountQuery, LinearQuery  # noqa: E402
+from quiltpriv.graph.quilts import d_connected, least_influence_quilt  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN  # noqa: E402
+from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
+from quiltpriv.model.network import theta_from_tables  # noqa: E402
+from quiltpriv.queries.query import CountQuery, LinearQuery  # noqa: E402
 
 EPSILONS = (0.1, 0.5, 1.0, 3.0)
 N_BATCHES = 20
@@ -241,7 +241,7 @@ def _random_monotone_delta(rng: np.random.Generator, attrs):
 @pytest.mark.parametrize("seed", range(40))
 def test_planner_custom_sensitivity_and_larger_networks(seed):
     """A general monotone Delta_B (CustomQuery) and binary networks of 9-11 nodes."""
-    from quiltpriv.sensitivity import CustomQuery
+    from quiltpriv.queries.query import CustomQuery
 
     big = seed % 2 == 1
     net = ref.random_network(20_000 + seed, min_nodes=9 if big else 4,

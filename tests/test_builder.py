@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.builder import NetworkBuilder, state_name
 from quiltpriv.errors import ModelError, ParameterStatesWarning
+from quiltpriv.model.builder import NetworkBuilder, state_name
 
 STUDENT_STATES = {"gender": [0.4, 0.5, 0.6], "income": [0.2, 0.35, 0.5],
                   "sat": [0.1, 0.2, 0.3], "height": [0.3, 0.45, 0.6], "weight": [0.3, 0.5, 0.7]}
@@ -42,7 +42,7 @@ def test_builder_reproduces_the_bundled_student_network_exactly():
     ref = qp.load_model("student")
     assert theta.fingerprint() == ref.fingerprint()
     assert theta.provenance["source"] == "declared"
-    from quiltpriv.provenance import provenance_dict
+    from quiltpriv.model.provenance import provenance_dict
 
     assert provenance_dict(theta)["parameters"]["income"] == {
         "kind": "share", "states": ["0.2", "0.35", "0.5"]}
@@ -191,7 +191,7 @@ def test_provenance_survives_json_and_reaches_the_plan(tmp_path):
     assert back.nodes == theta.nodes and back.parents == theta.parents
     for v in theta.nodes:  # equal up to the renormalisation of a rounded column sum
         assert np.allclose(back.members[0][v].table, theta.members[0][v].table, atol=1e-15)
-    from quiltpriv.provenance import provenance_dict
+    from quiltpriv.model.provenance import provenance_dict
 
     assert provenance_dict(back) == provenance_dict(theta)
     p = qp.plan(back, qp.CountQuery(["height"], records=100), "income", 1.0)

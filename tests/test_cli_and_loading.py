@@ -9,7 +9,7 @@ from pgmpy.readwrite import BIFWriter, XMLBIFWriter
 
 import quiltpriv as qp
 from quiltpriv.cli import main
-from quiltpriv.loading import _model_dirs
+from quiltpriv.model.loading import _model_dirs
 
 PLAN = ["plan", "student", "--sensitive", "income", "--query", "count", "--records", "1000",
         "--epsilon", "1"]
@@ -107,7 +107,7 @@ def test_release_cli(tmp_path, capsys):
 
 
 def test_bif_and_xmlbif_round_trip(tmp_path):
-    from quiltpriv.loading import _import_file
+    from quiltpriv.model.loading import _import_file
 
     net = qp.load_model("student")
     pg = _import_file(_model_dirs()[0] / "student.py").model()

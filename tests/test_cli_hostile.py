@@ -37,13 +37,13 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-import quiltpriv._cli_core as cli_core
-import quiltpriv.mechanisms as mech
-import quiltpriv.noise as noise
+import quiltpriv.cli.core as cli_core
+import quiltpriv.mechanisms.apmqm as mech
+import quiltpriv.mechanisms.noise as noise
 import quiltpriv.subset_privacy as subset_privacy
 from quiltpriv.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, main
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.loading import theta_to_dict
+from quiltpriv.model.loading import theta_to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG_SECONDS = 120  # a hang guard for subprocesses, not a speed assertion
@@ -397,7 +397,7 @@ def test_output_replaces_regular_files_keeping_mode_and_symlinks(tmp_path, capsy
 
 
 def test_check_output_path_api(tmp_path):
-    from quiltpriv._io import check_output_path, write_text_atomic
+    from quiltpriv.utils.io import check_output_path, write_text_atomic
 
     TRIED["output"] += 4
     os.mkfifo(tmp_path / "f")
@@ -512,7 +512,7 @@ def _python_env():
 
 SLOW_PARALLEL_PLAN = """
 import sys, time
-import quiltpriv.mechanisms as mech
+import quiltpriv.mechanisms.apmqm as mech
 from quiltpriv.cli import main
 
 real = mech._plan_batch
@@ -576,7 +576,7 @@ def test_broken_pipe_is_quiet():
 
 def _long_chain(tmp_path):
     path = tmp_path / "long.py"
-    path.write_text("from quiltpriv.loading import bundled_network\n\n\n"
+    path.write_text("from quiltpriv.model.loading import bundled_network\n\n\n"
                     "def model():\n    return bundled_network('chain', 441, function='chain')\n",
                     encoding="utf-8")
     return path

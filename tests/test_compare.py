@@ -1,4 +1,4 @@
-"""Tests of the side-by-side comparison (quiltpriv.compare) and its CLI handler."""
+"""Tests of the side-by-side comparison (quiltpriv.mechanisms.compare) and its CLI handler."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import math
 
 import pytest
 
-from quiltpriv.compare import compare, register_cli
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.loading import load_model
-from quiltpriv.mechanisms import plan
-from quiltpriv.network_laws import network_wasserstein
-from quiltpriv.sensitivity import CountQuery, MeanQuery
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.mechanisms.compare import compare, register_cli
+from quiltpriv.model.loading import load_model
+from quiltpriv.queries.network_laws import network_wasserstein
+from quiltpriv.queries.query import CountQuery, MeanQuery
 
 
 def _parser() -> argparse.ArgumentParser:

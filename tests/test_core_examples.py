@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.influence import ROUNDING_MARGIN
+from quiltpriv.inference.influence import ROUNDING_MARGIN
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from quiltpriv import distribution_privacy as dp
-from quiltpriv.datasets import ADULT_COLUMNS, load_adult
-from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.property_model import (
+from quiltpriv.distribution import distribution_privacy as dp
+from quiltpriv.distribution.property_model import (
     ADULT_QUERY_SENSITIVITIES,
     estimate_property_model,
 )
+from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.model.datasets import ADULT_COLUMNS, load_adult
 
 
 def test_adult_counts_as_in_the_paper():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from quiltpriv import distribution_privacy as dp
+from quiltpriv.distribution import distribution_privacy as dp
 from quiltpriv.errors import ModelError, ParameterError, QuiltPrivError
 
 # worked example after Theorem 4.5

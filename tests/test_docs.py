@@ -51,10 +51,12 @@ def test_cli_reference_lists_every_subcommand(site):
 
 def test_api_reference_documents_the_public_functions(site):
     html = (site / "api" / "index.html").read_text(encoding="utf-8")
-    for ident in ["quiltpriv.mechanisms.plan", "quiltpriv.mechanisms.release",
-                  "quiltpriv.compare.compare", "quiltpriv.report.audit_report",
-                  "quiltpriv.plots.plot_noise_vs_epsilon", "quiltpriv.plots.plot_quilt_tradeoff",
-                  "quiltpriv.quilts.markov_quilt", "quiltpriv.influence.max_influence"]:
+    for ident in ["quiltpriv.mechanisms.apmqm.plan", "quiltpriv.mechanisms.apmqm.release",
+                  "quiltpriv.mechanisms.compare.compare", "quiltpriv.reporting.report.audit_report",
+                  "quiltpriv.reporting.plots.plot_noise_vs_epsilon",
+                  "quiltpriv.reporting.plots.plot_quilt_tradeoff",
+                  "quiltpriv.graph.quilts.markov_quilt",
+                  "quiltpriv.inference.influence.max_influence"]:
         assert f'id="{ident}"' in html, ident
     # numpy-style sections are parsed, not shown raw
     assert "Parameters\n----------" not in html

@@ -26,14 +26,14 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.audit import audit, query_laws
+from quiltpriv.audit.exact import audit, query_laws
 from quiltpriv.cli import main
-from quiltpriv.compare import compare
 from quiltpriv.errors import ModelError, QueryError
-from quiltpriv.network import theta_from_tables
-from quiltpriv.network_laws import count_laws, network_wasserstein, record_truth
-from quiltpriv.predicate import parse_predicate
-from quiltpriv.wasserstein import wasserstein_mechanism
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.queries.network_laws import count_laws, network_wasserstein, record_truth
+from quiltpriv.queries.predicate import parse_predicate
 
 README_WHERE = "height > 66 and sat > 1300"
 

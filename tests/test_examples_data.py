@@ -66,7 +66,7 @@ def test_star98_loader():
     pytest.importorskip("statsmodels", reason='needs the data extra (pip install ".[data]")')
     from statsmodels.datasets import star98
 
-    from quiltpriv.datasets import STAR98_COLUMNS, load_star98
+    from quiltpriv.model.datasets import STAR98_COLUMNS, load_star98
 
     df = load_star98()
     raw = star98.load_pandas().data

@@ -68,10 +68,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import reference as ref  # noqa: E402
 
-from quiltpriv.influence import ROUNDING_MARGIN  # noqa: E402
-from quiltpriv.mechanisms import plan  # noqa: E402
-from quiltpriv.network import theta_from_tables  # noqa: E402
-from quiltpriv.sensitivity import CountQuery, HistogramQuery, LinearQuery  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN  # noqa: E402
+from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
+from quiltpriv.model.network import theta_from_tables  # noqa: E402
+from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery  # noqa: E402
 
 EPSILONS = (0.5, 1.0, 2.0)
 ABS = 1e-12

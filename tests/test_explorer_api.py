@@ -21,18 +21,18 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.compare import compare
 from quiltpriv.explorer import jobs as jobs_module
 from quiltpriv.explorer.server import MAX_BODY, Explorer, ExplorerServer
-from quiltpriv.loading import theta_to_dict
-from quiltpriv.report import audit_report, candidate_quilts
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.model.loading import theta_to_dict
+from quiltpriv.reporting.report import audit_report, candidate_quilts
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _norm(x):
     """JSON-normalised (floats as the page receives them; inf as "inf")."""
-    from quiltpriv.report import _jsonable
+    from quiltpriv.reporting.report import _jsonable
 
     return json.loads(json.dumps(_jsonable(x)))
 
@@ -174,7 +174,7 @@ def _cell_reference(table: np.ndarray, column: int, row: int, value: float) -> n
 
 def server_theta(client, like):
     """The model the server holds, rebuilt exactly from its CPDs (``like`` gives the DAG)."""
-    from quiltpriv.network import CPD, Theta
+    from quiltpriv.model.network import CPD, Theta
 
     members = []
     for k in range(len(like)):
@@ -499,7 +499,7 @@ def test_cancel_interrupts_the_real_planner(monkeypatch):
     seen = {}
 
     def work(job):
-        from quiltpriv.mechanisms import plan, was_interrupted
+        from quiltpriv.mechanisms.apmqm import plan, was_interrupted
 
         theta = qp.load_model("chain")
         q = qp.CountQuery(list(theta.nodes), 10)

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.loading import theta_to_dict
-from quiltpriv.report import candidate_quilts
+from quiltpriv.model.loading import theta_to_dict
+from quiltpriv.reporting.report import candidate_quilts
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed "
                                 "(pip install '.[browser]')")
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(
     reason="headless Chromium and its driver not installed (Debian packages 'chromium' and "
            "'chromium-driver'; .ci/run installs them)")
 
-# Fill colours of the roles (quiltpriv.drawing.ROLE_FILL).
+# Fill colours of the roles (quiltpriv.reporting.drawing.ROLE_FILL).
 NEARBY, QUILT, REMOTE = (0xF5, 0xB0, 0x41), (0x5D, 0xAD, 0xE2), (0xD5, 0xD8, 0xDC)
 TIMEOUT = 60
 
@@ -209,8 +209,8 @@ def test_the_page_follows_the_python_planner(explorer, browser):
           and d.find_element(*_by("body")).get_attribute("data-state") == "ready",
           "the error to clear")
 
-    # The mechanisms side by side: the same rows as quiltpriv.compare.
-    from quiltpriv.compare import compare
+    # The mechanisms side by side: the same rows as quiltpriv.mechanisms.compare.
+    from quiltpriv.mechanisms.compare import compare
 
     cmp = compare(edited, query, "income", 2.5)
     rows = d.find_elements(*_by("#comparison tbody tr"))

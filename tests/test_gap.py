@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from quiltpriv.adversary import score_gaussian
+from quiltpriv.audit.adversary import score_gaussian
 from quiltpriv.errors import ParameterError
-from quiltpriv.gap import (
+from quiltpriv.gap.privatizers import (
     BinaryModel,
     GaussianMechanism,
     GaussianMixtureModel,

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.gap import (
+from quiltpriv.gap.learning import (
+    MinimaxSettings,
+    learn_binary_privatizer,
+    learn_gaussian_privatizer,
+    sample_binary,
+    sample_gaussian,
+)
+from quiltpriv.gap.privatizers import (
     BinaryModel,
     GaussianMixtureModel,
     binary_pdd_optimum,
@@ -14,13 +21,6 @@ from quiltpriv.gap import (
     binary_pdi_optimum,
     gaussian_mechanism_accuracy,
     gaussian_pdd_optimum,
-)
-from quiltpriv.gap_learning import (
-    MinimaxSettings,
-    learn_binary_privatizer,
-    learn_gaussian_privatizer,
-    sample_binary,
-    sample_gaussian,
 )
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from quiltpriv.errors import ParameterError
-from quiltpriv.gaussian_audit import (
+from quiltpriv.audit.gaussian import (
     GAUSSIAN_AUDIT_TOLERANCE,
     audit_apgm,
     audit_apgm_gaussian_columns,
@@ -19,7 +18,8 @@ from quiltpriv.gaussian_audit import (
     gaussian_delta,
     gaussian_hockey_stick,
 )
-from quiltpriv.gaussian_mechanism import (
+from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms.apgm import (
     ConditionalMoments,
     GaussianRecordModel,
     apgm,

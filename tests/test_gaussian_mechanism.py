@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.gaussian_mechanism import (
+from quiltpriv.mechanisms.apgm import (
     ConditionalMoments,
     GaussianRecordModel,
     apgm,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.group_privacy import group_gaussian, group_laplace
+from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 
 
 def test_laplace_scale():

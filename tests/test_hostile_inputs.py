@@ -18,7 +18,7 @@ import pytest
 
 from quiltpriv.cli import main
 from quiltpriv.errors import QuiltPrivError
-from quiltpriv.loading import MAX_MODEL_BYTES, load_model
+from quiltpriv.model.loading import MAX_MODEL_BYTES, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT_BIF = (ROOT / "models" / "student.bif").read_text(encoding="utf-8")
@@ -471,8 +471,8 @@ def _star_model(tmp_path, leaves=24):
 
     import numpy as np
 
-    from quiltpriv.loading import theta_to_dict
-    from quiltpriv.network import theta_from_tables
+    from quiltpriv.model.loading import theta_to_dict
+    from quiltpriv.model.network import theta_from_tables
 
     rng = np.random.default_rng(25)
     names = [f"L{k:02d}" for k in range(leaves)]
@@ -506,9 +506,9 @@ def test_cli_wide_queries_plan_exactly(capsys, tmp_path):
 def test_cli_time_limit_is_on_by_default_and_reported(capsys, tmp_path, monkeypatch):
     import json
 
-    import quiltpriv.mechanisms as mech
-    from quiltpriv._cli_core import DEFAULT_TIME_LIMIT
+    import quiltpriv.mechanisms.apmqm as mech
     from quiltpriv.cli import build_parser
+    from quiltpriv.cli.core import DEFAULT_TIME_LIMIT
 
     TRIED["work"] += 1
     args = build_parser().parse_args(PLAN)
@@ -551,7 +551,7 @@ def test_cli_compare_and_audit_work_is_bounded(capsys, tmp_path, monkeypatch):
     assert rc == 0 and not err and "Wasserstein: not computed" in out and "10,000,000" in out
     # A time limit reached: compare flags the row, audit says UNDECIDED (exit 1), never MET.
     # (A fake clock that advances a second per reading makes the limit bite at once.)
-    import quiltpriv.law_bounds as lb
+    import quiltpriv.queries.law_bounds as lb
 
     class Clock:
         t = 0.0

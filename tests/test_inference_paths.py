@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import reference as ref  # noqa: E402
 
 import quiltpriv as qp  # noqa: E402
-import quiltpriv.influence as infl  # noqa: E402
-from quiltpriv.junction_tree import junction_tree, tree_structure  # noqa: E402
+import quiltpriv.inference.influence as infl  # noqa: E402
+from quiltpriv.inference.junction_tree import junction_tree, tree_structure  # noqa: E402
 
 METHODS = ("auto", "elimination", "junction_tree")
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import reference as ref  # noqa: E402
 
-from quiltpriv.influence import ROUNDING_MARGIN, joint_marginal, max_influence  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN, joint_marginal, max_influence  # noqa: E402
 
 
 def ve_joint(model, nodes, states) -> np.ndarray:
@@ -103,7 +103,7 @@ def test_joint_marginal_matches_full_joint(seed):
 
 def test_zero_and_deterministic_cases():
     """Hand-checked values: exact zeros give +inf, an empty quilt 0, a copy gives log ratios."""
-    from quiltpriv.network import theta_from_tables
+    from quiltpriv.model.network import theta_from_tables
 
     # i -> q with P(q | i): column i=0 is (0.5, 0.5, 0), column i=1 is (0.25, 0.25, 0.5)
     states = {"i": (0, 1), "q": (0, 1, 2)}
@@ -133,7 +133,7 @@ def test_zero_and_deterministic_cases():
 @pytest.mark.parametrize("seed", range(20))
 def test_members_with_different_evidence_orders(seed):
     """Members whose pgmpy CPDs list the parents in different orders (Theta aligns them)."""
-    from quiltpriv.network import theta_from_pgmpy
+    from quiltpriv.model.network import theta_from_pgmpy
 
     net = ref.random_network(6000 + seed, min_nodes=4, max_nodes=8, theta_size=3,
                              edge_prob=0.6)

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-from quiltpriv import records
-from quiltpriv.audit import audit, query_laws
+from quiltpriv.audit.exact import audit, query_laws
+from quiltpriv.audit.joint import joint_audit, joint_laws
 from quiltpriv.errors import LedgerError, ParameterError, QueryError
-from quiltpriv.joint_audit import joint_audit, joint_laws
-from quiltpriv.ledger import composition
-from quiltpriv.network import theta_from_tables
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.releases import records
+from quiltpriv.releases.ledger import composition
 
 STATES = (("0.2", "0.8"), ("0.1", "0.5", "0.9"), ("0.3", "0.6"), ("0", "0.5", "1"))
 
@@ -309,7 +309,7 @@ def test_refusals_name_their_reason():
 
 
 def test_composition_of_ledger_entries(tmp_path):
-    from quiltpriv import ledger
+    from quiltpriv.releases import ledger
 
     theta = qp.load_model("student")
     data = pd.DataFrame({"height": [60.0, 70.0], "sat": [1200.0, 1400.0]})

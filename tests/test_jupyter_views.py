@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv import _progress
-from quiltpriv.compare import compare
-from quiltpriv.mechanisms import plan
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.utils import progress as _progress
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import reference as ref  # noqa: E402
 
 import quiltpriv as qp  # noqa: E402
-import quiltpriv.influence as infl  # noqa: E402
+import quiltpriv.inference.influence as infl  # noqa: E402
 
 # the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
 MODES = (0, 1, 2, 3, 4)
@@ -180,7 +180,7 @@ def test_plans_are_the_same_with_and_without_the_kernel(seed, monkeypatch):
 
 
 def test_environment_variable_switches_the_kernel_off():
-    code = "import quiltpriv.influence as i; print(i.compiled_kernel())"
+    code = "import quiltpriv.inference.influence as i; print(i.compiled_kernel())"
     env = {**os.environ, "QUILTPRIV_NO_KERNEL": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=Path(__file__).parents[1])

@@ -1,4 +1,4 @@
-"""Certified float64 laws (quiltpriv.law_bounds) against exact rationals and 120-bit mpmath.
+"""Certified float64 laws (quiltpriv.queries.law_bounds) against exact rationals and 120-bit mpmath.
 
 Every bound the module proves is checked on random inputs: the error of each computed value
 is at most its stated bound, the W_inf bracket contains the exact W_inf (its upper end never
@@ -15,12 +15,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import quiltpriv.law_bounds as lb
-from quiltpriv.audit import audit
-from quiltpriv.compare import compare
+import quiltpriv.queries.law_bounds as lb
+from quiltpriv.audit.exact import audit
 from quiltpriv.distances import quantile_coupling
 from quiltpriv.errors import ParameterError, QuiltPrivError
-from quiltpriv.law_bounds import (
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.model.loading import load_model
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.queries.law_bounds import (
     LIBM_ULPS,
     BinomialLogPmf,
     BudgetExceeded,
@@ -33,10 +35,8 @@ from quiltpriv.law_bounds import (
     mixture_log_pmf,
     w_inf_bracket,
 )
-from quiltpriv.loading import load_model
-from quiltpriv.network import theta_from_tables
-from quiltpriv.network_laws import count_laws, count_mixtures, network_wasserstein
-from quiltpriv.sensitivity import CountQuery, LinearQuery
+from quiltpriv.queries.network_laws import count_laws, count_mixtures, network_wasserstein
+from quiltpriv.queries.query import CountQuery, LinearQuery
 
 mpmath = pytest.importorskip("mpmath")
 mpmath.mp.prec = 160
@@ -469,7 +469,7 @@ def test_a_predicate_reads_one_truth_table_on_both_paths():
 
 
 def test_an_undeclared_predicate_is_refused_before_any_law(monkeypatch):
-    import quiltpriv.network_laws as nl
+    import quiltpriv.queries.network_laws as nl
 
     def no_laws(*args, **kwargs):
         raise AssertionError("a law was computed before the refusal")

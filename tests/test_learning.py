@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.builder import NetworkBuilder
 from quiltpriv.errors import DataError, ModelError, ParameterError
-from quiltpriv.learning import _bdeu_tables, discretise
-from quiltpriv.network import Theta
-from quiltpriv.provenance import data_sha256
+from quiltpriv.model.builder import NetworkBuilder
+from quiltpriv.model.learning import _bdeu_tables, discretise
+from quiltpriv.model.network import Theta
+from quiltpriv.model.provenance import data_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 EDGES3 = [0.0, 1 / 3, 2 / 3, 1.0]
@@ -210,7 +210,7 @@ def test_record_level_data_with_a_population_column():
 
 
 def test_provenance_reaches_the_plan_the_report_and_json():
-    from quiltpriv.report import audit_report
+    from quiltpriv.reporting.report import audit_report
 
     data = sample_populations(planted(), 80, seed=8)
     theta = qp.learn_theta(data, SHARES, bins=BINS, n_bootstrap=3, seed=4)

@@ -18,7 +18,6 @@ import pytest
 import schema_check
 
 import quiltpriv as qp
-from quiltpriv import ledger, records
 from quiltpriv.cli import main
 from quiltpriv.errors import (
     LedgerError,
@@ -26,6 +25,7 @@ from quiltpriv.errors import (
     RepeatedReleaseWarning,
     SeededNoiseWarning,
 )
+from quiltpriv.releases import ledger, records
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "release-record.schema.json").read_text())

@@ -1,4 +1,4 @@
-"""Tests for quiltpriv.local_distribution_privacy (spec 04, Kawamoto and Murakami)."""
+"""Tests for quiltpriv.distribution.local_distribution_privacy (spec 04, Kawamoto and Murakami)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from quiltpriv.distances import wasserstein_1_line, wasserstein_inf_line
-from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.local_distribution_privacy import (
+from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
     distp_epsilon,
     exponential_mechanism_matrix,
@@ -30,6 +29,7 @@ from quiltpriv.local_distribution_privacy import (
     wasserstein_inf,
     xdistp_epsilon,
 )
+from quiltpriv.errors import ParameterError, QueryError
 
 
 def line_cost(xs, ys=None):

@@ -1,4 +1,4 @@
-"""Tests of the original Markov Quilt Mechanism (Algorithm 5, quiltpriv.markov_quilt_mechanism)."""
+"""Tests of the original Markov Quilt Mechanism (Algorithm 5, quiltpriv.mechanisms.mqm)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.loading import load_model
-from quiltpriv.markov_quilt_mechanism import chain_order, markov_quilt_mechanism
-from quiltpriv.network import theta_from_tables
+from quiltpriv.mechanisms.mqm import chain_order, markov_quilt_mechanism
+from quiltpriv.model.loading import load_model
+from quiltpriv.model.network import theta_from_tables
 
 # -- an independent, slow reference -------------------------------------------------------------
 

@@ -12,11 +12,11 @@ from scipy.stats import binom
 
 from models import student
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.loading import load_model
-from quiltpriv.network import Theta, theta_from_tables
-from quiltpriv.network_laws import bernoulli_parameters, count_laws, network_wasserstein
-from quiltpriv.sensitivity import CountQuery, MeanQuery
-from quiltpriv.wasserstein import wasserstein_mechanism
+from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
+from quiltpriv.model.loading import load_model
+from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.queries.network_laws import bernoulli_parameters, count_laws, network_wasserstein
+from quiltpriv.queries.query import CountQuery, MeanQuery
 
 
 def test_example3_table_and_w_inf():
@@ -108,11 +108,11 @@ def _records_reference(theta, attrs, i, n, pred):
     """Slow reference: enumerate phi, then every n-record 0/1 dataset over attrs."""
     import itertools
 
-    from quiltpriv.network_laws import _exact_member, bernoulli_parameters
+    from quiltpriv.queries.network_laws import _exact_member, bernoulli_parameters
 
     exact = _exact_member(theta, 0)
     nodes = (i, *[a for a in attrs if a != i])
-    from quiltpriv.influence import joint_marginal
+    from quiltpriv.inference.influence import joint_marginal
 
     joint = joint_marginal(exact, nodes, 0)
     params = {a: bernoulli_parameters(theta, a) for a in attrs}
@@ -144,7 +144,7 @@ def _records_reference(theta, attrs, i, n, pred):
     ("x1 == 1 or x2 == 0", lambda r: r["x1"] == 1 or r["x2"] == 0),
 ])
 def test_multi_attribute_predicate_laws_match_record_enumeration(where, pred):
-    from quiltpriv.network_laws import count_laws
+    from quiltpriv.queries.network_laws import count_laws
 
     theta = load_model("example3")
     cl = count_laws(theta, ["x1", "x2"], "x2", 3, where=where)
@@ -162,7 +162,7 @@ def test_multi_attribute_predicate_laws_match_record_enumeration(where, pred):
 
 
 def test_student_two_attribute_count_by_predicate():
-    from quiltpriv.network_laws import count_laws
+    from quiltpriv.queries.network_laws import count_laws
 
     theta = load_model("student")
     cl = count_laws(theta, ["height", "sat"], "income", 2, where="height == 1 and sat == 1")
@@ -175,8 +175,8 @@ def test_student_two_attribute_count_by_predicate():
 def test_categorical_attribute_equals_its_bernoulli_projection():
     import numpy as np
 
-    from quiltpriv.network import theta_from_tables
-    from quiltpriv.network_laws import category_laws, count_laws
+    from quiltpriv.model.network import theta_from_tables
+    from quiltpriv.queries.network_laws import category_laws, count_laws
 
     tables = {"s": np.array([0.4, 0.6]), "c": np.array([[0.7, 0.2], [0.3, 0.8]])}
     cat = theta_from_tables([("s", "c")], {"s": ["0.3", "0.6"],

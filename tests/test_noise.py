@@ -1,4 +1,4 @@
-"""Tests of quiltpriv.noise: exact discrete samplers (CKS 2020) and the release API.
+"""Tests of quiltpriv.mechanisms.noise: exact discrete samplers (CKS 2020) and the release API.
 
 Statistical tests are seeded, hence deterministic: each either passes or the sampler is wrong.
 Acceptance rules are fixed in advance: chi-square goodness of fit with p > 1e-4 on 20,000
@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from quiltpriv import noise
 from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms import noise
 
 N = 20_000
 P_MIN = 1e-4
@@ -463,7 +463,7 @@ def test_vector_release_pays_the_grid_once_per_coordinate():
     # d coordinates snapped to g * Z move an L1 distance by up to d * g: the noise parameter
     # covers Delta + d g (exactly), and the default grid shrinks with d so the inflation stays
     # at most 1 + 2**-20.
-    from quiltpriv.noise import laplace_release
+    from quiltpriv.mechanisms.noise import laplace_release
 
     b, delta = 3.0, 2.0
     for d in (1, 2, 7, 1000):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-import quiltpriv.influence as infl
+import quiltpriv.inference.influence as infl
 from quiltpriv.errors import ModelError
 
 PATHS = ["kernel", "python", "elimination", "junction_tree"]

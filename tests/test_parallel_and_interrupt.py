@@ -5,7 +5,7 @@ import pickle
 import pytest
 
 import quiltpriv as qp
-import quiltpriv.mechanisms as mech
+import quiltpriv.mechanisms.apmqm as mech
 
 
 @pytest.fixture(scope="module")

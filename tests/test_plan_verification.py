@@ -26,13 +26,13 @@ import reference as ref  # noqa: E402
 
 import quiltpriv as qp  # noqa: E402
 from quiltpriv.cli import main  # noqa: E402
-from quiltpriv.mechanisms import PLAN_FORMAT, _scale, query_fingerprint  # noqa: E402
-from quiltpriv.report import audit_report  # noqa: E402
-from quiltpriv.verification import (  # noqa: E402
+from quiltpriv.mechanisms.apmqm import PLAN_FORMAT, _scale, query_fingerprint  # noqa: E402
+from quiltpriv.mechanisms.verification import (  # noqa: E402
     INFLUENCE_SLACK,
     plan_from_json,
     query_from_dict,
 )
+from quiltpriv.reporting.report import audit_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENT_BIF = ROOT / "models" / "student.bif"
@@ -622,7 +622,7 @@ def test_more_noise_than_needed_is_accepted_without_a_claim_of_optimality(seed):
 def test_influence_slack_stays_inside_the_planners_rounding(student):
     # An accepted influence is at least recomputed - slack, and the recomputed value carries
     # the planner's upward rounding: the slack must be far smaller than that rounding.
-    from quiltpriv.influence import ROUNDING_MARGIN
+    from quiltpriv.inference.influence import ROUNDING_MARGIN
 
     assert 0 < INFLUENCE_SLACK <= ROUNDING_MARGIN / 10
     query = qp.CountQuery(["sat"], 10)

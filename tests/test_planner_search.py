@@ -35,11 +35,11 @@ from test_exhaustive_14 import make_network  # noqa: E402
 
 import quiltpriv as qp  # noqa: E402
 from quiltpriv import mechanisms as mech  # noqa: E402
-from quiltpriv.influence import joint_marginal, max_influence  # noqa: E402
-from quiltpriv.mechanisms import _blocks, _pair_influences, _scale, plan  # noqa: E402
-from quiltpriv.network import ThetaCache, theta_from_tables  # noqa: E402
-from quiltpriv.quilts import least_influence_quilt, markov_quilt  # noqa: E402
-from quiltpriv.sensitivity import (  # noqa: E402
+from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
+from quiltpriv.inference.influence import joint_marginal, max_influence  # noqa: E402
+from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, _scale, plan  # noqa: E402
+from quiltpriv.model.network import ThetaCache, theta_from_tables  # noqa: E402
+from quiltpriv.queries.query import (  # noqa: E402
     CountQuery,
     CustomQuery,
     HistogramQuery,

@@ -1,4 +1,5 @@
-"""Plots of quiltpriv.plots: the drawn data are the numbers of compare() and candidate_quilts()."""
+"""Plots of quiltpriv.reporting.plots: the drawn data are the numbers of compare() and
+candidate_quilts()."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.compare import compare
 from quiltpriv.errors import ParameterError, QuiltPrivError
-from quiltpriv.plots import (
+from quiltpriv.mechanisms.compare import compare
+from quiltpriv.reporting.plots import (
     MissingDependency,
     iso_scale_levels,
     noise_curves,
@@ -20,7 +21,7 @@ from quiltpriv.plots import (
     quilt_tradeoff,
     save_figure,
 )
-from quiltpriv.report import candidate_quilts
+from quiltpriv.reporting.report import candidate_quilts
 
 EPS = [0.05, 0.1, 0.5, 1.0, 2.0, 3.0]
 

@@ -1,4 +1,5 @@
-"""The predicate language (quiltpriv.predicate): what it accepts, what it refuses, what it means.
+"""The predicate language (quiltpriv.queries.predicate): what it accepts, what it refuses, what it
+means.
 
 * every hostile example of the trust-boundary review is refused (``@data.income``,
   ``@data.to_csv(path)``) in Python and on the command line, and nothing is written;
@@ -23,7 +24,7 @@ import pytest
 import quiltpriv as qp
 from quiltpriv.cli import main
 from quiltpriv.errors import QueryError
-from quiltpriv.predicate import (
+from quiltpriv.queries.predicate import (
     MAX_PREDICATE_DEPTH,
     MAX_PREDICATE_LENGTH,
     Predicate,

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import reference as ref  # noqa: E402
 
-from quiltpriv.influence import ROUNDING_MARGIN, max_influence  # noqa: E402
-from quiltpriv.mechanisms import Plan, plan  # noqa: E402
-from quiltpriv.quilts import least_influence_quilt  # noqa: E402
-from quiltpriv.sensitivity import CountQuery, LinearQuery  # noqa: E402
+from quiltpriv.graph.quilts import least_influence_quilt  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN, max_influence  # noqa: E402
+from quiltpriv.mechanisms.apmqm import Plan, plan  # noqa: E402
+from quiltpriv.queries.query import CountQuery, LinearQuery  # noqa: E402
 
 SETTINGS = settings(derandomize=True, max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,7 @@ order, every float64 of every CPD after validation) on every network pgmpy bundl
 quiltpriv's own models and on hand-made files that use the corners of the format. Malformed
 files must be refused by both, with a one-line ModelError; random edits of a valid file are
 either refused by the new reader or read exactly as pgmpy reads them, except where pgmpy
-misreads a correct file (listed in quiltpriv/readers.py's docstring).
+misreads a correct file (listed in quiltpriv/model/readers.py's docstring).
 
 The bundled networks whose pgmpy read takes seconds are marked ``slow`` (deselected by
 default; .ci/run runs them with ``-m slow``).
@@ -22,8 +22,8 @@ import pgmpy
 import pytest
 
 from quiltpriv.errors import ModelError, QuiltPrivError
-from quiltpriv.loading import MAX_STATES, load_model
-from quiltpriv.readers import read_bif, read_xmlbif
+from quiltpriv.model.loading import MAX_STATES, load_model
+from quiltpriv.model.readers import read_bif, read_xmlbif
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = Path(pgmpy.__file__).parent / "utils" / "example_models"
@@ -418,7 +418,7 @@ def _edit(text, rng):
 
 
 def _pgmpy_misreads(text):
-    """Whether ``text`` has a layout pgmpy's BIFReader misreads (see quiltpriv/readers.py).
+    """Whether ``text`` has a layout pgmpy's BIFReader misreads (see quiltpriv/model/readers.py).
 
     pgmpy finds blocks with ``(variable|probability).*?}\\n`` and reads a probability header
     from the block's first line only: a last block without a newline after its "}", a "}"
@@ -608,7 +608,7 @@ def test_xmlbif_edits_are_refused(tmp_path, student_xml, case):
 
 def test_literals_are_read_as_python_reads_them():
     # Every literal goes through numpy's string conversion: it must be float()'s, bit for bit.
-    from quiltpriv.readers import _numbers, _Source
+    from quiltpriv.model.readers import _numbers, _Source
 
     rng = random.Random(3)
     literals = []

@@ -1,4 +1,5 @@
-"""Audit reports (quiltpriv.report): HTML structure, JSON twin, escaping, atomic writes, CLI."""
+"""Audit reports (quiltpriv.reporting.report): HTML structure, JSON twin, escaping, atomic writes,
+CLI."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pandas as pd
 import pytest
 
 import quiltpriv as qp
-import quiltpriv.report as report_module
+import quiltpriv.reporting.report as report_module
 from quiltpriv.errors import ModelError, ParameterError, QueryError, QuiltPrivError
-from quiltpriv.mechanisms import Plan
-from quiltpriv.report import (
+from quiltpriv.mechanisms.apmqm import Plan
+from quiltpriv.reporting.report import (
     audit_report,
     layered_layout,
     plan_html,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.report import audit_report
+from quiltpriv.reporting.report import audit_report
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"))
                  if p), None)
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (Debian package 'chromium'; "
                              ".ci/run installs it)")
 
-# Fill colours of the drawing's roles (quiltpriv/report.py's inline CSS).
+# Fill colours of the drawing's roles (quiltpriv/reporting/report.py's inline CSS).
 NEARBY, QUILT = (0xF5, 0xB0, 0x41), (0x5D, 0xAD, 0xE2)
 
 

@@ -1,4 +1,5 @@
-"""Tests for quiltpriv.tupling: the tupling mechanism and its exact privacy loss (spec 04)."""
+"""Tests for quiltpriv.distribution.tupling: the tupling mechanism and its exact privacy loss (spec
+04)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.local_distribution_privacy import (
+from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
     randomised_response_matrix,
 )
-from quiltpriv.tupling import (
+from quiltpriv.distribution.tupling import (
     tupling_exact_privacy,
     tupling_guarantee,
     tupling_output_law,
     tupling_sample,
 )
+from quiltpriv.errors import ParameterError, QueryError
 
 
 def literal_tuple_law(a, lam, k, nu):

@@ -10,8 +10,8 @@ import pytest
 
 from quiltpriv.distances import wasserstein_inf_line
 from quiltpriv.errors import ParameterError
-from quiltpriv.group_privacy import group_laplace
-from quiltpriv.wasserstein import (
+from quiltpriv.mechanisms.group_dp import group_laplace
+from quiltpriv.mechanisms.wasserstein import (
     Interval,
     two_binary_dataset_law,
     two_binary_dataset_mechanism,

@@ -2,7 +2,7 @@
 
 ``quiltpriv explore MODEL`` serves one self-contained page on 127.0.0.1 (no network, no
 CDN: its script and stylesheet ship in this package). The page draws the hyperparameter
-network with the layout of :mod:`quiltpriv.drawing`, coloured by the chosen quilt of the
+network with the layout of :mod:`quiltpriv.reporting.drawing`, coloured by the chosen quilt of the
 selected sensitive attribute, lets the user choose sensitive attributes, the query and
 epsilon, edit conditional tables (or scale a dependency's strength) with undo, save the
 edited model (JSON or BIF, atomically, never over the original), compare the mechanisms
@@ -31,7 +31,7 @@ def __getattr__(name: str) -> Any:
     # The server (and the planner behind it) is imported on first use, so that registering
     # the command line's ``explore`` costs nothing.
     if name in ("Explorer", "ExplorerServer", "serve"):
-        from . import server
+        from quiltpriv.explorer import server
 
         return getattr(server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -44,8 +44,8 @@ def explore(theta: Any, *, spec: str = "model", initial: dict[str, Any] | None =
     The address (with its access token) is printed and in ``server.url``; ``server.stop()``
     stops it.
     """
-    from ..network import as_theta
-    from .server import Explorer, ExplorerServer
+    from quiltpriv.explorer.server import Explorer, ExplorerServer
+    from quiltpriv.model.network import as_theta
 
     server = ExplorerServer(Explorer(as_theta(theta), spec, initial=initial), port)
     server.start_in_thread()
@@ -75,9 +75,9 @@ def _initial_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_explore(args: argparse.Namespace) -> int:
-    from .._cli_core import theta_from_args
-    from ..report import _model_files
-    from .server import Explorer, serve
+    from quiltpriv.cli.core import theta_from_args
+    from quiltpriv.explorer.server import Explorer, serve
+    from quiltpriv.reporting.report import _model_files
 
     theta = theta_from_args(args)
     spec = " ".join([args.model, *(f"--theta {t}" for t in args.theta)])
@@ -88,7 +88,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``quiltpriv explore MODEL``: the local explorer in the browser."""
-    from .._cli_core import (
+    from quiltpriv.cli.core import (
         add_model_arguments,
         add_query_arguments,
         epsilon_type,

@@ -1,9 +1,10 @@
 """What the explorer computes for the page: the plan, the candidate quilts, the comparison.
 
 Every number comes from the functions the command line uses: :func:`quiltpriv.plan` (with
-the request's time budget), :func:`quiltpriv.report.candidate_quilts` and ``_why`` (the audit
-report's candidate table), :func:`quiltpriv.compare.compare` and
-:func:`quiltpriv.report.audit_report`. Nothing here changes a plan or a noise scale.
+the request's time budget), :func:`quiltpriv.reporting.report.candidate_quilts` and ``_why`` (the
+audit
+report's candidate table), :func:`quiltpriv.mechanisms.compare.compare` and
+:func:`quiltpriv.reporting.report.audit_report`. Nothing here changes a plan or a noise scale.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._progress import observe
-from ..drawing import dag_svg, layered_layout
-from ..errors import ParameterError
-from ..mechanisms import plan
-from ..network import Theta
-from ..quilts import Quilt
-from ..report import (
+from quiltpriv.errors import ParameterError
+from quiltpriv.explorer.state import ModelState, PlanRequest
+from quiltpriv.graph.quilts import Quilt
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.network import Theta
+from quiltpriv.reporting.drawing import dag_svg, layered_layout
+from quiltpriv.reporting.report import (
     MAX_CANDIDATE_ROWS,
     Candidate,
     _jsonable,
@@ -28,7 +29,7 @@ from ..report import (
     audit_report,
     candidate_quilts,
 )
-from .state import ModelState, PlanRequest
+from quiltpriv.utils.progress import observe
 
 #: ``progress(phase, done, total)``; ``check()`` raises KeyboardInterrupt once cancelled.
 Progress = Callable[[str, int, int], None]
@@ -90,7 +91,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
         elif time.monotonic() >= deadline:
             notes.append("mechanisms not compared: the time budget was spent")
         else:
-            from ..compare import compare
+            from quiltpriv.mechanisms.compare import compare
 
             progress("comparing mechanisms", 0, 1)
             check()

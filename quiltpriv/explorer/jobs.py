@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ParameterError, QuiltPrivError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 
 #: Jobs running at once (a new request beyond it is refused), and finished jobs remembered.
 MAX_RUNNING = 4

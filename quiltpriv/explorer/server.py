@@ -42,11 +42,10 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import ParameterError, QuiltPrivError
-from ..network import Theta
-from .compute import export_report, plan_payload, report_target
-from .jobs import JobManager
-from .state import (
+from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.explorer.compute import export_report, plan_payload, report_target
+from quiltpriv.explorer.jobs import JobManager
+from quiltpriv.explorer.state import (
     ModelState,
     cpd_view,
     model_summary,
@@ -57,6 +56,7 @@ from .state import (
     scale_strength,
     set_cell,
 )
+from quiltpriv.model.network import Theta
 
 HOST = "127.0.0.1"
 #: Largest request body accepted, in bytes.

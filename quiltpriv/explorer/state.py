@@ -2,12 +2,12 @@
 
 Nothing here knows about HTTP. Every request body is untrusted: :func:`parse_plan_request`,
 :func:`parse_cell_edit`, ... turn it into a checked value once (the command line's own query
-parsing, :func:`quiltpriv._cli_core.query_from_args`, reads the query, so the predicate
+parsing, :func:`quiltpriv.cli.core.query_from_args`, reads the query, so the predicate
 language, declared domains and every numeric check are the CLI's), and the rest of the code
 trusts only that value.
 
 Edits never change a model in place: :class:`Theta` is immutable, so an edit builds a new one
-with :func:`quiltpriv.network.theta_from_tables` (which validates the tables as a model file's
+with :func:`quiltpriv.model.network.theta_from_tables` (which validates the tables as a model file's
 are validated) and :class:`ModelState` keeps the previous ones for undo.
 """
 
@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from .._cli_core import QUERY_KINDS, parse_number, query_from_args
-from .._io import check_output_path, write_text_atomic
-from .._validation import MAX_RECORDS, check_scalar
-from ..errors import ModelError, ParameterError, QueryError
-from ..loading import _model_dirs, theta_to_dict
-from ..network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
-from ..sensitivity import Query
+from quiltpriv.cli.core import QUERY_KINDS, parse_number, query_from_args
+from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.model.loading import _model_dirs, theta_to_dict
+from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
+from quiltpriv.queries.query import Query
+from quiltpriv.utils.io import check_output_path, write_text_atomic
+from quiltpriv.utils.validation import MAX_RECORDS, check_scalar
 
 #: Most edits kept for undo.
 MAX_UNDO = 200
@@ -226,7 +226,7 @@ def with_table(theta: Theta, member: int, node: str, table: np.ndarray) -> Theta
     """``theta`` with member ``member``'s CPD of ``node`` replaced by ``table``.
 
     The new table is checked as a model file's are (shape, finite, no negative entry, no
-    subnormal one, columns summing to one within :data:`~quiltpriv.network.CPD_SUM_TOLERANCE`)
+    subnormal one, columns summing to one within :data:`~quiltpriv.model.network.CPD_SUM_TOLERANCE`)
     but not renormalised, and every other table is kept as it is: an edit changes exactly
     the entries it names (renormalising would move other columns by an ulp on every edit).
     """
@@ -376,7 +376,7 @@ class ModelState:
 
 def model_summary(state: ModelState, theta: Theta | None = None) -> dict[str, Any]:
     """What the page shows of the model: nodes, edges, members, edits, and its drawing."""
-    from ..drawing import dag_svg, layered_layout
+    from quiltpriv.reporting.drawing import dag_svg, layered_layout
 
     theta = theta or state.theta
     lay = layered_layout(theta)
@@ -422,7 +422,7 @@ def cpd_view(theta: Theta, node: Any, member: Any) -> dict[str, Any]:
 
 
 def model_json(theta: Theta) -> str:
-    """The model in quiltpriv's JSON format (:func:`quiltpriv.loading.theta_to_dict`)."""
+    """The model in quiltpriv's JSON format (:func:`quiltpriv.model.loading.theta_to_dict`)."""
     return json.dumps(theta_to_dict(theta), indent=1, allow_nan=False) + "\n"
 
 
@@ -463,7 +463,7 @@ def model_bif(theta: Theta, member: int = 0) -> str:
         except Exception as exc:  # the reader raises anything from pyparsing to KeyError
             raise ModelError(f"the model cannot be written as BIF ({exc}); save it as JSON"
                              ) from None
-    from ..network import theta_from_pgmpy
+    from quiltpriv.model.network import theta_from_pgmpy
 
     again = theta_from_pgmpy(back)
     single = theta_from_tables(theta.edges, dict(theta.states),

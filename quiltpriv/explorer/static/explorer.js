@@ -197,7 +197,7 @@
   // -- the answer ------------------------------------------------------------------------------
   function drawing(svg) {
     const fig = $("drawing");
-    fig.innerHTML = svg;  // drawn and escaped by quiltpriv.drawing.dag_svg on the server
+    fig.innerHTML = svg;  // drawn and escaped by quiltpriv.reporting.drawing.dag_svg on the server
     for (const g of fig.querySelectorAll("g.node")) {
       g.addEventListener("click", () => openEditor(g.dataset.node));
       if (editing && g.dataset.node === editing.node) g.classList.add("selected");

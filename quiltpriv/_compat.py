@@ -1,0 +1,132 @@
+"""Old module paths of quiltpriv 0.1's flat layout, kept for one release with a warning.
+
+quiltpriv 0.1 had one flat package (``quiltpriv.mechanisms``, ``quiltpriv.influence``, ...).
+Its modules now live in subpackages by role. ``import quiltpriv.influence`` still works: a
+finder on ``sys.meta_path`` maps the old name to the module's new home, returns that very
+module (so monkeypatching and ``isinstance`` see one object) and emits a
+:class:`DeprecationWarning` naming the new path. Three old modules share their name with a new
+subpackage (``mechanisms``, ``gap``, ``audit``): those subpackages forward the old module's
+names, with the same warning, through :func:`forward_attribute`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+
+#: Old module path -> new module path (both relative to ``quiltpriv``).
+MOVED: dict[str, str] = {
+    "_validation": "utils.validation", "_io": "utils.io", "_progress": "utils.progress",
+    "network": "model.network", "readers": "model.readers", "loading": "model.loading",
+    "builder": "model.builder", "learning": "model.learning", "provenance": "model.provenance",
+    "datasets": "model.datasets",
+    "quilts": "graph.quilts",
+    "influence": "inference.influence", "junction_tree": "inference.junction_tree",
+    "sensitivity": "queries.query", "predicate": "queries.predicate",
+    "network_laws": "queries.network_laws", "law_bounds": "queries.law_bounds",
+    "markov_quilt_mechanism": "mechanisms.mqm", "gaussian_mechanism": "mechanisms.apgm",
+    "wasserstein": "mechanisms.wasserstein", "group_privacy": "mechanisms.group_dp",
+    "noise": "mechanisms.noise", "compare": "mechanisms.compare",
+    "verification": "mechanisms.verification",
+    "distribution_privacy": "distribution.distribution_privacy",
+    "local_distribution_privacy": "distribution.local_distribution_privacy",
+    "tupling": "distribution.tupling", "property_model": "distribution.property_model",
+    "gap_learning": "gap.learning",
+    "gaussian_audit": "audit.gaussian", "joint_audit": "audit.joint",
+    "adversary": "audit.adversary",
+    "records": "releases.records", "ledger": "releases.ledger",
+    "report": "reporting.report", "drawing": "reporting.drawing", "plots": "reporting.plots",
+    "_cli_core": "cli.core",
+}
+
+#: Files whose frames a deprecation warning skips (this module, the package and the forwarding
+#: subpackages).
+_FORWARDING_FILES: set[str] = set()
+
+#: Old modules whose name is now a subpackage: subpackage -> the module that holds their names.
+RENAMED_IN_PLACE: dict[str, str] = {
+    "mechanisms": "mechanisms.apmqm", "gap": "gap.privatizers", "audit": "audit.exact",
+}
+
+
+def _caller_stacklevel() -> int:
+    """The stack level of the first frame outside this package's forwarding code, so that the
+    warning names the user's line. Import-machinery frames are not counted: ``warnings.warn``
+    skips them itself."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = "importlib" in name and "_bootstrap" in name
+        if not internal:
+            if name not in _FORWARDING_FILES:
+                return level
+            level += 1
+        frame = frame.f_back
+    return level
+
+
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"quiltpriv.{old} moved to quiltpriv.{new}; the old path will be removed in "
+                  "the next release", DeprecationWarning, stacklevel=_caller_stacklevel())
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves ``quiltpriv.<old>`` to the module now at ``quiltpriv.<new>``."""
+
+    def find_spec(self, fullname: str, path: object = None,
+                  target: object = None) -> importlib.machinery.ModuleSpec | None:
+        prefix, _, old = fullname.partition(".")
+        if prefix != "quiltpriv" or old not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        old = spec.name.partition(".")[2]
+        _warn(old, MOVED[old])
+        module = importlib.import_module(f"quiltpriv.{MOVED[old]}")
+        # The import system stamps the alias's spec on the module it gets back; keep the real
+        # one so that the module still knows its own (new) name.
+        self._real_spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__spec__ = self._real_spec
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` once."""
+    import quiltpriv
+
+    _FORWARDING_FILES.update({__file__, quiltpriv.__file__, importlib.__file__})
+    if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())
+
+
+def forward_attribute(package: str, submodules: frozenset[str], name: str) -> object:
+    """A name of the old flat module that a subpackage replaced, with a deprecation warning.
+
+    Parameters
+    ----------
+    package : str
+        The subpackage (``"quiltpriv.mechanisms"``).
+    submodules : frozenset of str
+        Its submodules: those names are never forwarded, so ``from quiltpriv.mechanisms
+        import noise`` imports the submodule.
+    name : str
+        The attribute asked for.
+    """
+    _FORWARDING_FILES.add(sys.modules[package].__file__ or "")
+    old = package.partition(".")[2]
+    if name in submodules or name.startswith("__"):
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    target = importlib.import_module(f"quiltpriv.{RENAMED_IN_PLACE[old]}")
+    try:
+        value = getattr(target, name)
+    except AttributeError:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+    _warn(f"{old}.{name}", f"{RENAMED_IN_PLACE[old]}.{name}")
+    return value

@@ -1,0 +1,197 @@
+"""The ``quiltpriv`` command line.
+
+Each subcommand is registered by a function ``register_cli(subparsers)`` that adds its parser and
+sets ``func`` (a callable taking the parsed namespace and returning an exit code). Modules are
+listed in :data:`COMMAND_MODULES`; :data:`COMMANDS` names the subcommands each one registers, so
+that a run imports only the module of the command it runs (``quiltpriv --help`` imports none of
+them, and a heavy dependency of one command does not slow down the others).
+
+User errors (:class:`~quiltpriv.errors.QuiltPrivError`, unreadable files, bad options) are
+printed to stderr as one line ``quiltpriv: error: <reason>`` with exit status 2; nothing else is
+printed. An output path (``-o``) is checked before any model or data is read. Ctrl-C ends the
+command with ``quiltpriv: interrupted`` and exit status 130 (``plan`` first prints the best
+valid plan found so far). When the reader of the output goes away (``quiltpriv ... | head``)
+the command stops quietly with exit status 141 (128 + SIGPIPE, what a shell reports for a
+tool killed by SIGPIPE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from quiltpriv.errors import QuiltPrivError
+
+#: Modules that contribute subcommands, in the order they appear in ``--help``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "quiltpriv.cli.core",
+    "quiltpriv.mechanisms.verification",
+    "quiltpriv.mechanisms.compare",
+    "quiltpriv.audit.exact",
+    "quiltpriv.reporting.report",
+    "quiltpriv.subset_privacy",
+    "quiltpriv.explorer",
+    "quiltpriv.releases.ledger",
+)
+
+#: The subcommands (name, one-line help) each module of :data:`COMMAND_MODULES` registers, in
+#: registration order. The command line imports a module only to run (or print the help of) one
+#: of its commands and lists the others from here; tests/test_cli_wiring.py checks that this table
+#: matches what the modules register. A module missing from it is imported at every start.
+COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "quiltpriv.cli.core": (
+        ("plan", "least-noise APMQM plan (Algorithm 3)"),
+        ("release", "plan, then release F(X) + Laplace noise"),
+        ("quilts", "list the Markov quilts of a node with their influence"),
+        ("models", "list the bundled models"),
+    ),
+    "quiltpriv.mechanisms.verification": (
+        ("verify", "verify a saved plan against the model (and the query)"),
+    ),
+    "quiltpriv.mechanisms.compare": (("compare", "noise of every mechanism side by side"),),
+    "quiltpriv.audit.exact": (
+        ("audit", "worst-case privacy loss of a Laplace release, exact or proven bounds"),
+    ),
+    "quiltpriv.reporting.report": (
+        ("report", "write an HTML + JSON audit report of an APMQM plan"),
+    ),
+    "quiltpriv.subset_privacy": (
+        ("subset-privacy", "noisy count table, eps-private on a protected column, exact row "
+                           "totals"),
+    ),
+    "quiltpriv.explorer": (
+        ("explore", "explore a model interactively in the browser (local server)"),
+    ),
+    "quiltpriv.releases.ledger": (("ledger", "show or verify a privacy ledger"),),
+}
+
+#: Exit statuses besides 0 (success) and 2 (an error).
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, like every other error of the CLI."""
+
+    def error(self, message: str) -> NoReturn:
+        # An option's own check already names it: "argument --jobs: --jobs must be ..." is
+        # said once. Other usage errors point at the command's help instead of printing it.
+        named = re.sub(r"^argument (\S+): \1 ", r"\1 ", message)
+        hint = "" if named != message else f" (see '{self.prog} --help')"
+        self.exit(2, f"quiltpriv: error: {named}{hint}\n")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser.
+
+    Parameters
+    ----------
+    command : str, optional
+        Without it every module registers its subcommands (the full parser: documentation,
+        tests). With it only the module of ``command`` is imported and registers its parsers;
+        every other subcommand gets a placeholder parser with the same name and one-line help,
+        so the top-level ``--help`` and usage errors read the same either way.
+    """
+    parser = _Parser(
+        prog="quiltpriv",
+        description="Attribute privacy with Markov quilts: plan and release noisy queries.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        listed = COMMANDS.get(name)
+        if command is None or listed is None or command in (c for c, _ in listed):
+            importlib.import_module(name).register_cli(sub)
+        else:
+            for cmd, text in listed:
+                sub.add_parser(cmd, help=text)
+    return parser
+
+
+def _command_of(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names: its first word that is not an option ("" if none).
+
+    The top-level parser has no option that takes a value, so this is the word argparse
+    dispatches on.
+    """
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:
+        _say("quiltpriv: interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    from quiltpriv.utils.io import check_output_path
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if getattr(args, "output", None) is not None:
+            check_output_path(args.output, "-o")  # before any model or data is read
+        args.argv = ["quiltpriv", *(sys.argv[1:] if argv is None else argv)]  # for records
+        _quiet_resource_tracker()
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return code
+    except QuiltPrivError as exc:
+        _say(f"quiltpriv: error: {exc}")
+        return 2
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _say(f"quiltpriv: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        return 2
+
+
+#: The warning filter given to joblib's worker processes and their resource tracker.
+_TRACKER_FILTER = "ignore:resource_tracker:UserWarning"
+
+
+def _quiet_resource_tracker() -> None:
+    """Keep a Ctrl-C during a parallel plan to the CLI's one line.
+
+    Interrupted workers leave their semaphores to joblib's (loky's) resource tracker, a child
+    process that cleans them up and says so in two ``UserWarning`` lines on the inherited
+    stderr, after quiltpriv's own message. Child processes read their warning filters from
+    ``PYTHONWARNINGS``; the filter only silences those clean-up notes.
+    """
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if _TRACKER_FILTER not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _TRACKER_FILTER]))
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+    except (BrokenPipeError, ValueError):  # stderr closed too: nothing more to say
+        pass
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout once more at exit; point it at /dev/null so that flush does not
+    # print "Exception ignored ... BrokenPipeError" (the recipe of the signal module's docs).
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests capture stdout)
+        pass
+
+

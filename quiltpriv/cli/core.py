@@ -1,0 +1,559 @@
+"""Core subcommands: ``plan``, ``quilts``, ``release`` and ``models``.
+
+The ``plan`` contract is stable (other tools parse it)::
+
+    quiltpriv plan MODEL [--theta MODEL2 ...] --sensitive S1[,S2...] --query count
+                   --attributes A1[,A2...] --records N --epsilon E [--json]
+
+Every scale in it is a finite number: plans whose scale overflows the float range are refused
+by the planner (exit status 2), never encoded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from quiltpriv.cli import EXIT_INTERRUPTED
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
+from quiltpriv.inference.influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
+from quiltpriv.mechanisms.apmqm import (
+    Plan,
+    _fmt,
+    _scale,
+    _set,
+    _table,
+    plan,
+    release,
+    was_interrupted,
+)
+from quiltpriv.model.loading import bundled_models, load_theta
+from quiltpriv.model.network import Theta
+from quiltpriv.queries.query import (
+    CountQuery,
+    HistogramQuery,
+    LinearQuery,
+    MeanQuery,
+    Query,
+    SumQuery,
+)
+from quiltpriv.utils.io import write_text_atomic
+from quiltpriv.utils.validation import MAX_RECORDS, Boundaries, check_scalar
+
+QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
+
+
+def _split(text: str | None) -> list[str]:
+    return [s.strip() for s in (text or "").split(",") if s.strip()]
+
+
+def _parse_number(text: str, option: str, integer: bool) -> float:
+    """The number TEXT spells: an int when it is one (exact, however long), else a float."""
+    if integer:
+        try:
+            return int(text)
+        except ValueError:  # "1e6", "2.5", or more digits than int() reads
+            pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"{option} must be a number, got {text!r}") from None
+
+
+def parse_number(text: str, option: str, *, integer: bool = False,
+                 min_val: float | None = None, max_val: float | None = None,
+                 include_boundaries: Boundaries = "both") -> float:
+    """Parse an option's TEXT and check it with :func:`~quiltpriv.utils.validation.check_scalar`.
+
+    Every numeric option goes through here, so each is refused (NaN, infinite, not whole, out
+    of range) with its own name before any work starts.
+    """
+    return check_scalar(_parse_number(text, option, integer), option, integer=integer,
+                        min_val=min_val, max_val=max_val,
+                        include_boundaries=include_boundaries)
+
+
+def number(option: str, *, integer: bool = False, min_val: float | None = None,
+           max_val: float | None = None,
+           include_boundaries: Boundaries = "both") -> Callable[[str], float]:
+    """An argparse ``type`` for a numeric option: :func:`parse_number` under its name."""
+    def parse(text: str) -> float:
+        try:
+            return parse_number(text, option, integer=integer, min_val=min_val,
+                                max_val=max_val, include_boundaries=include_boundaries)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = "number"
+    return parse
+
+
+def jobs_type(text: str) -> int:
+    """``--jobs``: -1 (every core) or 1 .. the machine's cores; 0 or a million mean nothing."""
+    k = number("--jobs", integer=True)(text)
+    cores = os.cpu_count() or 1
+    if k != -1 and not 1 <= k <= cores:
+        raise argparse.ArgumentTypeError(
+            f"--jobs must be -1 (every core) or a whole number in [1, {cores}] (the cores of "
+            f"this machine), got {k}")
+    return int(k)
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return parse_number(text, what)
+    except ParameterError as exc:
+        raise QueryError(str(exc)) from None
+
+
+def _interval(text: str, what: str) -> tuple[float, float]:
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise QueryError(f"{what}: expected LO:HI, got {text!r}")
+    return _float(lo, what), _float(hi, what)
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """MODEL and ``--theta`` (more members of Theta)."""
+    p.add_argument("model", metavar="MODEL",
+                   help="BIF/XMLBIF file, Python model module, or bundled model name "
+                        f"({', '.join(bundled_models())})")
+    p.add_argument("--theta", action="append", default=[], metavar="MODEL2",
+                   help="another member of Theta (same DAG and states); repeatable")
+
+
+def theta_from_args(args: argparse.Namespace) -> Theta:
+    return load_theta([args.model, *args.theta])
+
+
+def add_query_arguments(p: argparse.ArgumentParser) -> None:
+    """Options describing the query (see ``quiltpriv plan --help``)."""
+    g = p.add_argument_group("query")
+    g.add_argument("--query", choices=QUERY_KINDS, default="count",
+                   help="query kind (default: count)")
+    g.add_argument("--attributes", metavar="A1[,A2...]",
+                   help="attributes the query reads (count, histogram; one for sum/mean)")
+    g.add_argument("--records", type=number("--records", integer=True, min_val=1,
+                                            max_val=MAX_RECORDS), metavar="N",
+                   help="number of records n (count, sum, histogram); a whole number in "
+                        "[1, 2**53]")
+    g.add_argument("--bounds", metavar="LO:HI | A=LO:HI,...",
+                   help="value bounds: LO:HI for sum/mean, A1=LO:HI,A2=LO:HI for linear")
+    g.add_argument("--weights", metavar="A1=W1,A2=W2",
+                   help="weights of a linear query (sum of w_j * mean_j)")
+    g.add_argument("--where", metavar="PREDICATE",
+                   help="predicate of a count query in quiltpriv's predicate language "
+                        "(comparisons, and/or/not, in [...], + - * / over the attributes; "
+                        "no '@', calls or attribute access), e.g. \"height > 66 and sat > "
+                        "1300\"; it must read exactly --attributes")
+    g.add_argument("--domain", "--categories", dest="domain", metavar="A=V1|V2,...",
+                   help="declared values per attribute, '|' between values, ',' between "
+                        "attributes (all numbers, or else all text): a histogram's cells in "
+                        "this order (required for --query histogram), or the values a count's "
+                        "--where may see (data outside it are refused)")
+    g.add_argument("--record-states", metavar="A=V1:K1|V2:K2,...",
+                   help="count query: data value -> record category of the model (0/1 for a "
+                        "Bernoulli node, 0..k-1 for a categorical one), for the mechanisms "
+                        "that use the model's law of the count (compare, audit)")
+    g.add_argument("--catch-all", metavar="LABEL",
+                   help="histogram: an extra last cell LABEL per attribute for values outside "
+                        "--categories (default: such values are an error)")
+
+
+def _values(text: str, what: str) -> list[Any]:
+    """``V1|V2|...``: numbers when every value reads as a finite number, else texts.
+
+    A value with a leading zero (``01``) is text, as codes such as ZIP codes are.
+    """
+    values = [v.strip() for v in text.split("|")]
+    if any(not v for v in values):
+        raise QueryError(f"{what}: empty value in {text!r}")
+    numbers = []
+    for v in values:
+        if len(v.lstrip("+-")) > 1 and v.lstrip("+-")[0] == "0" and v.lstrip("+-")[1].isdigit():
+            return values
+        try:
+            x = float(v)
+        except ValueError:
+            return values
+        if not math.isfinite(x):
+            return values
+        numbers.append(int(x) if x.is_integer() else x)
+    return numbers
+
+
+def _per_attribute(text: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in _split(text):
+        a, sep, rest = item.partition("=")
+        a = a.strip()
+        if not sep or not a:
+            raise QueryError(f"{what}: expected A=..., got {item!r}")
+        if a in out:
+            raise QueryError(f"{what}: {a!r} is given twice")
+        out[a] = rest
+    return out
+
+
+def domain_from_args(args: argparse.Namespace) -> dict[str, list[Any]] | None:
+    """``--domain``/``--categories A=V1|V2,B=W1|W2`` as attribute -> values (or None)."""
+    if getattr(args, "domain", None) is None:
+        return None
+    return {a: _values(v, f"--domain {a}")
+            for a, v in _per_attribute(args.domain, "--domain").items()}
+
+
+def record_states_from_args(args: argparse.Namespace) -> dict[str, dict[Any, int]] | None:
+    """``--record-states A=V1:K1|V2:K2`` as attribute -> {value: category} (or None)."""
+    if getattr(args, "record_states", None) is None:
+        return None
+    out: dict[str, dict[Any, int]] = {}
+    for a, text in _per_attribute(args.record_states, "--record-states").items():
+        pairs = [p.rpartition(":") for p in text.split("|")]
+        if any(not sep for _, sep, _ in pairs):
+            raise QueryError(f"--record-states {a}: expected VALUE:CATEGORY|..., got {text!r}")
+        cats = []
+        for _, _, k in pairs:
+            try:
+                cats.append(int(k))
+            except ValueError:
+                raise QueryError(f"--record-states {a}: category {k!r} is not a whole "
+                                 "number") from None
+        values = _values("|".join(v for v, _, _ in pairs), f"--record-states {a}")
+        out[a] = dict(zip(values, cats, strict=True))
+    return out
+
+
+def query_from_args(args: argparse.Namespace) -> Query:
+    kind = args.query
+    attrs = _split(args.attributes)
+    records = args.records
+    domain = domain_from_args(args)
+    states = record_states_from_args(args)
+    catch_all = getattr(args, "catch_all", None)
+    if domain is not None and kind not in ("count", "histogram"):
+        raise QueryError(f"--domain/--categories applies to count and histogram queries; a "
+                         f"{kind} query's domain is its --bounds")
+    if states is not None and kind != "count":
+        raise QueryError("--record-states applies to count queries")
+    if catch_all is not None and kind != "histogram":
+        raise QueryError("--catch-all applies to histogram queries")
+    if kind in ("count", "sum", "histogram") and records is None:
+        raise ParameterError(f"a {kind} query needs --records N")
+    if kind == "count":
+        if not attrs:
+            raise QueryError("a count query needs --attributes")
+        return CountQuery(tuple(attrs), int(records), where=args.where, domain=domain,
+                          record_states=states)
+    if args.where is not None:
+        raise QueryError(f"--where applies to count queries, not {kind}")
+    if kind == "histogram":
+        if not attrs:
+            raise QueryError("a histogram query needs --attributes")
+        if domain is None:
+            raise QueryError("a histogram query needs its cells declared: --categories "
+                             "A=V1|V2|...,B=W1|W2|... (never read off the data)")
+        return HistogramQuery(tuple(attrs), int(records), categories=domain,
+                              catch_all=catch_all)
+    if kind in ("sum", "mean"):
+        if len(attrs) != 1:
+            raise QueryError(f"a {kind} query reads exactly one attribute (--attributes A)")
+        if not args.bounds:
+            raise QueryError(f"a {kind} query needs --bounds LO:HI")
+        lo, hi = _interval(args.bounds, "--bounds")
+        if kind == "sum":
+            return SumQuery(attrs[0], lo, hi, int(records))
+        return MeanQuery(attrs[0], lo, hi)
+    # linear
+    if not args.weights or not args.bounds:
+        raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
+    weights, bounds = {}, {}
+    for item in _split(args.weights):
+        a, sep, w = item.partition("=")
+        if not sep:
+            raise QueryError(f"--weights: expected A=W, got {item!r}")
+        _once(weights, a.strip(), "--weights")
+        weights[a.strip()] = _float(w, f"--weights {a.strip()}")
+    for item in _split(args.bounds):
+        a, sep, rng = item.partition("=")
+        if not sep:
+            raise QueryError(f"--bounds: expected A=LO:HI, got {item!r}")
+        _once(bounds, a.strip(), "--bounds")
+        bounds[a.strip()] = _interval(rng, f"--bounds {a.strip()}")
+    return LinearQuery(weights, bounds)
+
+
+def _once(seen: dict[str, Any], key: str, option: str) -> None:
+    # A repeated key would silently replace the first value: refuse it instead.
+    if key in seen:
+        raise QueryError(f"{option}: {key!r} is given twice")
+
+
+#: ``--epsilon``: finite and > 0 (a scale that then overflows is refused by the planner).
+epsilon_type = number("--epsilon", min_val=0.0, include_boundaries="right")
+time_limit_type = number("--time-limit", min_val=0.0, include_boundaries="right")
+seed_type = number("--seed", integer=True, min_val=0)
+
+
+#: Default planning budget of ``plan`` and ``release`` in seconds (``--time-limit``).
+DEFAULT_TIME_LIMIT = 60.0
+
+
+def _time_limit(text: str) -> float | None:
+    # Seconds > 0 through the shared validator; "none" for no limit (None).
+    if text.strip().lower() == "none":
+        return None
+    return time_limit_type(text)
+
+
+def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
+    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; ``none``: no limit)."""
+    p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
+                   metavar="SECONDS",
+                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; "
+                        "none: no limit); when it is hit the plan stays private with the best "
+                        "quilts found so far, flagged as not proven optimal, and its notes say "
+                        "so")
+
+
+def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
+    """``--sensitive S1[,S2...]`` and ``--epsilon E`` (both required)."""
+    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    p.add_argument("--epsilon", required=True, type=epsilon_type, metavar="E")
+
+
+def sensitive_from_args(args: argparse.Namespace) -> list[str]:
+    sensitive = _split(args.sensitive)
+    if not sensitive:
+        raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
+    return sensitive
+
+
+def read_data(path: str, query: Query | None = None) -> Any:
+    """The dataset of ``--data``: a CSV file read with pandas, one column per attribute.
+
+    Columns whose declared domain (``--domain``) is text are read as text, so that a value
+    such as ``01`` is compared as written.
+    """
+    import pandas as pd
+
+    declared = getattr(query, "domain", None) or getattr(query, "categories", None) or {}
+    text = {a: str for a, values in declared.items() if values and isinstance(values[0], str)}
+    try:
+        return pd.read_csv(path, dtype=text or None)
+    except (OSError, ValueError) as exc:
+        raise QueryError(f"cannot read data file {path}: {exc}") from exc
+
+
+def emit(text: str, output: str | None) -> None:
+    """Print ``text``, or write it to ``output`` atomically (no partial file on failure)."""
+    if output:
+        write_text_atomic(output, text + "\n")
+    else:
+        print(text)
+
+
+def check_releasable(query: Query) -> None:
+    """Refuse, before any work, a release whose query cannot be evaluated (in option words)."""
+    if isinstance(query, CountQuery) and query.where is None:
+        raise ParameterError("releasing a count query needs its predicate: --where EXPR")
+
+
+def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
+                    partial_ok: bool = False) -> tuple[Theta, Query, Plan]:
+    """The plan the options ask for.
+
+    On Ctrl-C the planner returns the best valid plan found so far; only ``plan`` wants it
+    (``partial_ok``): every other command stops (KeyboardInterrupt), releasing or writing
+    nothing.
+    """
+    import sys
+
+    if query is None:
+        query = query_from_args(args)  # before the model: cheap checks first
+    theta = theta_from_args(args)
+    sensitive = sensitive_from_args(args)
+    p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
+             n_jobs=getattr(args, "jobs", None),
+             progress=len(sensitive) > 1 and sys.stderr.isatty(),
+             inference=getattr(args, "inference", "auto"))
+    if was_interrupted(p) and not partial_ok:
+        raise KeyboardInterrupt
+    return theta, query, p
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    import sys
+
+    _, _, p = _plan_from_args(args, partial_ok=True)
+    emit(p.to_json() if args.json else p.explain(), args.output)
+    if was_interrupted(p):
+        print("quiltpriv: interrupted: the plan given is the best found so far (valid, not "
+              "proven optimal)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """quiltpriv's warnings (seeded noise, a repeated release) as one stderr line each,
+    ``quiltpriv: warning: ...``, instead of Python's two-line warning with a source line."""
+    import sys
+    import warnings
+
+    from quiltpriv.errors import QuiltPrivWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, QuiltPrivWarning):
+            print(f"quiltpriv: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", QuiltPrivWarning)
+        warnings.showwarning = show
+        yield
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
+    if args.ledger is not None:
+        from quiltpriv.releases.ledger import check_writable
+
+        check_writable(args.ledger)  # before any planning work
+    query = query_from_args(args)
+    check_releasable(query)
+    data = read_data(args.data, query)  # a bad file is reported before the planning work
+    theta, query, p = _plan_from_args(args, query)
+    # The ledger entry is written inside release(), before anything is printed here.
+    with one_line_warnings():
+        r = release(p, query, data, seed=args.seed, ledger=args.ledger,
+                    command=getattr(args, "argv", None))
+    emit(r.to_json(indent=2), args.output)
+    return 0
+
+
+def _cmd_quilts(args: argparse.Namespace) -> int:
+    theta = theta_from_args(args)
+    (node,) = theta.check_nodes([args.node], "node")
+    eps = args.epsilon
+    query = query_from_args(args) if args.attributes or args.weights else None
+    rows: list[dict[str, Any]] = []
+    count = 0
+    truncated = False
+    quilts = []
+    for q in enumerate_quilts(theta, node, max_size=args.max_size):
+        if count >= args.limit:
+            truncated = True
+            break
+        quilts.append(q)
+        count += 1
+    if not quilts or quilts[0] != trivial_quilt(theta, node):
+        # Q = {} differs from the trivial quilt when some node is d-separated a priori.
+        quilts.insert(0, trivial_quilt(theta, node))
+    for q in quilts:
+        try:
+            e: float | None = max_influence(theta, node, q.quilt).value
+        except InfluenceTooExpensive:
+            e = None
+        row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
+                               "remote": list(q.remote), "trivial": q.is_trivial,
+                               "influence": e}
+        if query is not None and e is not None:
+            a_n = set(query.attributes) & set(q.nearby)
+            d = query.sensitivity(a_n)
+            row["sensitivity"] = d
+            row["scale"] = _scale(d, e, eps) if eps else None
+        rows.append(row)
+    if args.json:
+        def clean(x: Any) -> Any:
+            return "inf" if isinstance(x, float) and math.isinf(x) else x
+        print(json.dumps({"node": node, "quilts": [{k: clean(v) for k, v in r.items()}
+                                                   for r in rows],
+                          "truncated": truncated}, allow_nan=False))
+        return 0
+    header = ["Q", "N", "R", "influence"]
+    if query is not None:
+        header += ["Delta_{A&N}", "scale"]
+    table_rows = []
+    for r in rows:
+        cells = [("(trivial) " if r["trivial"] else "") + _set(r["quilt"]), _set(r["nearby"]),
+                 _set(r["remote"]),
+                 "too large" if r["influence"] is None else _fmt(r["influence"])]
+        if query is not None:
+            cells += [_fmt(r.get("sensitivity", math.nan)),
+                      _fmt(r["scale"]) if r.get("scale") is not None else "-"]
+        table_rows.append(tuple(cells))
+    print(f"Markov quilts of {node!r} ({len(rows)} shown; the trivial quilt is Q = R = {{}})")
+    print("\n".join(_table(tuple(header), table_rows)))
+    if truncated:
+        print(f"... more quilts exist; raise --limit (now {args.limit}) or set --max-size")
+    return 0
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    for name, doc in bundled_models().items():
+        print(f"{name:12s} {doc}")
+    return 0
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="least-noise APMQM plan (Algorithm 3)",
+                       description="Plan an Attribute-Private Markov Quilt Mechanism release: "
+                                   "per sensitive attribute the quilt with the least Laplace "
+                                   "scale, exact over all quilts.")
+    add_model_arguments(p)
+    add_privacy_arguments(p)
+    add_query_arguments(p)
+    add_time_limit_argument(p)
+    p.add_argument("--jobs", type=jobs_type, metavar="N",
+                   help="plan the sensitive attributes in N parallel processes, at most the "
+                        "cores (-1: every core)")
+    p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
+                   help="how exact influences are computed (all exact and differing only "
+                        "in rounding; default: auto, the fastest measured)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    p.set_defaults(func=_cmd_plan)
+
+    r = sub.add_parser("release", help="plan, then release F(X) + Laplace noise",
+                       description="Plan and release a query on a CSV file. Noise is exact "
+                                   "discrete Laplace from the OS's secure generator unless "
+                                   "--seed is given (experiments only).")
+    add_model_arguments(r)
+    add_privacy_arguments(r)
+    add_query_arguments(r)
+    add_time_limit_argument(r)
+    r.add_argument("--data", required=True, metavar="CSV", help="the dataset, one column per "
+                                                                "attribute")
+    r.add_argument("--seed", type=seed_type, help="reproducible, NOT secure noise (experiments)")
+    r.add_argument("--ledger", metavar="PATH",
+                   help="append the release record to this privacy ledger (created if "
+                        "missing) before the value is printed; see 'quiltpriv ledger'")
+    r.add_argument("-o", "--output", metavar="FILE", help="write the release record to FILE")
+    r.set_defaults(func=_cmd_release)
+
+    q = sub.add_parser("quilts", help="list the Markov quilts of a node with their influence",
+                       description="List Markov quilts (Q, N, R) of NODE with max-influence; "
+                                   "with a query and --epsilon also their sensitivity and "
+                                   "Laplace scale.")
+    add_model_arguments(q)
+    q.add_argument("--node", required=True)
+    add_query_arguments(q)
+    q.add_argument("--epsilon", type=epsilon_type, default=None, metavar="E")
+    q.add_argument("--max-size", type=number("--max-size", integer=True, min_val=0),
+                   default=None, help="largest |Q| to list")
+    q.add_argument("--limit", type=number("--limit", integer=True, min_val=1), default=200,
+                   help="most quilts to list (default 200)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=_cmd_quilts)
+
+    m = sub.add_parser("models", help="list the bundled models")
+    m.set_defaults(func=_cmd_models)

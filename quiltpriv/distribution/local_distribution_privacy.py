@@ -1,0 +1,786 @@
+"""Distribution privacy of local obfuscation mechanisms (Kawamoto and Murakami, ESORICS 2019).
+
+A *local mechanism* is a row-stochastic matrix ``A`` (rows: inputs x in a finite X, columns:
+outputs y in a finite Y). Its *lifting* maps an input distribution lambda to the output law
+``A#(lambda) = lambda @ A`` (Section II-A of the paper). Distribution privacy (DistP, Definition
+11) is differential privacy of ``A#`` on a set Psi of pairs of input distributions; this module
+computes, exactly, the smallest parameters for which a given mechanism satisfies it:
+
+* :func:`distp_epsilon` -- (eps, delta)-DistP: eps = max over pairs of the delta-approximate
+  max-divergence (Definition 1), computed exactly from the hockey-stick divergence;
+* :func:`xdistp_epsilon` -- XDistP (Definition 12): eps per unit of W_inf,d;
+* :func:`pdistp_epsilon` -- probabilistic DistP (Definition 13);
+* :func:`f_distp_epsilon` -- f-divergence DistP (Definition 16) for KL, reverse KL, total
+  variation, chi-square and (squared) Hellinger (Table I).
+
+Distances between input distributions on a finite metric space (spec 04, Section II-G):
+:func:`wasserstein_inf` (exact bottleneck search with rational max-flow),
+:func:`wasserstein_1` (linear programme, reported as the cost of an explicit coupling, so never
+below the true value), and :func:`lifted_relation` (Definition 9: is there a coupling supported
+on Phi). On the real line the quantile-coupling versions in :mod:`quiltpriv.distances` are exact
+and faster; the two agree (tested).
+
+Calibration: :func:`laplace_scale_for_distp` (scale W_inf / eps), :func:`laplace_max_divergence`
+(exact D_inf between two lifted Laplace laws on the line), :func:`randomised_response_matrix`
+and :func:`exponential_mechanism_matrix`, with :func:`sample_mechanism` to release one output.
+
+Direction and symmetry. The checkers treat each given pair (lambda, lambda') as ordered, as in
+the definitions; ``symmetric=True`` (the default) also checks (lambda', lambda), which is what
+"hide which of the two distributions the input came from" means and never gives a smaller eps.
+Epsilons are the smallest eps >= 0.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.special import logsumexp
+
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.utils.validation import check_epsilon, check_positive, check_probability_vector
+
+__all__ = [
+    "DistributionPrivacy",
+    "F_DIVERGENCES",
+    "LaplaceCalibration",
+    "LiftedRelation",
+    "LocalRelease",
+    "Transport",
+    "approximate_max_divergence",
+    "distp_epsilon",
+    "exponential_mechanism_matrix",
+    "f_distp_epsilon",
+    "f_divergence",
+    "laplace_max_divergence",
+    "laplace_scale_for_distp",
+    "lift",
+    "line_metric",
+    "lifted_relation",
+    "pdistp_epsilon",
+    "point_privacy_epsilon",
+    "probabilistic_epsilon",
+    "randomised_response_matrix",
+    "sample_mechanism",
+    "wasserstein_1",
+    "wasserstein_inf",
+    "xdistp_epsilon",
+]
+
+#: The f-divergences of Table I, by name.
+F_DIVERGENCES: tuple[str, ...] = ("kl", "reverse_kl", "total_variation", "chi_square", "hellinger")
+
+_ROW_ATOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+
+
+def _mechanism(mechanism: object) -> np.ndarray:
+    """Return the mechanism as a float matrix whose rows are probability vectors."""
+    try:
+        a = np.asarray(mechanism, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("mechanism must be a 2-d array of numbers") from None
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise ParameterError(
+            f"mechanism must be a non-empty 2-d matrix (inputs x outputs), got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ParameterError("mechanism contains NaN or infinite entries")
+    if np.any(a < 0):
+        raise ParameterError("mechanism has negative entries")
+    sums = a.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_ATOL)
+    if bad.size:
+        raise ParameterError(
+            f"mechanism row {int(bad[0])} sums to {sums[bad[0]]:.12g}, not 1 (rows are inputs)")
+    return a
+
+
+def _distribution(lam: object, size: int, name: str) -> np.ndarray:
+    p = check_probability_vector(lam, name)
+    if p.size != size:
+        raise ParameterError(f"{name} has {p.size} entries, the mechanism has {size} inputs")
+    return p
+
+
+def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    try:
+        items = list(pairs)  # type: ignore[call-overload]
+    except TypeError:
+        raise ParameterError("pairs must be a sequence of (lambda, lambda') pairs") from None
+    if not items:
+        raise ParameterError("pairs is empty: give at least one (lambda, lambda') pair")
+    out = []
+    for k, pair in enumerate(items):
+        try:
+            lam0, lam1 = pair
+        except (TypeError, ValueError):
+            raise ParameterError(f"pairs[{k}] is not a pair (lambda, lambda')") from None
+        a = _distribution(lam0, size, f"pairs[{k}][0]")
+        b = _distribution(lam1, size, f"pairs[{k}][1]")
+        out.append((a, b))
+        if symmetric:
+            out.append((b, a))
+    return out
+
+
+def _delta(delta: object) -> float:
+    d = check_positive(delta, "delta", allow_zero=True)
+    if d >= 1:
+        raise ParameterError(f"delta must be in [0, 1), got {d}")
+    return d
+
+
+def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
+    a = check_probability_vector(p, "p")
+    b = check_probability_vector(q, "q")
+    if a.size != b.size:
+        raise ParameterError(f"p and q have different lengths ({a.size} and {b.size})")
+    return a, b
+
+
+# ---------------------------------------------------------------------------------------------
+# lifting and divergences
+
+
+def lift(mechanism: object, lam: object) -> np.ndarray:
+    """The lifting A#(lambda) = sum_x lambda[x] A(x), the output law when x ~ lambda.
+
+    Section II-A of Kawamoto and Murakami; ``mechanism`` has one row per input.
+    """
+    a = _mechanism(mechanism)
+    return _distribution(lam, a.shape[0], "lambda") @ a
+
+
+def approximate_max_divergence(p: object, q: object, delta: float = 0.0) -> float:
+    """The delta-approximate max-divergence D_inf^delta(p || q) on a finite space, exactly.
+
+    Definition 1: the smallest eps >= 0 with p(R) <= e^eps q(R) + delta for every R. On a finite
+    space the worst R for a threshold t = e^eps is {y : p(y) > t q(y)}, so eps is the root of
+    the hockey-stick divergence ``sum_y max(0, p(y) - t q(y)) = delta``, which is piecewise linear
+    in t with breakpoints at the ratios p(y)/q(y); it is solved segment by segment (no sampling,
+    no search). ``inf`` when q misses more than delta of p's mass.
+    """
+    a, b = _output_pair(p, q)
+    d = _delta(delta)
+    pos = a > 0
+    a, b = a[pos], b[pos]  # outputs p cannot produce never enter a worst R
+    infinite = b == 0
+    mass_inf = float(a[infinite].sum())
+    if mass_inf > d:
+        return math.inf
+    d -= mass_inf  # outputs q cannot produce are always in R and use up part of delta
+    a, b = a[~infinite], b[~infinite]
+    if a.size == 0 or np.maximum(a - b, 0.0).sum() <= d:
+        return 0.0  # already holds at t = 1
+    ratio = a / b
+    order = np.argsort(-ratio, kind="stable")
+    r, pa, qb = ratio[order], np.cumsum(a[order]), np.cumsum(b[order])
+    # On [r[k+1], r[k]] the hockey stick is P_k - t Q_k with P_k, Q_k over the top k+1 ratios.
+    for k in range(r.size):
+        t = (pa[k] - d) / qb[k]
+        lower = r[k + 1] if k + 1 < r.size else 0.0
+        if t >= lower:
+            return max(0.0, math.log(t)) if t > 0 else 0.0
+    return 0.0  # pragma: no cover - the last segment always has a root (t >= 0)
+
+
+def probabilistic_epsilon(p: object, q: object, delta: float) -> float:
+    """The smallest eps >= 0 of probabilistic DP for one ordered pair (Definition 13).
+
+    There must be an output set Omega with p(Omega) <= delta and q(Omega) <= delta such that
+    p(y) <= e^eps q(y) outside Omega. For a given eps the best Omega is the set of violating
+    outputs {p > e^eps q}, which grows as eps falls; so eps is the ratio at which the set of
+    excluded top-ratio outputs (whole tie groups) would exceed delta under p or q.
+    """
+    a, b = _output_pair(p, q)
+    d = _delta(delta)
+    pos = a > 0
+    a, b = a[pos], b[pos]
+    ratio = np.full(a.size, math.inf)
+    np.divide(a, b, out=ratio, where=b > 0)
+    levels = np.unique(ratio)[::-1]  # distinct ratios, largest first
+    cum_p = cum_q = 0.0
+    for level in levels:
+        group = ratio == level
+        cum_p += float(a[group].sum())
+        cum_q += float(b[group].sum())
+        if cum_p > d or cum_q > d:
+            # this tie group cannot all go into Omega: eps must cover its ratio
+            return max(0.0, math.log(level)) if level > 0 else 0.0
+    return 0.0
+
+
+def f_divergence(p: object, q: object, divergence: str = "kl") -> float:
+    """The f-divergence D_f(p || q) of Definition 2 / Table I.
+
+    ``divergence`` is one of :data:`F_DIVERGENCES`: ``kl`` (f = t ln t), ``reverse_kl``
+    (f = -ln t), ``total_variation`` (f = |t - 1| / 2, i.e. half the L1 distance),
+    ``chi_square`` (f = (t - 1)^2) and ``hellinger`` (f = (sqrt t - 1)^2, i.e.
+    sum (sqrt p - sqrt q)^2, twice the squared Hellinger distance in the 1/2-normalised
+    convention). Natural logarithms. ``inf`` when the divergence is infinite (support mismatch).
+    """
+    a, b = _output_pair(p, q)
+    if divergence == "kl":
+        if np.any((a > 0) & (b == 0)):
+            return math.inf
+        m = a > 0
+        return max(0.0, float(np.sum(a[m] * (np.log(a[m]) - np.log(b[m])))))
+    if divergence == "reverse_kl":
+        return f_divergence(b, a, "kl")
+    if divergence == "total_variation":
+        return 0.5 * float(np.abs(a - b).sum())
+    if divergence == "chi_square":
+        if np.any((a > 0) & (b == 0)):
+            return math.inf
+        m = b > 0
+        return float(np.sum((a[m] - b[m]) ** 2 / b[m]))
+    if divergence == "hellinger":
+        return float(np.sum((np.sqrt(a) - np.sqrt(b)) ** 2))
+    raise ParameterError(f"unknown divergence {divergence!r}; choose one of {F_DIVERGENCES}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the checkers
+
+
+@dataclass(frozen=True)
+class DistributionPrivacy:
+    """The smallest privacy parameter of a mechanism on a set of pairs of input distributions.
+
+    Attributes
+    ----------
+    notion : str
+        ``"DistP"``, ``"PDistP"``, ``"XDistP"`` or ``"<divergence>-DistP"``.
+    epsilon : float
+        The smallest eps (>= 0) for which the notion holds at ``delta`` on every checked pair;
+        for XDistP it multiplies W_inf,d. ``inf`` if no finite eps works.
+    delta : float
+        The delta it was computed at (0 for f-divergence DistP).
+    pair_epsilons : tuple of float
+        eps per checked ordered pair (with ``symmetric=True``: pair k is at 2k, its reverse at
+        2k + 1).
+    worst_pair : int
+        Index into ``pair_epsilons`` of a pair attaining ``epsilon``.
+    distances : tuple of float
+        For XDistP, W_inf,d of each checked pair; empty otherwise.
+    """
+
+    notion: str
+    epsilon: float
+    delta: float
+    pair_epsilons: tuple[float, ...]
+    worst_pair: int
+    distances: tuple[float, ...] = ()
+
+
+def _result(notion: str, values: list[float], delta: float,
+            distances: tuple[float, ...] = ()) -> DistributionPrivacy:
+    worst = int(np.argmax(values))
+    return DistributionPrivacy(notion, float(values[worst]), delta, tuple(values), worst,
+                               distances)
+
+
+def distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+                  delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
+    """Smallest eps for which ``mechanism`` is (eps, delta)-DistP on ``pairs`` (Definition 11).
+
+    eps = max over pairs of D_inf^delta(A#lambda || A#lambda'), computed exactly by
+    :func:`approximate_max_divergence`.
+    """
+    a = _mechanism(mechanism)
+    d = _delta(delta)
+    vals = [approximate_max_divergence(l0 @ a, l1 @ a, d)
+            for l0, l1 in _pairs(pairs, a.shape[0], symmetric)]
+    return _result("DistP", vals, d)
+
+
+def pdistp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+                   delta: float, *, symmetric: bool = True) -> DistributionPrivacy:
+    """Smallest eps for which ``mechanism`` is (eps, delta)-PDistP on ``pairs`` (Definition 13).
+
+    PDistP implies DistP with the same (eps, delta), so this is never below
+    :func:`distp_epsilon` at the same delta.
+    """
+    a = _mechanism(mechanism)
+    d = _delta(delta)
+    vals = [probabilistic_epsilon(l0 @ a, l1 @ a, d)
+            for l0, l1 in _pairs(pairs, a.shape[0], symmetric)]
+    return _result("PDistP", vals, d)
+
+
+def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[object, object]],
+                   delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
+    """Smallest eps for which ``mechanism`` is (eps, d, delta)-XDistP on ``pairs`` (Def. 12).
+
+    A#lambda[R] <= exp(eps W_inf,d(lambda, lambda')) A#lambda'[R] + delta, so
+    eps = max over pairs of D_inf^delta(A#lambda || A#lambda') / W_inf,d(lambda, lambda').
+    ``metric`` is the |X| x |X| matrix of d(x, x'). Pairs with W_inf = 0 (equal distributions)
+    need no eps. W_inf is exact (:func:`wasserstein_inf`).
+    """
+    a = _mechanism(mechanism)
+    d = _delta(delta)
+    cost = _cost(metric, a.shape[0], a.shape[0])
+    vals, dists = [], []
+    for l0, l1 in _pairs(pairs, a.shape[0], symmetric):
+        w = wasserstein_inf(cost, l0, l1).distance
+        div = approximate_max_divergence(l0 @ a, l1 @ a, d)
+        dists.append(w)
+        if div == 0.0:
+            vals.append(0.0)
+        elif w == 0.0:
+            vals.append(math.inf)
+        else:
+            vals.append(div / w)
+    return _result("XDistP", vals, d, tuple(dists))
+
+
+def f_distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+                    divergence: str = "kl", *, symmetric: bool = True) -> DistributionPrivacy:
+    """Smallest eps with D_f(A#lambda || A#lambda') <= eps on every pair (Definition 16)."""
+    if divergence not in F_DIVERGENCES:
+        raise ParameterError(f"unknown divergence {divergence!r}; choose one of {F_DIVERGENCES}")
+    a = _mechanism(mechanism)
+    vals = [f_divergence(l0 @ a, l1 @ a, divergence)
+            for l0, l1 in _pairs(pairs, a.shape[0], symmetric)]
+    return _result(f"{divergence}-DistP", vals, 0.0)
+
+
+def point_privacy_epsilon(mechanism: object, adjacency: object | None = None,
+                          delta: float = 0.0) -> float:
+    """Smallest eps for which ``mechanism`` is (eps, delta)-DP on inputs (Definition 3).
+
+    ``adjacency`` is a boolean |X| x |X| matrix Phi (default: every pair of inputs). By the
+    coupling argument of the paper, (eps, delta)-DP on Phi implies (eps, delta)-DistP on the
+    lifted relation Phi#.
+    """
+    a = _mechanism(mechanism)
+    n = a.shape[0]
+    phi = np.ones((n, n), dtype=bool) if adjacency is None else _relation(adjacency, n, n)
+    d = _delta(delta)
+    best = 0.0
+    for i, j in zip(*np.nonzero(phi), strict=True):
+        if i != j:
+            best = max(best, approximate_max_divergence(a[i], a[j], d))
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# distances on a finite metric space
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A Wasserstein distance with a coupling that attains it.
+
+    Attributes
+    ----------
+    distance : float
+        W_inf: exact (one of the given costs). W_1: the cost of ``coupling``, an explicit
+        coupling of the two laws, hence never below the true W_1 and within the LP solver's
+        tolerance of it.
+    coupling : numpy.ndarray
+        |p| x |q| matrix with marginals p and q (W_inf: supported where cost <= distance).
+    method : str
+        How it was computed.
+    """
+
+    distance: float
+    coupling: np.ndarray
+    method: str
+
+
+@dataclass(frozen=True)
+class LiftedRelation:
+    """Whether (p, q) is in the lifted relation Phi# (Definition 9), with a witness coupling."""
+
+    holds: bool
+    coupling: np.ndarray | None
+
+
+def _cost(cost: object, n: int | None = None, m: int | None = None) -> np.ndarray:
+    try:
+        c = np.asarray(cost, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("cost/metric must be a 2-d array of numbers") from None
+    if c.ndim != 2:
+        raise ParameterError(f"cost/metric must be a 2-d matrix, got shape {c.shape}")
+    if (n is not None and c.shape[0] != n) or (m is not None and c.shape[1] != m):
+        raise ParameterError(f"cost/metric has shape {c.shape}, expected ({n}, {m})")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ParameterError("cost/metric entries must be finite and >= 0")
+    return c
+
+
+def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
+    """The cost matrix |x_i - y_j| on the real line, each entry rounded *up* to a float.
+
+    A plain float subtraction can round a distance down by one unit in the last place, which
+    would let :func:`wasserstein_inf` report a value below the exact one; the error-free
+    transformation TwoSum detects those entries and moves them up one ulp.
+    """
+    x = np.asarray(xs, dtype=float).ravel()
+    y = x if ys is None else np.asarray(ys, dtype=float).ravel()
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ParameterError("points must be finite numbers")
+    a, b = x[:, None], -y[None, :]
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)  # exact: x - y = s + err (Knuth's TwoSum)
+    d = np.abs(s)
+    low = np.where(s != 0, np.sign(err) == np.sign(s), err != 0) & (err != 0)
+    d[low] = np.nextafter(d[low], np.inf)
+    return d
+
+
+def _relation(relation: object, n: int, m: int) -> np.ndarray:
+    r = np.asarray(relation)
+    if r.shape != (n, m):
+        raise ParameterError(f"relation has shape {r.shape}, expected ({n}, {m})")
+    if r.dtype != bool:
+        if not np.all(np.isin(r, (0, 1))):
+            raise ParameterError("relation must be a boolean (0/1) matrix")
+        r = r.astype(bool)
+    return r
+
+
+def _exact_law(p: np.ndarray) -> list[Fraction]:
+    """The exact binary values of p, normalised exactly to sum one."""
+    fr = [Fraction(float(x)) for x in p]
+    total = sum(fr, Fraction(0))
+    return [x / total for x in fr]
+
+
+def _transport_feasible(p: list[Fraction], q: list[Fraction], allowed: np.ndarray
+                        ) -> list[list[Fraction]] | None:
+    """A coupling of p and q supported on ``allowed``, or None; exact max-flow (Edmonds-Karp).
+
+    Rational arithmetic decides ties exactly: a float max-flow could report 1 - 1e-16 and so
+    over- or under-state the support a coupling needs.
+    """
+    n, m = len(p), len(q)
+    adj = [np.flatnonzero(allowed[i]).tolist() for i in range(n)]
+    flow = [[Fraction(0)] * m for _ in range(n)]
+    sup, dem = list(p), list(q)
+    for i in range(n):  # greedy start: most mass moves without augmenting paths
+        for j in adj[i]:
+            if sup[i] == 0:
+                break
+            t = min(sup[i], dem[j])
+            if t > 0:
+                flow[i][j] += t
+                sup[i] -= t
+                dem[j] -= t
+    while any(s > 0 for s in sup):
+        parent_x: dict[int, int | None] = {i: None for i in range(n) if sup[i] > 0}
+        parent_y: dict[int, int] = {}
+        queue, found = list(parent_x), None
+        while queue and found is None:
+            i = queue.pop(0)
+            for j in adj[i]:
+                if j in parent_y:
+                    continue
+                parent_y[j] = i
+                if dem[j] > 0:
+                    found = j
+                    break
+                for i2 in range(n):  # residual back edges j -> i2 carry existing flow
+                    if i2 not in parent_x and flow[i2][j] > 0:
+                        parent_x[i2] = j
+                        queue.append(i2)
+        if found is None:
+            return None
+        # walk back: found <- i <- j' <- i' ... to a source-adjacent i
+        path, j = [], found
+        while True:
+            i = parent_y[j]
+            path.append((i, j))
+            back = parent_x[i]
+            if back is None:
+                break
+            path.append((i, -1 - back))  # backward edge (i, back)
+            j = back
+        start = path[-1][0]
+        t = min(sup[start], dem[found])
+        for i, j in path:
+            if j < 0:
+                t = min(t, flow[i][-1 - j])
+        for i, j in path:
+            if j < 0:
+                flow[i][-1 - j] -= t
+            else:
+                flow[i][j] += t
+        sup[start] -= t
+        dem[found] -= t
+    return flow
+
+
+def _support_law(p: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    a = check_probability_vector(p, name)
+    idx = np.flatnonzero(a > 0)
+    return a, idx
+
+
+def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
+    """W_inf,d(p, q) = min over couplings of the largest d(x, y) on the coupling's support.
+
+    Section II-G. ``cost[i, j]`` = d(x_i, y_j) on a finite metric space (p lives on the x's, q
+    on the y's). Exact: binary search over the distinct costs, each threshold decided by a
+    rational max-flow (the probabilities are taken at their exact binary values, renormalised
+    exactly). The result is one of the given costs, so it is exact *for those costs*; build
+    costs on the line with :func:`line_metric`, which rounds them up.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    c = _cost(cost, a.size, b.size)
+    sub = c[np.ix_(ia, ib)]
+    pa, qb = _exact_law(a[ia]), _exact_law(b[ib])
+    # every x must reach some y and vice versa: a lower bound that prunes the search
+    floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
+    levels = np.unique(sub[sub >= floor])
+    lo, hi = 0, levels.size - 1
+    best = _transport_feasible(pa, qb, sub <= levels[hi])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        flow = _transport_feasible(pa, qb, sub <= levels[mid])
+        if flow is None:
+            lo = mid + 1
+        else:
+            hi, best = mid, flow
+    coupling = np.zeros((a.size, b.size))
+    assert best is not None  # the largest level allows every pair
+    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in best])
+    return Transport(float(levels[lo]), coupling, "exact bottleneck search (rational max-flow)")
+
+
+def lifted_relation(relation: object, p: object, q: object) -> LiftedRelation:
+    """Is (p, q) in the lifted relation Phi# (Definition 9)?
+
+    True iff some coupling of p and q puts all its mass on pairs (x, y) with relation[x, y];
+    decided exactly by a rational max-flow. The witness coupling is returned when it holds.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    r = _relation(relation, a.size, b.size)
+    flow = _transport_feasible(_exact_law(a[ia]), _exact_law(b[ib]), r[np.ix_(ia, ib)])
+    if flow is None:
+        return LiftedRelation(False, None)
+    coupling = np.zeros((a.size, b.size))
+    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in flow])
+    return LiftedRelation(True, coupling)
+
+
+def wasserstein_1(cost: object, p: object, q: object) -> Transport:
+    """W_1,d(p, q) = min over couplings of the expected d(x, y) (Section II-G), by LP.
+
+    The LP (scipy HiGHS) coupling is repaired into an exact coupling of p and q (negative
+    entries clipped, over-full rows/columns scaled down, the leftover mass coupled
+    independently) and its cost is returned: a feasible coupling never costs less than W_1, so
+    the value errs upwards, by at most the solver tolerance times the largest cost.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    c = _cost(cost, a.size, b.size)
+    pa, qb = a[ia] / a[ia].sum(), b[ib] / b[ib].sum()
+    sub = c[np.ix_(ia, ib)]
+    n, m = sub.shape
+    a_eq = np.zeros((n + m, n * m))
+    for i in range(n):
+        a_eq[i, i * m:(i + 1) * m] = 1.0
+    for j in range(m):
+        a_eq[n + j, j::m] = 1.0
+    res = linprog(sub.ravel(), A_eq=a_eq, b_eq=np.concatenate([pa, qb]), bounds=(0, None),
+                  method="highs")
+    if res.status != 0:  # pragma: no cover - the transport LP is always feasible and bounded
+        raise QueryError(f"the transport linear programme failed: {res.message}")
+    g = np.clip(res.x.reshape(n, m), 0.0, None)
+    rows = g.sum(axis=1)
+    over = rows > pa
+    g[over] *= (pa[over] / rows[over])[:, None]
+    cols = g.sum(axis=0)
+    over = cols > qb
+    g[:, over] *= qb[over] / cols[over]
+    ra, rb = np.clip(pa - g.sum(axis=1), 0, None), np.clip(qb - g.sum(axis=0), 0, None)
+    if ra.sum() > 0 and rb.sum() > 0:
+        g += np.outer(ra, rb) / ra.sum()
+    coupling = np.zeros((a.size, b.size))
+    coupling[np.ix_(ia, ib)] = g
+    return Transport(float(np.sum(g * sub)), coupling, "linear programme (HiGHS), repaired")
+
+
+# ---------------------------------------------------------------------------------------------
+# calibration and mechanisms
+
+
+@dataclass(frozen=True)
+class LaplaceCalibration:
+    """Laplace scale giving eps-DistP for a pair of distributions on the line.
+
+    Attributes
+    ----------
+    scale : float
+        W_inf(lambda0, lambda1) / eps (Laplace with scale b is (1/b, |.|)-XDP, hence XDistP
+        with D_inf <= W_inf / b).
+    w_inf : float
+        The exact W_inf between the two distributions (rounded up).
+    epsilon : float
+        The target eps.
+    """
+
+    scale: float
+    w_inf: float
+    epsilon: float
+
+
+def _line_law(xs: object, lam: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    p = check_probability_vector(lam, name)
+    x = np.asarray(xs, dtype=float)
+    if x.shape != p.shape:
+        raise ParameterError(f"support of {name} has {x.size} points, {name} has {p.size}")
+    if not np.all(np.isfinite(x)):
+        raise ParameterError(f"support of {name} must be finite numbers")
+    return x, p
+
+
+def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object,
+                            epsilon: float) -> LaplaceCalibration:
+    """The Laplace scale W_inf(lambda0, lambda1) / eps that gives eps-DistP for the pair.
+
+    Kawamoto and Murakami: a (eps, d)-XDP mechanism (Laplace with scale 1/eps on the line) is
+    XDistP with W_inf,d, so hiding lambda0 from lambda1 at level eps needs scale
+    W_inf / eps -- in both directions, since W_inf is symmetric. W_inf is exact
+    (:func:`quiltpriv.distances.wasserstein_inf_line`).
+    """
+    from quiltpriv.distances import wasserstein_inf_line
+
+    eps = check_epsilon(epsilon)
+    _line_law(xs0, lam0, "lambda0")
+    _line_law(xs1, lam1, "lambda1")
+    w = float(wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), list(lam0),
+                                   list(np.asarray(xs1, dtype=float)), list(lam1)))
+    scale = w / eps
+    if scale * eps < w:  # never round the scale down
+        scale = math.nextafter(scale, math.inf)
+    return LaplaceCalibration(scale, w, eps)
+
+
+def laplace_max_divergence(xs0: object, lam0: object, xs1: object, lam1: object,
+                           scale: float) -> float:
+    """Exact D_inf(A#lambda0 || A#lambda1) for the Laplace mechanism of ``scale`` on the line.
+
+    Between consecutive atoms both lifted densities have the form A e^{y/b} + B e^{-y/b}, so
+    their ratio is a Moebius function of e^{2y/b}, monotone on the interval; beyond the extreme
+    atoms it is constant. The supremum is therefore attained at an atom and is computed exactly
+    (log-sum-exp) by evaluating the log-ratio at every atom.
+    """
+    b = check_positive(scale, "scale")
+    x0, p0 = _line_law(xs0, lam0, "lambda0")
+    x1, p1 = _line_law(xs1, lam1, "lambda1")
+    x0, p0 = x0[p0 > 0], p0[p0 > 0]
+    x1, p1 = x1[p1 > 0], p1[p1 > 0]
+    ys = np.union1d(x0, x1)
+    log0 = logsumexp(np.log(p0)[None, :] - np.abs(ys[:, None] - x0[None, :]) / b, axis=1)
+    log1 = logsumexp(np.log(p1)[None, :] - np.abs(ys[:, None] - x1[None, :]) / b, axis=1)
+    return max(0.0, float(np.max(log0 - log1)))
+
+
+def randomised_response_matrix(k: int, epsilon: float) -> np.ndarray:
+    """k-ary randomised response: keep the input w.p. e^eps / (e^eps + k - 1).
+
+    eps-DP on every pair of inputs (hence eps-DistP on every pair of distributions).
+    """
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+        raise ParameterError(f"k must be an integer >= 2, got {k!r}")
+    eps = check_epsilon(epsilon)
+    denom = math.exp(eps) + k - 1
+    a = np.full((k, k), 1.0 / denom)
+    np.fill_diagonal(a, math.exp(eps) / denom)
+    return a
+
+
+def exponential_mechanism_matrix(utility: object, epsilon: float,
+                                 sensitivity: float | None = None,
+                                 adjacency: object | None = None) -> np.ndarray:
+    """The exponential mechanism P(y | x) proportional to exp(eps u(x, y) / (2 Delta u)).
+
+    Example 1 of the paper. ``utility`` is the |X| x |Y| matrix u(x, y). ``sensitivity`` is
+    Delta u w.r.t. ``adjacency`` (Definition 5: max over adjacent x, x' and all y of
+    |u(x, y) - u(x', y)|); if omitted it is computed from ``adjacency`` (default: every pair of
+    inputs). The result is eps-DP on the adjacency relation.
+    """
+    eps = check_epsilon(epsilon)
+    try:
+        u = np.asarray(utility, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("utility must be a 2-d array of numbers") from None
+    if u.ndim != 2 or u.size == 0 or not np.all(np.isfinite(u)):
+        raise ParameterError("utility must be a non-empty 2-d matrix of finite numbers")
+    n = u.shape[0]
+    phi = np.ones((n, n), dtype=bool) if adjacency is None else _relation(adjacency, n, n)
+    if sensitivity is None:
+        diffs = [np.max(np.abs(u[i] - u[j])) for i, j in zip(*np.nonzero(phi), strict=True)]
+        delta_u = max(diffs, default=0.0)
+        if delta_u == 0:
+            delta_u = 1.0  # the output ignores the input: any positive sensitivity is exact
+    else:
+        delta_u = check_positive(sensitivity, "sensitivity")
+    logits = eps * u / (2.0 * delta_u)
+    logits -= logits.max(axis=1, keepdims=True)
+    w = np.exp(logits)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class LocalRelease:
+    """One output of a local mechanism.
+
+    Attributes
+    ----------
+    output : int
+        The index of the released output.
+    secure : bool
+        True iff drawn from ``secrets.SystemRandom``; False for a seeded, reproducible,
+        experiments-only draw.
+    seed : int or None
+        The int seed used (None for the secure default or a ``random.Random`` stream).
+    """
+
+    output: int
+    secure: bool
+    seed: int | None
+
+
+def _categorical(probs: np.ndarray, rng: random.Random) -> int:
+    cum = np.cumsum(probs)
+    k = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+    last = int(np.flatnonzero(probs > 0)[-1])
+    return min(k, last)  # guard rounding at the top end
+
+
+def _seed_record(seed: object) -> int | None:
+    """The int seed to record (None for the secure default or a caller-supplied stream)."""
+    return int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
+        else None
+
+
+def sample_mechanism(mechanism: object, x: int, *,
+                     seed: int | random.Random | None = None) -> LocalRelease:
+    """Release one output of ``mechanism`` on input index ``x``.
+
+    Secure by default (``secrets.SystemRandom``); ``seed`` (an int, or a ``random.Random``
+    stream) makes the draw reproducible for experiments only, and the result records it.
+    """
+    a = _mechanism(mechanism)
+    if isinstance(x, bool) or not isinstance(x, int | np.integer) or not 0 <= x < a.shape[0]:
+        raise QueryError(f"input index x must be an integer in [0, {a.shape[0]}), got {x!r}")
+    rng = make_rng(seed)
+    return LocalRelease(_categorical(a[int(x)], rng), isinstance(rng, random.SystemRandom),
+                        _seed_record(seed))

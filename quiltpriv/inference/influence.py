@@ -1,0 +1,1017 @@
+"""Max-influence of a quilt on a sensitive attribute (Definition 8).
+
+    e_Theta(Q | i) = max_theta max_{a,b} max_q log P(phi_Q=q | phi_i=a) / P(phi_Q=q | phi_i=b)
+
+over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+inf`` when some
+``q`` is possible under ``a`` and impossible under ``b``; ``0`` for ``Q = {}``. Per joint state
+``q`` it is ``log max_a P(q | a) - log min_b P(q | b)``, so only the joint of ``(phi_i, phi_Q)``
+is needed. It is computed exactly by variable elimination on the ancestral subgraph of
+``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
+cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination over CPDs
+with single-child ancestors folded in once per Theta, run by the optional compiled kernel in a
+per-query order when it is built (else in Python, in a global min-weight order for small
+queries); see :func:`joint_marginal` for the paths.
+
+Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
+
+* *Underflow.* Every intermediate of an elimination (and of Definition 8) is a sum of products
+  of CPD entries of the query's ancestral set (or ratios of such sums, in the junction tree), so
+  none is below ``L = prod over those CPDs of their least positive entry``. Per query and member
+  the exponent of ``L`` is summed exactly from ``frexp`` exponents; when ``L >= 2**-1000``
+  (:data:`SAFE_LOG2_FLOOR`, far above the subnormal range that starts at ``2**-1022``) no
+  intermediate can underflow and a computed zero is an exact zero. Otherwise the joint is
+  computed in exact integer arithmetic (every float is ``m * 2**e``, so each CPD becomes
+  integers with one power-of-two scale, and the elimination is exact) and Definition 8 is
+  evaluated on those integers; the result records ``arithmetic="exact"`` and the plan says so.
+* *Rounding.* On the float path every value has a relative error of at most ``gamma_K = K u /
+  (1 - K u)`` (``u = 2**-53``), with ``K`` the depth of the arithmetic: at most the network's
+  size (which bounds any ancestral set's) times (the largest summed block plus two), plus the
+  output's size (Higham,
+  *Accuracy and Stability of Numerical Algorithms*, Section 3.1: sums and products of
+  non-negative numbers). A log-ratio of two conditionals then errs by at most ``4 gamma_K``
+  plus the two logs' rounding; every influence of a non-empty quilt is raised by that bound, by
+  at least :data:`ROUNDING_MARGIN` absolute and by :data:`ROUNDING_MARGIN` relative, so that it
+  is never below the exact value. A computed 0 is raised too: float64 equality is not exact
+  equality, and a stored CPD column sums to one only up to its rounding, so even a quilt that
+  shares no ancestor with ``i`` reports ``1e-10``, not 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+import os
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.inference.junction_tree import (
+    TreeStepTooLarge,
+    cardinalities,
+    is_floating,
+    junction_tree,
+    parent_indices,
+    sorted_tables,
+    tree_structure,
+)
+from quiltpriv.model.network import Theta
+
+try:  # numpy's C einsum without the Python wrapper (sublist form); same results
+    from numpy._core._multiarray_umath import c_einsum as _c_einsum
+except ImportError:  # pragma: no cover - a numpy that moved it
+    _c_einsum = np.einsum
+
+_KERNEL_ABI = 1
+
+
+def _load_kernel() -> Any:
+    """The compiled kernel, or None: not built, switched off, or built from other source."""
+    if os.environ.get("QUILTPRIV_NO_KERNEL"):
+        return None
+    # The optional compiled bucket elimination (quiltpriv/inference/_kernel.c, built by pip
+    # install).
+    try:
+        import _quiltpriv_kernel as kernel
+    except ImportError:  # pragma: no cover - installed without a C compiler
+        return None
+    if getattr(kernel, "ABI", None) != _KERNEL_ABI:
+        return None
+    source = Path(__file__).with_name("_kernel.c")
+    if source.exists():  # a source checkout: use the build only if it is of this source
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        if getattr(kernel, "SOURCE_SHA256", None) != digest:
+            warnings.warn(f"{kernel.__file__} was built from another version of {source}; "
+                          "using the pure-Python path (reinstall to rebuild the kernel)",
+                          RuntimeWarning, stacklevel=2)
+            return None
+    return kernel
+
+
+_KERNEL = _load_kernel()
+
+
+def compiled_kernel() -> bool:
+    """Whether ``inference="auto"`` runs the compiled bucket elimination.
+
+    The kernel (``_quiltpriv_kernel``, built from ``quiltpriv/_kernel.c`` when the package is
+    installed) is optional: without a C compiler at install time, or with the environment
+    variable ``QUILTPRIV_NO_KERNEL`` set, the pure-Python path runs instead. Both are exact
+    and agree to rounding (tests/test_kernel.py); the kernel is faster.
+    """
+    return _KERNEL is not None
+
+#: Upward rounding applied to every non-zero computed influence (relative and absolute). It
+#: covers the rounding of the contraction (relative error ~1e-13 even on the largest bundled
+#: networks) so that the influence used for a plan is never an under-estimate.
+ROUNDING_MARGIN = 1e-10
+
+#: Largest intermediate or output table (entries) the exact computation will build.
+DEFAULT_MAX_TABLE = 2**25
+
+#: The float path is used for a query only when the product of the least positive CPD entries
+#: of its ancestral set is at least ``2**SAFE_LOG2_FLOOR``: then no intermediate of the
+#: elimination can leave float64's normal range (which ends at ``2**-1022``), and the margin of
+#: 22 binary orders absorbs the rounding of the products themselves.
+SAFE_LOG2_FLOOR = -1000
+
+#: Largest intermediate table (entries) of the exact-integer fallback: Python integers cost far
+#: more than floats, so it refuses sooner (the planner then bounds or skips the quilt, which
+#: only adds noise).
+EXACT_MAX_TABLE = 2**16
+
+#: Unit roundoff of float64.
+_U = 2.0**-53
+
+#: Arithmetic that computed an influence (``Influence.arithmetic``).
+FLOAT64 = "float64"
+EXACT = "exact"
+
+#: Ways to compute a joint marginal (see :func:`joint_marginal`).
+INFERENCE_METHODS = ("auto", "junction_tree", "elimination")
+
+#: With ``inference="auto"``, a query whose bucket elimination in the global order would build
+#: a table above this many entries is redone in a greedy order of its own (measured on the
+#: bundled networks: the restricted global order is cheapest for most queries, but on some
+#: munin queries it builds tables the query-specific order avoids).
+BUCKET_LIMIT = 2**16
+
+#: Queries with at least this many (folded) factors are ordered greedily from the start: on
+#: large ancestral sets the query-specific order pays for its symbolic cost (andes: slowest
+#: query 5x -> 11x faster than pgmpy; smaller networks: unchanged).
+GREEDY_FROM = 30
+
+#: Consecutive elimination steps whose intermediate feeds the next step are done in one einsum
+#: while their joint product has at most this many entries.
+MERGE_LIMIT = 256
+
+#: Largest table (entries, counting the summed-out variable) a per-Theta fold of private
+#: ancestors into their child's CPD may build (see ``_folded_factors``).
+FOLD_LIMIT = 2**12
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class InfluenceTooExpensive(QuiltPrivError):
+    """The exact joint of ``(phi_i, phi_Q)`` needs a table larger than the allowed size."""
+
+
+@dataclass(frozen=True)
+class Influence:
+    """A max-influence value with the member of Theta and the pair that attain it."""
+
+    node: str
+    quilt: tuple[str, ...]
+    value: float
+    member: int | None
+    pair: tuple[object, object] | None
+    bound_via: tuple[str, ...] | None = None
+    """``None`` when exact; else the separator ``S`` whose exact influence bounds this one."""
+    arithmetic: str = FLOAT64
+    """``"float64"``, or ``"exact"`` when some member's joint was computed in exact integer
+    arithmetic: the model's probabilities are too small for float64 (an intermediate could
+    underflow), or float64 found the conditionals equal and exactness had to decide."""
+
+    @property
+    def exact(self) -> bool:
+        return self.bound_via is None
+
+    def _repr_html_(self) -> str:
+        from quiltpriv.reporting.report import influence_html
+
+        return influence_html(self)
+
+
+def joint_marginal(
+    theta: Theta,
+    nodes: Sequence[str],
+    member: int = 0,
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    inference: str = "auto",
+) -> np.ndarray:
+    """Exact ``P(phi_nodes)`` under one member of Theta, axes in the order of ``nodes``.
+
+    Parameters
+    ----------
+    theta : Theta
+    nodes : sequence of str
+        Distinct nodes; the output's axes follow this order.
+    member : int
+        Which member of Theta.
+    max_table : int
+        Largest intermediate or output table (entries).
+    inference : {"auto", "junction_tree", "elimination"}
+        All three are exact and differ in rounding only. ``"auto"`` (the default): bucket
+        elimination over the ancestral set of ``nodes``, with single-child ancestors folded
+        into their child's CPD once per Theta. With the compiled kernel
+        (:func:`compiled_kernel`) it runs in C, in the cheapest of the topological order
+        restricted to the query and greedy min-weight, min-fill and (for expensive queries)
+        randomised orders of the query's own, priced symbolically. In pure Python, small
+        queries use the network's global min-weight order (computed once per Theta), queries
+        of :data:`GREEDY_FROM` factors or more, or whose global order would build a table
+        above :data:`BUCKET_LIMIT` entries, a greedy min-weight order of their own.
+        ``"elimination"``: variable elimination
+        with a greedy min-size order chosen per query (the core's original path; also used
+        for exact rational tables). ``"junction_tree"``: from the member's calibrated
+        junction tree (:mod:`quiltpriv.inference.junction_tree`, built once per member; slower for
+        the
+        planner's queries, kept as an independent cross-check and for clique-local
+        marginals), falling back to elimination when the tree would be too large.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        If the output or an intermediate factor would exceed ``max_table`` entries.
+    """
+    nodes = tuple(nodes)
+    if len(set(nodes)) != len(nodes):
+        raise ValueError("joint_marginal needs distinct nodes")
+    check_inference(inference)
+    _check_output_size(theta, nodes, max_table)
+    if not nodes:
+        return np.ones(())
+    if is_floating(theta, member):
+        scope = theta.nodes if inference == "junction_tree" else theta.ancestral_set(nodes)
+        if not _float_safe(theta, member, scope):
+            # float64 could underflow: compute exactly, then round each entry once
+            ints, exponent = _exact_joint(theta, nodes, member, max_table)
+            return _ints_to_float(ints, exponent)
+    return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
+
+
+def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> None:
+    """Refuse a joint over ``nodes`` that would itself exceed ``max_table`` entries."""
+    card = theta.cardinality
+    out_size = math.prod(card[v] for v in nodes)
+    if out_size > max_table:
+        raise InfluenceTooExpensive(
+            f"the joint table over {len(nodes)} nodes has {out_size} entries "
+            f"(limit {max_table})"
+        )
+
+
+def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
+           max_table: int, inference: str) -> np.ndarray:
+    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit)."""
+    if inference == "junction_tree":
+        tree = junction_tree(theta, member)
+        if tree is not None:
+            try:
+                return tree.marginal(index, max_table)
+            except TreeStepTooLarge:
+                pass  # variable elimination on the ancestral set may still fit
+    if inference == "auto" and is_floating(theta, member):
+        if _KERNEL is not None:
+            card = theta.cardinality
+            out = np.empty([card[v] for v in nodes])
+            if _kernel_network(theta, member).joint(index, out, max_table):
+                return out
+            # no order the kernel prices fits max_table (neither would the Python ones)
+            return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
+        table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
+        if table is None:  # the global order suits this query badly: order it greedily
+            table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
+        if table is not None:
+            return table
+    return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
+
+
+def check_inference(inference: object) -> str:
+    """``inference`` if it names a method of :data:`INFERENCE_METHODS`, else ParameterError."""
+    if inference not in INFERENCE_METHODS:
+        raise ParameterError(f"inference must be one of {', '.join(INFERENCE_METHODS)}; "
+                             f"got {inference!r}")
+    return inference  # type: ignore[return-value]
+
+
+def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
+               max_table: int, tables: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+    """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
+
+    ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
+    integer tables of :func:`_exact_tables`; any element type numpy's einsum can multiply and
+    add will do.
+    """
+    card = theta.cardinality
+    cpds = theta.members[member]
+    rank = theta.index
+    factors: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+    where: dict[str, set[int]] = {v: set() for v in anc}
+    for k, v in enumerate(sorted(anc, key=rank.__getitem__)):
+        scope = (v, *theta.parents[v])
+        factors[k] = (scope, cpds[v].table if tables is None else tables[v])
+        for u in scope:
+            where[u].add(k)
+    next_id = len(factors)
+
+    def cost(v: str) -> tuple[int, set[str]]:
+        scope: set[str] = set()
+        for k in where[v]:
+            scope.update(factors[k][0])
+        scope.discard(v)
+        return math.prod(card[u] for u in scope), scope
+
+    # Greedy min-size elimination order, kept incrementally: a heap of (cost, rank, var) with
+    # lazy re-evaluation (a popped entry whose cost changed is pushed back), and fresh entries
+    # for the neighbours of each eliminated variable.
+    remaining = anc - set(nodes)
+    heap = [(cost(v)[0], rank[v], v) for v in remaining]
+    heapq.heapify(heap)
+    while heap:
+        c, r, v = heapq.heappop(heap)
+        if v not in remaining:
+            continue
+        actual, scope = cost(v)
+        if actual != c:
+            heapq.heappush(heap, (actual, r, v))
+            continue
+        if actual > max_table:
+            raise InfluenceTooExpensive(
+                f"exact elimination needs a factor of {actual} entries (limit {max_table})"
+            )
+        ks = sorted(where.pop(v))
+        involved = [factors.pop(k) for k in ks]
+        for vs, _ in involved:
+            for u in vs:
+                if u != v:
+                    where[u].difference_update(ks)
+        if len(involved) == 1:  # summing one factor out needs no product
+            vs, t = involved[0]
+            out_vars = tuple(u for u in vs if u != v)
+            table = t.sum(axis=vs.index(v))
+        else:
+            out_vars = theta.sort(scope)
+            table = _contract(involved, out_vars)
+        factors[next_id] = (out_vars, table)
+        for u in out_vars:
+            where[u].add(next_id)
+        next_id += 1
+        remaining.discard(v)
+        for u in out_vars:
+            if u in remaining:
+                heapq.heappush(heap, (cost(u)[0], rank[u], u))
+    return _contract(list(factors.values()), nodes)
+
+
+def _contract(
+    factors: Sequence[tuple[tuple[str, ...], np.ndarray]], out_vars: Sequence[str]
+) -> np.ndarray:
+    """Multiply ``factors`` and sum out every variable not in ``out_vars`` (one einsum)."""
+    names: dict[str, str] = {}
+    for vs, _ in factors:
+        for v in vs:
+            if v not in names:
+                if len(names) >= len(_LETTERS):
+                    raise InfluenceTooExpensive("an elimination step involves over 52 variables")
+                names[v] = _LETTERS[len(names)]
+    for v in out_vars:
+        if v not in names:  # cannot happen for a well-formed ancestral set
+            raise AssertionError(f"output variable {v!r} appears in no factor")
+    spec = ",".join("".join(names[v] for v in vs) for vs, _ in factors)
+    spec += "->" + "".join(names[v] for v in out_vars)
+    if not factors:
+        return np.ones(())
+    return np.einsum(spec, *(t for _, t in factors), optimize=len(factors) > 2)
+
+
+#: Joint tables up to this many entries take the pure-Python path of Definition 8 (a dozen
+#: numpy calls on a tiny array cost more than the loop).
+SMALL_JOINT = 32
+
+
+def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
+    """``max_q log max_a P(q|a) / min_b P(q|b)`` from ``joint[a, q...]``, and the argmax pair."""
+    if _KERNEL is not None and joint.dtype == np.float64:
+        return _KERNEL.definition8(np.ascontiguousarray(joint), joint.shape[0])
+    if joint.size <= SMALL_JOINT:
+        return _influence_small(joint.reshape(joint.shape[0], -1).tolist())
+    j = joint.reshape(joint.shape[0], -1)
+    p_i = j.sum(axis=1)
+    positive = p_i > 0
+    if positive.all():
+        valid = None
+        cond = j / p_i[:, None]
+    else:
+        valid = np.flatnonzero(positive)
+        cond = j[valid] / p_i[valid, None]
+    hi = cond.max(axis=0)
+    lo = cond.min(axis=0)
+    if not lo.all():  # some joint state impossible under some value of phi_i
+        bad = np.flatnonzero((lo == 0) & (hi > 0))
+        if bad.size:
+            col = int(bad[0])
+            value = math.inf
+        else:
+            possible = np.flatnonzero(hi > 0)
+            if not possible.size:
+                a = 0 if valid is None else int(valid[0])
+                return 0.0, a, a
+            ratio = np.log(hi[possible]) - np.log(lo[possible])
+            col = int(possible[ratio.argmax()])
+            value = float(ratio.max())
+    else:
+        ratio = np.log(hi) - np.log(lo)
+        col = int(ratio.argmax())
+        value = float(ratio[col])
+    a, b = int(cond[:, col].argmax()), int(cond[:, col].argmin())
+    if valid is not None:
+        a, b = int(valid[a]), int(valid[b])
+    return max(value, 0.0), a, b
+
+
+def _influence_small(rows: list[list[float]]) -> tuple[float, int, int]:
+    """:func:`_influence_from_joint` on a small table given as rows (same result, no numpy)."""
+    cond = []
+    for a, r in enumerate(rows):
+        total = sum(r)
+        if total > 0:
+            cond.append((a, [x / total for x in r]))
+    best, best_pair = -1.0, (cond[0][0], cond[0][0])
+    for col in range(len(rows[0])):
+        hi_a, hi = lo_a, lo = cond[0][0], cond[0][1][col]
+        for a, c in cond:
+            x = c[col]
+            if x > hi:
+                hi_a, hi = a, x
+            elif x < lo:
+                lo_a, lo = a, x
+        if hi <= 0:
+            continue
+        if lo == 0:
+            return math.inf, hi_a, lo_a
+        value = math.log(hi) - math.log(lo)
+        if value > best:
+            best, best_pair = value, (hi_a, lo_a)
+    return max(best, 0.0), best_pair[0], best_pair[1]
+
+
+def max_influence(
+    theta: Theta,
+    node: str,
+    quilt: Iterable[str],
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    inference: str = "auto",
+) -> Influence:
+    """Exact max-influence ``e_Theta(Q | node)`` (Definition 8), rounded upwards.
+
+    Parameters
+    ----------
+    theta : Theta
+        The hyperparameter network(s).
+    node : str
+        The sensitive attribute ``i``.
+    quilt : iterable of str
+        The quilt ``Q`` (must not contain ``node``).
+    max_table : int
+        Largest table the exact computation may build.
+    inference : {"auto", "junction_tree", "elimination"}
+        How the joint of ``(phi_i, phi_Q)`` is computed (:func:`joint_marginal`); all exact.
+
+    Returns
+    -------
+    Influence
+        ``value`` is ``+inf`` when a joint state of ``Q`` is possible under one value of
+        ``phi_i`` and impossible under another; ``0`` for ``Q = {}``.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When the exact computation would exceed ``max_table`` (callers fall back to a bound
+        or drop the candidate; they never guess).
+    """
+    check_inference(inference)
+    (node,) = theta.check_nodes([node], "sensitive attribute")
+    q = theta.sort(theta.check_nodes(quilt, "quilt node"))
+    if node in q:
+        raise ValueError(f"a quilt of {node!r} cannot contain {node!r} itself")
+    if not q:
+        return Influence(node, q, 0.0, None, None)
+    best: tuple[float, int, Any, str] = (-1.0, 0, None, FLOAT64)
+    for m in range(len(theta.members)):
+        key = ("influence", m, node, q, inference)
+        hit = theta._cache.get(key)
+        if hit is None:
+            hit = theta._cache[key] = _member_influence(theta, node, q, m, max_table, inference)
+        if hit[0] > best[0]:
+            best = (hit[0], m, hit[1], hit[2])
+    arithmetic = EXACT if any(
+        theta._cache.get(("influence", m, node, q, inference), (0, 0, FLOAT64))[2] == EXACT
+        for m in range(len(theta.members))) else FLOAT64
+    return Influence(node, q, best[0], best[1], best[2], arithmetic=arithmetic)
+
+
+def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
+                      inference: str) -> tuple[float, tuple[Any, Any], str]:
+    """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
+    nodes = (node, *q)
+    _check_output_size(theta, nodes, max_table)
+    floating = is_floating(theta, m)
+    # The whole member's bound (cached) settles most models at once; only a model with tiny
+    # probabilities needs the query's own ancestral set.
+    safe = floating and _float_safe(theta, m, theta.nodes)
+    if floating and not safe and inference != "junction_tree":
+        safe = _float_safe(theta, m, theta.ancestral_set(nodes))
+    if not safe:
+        # Exact rational tables, or probabilities so small that float64 could underflow.
+        if floating:
+            joint, _ = _exact_joint(theta, nodes, m, max_table)
+        else:
+            joint = _eliminate(theta, nodes, theta.ancestral_set(nodes), m, max_table)
+        value, a, b = _influence_exact(joint)
+        arithmetic, bound = EXACT, 0.0
+    else:
+        where = [theta.index[v] for v in nodes]
+        found = None
+        if _KERNEL is not None and inference == "auto":
+            # joint and Definition 8 in one call; None: no order fits max_table
+            found = _kernel_network(theta, m).influence(where, max_table)
+            joint = None if found else _eliminate(theta, nodes, theta.ancestral_set(nodes), m,
+                                                  max_table)
+        else:
+            joint = _joint(theta, nodes, where, m, max_table, inference)
+        value, a, b = found or _influence_from_joint(joint)
+        arithmetic = FLOAT64
+        # the network's size bounds the ancestral set's (no per-query walk on the fast path)
+        bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes),
+                                inference)
+    if math.isfinite(value):
+        # Raised even from 0: float64 equality is not exact equality, and a model's columns
+        # sum to one only up to rounding, so "independent" holds only up to the margin too.
+        value = value * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, bound)
+    states = theta.states[node]
+    return value, (states[a], states[b]), arithmetic
+
+
+def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
+    """Per node (index), an integer ``k`` with ``2**k <=`` its CPD's least positive entry.
+
+    ``frexp`` gives ``x = f * 2**e`` with ``f`` in ``[0.5, 1)``, so ``e - 1`` is exact and
+    never above ``log2(x)``, subnormal ``x`` included. Cached per member.
+    """
+    key = ("log2_floor", member)
+    hit = theta._cache.get(key)
+    if hit is None:
+        out = []
+        for v in theta.nodes:
+            t = np.asarray(theta.members[member][v].table, dtype=np.float64)
+            positive = t[t > 0]
+            out.append(math.frexp(float(positive.min()))[1] - 1 if positive.size else 0)
+        hit = theta._cache[key] = tuple(out)
+    return hit
+
+
+def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
+    """Whether no float64 intermediate over the CPDs of ``scope`` can leave the normal range.
+
+    Every intermediate is a sum of products (or, in the junction tree, a ratio of sums) of
+    entries of those CPDs, all at most one, so none is below the product of their least positive
+    entries; its exponent is summed exactly. The whole network's answer is cached.
+    """
+    floors = _log2_floors(theta, member)
+    if scope is theta.nodes:
+        key = ("float_safe", member)
+        hit = theta._cache.get(key)
+        if hit is None:
+            hit = theta._cache[key] = sum(floors) >= SAFE_LOG2_FLOOR
+        return hit
+    index = theta.index
+    return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
+
+
+def _rounding_bound(theta: Theta, out_size: int, inference: str) -> float:
+    """Upper bound on ``|computed - exact|`` of a float64 Definition 8 (see the module text).
+
+    ``K`` bounds the number of roundings on any path from a CPD entry to a joint entry: each
+    elimination step multiplies its factors (at most two per eliminated variable, summed over
+    the network's ``n`` nodes: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest
+    cardinality)`` terms; the
+    row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
+    passes touch each of its tables a bounded number of times. Entries then err by at most
+    ``gamma_K``, a ratio of two conditionals (four entries) by ``4 gamma_K``, and the two logs of
+    values above ``2**-1000`` by ``2 * 745 u``.
+    """
+    key = ("rounding_depth", inference)
+    depth = theta._cache.get(key)
+    if depth is None:  # the network's size bounds any ancestral set's
+        c_max = max(theta.cardinality.values())
+        depth = len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
+        if inference == "junction_tree":
+            depth = max(depth, 6 * tree_structure(theta).size + 16)
+        theta._cache[key] = depth
+    k = depth + out_size
+    if k * _U >= 0.25:
+        return math.inf  # pragma: no cover - would need ~10**15 operations
+    gamma = k * _U / (1 - k * _U)
+    return 4 * gamma / (1 - 4 * gamma) + 1500 * _U
+
+
+def _exact_tables(theta: Theta, member: int, nodes: Iterable[str]) -> dict[str, Any]:
+    """Per node, its CPD as exact integers ``M`` and one exponent ``E``: ``table = M * 2**E``.
+
+    Every float is ``f * 2**e`` with ``f * 2**53`` an integer (subnormals included), so the
+    conversion is exact; cached per member and node.
+    """
+    cache = theta._cache.setdefault(("exact_tables", member), {})
+    out = {}
+    for v in nodes:
+        hit = cache.get(v)
+        if hit is None:
+            t = np.asarray(theta.members[member][v].table, dtype=np.float64)
+            mant, expo = np.frexp(t)
+            positive = t > 0
+            base = int(expo[positive].min()) - 53 if positive.any() else 0
+            ints = np.empty(t.shape, dtype=object)
+            flat = ints.reshape(-1)
+            for k, (f, e) in enumerate(zip(mant.reshape(-1).tolist(), expo.reshape(-1).tolist(),
+                                           strict=True)):
+                flat[k] = int(f * 2.0**53) << (e - 53 - base) if f > 0 else 0
+            hit = cache[v] = (ints, base)
+        out[v] = hit
+    return out
+
+
+def _exact_joint(theta: Theta, nodes: tuple[str, ...], member: int,
+                 max_table: int) -> tuple[np.ndarray, int]:
+    """``P(phi_nodes)`` exactly, as integers ``J`` and an exponent ``E``: ``P = J * 2**E``.
+
+    Variable elimination on the integer tables of :func:`_exact_tables`; each CPD of the
+    ancestral set is multiplied in exactly once, so the exponents add up. Intermediates are
+    limited to :data:`EXACT_MAX_TABLE` entries (and ``max_table``).
+    """
+    anc = theta.ancestral_set(nodes)
+    exact = _exact_tables(theta, member, anc)
+    tables = {v: t for v, (t, _) in exact.items()}
+    joint = _eliminate(theta, nodes, anc, member, min(max_table, EXACT_MAX_TABLE), tables)
+    return np.asarray(joint, dtype=object), sum(e for _, e in exact.values())
+
+
+def _ints_to_float(ints: np.ndarray, exponent: int) -> np.ndarray:
+    """``ints * 2**exponent`` as float64, each entry correctly rounded (tiny ones to 0)."""
+    from fractions import Fraction
+
+    scale = Fraction(2) ** exponent
+    return np.array([float(Fraction(int(x)) * scale) for x in ints.reshape(-1)],
+                    dtype=np.float64).reshape(ints.shape)
+
+
+def _influence_exact(joint: np.ndarray) -> tuple[float, int, int]:
+    """Definition 8 on an exact joint (Python ints or Fractions; axis 0 is ``phi_i``).
+
+    Conditionals are compared exactly by cross-multiplication; only the final log of the
+    largest ratio is rounded (by :func:`_log_ratio`, a few ulps).
+    """
+    from fractions import Fraction
+
+    rows = [list(r) for r in np.asarray(joint, dtype=object).reshape(joint.shape[0], -1)]
+    totals = [sum(r, 0) for r in rows]
+    valid = [a for a, t in enumerate(totals) if t > 0]
+    if not valid:
+        raise QuiltPrivError("the sensitive attribute has no value of positive probability")
+    best: Fraction | None = None
+    best_pair = (valid[0], valid[0])
+    for col in range(len(rows[0])):
+        hi_a = lo_a = valid[0]
+        for a in valid[1:]:  # P(q | a) = rows[a][col] / totals[a], compared exactly
+            if rows[a][col] * totals[hi_a] > rows[hi_a][col] * totals[a]:
+                hi_a = a
+            if rows[a][col] * totals[lo_a] < rows[lo_a][col] * totals[a]:
+                lo_a = a
+        hi_num = rows[hi_a][col] * totals[lo_a]
+        lo_num = rows[lo_a][col] * totals[hi_a]
+        if hi_num <= 0:
+            continue
+        if lo_num == 0:
+            return math.inf, hi_a, lo_a
+        ratio = Fraction(hi_num) / Fraction(lo_num)
+        if best is None or ratio > best:
+            best, best_pair = ratio, (hi_a, lo_a)
+    if best is None or best <= 1:
+        return 0.0, best_pair[0], best_pair[1]
+    return _log_ratio(best.numerator, best.denominator), best_pair[0], best_pair[1]
+
+
+def _log_ratio(num: int, den: int) -> float:
+    """``log(num / den)`` for positive integers of any size, to a few ulps.
+
+    The quotient is scaled by a power of two into ``[0.5, 2]`` (Python's int true division is
+    correctly rounded), so neither overflow nor underflow can occur.
+    """
+    shift = num.bit_length() - den.bit_length()
+    r = num / (den << shift) if shift >= 0 else (num << -shift) / den
+    return math.log(r) + shift * math.log(2.0)
+
+
+def influence_upper_bound(
+    theta: Theta,
+    node: str,
+    quilt: Iterable[str],
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    inference: str = "auto",
+) -> Influence:
+    """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
+
+    The bound is the data-processing inequality (spec fact 2): if ``S`` d-separates ``node``
+    from ``Q - S`` then ``e(Q | node) <= e(S | node)``. ``S`` is the set of neighbours of
+    ``node`` in the moral graph of the ancestral set of ``{node} + Q``; every other node of
+    that graph, ``Q`` included, is separated from ``node`` by it, and separation in that graph
+    implies d-separation. The result's ``bound_via`` names ``S``.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When neither the exact value nor the bound is affordable (the caller must then not use
+        the quilt: never a guess).
+    """
+    from quiltpriv.graph.quilts import moral_ancestral_graph
+
+    try:
+        return max_influence(theta, node, quilt, max_table=max_table, inference=inference)
+    except InfluenceTooExpensive as exc:
+        q = theta.sort(quilt)
+        adj = moral_ancestral_graph(theta, {node, *q})
+        sep = theta.sort(adj[node])
+        if set(sep) >= set(q):
+            raise
+        try:
+            bound = max_influence(theta, node, sep, max_table=max_table, inference=inference)
+        except InfluenceTooExpensive:
+            raise InfluenceTooExpensive(
+                f"{exc}; the data-processing bound via {list(sep)} is too expensive too"
+            ) from None
+        return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep)
+
+
+def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
+                      max_table: int, *, greedy: bool = False,
+                      merge_limit: int | None = None) -> np.ndarray | None:
+    """Bucket elimination of the ancestral set of ``nodes`` (indices).
+
+    By default the order is the global min-weight elimination order of the whole moral graph
+    (:func:`quiltpriv.inference.junction_tree.tree_structure`) restricted to the ancestral set: the
+    ancestral set's moral graph is a subgraph of the whole one, on which the restricted order
+    creates no fill edge the global one does not, and it costs no per-query ordering work.
+    The query's own nodes stay to the end, which can still enlarge tables; ``greedy=True``
+    orders this query's factors by greedy min-weight instead. A node whose private ancestors
+    are not queried enters already folded (``_folded_factors``). Each bucket is one
+    product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries.
+    """
+    prepared = theta._cache.get(("prepared", member))
+    if prepared is None:  # everything a query reads, in one cache entry
+        structure = tree_structure(theta)
+        pos = structure.position
+        folded = tuple(None if f is None else
+                       (f[0], f[1], f[2], tuple(sorted(pos[w] for w in f[1])), f[3])
+                       for f in _folded_factors(theta, member))
+        prepared = theta._cache[("prepared", member)] = (
+            pos, structure.elimination_order, *sorted_tables(theta, member),
+            _scopes_by_position(theta), parent_indices(theta), cardinalities(theta), folded)
+    position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
+    keep = set(nodes)
+    if merge_limit is None:
+        merge_limit = MERGE_LIMIT
+    items: list[tuple[tuple[int, ...], np.ndarray, tuple[int, ...]]] = []
+    seen: set[int] = set()
+    stack = list(nodes)
+    while stack:  # the ancestral set, with private ancestors folded where none is queried
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        f = folded[v]
+        if f is not None and keep.isdisjoint(f[0]):
+            _, scope, table, order, ups = f
+        else:
+            scope, table, order, ups = scopes[v], tables[v], by_pos[v], parents[v]
+        stack.extend(ups)
+        items.append((scope, table, order))
+    buckets: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
+    final: list[tuple[tuple[int, ...], np.ndarray]] = []
+    rank: Any
+    if greedy or len(items) >= GREEDY_FROM:
+        rank, var_at = _greedy_rank(items, keep, cards)
+        n = len(var_at)
+        for scope, table, _ in items:  # each factor goes to the bucket of its first variable
+            first = min((rank[u] for u in scope if u not in keep), default=n)
+            (final if first == n else buckets.setdefault(first, [])).append((scope, table))
+    else:
+        rank, var_at = position, elimination_order
+        n = len(rank)
+        for scope, table, order in items:
+            for p in order:
+                if var_at[p] not in keep:
+                    buckets.setdefault(p, []).append((scope, table))
+                    break
+            else:
+                final.append((scope, table))
+    # One einsum label per variable of the query (einsum takes at most 52), else per step.
+    label = {u: k for k, u in enumerate(seen)} if len(seen) <= len(_LETTERS) else None
+    heap = list(buckets)
+    heapq.heapify(heap)
+    while heap:
+        p = heapq.heappop(heap)
+        factors = buckets.pop(p)
+        gone = {var_at[p]}
+        scope_set: set[int] = set()
+        size = 1
+        for vs, _ in factors:
+            scope_set.update(vs)
+        for u in scope_set:
+            size *= cards[u]
+        first = n
+        for u in scope_set:
+            if u not in keep and u not in gone and rank[u] < first:
+                first = rank[u]
+        # Chain merging: when this step's result would go straight into the next bucket,
+        # eliminate both in one einsum (same output, one call and one placement fewer),
+        # while the product stays small.
+        while heap and heap[0] == first:
+            extra = set()
+            for vs, _ in buckets[first]:
+                extra.update(vs)
+            extra -= scope_set
+            grown = size
+            for u in extra:
+                grown *= cards[u]
+            if grown > merge_limit:
+                break
+            heapq.heappop(heap)
+            factors = factors + buckets.pop(first)
+            gone.add(var_at[first])
+            scope_set |= extra
+            size = grown
+            first = n
+            for u in scope_set:
+                if u not in keep and u not in gone and rank[u] < first:
+                    first = rank[u]
+        if size > max_table:
+            return None
+        if len(factors) == 1:
+            vs, t = factors[0]
+            (v,) = gone
+            out = tuple(u for u in vs if u != v)
+            table = t.sum(axis=vs.index(v))
+        else:
+            scope = tuple(scope_set)  # any fixed axis order will do
+            out = tuple(u for u in scope if u not in gone)
+            if label is None:
+                table = _einsum(factors, scope, out)
+            else:
+                operands: list[object] = []
+                for vs, t in factors:
+                    operands.append(t)
+                    operands.append([label[u] for u in vs])
+                table = _c_einsum(*operands, [label[u] for u in out])
+        if first == n:
+            final.append((out, table))
+        elif first in buckets:
+            buckets[first].append((out, table))
+        else:
+            buckets[first] = [(out, table)]
+            heapq.heappush(heap, first)
+    if label is None:
+        return _einsum(final, sorted(keep), nodes)
+    operands = []
+    for vs, t in final:
+        operands.append(t)
+        operands.append([label[u] for u in vs])
+    return _c_einsum(*operands, [label[u] for u in nodes])
+
+
+def _kernel_network(theta: Theta, member: int) -> Any:
+    """The compiled kernel's copy of one member (cached): the tables it reads and an order.
+
+    The kernel holds the arrays' buffers (no copy): each CPD with axes ``(v, *parents)``, and
+    the folded CPDs of :func:`_folded_factors`; plus the cardinalities and, as its first
+    candidate order, the network's topological order (ancestors first: marginals passed
+    downwards, which suits ancestral sets). The kernel prices greedy orders of each query's
+    own; the global min-weight order of the Python path won no more often than this one on
+    the bundled networks and costs 11 ms to compute on munin, so the kernel does without it.
+    """
+    key = ("kernel", member)
+    net = theta._cache.get(key)
+    if net is None:
+        parents = parent_indices(theta)
+        cpds = theta.members[member]
+        base = [((v, *ups), np.ascontiguousarray(cpds[name].table, dtype=np.float64), ups)
+                for v, (name, ups) in enumerate(zip(theta.nodes, parents, strict=True))]
+        folded = [None if f is None else
+                  (tuple(f[0]), f[1], np.ascontiguousarray(f[2], dtype=np.float64), f[3])
+                  for f in _folded_factors(theta, member)]
+        net = theta._cache[key] = _KERNEL.Network(
+            cardinalities(theta), range(len(theta.nodes)), base, folded)
+    return net
+
+
+def _greedy_rank(items: Sequence[tuple[tuple[int, ...], Any, Any]], keep: set[int],
+                 cards: Sequence[int]) -> tuple[dict[int, int], list[int]]:
+    """Greedy min-weight elimination order of one query's factors (symbolic, no tables).
+
+    The weight of a variable is the size of the table its elimination builds (its own and its
+    current neighbours' cardinalities); the query's nodes are never eliminated. Ties go to
+    the lower node index, so the order is deterministic.
+    """
+    adj: dict[int, set[int]] = {}
+    for scope, _, _ in items:
+        for u in scope:
+            adj.setdefault(u, set()).update(scope)
+    for u, nb in adj.items():
+        nb.discard(u)
+
+    def weight(v: int) -> int:
+        w = cards[v]
+        for u in adj[v]:
+            w *= cards[u]
+        return w
+
+    # Only the neighbours of an eliminated variable change weight, so the current weight is
+    # kept per variable and a popped heap entry is stale exactly when it differs.
+    current = {v: weight(v) for v in adj if v not in keep}
+    heap = [(w, v) for v, w in current.items()]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        w, v = heapq.heappop(heap)
+        if current.get(v) != w:
+            continue
+        del current[v]
+        order.append(v)
+        nb = adj.pop(v)
+        for u in nb:
+            au = adj[u]
+            au.discard(v)
+            au.update(nb)
+            au.discard(u)
+        for u in nb:
+            if u not in keep:
+                w = current[u] = weight(u)
+                heapq.heappush(heap, (w, u))
+    return {v: r for r, v in enumerate(order)}, order
+
+
+def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
+    """Per node ``c``, its CPD with its *private* ancestors summed out, or ``None``.
+
+    A parent ``u`` whose only child is ``c`` reaches any query only through ``c`` (or is queried
+    itself), so whenever no private ancestor is queried, ``sum_u P(u | pa u) P(c | pa c)``
+    replaces both CPDs: it is the elimination of ``u``, done once per Theta instead of per query.
+    Applied recursively (``u``'s own private parents first) while the folded table stays within
+    :data:`FOLD_LIMIT` entries. Entries: ``(private, scope, table, parents)``.
+    """
+    key = ("folded", member)
+    hit = theta._cache.get(key)
+    if hit is not None:
+        return hit
+    scopes, tables = sorted_tables(theta, member)
+    parents = parent_indices(theta)
+    cards = cardinalities(theta)
+    single = [len(theta.children[v]) == 1 for v in theta.nodes]
+    out: list[Any] = [None] * len(theta.nodes)
+    for c in range(len(theta.nodes)):  # topological: a parent's fold is ready before its child's
+        scope, table, private = scopes[c], tables[c], frozenset()
+        for u in parents[c]:
+            if not single[u]:
+                continue
+            fu = out[u]
+            u_scope, u_table = (fu[1], fu[2]) if fu is not None else (scopes[u], tables[u])
+            union = sorted(set(scope) | set(u_scope))
+            if math.prod(cards[w] for w in union) > FOLD_LIMIT:
+                continue
+            new_scope = tuple(w for w in union if w != u)
+            table = _einsum([(scope, table), (u_scope, u_table)], union, new_scope)
+            scope = new_scope
+            private = private | {u} | (fu[0] if fu is not None else frozenset())
+        if private:
+            out[c] = (private, scope, table, tuple(w for w in scope if w != c))
+    hit = theta._cache[key] = tuple(out)
+    return hit
+
+
+def _scopes_by_position(theta: Theta) -> tuple[tuple[int, ...], ...]:
+    """Per node, the elimination positions of its CPD's variables, ascending (cached)."""
+    hit = theta._cache.get(("scopes_by_position",))
+    if hit is None:
+        pos = tree_structure(theta).position
+        scopes, _ = sorted_tables(theta, 0)
+        hit = theta._cache[("scopes_by_position",)] = tuple(
+            tuple(sorted(pos[u] for u in sc)) for sc in scopes)
+    return hit
+
+
+def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequence[int],
+            out: Sequence[int]) -> np.ndarray:
+    """Multiply ``factors`` and keep ``out`` (einsum's sublist form wants labels below 52)."""
+    if len(every) > len(_LETTERS):
+        raise InfluenceTooExpensive("an elimination step involves over 52 variables")
+    label = {u: k for k, u in enumerate(every)}
+    operands: list[object] = []
+    for vs, t in factors:
+        operands += [t, [label[u] for u in vs]]
+    return np.einsum(*operands, [label[u] for u in out])

@@ -1,0 +1,1377 @@
+"""The Attribute-Private Markov Quilt Mechanism (APMQM, Algorithm 3) : plan and release.
+
+For every sensitive attribute ``i`` Algorithm 3 takes the quilt of least Laplace scale
+
+    b_i = min( Delta_A F / eps,  min over quilts with e(Q|i) < eps of
+                                  Delta_{A and N(Q)} F / (eps - e_Theta(Q | i)) )
+
+(a quilt with ``Delta_{A and N} F = 0`` and ``e <= eps`` gives ``b_i = 0``) and releases
+``F(X) + Lap(max_i b_i)``; Theorem 4 makes the release (eps, 0)-distributional attribute
+private (the proof's first ratio is ``exp(eps - e)``, not ``exp(eps - exp(e))`` as printed).
+
+Exact optimum over all quilts, cheaply. The scale of a quilt depends on ``Q`` only through
+``e(Q|i)`` and through ``A & N(Q)``. For each set ``T`` of query attributes to keep out of
+``N``, :func:`quiltpriv.graph.quilts.least_influence_quilt` returns a quilt ``Q*(T)`` whose
+influence
+is at most that of *every* quilt keeping ``T`` out of ``N`` (monotonicity and the
+data-processing inequality). The optimal quilt ``Q_opt`` keeps ``T = A - N(Q_opt)`` out of
+``N``, so ``Q*(T)`` is at least as good: the optimum over all ``2**(m-1)`` quilts is the least
+scale over the candidates ``Q*(T)``. The query says how its sensitivity depends on the
+columns (``Query.sensitivity_structure``), and the search uses it instead of trying all
+``2**|A|`` targets:
+
+- all-or-nothing (count, histogram; sum and mean read one attribute): two candidates,
+  ``T = {}`` (the quilt ``Q = {}``) and ``T`` = every query attribute other than ``i``;
+- additive (linear) and general (custom): a branch and bound over ``T``. ``e(Q*(T))`` is
+  monotone in ``T`` and ``Delta`` of what ``T`` leaves in ``N`` shrinks as ``T`` grows, which
+  bounds every target below a node of the search; for additive sensitivities, influences also
+  add up over parts of ``Q`` that are independent given ``phi_i``, which bounds them further.
+  The search stops at ``max_candidates`` targets or the time limit with a valid plan flagged
+  as not proven optimal.
+
+docs/concepts.md has the proofs; tests check the planner against brute force.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
+from quiltpriv.graph.quilts import (
+    Quilt,
+    least_influence_quilt,
+    markov_quilt,
+    moral_ancestral_graph,
+    trivial_quilt,
+)
+from quiltpriv.inference.influence import (
+    DEFAULT_MAX_TABLE,
+    InfluenceTooExpensive,
+    check_inference,
+    influence_upper_bound,
+    joint_marginal,
+)
+from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.queries.query import Query
+from quiltpriv.utils.validation import check_epsilon, check_n_jobs
+
+if TYPE_CHECKING:  # pandas is imported by release(), not by planning
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class SensitivePlan:
+    """The chosen quilt for one sensitive attribute and why it was chosen.
+
+    Attributes
+    ----------
+    node : str
+        The sensitive attribute ``i``.
+    quilt, nearby, remote : tuple of str
+        The chosen quilt's ``Q``, ``N`` and ``R`` (network order).
+    influence : float
+        ``e_Theta(Q | i)``, rounded upwards by at least 1e-10 relative plus 1e-10 absolute and
+        by a proven bound on float64's rounding (never below the exact value).
+    sensitivity : float
+        ``Delta_{A and N} F``.
+    scale : float
+        ``b_i``, the Laplace scale this attribute needs.
+    quilts_considered : int
+        Distinct candidate quilts whose scale was evaluated (trivial quilt included).
+    optimal : bool
+        True when ``scale`` is proven to be the least over all quilts of ``i``.
+    explanation : str
+        One paragraph, for humans.
+    influence_member : str or None
+        The member of Theta attaining the influence.
+    influence_pair : tuple or None
+        The values ``(a, b)`` of ``phi_i`` attaining it.
+    influence_bound_via : tuple of str or None
+        ``None`` when ``influence`` is exact; else the separator whose exact influence bounds it.
+    influence_arithmetic : {"float64", "exact"}
+        ``"exact"`` when the influence was computed in exact integer arithmetic (the model's
+        probabilities are too small for float64, or float64 could not tell a tiny influence
+        from 0).
+    """
+
+    node: str
+    quilt: tuple[str, ...]
+    nearby: tuple[str, ...]
+    remote: tuple[str, ...]
+    influence: float
+    sensitivity: float
+    scale: float
+    quilts_considered: int
+    optimal: bool
+    explanation: str
+    influence_member: str | None = None
+    influence_pair: tuple[Any, Any] | None = None
+    influence_bound_via: tuple[str, ...] | None = None
+    influence_arithmetic: str = "float64"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["quilt"], d["nearby"], d["remote"] = list(self.quilt), list(self.nearby), list(
+            self.remote)
+        d["influence_pair"] = None if self.influence_pair is None else [
+            _jsonable(x) for x in self.influence_pair]
+        d["influence_bound_via"] = None if self.influence_bound_via is None else list(
+            self.influence_bound_via)
+        return d
+
+    def _repr_html_(self) -> str:
+        from quiltpriv.reporting.report import sensitive_plan_html
+
+        return sensitive_plan_html(self)
+
+
+#: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
+#: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
+PLAN_FORMAT = "quiltpriv-plan/1"
+
+_QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
+
+_UNVERIFIED = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
+               "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
+
+
+def _plain(x: Any, where: str) -> Any:
+    """``x`` as plain JSON values (numpy scalars unwrapped, tuples as lists), or raise."""
+    if isinstance(x, Mapping):
+        out = {}
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise QueryError(f"{where}: key {k!r} is not a string")
+            out[k] = _plain(v, where)
+        return out
+    if isinstance(x, list | tuple):
+        return [_plain(v, where) for v in x]
+    if isinstance(x, np.generic):
+        return _plain(x.item(), where)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise QueryError(f"{where}: {x} is not a finite number")
+        return x
+    if isinstance(x, str | int | bool) or x is None:
+        return x
+    raise QueryError(f"{where}: a value of type {type(x).__name__} has no JSON form")
+
+
+def canonical_json(x: Any) -> str:
+    """One canonical JSON text of ``x``: sorted keys, no spaces, finite numbers only."""
+    return json.dumps(_plain(x, "canonical JSON"), sort_keys=True, separators=(",", ":"),
+                      allow_nan=False, ensure_ascii=True)
+
+
+def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str:
+    """SHA-256 of a query's whole definition and of the sensitivities a plan used.
+
+    The hashed document is the canonical JSON of ``query.to_dict()`` (every field that gives
+    the query its meaning) and of ``Delta_B F`` for ``B = A`` and for ``B = A & S`` for each
+    set ``S`` of ``column_sets`` (a plan's nearby sets ``N``), each recomputed from ``query``.
+    Two queries with the same fingerprint for a plan have the same definition and need the
+    same noise under it.
+
+    Parameters
+    ----------
+    query : Query
+    column_sets : iterable of iterable of str
+        The nearby sets of the plan's chosen quilts.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    attrs = tuple(query.attributes)
+    pos = {a: k for k, a in enumerate(attrs)}
+    sets = {tuple(a for a in attrs if a in set(b)) for b in column_sets} | {attrs}
+    table = [[list(b), float(query.sensitivity(b))]
+             for b in sorted(sets, key=lambda b: (len(b), [pos[a] for a in b]))]
+    doc = {"format": _QUERY_FINGERPRINT_FORMAT, "query": query.to_dict(),
+           "sensitivities": table}
+    return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
+
+
+def query_mismatch(plan_: Plan, query: Query) -> str | None:
+    """Why ``query`` is not the query ``plan_`` was made for, or None when it is.
+
+    Compares the definition (``to_dict``), each sensitivity ``Delta_{A&N}`` the plan used and
+    the fingerprint (which also covers ``Delta_A``), all recomputed from ``query`` now.
+    """
+    if not isinstance(query, Query):
+        return f"query must be a quiltpriv query, got {type(query).__name__}"
+    try:
+        mine, theirs = canonical_json(query.to_dict()), canonical_json(plan_.query)
+    except QueryError as exc:
+        return str(exc)
+    if mine != theirs:
+        return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
+                "plan")
+    attrs = set(query.attributes)
+    for sp in plan_.sensitive:
+        delta = query.sensitivity(attrs & set(sp.nearby))
+        if delta != sp.sensitivity:
+            return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+                    f"{_set(a for a in query.attributes if a in set(sp.nearby))}) is "
+                    f"{delta:.17g}, the plan used {sp.sensitivity:.17g}")
+    if query_fingerprint(query, [sp.nearby for sp in plan_.sensitive]) != \
+            plan_.query_fingerprint:
+        return "its fingerprint (definition and every sensitivity the plan used) differs"
+    return None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A deterministic, immutable APMQM plan: the noise a release needs and why.
+
+    ``to_json()`` gives the command line's JSON contract::
+
+        {"format": "quiltpriv-plan/1", "mechanism": "APMQM", "epsilon": E, "scale": b,
+         "optimal": true,
+         "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
+                              "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
+         "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
+         "theta_size": t, "notes": [...], "provenance": {...} or null}
+
+    ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
+    it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
+    model's fingerprint (:meth:`~quiltpriv.model.network.Theta.fingerprint`).
+
+    ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
+    :func:`quiltpriv.mechanisms.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or
+    built
+    by hand) is not, and :func:`release` and :func:`quiltpriv.reporting.report.audit_report` verify
+    it
+    against the model before using it. ``provenance`` says where Theta came from
+    (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
+    """
+
+    epsilon: float
+    scale: float
+    optimal: bool
+    sensitive: tuple[SensitivePlan, ...]
+    query: Mapping[str, Any]
+    model: str
+    theta_size: int
+    query_fingerprint: str
+    notes: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
+    mechanism: str = field(default="APMQM", init=False)
+    verified: bool = field(default=False, init=False, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled plan is a saved plan like any other: it comes back unverified.
+        state = dict(self.__dict__)
+        state.pop("verified", None)
+        return state
+
+    def __getitem__(self, node: str) -> SensitivePlan:
+        for sp in self.sensitive:
+            if sp.node == node:
+                return sp
+        raise KeyError(node)
+
+    @property
+    def binding(self) -> SensitivePlan:
+        """The sensitive attribute that sets the overall scale (first in order on ties)."""
+        return max(self.sensitive, key=lambda sp: sp.scale)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": PLAN_FORMAT,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "scale": self.scale,
+            "optimal": self.optimal,
+            "sensitive": {sp.node: sp.to_dict() for sp in self.sensitive},
+            "query": dict(self.query),
+            "query_fingerprint": self.query_fingerprint,
+            "model": self.model,
+            "theta_size": self.theta_size,
+            "notes": list(self.notes),
+            "provenance": None if self.provenance is None else dict(self.provenance),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
+        """Parse :meth:`to_dict` output strictly; the plan returned is NOT verified.
+
+        Every key is required (and no other is allowed), every number must be finite and in
+        range, ``format`` must be :data:`PLAN_FORMAT` and ``mechanism`` ``"APMQM"``. A plan
+        is input like any other: before :func:`release` or a report uses it, it is verified
+        against the model and the query (:func:`quiltpriv.mechanisms.verification.verify_plan`).
+
+        Raises
+        ------
+        PlanError
+            Naming the first malformed field.
+        """
+        from quiltpriv.mechanisms.verification import plan_from_dict
+
+        return plan_from_dict(d)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        """:meth:`from_dict` of a JSON text (NaN, infinities and repeated keys refused)."""
+        from quiltpriv.mechanisms.verification import plan_from_json
+
+        return plan_from_json(text)
+
+    def explain(self) -> str:
+        """A readable table and one paragraph per sensitive attribute."""
+        lines = [
+            f"APMQM plan: epsilon = {self.epsilon:g}, Laplace scale b = {_fmt(self.scale)}"
+            f" ({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
+            f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
+            "",
+        ]
+        header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
+                  "scale", "quilts")
+        rows = [(sp.node, _set(sp.quilt), _set(sp.nearby), _set(sp.remote),
+                 _fmt(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
+                 str(sp.quilts_considered)) for sp in self.sensitive]
+        lines += _table(header, rows)
+        lines.append("")
+        for sp in self.sensitive:
+            lines.append(f"{sp.node}: {sp.explanation}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        if not self.verified:
+            lines.append(_UNVERIFIED)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+    def _repr_html_(self) -> str:
+        from quiltpriv.reporting.report import plan_html
+
+        return plan_html(self)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, str | int | float | bool) or x is None:
+        return x
+    return str(x)
+
+
+def _fmt(x: float) -> str:
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def _set(xs: Iterable[str]) -> str:
+    xs = list(xs)
+    return "{" + ", ".join(xs) + "}" if xs else "{}"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def _describe_query(q: Mapping[str, Any]) -> str:
+    kind = q.get("kind", "query")
+    if "attributes" in q:
+        attrs = ", ".join(q["attributes"])
+    elif "attribute" in q:
+        attrs = q["attribute"]
+    else:
+        attrs = ", ".join(q.get("weights", {}))
+    extra = f", n = {q['records']}" if "records" in q else ""
+    return f"{kind} over {attrs}{extra}"
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def _scale(delta: float, e: float, eps: float) -> float:
+    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps."""
+    if delta == 0.0:
+        return 0.0 if e <= eps else math.inf
+    if e < eps:
+        return delta / (eps - e)
+    return math.inf
+
+
+#: The note of a plan whose search was interrupted (Ctrl-C); :func:`was_interrupted` reads it.
+INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the trivial quilt"
+
+
+def was_interrupted(plan_: Plan) -> bool:
+    """True when ``plan_`` is the best found before an interruption (still valid)."""
+    return INTERRUPTED_NOTE in plan_.notes
+
+
+def _check_sensitivity_finite(query: Query) -> None:
+    """Refuse a query whose ``Delta_A F`` overflows the float range (bounds of +-1e308, ...)."""
+    d = query.sensitivity(query.attributes)
+    if not math.isfinite(d):
+        raise QueryError(f"the query's sensitivity Delta_A F = {d} is not a finite float (it "
+                         f"overflows for these bounds, weights or records); declare a "
+                         f"narrower range")
+
+
+def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
+    """Refuse a plan whose least scale overflows the float range (a tiny eps, a huge Delta).
+
+    The trivial quilt always gives ``Delta_A F / eps``, finite in exact arithmetic, so an
+    infinite scale is a float overflow, and noise of that size would carry no information:
+    plans (and so the JSON contract) hold finite scales only.
+    """
+    for sp in plans:
+        if not math.isfinite(sp.scale):
+            raise ParameterError(
+                f"the least Laplace scale for {sp.node!r}, Delta_{{A&N}} F / (epsilon - e) = "
+                f"{_fmt(sp.sensitivity)} / ({eps:g} - {_fmt(sp.influence)}), overflows the "
+                f"float range; raise epsilon or lower the query's sensitivity")
+
+
+#: Scales or influences this close (relative) are ties: mathematically equal influences of
+#: different quilts (say ``{income}`` and ``{income, sat}`` with ``sat`` remote) come out of
+#: different contractions a few ulps apart, and rounding noise must not pick the winner.
+TIE_RTOL = 1e-12
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=0.0)
+
+
+class _Tol:
+    """A float compared with :data:`TIE_RTOL` (ordering key for candidates)."""
+
+    __slots__ = ("x",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, x: float) -> None:
+        self.x = x
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Tol) and _close(self.x, other.x)
+
+    def __lt__(self, other: _Tol) -> bool:
+        return not _close(self.x, other.x) and self.x < other.x
+
+
+def _key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
+    # Least scale; then least influence (widest margin); then fewest quilt nodes; then order.
+    return (_Tol(scale), _Tol(e), len(q), tuple(theta.index[v] for v in q))
+
+
+@dataclass
+class _Search:
+    """Mutable state of one node's candidate search (kept when the search is interrupted)."""
+
+    quilt: Quilt
+    scale: float
+    delta: float
+    key: tuple
+    e: float = 0.0
+    member: str | None = None
+    pair: Any = None
+    via: tuple[str, ...] | None = None
+    arithmetic: str = "float64"
+    considered: int = 1
+    optimal: bool = True
+    reasons: list[str] = field(default_factory=list)
+
+
+#: Most target sets ``T`` the search of one sensitive attribute evaluates (each costs at most
+#: one exact influence) before it stops with the best quilt found so far, flagged as not proven
+#: optimal. Count and histogram queries need two; additive and general sensitivities are
+#: searched by branch and bound, which this bounds.
+DEFAULT_MAX_CANDIDATES = 100_000
+
+#: Said (in the attribute's explanation) when the time limit stops a search.
+TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+#: Begins what is said when the candidate budget stops a search.
+BUDGET_REASON = "the search stopped after its budget of"
+
+
+#: The independent-parts bound (:class:`_PairBound`) is used by the branch and bound on
+#: additive queries with at least this many attributes, and before an all-or-nothing query's
+#: second candidate when its joint table would exceed this many entries.
+PAIR_MIN_ITEMS = 8
+PAIR_CHECK_SIZE = 2**16
+
+
+class _Stop(Exception):
+    """The search must stop now (time limit or candidate budget); the message says which."""
+
+
+class _Candidates:
+    """Evaluates the candidates ``Q*(T)`` of one sensitive attribute and keeps the best.
+
+    ``memo`` maps each evaluated quilt to its exact influence (``None`` when only an upper
+    bound, or nothing, is known); it holds at most ``max_candidates`` entries.
+    """
+
+    def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
+                 max_table: int, deadline: float | None, inference: str,
+                 max_candidates: int) -> None:
+        self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
+        self.max_table, self.deadline, self.inference = max_table, deadline, inference
+        self.max_candidates = max_candidates
+        self.attrs = frozenset(query.attributes)
+        self.memo: dict[tuple[str, ...], float | None] = {}
+        self.evaluated = 0
+        # Candidates whose exact influence is unknown: (lower bound on their scale, why).
+        self.unresolved: list[tuple[float, str]] = []
+
+    def resolve(self) -> None:
+        """Optimality is not proven if a candidate with an unknown exact influence could
+        still have a scale below the best one found."""
+        for low, reason in self.unresolved:
+            if low < self.best.scale:
+                self.best.optimal = False
+                self.best.reasons.append(reason)
+
+    def evaluate(self, target: frozenset[str], floor: float, lazy: bool = False) -> float:
+        """Make ``Q*(target)`` a candidate; return a lower bound on ``e(Q*(T))`` for every
+        ``T`` containing ``target``.
+
+        ``floor`` is such a bound already known (from a subset of ``target``, or independent
+        parts): ``e(Q*(T))`` is monotone in ``T``. The quilt's exact influence is one too; an
+        upper bound is not. ``lazy``: skip the influence when ``floor`` alone shows that the
+        quilt cannot beat the best scale (then ``floor`` is returned).
+        """
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _Stop(TIME_LIMIT_REASON)
+        if self.evaluated >= self.max_candidates:
+            raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets")
+        self.evaluated += 1
+        theta, node, eps, best = self.theta, self.node, self.eps, self.best
+        q = least_influence_quilt(theta, node, target)
+        if q in self.memo:
+            known = self.memo[q]
+            return floor if known is None else max(floor, known)
+        quilt = markov_quilt(theta, node, q)
+        delta = self.query.sensitivity(self.attrs & set(quilt.nearby))
+        if lazy and _scale(delta, floor, eps) >= best.scale:
+            return floor
+        self.memo[q] = None
+        try:
+            infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
+                                         inference=self.inference)
+        except InfluenceTooExpensive as exc:
+            self.unresolved.append((_scale(delta, floor, eps), f"quilt {_set(q)} skipped: {exc}"))
+            return floor
+        best.considered += 1
+        e = infl.value
+        scale = _scale(delta, e, eps)
+        if infl.exact:
+            self.memo[q] = e
+            floor = max(floor, e)
+        else:
+            # An upper bound: the scale is valid (more noise); the optimum is not proven
+            # unless even the least influence this quilt can have would not beat the best.
+            self.unresolved.append((_scale(delta, floor, eps),
+                                    f"the influence of {_set(q)} is an upper bound (data-"
+                                    f"processing inequality via {_set(infl.bound_via or ())})"))
+        key = _key(scale, e, q, theta) + (0,)
+        if key < best.key:
+            best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
+            best.via = infl.bound_via
+            best.arithmetic = infl.arithmetic
+            best.member = theta.names[infl.member] if infl.member is not None else None
+            best.pair = infl.pair
+        return floor
+
+
+def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
+            max_table: int, deadline: float | None, inference: str,
+            max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
+    """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
+
+    ``T = {}`` (the quilt ``Q = {}``) first; then, by the query's sensitivity structure, the
+    one other candidate an all-or-nothing sensitivity needs, or a branch and bound.
+    """
+    ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, inference,
+                      max_candidates)
+    others = [a for a in theta.sort(query.attributes) if a != node]
+    try:
+        ctx.evaluate(frozenset(), 0.0)
+        if query.sensitivity_structure == "all-or-nothing":
+            # Delta_B is one value c whenever B meets the support A' (the attributes with
+            # Delta_{j} > 0), else 0. A quilt with A' nearby has scale c / (eps - e) >= c / eps,
+            # the scale of Q = {}; one with no attribute of A' nearby is dominated by
+            # Q*(A'), whose influence is least among them. Impossible if i is in A'.
+            support = [a for a in others if query.sensitivity((a,)) > 0]
+            if support and not query.sensitivity((node,)) > 0:
+                # Its scale is 0 or infinite; before a large joint, independent parts may
+                # already show that it is infinite.
+                q = least_influence_quilt(theta, node, support)
+                big = math.prod(theta.cardinality[v] for v in (node, *q)) > PAIR_CHECK_SIZE
+                pairs = _PairBound(ctx, support, {}) if big else None
+                if pairs is None or pairs.floors(support[1:], support[:1])[0] <= eps:
+                    ctx.evaluate(frozenset(support), 0.0)
+        else:
+            _branch_and_bound(ctx, others)
+    except _Stop as stop:
+        best.optimal = False
+        best.reasons.append(str(stop))
+    finally:
+        ctx.resolve()
+
+
+def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
+    """Least ``Delta(A - T) / (eps - e(Q*(T)))`` over targets ``T`` (docs/concepts.md).
+
+    A set-enumeration tree over ``T``: a node ``t`` with its available items ``U`` stands for
+    the targets ``t + S``, ``S`` inside ``U``. Evaluating ``t + j`` for every ``j`` in ``U``
+    (these are the node's children, each a candidate) gives ``e(t + S) >= e(t + j)`` for
+    every ``j`` in ``S`` (monotonicity), and ``Delta(A - t - S)`` only grows as ``S`` shrinks;
+    ``bound`` turns both into a lower bound on every scale below the node (and
+    :class:`_PairBound` adds one for additive sensitivities), and a node whose bound is not
+    below the best scale found is not searched. An item whose ``e(t + j)`` exceeds eps is
+    dropped below ``t`` (every target containing it has an infinite scale).
+    """
+    query, node, eps, best = ctx.query, ctx.node, ctx.eps, ctx.best
+    additive = query.sensitivity_structure == "additive"
+    weight = {a: query.sensitivity((a,)) for a in others} if additive else {}
+    # Additive: an attribute of weight 0 never lowers Delta, so keeping it out only costs.
+    items = [a for a in others if weight[a] > 0] if additive else list(others)
+    w_node = query.sensitivity((node,)) if additive else 0.0
+    attrs = ctx.attrs
+
+    def left(kept: frozenset[str], excluded: float, rest: list[tuple[str, float]]) -> list[float]:
+        """``Delta(A - kept - S_k)`` for ``S_k`` = the first ``k`` items of ``rest``."""
+        if additive:
+            suffix = [0.0] * (len(rest) + 1)
+            for k in range(len(rest) - 1, -1, -1):
+                suffix[k] = weight[rest[k][0]] + suffix[k + 1]
+            return [excluded + x for x in suffix]
+        out, s = [], set(attrs - kept)
+        out.append(query.sensitivity(s))
+        for j, _ in rest:
+            s.discard(j)
+            out.append(query.sensitivity(s))
+        return out
+
+    def bound(kept: frozenset[str], e_kept: float, excluded: float,
+              rest: list[tuple[str, float]]) -> tuple[float, int]:
+        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``, and
+        the ``k`` attaining it.
+
+        ``rest`` holds ``(j, lower bound on e(kept + j))``, sorted by that bound; if the
+        largest bound in ``S`` is the ``k``-th, then ``S`` lies in the first ``k`` items.
+        ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
+        """
+        deltas = left(kept, excluded, rest)
+        lb, arg = _scale(deltas[0], e_kept, eps), 0
+        for k, (_, e_j) in enumerate(rest, start=1):
+            x = _scale(deltas[k], max(e_kept, e_j), eps)
+            if x < lb:
+                lb, arg = x, k
+        return lb, arg
+
+    # Stack entries: (t, e lower bound of t, available items, Delta excluded, pre-bound).
+    stack: list[tuple[frozenset[str], float, tuple[str, ...], float, float]] = [
+        (frozenset(), 0.0, tuple(items), w_node, 0.0)]
+    # The pair bound costs a walk of the whole moral graph and one small joint per item:
+    # worth it on wide queries only.
+    pairs = _PairBound(ctx, items, weight) if additive and len(items) >= PAIR_MIN_ITEMS else None
+    while stack:
+        t, e_t, avail, excluded, pre = stack.pop()
+        if pre >= best.scale:
+            continue
+        if pairs is not None and pairs.excludes(t, avail, excluded, best.scale, eps):
+            continue
+        ext = []
+        floors = pairs.floors(t, avail) if pairs is not None else [0.0] * len(avail)
+        blocks = pairs.blocks_of(t) if pairs is not None else None
+        for j, floor in zip(avail, floors, strict=True):
+            if floor > eps:
+                continue  # independent parts alone exceed eps: no need for its influence
+            # With one attribute per block the floor is the influence itself: a candidate
+            # it shows cannot win needs no influence of its own (nor gives a better bound).
+            exact = blocks is not None and pairs.block[j] not in blocks
+            e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=exact)
+            if e_j <= eps:
+                ext.append((j, e_j))
+        ext.sort(key=lambda x: x[1])
+        if additive:
+            kept_on = {j for j, _ in ext}
+            excluded += sum(weight[j] for j in avail if j not in kept_on)
+        lb, arg = bound(t, e_t, excluded, ext)
+        if lb < best.scale and arg == len(ext) > 1:
+            # The bound points at keeping everything available out: try that target first
+            # (unless independent parts already show it is not that good); when its influence
+            # is as low as the bound hoped (influences that saturate, as through a hub), it
+            # closes the whole subtree at once.
+            full = t | {j for j, _ in ext}
+            floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
+            q = least_influence_quilt(ctx.theta, node, full)
+            fits = math.prod(ctx.theta.cardinality[v] for v in (node, *q)) <= ctx.max_table
+            if fits and _scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
+                ctx.evaluate(full, max(ext[-1][1], floor))
+        if lb >= best.scale:
+            continue
+        children = []
+        order = sorted(ext, key=lambda x: -x[1])  # largest influence: largest subtree
+        for k, (j, e_j) in enumerate(order):
+            # The child t + j stands for the targets whose first item (in this order) is j.
+            later = {x for x, _ in order[k + 1:]}
+            rest = [x for x in ext if x[0] in later]
+            lb = bound(t | {j}, e_j, excluded, rest)[0]
+            if lb < best.scale:
+                children.append((lb, k, (t | {j}, e_j, tuple(x for x, _ in rest), excluded, lb)))
+            if additive:
+                excluded += weight[j]  # below the later children, j is left in N
+        children.sort(key=lambda c: (c[0], c[1]), reverse=True)  # least bound popped first
+        stack.extend(c[2] for c in children)
+
+
+def _blocks(theta: Theta, node: str) -> dict[str, int]:
+    """Each other node's connected component in the moral graph of the whole DAG minus
+    ``node``: quilts in different components are independent given ``phi_node``."""
+    adj = moral_ancestral_graph(theta, theta.nodes)
+    block: dict[str, int] = {}
+    for start in theta.nodes:
+        if start == node or start in block:
+            continue
+        block[start] = len(block)
+        label, stack = block[start], [start]
+        while stack:
+            for w in adj[stack.pop()]:
+                if w != node and w not in block:
+                    block[w] = label
+                    stack.append(w)
+    return block
+
+
+def _pair_influences(joint: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``max_q log P(q|a) / P(q|b)`` for every ordered pair ``a != b`` of ``valid`` states of
+    ``phi_i`` (``joint[a, q...]`` = ``P(phi_i = a, phi_Q = q)``); ``+inf`` when some ``q`` is
+    possible under ``a`` and impossible under ``b``. Definition 8 is the largest of them."""
+    # float: a lower bound may round either way by ~1e-16; influences are rounded up by 1e-10.
+    j = np.asarray(joint, dtype=float).reshape(joint.shape[0], -1)[valid]
+    cond = j / j.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logc = np.log(cond)
+        diff = logc[:, None, :] - logc[None, :, :]
+    diff = np.where((cond > 0)[:, None, :], diff, -np.inf)
+    out = diff.max(axis=2)
+    k = len(valid)
+    return out[~np.eye(k, dtype=bool)]
+
+
+class _PairBound:
+    """A lower bound on influences from conditional independence given ``phi_i``.
+
+    Split the other nodes into the components ("blocks") of the moral graph minus ``i``.
+    ``Q*(T)`` is the union of the ``Q*(T & block)``, which are independent given ``phi_i``
+    under every member, so for each member and pair ``(a, b)`` of values of ``phi_i`` the
+    log-ratio ``L_p(Q) = max_q log P(q|a) / P(q|b)`` adds up over blocks; and ``L_p`` is
+    monotone in ``T`` like ``e``. Hence, with ``v_j`` the vector of ``L_p(Q*({j}))``,
+    ``e(Q*(T)) >= sum over blocks of max over j in T & block of v_j[p]`` for every ``p``.
+    For an additive ``Delta`` the best completion of a node against a fixed ``p`` is then a
+    separable problem per block (docs/concepts.md).
+    """
+
+    def __init__(self, ctx: _Candidates, items: Sequence[str], weight: Mapping[str, float]):
+        theta, node = ctx.theta, ctx.node
+        block = _blocks(theta, node)
+        self.block = {j: block[j] for j in items}
+        self.weight = weight
+        self.useful = len(set(self.block.values())) > 1
+        self.vector: dict[str, np.ndarray] = {}
+        if not self.useful:
+            return
+        valid = []
+        for m in range(len(theta.members)):
+            p_i = joint_marginal(theta, (node,), m, inference=ctx.inference)
+            valid.append(np.flatnonzero(p_i > 0))
+        for j in items:
+            q = least_influence_quilt(theta, node, {j})
+            parts = []
+            for m, ok in enumerate(valid):
+                if not q:
+                    parts.append(np.zeros(len(ok) * (len(ok) - 1)))
+                    continue
+                try:
+                    joint = joint_marginal(theta, (node, *q), m, max_table=ctx.max_table,
+                                           inference=ctx.inference)
+                except InfluenceTooExpensive:
+                    parts.append(np.zeros(len(ok) * (len(ok) - 1)))  # L_p >= 0 always
+                    continue
+                parts.append(_pair_influences(joint, ok))
+            self.vector[j] = np.concatenate(parts) if parts else np.zeros(0)
+
+    def blocks_of(self, kept: Iterable[str]) -> set[int] | None:
+        """The blocks of ``kept``, or ``None`` when two attributes share one (or the bound is
+        not in use): then the floors of ``kept`` and its extensions are not exact."""
+        if not self.useful:
+            return None
+        seen: set[int] = set()
+        for j in kept:
+            if self.block[j] in seen:
+                return None
+            seen.add(self.block[j])
+        return seen
+
+    def floors(self, kept: Iterable[str], extra: Sequence[str]) -> list[float]:
+        """Lower bounds on ``e(Q*(kept + j))`` for each ``j`` of ``extra``: the largest over
+        pairs of the sum over blocks of each block's largest ``v_j[p]``."""
+        if not self.useful:
+            return [0.0] * len(extra)
+        top: dict[int, np.ndarray] = {}
+        for j in kept:
+            g = self.block[j]
+            top[g] = self.vector[j] if g not in top else np.maximum(top[g], self.vector[j])
+        size = len(next(iter(self.vector.values())))
+        base = np.sum(list(top.values()), axis=0) if top else np.zeros(size)
+        out = []
+        for j in extra:
+            g, v = self.block[j], self.vector[j]
+            total = base + (np.maximum(top[g], v) - top[g] if g in top else v)
+            out.append(float(total.max()) if size else 0.0)
+        return out
+
+    def excludes(self, kept: frozenset[str], avail: Sequence[str], excluded: float,
+                 scale: float, eps: float) -> bool:
+        """True when no target ``kept + S`` (``S`` inside ``avail``) has a scale below
+        ``scale``; ``excluded`` is ``Delta`` of what every such target leaves in ``N``."""
+        if not self.useful or not math.isfinite(scale) or not avail:
+            return False
+        w = self.weight
+        total = excluded + sum(w[j] for j in avail)
+        size = len(next(iter(self.vector.values())))
+        for p in range(size):
+            floor: dict[int, float] = {}
+            for j in kept:
+                if j in self.block:
+                    g = self.block[j]
+                    floor[g] = max(floor.get(g, 0.0), self.vector[j][p])
+            base = sum(floor.values())
+            by_block: dict[int, list[tuple[float, float]]] = {}
+            for j in avail:
+                by_block.setdefault(self.block[j], []).append((self.vector[j][p], w[j]))
+            gain = 0.0
+            for g, pts in by_block.items():
+                pts.sort()
+                f = floor.get(g, 0.0)
+                cum, best_g = 0.0, 0.0
+                for v, wj in pts:
+                    cum += wj
+                    best_g = max(best_g, cum - scale * max(0.0, v - f))
+                gain += best_g
+            # A completion S beats `scale` only if total - w(S) < scale * (eps - e), and
+            # e >= base + sum of the increments, so only if gain > total - scale (eps - base).
+            need = total - scale * (eps - base)
+            if gain < need - 1e-12 * (abs(need) + gain + scale * eps):
+                return True
+        return False
+
+
+def plan_node(
+    theta: Theta,
+    query: Query,
+    node: str,
+    epsilon: float,
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    deadline: float | None = None,
+    inference: str = "auto",
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+) -> SensitivePlan:
+    """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
+
+    See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
+    too expensive to compute (``max_table``), the deadline passes, the candidate budget is used
+    up or the search is interrupted (Ctrl-C); in every case the returned quilt is valid, and
+    ``optimal`` says whether it is proven least.
+    """
+    return _plan_node(theta, query, node, epsilon, max_table, deadline,
+                      check_inference(inference), _check_max_candidates(max_candidates))[0]
+
+
+def _check_max_candidates(max_candidates: object) -> int:
+    if (isinstance(max_candidates, bool) or not isinstance(max_candidates, int | np.integer)
+            or max_candidates < 1):
+        raise ParameterError(f"max_candidates must be a whole number >= 1, got "
+                             f"{max_candidates!r}")
+    return int(max_candidates)
+
+
+def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
+               deadline: float | None, inference: str = "auto",
+               max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, bool]:
+    """:func:`plan_node`, also saying whether the search was interrupted."""
+    interrupted = False
+    delta_all = query.sensitivity(query.attributes)
+    scale_all = _scale(delta_all, 0.0, eps)
+    best = _Search(quilt=trivial_quilt(theta, node), scale=scale_all, delta=delta_all,
+                   key=_key(scale_all, 0.0, (), theta) + (1,))  # trivial loses ties to Q = {}
+    try:
+        _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates)
+    except KeyboardInterrupt:
+        interrupted = True
+        best.optimal = False
+        best.reasons.append("the search was interrupted; this is the best quilt found so far")
+    explanation = _explain(theta, query, best.quilt, best.e, best.delta, best.scale, eps,
+                           best.member, best.pair, best.optimal, best.reasons, best.via,
+                           best.arithmetic)
+    q = best.quilt
+    return SensitivePlan(
+        node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+        influence=best.e, sensitivity=best.delta, scale=best.scale,
+        quilts_considered=best.considered, optimal=best.optimal, explanation=explanation,
+        influence_member=best.member,
+        influence_pair=None if best.pair is None else tuple(_jsonable(x) for x in best.pair),
+        influence_bound_via=best.via, influence_arithmetic=best.arithmetic,
+    ), interrupted
+
+
+def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
+                wall_deadline: float | None, inference: str,
+                max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[SensitivePlan]:
+    """:func:`plan_node` for a batch of attributes in one worker.
+
+    The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
+    comparable between processes or machines) and becomes a local monotonic deadline here.
+    """
+    deadline = (None if wall_deadline is None
+                else time.monotonic() + max(0.0, wall_deadline - time.time()))
+    return [plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
+                      inference=inference, max_candidates=max_candidates) for node in nodes]
+
+
+def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
+                  reason: str) -> SensitivePlan:
+    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal."""
+    q = trivial_quilt(theta, node)
+    delta = query.sensitivity(query.attributes)
+    scale = _scale(delta, 0.0, eps)
+    text = _explain(theta, query, q, 0.0, delta, scale, eps, None, None, False, [reason])
+    return SensitivePlan(node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+                         influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,
+                         optimal=False, explanation=text)
+
+
+def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
+             eps: float, member: str | None, pair: Any, optimal: bool,
+             reasons: list[str], via: tuple[str, ...] | None = None,
+             arithmetic: str = "float64") -> str:
+    a_n = theta.sort(set(query.attributes) & set(quilt.nearby))
+    if quilt.is_trivial:
+        text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
+                f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
+    else:
+        if not quilt.quilt:
+            sep = (f"{quilt.node!r} is d-separated from R = {_set(quilt.remote)} with nothing "
+                   f"observed (Q = {{}})")
+        elif not quilt.remote:
+            sep = (f"the quilt Q = {_set(quilt.quilt)} is held fixed, which takes its nodes out "
+                   f"of N (it separates nothing else: R = {{}})")
+        else:
+            sep = (f"Q = {_set(quilt.quilt)} d-separates {quilt.node!r} from R = "
+                   f"{_set(quilt.remote)}")
+        where = ""
+        if member is not None and pair is not None:
+            where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
+        infl = f"max-influence e(Q|{quilt.node}) = {_fmt(e)}{where}"
+        if via is not None:
+            infl = (f"max-influence e(Q|{quilt.node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
+                    f"too expensive): e(S|{quilt.node}) for the separator S = {_set(via)}")
+        if arithmetic == "exact":
+            infl += " (computed in exact integer arithmetic, where float64 could not be trusted)"
+        if delta == 0:
+            cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
+                    f"noise is needed for {quilt.node!r}")
+        else:
+            cost = (f"the query reads nearby {_set(a_n)}, Delta_{{A&N}} F = {_fmt(delta)}, "
+                    f"scale = {_fmt(delta)} / ({eps:g} - {_fmt(e)}) = {_fmt(scale)}")
+        text = f"{sep}; {infl}; {cost}."
+    if optimal:
+        m = len(theta.nodes) - 1
+        total = f"{2**m}" if m <= 40 else f"2^{m}"
+        text += (f" Least scale over all {total} quilts of {quilt.node!r} (exact: every other "
+                 f"quilt is dominated by an evaluated candidate or ruled out by a bound; see "
+                 f"docs/concepts.md).")
+    else:
+        text += " Optimality not proven: " + "; ".join(dict.fromkeys(reasons)) + "."
+    return text
+
+
+def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
+                   max_table: int, wall_deadline: float | None, inference: str, n_jobs: int,
+                   notes: list[str],
+                   max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, ...]:
+    """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
+
+    Results are collected as batches finish, so on Ctrl-C (KeyboardInterrupt in this process;
+    joblib then stops the workers) the finished batches are kept and every attribute not
+    finished gets the always-valid trivial quilt, as the serial search does.
+    """
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    if n_jobs > 0:
+        n_jobs = min(n_jobs, len(sens))  # no more workers than attributes (each costs a process)
+    # A few batches per worker, not one task per attribute: each task pickles Theta once
+    # and its attributes share the worker's caches (elimination order, influences).
+    n_batches = min(len(sens), 4 * max(1, effective_n_jobs(n_jobs)))
+    batches = [sens[k::n_batches] for k in range(n_batches)]
+    try:
+        runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    except ValueError:  # a backend without generators (multiprocessing): all at once
+        runner = Parallel(n_jobs=n_jobs)
+    by_node: dict[str, SensitivePlan] = {}
+    try:
+        for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
+                                                 wall_deadline, inference, max_candidates)
+                            for b in batches):
+            by_node.update((sp.node, sp) for sp in batch)
+    except KeyboardInterrupt:
+        notes.append(INTERRUPTED_NOTE)
+        for s in sens:
+            if s not in by_node:
+                by_node[s] = _trivial_plan(theta, query, s, eps, "planning was interrupted "
+                                           "before the search of this attribute finished")
+    return tuple(by_node[s] for s in sens)
+
+
+def plan(
+    model: Any,
+    query: Query,
+    sensitive: str | Iterable[str],
+    epsilon: float,
+    *,
+    max_table: int = DEFAULT_MAX_TABLE,
+    time_limit: float | None = None,
+    n_jobs: int | None = None,
+    progress: bool = False,
+    inference: str = "auto",
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+) -> Plan:
+    """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
+
+    Parameters
+    ----------
+    model : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
+        The hyperparameter network(s); several networks form Theta.
+    query : Query
+        The query ``F`` and its column sensitivities (:mod:`quiltpriv.queries.query`).
+    sensitive : str or iterable of str
+        The sensitive attributes ``C``.
+    epsilon : float
+        The privacy parameter, finite and > 0.
+    max_table : int, optional
+        Largest joint table an exact influence may build; a candidate beyond it is skipped
+        (the plan stays private and says optimality is not proven).
+    time_limit : float, optional
+        Seconds; when passed, the search stops with the best valid quilt found so far.
+    n_jobs : int, optional
+        Plan the sensitive attributes in parallel with joblib (``-1``: every core). The
+        backend is joblib's, so ``with joblib.parallel_backend("dask"): plan(...)`` spreads
+        the work over a Dask cluster with nothing else changed. The attributes go out in a few
+        batches per worker (each batch ships Theta once). ``time_limit`` is one overall
+        budget, passed to workers as a wall-clock deadline (a cluster's clocks must agree).
+    progress : bool
+        Show a progress bar (tqdm) over the sensitive attributes.
+    inference : {"auto", "junction_tree", "elimination"}
+        How exact influences are computed (:func:`quiltpriv.inference.influence.joint_marginal`).
+        All
+        are exact; the default is the fastest measured on the bundled networks.
+    max_candidates : int
+        Most target sets the search of one sensitive attribute evaluates (each costs at most
+        one influence). Count and histogram queries need two; additive (linear) and general
+        (custom) sensitivities are searched by branch and bound, which stops here with the
+        best quilt found so far, flagged as not proven optimal.
+
+    Returns
+    -------
+    Plan
+        Deterministic for given inputs (``time_limit`` and interruption aside).
+
+    Notes
+    -----
+    On Ctrl-C (KeyboardInterrupt) the plan is returned, valid and flagged as not proven
+    optimal (:func:`was_interrupted` is then true): in a serial plan the attribute being
+    searched keeps the best quilt found so far and the attributes not reached get the trivial
+    quilt; in a parallel plan the attributes of unfinished batches get the trivial quilt.
+
+    Raises
+    ------
+    ParameterError, ModelError, QueryError
+        eps not finite and > 0; an attribute not in the network; an empty sensitive set;
+        ``n_jobs`` 0 or not whole; a sensitivity or a least scale that overflows the float
+        range (plans hold finite scales only).
+    """
+    theta = as_theta(model)
+    eps = check_epsilon(epsilon)
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    sens = theta.check_sensitive(sensitive)
+    theta.check_nodes(query.attributes, "query attribute")
+    _check_sensitivity_finite(query)
+    n_jobs = check_n_jobs(n_jobs)
+    if time_limit is not None:
+        time_limit = float(time_limit)
+        if not time_limit > 0:
+            raise ParameterError(f"time_limit must be > 0, got {time_limit}")
+    check_inference(inference)
+    max_candidates = _check_max_candidates(max_candidates)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    wall_deadline = None if time_limit is None else time.time() + time_limit
+    notes = []
+    if n_jobs not in (None, 1) and len(sens) > 1:
+        plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
+                               n_jobs, notes, max_candidates)
+    else:
+        done: list[SensitivePlan] = []
+        nodes: Iterable[str] = sens
+        if progress:
+            from quiltpriv.utils.progress import progress_bar
+
+            nodes = progress_bar(sens, desc="planning", unit="attribute")
+        try:
+            for s in nodes:
+                sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
+                                             inference, max_candidates)
+                done.append(sp)
+                if interrupted:
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            notes.append(INTERRUPTED_NOTE)
+        for s in sens[len(done):]:
+            done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
+                                      "this attribute was searched"))
+        plans = tuple(done)
+    _check_scale_finite(plans, eps)
+    for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
+                         (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
+        stopped = [sp.node for sp in plans if reason in sp.explanation]
+        if stopped:
+            notes.append(f"{what} was reached: the search of {', '.join(map(repr, stopped))} "
+                         "stopped with the best quilt found so far (valid, optimality not "
+                         "proven)")
+    scale = max(sp.scale for sp in plans)
+    if len(plans) > 1:
+        b = max(plans, key=lambda sp: sp.scale)
+        notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    from quiltpriv.model.provenance import provenance_dict, state_problems
+
+    notes.extend(state_problems(theta))
+    return _trusted(Plan(
+        epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
+        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query_fingerprint=query_fingerprint(query, [sp.nearby for sp in plans]),
+        notes=tuple(notes), provenance=provenance_dict(theta),
+    ))
+
+
+def _trusted(p: Plan) -> Plan:
+    """Mark a plan computed (or recomputed) here as verified; only this module's callers do."""
+    object.__setattr__(p, "verified", True)
+    return p
+
+
+# -- release ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    """A released value and its audit record (the plan it used and how noise was drawn).
+
+    The true value of the query is deliberately not kept. :meth:`to_dict` is the release
+    record (format ``"quiltpriv-release/1"``, :mod:`quiltpriv.releases.records`): time, version,
+    model, query, data hash and row count, guarantee, calibration, noise source and seed,
+    command line.
+    """
+
+    value: float | tuple[float, ...]
+    scale: float
+    granularity: float
+    secure: bool
+    sampler: str
+    seed: int | None
+    plan: Plan
+    sensitivity: float = 0.0
+    timestamp: str = ""
+    version: str = ""
+    data: Mapping[str, Any] | None = None
+    command: tuple[str, ...] | None = None
+    provenance: Any = None
+
+    @property
+    def cells(self) -> tuple[tuple[Any, ...], ...] | None:
+        """For a histogram, the label of each released value (one value per attribute, in
+        the declared order of the categories); None for other queries."""
+        from quiltpriv.queries.query import histogram_cells
+
+        return histogram_cells(self.plan.query)
+
+    def to_dict(self) -> dict[str, Any]:
+        from quiltpriv.releases.records import release_record
+
+        return release_record(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def _repr_html_(self) -> str:
+        from quiltpriv.reporting.report import release_html
+
+        return release_html(self)
+
+
+def release(
+    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
+    model: Any = None, ledger: str | os.PathLike[str] | None = None,
+    command: Sequence[str] | None = None,
+) -> Release:
+    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
+
+    Noise comes from :mod:`quiltpriv.mechanisms.noise`: an exact discrete Laplace on a fine
+    power-of-two
+    grid, drawn from the operating system's secure generator. ``seed`` switches to a
+    reproducible, NOT secure generator for experiments: the record says so and a
+    :class:`~quiltpriv.errors.SeededNoiseWarning` is issued.
+
+    A release that reads the same data columns (same SHA-256) as an earlier release of this
+    process or of ``ledger``, with the same query or the same model, issues a
+    :class:`~quiltpriv.errors.RepeatedReleaseWarning` before its noise is drawn: guarantees of
+    attribute privacy do not add up in general (:func:`quiltpriv.releases.ledger.composition`).
+
+    Parameters
+    ----------
+    plan_ : Plan
+        A plan made by :func:`plan`, or a verified one
+        (:func:`quiltpriv.mechanisms.verification.verify_plan`). A plan read from a file is verified
+        against ``model`` first, and refused when ``model`` is not given.
+    query : Query
+        The query the plan was made for: its definition and every sensitivity the plan used
+        are recomputed and must match the plan's query fingerprint.
+    data : pandas.DataFrame
+    seed : int or random.Random, optional
+        Any integer type (``np.int64(3)`` is recorded as 3); other types are refused.
+    model : Theta, pgmpy network or sequence of them, optional
+        The model: needed to verify a plan that is not verified; for a verified plan its
+        fingerprint must be the plan's.
+    ledger : str or path, optional
+        A privacy ledger (:mod:`quiltpriv.releases.ledger`, created if missing): the release record
+        is
+        appended to it before the value is returned; if it cannot be written, the release
+        fails and its value is never returned.
+    command : sequence of str, optional
+        The command line that asked for this release (the command line passes its own).
+
+    Raises
+    ------
+    PlanError
+        If the plan is not verified and ``model`` is not given, or it does not verify.
+    ModelError
+        If ``model`` is given and the plan was made for another model.
+    QueryError
+        If ``query`` is not the query the plan was made for, the data lack a column, hold
+        values outside the declared bounds, or have more records than planned.
+    ParameterError
+        If the plan's scale is not finite or too large to draw
+        (:data:`quiltpriv.mechanisms.noise.MAX_NOISE_SCALE`), or ``seed`` is not an integer, None
+        or a
+        ``random.Random``; refused before the data are read.
+    LedgerError
+        If ``ledger`` is not a ledger, fails verification, or cannot be written.
+    """
+    import warnings
+
+    import pandas as pd
+
+    from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
+    from quiltpriv.mechanisms import noise
+    from quiltpriv.releases import records
+
+    seed = records.check_seed(seed)
+    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
+    if not isinstance(plan_, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if ledger is not None:
+        from quiltpriv.releases import ledger as ledger_mod
+
+        booked = ledger_mod.check_writable(ledger)  # verified now, before any work
+    theta = None if model is None else as_theta(model)
+    if not plan_.verified:
+        if theta is None:
+            raise PlanError(
+                "this plan was not made by plan() in this process (it was read from a file or "
+                "built by hand) and is not verified; verify it against the model first: "
+                "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
+        from quiltpriv.mechanisms.verification import verify_plan
+
+        plan_ = verify_plan(plan_, theta, query)
+    elif theta is not None and theta.fingerprint() != plan_.model:
+        raise ModelError("the plan was made for another model (fingerprints differ)")
+    why = query_mismatch(plan_, query)
+    if why is not None:
+        raise QueryError(f"this query is not the one the plan was made for: {why}; "
+                         "plan it again")
+    if not isinstance(data, pd.DataFrame):
+        raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    query.check_records(len(data))
+    value = query.evaluate(data)
+    data_record = records.query_data(data, query.attributes)
+    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
+    earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
+    earlier = earlier or records.session_repeats(*fingerprints)
+    if earlier:
+        warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
+    positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
+    sensitivity = min(positive) if positive else 0.0
+    vec = np.atleast_1d(np.asarray(value, dtype=float))
+    # One generator for every coordinate, so seeded coordinates get independent noise.
+    rng = noise.make_rng(seed)
+    # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid once
+    # per coordinate (dimension=).
+    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
+                                   dimension=len(vec)) for v in vec]
+    out = tuple(float(d.value) for d in draws)
+    first = draws[0]
+    sampler, secure = str(first.sampler), bool(first.secure)
+    if plan_.scale == 0:
+        # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
+        sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
+        secure = seed is None
+    provenance = getattr(plan_, "provenance", None)
+    if provenance is None and theta is not None:
+        provenance = getattr(theta, "provenance", None)
+    r = Release(
+        value=out if np.ndim(value) else out[0],
+        scale=float(first.noise_scale_used), granularity=float(first.granularity),
+        secure=secure, sampler=sampler,
+        seed=seed if isinstance(seed, int) else None, plan=plan_,
+        sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
+        version=records.quiltpriv_version(), data=data_record,
+        command=None if command is None else tuple(str(c) for c in command),
+        provenance=provenance,
+    )
+    if ledger is not None:
+        # Before the value leaves this function: no ledger entry, no release.
+        ledger_mod.append(ledger, r.to_dict())
+    records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
+    if not secure and r.scale > 0:
+        warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+    return r

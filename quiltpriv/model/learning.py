@@ -1,0 +1,602 @@
+"""Learn Theta from data: one row per population, or records with a population column.
+
+A hyperparameter network models how the *parameters* of attributes (the share of low-income
+students, the mean score) vary together across populations (school districts, hospitals,
+months). So the unit of learning is a population, not a record:
+
+1. **Per-population parameters.** Give a table with one row per population holding its shares
+   (numbers in [0, 1]) and means, or a record-level table and the name of its population
+   column: :func:`population_parameters` computes each population's shares (the mean of a 0/1
+   column) and means.
+2. **Bins.** Each parameter is cut into bins, declared (``bins={"lowinc": [0, .3, .6, 1]}``) or,
+   only when asked for, at the data's quantiles (``quantiles=3``). A bin's state, the value of
+   the parameter the network reasons about, is the **midpoint** of its edges. Why the midpoint
+   and not the mean of the populations in the bin: it depends on the edges only, so every
+   bootstrap member has the same states (Theta's members must share one state space), and it
+   reads the domain from the declaration rather than from the data. APMQM's influences do not
+   depend on state values at all (only on probabilities); mechanisms that read a state as a
+   Bernoulli parameter (the exact count laws) read the midpoint. A value outside a declared
+   bin range is an error, never clipped.
+3. **Structure.** pgmpy's score-based hill climbing (``method="hill_climb"``, BDeu or BIC score)
+   or the PC algorithm (``method="pc"``, chi-square tests), honouring the user's required and
+   forbidden edges, bounded by ``max_indegree`` and ``max_iter``, and deterministic: nodes are
+   handed to pgmpy as integers in the declared order, so ties are broken the same way in every
+   process (string hashing is randomised per process).
+4. **Tables.** Bayesian estimation with the BDeu prior (Dirichlet pseudo-counts
+   ``equivalent_sample_size / (r q)`` per cell): the posterior mean, so no state is impossible
+   merely because no population was seen in it.
+5. **Uncertainty.** ``n_bootstrap=B`` resamples the populations with replacement ``B`` times
+   and re-estimates the tables on the learned DAG: Theta then holds ``B + 1`` members (the
+   point estimate first), and every influence is the maximum over them.
+
+The result is a :class:`~quiltpriv.model.network.Theta` whose ``provenance`` records the SHA-256 of
+a
+canonical CSV of the input (never the data), the bins, the estimator settings and the seed;
+plans and audit reports carry it.
+
+The guarantee then holds for adversaries whose beliefs are in this Theta: learning from data
+says nothing about adversaries outside it (see ``docs/assumptions.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quiltpriv.errors import DataError, ModelError, ParameterError
+from quiltpriv.model.builder import state_name
+from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.model.provenance import PARAMETER_KINDS, data_sha256
+
+__all__ = ["Bins", "MAX_PARAMETERS", "MIN_POPULATIONS", "discretise", "learn_theta",
+           "population_parameters"]
+
+#: Fewest populations a network may be learned from (each population is one observation of
+#: the parameters; fewer make every table mostly prior).
+MIN_POPULATIONS = 10
+
+#: Most parameters (nodes) structure learning accepts; hill climbing scores O(n^2) moves per
+#: step, and the planner's exact influences are meant for networks of this size.
+MAX_PARAMETERS = 40
+
+#: Most bins one parameter may have.
+MAX_BINS = 50
+
+#: Most bootstrap resamples.
+MAX_BOOTSTRAP = 1000
+
+METHODS = ("hill_climb", "pc")
+SCORES = ("bdeu", "bic", "k2")
+
+
+@dataclass(frozen=True)
+class Bins:
+    """How one parameter is discretised.
+
+    Attributes
+    ----------
+    parameter : str
+        The parameter (a column of the per-population table).
+    kind : {"share", "mean"}
+        A share lies in [0, 1]; a mean may be any finite number.
+    edges : tuple of float
+        Increasing bin edges; bin ``k`` is ``[edges[k], edges[k+1])``, the last bin closed.
+    how : {"declared", "quantile"}
+        Whether the edges were declared or taken at the data's quantiles.
+    """
+
+    parameter: str
+    kind: str
+    edges: tuple[float, ...]
+    how: str
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """The state of each bin: the midpoint of its edges (10 significant digits)."""
+        pairs = zip(self.edges, self.edges[1:], strict=False)
+        return tuple(float(f"{(a + b) / 2:.10g}") for a, b in pairs)
+
+    @property
+    def states(self) -> tuple[str, ...]:
+        """The state names (:func:`quiltpriv.model.builder.state_name` of :attr:`values`)."""
+        return tuple(state_name(x) for x in self.values)
+
+    def assign(self, x: np.ndarray) -> np.ndarray:
+        """The bin index of each value (all must lie within the outer edges)."""
+        lo, hi = self.edges[0], self.edges[-1]
+        bad = (x < lo) | (x > hi)
+        if np.any(bad):
+            raise DataError(
+                f"parameter {self.parameter!r}: {int(bad.sum())} value(s) outside the declared "
+                f"bins [{lo:g}, {hi:g}] (e.g. {float(x[bad][0]):g}); widen the bins (values "
+                "are never clipped)")
+        idx = np.searchsorted(np.asarray(self.edges), x, side="right") - 1
+        return np.minimum(idx, len(self.edges) - 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "binning": self.how, "edges": list(self.edges),
+                "states": list(self.states), "representative": "midpoint"}
+
+
+# -- input checks --------------------------------------------------------------------------------
+
+
+def _check_frame(data: Any, what: str) -> pd.DataFrame:
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"{what} must be a pandas DataFrame, got {type(data).__name__}")
+    if data.columns.duplicated().any():
+        dup = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+        raise DataError(f"{what} has duplicate column(s) {', '.join(dup)}")
+    return data
+
+
+def _check_parameters(parameters: Any) -> dict[str, str]:
+    if not isinstance(parameters, Mapping) or not parameters:
+        raise ParameterError("parameters must be a non-empty mapping {column: 'share' or "
+                             "'mean'}")
+    out: dict[str, str] = {}
+    for col, kind in parameters.items():
+        if not isinstance(col, str) or not col:
+            raise ParameterError(f"parameter names must be non-empty strings, got {col!r}")
+        if kind not in PARAMETER_KINDS:
+            raise ParameterError(f"parameter {col!r}: kind must be one of {PARAMETER_KINDS}, "
+                                 f"got {kind!r}")
+        out[col] = kind
+    if len(out) > MAX_PARAMETERS:
+        raise ParameterError(f"{len(out)} parameters; structure learning is bounded to "
+                             f"{MAX_PARAMETERS}")
+    return out
+
+
+def _numeric_column(frame: pd.DataFrame, col: str, what: str) -> np.ndarray:
+    if col not in frame.columns:
+        raise DataError(f"{what} has no column {col!r} (columns: "
+                        f"{', '.join(map(str, frame.columns))})")
+    s = frame[col]
+    if s.dtype == bool:
+        s = s.astype(int)
+    if not pd.api.types.is_numeric_dtype(s):
+        # An object column is accepted when every entry is a number (not a string: a text
+        # "0.5" is a sign the table was read wrongly, and is refused like any text).
+        bad = [v for v in s if not (_is_number(v) or v is None)]
+        if bad:
+            raise DataError(f"{what}: column {col!r} is not numeric (e.g. {bad[0]!r})")
+        s = pd.Series([np.nan if v is None else v for v in s], dtype=float)
+    x = s.to_numpy(dtype=float)
+    bad = ~np.isfinite(x)
+    if np.any(bad):
+        raise DataError(f"{what}: column {col!r} has {int(bad.sum())} missing, NaN or "
+                        "infinite value(s)")
+    return x
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(v, bool | str)
+
+
+def population_parameters(records: pd.DataFrame, population: str,
+                          parameters: Mapping[str, str]) -> pd.DataFrame:
+    """Per-population shares and means from a record-level table.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        One row per record.
+    population : str
+        The column naming each record's population.
+    parameters : mapping of str to {"share", "mean"}
+        ``share``: the column holds 0/1 (or booleans) and the parameter is the population's
+        share of 1s. ``mean``: the column is numeric and the parameter is its mean.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per population (sorted by population), one column per parameter.
+
+    Raises
+    ------
+    DataError
+        A missing column, a non-numeric or missing value, a share column with values other
+        than 0 and 1.
+    """
+    records = _check_frame(records, "the records")
+    params = _check_parameters(parameters)
+    if population not in records.columns:
+        raise DataError(f"the records have no population column {population!r}")
+    if records[population].isna().any():
+        raise DataError(f"population column {population!r} has missing values")
+    if population in params:
+        raise ParameterError(f"{population!r} is the population column, not a parameter")
+    cols = {}
+    for col, kind in params.items():
+        x = _numeric_column(records, col, "the records")
+        if kind == "share" and not np.all((x == 0) | (x == 1)):
+            bad = x[(x != 0) & (x != 1)]
+            raise DataError(f"the records: share column {col!r} must hold 0/1 values (whether "
+                            f"each record has the property), found {bad[0]:g}")
+        cols[col] = x
+    frame = pd.DataFrame(cols)
+    frame[population] = records[population].to_numpy()
+    return frame.groupby(population, sort=True)[list(params)].mean()
+
+
+def _quantile_edges(x: np.ndarray, q: int, kind: str, parameter: str) -> tuple[float, ...]:
+    inner = np.quantile(x, np.arange(1, q) / q)
+    # Three significant digits: readable states; the bins remain valid whatever the rounding.
+    inner = [float(f"{v:.3g}") for v in inner]
+    lo, hi = (0.0, 1.0) if kind == "share" else (float(x.min()), float(x.max()))
+    edges = [lo, *inner, hi]
+    if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+        raise DataError(
+            f"parameter {parameter!r}: {q} quantile bins collapse (the data have too few "
+            f"distinct values: {len(np.unique(x))}); declare bins or ask for fewer")
+    return tuple(edges)
+
+
+def _declared_edges(spec: Any, kind: str, parameter: str) -> tuple[float, ...]:
+    if isinstance(spec, str) or not isinstance(spec, Sequence | np.ndarray):
+        raise ParameterError(f"bins of {parameter!r}: give a list of increasing edges, or an "
+                             f"integer number of quantile bins, got {spec!r}")
+    try:
+        edges = tuple(float(e) for e in spec)
+    except (TypeError, ValueError):
+        raise ParameterError(f"bins of {parameter!r}: edges must be numbers, got "
+                             f"{list(spec)!r}") from None
+    if len(edges) < 3:
+        raise ParameterError(f"bins of {parameter!r}: give at least 3 edges (2 bins), got "
+                             f"{len(edges)}")
+    if len(edges) - 1 > MAX_BINS:
+        raise ParameterError(f"bins of {parameter!r}: {len(edges) - 1} bins (at most "
+                             f"{MAX_BINS})")
+    if not all(math.isfinite(e) for e in edges):
+        raise ParameterError(f"bins of {parameter!r}: edges must be finite")
+    if any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
+        raise ParameterError(f"bins of {parameter!r}: edges must increase strictly, got "
+                             f"{list(edges)}")
+    if kind == "share" and (edges[0] < 0 or edges[-1] > 1):
+        raise ParameterError(f"bins of {parameter!r}: a share's edges lie in [0, 1], got "
+                             f"{list(edges)}")
+    return edges
+
+
+def discretise(populations: pd.DataFrame, parameters: Mapping[str, str], *,
+               bins: Mapping[str, Any] | None = None, quantiles: int | None = None
+               ) -> tuple[pd.DataFrame, dict[str, Bins]]:
+    """Bin each parameter of a per-population table.
+
+    Parameters
+    ----------
+    populations : pandas.DataFrame
+        One row per population; a column per parameter.
+    parameters : mapping of str to {"share", "mean"}
+        The parameters to bin and their kinds. Shares must lie in [0, 1].
+    bins : mapping, optional
+        Per parameter, a list of increasing edges, or an integer number of quantile bins.
+    quantiles : int, optional
+        The number of quantile bins of every parameter not in ``bins``. Without it, every
+        parameter needs declared bins (quantile bins read the domain off the data, so they
+        are used only when asked for). Quantile bins of a share span [0, 1]; of a mean, the
+        data's range.
+
+    Returns
+    -------
+    (pandas.DataFrame, dict of str to Bins)
+        The bin index (0, 1, ...) of each population and parameter, and the bins.
+    """
+    populations = _check_frame(populations, "the population table")
+    params = _check_parameters(parameters)
+    bins = dict(bins or {})
+    unknown = sorted(set(bins) - set(params))
+    if unknown:
+        raise ParameterError(f"bins given for {', '.join(map(repr, unknown))}, which are not "
+                             "parameters")
+    if quantiles is not None and (isinstance(quantiles, bool) or not isinstance(quantiles, int)
+                                  or not 2 <= quantiles <= MAX_BINS):
+        raise ParameterError(f"quantiles must be an integer from 2 to {MAX_BINS}, got "
+                             f"{quantiles!r}")
+    values = {col: _numeric_column(populations, col, "the population table") for col in params}
+    out: dict[str, Bins] = {}
+    codes: dict[str, np.ndarray] = {}
+    for col, kind in params.items():
+        x = values[col]
+        if kind == "share":
+            bad = (x < 0) | (x > 1)
+            if np.any(bad):
+                raise DataError(
+                    f"the population table: share {col!r} has {int(bad.sum())} value(s) "
+                    f"outside [0, 1] (e.g. {float(x[bad][0]):g}); a share is a proportion "
+                    "(divide percentages by 100)")
+        spec = bins.get(col, quantiles)
+        if spec is None:
+            raise ParameterError(
+                f"parameter {col!r} has no declared bins: give bins={{{col!r}: [edges]}}, or "
+                "quantiles=K to bin every undeclared parameter at the data's quantiles")
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            if not 2 <= spec <= MAX_BINS:
+                raise ParameterError(f"bins of {col!r}: {spec} quantile bins (2 to "
+                                     f"{MAX_BINS})")
+            b = Bins(col, kind, _quantile_edges(x, spec, kind, col), "quantile")
+        else:
+            b = Bins(col, kind, _declared_edges(spec, kind, col), "declared")
+        out[col] = b
+        codes[col] = b.assign(x)
+    return pd.DataFrame(codes, index=populations.index), out
+
+
+# -- structure and tables --------------------------------------------------------------------
+
+
+def _edge_list(edges: Iterable[Any] | None, params: Sequence[str], what: str
+               ) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for e in edges or ():
+        if not isinstance(e, tuple | list) or len(e) != 2:
+            raise ParameterError(f"{what}: an edge is a (parent, child) pair, got {e!r}")
+        a, b = e
+        for x in (a, b):
+            if x not in params:
+                raise ParameterError(f"{what}: edge {a!r} -> {b!r} names {x!r}, which is not "
+                                     f"a parameter ({', '.join(params)})")
+        if a == b:
+            raise ParameterError(f"{what}: edge {a!r} -> {b!r} is a self-loop")
+        if (a, b) not in out:
+            out.append((a, b))
+    return out
+
+
+def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: str, score: str,
+                     ess: float, max_indegree: int, max_iter: int,
+                     required: list[tuple[int, int]], forbidden: list[tuple[int, int]],
+                     significance: float) -> list[tuple[int, int]]:
+    """Edges (as integer node indices) learned by pgmpy. Integers, not names: pgmpy breaks
+    ties in set iteration order, which for strings changes with the process's hash seed."""
+    with warnings.catch_warnings():
+        # pgmpy 1.1 warns about its own deprecations on import and use; not the user's concern.
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from pgmpy.causal_discovery import PC, ExpertKnowledge, HillClimbSearch
+        from pgmpy.structure_score import BIC, K2, BDeu
+
+        n = codes.shape[1]
+        frame = pd.DataFrame({k: codes[:, k] for k in range(n)})
+        states = {k: list(range(cards[k])) for k in range(n)}
+        expert = ExpertKnowledge(required_edges=list(required), forbidden_edges=list(forbidden))
+        if method == "hill_climb":
+            scorer = {"bdeu": lambda: BDeu(frame, equivalent_sample_size=ess,
+                                           state_names=states),
+                      "bic": lambda: BIC(frame, state_names=states),
+                      "k2": lambda: K2(frame, state_names=states)}[score]()
+            est = HillClimbSearch(scoring_method=scorer, max_indegree=max_indegree,
+                                  expert_knowledge=expert, return_type="dag",
+                                  max_iter=max_iter, show_progress=False)
+        else:
+            est = PC(variant="stable", ci_test="chi_square", return_type="dag",
+                     significance_level=significance, max_cond_vars=max_indegree,
+                     expert_knowledge=expert, enforce_expert_knowledge=True, n_jobs=1,
+                     show_progress=False)
+        try:
+            est.fit(frame)
+        except ValueError as exc:
+            raise ModelError(f"structure learning failed: {exc}") from exc
+        edges = [(int(a), int(b)) for a, b in est.causal_graph_.edges()]
+    return _enforce(edges, required, forbidden, n)
+
+
+def _enforce(edges: list[tuple[int, int]], required: list[tuple[int, int]],
+             forbidden: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
+    """Orient required edges as declared (PC may return one reversed) and check the result."""
+    import networkx as nx
+
+    out = set(edges)
+    for a, b in required:
+        if (b, a) in out:
+            out.discard((b, a))
+        out.add((a, b))
+    bad = sorted(out & set(forbidden))
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(out)
+    if bad or not nx.is_directed_acyclic_graph(g):
+        raise ModelError("structure learning returned a graph that breaks the required or "
+                         "forbidden edges; use method='hill_climb'")
+    return sorted(out)
+
+
+def _bdeu_tables(codes: np.ndarray, cards: Sequence[int], parents: Mapping[int, Sequence[int]],
+                 ess: float) -> dict[int, np.ndarray]:
+    """BDeu posterior-mean tables, axes ``(node, *parents)``.
+
+    ``P(x = k | pa = j) = (N_jk + ess / (r q)) / (N_j + ess / q)`` with ``r`` the node's
+    states and ``q`` its parents' joint states (pgmpy's ``BayesianEstimator`` with
+    ``prior_type="BDeu"``; tests check they agree).
+    """
+    out: dict[int, np.ndarray] = {}
+    for v in range(codes.shape[1]):
+        pa = list(parents.get(v, ()))
+        shape = (cards[v],) + tuple(cards[p] for p in pa)
+        counts = np.zeros(shape)
+        np.add.at(counts, tuple(codes[:, k] for k in [v, *pa]), 1.0)
+        r = cards[v]
+        q = math.prod(shape[1:])
+        table = (counts + ess / (r * q)) / (counts.sum(axis=0, keepdims=True) + ess / q)
+        out[v] = table
+    return out
+
+
+def learn_theta(
+    data: pd.DataFrame,
+    parameters: Mapping[str, str],
+    *,
+    population: str | None = None,
+    bins: Mapping[str, Any] | None = None,
+    quantiles: int | None = None,
+    method: str = "hill_climb",
+    score: str = "bdeu",
+    required_edges: Iterable[tuple[str, str]] | None = None,
+    forbidden_edges: Iterable[tuple[str, str]] | None = None,
+    max_indegree: int = 2,
+    max_iter: int = 1000,
+    equivalent_sample_size: float = 5.0,
+    significance_level: float = 0.01,
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    name: str = "learned",
+) -> Theta:
+    """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        One row per population holding its parameters, or (with ``population``) one row per
+        record.
+    parameters : mapping of str to {"share", "mean"}
+        The attributes whose parameters the network models, and their kinds. In a population
+        table a share is a number in [0, 1]; in a record table a 0/1 column.
+    population : str, optional
+        The population column of a record-level table (see :func:`population_parameters`).
+    bins, quantiles
+        How each parameter is binned (:func:`discretise`): declared edges per parameter, or
+        ``quantiles=K`` for every parameter without declared edges.
+    method : {"hill_climb", "pc"}
+        pgmpy's hill climbing on ``score``, or the PC algorithm (chi-square tests at
+        ``significance_level``).
+    score : {"bdeu", "bic", "k2"}
+        The hill-climbing score.
+    required_edges, forbidden_edges : iterable of (parent, child)
+        Edges the learned DAG must contain / must not contain.
+    max_indegree : int
+        Most parents per node (bounds the tables and the search; the PC algorithm's largest
+        conditioning set).
+    max_iter : int
+        Most hill-climbing steps.
+    equivalent_sample_size : float
+        The BDeu prior's weight (for the hill-climbing score and the tables), > 0.
+    significance_level : float
+        The PC algorithm's test level.
+    n_bootstrap : int
+        Bootstrap resamples of the populations; Theta gets ``n_bootstrap + 1`` members.
+    seed : int
+        Seeds the bootstrap (structure learning itself is deterministic).
+    name : str
+        The point estimate's member name.
+
+    Returns
+    -------
+    Theta
+        With ``provenance``: data hash, bins, settings, learned edges, seed.
+
+    Raises
+    ------
+    DataError, ParameterError, ModelError
+        Missing columns, non-numeric or missing values, shares outside [0, 1], too few
+        populations, parameters without declared bins (and no ``quantiles``), bad settings,
+        contradictory edges.
+    """
+    data = _check_frame(data, "the data")
+    params = _check_parameters(parameters)
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
+    if score not in SCORES:
+        raise ParameterError(f"score must be one of {SCORES}, got {score!r}")
+    for label, value, lo in (("max_indegree", max_indegree, 0), ("max_iter", max_iter, 1),
+                             ("n_bootstrap", n_bootstrap, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise ParameterError(f"{label} must be an integer >= {lo}, got {value!r}")
+    if n_bootstrap > MAX_BOOTSTRAP:
+        raise ParameterError(f"n_bootstrap must be at most {MAX_BOOTSTRAP}, got {n_bootstrap}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ParameterError(f"seed must be an integer, got {seed!r}")
+    ess = float(equivalent_sample_size)
+    if not (math.isfinite(ess) and ess > 0):
+        raise ParameterError(f"equivalent_sample_size must be > 0, got {equivalent_sample_size}")
+    alpha = float(significance_level)
+    if not 0 < alpha < 1:
+        raise ParameterError(f"significance_level must be in (0, 1), got {significance_level}")
+    names = list(params)
+    required = _edge_list(required_edges, names, "required_edges")
+    forbidden = _edge_list(forbidden_edges, names, "forbidden_edges")
+    clash = sorted(set(required) & set(forbidden))
+    if clash:
+        raise ParameterError(f"edge {clash[0][0]!r} -> {clash[0][1]!r} is both required and "
+                             "forbidden")
+
+    digest = data_sha256(data)
+    table = data if population is None else population_parameters(data, population, params)
+    if len(table) < MIN_POPULATIONS:
+        raise DataError(f"{len(table)} population(s): at least {MIN_POPULATIONS} are needed to "
+                        "learn a network (each population is one observation of the "
+                        "parameters)")
+    codes_frame, binning = discretise(table, params, bins=bins, quantiles=quantiles)
+    codes = codes_frame[names].to_numpy(dtype=np.int64)
+    cards = [len(binning[p].edges) - 1 for p in names]
+    idx = {p: k for k, p in enumerate(names)}
+    as_int = [(idx[a], idx[b]) for a, b in required]
+    edges_int = _learn_structure(codes, cards, method, score, ess, max_indegree, max_iter,
+                                 as_int, [(idx[a], idx[b]) for a, b in forbidden], alpha)
+    parents_int: dict[int, list[int]] = {k: [] for k in range(len(names))}
+    for a, b in edges_int:
+        parents_int[b].append(a)
+    for k in parents_int:
+        parents_int[k].sort()
+
+    rng = np.random.default_rng(seed)
+    samples = [codes] + [codes[rng.integers(0, len(codes), len(codes))]
+                         for _ in range(n_bootstrap)]
+    members = []
+    for sample in samples:
+        tables = _bdeu_tables(sample, cards, parents_int, ess)
+        members.append({names[k]: t for k, t in tables.items()})
+    member_names = [name] + [f"{name}-bootstrap-{b}" for b in range(1, n_bootstrap + 1)]
+    edges = [(names[a], names[b]) for a, b in edges_int]
+    states = {p: binning[p].states for p in names}
+    parents_order = {names[k]: [names[p] for p in pa] for k, pa in parents_int.items()}
+    theta = theta_from_tables(edges, states, members, member_names,
+                              parents_order=parents_order)
+    return theta.with_provenance(_provenance(
+        digest, data, table, population, binning, method, score, ess, max_indegree, max_iter,
+        alpha, required, forbidden, edges, n_bootstrap, seed))
+
+
+def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population: str | None,
+                binning: Mapping[str, Bins], method: str, score: str, ess: float,
+                max_indegree: int, max_iter: int, alpha: float,
+                required: list[tuple[str, str]], forbidden: list[tuple[str, str]],
+                edges: list[tuple[str, str]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    import pgmpy
+
+    from quiltpriv import __version__
+
+    structure: dict[str, Any] = {"method": method, "max_indegree": max_indegree,
+                                 "required_edges": [list(e) for e in required],
+                                 "forbidden_edges": [list(e) for e in forbidden],
+                                 "learned_edges": [list(e) for e in edges]}
+    if method == "hill_climb":
+        structure.update(score=score, max_iter=max_iter)
+        if score == "bdeu":
+            structure["equivalent_sample_size"] = ess
+    else:
+        structure.update(ci_test="chi_square", significance_level=alpha, variant="stable")
+    return {
+        "source": "learned",
+        "data_sha256": digest,
+        "data_rows": len(data),
+        "data_layout": "records" if population is not None else "populations",
+        "population_column": population,
+        "populations": len(table),
+        "parameters": {p: b.to_dict() for p, b in binning.items()},
+        "structure": structure,
+        "cpds": {"estimator": "Bayesian (posterior mean)", "prior": "BDeu",
+                 "equivalent_sample_size": ess},
+        "bootstrap": {"resamples": n_bootstrap, "unit": "population", "seed": seed},
+        "software": {"quiltpriv": __version__, "pgmpy": str(pgmpy.__version__)},
+    }

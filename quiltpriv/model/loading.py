@@ -1,0 +1,498 @@
+"""Load hyperparameter networks: bundled models, BIF / XMLBIF files and Python modules.
+
+A model *spec* is one of
+
+- a bundled model name (a module in the repository's ``models/`` folder, installed as
+  ``quiltpriv.models``): ``student``, ``example3``, ``chain``; ``name:function`` picks another
+  function of the module (``student:theta`` gives a two-member Theta);
+- a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read by
+  :mod:`quiltpriv.model.readers`, or with pgmpy's readers when ``reader="pgmpy"``);
+- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``);
+- a path to a ``.json`` file in quiltpriv's own format (:func:`theta_to_dict`): a shared DAG
+  and one CPD set per member of Theta.
+
+Every reader's failure becomes a :class:`~quiltpriv.errors.ModelError` naming the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from quiltpriv.errors import ModelError
+from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy, theta_from_tables
+
+#: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
+#: network, munin, is about 1.5 MB uncompressed).
+MAX_MODEL_BYTES = 64 * 2**20
+
+#: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
+MAX_STATES = 10_000
+
+_BIF_VARIABLE = re.compile(
+    r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}")
+_BIF_VARIABLE_NAME = re.compile(r"(?m)^\s*variable\s+([^\s{]+)")
+_BIF_PROBABILITY = re.compile(r"probability\s*\(\s*([^\s|)]+)")
+_BIF_BAD_NUMBER = re.compile(r"(?i)(?<![\w.])[-+]?(nan|inf(inity)?)(?![\w.])")
+
+
+#: A decimal number as BIF and XMLBIF files write probabilities.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+_PARENTHESISED = re.compile(r"\([^)]*\)")
+_XML_TABLE = re.compile(r"(?is)<TABLE>(.*?)</TABLE>")
+
+#: Smallest positive normal float64. A probability below it is stored with fewer than 16
+#: significant digits (subnormal) or as 0, so a file that writes one is refused.
+_TINY = 2.2250738585072014e-308
+
+
+def check_probability_literal(token: str, where: str) -> float:
+    """The float a model file's probability ``token`` denotes, or ModelError.
+
+    A positive number that float64 rounds to 0 (``1e-400``) would silently make a possible
+    state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
+    be stored with a relative error up to 100%: both are refused, never read as something else.
+    """
+    try:
+        x = float(token)
+    except ValueError:
+        raise ModelError(f"{where}: {token!r} is not a number") from None
+    if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
+        raise ModelError(
+            f"{where}: the probability {token} is positive but below float64's normal range "
+            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
+            "impossible)")
+    return x
+
+
+def _check_bif_numbers(text: str, path: Path) -> None:
+    """Every probability of a BIF file passes :func:`check_probability_literal`."""
+    for block in re.split(r"probability\s*\(", text)[1:]:
+        head, _, rest = block.partition(")")
+        var = head.split("|")[0].strip()
+        body = _PARENTHESISED.sub(" ", rest.split("}", 1)[0])  # drop parent-state tuples
+        for token in _NUMBER.findall(body):
+            check_probability_literal(token, f"{path}: the CPD of {var!r}")
+
+
+def _check_xmlbif_numbers(text: str, path: Path) -> None:
+    """Every probability of an XMLBIF file passes :func:`check_probability_literal`."""
+    for body in _XML_TABLE.findall(text):
+        for token in _NUMBER.findall(body):
+            check_probability_literal(token, f"{path}: a <TABLE>")
+
+
+def _json_float(token: str) -> float:
+    return check_probability_literal(token, "a CPD")
+
+
+def _check_bif_text(text: str, path: Path) -> None:
+    """Checks pgmpy's BIF reader does not make (it accepts or garbles these)."""
+    names = _BIF_VARIABLE_NAME.findall(text)
+    if not names:
+        raise ModelError(f"{path}: the BIF file declares no variables")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ModelError(f"{path}: variable(s) declared twice: {', '.join(dup)}")
+    for name, card, states in _BIF_VARIABLE.findall(text):
+        declared = int(card)
+        if declared > MAX_STATES:
+            raise ModelError(f"{path}: variable {name!r} declares {declared} states "
+                             f"(at most {MAX_STATES} are supported)")
+        listed = [x.strip() for x in states.split(",") if x.strip()]
+        if len(listed) != declared:
+            raise ModelError(f"{path}: variable {name!r} declares {declared} states but lists "
+                             f"{len(listed)}")
+        if len(set(listed)) != len(listed):
+            raise ModelError(f"{path}: variable {name!r} lists a state twice")
+    probs = _BIF_PROBABILITY.findall(text)
+    dup = sorted({n for n in probs if probs.count(n) > 1})
+    if dup:
+        raise ModelError(f"{path}: more than one probability block for {', '.join(dup)}")
+    for block in re.split(r"probability\s*\(", text)[1:]:
+        body = block.split("}", 1)[0]
+        if _BIF_BAD_NUMBER.search(body):
+            var = block.split(")", 1)[0].split("|")[0].strip()
+            raise ModelError(f"{path}: the CPD of {var!r} contains NaN or infinite probabilities")
+
+
+def _model_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parents[1]  # the quiltpriv package
+    # Installed wheel: quiltpriv/models/. Source checkout or editable install: ../models/.
+    return [d for d in (here / "models", here.parent / "models") if d.is_dir()]
+
+
+def bundled_models() -> dict[str, str]:
+    """Bundled model names and the first line of each module's docstring."""
+    out: dict[str, str] = {}
+    for d in _model_dirs():
+        for f in sorted(d.glob("*.py")):
+            if f.stem.startswith("_") or f.stem in out:
+                continue
+            doc = ""
+            try:
+                text = f.read_text(encoding="utf-8")
+                start = text.find('"""')
+                if start >= 0:
+                    doc = text[start + 3:].strip().splitlines()[0]
+            except OSError:
+                pass
+            out[f.stem] = doc
+    return out
+
+
+def _check_python_numbers(path: Path) -> None:
+    """A model module's float literals pass :func:`check_probability_literal`.
+
+    Python itself reads ``1e-400`` as 0.0 without a word; the module's source is scanned for
+    such literals (and subnormal ones) before it runs.
+    """
+    import io
+    import tokenize
+
+    try:
+        source = path.read_text(encoding="utf-8")
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (OSError, UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return  # importing it reports the problem
+    for tok in tokens:
+        if tok.type == tokenize.NUMBER and not tok.string.lower().startswith(("0x", "0o", "0b")):
+            text = tok.string.replace("_", "").rstrip("jJ")
+            if any(c in text.lower() for c in ".e"):
+                check_probability_literal(text, f"{path}, line {tok.start[0]}")
+
+
+def _import_file(path: Path) -> ModuleType:
+    _check_python_numbers(path)
+    name = f"_quiltpriv_model_{path.stem}_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelError(f"cannot import model module {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # a module calling sys.exit() must not end the CLI
+        sys.modules.pop(name, None)
+        raise ModelError(f"model module {path} failed to import: {exc}") from exc
+    return module
+
+
+def _call_module(path: Path, function: str | None, args: Sequence[Any] = (),
+                 kwargs: dict[str, Any] | None = None) -> Any:
+    module = _import_file(path)
+    fname = function or "model"
+    fn = getattr(module, fname, None)
+    if not callable(fn):
+        raise ModelError(f"model module {path} defines no function {fname}()")
+    try:
+        return fn(*args, **(kwargs or {}))
+    except (Exception, SystemExit) as exc:
+        raise ModelError(f"{path.name}:{fname}() failed: {exc}") from exc
+
+
+def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
+    built = _call_module(path, function)
+    nets = built if isinstance(built, Sequence) else [built]
+    names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
+    return theta_from_pgmpy(list(nets), names, tolerance=tolerance)
+
+
+def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: Any) -> Any:
+    """The pgmpy network (or list of networks) a bundled model module builds.
+
+    For inspecting or changing a bundled model before planning, e.g.
+    ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
+    ``theta_from_pgmpy(net)``. Arguments go to the module's function.
+    """
+    for d in _model_dirs():
+        candidate = d / f"{name}.py"
+        if candidate.is_file() and not name.startswith("_"):
+            return _call_module(candidate, function, args, kwargs)
+    names = ", ".join(bundled_models()) or "none found"
+    raise ModelError(f"no bundled model named {name!r} (bundled: {names})")
+
+
+#: The model file readers :func:`load_model` offers: quiltpriv's own
+# (:mod:`quiltpriv.model.readers`)
+#: and pgmpy's ``BIFReader``/``XMLBIFReader`` followed by :func:`theta_from_pgmpy` (slower; kept
+#: as a cross-check and a fallback).
+READERS = ("quiltpriv", "pgmpy")
+
+
+def _file_kind(path: Path) -> str | None:
+    """"BIF" or "XMLBIF" by the file's name (``.gz`` allowed), else None."""
+    name = path.name.lower()
+    inner = name[:-3] if name.endswith(".gz") else name
+    if inner.endswith(".bif"):
+        return "BIF"
+    if inner.endswith((".xml", ".xmlbif")):
+        return "XMLBIF"
+    return None
+
+
+def _read_model_text(path: Path, kind: str) -> str:
+    """The file's text, decompressed, size-checked and decoded as UTF-8, or ModelError."""
+    size = path.stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read(MAX_MODEL_BYTES + 1)
+            if len(raw) > MAX_MODEL_BYTES:
+                raise ModelError(f"{path}: uncompressed size exceeds {MAX_MODEL_BYTES} bytes")
+            return raw.decode("utf-8")
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"cannot read {kind} file {path}: not UTF-8 text ({exc.reason})") from exc
+    except (OSError, EOFError) as exc:  # includes gzip.BadGzipFile and truncated archives
+        raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
+
+
+def _read_model_file(path: Path, reader: str, tolerance: float) -> Theta:
+    """Theta of a BIF or XMLBIF file, read by ``reader`` (one of :data:`READERS`)."""
+    kind = _file_kind(path)
+    if kind is None:
+        raise ModelError(
+            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
+    text = _read_model_text(path, kind)
+    if reader == "pgmpy":
+        net = _read_pgmpy_text(text, path, kind)
+        return theta_from_pgmpy(net, [path.name], tolerance=tolerance)
+    from quiltpriv.model.readers import read_bif, read_xmlbif
+
+    read = read_bif if kind == "BIF" else read_xmlbif
+    try:
+        return read(text, str(path), name=path.name, tolerance=tolerance)
+    except ModelError:
+        raise
+    except Exception as exc:  # pragma: no cover - a reader's bug is still one line, not a trace
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
+
+
+def _read_pgmpy_text(text: str, path: Path, kind: str) -> Any:
+    """pgmpy's reading of the model ``text``, after the checks pgmpy does not make."""
+    from pgmpy.readwrite import BIFReader, XMLBIFReader
+
+    try:
+        if kind == "BIF":
+            _check_bif_text(text, path)
+            _check_bif_numbers(text, path)
+        else:
+            _check_xmlbif_numbers(text, path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if kind == "BIF":
+                return BIFReader(string=text).get_model()
+            return XMLBIFReader(string=text).get_model()
+    except ModelError:
+        raise
+    except Exception as exc:  # the readers raise anything from pyparsing to KeyError
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
+
+
+JSON_FORMAT = "quiltpriv-network/1"
+
+
+def theta_to_dict(theta: Theta) -> dict[str, Any]:
+    """Theta as a JSON-ready dict (format ``quiltpriv-network/1``; :func:`load_model` reads it).
+
+    ``nodes`` maps each node to its ``states`` (strings) and ``parents`` (the CPD axis order);
+    each member's ``cpds`` maps a node to its table as nested lists with axes
+    ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.model.provenance`) also
+    gets a ``provenance`` object, read back by :func:`load_model`.
+    """
+    from quiltpriv.model.provenance import provenance_dict
+
+    out: dict[str, Any] = {
+        "format": JSON_FORMAT,
+        "nodes": {v: {"states": [str(x) for x in theta.states[v]],
+                      "parents": list(theta.parents[v])} for v in theta.nodes},
+        "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
+                    for name, m in zip(theta.names, theta.members, strict=True)],
+    }
+    prov = provenance_dict(theta)
+    if prov is not None:
+        out["provenance"] = prov
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ModelError(f"the JSON model contains {name}; probabilities must be finite numbers")
+
+
+#: The longest integer a JSON model may spell (its numbers are probabilities, 0 or 1 when
+#: whole); Python's own reader stops at 4300 digits with a ValueError, and any integer beyond
+#: a float's range would overflow later.
+MAX_JSON_INT_DIGITS = 20
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise ModelError(f"the JSON model contains an integer of {digits} digits; its numbers "
+                         f"are probabilities (at most {MAX_JSON_INT_DIGITS} digits allowed)")
+    return int(text)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ModelError(f"the JSON model names {', '.join(map(repr, dup))} twice")
+    return dict(pairs)
+
+
+def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
+    import json
+
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_json_float,
+                         parse_int=_parse_int,
+                         object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"cannot read JSON model {path}: {exc}") from exc
+    except ModelError as exc:  # from the hooks, which do not know the path
+        raise ModelError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ModelError(f"cannot read JSON model {path}: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise ModelError(f"{path}: a JSON model must be an object")
+    if doc.get("format") != JSON_FORMAT:
+        raise ModelError(f"{path}: unknown JSON model format {doc.get('format')!r} "
+                         f"(expected {JSON_FORMAT!r})")
+    nodes = doc.get("nodes")
+    members = doc.get("members")
+    if not isinstance(nodes, dict) or not nodes:
+        raise ModelError(f"{path}: 'nodes' must be a non-empty object")
+    if not isinstance(members, list) or not members:
+        raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
+    states: dict[str, list[str]] = {}
+    parents: dict[str, list[str]] = {}
+    for v, spec in nodes.items():
+        if not isinstance(spec, dict):
+            raise ModelError(f"{path}: node {v!r} must be an object with states and parents")
+        st, pa = spec.get("states"), spec.get("parents", [])
+        if not isinstance(st, list) or not st or not all(isinstance(x, str) for x in st):
+            raise ModelError(f"{path}: node {v!r} needs a non-empty list of state names")
+        if len(st) > MAX_STATES:
+            raise ModelError(f"{path}: node {v!r} has {len(st)} states (at most {MAX_STATES})")
+        if len(set(st)) != len(st):
+            raise ModelError(f"{path}: node {v!r} lists a state twice")
+        if not isinstance(pa, list) or not all(isinstance(x, str) for x in pa):
+            raise ModelError(f"{path}: the parents of {v!r} must be a list of node names")
+        unknown = [x for x in pa if x not in nodes]
+        if unknown:
+            raise ModelError(f"{path}: node {v!r} has unknown parent(s) {unknown}")
+        if len(set(pa)) != len(pa):
+            raise ModelError(f"{path}: node {v!r} lists a parent twice")
+        states[v], parents[v] = st, pa
+    edges = [(p, v) for v in nodes for p in parents[v]]
+    tables, names = [], []
+    for k, m in enumerate(members):
+        if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
+            raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
+        names.append(str(m.get("name") or f"{path.stem}[{k}]"))
+        tables.append(m["cpds"])
+    provenance = doc.get("provenance")
+    if provenance is not None and not isinstance(provenance, dict):
+        raise ModelError(f"{path}: 'provenance' must be an object")
+    theta = theta_from_tables(edges, states, tables, names, parents_order=parents,
+                              tolerance=tolerance)
+    # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
+    return theta if provenance is None else theta.with_provenance(provenance)
+
+
+def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE,
+               reader: str = "quiltpriv") -> Theta:
+    """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
+
+    A model whose states do not look like distribution parameters (not numbers, like the
+    ``yes`` / ``no`` of a record-level network) is loaded with a
+    :class:`~quiltpriv.errors.ParameterStatesWarning`.
+
+    Parameters
+    ----------
+    spec : str or path
+        See the module docstring.
+    tolerance : float
+        How far a CPD column may be from summing to one (rounded files); columns within it are
+        renormalised, columns beyond it are an error.
+    reader : {"quiltpriv", "pgmpy"}
+        Who reads BIF and XMLBIF files: :mod:`quiltpriv.model.readers` (default; one pass over the
+        text) or pgmpy's readers followed by :func:`theta_from_pgmpy`. Both give the same
+        Theta on every file pgmpy reads correctly.
+
+    Raises
+    ------
+    ModelError
+        Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
+    """
+    if reader not in READERS:
+        raise ModelError(f"unknown model reader {reader!r} (use {' or '.join(READERS)})")
+    from quiltpriv.model.provenance import check_parameter_states
+
+    theta = _load_model(spec, tolerance, reader)
+    check_parameter_states(theta, os.fspath(spec))
+    return theta
+
+
+def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> Theta:
+    text = os.fspath(spec)
+    function = None
+    base = text
+    # "name:function" / "file.py:function" (a Windows drive letter is not a function).
+    if ":" in text and not Path(text).exists():
+        base, _, function = text.rpartition(":")
+        if not function.isidentifier():
+            base, function = text, None
+    path = Path(base)
+    if path.suffix == "" and not path.exists():
+        for d in _model_dirs():
+            candidate = d / f"{base}.py"
+            if candidate.is_file():
+                return _from_module(candidate, function, tolerance)
+        names = ", ".join(bundled_models()) or "none found"
+        raise ModelError(f"no bundled model named {base!r} (bundled: {names}) and no such file")
+    if not path.exists():
+        raise ModelError(f"model file {base} does not exist")
+    if not path.is_file():
+        raise ModelError(f"model path {base} is not a file")
+    if path.suffix == ".py":
+        return _from_module(path, function, tolerance)
+    if path.suffix.lower() == ".json" and function is None:
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"cannot read JSON model {path}: not UTF-8 text") from exc
+        return _theta_from_json(text, path, tolerance)
+    if function is not None:
+        raise ModelError(f"{text}: ':function' applies to Python model modules only")
+    return _read_model_file(path, reader, tolerance)
+
+
+def load_theta(
+    specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
+    reader: str = "quiltpriv",
+) -> Theta:
+    """Load several specs and join them into one Theta (they must share one DAG)."""
+    if not specs:
+        raise ModelError("Theta is empty: give at least one model")
+    theta = load_model(specs[0], tolerance=tolerance, reader=reader)
+    for s in specs[1:]:
+        theta = theta.with_members(load_model(s, tolerance=tolerance, reader=reader))
+    return theta

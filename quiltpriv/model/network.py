@@ -1,0 +1,605 @@
+"""Attribute hyperparameter networks and the adversary's class Theta.
+
+A *hyperparameter network* (Zhang, Ohrimenko and Cummings, Section 5) is a discrete Bayesian
+network whose node per attribute ``i`` carries that attribute's distribution parameter
+``phi_i``: the node's states are the hyperparameter values (e.g. ``0.2, 0.5, 0.8`` for a
+Bernoulli probability) and the CPDs give the joint law of ``phi``. Users declare it in pgmpy as a
+``DiscreteBayesianNetwork``; this module validates it once and keeps an immutable numeric copy
+(the DAG, the state names and one CPD array per node) that the quilt search and the influence
+calculator work on.
+
+``Theta`` (the distributions the adversary may hold) is one or more such networks sharing one DAG
+and one state space per node, differing only in their CPDs. Every "sup over theta" in the paper
+is a maximum over :attr:`Theta.members`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import math
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quiltpriv.errors import ModelError
+
+if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
+    import networkx as nx
+
+#: Default tolerance for a CPD column to count as summing to one. Columns within it are
+#: renormalised exactly (BIF files print rounded probabilities); columns outside it are an error.
+CPD_SUM_TOLERANCE = 1e-6
+
+
+#: Most ``("influence", ...)`` entries a Theta's cache keeps (least recently used out first).
+INFLUENCE_CACHE_SIZE = 2**16
+
+
+class ThetaCache(dict):
+    """Theta's cache: a plain dict whose ``("influence", ...)`` entries are capped.
+
+    Other entries (per-member structures, a handful) are kept for good; influences, one per
+    quilt a search evaluates, are kept for the :data:`INFLUENCE_CACHE_SIZE` most recently used,
+    so that a long search cannot grow memory without bound. An evicted influence is only
+    recomputed if asked for again.
+    """
+
+    def __init__(self, influence_limit: int = INFLUENCE_CACHE_SIZE) -> None:
+        super().__init__()
+        self.influence_limit = influence_limit
+        self._lru: OrderedDict[Any, None] = OrderedDict()  # influence keys, oldest first
+
+    @staticmethod
+    def _capped(key: Any) -> bool:
+        return type(key) is tuple and bool(key) and key[0] == "influence"
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        if self._capped(key):
+            self._lru[key] = None
+            self._lru.move_to_end(key)
+            while len(self._lru) > self.influence_limit:
+                super().__delitem__(self._lru.popitem(last=False)[0])
+
+    def __getitem__(self, key: Any) -> Any:
+        value = super().__getitem__(key)
+        if key in self._lru:
+            self._lru.move_to_end(key)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self._lru:
+            self._lru.move_to_end(key)
+        return super().get(key, default)
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._lru.pop(key, None)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._lru.pop(key, None)
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[Any, Any]:
+        key, value = super().popitem()
+        self._lru.pop(key, None)
+        return key, value
+
+    def clear(self) -> None:
+        super().clear()
+        self._lru.clear()
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self.get(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+
+@dataclass(frozen=True, eq=False)
+class CPD:
+    """One node's conditional probability table, axes ``(node, *parents)``.
+
+    ``table[s, p1, ..., pk] = P(phi_node = states[s] | phi_parents = ...)``.
+    """
+
+    node: str
+    parents: tuple[str, ...]
+    table: np.ndarray
+
+
+class Theta:
+    """The adversary's class of distributions: a shared DAG and one CPD set per member.
+
+    Build it with :func:`theta_from_pgmpy` (or :func:`quiltpriv.model.loading.load_model`); the
+    constructor takes already-validated parts.
+
+    Attributes
+    ----------
+    nodes : tuple of str
+        Attribute names in a topological order of the DAG.
+    states : mapping of str to tuple
+        Hyperparameter values (state names) of each node.
+    parents : mapping of str to tuple of str
+        Parents of each node, in the axis order of its CPD tables.
+    members : tuple of mapping of str to CPD
+        One CPD set per member of Theta.
+    names : tuple of str
+        A label per member (model name or file), for reports.
+    provenance : mapping or None
+        Where Theta came from (JSON-ready; :mod:`quiltpriv.model.provenance`): for a learned Theta
+        the data hash, bins, estimator settings and seed; for a declared one, the builder.
+        Carried into plans and audit reports. Metadata only: not part of :meth:`fingerprint`.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        states: Mapping[str, Sequence[Any]],
+        parents: Mapping[str, Sequence[str]],
+        members: Sequence[Mapping[str, CPD]],
+        names: Sequence[str] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not members:
+            raise ModelError("Theta is empty: give at least one network")
+        if not nodes:
+            raise ModelError("the network has no nodes")
+        self.nodes: tuple[str, ...] = tuple(nodes)
+        self.states = MappingProxyType({v: tuple(states[v]) for v in self.nodes})
+        self.parents = MappingProxyType({v: tuple(parents[v]) for v in self.nodes})
+        self.members: tuple[Mapping[str, CPD], ...] = tuple(
+            MappingProxyType(dict(m)) for m in members
+        )
+        self.names: tuple[str, ...] = tuple(names) if names else tuple(
+            f"theta[{k}]" for k in range(len(self.members))
+        )
+        self.provenance: Mapping[str, Any] | None = (
+            None if provenance is None else _frozen(provenance))
+        self.index = MappingProxyType({v: k for k, v in enumerate(self.nodes)})
+        self.cardinality = MappingProxyType({v: len(self.states[v]) for v in self.nodes})
+        children: dict[str, list[str]] = {v: [] for v in self.nodes}
+        for v in self.nodes:
+            for p in self.parents[v]:
+                children[p].append(v)
+        self.children = MappingProxyType({v: tuple(c) for v, c in children.items()})
+        self._graph: nx.DiGraph | None = None
+        # Caches filled by quiltpriv.inference.influence; valid because Theta is immutable.
+        self._cache: dict[Any, Any] = ThetaCache()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Picklable (for joblib workers): rebuild from plain parts; caches are not shipped.
+        return (Theta, (self.nodes, dict(self.states), dict(self.parents),
+                        [dict(m) for m in self.members], self.names,
+                        None if self.provenance is None else _thawed(self.provenance)))
+
+    # -- read-only views -------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.index
+
+    def __repr__(self) -> str:
+        edges = sum(len(p) for p in self.parents.values())
+        return (
+            f"Theta({len(self.nodes)} nodes, {edges} edges, {len(self.members)} member"
+            f"{'s' if len(self.members) != 1 else ''})"
+        )
+
+    def _repr_html_(self) -> str:
+        from quiltpriv.reporting.report import theta_html
+
+        return theta_html(self)
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The shared DAG as a networkx ``DiGraph`` (built once; do not mutate)."""
+        if self._graph is None:
+            import networkx as nx
+
+            g = nx.DiGraph()
+            g.add_nodes_from(self.nodes)
+            g.add_edges_from((p, v) for v in self.nodes for p in self.parents[v])
+            self._graph = g
+        return self._graph
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple((p, v) for v in self.nodes for p in self.parents[v])
+
+    def check_nodes(self, names: Iterable[str], role: str = "attribute") -> tuple[str, ...]:
+        """Return ``names`` as a tuple, or raise naming every one not in the network."""
+        names = tuple(names)
+        missing = [n for n in names if n not in self.index]
+        if missing:
+            shown = ", ".join(map(repr, missing[:5]))
+            if len(missing) > 5:
+                shown += f" and {len(missing) - 5} more"
+            raise ModelError(f"{role} {shown} not in the network "
+                             f"{_known_hint(missing, self.nodes)}")
+        return names
+
+    def check_sensitive(self, sensitive: str | Iterable[str]) -> tuple[str, ...]:
+        """Sensitive attribute(s) as a non-empty tuple without repeats, each in the network."""
+        from quiltpriv.errors import ParameterError
+
+        if isinstance(sensitive, str):
+            sensitive = [sensitive]
+        sens = tuple(dict.fromkeys(sensitive))
+        if not sens:
+            raise ParameterError("give at least one sensitive attribute")
+        return self.check_nodes(sens, "sensitive attribute")
+
+    def ancestral_set(self, nodes: Iterable[str]) -> set[str]:
+        """``nodes`` and all their ancestors."""
+        anc: set[str] = set()
+        stack = list(nodes)
+        while stack:
+            v = stack.pop()
+            if v not in anc:
+                anc.add(v)
+                stack.extend(self.parents[v])
+        return anc
+
+    def sort(self, nodes: Iterable[str]) -> tuple[str, ...]:
+        """``nodes`` in the network's (topological) order: the canonical order of a set."""
+        return tuple(sorted(set(nodes), key=self.index.__getitem__))
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the structure, states and every member's CPDs (for audit records)."""
+        h = hashlib.sha256()
+        for v in self.nodes:
+            h.update(repr((v, self.parents[v], self.states[v])).encode())
+        for m in self.members:
+            for v in self.nodes:
+                h.update(np.ascontiguousarray(m[v].table, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+    def with_provenance(self, provenance: Mapping[str, Any] | None) -> Theta:
+        """The same Theta (same members, same fingerprint) carrying ``provenance``."""
+        return Theta(self.nodes, self.states, self.parents, self.members, self.names,
+                     provenance)
+
+    def with_members(self, other: Theta) -> Theta:
+        """Theta holding the members of ``self`` and ``other`` (which must share the DAG).
+
+        The joined Theta keeps no provenance: it is no longer what either record describes.
+        """
+        _check_same_structure(self, other, other.names[0] if other.names else "member")
+        # Every member shares one table layout: permute the other's parent axes to ours.
+        aligned = tuple(
+            {v: _align(m[v], self.parents[v]) for v in self.nodes} for m in other.members
+        )
+        return Theta(
+            self.nodes, self.states, self.parents,
+            self.members + aligned, self.names + other.names,
+        )
+
+
+def _frozen(x: Any) -> Any:
+    """A read-only deep copy of a JSON-like value (mappings become read-only, lists tuples)."""
+    if isinstance(x, Mapping):
+        return MappingProxyType({str(k): _frozen(v) for k, v in x.items()})
+    if isinstance(x, list | tuple):
+        return tuple(_frozen(v) for v in x)
+    return x
+
+
+def _thawed(x: Any) -> Any:
+    """The JSON-ready (dicts and lists) copy of a :func:`_frozen` value."""
+    if isinstance(x, Mapping):
+        return {k: _thawed(v) for k, v in x.items()}
+    if isinstance(x, tuple):
+        return [_thawed(v) for v in x]
+    return x
+
+
+# -- construction from pgmpy ------------------------------------------------------------------
+
+
+def theta_from_pgmpy(
+    models: Any | Sequence[Any],
+    names: Sequence[str] | None = None,
+    *,
+    tolerance: float = CPD_SUM_TOLERANCE,
+) -> Theta:
+    """Validate one or several pgmpy networks and return them as :class:`Theta`.
+
+    Parameters
+    ----------
+    models : DiscreteBayesianNetwork or sequence of them
+        The hyperparameter network(s). Several networks form Theta and must share one DAG and
+        the same state names per node.
+    names : sequence of str, optional
+        A label per network, used in errors and reports.
+    tolerance : float
+        How far a CPD column may be from summing to one (columns within it are renormalised).
+
+    Raises
+    ------
+    ModelError
+        A cycle, a node without a CPD, a CPD whose parents disagree with the DAG, a wrongly
+        shaped table, NaN or negative probabilities, a column that does not sum to one, or
+        members with different DAGs or state spaces.
+    """
+    if not isinstance(models, Sequence) or isinstance(models, str):
+        models = [models]
+    if len(models) == 0:
+        raise ModelError("Theta is empty: give at least one network")
+    names = list(names) if names is not None else [
+        getattr(m, "name", None) or f"theta[{k}]" for k, m in enumerate(models)
+    ]
+    if len(names) != len(models):
+        raise ModelError(f"{len(names)} names for {len(models)} networks")
+    thetas = [_single_from_pgmpy(m, str(n), tolerance) for m, n in zip(models, names, strict=True)]
+    first = thetas[0]
+    for t in thetas[1:]:
+        first = first.with_members(t)
+    return first
+
+
+def theta_from_tables(
+    edges: Iterable[tuple[str, str]],
+    states: Mapping[str, Sequence[Any]],
+    cpds: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    names: Sequence[str] | None = None,
+    *,
+    parents_order: Mapping[str, Sequence[str]] | None = None,
+    tolerance: float = CPD_SUM_TOLERANCE,
+) -> Theta:
+    """Build Theta from plain tables (no pgmpy): ``cpds[k][node]`` has axes ``(node, *parents)``.
+
+    ``parents_order`` fixes the parent axis order per node (default: parents in the order their
+    edges are listed). ``cpds`` may be one mapping (|Theta| = 1) or a sequence of them.
+    """
+    edges = [tuple(e) for e in edges]
+    nodes_in_order = list(states)
+    for a, b in edges:
+        for x in (a, b):
+            if x not in states:
+                raise ModelError(f"edge {a!r} -> {b!r} names node {x!r} that has no states")
+    parents: dict[str, list[str]] = {v: [] for v in nodes_in_order}
+    seen = set()
+    for a, b in edges:
+        if (a, b) in seen:
+            raise ModelError(f"duplicate edge {a!r} -> {b!r}")
+        seen.add((a, b))
+        parents[b].append(a)
+    if parents_order is not None:
+        for v, order in parents_order.items():
+            if sorted(order) != sorted(parents[v]):
+                raise ModelError(f"parents_order for {v!r} does not match its edges")
+            parents[v] = list(order)
+    topo = _topological_order(nodes_in_order, parents)
+    members = [cpds] if isinstance(cpds, Mapping) else list(cpds)
+    if not members:
+        raise ModelError("Theta is empty: give at least one network")
+    names = list(names) if names is not None else [f"theta[{k}]" for k in range(len(members))]
+    validated = []
+    for m, name in zip(members, names, strict=True):
+        tables = {}
+        for v in topo:
+            if v not in m:
+                raise ModelError(f"{name}: node {v!r} has no CPD")
+            expected = (len(states[v]),) + tuple(len(states[p]) for p in parents[v])
+            tables[v] = CPD(v, tuple(parents[v]), _check_table(
+                m[v], expected, f"{name}: CPD of {v!r}", tolerance))
+        extra = set(m) - set(topo)
+        if extra:
+            raise ModelError(f"{name}: CPDs for unknown nodes {sorted(extra)}")
+        validated.append(tables)
+    return Theta(topo, states, parents, validated, names)
+
+
+def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
+    try:
+        from pgmpy.models import DiscreteBayesianNetwork
+    except ImportError as exc:  # pragma: no cover - pgmpy is a dependency
+        raise ModelError("pgmpy is required to read pgmpy networks") from exc
+    if not isinstance(model, DiscreteBayesianNetwork):
+        raise ModelError(
+            f"{name}: expected a pgmpy DiscreteBayesianNetwork, got {type(model).__name__}"
+        )
+    nodes = [str(v) for v in model.nodes()]
+    if not nodes:
+        raise ModelError(f"{name}: the network has no nodes")
+    if len(set(nodes)) != len(nodes):
+        raise ModelError(f"{name}: duplicate node names after conversion to str")
+    parents: dict[str, list[str]] = {v: [] for v in nodes}
+    for a, b in model.edges():
+        parents[str(b)].append(str(a))
+    cpds = {str(c.variable): c for c in model.get_cpds()}
+    missing = [v for v in nodes if v not in cpds]
+    if missing:
+        raise ModelError(f"{name}: no CPD for node(s) {', '.join(map(repr, missing))}")
+    extra = sorted(set(cpds) - set(nodes))
+    if extra:
+        raise ModelError(f"{name}: CPD for node(s) not in the graph: {', '.join(extra)}")
+    states: dict[str, tuple] = {}
+    tables: dict[str, CPD] = {}
+    for v in nodes:
+        cpd = cpds[v]
+        variables = [str(x) for x in cpd.variables]
+        evidence = variables[1:]
+        if sorted(evidence) != sorted(parents[v]):
+            raise ModelError(
+                f"{name}: the CPD of {v!r} is conditioned on {evidence} but its parents in the "
+                f"graph are {parents[v]}"
+            )
+        parents[v] = evidence  # axis order of the table
+        sn = cpd.state_names.get(cpd.variable) if cpd.state_names else None
+        card = int(cpd.cardinality[0])
+        node_states = tuple(sn) if sn is not None else tuple(range(card))
+        if len(node_states) != card:
+            raise ModelError(f"{name}: node {v!r} has {card} rows but {len(node_states)} states")
+        if len(set(map(repr, node_states))) != len(node_states):
+            raise ModelError(f"{name}: node {v!r} has duplicate state names")
+        states[v] = node_states
+    # Parent state names as seen by each child must agree with the parent's own.
+    for v in nodes:
+        cpd = cpds[v]
+        for p in parents[v]:
+            sn = cpd.state_names.get(p) if cpd.state_names else None
+            if sn is not None and tuple(sn) != states[p]:
+                raise ModelError(
+                    f"{name}: the CPD of {v!r} names the states of parent {p!r} as "
+                    f"{list(sn)}, but {p!r} has states {list(states[p])}"
+                )
+    topo = _topological_order(nodes, parents)
+    for v in topo:
+        cpd = cpds[v]
+        expected = (len(states[v]),) + tuple(len(states[p]) for p in parents[v])
+        try:
+            raw = np.asarray(cpd.values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"{name}: the CPD of {v!r} has non-numeric values") from exc
+        tables[v] = CPD(v, tuple(parents[v]),
+                        _check_table(raw, expected, f"{name}: CPD of {v!r}", tolerance))
+    return Theta(topo, states, parents, [tables], [name])
+
+
+def _topological_order(nodes: Sequence[str], parents: Mapping[str, Sequence[str]]) -> list[str]:
+    """Kahn's algorithm, stable in the given node order; raise with the cycle if there is one."""
+    indeg = {v: len(parents[v]) for v in nodes}
+    children: dict[str, list[str]] = {v: [] for v in nodes}
+    for v in nodes:
+        for p in parents[v]:
+            children[p].append(v)
+    ready = [v for v in nodes if indeg[v] == 0]
+    order: list[str] = []
+    pos = {v: k for k, v in enumerate(nodes)}
+    import heapq
+
+    heap = [(pos[v], v) for v in ready]
+    heapq.heapify(heap)
+    while heap:
+        _, v = heapq.heappop(heap)
+        order.append(v)
+        for c in children[v]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                heapq.heappush(heap, (pos[c], c))
+    if len(order) != len(nodes):
+        import networkx as nx
+
+        g = nx.DiGraph((p, v) for v in nodes for p in parents[v])
+        cycle = nx.find_cycle(g)
+        path = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])
+        raise ModelError(f"the graph has a cycle: {path}")
+    return order
+
+
+def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: float) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{what} has non-numeric values") from exc
+    if arr.size != math.prod(shape):
+        raise ModelError(f"{what} has {arr.size} entries, expected shape {shape}")
+    arr = arr.reshape(shape)
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{what} contains NaN or infinite probabilities")
+    if np.any(arr < 0):
+        raise ModelError(f"{what} contains negative probabilities")
+    sums = arr.sum(axis=0)
+    bad = np.abs(sums - 1.0) > tolerance
+    if np.any(bad):
+        worst = float(sums.flat[int(np.argmax(np.abs(sums - 1.0)))])
+        raise ModelError(
+            f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
+            f"worst sums to {worst:.9g})"
+        )
+    # A column already normalised up to float rounding (it sums to one within a few ulps per
+    # entry) is kept as given: dividing would move its entries by an ulp, so a model written by
+    # theta_to_dict and read back would no longer have the same fingerprint. The influence's
+    # rounding margin covers sums this close to one.
+    off = np.abs(sums - 1.0) > 8 * shape[0] * np.finfo(np.float64).eps
+    if not np.any(off):
+        arr = arr.copy()  # never freeze (or alias) the caller's array
+    else:
+        arr = arr / sums  # renormalise the rounding within the tolerance
+        # Division rounds a subnormal entry by up to its own size; refuse rather than guess.
+        tiny = (arr > 0) & (arr < np.finfo(np.float64).tiny) & off
+        if np.any(tiny):
+            raise ModelError(
+                f"{what} has a probability below float64's normal range "
+                f"({float(arr[tiny].min()):.3g}) in a column that does not sum to one exactly; "
+                "renormalising would round it by up to its own size (make the column sum to "
+                "one, or use 0 for an impossible state)")
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_same_structure(a: Theta, b: Theta, label: str) -> None:
+    if set(a.nodes) != set(b.nodes):
+        raise ModelError(
+            f"Theta members must share one DAG: {label} has nodes "
+            f"{sorted(set(b.nodes) ^ set(a.nodes))} that the other lacks"
+        )
+    if set(a.edges) != set(b.edges):
+        diff = sorted(set(a.edges) ^ set(b.edges))
+        raise ModelError(
+            f"Theta members must share one DAG: {label} differs in edges "
+            f"{', '.join(f'{x}->{y}' for x, y in diff)}"
+        )
+    for v in a.nodes:
+        if a.states[v] != b.states[v]:
+            raise ModelError(
+                f"Theta members must share state spaces: {v!r} has states {list(a.states[v])} "
+                f"in one and {list(b.states[v])} in {label}"
+            )
+
+
+def _align(cpd: CPD, parents: tuple[str, ...]) -> CPD:
+    if cpd.parents == parents:
+        return cpd
+    perm = [0] + [1 + cpd.parents.index(p) for p in parents]
+    table = np.ascontiguousarray(np.transpose(cpd.table, perm))
+    table.setflags(write=False)
+    return CPD(cpd.node, parents, table)
+
+
+def as_theta(model: Any) -> Theta:
+    """Accept a :class:`Theta`, a pgmpy network or a sequence of pgmpy networks."""
+    if isinstance(model, Theta):
+        return model
+    return theta_from_pgmpy(model)
+
+
+#: A network with at most this many nodes lists them all in an unknown-name error; a larger one
+#: lists only the closest names (a 441-node grid would otherwise print 441 names).
+MAX_LISTED_NODES = 12
+
+
+def _known_hint(missing: list[object], nodes: tuple[str, ...]) -> str:
+    """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
+    if len(nodes) <= MAX_LISTED_NODES:
+        return f"(nodes: {', '.join(nodes)})"
+    close = dict.fromkeys(m for name in missing[:5] for m in _closest(str(name), nodes))
+    if not close:
+        return f"(it has {len(nodes)} nodes, none with a similar name)"
+    return f"(closest: {', '.join(close)}; {len(nodes)} nodes in all)"
+
+
+def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
+    """The ``n`` nodes most like ``name`` (difflib's ratio >= 0.6, as ``get_close_matches``).
+
+    Ties go to the longer common prefix, then to network order: for ``x0l`` among ``x01 ..
+    x441``, ``x01`` comes before ``x90``, which difflib alone would rank first.
+    """
+    scored = []
+    for k, v in enumerate(nodes):
+        ratio = difflib.SequenceMatcher(None, name, v).ratio()
+        if ratio >= 0.6:
+            scored.append((-ratio, -len(os.path.commonprefix([name, v])), k, v))
+    return [v for *_, v in sorted(scored)[:n]]

@@ -1,0 +1,744 @@
+"""Queries and their sensitivity to a set of columns.
+
+Two datasets are *B-column neighbours* when they agree outside the columns in ``B``, which may
+differ arbitrarily; ``Delta_B F`` is the largest ``|F(X) - F(X')|`` (L1 norm for vector
+queries) over B-column neighbours (Zhang, Ohrimenko and Cummings, Section 5.1). APMQM scales
+its noise by ``Delta_{A and N} F``. Each query here knows the attributes ``A`` it reads, its
+``Delta_B`` for any ``B`` and how to evaluate itself on a pandas DataFrame.
+
+=================  ===============================================  =====================
+query              F(X)                                             Delta_B F (B meets A)
+=================  ===============================================  =====================
+CountQuery         #records satisfying a predicate over A           n
+SumQuery           sum of attribute j, values in [lo, hi]           n (hi - lo)
+MeanQuery          mean of attribute j, values in [lo, hi]          hi - lo
+LinearQuery        sum_j w_j mean_j                                 sum_{j in B} |w_j|(hi_j - lo_j)
+HistogramQuery     counts per joint category of A (a vector)        2 n  (L1)
+CustomQuery        any F with a user-supplied Delta(B)              Delta(B & A)
+=================  ===============================================  =====================
+
+``Delta_B`` is 0 when ``B`` does not meet ``A``.
+
+Domains are declared, never read off the data: a count's predicate is parsed once into a
+checked tree (:mod:`quiltpriv.queries.predicate`) whose names must be exactly the query's
+attributes,
+and may come with a declared ``domain`` (the values each attribute takes) and ``record_states``
+(how those values map to the record categories of a model); a histogram's cells are its
+declared ``categories``. Values outside a declared domain are an error at evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quiltpriv.errors import QueryError
+from quiltpriv.queries.predicate import Predicate, parse_predicate
+from quiltpriv.utils.validation import check_records
+
+if TYPE_CHECKING:  # pandas is imported when data are evaluated, not when queries are built
+    import pandas as pd
+
+
+def _attrs(attributes: Iterable[str], what: str) -> tuple[str, ...]:
+    if isinstance(attributes, str):
+        attributes = [attributes]
+    out = tuple(attributes)
+    if not out:
+        raise QueryError(f"{what} needs at least one attribute")
+    for a in out:
+        if not isinstance(a, str) or not a:
+            raise QueryError(f"{what}: attribute names must be non-empty strings, got {a!r}")
+    if len(set(out)) != len(out):
+        raise QueryError(f"{what}: duplicate attribute in {list(out)}")
+    return out
+
+
+def _bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
+    try:
+        lo_f, hi_f = float(lo), float(hi)
+    except (TypeError, ValueError) as exc:
+        raise QueryError(f"{what}: bounds must be numbers, got {lo!r}, {hi!r}") from exc
+    if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
+        raise QueryError(f"{what}: bounds must be finite, got [{lo_f}, {hi_f}]")
+    if lo_f > hi_f:
+        raise QueryError(f"{what}: lower bound {lo_f} exceeds upper bound {hi_f}")
+    return lo_f, hi_f
+
+
+def _columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
+    import pandas as pd
+
+    if not isinstance(data, pd.DataFrame):
+        raise QueryError(f"{what}: data must be a pandas DataFrame, got {type(data).__name__}")
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        raise QueryError(f"{what}: the data has no column(s) {', '.join(map(repr, missing))}")
+    return data[list(columns)]
+
+
+def _bounded_values(data: pd.DataFrame, col: str, lo: float, hi: float, what: str) -> np.ndarray:
+    s = _columns(data, [col], what)[col]
+    try:
+        x = s.to_numpy(dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise QueryError(f"{what}: column {col!r} is not numeric") from exc
+    if np.any(np.isnan(x)):
+        n_bad = int(np.isnan(x).sum())
+        raise QueryError(f"{what}: column {col!r} has {n_bad} missing/NaN value(s)")
+    bad = (x < lo) | (x > hi)
+    if np.any(bad):
+        raise QueryError(
+            f"{what}: column {col!r} has {int(bad.sum())} value(s) outside the declared bounds "
+            f"[{lo:g}, {hi:g}] (e.g. {x[bad][0]:g}); clip the data or widen the bounds"
+        )
+    return x
+
+
+#: Most values in one declared domain (an attribute's categories), and most cells of a histogram.
+MAX_DOMAIN_SIZE = 100_000
+MAX_HISTOGRAM_CELLS = 1 << 22
+
+
+def _plain(v: Any, what: str) -> int | float | str | bool:
+    """A declared value as a plain Python str, int, float (finite) or bool."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, str | bool | int):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise QueryError(f"{what}: {v!r} is not a finite number")
+        return v
+    raise QueryError(f"{what}: {v!r} ({type(v).__name__}) is not a number or a text")
+
+
+def _domain(values: Any, what: str) -> tuple[Any, ...]:
+    """A declared domain: distinct numbers, or distinct texts, in the declared order."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise QueryError(f"{what}: declare a list of values, got {values!r}")
+    out: list[Any] = []
+    keys: set[Any] = set()
+    for v in values:
+        v = _plain(v, what)
+        if len(out) >= MAX_DOMAIN_SIZE:
+            raise QueryError(f"{what}: more than {MAX_DOMAIN_SIZE} values")
+        key = _value_key(v)
+        if key in keys:
+            raise QueryError(f"{what}: the value {v!r} is declared twice")
+        keys.add(key)
+        out.append(v)
+    if not out:
+        raise QueryError(f"{what}: the domain is empty")
+    if len({k[0] for k in keys}) > 1:
+        raise QueryError(f"{what}: mixes numbers and text {out[:6]}; declare one or the other")
+    return tuple(out)
+
+
+def _value_key(v: Any) -> tuple[str, Any]:
+    # Numbers by value (1, 1.0 and True are one value), text as itself.
+    return ("text", v) if isinstance(v, str) else ("number", float(v))
+
+
+def _data_key(v: Any) -> tuple[str, Any] | None:
+    if isinstance(v, str):
+        return ("text", v)
+    if isinstance(v, bool | int | float | np.integer | np.floating | np.bool_):
+        return ("number", float(v))
+    return None
+
+
+def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
+                  fallback: int | None = None) -> np.ndarray:
+    """Index of each data value in ``domain`` (``fallback`` for others, else an error)."""
+    import pandas as pd
+
+    index = {_value_key(v): k for k, v in enumerate(domain)}
+    numeric = pd.api.types.is_numeric_dtype(values.dtype) or \
+        pd.api.types.is_bool_dtype(values.dtype)
+    raw = values.to_numpy()
+    if numeric:
+        lookup = {key[1]: k for key, k in index.items() if key[0] == "number"}
+        mapped = pd.Series(raw.astype(float)).map(lookup)
+        codes = mapped.fillna(-1).to_numpy(dtype=np.int64)
+    else:
+        codes = np.fromiter((index.get(_data_key(v), -1) for v in raw), dtype=np.int64,
+                            count=len(raw))
+    bad = codes < 0
+    if np.any(bad):
+        if fallback is not None:
+            codes[bad] = fallback
+        else:
+            example = raw[np.flatnonzero(bad)[0]]
+            if isinstance(example, np.generic):
+                example = example.item()
+            kind = "numbers" if numeric else "text"
+            declared = "text" if isinstance(domain[0], str) else "numbers"
+            hint = (f" (the column holds {kind}, the domain is {declared})"
+                    if kind != declared else "")
+            shown = ", ".join(repr(v) for v in list(domain)[:8])
+            more = ", ..." if len(domain) > 8 else ""
+            raise QueryError(
+                f"{what}: column {col!r} has {int(bad.sum())} value(s) outside its declared "
+                f"domain [{shown}{more}] (e.g. {example!r}){hint}")
+    return codes
+
+
+class Query:
+    """Base class: a query ``F`` over attributes ``A`` with column sensitivities ``Delta_B``."""
+
+    kind: str = "query"
+    attributes: tuple[str, ...]
+    #: How ``Delta_B`` depends on ``B`` (the planner's search relies on it): ``"all-or-nothing"``
+    #: (one value whenever ``B`` meets the attributes ``j`` with ``Delta_{j} > 0``, else 0),
+    #: ``"additive"`` (the sum of ``Delta_{j}`` over ``j`` in ``B``) or ``"general"``.
+    sensitivity_structure = "general"
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        """``Delta_B F`` for ``B = columns``."""
+        raise NotImplementedError
+
+    def evaluate(self, data: pd.DataFrame) -> float | np.ndarray:
+        """``F(X)`` on a DataFrame whose columns are the attributes."""
+        raise NotImplementedError
+
+    def check_records(self, n_rows: int) -> None:
+        """Raise if ``n_rows`` rows break the sensitivity this query was planned with."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return f"{self.kind} over {', '.join(self.attributes)}"
+
+
+class _RecordBound(Query):
+    records: int
+
+    def check_records(self, n_rows: int) -> None:
+        if n_rows > self.records:
+            raise QueryError(
+                f"the data has {n_rows} records but the query was planned for at most "
+                f"{self.records}; its sensitivity would be under-estimated"
+            )
+
+
+@dataclass(frozen=True)
+class CountQuery(_RecordBound):
+    """Number of records satisfying a predicate over ``attributes``.
+
+    Parameters
+    ----------
+    attributes : sequence of str
+        The attributes ``A`` the predicate reads; with ``where`` they must be exactly the
+        names it reads.
+    records : int
+        ``n``, an upper bound on the number of records (public).
+    where : str or Predicate, optional
+        The predicate, in quiltpriv's predicate language (:mod:`quiltpriv.queries.predicate`), e.g.
+        ``"height > 66 and sat > 1300"``; parsed and checked here, stored as its canonical
+        text. Required to evaluate, not to plan.
+    domain : mapping of str to sequence, optional
+        The values each attribute can take (declared, never read off the data): ``evaluate``
+        refuses data outside it, and every literal the predicate compares with an attribute
+        must be one of its values. Needed by mechanisms that use the model's law of the count
+        (the Wasserstein mechanism on a network, ``compare``, ``audit``): there a domain equal
+        to the model's record categories (``(0, 1)`` for a Bernoulli node, ``0..k-1`` for a
+        categorical one) is read as those categories.
+    record_states : mapping of str to mapping, optional
+        Per attribute, data value -> record category of the model (``{"height": {"short": 0,
+        "tall": 1}}``): how a mechanism that uses the model reads the data. Its keys are the
+        attribute's domain (declared with ``domain`` or taken from these keys).
+
+    Attributes
+    ----------
+    predicate : Predicate or None
+        The parsed ``where``.
+    """
+
+    attributes: tuple[str, ...]
+    records: int
+    where: str | Predicate | None = None
+    domain: Mapping[str, Sequence[Any]] | None = None
+    record_states: Mapping[str, Mapping[Any, int]] | None = None
+    kind: str = field(default="count", init=False)
+    predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        attrs = _attrs(self.attributes, "count query")
+        object.__setattr__(self, "attributes", attrs)
+        object.__setattr__(self, "records", check_records(self.records))
+        domain, states = _declared_domain(attrs, self.domain, self.record_states)
+        object.__setattr__(self, "domain", domain)
+        object.__setattr__(self, "record_states", states)
+        if self.where is None:
+            return
+        pred = parse_predicate(self.where)
+        extra = [a for a in attrs if a not in pred.names]
+        undeclared = [a for a in pred.names if a not in attrs]
+        if extra or undeclared:
+            parts = []
+            if undeclared:
+                parts.append(f"read but not declared: {', '.join(map(repr, undeclared))}")
+            if extra:
+                parts.append(f"declared but not read: {', '.join(map(repr, extra))}")
+            raise QueryError(
+                f"count query: the attributes must be exactly those the predicate "
+                f"{str(pred)!r} reads ({'; '.join(parts)})")
+        if domain is not None:
+            pred.check_domain(domain, "count query")
+        object.__setattr__(self, "predicate", pred)
+        object.__setattr__(self, "where", str(pred))
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        return float(self.records) if set(columns) & set(self.attributes) else 0.0
+
+    sensitivity_structure = "all-or-nothing"
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        if self.predicate is None:
+            raise QueryError("count query: give a predicate (where=...) to evaluate it")
+        frame = _columns(data, self.attributes, "count query")
+        if frame.isna().to_numpy().any():
+            raise QueryError("count query: the data has missing/NaN values in "
+                             f"{[c for c in self.attributes if frame[c].isna().any()]}")
+        if self.domain is not None:
+            for a in self.attributes:
+                _domain_codes(frame[a], self.domain[a], "count query", a)
+        return float(self.predicate.evaluate(frame).sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "attributes": list(self.attributes),
+                             "records": self.records, "where": self.where}
+        # Only when declared, so that records of queries without one are unchanged.
+        if self.domain is not None:
+            d["domain"] = {a: list(v) for a, v in self.domain.items()}
+        if self.record_states is not None:
+            d["record_states"] = {a: [[v, k] for v, k in m.items()]
+                                  for a, m in self.record_states.items()}
+        return d
+
+
+def _declared_domain(
+    attrs: tuple[str, ...], domain: Mapping[str, Sequence[Any]] | None,
+    record_states: Mapping[str, Mapping[Any, int]] | None,
+) -> tuple[dict[str, tuple[Any, ...]] | None, dict[str, dict[Any, int]] | None]:
+    """Check ``domain`` and ``record_states`` of a count query; complete the domain."""
+    if domain is None and record_states is None:
+        return None, None
+    for name, given in (("domain", domain), ("record_states", record_states)):
+        if given is not None and not isinstance(given, Mapping):
+            raise QueryError(f"count query: {name} must be a mapping attribute -> "
+                             f"{'values' if name == 'domain' else '{value: category}'}")
+        unknown = [a for a in (given or {}) if a not in attrs]
+        if unknown:
+            raise QueryError(f"count query: {name} names {unknown}, which are not among the "
+                             f"attributes {list(attrs)}")
+    out: dict[str, tuple[Any, ...]] = {}
+    for a, values in (domain or {}).items():
+        out[a] = _domain(values, f"count query: domain of {a!r}")
+    states: dict[str, dict[Any, int]] = {}
+    for a, mapping in (record_states or {}).items():
+        what = f"count query: record_states of {a!r}"
+        if not isinstance(mapping, Mapping):
+            raise QueryError(f"{what}: give a mapping data value -> record category")
+        keys = _domain(list(mapping), what)
+        m: dict[Any, int] = {}
+        for v, k in zip(keys, mapping.values(), strict=True):
+            if isinstance(k, np.integer):
+                k = int(k)
+            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                raise QueryError(f"{what}: {v!r} maps to {k!r}; a record category is a whole "
+                                 "number >= 0 (0/1 for a Bernoulli node, 0..k-1 for a "
+                                 "categorical one)")
+            m[v] = k
+        if a in out:
+            declared = {_value_key(v) for v in out[a]}
+            mapped = {_value_key(v) for v in keys}
+            unmapped = [v for v in out[a] if _value_key(v) not in mapped]
+            undeclared = [v for v in keys if _value_key(v) not in declared]
+            if unmapped or undeclared:
+                raise QueryError(
+                    f"{what}: every declared value must be mapped, and only those"
+                    + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
+                    + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
+        else:
+            out[a] = keys
+        states[a] = m
+    missing = [a for a in attrs if a not in out]
+    if missing:
+        raise QueryError(f"count query: declare the domain of every attribute (missing: "
+                         f"{', '.join(map(repr, missing))})")
+    return {a: out[a] for a in attrs}, (states or None)
+
+
+@dataclass(frozen=True)
+class SumQuery(_RecordBound):
+    """Sum of one bounded attribute over ``records`` rows: ``Delta = n (hi - lo)``."""
+
+    attribute: str
+    lower: float
+    upper: float
+    records: int
+    kind: str = field(default="sum", init=False)
+
+    def __post_init__(self) -> None:
+        _attrs([self.attribute], "sum query")
+        lo, hi = _bounds(self.lower, self.upper, "sum query")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+        object.__setattr__(self, "records", check_records(self.records))
+
+    @property
+    def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.attribute,)
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        return self.records * (self.upper - self.lower) if self.attribute in set(columns) else 0.0
+
+    sensitivity_structure = "all-or-nothing"  # one attribute
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        return float(_bounded_values(data, self.attribute, self.lower, self.upper,
+                                     "sum query").sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "attribute": self.attribute, "lower": self.lower,
+                "upper": self.upper, "records": self.records}
+
+
+@dataclass(frozen=True)
+class MeanQuery(Query):
+    """Mean of one attribute with values in ``[lower, upper]``: ``Delta = hi - lo``."""
+
+    attribute: str
+    lower: float
+    upper: float
+    kind: str = field(default="mean", init=False)
+
+    def __post_init__(self) -> None:
+        _attrs([self.attribute], "mean query")
+        lo, hi = _bounds(self.lower, self.upper, "mean query")
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", hi)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.attribute,)
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        return self.upper - self.lower if self.attribute in set(columns) else 0.0
+
+    sensitivity_structure = "all-or-nothing"  # one attribute
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        x = _bounded_values(data, self.attribute, self.lower, self.upper, "mean query")
+        if x.size == 0:
+            raise QueryError("mean query: the data has no rows")
+        return float(x.mean())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "attribute": self.attribute, "lower": self.lower,
+                "upper": self.upper}
+
+
+@dataclass(frozen=True)
+class LinearQuery(Query):
+    """``sum_j w_j * mean(attribute j)`` with bounded attributes.
+
+    ``Delta_B = sum over j in B of |w_j| (hi_j - lo_j)``.
+
+    Parameters
+    ----------
+    weights : mapping of str to float
+        ``w_j`` per attribute.
+    bounds : mapping of str to (float, float)
+        ``(lo_j, hi_j)`` per attribute.
+    """
+
+    weights: Mapping[str, float]
+    bounds: Mapping[str, tuple[float, float]]
+    kind: str = field(default="linear", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.weights, Mapping) or not self.weights:
+            raise QueryError("linear query needs a non-empty mapping of weights")
+        attrs = _attrs(list(self.weights), "linear query")
+        missing = [a for a in attrs if a not in self.bounds]
+        if missing:
+            raise QueryError(f"linear query: no bounds for {', '.join(map(repr, missing))}")
+        extra = [a for a in self.bounds if a not in self.weights]
+        if extra:
+            raise QueryError(f"linear query: bounds for unweighted {', '.join(map(repr, extra))}")
+        w = {}
+        for a in attrs:
+            try:
+                w[a] = float(self.weights[a])
+            except (TypeError, ValueError) as exc:
+                raise QueryError(f"linear query: weight of {a!r} is not a number") from exc
+            if not math.isfinite(w[a]):
+                raise QueryError(f"linear query: weight of {a!r} is not finite")
+        b = {a: _bounds(*self.bounds[a], f"linear query ({a!r})") for a in attrs}
+        object.__setattr__(self, "weights", dict(w))
+        object.__setattr__(self, "bounds", dict(b))
+
+    @property
+    def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(self.weights)
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        cols = set(columns)
+        return float(sum(abs(w) * (self.bounds[a][1] - self.bounds[a][0])
+                         for a, w in self.weights.items() if a in cols))
+
+    sensitivity_structure = "additive"
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        total = 0.0
+        for a, w in self.weights.items():
+            lo, hi = self.bounds[a]
+            x = _bounded_values(data, a, lo, hi, "linear query")
+            if x.size == 0:
+                raise QueryError("linear query: the data has no rows")
+            total += w * float(x.mean())
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "weights": dict(self.weights),
+                "bounds": {a: list(b) for a, b in self.bounds.items()}}
+
+
+@dataclass(frozen=True)
+class HistogramQuery(_RecordBound):
+    """Counts of records per joint category of ``attributes`` (L1 sensitivity ``2 n``).
+
+    Changing the columns in ``B`` can move every record from one cell to another, which
+    changes two counts by one each: ``Delta_B = 2 n`` when ``B`` meets ``A``.
+
+    The cells are declared, never read off the data (which values occur would otherwise be
+    released without noise, and two neighbouring datasets could give vectors of different
+    lengths): ``categories`` lists, per attribute, its values in order. The output has one
+    cell per combination (:attr:`cells`, last attribute fastest), always all of them. A data
+    value outside an attribute's categories is an error, unless ``catch_all`` declares a
+    cell for such values.
+
+    Parameters
+    ----------
+    attributes : sequence of str
+    records : int
+    categories : mapping of str to sequence
+        Required: the values of every attribute (numbers or texts), in output order.
+    catch_all : str or mapping of str to value, optional
+        A label (for every attribute, or per attribute) of an extra last category that counts
+        the values outside the declared ones.
+    """
+
+    attributes: tuple[str, ...]
+    records: int
+    categories: Mapping[str, Sequence[Any]] | None = None
+    catch_all: Any = None
+    kind: str = field(default="histogram", init=False)
+
+    def __post_init__(self) -> None:
+        attrs = _attrs(self.attributes, "histogram query")
+        object.__setattr__(self, "attributes", attrs)
+        object.__setattr__(self, "records", check_records(self.records))
+        if self.categories is None or not isinstance(self.categories, Mapping):
+            raise QueryError(
+                "histogram query: declare the categories of every attribute, e.g. "
+                "categories={'a': ('x', 'y')} (on the command line --categories a=x|y); the "
+                "cells are never read off the data")
+        missing = [a for a in attrs if a not in self.categories]
+        extra = [a for a in self.categories if a not in attrs]
+        if missing or extra:
+            raise QueryError(
+                "histogram query: declare categories for exactly the attributes"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; not an attribute: {extra}" if extra else ""))
+        cats = {a: _domain(self.categories[a], f"histogram query: categories of {a!r}")
+                for a in attrs}
+        other: dict[str, Any] | None = None
+        if self.catch_all is not None:
+            if isinstance(self.catch_all, Mapping):
+                bad = [a for a in self.catch_all if a not in attrs]
+                if bad:
+                    raise QueryError(f"histogram query: catch_all names {bad}, which are not "
+                                     "attributes")
+                other = {a: self.catch_all[a] for a in attrs if a in self.catch_all}
+            else:
+                other = {a: self.catch_all for a in attrs}
+            for a, label in other.items():
+                what = f"histogram query: catch-all label of {a!r}"
+                label = other[a] = _plain(label, what)
+                if _value_key(label) in {_value_key(v) for v in cats[a]}:
+                    raise QueryError(f"{what} {label!r} is also a declared category")
+        n_cells = math.prod(len(cats[a]) + (other is not None and a in other) for a in attrs)
+        if n_cells > MAX_HISTOGRAM_CELLS:
+            raise QueryError(f"histogram query: {n_cells} cells; at most "
+                             f"{MAX_HISTOGRAM_CELLS}")
+        object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "catch_all", other)
+
+    def _labels(self, a: str) -> tuple[Any, ...]:
+        extra = () if not self.catch_all or a not in self.catch_all else (self.catch_all[a],)
+        return (*self.categories[a], *extra)  # type: ignore[index]
+
+    @property
+    def cells(self) -> tuple[tuple[Any, ...], ...]:
+        """The label of every output cell (one value per attribute), in output order."""
+        return tuple(product(*(self._labels(a) for a in self.attributes)))
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        return 2.0 * self.records if set(columns) & set(self.attributes) else 0.0
+
+    sensitivity_structure = "all-or-nothing"
+
+    def evaluate(self, data: pd.DataFrame) -> np.ndarray:
+        frame = _columns(data, self.attributes, "histogram query")
+        if frame.isna().to_numpy().any():
+            raise QueryError("histogram query: the data has missing values in "
+                             f"{[c for c in self.attributes if frame[c].isna().any()]}")
+        shape = tuple(len(self._labels(a)) for a in self.attributes)
+        idx = []
+        for a, size in zip(self.attributes, shape, strict=True):
+            fallback = size - 1 if self.catch_all and a in self.catch_all else None
+            idx.append(_domain_codes(frame[a], self.categories[a],  # type: ignore[index]
+                                     "histogram query", a, fallback))
+        flat = np.ravel_multi_index(tuple(idx), shape) if idx[0].size else np.zeros(0, int)
+        return np.bincount(flat, minlength=math.prod(shape)).astype(float)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "kind": self.kind, "attributes": list(self.attributes), "records": self.records,
+            "categories": {a: list(c) for a, c in self.categories.items()}}  # type: ignore
+        if self.catch_all:
+            d["catch_all"] = dict(self.catch_all)
+        return d
+
+
+def histogram_cells(query: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...] | None:
+    """Cell labels of a histogram from its ``to_dict()`` record (None for other queries)."""
+    if query.get("kind") != "histogram" or not query.get("categories"):
+        return None
+    other = query.get("catch_all") or {}
+    return tuple(product(*((*query["categories"][a], *([other[a]] if a in other else []))
+                           for a in query["attributes"])))
+
+
+#: A custom query with at most this many attributes lists its whole sensitivity table (every
+#: subset ``B`` of ``A``) in :meth:`CustomQuery.to_dict`, so its definition, and hence a plan's
+#: query fingerprint, covers every value of ``Delta``; beyond it the table would be too long to
+#: record and the fingerprint covers the values a plan used.
+CUSTOM_TABLE_ATTRIBUTES = 8
+
+#: The table of a custom query with at most this many attributes is computed (and checked
+#: monotone) once, when the query is built.
+CUSTOM_CHECK_ATTRIBUTES = 16
+
+
+@dataclass(frozen=True)
+class CustomQuery(Query):
+    """Any query with a user-supplied column sensitivity ``Delta(B)``.
+
+    ``sensitivity_fn(frozenset B)`` is called with subsets of ``attributes`` only. It must be
+    finite, non-negative and monotone (``B`` inside ``B'`` implies ``Delta(B) <= Delta(B')``),
+    as every column sensitivity is. Up to 16 attributes, every value is computed and checked
+    when the query is built; beyond that each value is computed when first needed. Either
+    way the first value is kept: the query's sensitivity never changes afterwards, whatever
+    ``sensitivity_fn`` does on later calls. Privacy never depends on monotonicity (each
+    quilt's scale uses the true ``Delta(A & N)``); the planner's claim of optimality does.
+
+    ``function(frame)`` receives a copy of the declared columns only, in declared order, with
+    a fresh index: it cannot read another column of the data or change the caller's frame.
+    quiltpriv cannot check that ``function`` has the sensitivity ``sensitivity_fn`` declares;
+    that declaration is what the guarantee rests on.
+    """
+
+    attributes: tuple[str, ...]
+    sensitivity_fn: Callable[[frozenset[str]], float]
+    function: Callable[[pd.DataFrame], float | np.ndarray] | None = None
+    name: str = "custom"
+    kind: str = field(default="custom", init=False)
+    # Delta by bit mask of the attributes (bit k: attributes[k]); filled once, never changed.
+    _values: dict[int, float] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
+
+    def __post_init__(self) -> None:
+        attrs = _attrs(self.attributes, "custom query")
+        object.__setattr__(self, "attributes", attrs)
+        if not callable(self.sensitivity_fn):
+            raise QueryError("custom query: sensitivity_fn must be callable")
+        if not isinstance(self.name, str):
+            raise QueryError(f"custom query: name must be a string, got {self.name!r}")
+        if self.function is not None and not callable(self.function):
+            raise QueryError("custom query: function must be callable")
+        if len(attrs) <= CUSTOM_CHECK_ATTRIBUTES:
+            values = {mask: self._value(mask) for mask in range(1 << len(attrs))}
+            if values[0] != 0:
+                raise QueryError("custom query: Delta({}) must be 0")
+            for mask, v in values.items():
+                for k in range(len(attrs)):
+                    sub = mask & ~(1 << k)
+                    if sub != mask and values[sub] > v:
+                        raise QueryError(
+                            f"custom query: Delta is not monotone: Delta({self._names(sub)}) = "
+                            f"{values[sub]} > Delta({self._names(mask)}) = {v}"
+                        )
+
+    def _names(self, mask: int) -> list[str]:
+        return sorted(a for k, a in enumerate(self.attributes) if mask >> k & 1)
+
+    def _value(self, mask: int) -> float:
+        """``Delta`` of the attributes in ``mask``: computed once, then always the same."""
+        v = self._values.get(mask)
+        if v is None:
+            b = frozenset(a for k, a in enumerate(self.attributes) if mask >> k & 1)
+            v = self._delta(b)
+            self._values[mask] = v
+        return v
+
+    def _delta(self, b: frozenset[str]) -> float:
+        try:
+            v = float(self.sensitivity_fn(b))
+        except Exception as exc:
+            raise QueryError(f"custom query: sensitivity_fn failed on {sorted(b)}: {exc}") from exc
+        if not math.isfinite(v) or v < 0:
+            raise QueryError(
+                f"custom query: sensitivity_fn({sorted(b)}) = {v} is not a finite number >= 0")
+        return v
+
+    def sensitivity(self, columns: Iterable[str]) -> float:
+        cols = set(columns)
+        return self._value(sum(1 << k for k, a in enumerate(self.attributes) if a in cols))
+
+    def evaluate(self, data: pd.DataFrame) -> float | np.ndarray:
+        if self.function is None:
+            raise QueryError("custom query: no function given to evaluate it")
+        import pandas as pd
+
+        frame = _columns(data, self.attributes, "custom query")
+        # A fresh frame: declared columns only, copied, with a plain index (the caller's
+        # index could itself be a column, and a view could reach back to the whole frame).
+        own = pd.DataFrame({a: frame[a].array.copy() for a in self.attributes})
+        try:
+            return self.function(own)
+        except Exception as exc:  # the user's code: report it as this query's failure
+            raise QueryError(f"custom query {self.name!r}: its function failed on the declared "
+                             f"columns {list(self.attributes)}: {type(exc).__name__}: {exc}"
+                             ) from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        """Kind, name, attributes and, up to :data:`CUSTOM_TABLE_ATTRIBUTES` attributes, the
+        whole sensitivity table as ``[[columns, Delta], ...]`` (subsets in bit-mask order of
+        the declared attributes); beyond that ``"sensitivity"`` is ``None``."""
+        table = None
+        if len(self.attributes) <= CUSTOM_TABLE_ATTRIBUTES:
+            table = [[[a for k, a in enumerate(self.attributes) if mask >> k & 1],
+                      self._value(mask)] for mask in range(1 << len(self.attributes))]
+        return {"kind": self.kind, "name": self.name, "attributes": list(self.attributes),
+                "sensitivity": table}

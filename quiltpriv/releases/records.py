@@ -1,0 +1,230 @@
+"""The release record: what was released, when, by which tool, from which data and model.
+
+:meth:`quiltpriv.mechanisms.apmqm.Release.to_dict` returns one JSON object of the stable, versioned
+format :data:`RELEASE_FORMAT` (``"quiltpriv-release/1"``; the JSON Schema is
+``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
+value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance,
+the query's definition and fingerprint, the SHA-256 and row count of the data columns the
+query read (never the data), the mechanism, its guarantee and calibration, the noise source
+(secure, seeded with the seed, or none) and, for a command-line release, the command line.
+
+This module also keeps the process's memory of earlier releases, so that a release repeating a
+query on the same data warns (:class:`~quiltpriv.errors.RepeatedReleaseWarning`) even without
+a ledger.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from numbers import Integral
+from typing import TYPE_CHECKING, Any
+
+from quiltpriv.errors import ParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from quiltpriv.mechanisms.apmqm import Release
+
+__all__ = ["RELEASE_FORMAT", "check_seed", "query_data", "release_record", "utc_timestamp"]
+
+#: The ``"format"`` of a release record. A reader refuses any other value.
+RELEASE_FORMAT = "quiltpriv-release/1"
+
+#: The warning of a release with seeded noise (the command line prints the same words).
+SEEDED_MESSAGE = ("seeded noise is reproducible and NOT secure; use it only for experiments")
+
+#: What an APMQM release guarantees (Zhang, Ohrimenko and Cummings, Definition 4, Theorem 4).
+GUARANTEE_KIND = "distributional attribute privacy"
+
+
+def utc_timestamp() -> str:
+    """The current UTC time in ISO 8601 with microseconds: ``2026-01-31T12:00:00.000001Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def quiltpriv_version() -> str:
+    """The running quiltpriv's version (``quiltpriv.__version__``)."""
+    import quiltpriv
+
+    return str(quiltpriv.__version__)
+
+
+def check_seed(seed: object) -> int | random.Random | None:
+    """A release's ``seed`` in checked form: None, a plain ``int``, or a ``random.Random``.
+
+    Every integer type is accepted and recorded as the number it is (``np.int64(3)`` is 3);
+    booleans, floats (even ``3.0``), strings and other objects are refused, so a record never
+    says ``seed: null`` for a release that was seeded.
+
+    Raises
+    ------
+    ParameterError
+        ``seed`` is of another type.
+    """
+    import numpy as np
+
+    if seed is None or isinstance(seed, random.Random):
+        return seed
+    if isinstance(seed, bool | np.bool_):
+        raise ParameterError(f"seed must be None (secure noise), an integer or a random.Random, "
+                             f"got the boolean {seed!r}")
+    if isinstance(seed, Integral | np.integer):
+        return int(operator.index(seed))
+    raise ParameterError(f"seed must be None (secure noise), an integer or a random.Random, got "
+                         f"{type(seed).__name__} {seed!r}; a seed is recorded exactly, so "
+                         "convert it to an int yourself")
+
+
+def noise_source(secure: bool, scale: float, seed: object) -> str:
+    """``"secure"``, ``"seeded"`` or ``"none"`` (the plan needed no noise)."""
+    if scale == 0:
+        return "none"
+    return "secure" if secure else "seeded"
+
+
+def query_data(data: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
+    """The record's ``data`` object: the SHA-256 and row count of exactly ``columns``.
+
+    The hash is :func:`quiltpriv.model.provenance.data_sha256` of those columns: a canonical CSV
+    (columns sorted by name, rows in the given order, no index, ``\\n`` line ends, floats with
+    17 significant digits, missing values empty), the same form as a learned model's data hash.
+    """
+    from quiltpriv.model.provenance import (
+        data_sha256,  # the canonical form a learned model's hash uses
+    )
+
+    cols = sorted(dict.fromkeys(columns), key=str)
+    return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols}
+
+
+def _json_ready(x: Any) -> Any:
+    """``x`` as plain JSON values: mappings as dicts, sequences as lists, numpy unwrapped."""
+    if isinstance(x, Mapping):
+        return {str(k): _json_ready(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_ready(v) for v in x]
+    item = getattr(x, "item", None)  # numpy scalars
+    if callable(item) and type(x).__module__ == "numpy":
+        return _json_ready(item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, str | int | float | bool) or x is None:
+        return x
+    to_dict = getattr(x, "to_dict", None)
+    if callable(to_dict):
+        return _json_ready(to_dict())
+    return str(x)
+
+
+def provenance_json(provenance: Any) -> Any:
+    """A model's provenance (whatever Theta or the plan carries) as plain JSON, or None."""
+    return None if provenance is None else _json_ready(provenance)
+
+
+def release_record(r: Release) -> dict[str, Any]:
+    """The JSON record of a release (:data:`RELEASE_FORMAT`; see ``docs/ledger.md``)."""
+    p = r.plan
+    binding = p.binding
+    record: dict[str, Any] = {
+        "format": RELEASE_FORMAT,
+        "timestamp": r.timestamp,
+        "quiltpriv_version": r.version,
+        "mechanism": p.mechanism,
+        "value": list(r.value) if isinstance(r.value, tuple) else r.value,
+        "guarantee": {
+            "kind": GUARANTEE_KIND,
+            "epsilon": p.epsilon,
+            "delta": 0.0,
+            "sensitive": [sp.node for sp in p.sensitive],
+        },
+        "calibration": {
+            "scale": p.scale,
+            "sensitivity": r.sensitivity,
+            "binding": binding.node,
+            "binding_influence": binding.influence,
+            "binding_sensitivity": binding.sensitivity,
+            "noise_scale_used": r.scale,
+            "granularity": r.granularity,
+        },
+        "noise": {
+            "source": noise_source(r.secure, r.scale, r.seed),
+            "seed": r.seed,
+            "secure": r.secure,
+            "sampler": r.sampler,
+        },
+        "model": {
+            "fingerprint": p.model,
+            "theta_size": p.theta_size,
+            "provenance": provenance_json(r.provenance),
+        },
+        "query": {"definition": dict(p.query), "fingerprint": p.query_fingerprint},
+        "data": None if r.data is None else dict(r.data),
+        "command": None if r.command is None else list(r.command),
+        # The flat fields of records written before the format was versioned, kept for the
+        # readers of those: the noise actually drawn.
+        "scale": r.scale,
+        "granularity": r.granularity,
+        "secure": r.secure,
+        "sampler": r.sampler,
+        "seed": r.seed,
+        "plan": p.to_dict(),
+    }
+    cells = r.cells
+    if cells is not None:
+        record["cells"] = [list(c) for c in cells]
+    return record
+
+
+# -- the process's memory of earlier releases -------------------------------------------------
+
+#: Most releases the process remembers for the repeated-release warning (oldest forgotten).
+SESSION_MEMORY = 4096
+
+_session: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+_session_lock = threading.Lock()
+
+
+def _keys(data_sha: str, query_fp: str, model_fp: str) -> tuple[tuple[str, str, str], ...]:
+    return (("query", data_sha, query_fp), ("model", data_sha, model_fp))
+
+
+def session_repeats(data_sha: str, query_fp: str, model_fp: str) -> list[str]:
+    """Descriptions of earlier releases in this process on the same data columns with the same
+    query or the same model."""
+    with _session_lock:
+        for k in _keys(data_sha, query_fp, model_fp):  # the same query first
+            if k in _session:
+                return [f"{_session[k]}, same {k[0]}"]
+    return []
+
+
+def remember_release(data_sha: str, query_fp: str, model_fp: str, when: str) -> None:
+    """Note a release made in this process (bounded memory: :data:`SESSION_MEMORY`)."""
+    with _session_lock:
+        for k in _keys(data_sha, query_fp, model_fp):
+            _session[k] = when
+            _session.move_to_end(k)
+        while len(_session) > SESSION_MEMORY:
+            _session.popitem(last=False)
+
+
+def forget_releases() -> None:
+    """Forget every release this process made (for tests and long-running services)."""
+    with _session_lock:
+        _session.clear()
+
+
+def repeat_message(earlier: Sequence[str]) -> str:
+    """The one-line warning for a release that repeats earlier ones."""
+    shown = "; ".join(dict.fromkeys(earlier))
+    return (f"this release reads the same data as an earlier one ({shown}): attribute-privacy "
+            "guarantees do not add up in general; 'quiltpriv ledger show' "
+            "(quiltpriv.releases.ledger.composition) says what the releases guarantee together, if "
+            "anything")

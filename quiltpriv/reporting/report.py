@@ -1,0 +1,771 @@
+"""Audit reports of an APMQM plan (Algorithm 3) that people can read.
+
+:func:`audit_report` turns a model, a query, a plan and optionally a release into one
+self-contained HTML page (inline CSS and inline SVG only: no script, no font, no network) and a
+JSON twin with the same content. Per sensitive attribute it draws the DAG with the chosen
+quilt's nearby set ``N``, quilt ``Q`` and remote set ``R`` (Definition 7) and tabulates the
+best candidate quilts with their max-influence (Definition 8), sensitivity ``Delta_{A and N} F``
+and Laplace scale ``Delta / (eps - e)`` (Algorithm 3), saying why the chosen one wins.
+
+Every number shown is recomputed with the same exact functions the planner uses
+(:func:`quiltpriv.inference.influence.max_influence`,
+:func:`quiltpriv.graph.quilts.least_influence_quilt`);
+nothing here changes the plan or the noise. Every user-provided string (node names, state
+names, member names, file names, query fields) is escaped with :func:`html.escape`.
+
+``theta_html``, ``plan_html`` and ``release_html`` give HTML fragments for Jupyter's
+``_repr_html_``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.graph.quilts import (
+    Quilt,
+    enumerate_quilts,
+    least_influence_quilt,
+    markov_quilt,
+    trivial_quilt,
+)
+from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
+from quiltpriv.mechanisms.apmqm import (
+    _UNVERIFIED,
+    Plan,
+    Release,
+    _close,
+    _fmt,
+    _key,
+    _scale,
+    _set,
+    query_mismatch,
+)
+from quiltpriv.model.network import Theta
+from quiltpriv.model.provenance import provenance_dict
+from quiltpriv.queries.query import Query
+from quiltpriv.reporting.drawing import Layout, dag_svg, layered_layout
+from quiltpriv.utils.io import check_output_path, write_text_atomic
+
+#: Candidate rows shown per sensitive attribute (the chosen quilt is always shown).
+MAX_CANDIDATE_ROWS = 15
+#: Networks up to this many nodes also list every quilt with ``|Q| <= 2`` as a candidate.
+SMALL_NETWORK_NODES = 15
+#: Most subsets of the query attributes whose least-influence quilt is listed.
+MAX_TARGET_SUBSETS = 1024
+
+REPORT_FORMAT = "quiltpriv-audit-report"
+REPORT_VERSION = 1
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
+max-width:1300px;padding:0 1.5em;color:#1a1a1a;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.8em;border-bottom:2px solid #ddd;
+padding-bottom:.2em}h3{margin-top:1.3em}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em}
+.hash{word-break:break-all}
+table{border-collapse:collapse;margin:.6em 0}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.chosen td{background:#fff3c4;font-weight:600}
+.badge{display:inline-block;padding:.05em .5em;border-radius:.8em;font-size:.85em}
+.ok{background:#d8f0d8;color:#1d5e1d}.warn{background:#fde2c8;color:#8a3b00}
+.why{background:#f6f8fa;border-left:4px solid #0072b2;padding:.5em .8em}
+figure{margin:.5em 0;overflow-x:auto}
+svg text{font-family:system-ui,sans-serif;font-size:13px}
+.node rect{stroke:#333;stroke-width:1.2}
+.role-nearby rect{fill:#f5b041}.role-quilt rect{fill:#5dade2}.role-remote rect{fill:#d5d8dc}
+.role-none rect{fill:#ffffff}
+.node.sensitive rect{stroke:#c0392b;stroke-width:3.5}
+.edge{fill:none;stroke:#555;stroke-width:1.3}
+.legend rect{stroke:#333;stroke-width:1}
+"""
+
+
+# -- the report object -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    """An audit report: the HTML page and its JSON twin (same content).
+
+    Attributes
+    ----------
+    html : str
+        One self-contained HTML document.
+    json_text : str
+        The JSON twin (compact); :meth:`to_dict` parses it.
+    """
+
+    html: str
+    json_text: str
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The JSON twin as a fresh dictionary."""
+        return self.to_dict()
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(self.json_text)
+
+    def to_json(self, **kwargs: Any) -> str:
+        if not kwargs:
+            return self.json_text
+        return json.dumps(self.to_dict(), allow_nan=False, ensure_ascii=False, **kwargs)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def write(self, path: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """Write ``path`` (the HTML) and its ``.json`` twin beside it, each atomically.
+
+        If the HTML cannot be written after the JSON was, the JSON is put back as it was, so
+        a failure leaves no new or half-written file.
+
+        Returns
+        -------
+        (Path, Path)
+            The HTML and JSON paths.
+        """
+        html_path = Path(path)
+        if html_path.suffix.lower() == ".json":
+            raise ParameterError(f"{html_path}: give the HTML path; the JSON twin is written "
+                                 "beside it with the suffix .json")
+        json_path = html_path.with_suffix(".json")
+        check_output_path(html_path, "report")
+        check_output_path(json_path, "report's JSON twin")
+        json_text = self.to_json(indent=2) + "\n"
+        old_json = json_path.read_text(encoding="utf-8") if json_path.is_file() else None
+        write_text_atomic(json_path, json_text)
+        try:
+            write_text_atomic(html_path, self.html)
+        except BaseException:
+            if old_json is None:
+                json_path.unlink(missing_ok=True)
+            else:
+                write_text_atomic(json_path, old_json)
+            raise
+        return html_path, json_path
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _e(x: Any) -> str:
+    """Escape any user-provided value for HTML text and attribute values."""
+    return html.escape(str(x), quote=True)
+
+
+def _num(x: float | None) -> float | str | None:
+    """A float for JSON: ``inf`` as the string ``"inf"`` (JSON has no infinity)."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _f(x: float | None) -> str:
+    return "too large to compute" if x is None else _fmt(float(x))
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float):
+        return _num(x)
+    if isinstance(x, str | int | bool) or x is None:
+        return x
+    if hasattr(x, "item"):
+        return _jsonable(x.item())
+    return str(x)
+
+
+def _sha256_file(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise ModelError(f"cannot hash model file {path}: {exc.strerror or exc}") from exc
+    return h.hexdigest()
+
+
+# -- candidate quilts ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate quilt of a sensitive attribute with its cost (Algorithm 3)."""
+
+    quilt: Quilt
+    influence: float | None
+    sensitivity: float
+    scale: float | None
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"quilt": list(self.quilt.quilt), "nearby": list(self.quilt.nearby),
+                "remote": list(self.quilt.remote), "trivial": self.quilt.is_trivial,
+                "influence": _num(self.influence), "sensitivity": _num(self.sensitivity),
+                "scale": _num(self.scale), "source": self.source}
+
+
+def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
+                     ) -> tuple[list[Candidate], bool]:
+    """Candidate quilts of ``node``, best first (least scale, then least influence).
+
+    The candidates are the trivial quilt, ``Q = {}``, the least-influence quilt for each
+    subset of the query attributes (the planner's exact candidate family) and, on networks of
+    at most :data:`SMALL_NETWORK_NODES` nodes, every quilt with ``|Q| <= 2``. A quilt whose
+    exact influence is too expensive is listed last with no scale. Returns the list and whether
+    the subset family was cut at :data:`MAX_TARGET_SUBSETS`.
+    """
+    found: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Quilt, str]] = {}
+
+    def add(q: Quilt, source: str) -> None:
+        found.setdefault((q.quilt, q.nearby), (q, source))
+
+    add(trivial_quilt(theta, node), "trivial quilt (Q = R = {})")
+    add(markov_quilt(theta, node, ()), "Q = {}")
+    others = [a for a in theta.sort(query.attributes) if a != node]
+    truncated = False
+    count = 0
+    for k in range(len(others) + 1):
+        for t in combinations(others, k):
+            if count >= MAX_TARGET_SUBSETS:
+                truncated = True
+                break
+            count += 1
+            q = least_influence_quilt(theta, node, t)
+            add(markov_quilt(theta, node, q), f"least influence keeping {_set(t)} out of N")
+        if truncated:
+            break
+    if len(theta.nodes) <= SMALL_NETWORK_NODES:
+        for q in enumerate_quilts(theta, node, max_size=2):
+            add(q, f"|Q| = {len(q.quilt)}")
+    attrs = set(query.attributes)
+    out: list[Candidate] = []
+    for q, source in found.values():
+        delta = query.sensitivity(attrs & set(q.nearby))
+        try:
+            e: float | None = max_influence(theta, node, q.quilt).value
+        except InfluenceTooExpensive:
+            e = None
+        s = None if e is None else _scale(delta, e, epsilon)
+        out.append(Candidate(q, e, delta, s, source))
+
+    def key(c: Candidate) -> tuple:
+        if c.scale is None:
+            return (1, math.inf, math.inf, len(c.quilt.quilt), ())
+        # The planner's order; the trivial quilt loses ties to any proper quilt.
+        return (0,) + _key(c.scale, c.influence or 0.0, c.quilt.quilt, theta) + (
+            int(c.quilt.is_trivial),)
+    out.sort(key=key)
+    return out, truncated
+
+
+def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
+    """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
+    rated = [c for c in ranked if c.scale is not None]
+    better = [c for c in rated if c.scale is not None and chosen.scale is not None
+              and c.scale < chosen.scale and not _close(c.scale, chosen.scale)]
+    if better:
+        b = better[0]
+        return (f"The plan's search was {'exact' if optimal else 'stopped early'}, yet candidate "
+                f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
+                f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
+    ties = [c for c in rated if c is not chosen and chosen.scale is not None
+            and _close(c.scale, chosen.scale)]
+    name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
+    text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
+            f"of the {len(rated)} candidates evaluated")
+    if ties:
+        tie_e = min(c.influence or 0.0 for c in ties)
+        n_ties = (f"{len(ties)} other candidate{'s tie' if len(ties) > 1 else ' ties'} "
+                  "on scale")
+        if chosen.influence is not None and chosen.influence < tie_e and not _close(
+                chosen.influence, tie_e):
+            text += (f"; {n_ties}, and the tie is broken by least influence "
+                     f"(e = {_f(chosen.influence)} < {_f(tie_e)})")
+        else:
+            text += (f"; {n_ties} and influence (e = {_f(chosen.influence)}), and the tie is "
+                     "broken by fewest quilt nodes, then network order")
+    text += "."
+    if optimal:
+        text += " The planner proved it least over all quilts of this attribute."
+    else:
+        text += " The planner did not prove it least over all quilts (see the plan's notes)."
+    return text
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def _cpd_summary(theta: Theta) -> list[dict[str, Any]]:
+    rows = []
+    for v in theta.nodes:
+        rows.append({
+            "node": v, "states": [_jsonable(s) for s in theta.states[v]],
+            "parents": list(theta.parents[v]),
+            "members": [{"member": name, "min": float(m[v].table.min()),
+                         "max": float(m[v].table.max())}
+                        for name, m in zip(theta.names, theta.members, strict=True)],
+        })
+    return rows
+
+
+def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None = None,
+                 model_files: Iterable[str | os.PathLike[str]] | None = None) -> Report:
+    """Build the audit report of an APMQM plan (and of its release, if given).
+
+    Parameters
+    ----------
+    theta : Theta
+        The model the plan was made for (its fingerprint must match ``plan.model``).
+    query : Query
+        The planned query (must match ``plan.query``).
+    plan : Plan
+        The output of :func:`quiltpriv.plan` (Algorithm 3). A plan read from a file is
+        verified against ``theta`` and ``query`` first
+        (:func:`quiltpriv.mechanisms.verification.verify_plan`).
+    release : Release, optional
+        A release made with ``plan``; its record is included (value, scale, sampler, secure,
+        seed).
+    model_files : iterable of path, optional
+        Files the model was read from; their SHA-256 is recorded next to the fingerprint.
+
+    Raises
+    ------
+    ModelError, QueryError, ParameterError
+        The plan was made for another model or query, does not verify (PlanError), the
+        release was made with another plan, or a model file cannot be read.
+    """
+    if not isinstance(theta, Theta):
+        raise ModelError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
+    if not isinstance(plan, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    fingerprint = theta.fingerprint()
+    if plan.model != fingerprint:
+        raise ModelError("the plan was made for another model (fingerprints differ)")
+    if not plan.verified:  # read from a file or built by hand: recompute what it claims
+        from quiltpriv.mechanisms.verification import verify_plan
+
+        plan = verify_plan(plan, theta, query)
+    why = query_mismatch(plan, query)
+    if why is not None:
+        raise QueryError(f"the plan was made for another query: {why}")
+    if release is not None:
+        if not isinstance(release, Release):
+            raise ParameterError(f"release must be a quiltpriv Release, got "
+                                 f"{type(release).__name__}")
+        if release.plan.to_dict() != plan.to_dict():
+            raise ParameterError("the release was made with another plan")
+    files = [{"path": str(p), "sha256": _sha256_file(p)} for p in (model_files or ())]
+    eps = plan.epsilon
+    delta_a = query.sensitivity(query.attributes)
+    layout = layered_layout(theta)
+    sensitive: dict[str, Any] = {}
+    sections: list[str] = []
+    for k, sp in enumerate(plan.sensitive):
+        chosen_q = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+        ranked, truncated = candidate_quilts(theta, query, sp.node, eps)
+        chosen = next((c for c in ranked if c.quilt == chosen_q), None)
+        if chosen is None:  # not in the listed family: show it with the plan's own numbers
+            chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan")
+            ranked.append(chosen)
+        shown = ranked[:MAX_CANDIDATE_ROWS]
+        if chosen not in shown:
+            shown.append(chosen)
+        why = _why(chosen, ranked, sp.optimal)
+        sensitive[sp.node] = {
+            "quilt": list(sp.quilt), "nearby": list(sp.nearby), "remote": list(sp.remote),
+            "influence": _num(sp.influence), "sensitivity": _num(sp.sensitivity),
+            "scale": _num(sp.scale), "optimal": sp.optimal, "explanation": sp.explanation,
+            "influence_member": sp.influence_member,
+            "influence_pair": _jsonable(sp.influence_pair),
+            "why": why, "candidates_evaluated": len(ranked),
+            "candidate_family_truncated": truncated,
+            "candidates": [dict(c.to_dict(), rank=ranked.index(c) + 1, chosen=c is chosen)
+                           for c in shown],
+        }
+        sections.append(_sensitive_section(theta, sp, chosen_q, shown, chosen, why,
+                                           len(ranked), truncated, f"dag-{k}", layout))
+    data: dict[str, Any] = {
+        "format": REPORT_FORMAT, "version": REPORT_VERSION, "mechanism": plan.mechanism,
+        "epsilon": eps, "scale": _num(plan.scale), "optimal": plan.optimal,
+        "model": {
+            "fingerprint": fingerprint, "files": files, "theta_size": len(theta),
+            "members": list(theta.names), "nodes": list(theta.nodes),
+            "edges": [list(e) for e in theta.edges],
+            "layers": {v: layout.layer[v] for v in theta.nodes},
+            "cpds": _cpd_summary(theta), "provenance": provenance_dict(theta),
+        },
+        "query": _jsonable(dict(plan.query)), "delta_A": _num(delta_a),
+        "sensitive": sensitive, "notes": list(plan.notes), "plan": _jsonable(plan.to_dict()),
+        "release": None if release is None else _release_record(release),
+    }
+    page = _page(theta, data, sections, release)
+    # Serialised now so that a value JSON cannot hold fails here, before anything is written.
+    return Report(page, json.dumps(data, allow_nan=False, ensure_ascii=False))
+
+
+def _release_record(r: Release) -> dict[str, Any]:
+    d = r.to_dict()
+    d.pop("plan")  # the plan is in the report already
+    return _jsonable(d)
+
+
+def _kv_table(rows: Iterable[tuple[str, str]], cls: str = "kv") -> str:
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="{cls}">{body}</table>'
+
+
+def _badge(ok: bool, yes: str, no: str) -> str:
+    return f'<span class="badge ok">{yes}</span>' if ok else f'<span class="badge warn">{no}</span>'
+
+
+def _sset(xs: Iterable[str]) -> str:
+    return _e(_set(xs))
+
+
+def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candidate],
+                       chosen: Candidate, why: str, evaluated: int, truncated: bool,
+                       svg_id: str, layout: Layout) -> str:
+    rows = []
+    for c in shown:
+        cls = ' class="chosen"' if c is chosen else ""
+        q = "(trivial) {}" if c.quilt.is_trivial else _set(c.quilt.quilt)
+        rows.append(
+            f'<tr{cls} data-quilt="{_e(json.dumps(list(c.quilt.quilt), ensure_ascii=False))}">'
+            f"<td>{_e(q)}</td><td class=\"num\">{len(c.quilt.nearby)}</td>"
+            f"<td>{_sset(c.quilt.nearby)}</td>"
+            f'<td class="num">{_e(_f(c.influence))}</td>'
+            f'<td class="num">{_e(_fmt(c.sensitivity))}</td>'
+            f'<td class="num">{_e(_f(c.scale))}</td><td>{_e(c.source)}</td></tr>')
+    more = "" if evaluated <= len(shown) else (
+        f"<p>{len(shown)} of {evaluated} candidates shown (the best by scale, then influence)."
+        "</p>")
+    if truncated:
+        more += (f"<p>The least-influence family was listed for the first "
+                 f"{MAX_TARGET_SUBSETS} subsets of the query attributes only.</p>")
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {_e(sp.influence_member)}, "
+                 f"\u03c6 = {_e(a)} vs {_e(b)})")
+    facts = _kv_table([
+        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
+        ("remote R", _sset(sp.remote)),
+        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where),
+        ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
+        ("optimal", _badge(sp.optimal, "proven least over all quilts", "not proven")),
+    ])
+    return (
+        f'<section class="sensitive" data-node="{_e(sp.node)}">'
+        f"<h2>Sensitive attribute <code>{_e(sp.node)}</code></h2>"
+        f"<figure>{dag_svg(theta, chosen_q, svg_id=svg_id, layout=layout)}"
+        "<figcaption>The chosen Markov quilt: Q d-separates the sensitive attribute (red "
+        "outline) from R; N is everything still d-connected to it.</figcaption></figure>"
+        f"{facts}<p>{_e(sp.explanation)}</p>"
+        "<h3>Candidate quilts</h3>"
+        '<table class="candidates"><thead><tr><th>Q</th><th>|N|</th><th>N</th>'
+        "<th>influence e(Q|i)</th><th>\u0394<sub>A\u2229N</sub> F</th><th>scale</th>"
+        f"<th>source</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
+        f'<p class="why">{_e(why)}</p></section>')
+
+
+def _page(theta: Theta, data: dict[str, Any], sections: list[str],
+          release: Release | None) -> str:
+    m = data["model"]
+    files = "".join(f"<li><code>{_e(f['path'])}</code> sha256 "
+                    f"<code class=\"hash\">{_e(f['sha256'])}</code></li>" for f in m["files"])
+    files_html = f"<ul>{files}</ul>" if files else "<p>No model files recorded.</p>"
+    cpd_rows = []
+    for c in m["cpds"]:
+        mm = "<br>".join(f"{_e(x['member'])}: {_fmt(x['min'])} \u2013 {_fmt(x['max'])}"
+                         for x in c["members"])
+        states = ", ".join(_e(s) for s in c["states"])
+        cpd_rows.append(f"<tr><td><code>{_e(c['node'])}</code></td>"
+                        f'<td class="num">{len(c["states"])}</td><td>{states}</td>'
+                        f"<td>{_sset(c['parents'])}</td><td>{mm}</td></tr>")
+    query_rows = [(_e(k), f"<code>{_e(json.dumps(v, ensure_ascii=False))}</code>")
+                  for k, v in data["query"].items()]
+    query_rows.append(("\u0394<sub>A</sub> F (all attributes nearby)",
+                       _e(_fmt(float(data["delta_A"])) if not isinstance(data["delta_A"], str)
+                          else data["delta_A"])))
+    notes = "".join(f"<li>{_e(n)}</li>" for n in data["notes"])
+    summary = _kv_table([
+        ("mechanism", "APMQM (Algorithm 3)"),
+        ("\u03b5", _e(f"{data['epsilon']:g}")),
+        ("overall Laplace scale b", _e(_fmt(float(data["scale"])) if not isinstance(
+            data["scale"], str) else data["scale"])),
+        ("optimality", _badge(data["optimal"], "exact: least scale over all quilts",
+                              "not proven (a limit was hit; the plan is still private)")),
+        ("sensitive attributes", _e(", ".join(data["sensitive"]))),
+        ("model fingerprint", f'<code class="hash">{_e(m["fingerprint"])}</code>'),
+        ("|\u0398|", f"{m['theta_size']} ({_e(', '.join(m['members']))})"),
+    ])
+    rel = ""
+    if release is not None:
+        r = data["release"]
+        value = r["value"]
+        rel = ("<section id=\"release\"><h2>Release</h2>" + _kv_table([
+            ("released value", _e(json.dumps(value))), ("noise scale used", _e(r["scale"])),
+            ("granularity", _e(r["granularity"])), ("sampler", _e(r["sampler"])),
+            ("secure randomness", _badge(bool(r["secure"]), "yes (OS CSPRNG)",
+                                         "NO: seeded, for experiments only")),
+            ("seed", _e("none" if r["seed"] is None else r["seed"])),
+        ]) + "</section>")
+    edges = ", ".join(f"{_e(a)} \u2192 {_e(b)}" for a, b in m["edges"]) or "none"
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>quiltpriv audit report</title><style>{_CSS}</style></head><body>"
+        "<h1>APMQM audit report</h1>"
+        "<p>Attribute-Private Markov Quilt Mechanism: for each sensitive attribute the Markov "
+        "quilt of least Laplace scale \u0394<sub>A\u2229N</sub>F / (\u03b5 \u2212 e(Q|i)), and "
+        "the overall scale, the maximum over sensitive attributes.</p>"
+        f'<section id="summary"><h2>Summary</h2>{summary}'
+        f"{'<ul>' + notes + '</ul>' if notes else ''}</section>"
+        f'<section id="query"><h2>Query</h2>{_kv_table(query_rows)}</section>'
+        + "".join(sections) + rel +
+        f'<section id="model"><h2>Model</h2><p>{len(m["nodes"])} nodes, {len(m["edges"])} '
+        f"edges, |\u0398| = {m['theta_size']}. Content hash (Theta.fingerprint, SHA-256 of "
+        f'structure, states and every member\'s CPDs): <code class="hash">'
+        f'{_e(m["fingerprint"])}</code></p>{files_html}{_provenance_html(m["provenance"])}'
+        f"<p>Edges: {edges}</p>"
+        '<table class="cpds"><thead><tr><th>node</th><th>states</th><th>state values</th>'
+        "<th>parents</th><th>CPD min \u2013 max probability per member</th></tr></thead>"
+        f"<tbody>{''.join(cpd_rows)}</tbody></table></section>"
+        "<footer><p>Generated by quiltpriv. The JSON twin of this page holds the same "
+        "content.</p></footer></body></html>\n")
+
+
+def _provenance_html(prov: Mapping[str, Any] | None) -> str:
+    """Where Theta came from (data hash, bins, estimator settings), one row per field."""
+    if not prov:
+        return ("<p>Provenance: not recorded (the model was not built or learned by "
+                "quiltpriv).</p>")
+    rows = [(_e(k), f"<code>{_e(json.dumps(v, ensure_ascii=False))}</code>")
+            for k, v in prov.items()]
+    return f'<h3>Provenance</h3>{_kv_table(rows, "kv provenance")}'
+
+
+# -- Jupyter fragments -----------------------------------------------------------------------
+
+
+def theta_html(theta: Theta) -> str:
+    """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
+    rows = "".join(
+        f"<tr><td><code>{_e(v)}</code></td><td>{len(theta.states[v])}</td>"
+        f"<td>{_sset(theta.parents[v])}</td></tr>" for v in theta.nodes)
+    return (f"<div class=\"quiltpriv-theta\"><p><b>Theta</b>: {len(theta.nodes)} nodes, "
+            f"{len(theta.edges)} edges, {len(theta)} member{'s' if len(theta) != 1 else ''} "
+            f"({_e(', '.join(theta.names))})<br>fingerprint <code>"
+            f"{_e(theta.fingerprint()[:16])}\u2026</code></p>"
+            f"<div style=\"overflow-x:auto\">{_inline_style()}"
+            f"{dag_svg(theta, svg_id=f'theta-{id(theta):x}')}</div>"
+            "<table><thead><tr><th>node</th><th>states</th><th>parents</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")
+
+
+def _inline_style() -> str:
+    # Jupyter fragments carry no stylesheet: give the SVG's classes their colours inline.
+    return ("<style>.quiltpriv-theta .node rect,.quiltpriv-plan .node rect{fill:#fff;"
+            "stroke:#333}.quiltpriv-theta .edge{fill:none;stroke:#555}</style>")
+
+
+def plan_html(plan: Plan) -> str:
+    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    rows = "".join(
+        f"<tr><td><code>{_e(sp.node)}</code></td><td>{_sset(sp.quilt)}</td>"
+        f"<td>{_sset(sp.nearby)}</td><td>{_sset(sp.remote)}</td>"
+        f"<td>{_e(_fmt(sp.influence))}</td><td>{_e(_fmt(sp.sensitivity))}</td>"
+        f"<td>{_e(_fmt(sp.scale))}</td><td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
+        for sp in plan.sensitive)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in plan.notes)
+    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
+            f"{_e(f'{plan.epsilon:g}')}, Laplace scale b = <b>{_e(_fmt(plan.scale))}</b> "
+            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
+            f"|\u0398| = {plan.theta_size}<br>query: {_query_html(plan.query)}</p>"
+            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
+            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{'' if plan.verified else '<p>' + _badge(False, '', _e(_UNVERIFIED)) + '</p>'}"
+            "</div>")
+
+
+def release_html(release: Release) -> str:
+    """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
+    value = list(release.value) if isinstance(release.value, tuple) else release.value
+    warn = "" if release.secure or release.scale == 0 else (
+        " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
+    return (f"<div class=\"quiltpriv-release\"><p><b>Release</b>: value "
+            f"<code>{_e(json.dumps(value))}</code>, noise scale {_e(_fmt(release.scale))}, "
+            f"sampler {_e(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
+            f"{'' if release.seed is None else ', seed ' + _e(release.seed)}{warn}</p>"
+            f"{plan_html(release.plan)}</div>")
+
+
+def _query_html(query: Mapping[str, Any]) -> str:
+    """The planned query, one line: its kind and every field as JSON (escaped)."""
+    fields = ", ".join(f"{_e(k)} = <code>{_e(json.dumps(v, ensure_ascii=False))}</code>"
+                       for k, v in query.items() if k != "kind")
+    return f"<b>{_e(query.get('kind', 'query'))}</b> ({fields})"
+
+
+def sensitive_plan_html(sp: Any) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {_e(sp.influence_member)}, "
+                 f"\u03c6 = {_e(a)} vs {_e(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {_sset(sp.influence_bound_via)}")
+    facts = _kv_table([
+        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
+        ("remote R", _sset(sp.remote)),
+        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
+        ("quilts evaluated", _e(sp.quilts_considered)),
+        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{_e(sp.node)}</code></p>{facts}<p>{_e(sp.explanation)}</p></div>")
+
+
+def quilt_html(quilt: Quilt) -> str:
+    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
+    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
+            f"{_e(quilt.node)}</code>{kind}</p>" + _kv_table([
+                ("quilt Q", _sset(quilt.quilt)), ("nearby N", _sset(quilt.nearby)),
+                ("remote R", _sset(quilt.remote))]) + "</div>")
+
+
+def influence_html(infl: Any) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    rows = [("max-influence e(Q | i)", _e(_fmt(infl.value))),
+            ("sensitive attribute i", f"<code>{_e(infl.node)}</code>"),
+            ("quilt Q", _sset(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{_e(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>", f"{_e(infl.pair[0])} vs {_e(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {_sset(infl.bound_via)}"))
+    rows.append(("arithmetic", _e(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{_kv_table(rows)}</div>"
+
+
+def comparison_html(comparison: Any) -> str:
+    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    best = comparison.best
+    mark = ' class="best"'
+    rows = "".join(
+        f"<tr{mark if r is best else ''}><td>{_e(r.mechanism)}</td>"
+        f"<td>{_e(r.noise or '-')}</td>"
+        f"<td>{_e('-' if r.scale is None else _fmt(r.scale))}</td>"
+        f"<td>{_e('-' if r.std is None else _fmt(r.std))}</td>"
+        f"<td>{_e(r.guarantee if r.applicable else 'not applicable')}</td>"
+        f"<td>{_e(r.detail)}</td></tr>" for r in comparison.rows)
+    least = "" if best is None else (f"; least noise: <b>{_e(best.mechanism)}</b> "
+                                     f"(std {_e(_fmt(best.std))})")
+    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
+            f"\u03b5 = {_e(f'{comparison.epsilon:g}')}, sensitive "
+            f"{_e(', '.join(comparison.sensitive))}{least}<br>query: "
+            f"{_query_html(comparison.query)}</p>"
+            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
+            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div>")
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _model_files(specs: Sequence[str]) -> list[str]:
+    """The specs that are files on disk (``file.py:function`` counts as ``file.py``)."""
+    out = []
+    for s in specs:
+        base = s
+        if not Path(s).exists() and ":" in s:
+            base = s.rpartition(":")[0]
+        if Path(base).is_file():
+            out.append(base)
+    return out
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from quiltpriv.cli.core import _plan_from_args, check_releasable, query_from_args, read_data
+
+    out = Path(args.output)
+    if out.suffix.lower() == ".json":
+        raise ParameterError(f"-o {out}: give the HTML path; the JSON twin goes beside it")
+    # Both files are checked before any work (the command line checks -o itself).
+    check_output_path(out, "-o")
+    check_output_path(out.with_suffix(".json"), "-o's JSON twin")
+    query = query_from_args(args)
+    data = None
+    if args.data:
+        check_releasable(query)
+        data = read_data(args.data, query)
+    theta, query, p = _plan_from_args(args, query)
+    rel = None
+    if data is not None:
+        from quiltpriv.cli.core import one_line_warnings
+        from quiltpriv.mechanisms.apmqm import release
+
+        with one_line_warnings():
+            rel = release(p, query, data, seed=args.seed)
+    report = audit_report(theta, query, p, rel,
+                          model_files=_model_files([args.model, *args.theta]))
+    html_path, json_path = report.write(out)
+    print(f"wrote {html_path} and {json_path}")
+    return 0
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    """Add ``quiltpriv report``: plan (and optionally release), then write the audit report."""
+    from quiltpriv.cli.core import (
+        add_model_arguments,
+        add_privacy_arguments,
+        add_query_arguments,
+        add_time_limit_argument,
+        seed_type,
+    )
+
+    r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
+                       description="Plan an APMQM release and write a self-contained HTML "
+                                   "audit report (DAG with the chosen quilts, candidate quilts, "
+                                   "hashes) and its JSON twin with the same stem.")
+    add_model_arguments(r)
+    add_privacy_arguments(r)
+    add_query_arguments(r)
+    add_time_limit_argument(r)
+    r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
+                                                 "include the release record")
+    r.add_argument("--seed", type=seed_type, help="with --data: reproducible, NOT secure noise")
+    r.add_argument("-o", "--output", required=True, metavar="REPORT.html",
+                   help="the HTML file; REPORT.json is written beside it")
+    r.set_defaults(func=_cmd_report)
