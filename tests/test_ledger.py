@@ -460,10 +460,14 @@ def test_cli_session_with_a_ledger(tmp_path, capsys):
     assert main(["ledger", "show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "count where height > 66 and sat > 1300" in out and "seeded (5)" in out
-    assert "hash chain intact" in out and "together: epsilon = 1.5" in out
+    assert "hash chain intact" in out and "together: NO joint guarantee" in out
+    assert "no published composition result applies" in out and "together: epsilon" not in out
+    assert "#0: epsilon 1 for {income}; #1: epsilon 0.5 for {income}" in out
     assert main(["ledger", "show", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["entries"]) == 2 and doc["compositions"][0]["epsilon"] == 1.5
+    (comp,) = doc["compositions"]
+    assert len(doc["entries"]) == 2 and comp["epsilon"] is None and comp["theorem"] is None
+    assert [a["epsilon"] for a in comp["alone"]] == [1.0, 0.5]
     for e in doc["entries"]:
         _valid(e["record"])
     assert main(["ledger", "verify", str(path)]) == 0

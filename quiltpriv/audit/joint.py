@@ -9,9 +9,9 @@ their *joint* output ``(M_1(X), ..., M_K(X))``
 
 on a small hyperparameter network, under the record model of :mod:`quiltpriv.audit.exact` (given
 ``phi`` the records are i.i.d., the attributes of a record independent, ``X_j`` drawn from the
-law its state names). It is what checks a composed guarantee
-(:func:`quiltpriv.releases.ledger.composition`) and shows releases whose joint loss no composition
-result bounds. Nothing is sampled.
+law its state names). It is what checks the guarantees
+:func:`quiltpriv.releases.composition.composition` states and shows releases whose joint loss
+exceeds the sum of their epsilons. Nothing is sampled.
 
 Joint law of ``(F_1..F_K)`` given a secret
 ------------------------------------------

@@ -27,7 +27,9 @@ cannot be written, the release fails and its value is never shown. The converse 
 value recorded in the ledger whose printing then failed. The ledger errs on the side of listing
 a release that nobody saw, never of missing one that was seen.
 
-Composition: see :func:`composition` and ``docs/ledger.md``.
+Composition: what releases guarantee together, only where a published theorem says so, is
+:mod:`quiltpriv.releases.composition` (re-exported here); ``docs/ledger.md`` quotes the
+theorems.
 """
 
 from __future__ import annotations
@@ -35,24 +37,27 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import sqlite3
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from quiltpriv.errors import LedgerError
+from quiltpriv.releases.composition import (
+    THEOREMS,
+    Composition,
+    _num,
+    composition,
+    compositions_by_model,
+)
 from quiltpriv.releases.records import RELEASE_FORMAT
 
 __all__ = [
     "GENESIS",
     "LEDGER_FORMAT",
     "THEOREMS",
-    "AttributeComposition",
     "Composition",
     "LedgerEntry",
     "LedgerHead",
@@ -400,402 +405,6 @@ def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_
     return out
 
 
-# -- composition ------------------------------------------------------------------------------
-
-#: Composition results quiltpriv checks, by citation key.
-THEOREMS: Mapping[str, str] = {
-    "shared-quilt": (
-        "the releases together are one APMQM release of the stacked query (F_1/b_1, ..., "
-        "F_K/b_K) with unit Laplace noise per coordinate, so Theorem 4 of Zhang, Ohrimenko "
-        "and Cummings (L1 sensitivity of a vector query), applied with the quilt every release "
-        "used for the attribute, bounds the joint loss by e(Q|i) + sum_k Delta_{A_k & N} F_k / "
-        "b_k: the quilt's influence is paid once, as in Song and Chaudhuri's composition of the "
-        "Markov Quilt Mechanism (2017); proof in docs/ledger.md"),
-}
-
-#: Assumed, not checked (it is the assumption of every single release too).
-_ASSUMED = ("the data of every release are records of the one population the model describes "
-            "(the same dataset, or records drawn from the same hyperparameters)")
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What composition needs from one release record, parsed and checked."""
-
-    label: str
-    epsilon: float
-    scale: float
-    model: str
-    source: str
-    seed: int | None
-    data_sha: str | None
-    sensitive: Mapping[str, tuple[tuple[str, ...], tuple[str, ...], float, float]]
-
-
-@dataclass(frozen=True)
-class AttributeComposition:
-    """What the releases together guarantee for secrets about one sensitive attribute.
-
-    Attributes
-    ----------
-    node : str
-    epsilon : float or None
-        The composed guarantee, or None when no composition result applies.
-    quilt, nearby : tuple of str or None
-        The Markov quilt every release used for ``node`` (when shared).
-    influence : float or None
-        ``e(Q | node)``, the largest any release recorded for that quilt.
-    terms : tuple of float
-        ``Delta_{A_k & N} F_k / b_k`` per release (when composed).
-    reason : str
-        Why the result applies, or why none does, in plain words.
-    """
-
-    node: str
-    epsilon: float | None
-    quilt: tuple[str, ...] | None
-    nearby: tuple[str, ...] | None
-    influence: float | None
-    terms: tuple[float, ...]
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "epsilon": self.epsilon,
-                "quilt": None if self.quilt is None else list(self.quilt),
-                "nearby": None if self.nearby is None else list(self.nearby),
-                "influence": self.influence, "terms": list(self.terms), "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class Composition:
-    """What a sequence of releases guarantees together, when a checked result says so.
-
-    Attributes
-    ----------
-    releases : tuple of str
-        The releases considered (ledger entry numbers, or positions).
-    epsilon : float or None
-        The joint guarantee for secrets about every attribute any release protects; None when
-        no composition result covers the whole sequence (see ``reasons``).
-    theorem : str or None
-        The citation key of the result used (:data:`THEOREMS`).
-    citation : str or None
-        The result, in words.
-    conditions : tuple of str
-        The conditions the code checked, each met (when ``epsilon`` is given).
-    assumptions : tuple of str
-        What is assumed, not checked.
-    problems : tuple of str
-        Why no result applies to the sequence as a whole (different models, noise that is not
-        independent); the reasons about single attributes are in ``attributes``.
-    attributes : tuple of AttributeComposition
-        Per sensitive attribute.
-    alone : tuple of tuple
-        Per release: (label, epsilon, sensitive attributes): what it guarantees alone.
-    """
-
-    releases: tuple[str, ...]
-    epsilon: float | None
-    theorem: str | None
-    citation: str | None
-    conditions: tuple[str, ...]
-    assumptions: tuple[str, ...]
-    problems: tuple[str, ...]
-    attributes: tuple[AttributeComposition, ...]
-    alone: tuple[tuple[str, float, tuple[str, ...]], ...] = field(default=())
-
-    @property
-    def composed(self) -> bool:
-        return self.epsilon is not None
-
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        """Every reason no result applies: the sequence's, then each attribute's."""
-        return self.problems + tuple(f"for {a.node!r}: {a.reason}" for a in self.attributes
-                                     if a.epsilon is None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"releases": list(self.releases), "epsilon": self.epsilon,
-                "theorem": self.theorem, "citation": self.citation,
-                "conditions": list(self.conditions), "assumptions": list(self.assumptions),
-                "reasons": list(self.reasons),
-                "attributes": [a.to_dict() for a in self.attributes],
-                "alone": [{"release": lab, "epsilon": e, "sensitive": list(s)}
-                          for lab, e, s in self.alone]}
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
-
-    def explain(self) -> str:
-        n = len(self.releases)
-        lines = [f"releases {', '.join(self.releases)} ({n} release{'s' if n != 1 else ''}):"]
-        if self.composed:
-            lines.append(f"  together: epsilon = {_num(self.epsilon)} for secrets about "
-                         f"{_names(a.node for a in self.attributes)}, by [{self.theorem}]")
-            lines += _wrap(f"[{self.theorem}] {self.citation}")
-            for c in self.conditions:
-                lines += _wrap(f"checked: {c}")
-            for c in self.assumptions:
-                lines += _wrap(f"assumed: {c}")
-        else:
-            lines.append("  together: NO composition result applies, so quiltpriv states no "
-                         "joint guarantee (summing the epsilons would not be one):")
-            for r in self.problems:
-                lines += _wrap(f"- {r}")
-        for a in self.attributes:
-            if a.epsilon is not None:
-                terms = " + ".join(_num(t) for t in a.terms)
-                lines.append(f"  {a.node}: quilt {_names(a.quilt or ())}, e = "
-                             f"{_num(a.influence)}; {_num(a.influence)} + {terms} = "
-                             f"{_num(a.epsilon)}")
-            else:
-                lines += _wrap(f"{a.node}: no joint guarantee: {a.reason}")
-        alone = "; ".join(f"{lab}: epsilon {_num(e)} for {_names(s)}"
-                          for lab, e, s in self.alone)
-        lines += _wrap(f"each alone: {alone}")
-        return "\n".join(lines)
-
-
-def _wrap(text: str) -> list[str]:
-    return textwrap.wrap(text, width=96, initial_indent="  ", subsequent_indent="    ",
-                         break_on_hyphens=False)
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:.6g}"
-
-
-def _names(xs: Iterable[str]) -> str:
-    return "{" + ", ".join(xs) + "}"
-
-
-def _record_of(item: Any) -> tuple[str | None, Mapping[str, Any]]:
-    if isinstance(item, LedgerEntry):
-        return f"#{item.seq}", item.record
-    to_dict = getattr(item, "to_dict", None)
-    if callable(to_dict) and not isinstance(item, Mapping):
-        return None, to_dict()
-    if isinstance(item, Mapping):
-        if set(item) == {"seq", "prev", "hash", "record"}:
-            return f"#{item['seq']}", item["record"]
-        return None, item
-    raise LedgerError(f"composition: expected ledger entries or release records, got "
-                      f"{type(item).__name__}")
-
-
-def _number(x: Any, what: str, *, positive: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) \
-            or x < 0 or (positive and x == 0):
-        raise LedgerError(f"{what} is not a finite number {'> 0' if positive else '>= 0'}: "
-                          f"{x!r}")
-    return float(x)
-
-
-def _names_list(x: Any, what: str) -> tuple[str, ...]:
-    if not isinstance(x, list) or not all(isinstance(v, str) for v in x):
-        raise LedgerError(f"{what} is not a list of attribute names")
-    return tuple(x)
-
-
-def _facts(label: str, r: Mapping[str, Any]) -> _Facts:
-    """Parse one record into what composition needs, refusing anything malformed."""
-    where = f"composition: release {label}"
-    if r.get("format") != RELEASE_FORMAT:
-        raise LedgerError(f"{where}: not a {RELEASE_FORMAT} record")
-    try:
-        plan = r["plan"]
-        g = r["guarantee"]
-        noise = r["noise"]
-        eps = _number(g["epsilon"], f"{where}: epsilon", positive=True)
-        delta = _number(g["delta"], f"{where}: delta")
-        scale = _number(plan["scale"], f"{where}: the plan's scale")
-        sens = {}
-        for node, sp in plan["sensitive"].items():
-            sens[str(node)] = (
-                _names_list(sp["quilt"], f"{where}: the quilt of {node!r}"),
-                _names_list(sp["nearby"], f"{where}: the nearby set of {node!r}"),
-                _number(sp["influence"], f"{where}: the influence of {node!r}"),
-                _number(sp["sensitivity"], f"{where}: the sensitivity of {node!r}"),
-            )
-        seed = noise["seed"]
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise LedgerError(f"{where}: the seed {seed!r} is not an integer")
-        model = r["model"]["fingerprint"]
-        mech = r["mechanism"]
-        source = noise["source"]
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise LedgerError(f"{where}: the record lacks {exc}") from None
-    if mech != "APMQM" or plan.get("mechanism") != "APMQM":
-        raise LedgerError(f"{where}: mechanism {mech!r}; composition knows APMQM releases only")
-    if delta != 0:
-        raise LedgerError(f"{where}: delta = {delta}; composition knows pure guarantees only")
-    if source not in ("secure", "seeded", "none"):
-        raise LedgerError(f"{where}: unknown noise source {source!r}")
-    data = r.get("data") or {}
-    return _Facts(label=label, epsilon=eps, scale=scale, model=str(model), source=source,
-                  seed=seed, data_sha=data.get("sha256"), sensitive=sens)
-
-
-def _ratio_up(num: float, den: float) -> Fraction:
-    """``num / den`` exactly (``0 / 0`` is 0: a release without noise whose query reads no
-    nearby column adds nothing)."""
-    if num == 0:
-        return Fraction(0)
-    if den == 0:
-        raise ZeroDivisionError
-    return Fraction(num) / Fraction(den)
-
-
-def _float_up(x: Fraction) -> float:
-    """The least float >= ``x`` (a claimed epsilon is never rounded down)."""
-    f = float(x)
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def composition(entries: Iterable[Any]) -> Composition:
-    """What a sequence of releases guarantees together, only where a checked result says so.
-
-    Parameters
-    ----------
-    entries : iterable of LedgerEntry, Release or release record (dict)
-        The releases, taken as releases about one population. From a ledger, pass verified
-        entries (:func:`read`): the plans' recorded quilts, influences and sensitivities are
-        trusted as verified when each release was made.
-
-    Returns
-    -------
-    Composition
-        ``epsilon`` is given only when the ``shared-quilt`` result (:data:`THEOREMS`) covers
-        every attribute any release protects; its ``conditions`` list what was checked:
-
-        1. every release is APMQM with Laplace noise and a pure guarantee (delta = 0);
-        2. every release was planned against the same model (fingerprint);
-        3. the noise is independent: no two seeded releases share a seed, and no seeded
-           release drew from a ``random.Random`` stream whose seed is not recorded;
-        4. per attribute: it is sensitive in every release, and every release used the same
-           Markov quilt ``Q`` for it (same ``Q``, same nearby set ``N``).
-
-        Then ``epsilon = max_i [e(Q_i|i) + sum_k Delta_{A_k & N_i} F_k / b_k]`` (``b_k`` the
-        plan's Laplace scale), computed in exact rationals and rounded up. Otherwise
-        ``epsilon`` is None and ``reasons`` say in plain words why; attributes the result does
-        cover still get their own ``epsilon``.
-
-    Raises
-    ------
-    LedgerError
-        No releases, or a record that is malformed (the release named).
-    """
-    items = [_record_of(e) for e in entries]
-    if not items:
-        raise LedgerError("composition: no releases given")
-    facts = [_facts(lab or f"[{k}]", r) for k, (lab, r) in enumerate(items)]
-    labels = tuple(f.label for f in facts)
-    alone = tuple((f.label, f.epsilon, tuple(f.sensitive)) for f in facts)
-    reasons: list[str] = []
-    conditions = ["every release is APMQM with Laplace noise and a pure guarantee (delta = 0)"]
-    models = sorted({f.model for f in facts})
-    if len(models) > 1:
-        reasons.append(f"the releases were planned against {len(models)} different models "
-                       f"(fingerprints {', '.join(m[:12] + '...' for m in models)}): no "
-                       "result relates guarantees under different models")
-    else:
-        conditions.append(f"every release was planned against the same model (fingerprint "
-                          f"{models[0][:16]}...)")
-    seeds: dict[int, str] = {}
-    noise_ok = True
-    for f in facts:
-        if f.source != "seeded":
-            continue
-        if f.seed is None:
-            noise_ok = False
-            reasons.append(f"release {f.label} drew seeded noise from a random.Random stream "
-                           "whose seed is not recorded: the independence of the releases' "
-                           "noise cannot be checked")
-        elif f.seed in seeds:
-            noise_ok = False
-            reasons.append(f"releases {seeds[f.seed]} and {f.label} used the same seed "
-                           f"{f.seed}: their noise is not independent (one draw, twice)")
-        else:
-            seeds[f.seed] = f.label
-    if noise_ok:
-        conditions.append("the releases' noise is independent (secure noise, no noise, or "
-                          "seeded with distinct recorded seeds)")
-    union = list(dict.fromkeys(n for f in facts for n in f.sensitive))
-    attrs = [_attribute(node, facts, can_compose=not reasons) for node in union]
-    if reasons or any(a.epsilon is None for a in attrs):
-        return Composition(releases=labels, epsilon=None, theorem=None, citation=None,
-                           conditions=(), assumptions=(), problems=tuple(reasons),
-                           attributes=tuple(attrs), alone=alone)
-    conditions.append("every attribute any release protects is sensitive in every release, "
-                      "with the same Markov quilt (Q and N) in every release")
-    assumed = [_ASSUMED]
-    seeded = [f.label for f in facts if f.source == "seeded"]
-    if seeded:
-        assumed.append(f"the seeds of the seeded releases ({', '.join(seeded)}) are secret, as "
-                       "their own guarantees assume: seeded noise is for experiments, and a "
-                       "record holding its seed reveals the noise")
-    total = max(a.epsilon for a in attrs)  # type: ignore[type-var]
-    return Composition(releases=labels, epsilon=total, theorem="shared-quilt",
-                       citation=THEOREMS["shared-quilt"], conditions=tuple(conditions),
-                       assumptions=tuple(assumed), problems=(), attributes=tuple(attrs),
-                       alone=alone)
-
-
-def _attribute(node: str, facts: Sequence[_Facts], *, can_compose: bool) -> AttributeComposition:
-    """The shared-quilt bound for ``node``, or why it does not apply."""
-    def refused(reason: str) -> AttributeComposition:
-        return AttributeComposition(node=node, epsilon=None, quilt=None, nearby=None,
-                                    influence=None, terms=(), reason=reason)
-
-    missing = [f.label for f in facts if node not in f.sensitive]
-    if missing:
-        return refused(f"release{'s' if len(missing) > 1 else ''} {', '.join(missing)} did "
-                       f"not protect {node!r}, so nothing bounds what they reveal about it")
-    quilts = {(f.sensitive[node][0], f.sensitive[node][1]) for f in facts}
-    if len(quilts) > 1:
-        shown = "; ".join(f"{f.label}: Q = {_names(f.sensitive[node][0])}" for f in facts)
-        return refused(f"the releases used different Markov quilts for {node!r} ({shown}); "
-                       "no checked result composes releases through different quilts (two "
-                       "releases each private alone can together reveal the secret)")
-    if not can_compose:
-        return refused("the conditions on the whole sequence are not met")
-    ((quilt, nearby),) = quilts
-    influence = max(f.sensitive[node][2] for f in facts)
-    terms = []
-    try:
-        for f in facts:
-            terms.append(_ratio_up(f.sensitive[node][3], f.scale))
-    except ZeroDivisionError:
-        return refused("a release without noise reads a nearby column (its record is "
-                       "inconsistent)")
-    total = Fraction(influence) + sum(terms, Fraction(0))
-    return AttributeComposition(
-        node=node, epsilon=_float_up(total), quilt=quilt, nearby=nearby, influence=influence,
-        terms=tuple(_float_up(t) for t in terms),
-        reason="shared-quilt: every release used this quilt for it")
-
-
-def compositions_by_model(entries: Sequence[LedgerEntry]) -> list[Composition | LedgerError]:
-    """:func:`composition` of the ledger's entries, one sequence per model (in order of first
-    appearance); a sequence whose records composition cannot read gives its error instead."""
-    groups: dict[str, list[LedgerEntry]] = {}
-    for e in entries:
-        model = e.record.get("model")
-        fp = model.get("fingerprint") if isinstance(model, Mapping) else None
-        groups.setdefault(str(fp), []).append(e)
-    out: list[Composition | LedgerError] = []
-    for g in groups.values():
-        try:
-            out.append(composition(g))
-        except LedgerError as exc:
-            out.append(exc)
-    return out
-
-
 # -- display ----------------------------------------------------------------------------------
 
 
@@ -889,8 +498,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "ledger", help="show or verify a privacy ledger",
         description="Show a privacy ledger (written by 'quiltpriv release --ledger PATH') as a "
-                    "table with what its releases guarantee together (only where a checked "
-                    "composition result applies), or verify its hash chain: exit status 0 "
+                    "table with what its releases guarantee together (only where a published "
+                    "theorem covers them; else it says none applies), or verify its hash chain: exit status 0 "
                     "when intact, 2 with the first fault otherwise.")
     p.add_argument("action", choices=("show", "verify"), help="show the entries, or verify")
     p.add_argument("path", metavar="PATH", help="the ledger file (SQLite)")
