@@ -244,7 +244,7 @@ def test_two_or_more_releases_get_no_joint_guarantee_on_random_models():
         # the joint output determines each release's output: never less revealing
         assert joint >= max(single) - 1e-9, seed
         more += joint > max(single) + 1e-6
-    assert more >= 10
+    assert more >= 30  # 38 of these 40
 
 
 def _xor_theta():

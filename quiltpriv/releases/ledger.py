@@ -499,8 +499,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         "ledger", help="show or verify a privacy ledger",
         description="Show a privacy ledger (written by 'quiltpriv release --ledger PATH') as a "
                     "table with what its releases guarantee together (only where a published "
-                    "theorem covers them; else it says none applies), or verify its hash chain: exit status 0 "
-                    "when intact, 2 with the first fault otherwise.")
+                    "theorem covers them; else it says none applies), or verify its hash chain: "
+                    "exit status 0 when intact, 2 with the first fault otherwise.")
     p.add_argument("action", choices=("show", "verify"), help="show the entries, or verify")
     p.add_argument("path", metavar="PATH", help="the ledger file (SQLite)")
     p.add_argument("--expect-head", metavar="SHA256",

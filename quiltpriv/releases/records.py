@@ -226,5 +226,5 @@ def repeat_message(earlier: Sequence[str]) -> str:
     shown = "; ".join(dict.fromkeys(earlier))
     return (f"this release reads the same data as an earlier one ({shown}): attribute-privacy "
             "guarantees do not add up in general; 'quiltpriv ledger show' "
-            "(quiltpriv.releases.ledger.composition) says what the releases guarantee together, if "
+            "(quiltpriv.releases.composition) says what the releases guarantee together, if "
             "anything")
