@@ -1,4 +1,4 @@
-"""Privacy on a subset of dataset variables (Tan), with the spec's corrections.
+"""Privacy on a subset of dataset variables ([Tan]), with corrections to the paper.
 
 Definition 2.2: a mechanism is eps-private on a subset U of the variables if replacing one
 record by another that agrees with it on every variable outside U changes the probability of

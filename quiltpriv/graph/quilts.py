@@ -1,4 +1,4 @@
-"""Markov quilts of a node in a hyperparameter network (Definition 7).
+"""Markov quilts of a node in a hyperparameter network ([ZOC22, Def. 7]).
 
 A set ``Q`` of nodes not containing ``i`` is a Markov quilt of ``i`` with remote set ``R`` and
 nearby set ``N`` when ``V = N + Q + R`` is a partition, ``i`` is in ``N`` and ``Q`` d-separates

@@ -1,4 +1,4 @@
-"""Max-influence of a quilt on a sensitive attribute (Definition 8).
+"""Max-influence of a quilt on a sensitive attribute ([ZOC22, Def. 8]).
 
     e_Theta(Q | i) = max_theta max_{a,b} max_q log P(phi_Q=q | phi_i=a) / P(phi_Q=q | phi_i=b)
 
