@@ -12,7 +12,7 @@ checkable assumption fails):
 * :func:`wasserstein_mechanism_1d` -- Theorem 3.1 (scalar F, finite laws, exact W_inf);
 * :func:`approximate_wasserstein_mechanism_1d` -- Theorem 3.2 from (W, delta)-closeness
   (Definition 3.2), certified by the quantile coupling; :func:`closeness_1d`;
-* :func:`bounded_query_mechanism` -- Proposition 3.3 (+ Theorem 3.2);
+* :func:`bounded_query_mechanism` -- [CO23, Thm. 3.3] (+ Theorem 3.2);
 * :func:`expm_laplace`, :func:`expm_gaussian` -- ExpM(L), ExpM(G), Theorems 4.1 and 4.2;
 * :func:`dirm_laplace`, :func:`dirm_gaussian` -- DirM(L), Theorem 4.3, and its Gaussian form;
 * :func:`no_noise_check`, :func:`gaussian_noise_check` -- Theorem 4.4, Corollaries A.1 / A.2;
@@ -485,7 +485,7 @@ def bounded_query_mechanism(means: Mapping[Hashable, object], bound: float, epsi
                             delta: float, *,
                             pairs: Sequence[tuple[Hashable, Hashable]] | None = None
                             ) -> DistributionPrivacyResult:
-    """Proposition 3.3 with Theorem 3.2: F + Lap((Delta_E,1 + 2c) / eps) per coordinate.
+    """[CO23, Thm. 3.3] with Theorem 3.2: F + Lap((Delta_E,1 + 2c) / eps) per coordinate.
 
     Assumption (the caller's): ||F - E F||_1 <= c = ``bound`` with probability >= 1 - delta/2
     under every theta. Then every pair is (Delta_E,1 + 2c, delta)-close.
