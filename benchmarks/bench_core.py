@@ -1,4 +1,4 @@
-"""Core planner benchmarks on pgmpy's bundled example networks (issue 2, "Performance").
+"""Core planner benchmarks on pgmpy's bundled example networks (performance targets).
 
 For each network, read as a hyperparameter network (states = hyperparameter values):
 
@@ -68,7 +68,7 @@ from quiltpriv.model.network import Theta, theta_from_pgmpy  # noqa: E402
 from quiltpriv.queries.query import CountQuery  # noqa: E402
 from quiltpriv.utils.io import write_text_atomic  # noqa: E402
 
-#: The six networks of issue 2, smallest first.
+#: The six networks benchmarked, smallest first.
 DEFAULT_NETWORKS = ("alarm", "hepar2", "win95pts", "andes", "pathfinder", "munin")
 EPSILON = 1.0
 RECORDS = 1000  # n of the count query; it scales every Laplace scale alike
@@ -463,7 +463,7 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
 
 
 def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]) -> str:
-    out = ["quiltpriv core benchmarks (issue 2, Performance)",
+    out = ["quiltpriv core benchmarks (performance)",
            f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, "
            f"{facts['ram_gb']} GB RAM; {facts['platform']}",
            f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--networks", default=",".join(DEFAULT_NETWORKS),
-                    help="comma-separated pgmpy example networks (default: the six of issue 2)")
+                    help="comma-separated pgmpy example networks (default: the six above)")
     ap.add_argument("--quick", action="store_true",
                     help="one repetition and 10 influence pairs per network; writes nothing "
                          "unless --out is given")

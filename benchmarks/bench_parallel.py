@@ -1,4 +1,4 @@
-"""Parallel and distributed planning benchmark (issue 7, "Parallel and distributed planning").
+"""Parallel and distributed planning benchmark.
 
 For each network (pgmpy's bundled example networks, read straight from their ``.bif.gz`` files
 as hyperparameter networks, as in ``bench_core.py``), one :func:`quiltpriv.mechanisms.apmqm.plan`
@@ -230,7 +230,7 @@ def _x(x: float | None) -> str:
 def report(results: list[dict[str, Any]], facts: dict[str, Any], startup: dict[str, Any],
            argv: list[str], repeat: int) -> str:
     load0 = startup["loadavg_at_start"]
-    out = ["quiltpriv parallel planning benchmark (issue 7, Parallel and distributed planning)",
+    out = ["quiltpriv parallel planning benchmark (parallel and distributed planning)",
            f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores "
            f"({startup['usable_cores']} usable), {facts['ram_gb']} GB RAM; {facts['platform']}",
            f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}, "

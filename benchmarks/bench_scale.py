@@ -1,4 +1,4 @@
-"""Planning at scale (issue 7, "Targets"): plan time against pgmpy's read, fast vs core planner,
+"""Planning at scale (targets): plan time against pgmpy's read, fast vs core planner,
 influence against pgmpy's VariableElimination, and peak memory.
 
 Per pgmpy bundled example network (asia, alarm, hepar2, win95pts, andes, pathfinder, munin),
@@ -107,7 +107,7 @@ SLOWEST = 3  # influence pairs listed per network, lowest ratio first
 
 
 def has_inference() -> bool:
-    """Whether ``plan`` and ``max_influence`` take the ``inference`` keyword (issue 7 API)."""
+    """Whether ``plan`` and ``max_influence`` take the ``inference`` keyword (newer quiltpriv)."""
     return all("inference" in inspect.signature(f).parameters for f in (plan, max_influence))
 
 
@@ -477,7 +477,7 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     ok = [r for r in results if "error" not in r]
     api = any(r["inference_api"] for r in ok)
     out = [
-        "quiltpriv scale benchmarks (issue 7, Targets)",
+        "quiltpriv scale benchmarks (targets)",
         f"date {facts['date']}; {facts['cpu']}, {facts['cores']} cores, {facts['ram_gb']} GB "
         f"RAM; {facts['platform']}",
         f"python {facts['python']}, numpy {facts['numpy']}, pgmpy {facts['pgmpy']}; "

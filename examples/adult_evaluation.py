@@ -2,7 +2,7 @@
 
 Reproduces, offline on the bundled UCI Adult data (:func:`quiltpriv.model.datasets.load_adult`):
 
-* Table 2 -- the L2 error of ExpM(G), EigM(G), DauM(G) and GroupDP(G) for the query of spec 03
+* Table 2 -- the L2 error of ExpM(G), EigM(G), DauM(G) and GroupDP(G) for the Adult query
   (average age, average years of education, number never married, number female, average hours
   per week over a subset of n = 100 records), sensitive property "share of income > 50K",
   Psi = {0.45 <-> 0.55} (Dp = 0.1), delta = 1e-3, eps in {0.2, 1, 5};
@@ -11,9 +11,9 @@ Reproduces, offline on the bundled UCI Adult data (:func:`quiltpriv.model.datase
   tested on 200 subsets drawn from disjoint test data whose F is released through each
   mechanism (accuracy averaged over repetitions; no defence about 0.75);
 
-and adds two mechanisms of this library to the same evaluation (issue 4, part 4):
+and adds two mechanisms of this library to the same evaluation:
 
-* **APMQM** (Zhang, Ohrimenko and Cummings, Algorithm 3) on the hyperparameter network declared
+* **APMQM** ([ZOC22, Alg. 3]) on the hyperparameter network declared
   by :func:`adult_network`;
 * the **Wasserstein mechanism** (Song et al.; Chen and Ohrimenko Theorem 3.1, L1 ground norm)
   on the same network, exact W_inf for the two counts (:func:`quiltpriv.queries.network_laws.
@@ -73,7 +73,7 @@ PAPER_ATTACK = {"ExpM(G)": (0.500, 0.511, 0.539), "EigM(G)": (0.501, 0.512, 0.55
 PAPER_EPSILONS = (0.2, 1.0, 5.0)
 PAPER_NO_DEFENCE = 0.75
 
-#: Public bounds of the query attributes (spec 03: the Group DP sensitivities are range / n).
+#: Public bounds of the query attributes ([CO23, Sec. 5]: the Group DP sensitivities are range / n).
 BOUNDS = {"age": (17.0, 90.0), "education_num": (1.0, 16.0), "hours_per_week": (1.0, 99.0)}
 
 MECHANISMS = ("ExpM(G)", "EigM(G)", "DauM(G)", "GroupDP(G)", "APMQM", "Wasserstein")
@@ -205,7 +205,7 @@ def _component_queries(n: int):
 
 
 def apmqm_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVectorMechanism:
-    """APMQM (Algorithm 3) for the 5-vector F: one plan per component, then a budget split.
+    """APMQM ([ZOC22, Alg. 3]) for the 5-vector F: one plan per component, then a budget split.
 
     Each component's plan (at the full eps) gives its least scale b_k = Delta_{A&N} F_k /
     (eps - e(Q|income)). The vector release is sound when every chosen quilt has e = 0 -- then

@@ -5,7 +5,7 @@ plot the MAP adversary's accuracy against the distortion budget D for
 
 * the optimal PDD privatizer (linear programme Eq. (21), checked against its closed form),
 * the optimal PDI privatizer (Theorem 1),
-* privatizers learned from 10,000 synthetic rows by Algorithm 1 (penalty method).
+* privatizers learned from 10,000 synthetic rows by [HKCSR17, Alg. 1] (penalty method).
 
 GAP gives no epsilon guarantee: these curves are the whole comparison.
 
@@ -76,8 +76,8 @@ def main() -> None:
         res = results[(p, q)]
         ax.plot(BUDGETS, res["PDD"], "b-", label="PDD optimum (LP)")
         ax.plot(BUDGETS, res["PDI"], "r-", label="PDI optimum (Theorem 1)")
-        ax.plot(BUDGETS, res["PDD learned"], "bo", mfc="none", label="PDD learned (Alg. 1)")
-        ax.plot(BUDGETS, res["PDI learned"], "rs", mfc="none", label="PDI learned (Alg. 1)")
+        ax.plot(BUDGETS, res["PDD learned"], "bo", mfc="none", label="PDD learned (HKCSR17 Alg. 1)")
+        ax.plot(BUDGETS, res["PDI learned"], "rs", mfc="none", label="PDI learned (HKCSR17 Alg. 1)")
         ax.set_title(f"binary data model, (p, q) = ({p}, {q})")
         ax.set_xlabel("distortion budget D")
         ax.grid(alpha=0.3)

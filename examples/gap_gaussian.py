@@ -3,7 +3,7 @@
 For the paper's four datasets (mu = 3; P(Y=1) in {0.5, 0.75}; sigma0 in {1, 2}, sigma1 = 1)
 print, for D = 1..9, the theory column of Tables 2-5 (general PDD optimum by search over the
 distortion boundary), the same column as printed in the paper, and a privatizer learned from
-20,000 synthetic rows by Algorithm 1 (augmented Lagrangian) with its exact MAP accuracy
+20,000 synthetic rows by [HKCSR17, Alg. 1] (augmented Lagrangian) with its exact MAP accuracy
 ("P_detect"). The closed-form Theorems 2-4 are printed for the equal-variance datasets.
 
 GAP gives no epsilon guarantee: these accuracy-vs-distortion curves are the comparison.
@@ -78,7 +78,7 @@ def main() -> None:
     for ax, (name, (p, s0, printed)) in zip(axes, PAPER.items(), strict=True):
         rows = results[name]
         ax.plot(BUDGETS, [r[0] for r in rows], "b-", label="PDD optimum (search)")
-        ax.plot(BUDGETS, [r[1] for r in rows], "bo", mfc="none", label="learned (Alg. 1)")
+        ax.plot(BUDGETS, [r[1] for r in rows], "bo", mfc="none", label="learned (HKCSR17 Alg. 1)")
         ax.plot(BUDGETS, printed, "k+", label="paper, theory column")
         ax.set_title(f"{name}: p~={p}, sigma0={s0:g}")
         ax.set_xlabel("distortion budget D")

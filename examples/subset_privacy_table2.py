@@ -1,7 +1,7 @@
-"""Table 2 of Tan, "Privacy on a subset of dataset variables", through Algorithm 1.
+"""Table 2 of Tan, "Privacy on a subset of dataset variables", through [Tan, Alg. 1].
 
 A university releases graduates by degree programme (public: totals must stay exact) and
-annual income band (protected). Algorithm 1 (as corrected in spec 05) adds pairwise two-sided
+annual income band (protected). [Tan, Alg. 1] (corrected, docs/papers.md) adds pairwise two-sided
 geometric noise inside each row: integer cells, exact row totals, unbiased, eps-private on
 {income} (exact loss eps/2 per graduate).
 
@@ -47,7 +47,7 @@ def main() -> None:
 
     show("Table 2 (true counts):", TABLE2)
     out = consistent_count_table(TABLE2, args.epsilon, seed=args.seed)
-    show(f"Algorithm 1 at eps = {out.epsilon:g}:", out.counts)
+    show(f"[Tan, Alg. 1] at eps = {out.epsilon:g}:", out.counts)
 
     var, cov = cell_moments(TABLE2.shape[1], out.epsilon)
     print(f"privacy: eps = {out.epsilon:g} on {{income}} (exact loss per graduate "
@@ -59,7 +59,7 @@ def main() -> None:
 
     # Example 3.6 / Table 1: accounting this release together with others
     acc = SubsetPrivacyAccountant(["degree", "income", "age"])
-    acc.register("degree x income (Algorithm 1)", out.epsilon, ["income"])
+    acc.register("degree x income ([Tan, Alg. 1])", out.epsilon, ["income"])
     acc.register("degree totals (exact)", 0.0, ["degree"])
     acc.register("age x degree (eps-DP)", 0.5, ["age", "degree"])
     print("per-variable eps (an upper bound by Props 3.3-3.5):")

@@ -2,11 +2,16 @@
 
 Quick start::
 
+    import pandas as pd
     import quiltpriv as qp
+
     theta = qp.load_model("student")
-    plan = qp.plan(theta, qp.CountQuery(["height"], records=1000), "income", epsilon=1.0)
+    query = qp.CountQuery(["height", "sat"], records=1000, where="height > 66 and sat > 1300")
+    plan = qp.plan(theta, query, "income", epsilon=1.0)
     print(plan)                      # quilt chosen per sensitive attribute, and why
-    rel = qp.release(plan, query, df)   # F(X) + exact discrete Laplace noise (secure)
+    data = pd.DataFrame({"height": [58 + k % 20 for k in range(1000)],   # 1,000 students
+                         "sat": [400 + 7 * k % 1200 for k in range(1000)]})
+    rel = qp.release(plan, query, data)   # F(X) + exact discrete Laplace noise (secure)
 
 The names below are imported on first use (PEP 562), so ``import quiltpriv`` (and the command
 line's start-up) loads no module a program does not use.

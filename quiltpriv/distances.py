@@ -3,8 +3,8 @@
 On the line the optimal coupling for every W_p (p >= 1, and p = infinity) is the *quantile
 coupling*: pair the u-quantiles of the two laws for u uniform on (0, 1). Hence
 
-    W_inf(mu, nu) = ess sup_u |F^{-1}(u) - G^{-1}(u)|        (Algorithm 4 of Zhang, Ohrimenko and
-    W_1(mu, nu)   = int_0^1 |F^{-1}(u) - G^{-1}(u)| du         Cummings; spec 02 and spec 04)
+    W_inf(mu, nu) = ess sup_u |F^{-1}(u) - G^{-1}(u)|        ([ZOC22, Def. 9, Alg. 4];
+    W_1(mu, nu)   = int_0^1 |F^{-1}(u) - G^{-1}(u)| du         [KM19, Sec. II-G])
 
 For discrete laws both quantile functions are step functions, so the coupling is a finite list
 of pieces (mass, x, y) found by a two-pointer sweep over the merged cumulative sums.
@@ -312,7 +312,7 @@ def wasserstein_inf_line(xs: object, p: object, ys: object, q: object) -> float:
 
     W_inf(mu, nu) = min over couplings of the largest |x - y| on the coupling's support; on the
     line the quantile coupling attains it, so W_inf = ess sup_u |F^{-1}(u) - G^{-1}(u)|
-    (spec 02, Algorithm 4 of Zhang, Ohrimenko and Cummings; spec 04, XDistP).
+    ([ZOC22, Def. 9, Alg. 4]; [KM19, Def. 12], XDistP).
 
     Computed exactly (Fractions) and rounded up, so it never under-estimates the distance of the
     given distributions. Float probabilities are taken at their exact binary values: a tie that

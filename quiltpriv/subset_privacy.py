@@ -1,4 +1,4 @@
-"""Privacy on a subset of dataset variables (Tan), with the spec's corrections.
+"""Privacy on a subset of dataset variables ([Tan]), with corrections to the paper.
 
 Definition 2.2: a mechanism is eps-private on a subset U of the variables if replacing one
 record by another that agrees with it on every variable outside U changes the probability of
@@ -13,13 +13,13 @@ This module provides
   that is eps_t-DP and reads only the variables W_t costs eps_t for every U that meets W_t and 0
   otherwise; eps(U) is the sum over releases. It is an upper bound (by the propositions), not
   the exact loss.
-* :func:`consistent_count_table` -- Algorithm 1: a U_1 x V_1 count table with integer cells,
-  exact row (V_1) totals and unbiased cells, eps-private on U. Corrections (spec 05): the noise
+* :func:`consistent_count_table` -- [Tan, Alg. 1]: a U_1 x V_1 count table with integer cells,
+  exact row (V_1) totals and unbiased cells, eps-private on U. Corrections to the paper: the noise
   law is P(Z = z) = tanh(eps/4) e^{-eps|z|/2} (the printed normaliser is negative); every row
   with n_i >= 2 categories is noised (the printed "n_i > 2" leaves two-category rows exact and
   not private at any eps); the true privacy loss per moved record is eps/2, so the stated eps
   is safe but loose. Non-negativity is not guaranteed.
-* :func:`register_cli` -- the ``subset-privacy`` subcommand (Algorithm 1 on a CSV of records).
+* :func:`register_cli` -- the ``subset-privacy`` subcommand ([Tan, Alg. 1] on a CSV of records).
 """
 
 from __future__ import annotations
@@ -172,11 +172,11 @@ class SubsetPrivacyAccountant:
 
 
 # ---------------------------------------------------------------------------------------------
-# Algorithm 1
+# [Tan, Alg. 1]
 
 
 def two_sided_geometric_pmf(z: int | np.ndarray, epsilon: float) -> float | np.ndarray:
-    """P(Z = z) = tanh(eps/4) exp(-eps |z| / 2), the corrected noise law of Algorithm 1.
+    """P(Z = z) = tanh(eps/4) exp(-eps |z| / 2), the corrected noise law of [Tan, Alg. 1].
 
     tanh(eps/4) = (1 - e^{-eps/2}) / (1 + e^{-eps/2}); the paper prints the negative
     (1 - e^{eps/2}) / (1 + e^{eps/2}).
@@ -209,7 +209,7 @@ def _categories(n: object) -> int:
 
 
 def pair_matrix(n: int) -> np.ndarray:
-    """The C(n, 2) x n matrix M of Algorithm 1: one row per unordered pair j < l, +1 at j, -1 at l.
+    """The C(n, 2) x n matrix M of [Tan, Alg. 1]: a row per unordered pair j < l, +1 at j, -1 at l.
 
     Any member of the paper's set M(n) gives the same output law (the noises are symmetric).
     """
@@ -223,7 +223,7 @@ def pair_matrix(n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ConsistentCountTable:
-    """The output of Algorithm 1.
+    """The output of [Tan, Alg. 1].
 
     Attributes
     ----------
@@ -233,9 +233,9 @@ class ConsistentCountTable:
     row_totals : tuple of int
         The exact row totals (equal to the input's).
     epsilon : float
-        The parameter: the table is eps-private on U (Proposition 5.1).
+        The parameter: the table is eps-private on U ([Tan, Prop. 5.1]).
     privacy_loss : float
-        The exact worst-case loss per moved record, eps / 2 (spec 05): the release is also
+        The exact worst-case loss per moved record, eps / 2 (not eps as stated): the release is also
         (eps/2)-private on U.
     noise_variance : float
         Var Z of each pairwise noise; a cell in a row with n_i categories has variance
@@ -290,7 +290,7 @@ def _check_cells_fit(f: np.ndarray, mask: np.ndarray, t: Fraction, eps: float) -
 
 def consistent_count_table(counts: object, epsilon: float, *, allowed: object | None = None,
                            seed: int | random.Random | None = None) -> ConsistentCountTable:
-    """Algorithm 1 of Tan (corrected): a noisy count table with exact row totals.
+    """[Tan, Alg. 1] (corrected): a noisy count table with exact row totals.
 
     Parameters
     ----------
@@ -443,7 +443,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``subset-privacy`` subcommand (Algorithm 1 of Tan on a CSV of records)."""
+    """Add the ``subset-privacy`` subcommand ([Tan, Alg. 1] on a CSV of records)."""
     from quiltpriv.cli.core import epsilon_type, seed_type
 
     p = subparsers.add_parser(

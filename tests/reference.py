@@ -1,10 +1,10 @@
-"""Independent, slow, obviously-correct references for the APMQM core (spec 01).
+"""Independent, slow, obviously-correct references for the APMQM core ([ZOC22, Def. 8, Alg. 3]).
 
 Nothing here calls :mod:`quiltpriv.graph.quilts` or :mod:`quiltpriv.inference.influence`: the
 references
 enumerate the full joint distribution of every node (a product of all CPDs in one dense
 table), read Definition 8 off it literally, take remote sets from networkx's
-``is_d_separator`` and scan EVERY subset ``Q`` of ``V - {i}`` (Algorithm 3), so that the
+``is_d_separator`` and scan EVERY subset ``Q`` of ``V - {i}`` ([ZOC22, Alg. 3]), so that the
 planner's one-candidate-per-target search can be checked against the definition itself.
 
 The random generator builds hyperparameter networks as pgmpy ``DiscreteBayesianNetwork``
@@ -293,7 +293,7 @@ def all_quilts(net: RandomNetwork, node: str) -> list[QuiltRecord]:
 
 
 def algorithm3_scale(delta: float, e: float, eps: float) -> float:
-    """Laplace scale of one quilt per Algorithm 3 (spec 01)."""
+    """Laplace scale of one quilt per [ZOC22, Alg. 3]."""
     if e < eps:
         return delta / (eps - e)
     if delta == 0 and e <= eps:
@@ -326,7 +326,7 @@ def reference_scale(
     *,
     influence_shift: Callable[[float], float] = lambda e: e,
 ) -> float:
-    """Algorithm 3's ``b_i``: min of the trivial quilt and of every quilt in ``records``.
+    """[ZOC22, Alg. 3]'s ``b_i``: min of the trivial quilt and of every quilt in ``records``.
 
     ``influence_shift`` lets a caller bracket the answer (e.g. the influence rounded up).
     """

@@ -200,7 +200,7 @@ def test_apmqm_meets_epsilon_on_random_networks():
 
 
 def test_wasserstein_mechanism_meets_epsilon_on_random_networks():
-    # The Wasserstein mechanism (Algorithm 4) with the exact count laws of a network, audited:
+    # The Wasserstein mechanism ([ZOC22, Alg. 4]) with the exact count laws of a network, audited:
     # its predicate is the auditor's conjunction "every query attribute equals 1".
     from quiltpriv.queries.network_laws import network_wasserstein
 

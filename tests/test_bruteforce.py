@@ -1,4 +1,4 @@
-"""The APMQM planner against brute force over EVERY quilt (spec 01, Algorithm 3).
+"""The APMQM planner against brute force over EVERY quilt ([ZOC22, Alg. 3]).
 
 The planner claims the exact optimum over all 2**(m-1) quilts, searching one candidate per
 subset of the query attributes. Here the optimum is recomputed from scratch

@@ -1,4 +1,4 @@
-"""Distributed planning: ``plan(..., n_jobs=2)`` under joblib's Dask backend (issue 7).
+"""Distributed planning: ``plan(..., n_jobs=2)`` under joblib's Dask backend.
 
 The user-facing promise is that selecting the Dask backend is the only change needed:
 ``with joblib.parallel_backend("dask"): plan(...)``. Here a local cluster of two worker

@@ -1,4 +1,4 @@
-"""The bundled Adult derivative (spec 03) and Gaussian models of f_theta estimated from it."""
+"""The bundled Adult derivative ([CO23]) and Gaussian models of f_theta estimated from it."""
 
 import numpy as np
 import pytest
@@ -23,7 +23,7 @@ def test_adult_counts_as_in_the_paper():
 
 
 def test_adult_column_ranges_match_group_dp_sensitivities():
-    # spec 03: age in [17, 90], education in [1, 16], hours in [1, 99]
+    # [CO23, Sec. 5]: age in [17, 90], education in [1, 16], hours in [1, 99]
     df = load_adult()
     assert (df["age"].min(), df["age"].max()) == (17, 90)
     assert (df["education_num"].min(), df["education_num"].max()) == (1, 16)
@@ -39,7 +39,7 @@ def test_adult_is_a_fresh_copy():
     assert load_adult().loc[0, "age"] != -1
 
 
-# --------------------------------------------------------- modelling f_theta from Adult (spec 03)
+# --------------------------------------------------------- modelling f_theta from Adult ([CO23])
 
 def _rich(d):
     return d["income"] == ">50K"

@@ -18,8 +18,8 @@ from quiltpriv.distances import (
 )
 from quiltpriv.errors import ParameterError
 
-# Spec 04, "Oracles (derived, 1-D, d = |x - x'|)".
-SPEC04 = [
+# W_1 and W_inf on the line (d = |x - x'|), derived by hand from [KM19, Sec. II-G].
+LINE_ORACLES = [
     ((0.2, 0.3, 0.5), (0, 0.5, 0.5), 0.2, 1.0),
     ((1, 0, 0), (0, 0, 1), 2.0, 2.0),
     ((0.5, 0, 0.5), (0, 1, 0), 1.0, 1.0),
@@ -27,8 +27,8 @@ SPEC04 = [
 ]
 
 
-@pytest.mark.parametrize(("p", "q", "w1", "winf"), SPEC04)
-def test_spec04_oracles(p, q, w1, winf):
+@pytest.mark.parametrize(("p", "q", "w1", "winf"), LINE_ORACLES)
+def test_line_distance_oracles(p, q, w1, winf):
     support = list(range(len(p)))
     assert wasserstein_inf_line(support, p, support, q) == winf
     assert wasserstein_1_line(support, p, support, q) == pytest.approx(w1, abs=1e-12)

@@ -1,4 +1,4 @@
-"""Distribution privacy mechanisms (Chen and Ohrimenko 2023; spec 03)."""
+"""Distribution privacy mechanisms ([CO23], Chen and Ohrimenko 2023)."""
 
 import math
 import random
@@ -112,7 +112,7 @@ def test_figure_1_wasserstein_and_closeness():
 
 
 def test_table2_group_dp_gaussian_expected_error():
-    # per-record sensitivities of the five Adult queries (spec 03): L2 = 1.8750467
+    # per-record sensitivities of the five Adult queries ([CO23, Sec. 5]): L2 = 1.8750467
     sens = np.array([0.73, 0.15, 1.0, 1.0, 0.98])
     assert np.linalg.norm(sens) == pytest.approx(1.8750467, abs=1e-7)
     assert sens.sum() == pytest.approx(3.86)

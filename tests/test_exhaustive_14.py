@@ -1,8 +1,8 @@
 """The APMQM planner against exhaustive search on random networks of 12, 13 and 14 nodes.
 
-Issue 7 (exactness): on every random network of up to 14 nodes the planner, which searches the
+Exactness: on every random network of up to 14 nodes the planner, which searches the
 candidate quilts ``Q*(T)``, ``T`` a subset of the query attributes (docs/concepts.md), returns
-the scale of exhaustive search. Here the least scale of Algorithm 3 (spec 01) is recomputed
+the scale of exhaustive search. Here the least scale of [ZOC22, Alg. 3] is recomputed
 over EVERY subset ``Q`` of ``V - {i}`` (2048-8192 quilts per sensitive attribute, past the 11
 nodes of tests/test_bruteforce.py) and compared with ``plan(...).sensitive[k].scale`` for every
 sensitive attribute, for four queries per network (a count over 1-4 attributes, a weighted
@@ -20,7 +20,7 @@ every node sensitive on three networks (one of each size), three random nodes on
 
 The exhaustive search reuses tests/reference.py: each member's full joint (the product of
 all CPDs, once per network member), Definition 8 on its marginal
-(``reference.influence_from_joint``), Algorithm 3's scale (``reference.algorithm3_scale``)
+(``reference.influence_from_joint``), [ZOC22, Alg. 3]'s scale (``reference.algorithm3_scale``)
 and the count/linear sensitivities. Marginals are summed out of the full joint in two stages
 (the second half of the other nodes first, shared between quilts), which is the same sum.
 Only ``A & N(Q)`` enters the scale, so only query attributes are classified, by networkx's
@@ -30,7 +30,7 @@ pruning keeps it fast:
 * a collider-free path from ``i`` with no node in ``Q`` is active, so its end is in ``N(Q)``;
   with ``A & N(Q) <= A - Q`` this brackets ``Delta_{A&N}`` (Delta is monotone), and since
   ``e >= 0`` a ``Q`` whose ``Delta / eps`` is not below the best scale so far is skipped;
-* a ``Q`` with ``e(Q|i) > eps`` has scale ``+inf``, and so (Fact 1 of spec 01, monotonicity)
+* a ``Q`` with ``e(Q|i) > eps`` has scale ``+inf``, and so (monotonicity of the influence)
   does every superset; more generally ``e(Q) >= e(Q - {v})`` bounds the scale from below.
   Fact 1 is re-checked by brute force on a sample of the pruned quilts of every network, the
   collider-free-path rule against networkx on sampled quilts, and the whole pruned search
@@ -258,7 +258,7 @@ class Exhaustive:
         return self.separated[key]
 
     def least_scales(self, attrs, delta, eps: float) -> tuple[float, float, float, int]:
-        """Algorithm 3's least scale over the trivial quilt and every Q, with the influences
+        """[ZOC22, Alg. 3]'s least scale over the trivial quilt and every Q, with the influences
         shifted down by 1e-12, exact, and rounded up as the planner does; and the best Q."""
         amask = sum(self.bit[v] for v in attrs)
         deltas: dict[int, float] = {}
@@ -279,7 +279,7 @@ class Exhaustive:
             # the largest of the three bests.
             if d(lower) / eps >= best[2]:
                 continue
-            # Fact 1 of spec 01 (monotonicity, checked below by brute force): a superset of
+            # Monotonicity of the influence (checked below by brute force): a superset of
             # an infeasible quilt is infeasible.
             sub = next((m for m in infeasible if q & m == m), None)
             if sub is not None:
@@ -354,7 +354,7 @@ def _linear(rng: np.random.Generator, attrs: list[str], zero_weights: bool):
 def _queries(rng: np.random.Generator, nodes, sensitive) -> list:
     """A count over 1-4 attributes, a weighted linear query and a histogram over random
     attributes, and a linear query over 2-5 attributes that reads a sensitive one (where
-    Algorithm 3 trades influence against sensitivity: a quilt can remove every attribute but
+    [ZOC22, Alg. 3] trades influence against sensitivity: a quilt can remove every attribute but
     the sensitive one from N, at a price)."""
     nodes = sorted(nodes)
 
@@ -500,7 +500,7 @@ def test_pruned_search_equals_unpruned_reference(seed):
 
 
 def test_coverage_of_the_configurations():
-    """The network list covers what issue 7 asks for (checked on the configurations, so it
+    """The network list covers 12-14 nodes, >= 40 networks (checked on the configurations, so it
     holds whichever tests are selected)."""
     assert len(CONFIGS) >= 40
     assert {c[1] for c in CONFIGS} == {12, 13, 14}

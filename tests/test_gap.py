@@ -1,4 +1,4 @@
-"""GAP optimal privatizers: spec/06 oracles, the paper's Tables 2-5 theory columns, LP checks."""
+"""GAP optimal privatizers: [HKCSR17] oracles, the paper's Tables 2-5 theory columns, LP checks."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ D_GRID = np.linspace(0.0, 1.0, 41)
 @pytest.mark.parametrize(
     ("p", "q", "pdi", "pdd"),
     [
-        # spec/06 oracles: (accuracy line, floor, D where the floor starts)
+        # [HKCSR17] oracles: (accuracy line, floor, D where the floor starts)
         (0.5, 0.25, (0.75, 0.5, 0.5, 0.5), (0.75, 1.0, 0.5, 0.25)),
         (0.75, 0.25, (0.75, 0.5, 0.625, 0.25), (0.75, 1.0, 0.625, 0.125)),
     ],
@@ -118,7 +118,7 @@ def test_binary_rejects_bad_input():
 
 THM2 = [.9987, .9831, .9584, .9332, .9101, .8897, .8716, .8556, .8413, .8286]  # D = 0..9
 THM3 = [.9772, .9436, .8976, .8413, .7775, .7090, .6384, .5681]  # D = 1..8
-TABLES = {  # theory columns, D = 1..9 (spec/06); Table 5 D = 6 is disputed
+TABLES = {  # theory columns, D = 1..9 ([HKCSR17]); Table 5 D = 6 is disputed
     "Table 2": (0.5, 1.0, [.9693, .9213, .8682, .8144, .7602, .7035, .6384, .5681, .5000]),
     "Table 3": (0.75, 1.0, [.9630, .9176, .8647, .8023, .7503, .7500, .7500, .7500, .7500]),
     "Table 4": (0.5, 2.0, [.9105, .8539, .8011, .7513, .7043, .6600, .6185, .5803, .5457]),

@@ -1,4 +1,4 @@
-"""Algorithm 1 (alternating minimax) against the game-theoretic optima, on reduced problems."""
+"""[HKCSR17, Alg. 1] (alternating minimax) vs the game-theoretic optima, on reduced problems."""
 
 from __future__ import annotations
 

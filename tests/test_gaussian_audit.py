@@ -141,7 +141,7 @@ def test_apgm_gaussian_columns_passes_exact_audit(calibration, eps, delta):
         assert aud.audited_delta <= delta + GAUSSIAN_AUDIT_TOLERANCE
         assert aud.margin == pytest.approx(delta - aud.audited_delta)
         tightest = max(tightest, aud.audited_delta / delta)
-        # the generic Algorithm 1 on the same (independently derived) laws audits the same
+        # the generic [ZOC22, Alg. 1] on the same (independently derived) laws audits the same
         laws = column_mean_laws(thetas, n, query, secrets)
         moments = {a: [ConditionalMoments({s: m for s, (m, _) in law.items()},
                                           next(iter(law.values()))[1]) for law in per]

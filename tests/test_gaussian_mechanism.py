@@ -1,4 +1,4 @@
-"""APGM: Section 4.3 closed forms, Algorithm 1 from moments, calibrations, APGMnG lambda_eta."""
+"""APGM: Section 4.3 closed forms, [ZOC22, Alg. 1] from moments, calibrations, APGMnG lambda_eta."""
 
 from __future__ import annotations
 

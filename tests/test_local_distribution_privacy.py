@@ -1,4 +1,4 @@
-"""Tests for quiltpriv.distribution.local_distribution_privacy (spec 04, Kawamoto and Murakami)."""
+"""Tests for quiltpriv.distribution.local_distribution_privacy ([KM19], Kawamoto and Murakami)."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def test_f_divergences_known_values():
 
 
 def test_f_distp_joint_convexity_bound():
-    """D_f(A#l || A#l') <= sum_gamma D_f(A(x) || A(x')) for any coupling gamma (spec 04)."""
+    """D_f(A#l || A#l') <= sum_gamma D_f(A(x) || A(x')) for any coupling gamma ([KM19])."""
     rng = np.random.default_rng(3)
     for _ in range(30):
         a = rng.dirichlet(np.ones(4), size=3)
@@ -332,7 +332,7 @@ def test_lifted_relation_and_dp_implies_distp():
 
 
 def test_xdp_mechanism_gives_xdistp_with_winf():
-    """A clamped geometric mechanism is (eps, |.|)-XDP, hence XDistP with W_inf (spec 04)."""
+    """A clamped geometric mechanism is (eps, |.|)-XDP, hence XDistP with W_inf ([KM19])."""
     eps, n = 0.7, 5
     a_ = math.exp(-eps)
     z = np.arange(-60, 61)

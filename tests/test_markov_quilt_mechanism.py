@@ -1,4 +1,4 @@
-"""Tests of the original Markov Quilt Mechanism (Algorithm 5, quiltpriv.mechanisms.mqm)."""
+"""Tests of the original Markov Quilt Mechanism ([ZOC22, Alg. 5], quiltpriv.mechanisms.mqm)."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ def test_lipschitz_release_and_audit():
     out = plan.release(3.0, seed=7)
     assert not out.secure and math.isfinite(out.value)
     assert plan.to_dict()["nodes"][0]["node"] == "y1"
-    assert "Algorithm 5" in plan.explain()
+    assert "[ZOC22, Alg. 5]" in plan.explain()
     # protecting one entry only uses its b_i
     one = markov_quilt_mechanism(theta, 1.0, protected="y1")
     assert one.b_max == pytest.approx(plan["y1"].scale)

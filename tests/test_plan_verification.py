@@ -3,7 +3,7 @@
 A plan read from JSON is verified against the model and the query before anything uses it;
 edits of a saved plan that would make a release carry less noise than its claims need are
 refused. The random-edit tests judge every verdict with an independent reference (networkx
-d-separation, Definition 8 on the full joint, Algorithm 3's scale; tests/reference.py).
+d-separation, [ZOC22, Def. 8] on the full joint, [ZOC22, Alg. 3]'s scale; tests/reference.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Property tests of the APMQM core (spec 01, facts 1-2; Algorithm 3; plan contract).
+"""Property tests of the APMQM core (monotonicity and data processing of [ZOC22, Def. 8];
+[ZOC22, Alg. 3]; plan contract).
 
 Networks come from the seeded generator in tests/reference.py; hypothesis draws the seeds,
 the sets and the parameters, derandomised so every run checks the same cases. d-separation

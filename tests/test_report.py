@@ -130,7 +130,7 @@ def student_report(student):
 
 
 def brute_force_scales(theta, query, node, eps):
-    """Scale of every quilt of ``node`` (Algorithm 3's objective), straight from the definition."""
+    """Scale of every quilt of ``node`` ([ZOC22, Alg. 3]'s objective), from the definition."""
     out = {}
     quilts = list(qp.enumerate_quilts(theta, node)) + [qp.trivial_quilt(theta, node)]
     for q in quilts:

@@ -1,4 +1,4 @@
-"""Tests for quiltpriv.subset_privacy (spec 05, Tan)."""
+"""Tests for quiltpriv.subset_privacy ([Tan])."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_noise_law_corrected_normaliser_and_variance():
 
 
 # ---------------------------------------------------------------------------------------------
-# Algorithm 1
+# [Tan, Alg. 1]
 
 
 def test_table2_invariants_and_table3():
@@ -124,7 +124,7 @@ def test_table2_invariants_and_table3():
     assert not out.secure and out.seed == 2023
     with pytest.raises(ValueError):
         g[0, 0] = 1  # read-only
-    # the paper's Table 3 satisfies exactly the invariants Algorithm 1 guarantees
+    # the paper's Table 3 satisfies exactly the invariants [Tan, Alg. 1] guarantees
     t3 = np.array(TABLE3)
     assert tuple(t3.sum(1)) == TOTALS
     assert not np.array_equal(t3.sum(0), np.array(TABLE2).sum(0))  # column totals move

@@ -1,6 +1,6 @@
 """Privacy auditor for Laplace releases on Bernoulli hyperparameter networks (exact, or bounds).
 
-Distributional attribute privacy (Definition 4; spec 01, "The model") asks that for every
+Distributional attribute privacy ([ZOC22, Def. 4]) asks that for every
 member ``theta`` of Theta, every sensitive ``i`` and every two values ``a, b`` of ``phi_i`` with
 positive probability, ``P(M(X) in T | phi_i = a) <= e^eps P(M(X) in T | phi_i = b)``. For a
 release ``M = F(X) + Lap(s)`` this module computes the *exact* worst-case privacy loss
@@ -10,7 +10,7 @@ release ``M = F(X) + Lap(s)`` this module computes the *exact* worst-case privac
 and checks ``L <= eps``. Nothing is sampled. Up to 200 records ``L`` is exact; above, it is
 bracketed by proven bounds ("Large n" below).
 
-Model assumed (spec 01): the states of every query attribute are Bernoulli parameters (state
+Model assumed ([ZOC22, Sec. 5]): the states of every query attribute are Bernoulli parameters (state
 names that read as numbers in [0, 1]; for a count with a predicate also categorical laws over
 ``0..k-1``, as in :mod:`quiltpriv.queries.network_laws`); given ``phi`` the ``n`` records are
 i.i.d. and the

@@ -1,6 +1,6 @@
-"""Exact (epsilon, delta) auditor for the Attribute-Private Gaussian Mechanism (spec 02).
+"""Exact (epsilon, delta) auditor for the Attribute-Private Gaussian Mechanism ([ZOC22, Sec. 4]).
 
-Algorithm 1 (APGM) releases ``F(X) + N(0, sigma^2 I)``. When Theta is finite and
+APGM ([ZOC22, Alg. 1]) releases ``F(X) + N(0, sigma^2 I)``. When Theta is finite and
 ``F(X) | s, theta`` is Gaussian (the setting of Theorem 1, e.g. the Section 4.3 model of
 multivariate Gaussian records with column-mean queries), the released value given secret ``s``
 under ``theta`` is exactly ``N(E[F | s, theta], Cov(F | s, theta) + sigma^2 I)``. Dataset
@@ -331,7 +331,7 @@ def audit_apgm(
     pairs: Mapping[Hashable, Sequence[tuple[Hashable, Hashable]]] | None = None,
     variances: Mapping[Hashable, Sequence[Mapping[Hashable, object]]] | None = None,
 ) -> GaussianAuditResult:
-    """Audit the plan of :func:`quiltpriv.mechanisms.apgm.apgm` (Algorithm 1) exactly.
+    """Audit the plan of :func:`quiltpriv.mechanisms.apgm.apgm` ([ZOC22, Alg. 1]) exactly.
 
     ``moments`` and ``pairs`` are what was passed to ``apgm``; ``result`` is its return value
     (its ``sigma``, ``epsilon`` and ``delta`` are audited). By default each secret's law is

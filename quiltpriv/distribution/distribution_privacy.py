@@ -1,6 +1,6 @@
 """Distribution privacy mechanisms for global properties (Chen and Ohrimenko, AISTATS 2023).
 
-Spec 03. Theta is a finite set of data distributions, given here by a key per theta; Psi is a
+[CO23]. Theta is a finite set of data distributions, given here by a key per theta; Psi is a
 list of ordered pairs of keys (the property to hide); F(Data) is a vector in R^m and f_theta its
 law under theta. A mechanism is (eps, delta)-distribution private w.r.t. Psi if for every pair
 (i, j) and every set S, P(M(Data) in S | theta_i) <= e^eps P(M(Data) in S | theta_j) + delta.
@@ -12,12 +12,12 @@ checkable assumption fails):
 * :func:`wasserstein_mechanism_1d` -- Theorem 3.1 (scalar F, finite laws, exact W_inf);
 * :func:`approximate_wasserstein_mechanism_1d` -- Theorem 3.2 from (W, delta)-closeness
   (Definition 3.2), certified by the quantile coupling; :func:`closeness_1d`;
-* :func:`bounded_query_mechanism` -- Proposition 3.3 (+ Theorem 3.2);
+* :func:`bounded_query_mechanism` -- [CO23, Thm. 3.3] (+ Theorem 3.2);
 * :func:`expm_laplace`, :func:`expm_gaussian` -- ExpM(L), ExpM(G), Theorems 4.1 and 4.2;
 * :func:`dirm_laplace`, :func:`dirm_gaussian` -- DirM(L), Theorem 4.3, and its Gaussian form;
 * :func:`no_noise_check`, :func:`gaussian_noise_check` -- Theorem 4.4, Corollaries A.1 / A.2;
 * :func:`eigm_gaussian` -- EigM(G), Theorem 4.5;
-* :func:`daum_gaussian` -- DauM(G), Algorithm 1 / Theorem A.1, closed form by the matrix
+* :func:`daum_gaussian` -- DauM(G), [CO23, Alg. 1, Thm. A.1], closed form by the matrix
   determinant lemma (:func:`daum_variance_bisection` is the paper's bisection, for checking);
 * :func:`group_dp_gaussian`, :func:`group_dp_laplace` -- the group-DP baselines of Table 2;
 * :func:`relaxed_max_divergence`, :func:`relaxed_wasserstein` -- Theorems 4.6 and 4.7.
@@ -485,7 +485,7 @@ def bounded_query_mechanism(means: Mapping[Hashable, object], bound: float, epsi
                             delta: float, *,
                             pairs: Sequence[tuple[Hashable, Hashable]] | None = None
                             ) -> DistributionPrivacyResult:
-    """Proposition 3.3 with Theorem 3.2: F + Lap((Delta_E,1 + 2c) / eps) per coordinate.
+    """[CO23, Thm. 3.3] with Theorem 3.2: F + Lap((Delta_E,1 + 2c) / eps) per coordinate.
 
     Assumption (the caller's): ||F - E F||_1 <= c = ``bound`` with probability >= 1 - delta/2
     under every theta. Then every pair is (Delta_E,1 + 2c, delta)-close.
@@ -790,11 +790,11 @@ def daum_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashabl
                   pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
                   calibration: str = "classical", covariance_rtol: float = 1e-9,
                   direction_rtol: float = 1e-9) -> DistributionPrivacyResult:
-    """DauM(G), Algorithm 1 / Theorem A.1: F + N(0, s^2 v v^T).
+    """DauM(G), [CO23, Alg. 1, Thm. A.1]: F + N(0, s^2 v v^T).
 
     For each pair, alpha = (mu_i - mu_j)^T v; Sigma_i + t v v^T is positive definite iff
     1 + t v^T Sigma_i^-1 v > 0 (matrix determinant lemma), so the least s^2 of line 1 of
-    Algorithm 1 is (alpha c_G / eps)^2 - 1 / (v^T Sigma_i^-1 v), clipped at 0 -- and by
+    [CO23, Alg. 1] is (alpha c_G / eps)^2 - 1 / (v^T Sigma_i^-1 v), clipped at 0 -- and by
     Sherman-Morrison exactly this s^2 makes the Corollary A.1 term equal (eps/c_G)^2. s^2 is the
     maximum over Psi. Mean differences must be parallel to v (checked).
     """

@@ -13,7 +13,7 @@ computes, exactly, the smallest parameters for which a given mechanism satisfies
 * :func:`f_distp_epsilon` -- f-divergence DistP (Definition 16) for KL, reverse KL, total
   variation, chi-square and (squared) Hellinger (Table I).
 
-Distances between input distributions on a finite metric space (spec 04, Section II-G):
+Distances between input distributions on a finite metric space ([KM19, Sec. II-G]):
 :func:`wasserstein_inf` (exact bottleneck search with rational max-flow),
 :func:`wasserstein_1` (linear programme, reported as the cost of an explicit coupling, so never
 below the true value), and :func:`lifted_relation` (Definition 9: is there a coupling supported

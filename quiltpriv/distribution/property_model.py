@@ -1,6 +1,6 @@
 """Gaussian models of f_theta estimated from data by resampling (Chen and Ohrimenko, App. C.1).
 
-Spec 03, "The Adult experiment". A theta is "the share of records with the sensitive property
+[CO23, Sec. 5] (the Adult experiment). A theta is "the share of records with the sensitive property
 is p"; under it a dataset is a subset of n records of which round(p n) have the property, drawn
 without replacement from the records that have it and the rest from those that do not. F is a
 linear query: F(subset) = weights * (sum over the subset of per-record features). For each p,
@@ -32,11 +32,11 @@ __all__ = [
     "estimate_property_model",
 ]
 
-#: The five statistics of the Adult experiment (spec 03), for a subset of n records.
+#: The five statistics of the Adult experiment ([CO23, Sec. 5]), for a subset of n records.
 ADULT_QUERY_NAMES = ("average age", "average years of education", "number never married",
                      "number female", "average hours per week")
 
-#: Per-record sensitivities for n = 100 (spec 03): range / n for averages, 1 for counts.
+#: Per-record sensitivities for n = 100 ([CO23, Sec. 5]): range / n for averages, 1 for counts.
 ADULT_QUERY_SENSITIVITIES = (0.73, 0.15, 1.0, 1.0, 0.98)
 
 
@@ -130,7 +130,7 @@ def estimate_property_model(
         n, the records per dataset; round(p n) of them have the property.
     features
         df -> (per-record features (N, m), is_average (m,)): F_k = sum / n for averages and
-        the sum for counts. Default: the Adult query of spec 03.
+        the sum for counts. Default: the Adult query of [CO23, Sec. 5].
     n_samples
         Subsets per proportion (the paper: 1,000).
     seed

@@ -6,7 +6,7 @@ s ~ A(x), insert s at a uniformly random position among the k + 1 slots and rele
 The user's service quality loss is that of A (the user keeps the real element); the traffic is
 k + 1 times that of A.
 
-Guarantee (spec 04, a reconstruction; :func:`tupling_guarantee`): with mu = A#(lambda) for each
+Guarantee ([KM19, Sec. VI], reconstructed; :func:`tupling_guarantee`): with mu = A#(lambda) for each
 protected lambda, beta = the largest mu(y) over the protected distributions, m = |Y| and
 0 < alpha < k/m, the mechanism is (eps_alpha, delta_alpha)-PDistP on them with
 
@@ -135,7 +135,7 @@ def tupling_sample(base: object, x: int, k: int, *, dummy_law: object | None = N
 
 @dataclass(frozen=True)
 class TuplingGuarantee:
-    """The (eps_alpha, delta_alpha)-PDistP guarantee of the tupling mechanism (spec 04).
+    """The (eps_alpha, delta_alpha)-PDistP guarantee of the tupling mechanism ([KM19, Sec. VI]).
 
     Attributes
     ----------

@@ -1,4 +1,4 @@
-"""Generative adversarial privacy [HKCSR18]: the optimal privatizers in closed form and by
+"""Generative adversarial privacy [HKCSR17]: the optimal privatizers in closed form and by
 convex programs (``privatizers``) and learned against a neural adversary (``learning``).
 
 ``quiltpriv.gap.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.gap`` module (now

@@ -1,8 +1,8 @@
-"""Learned GAP privatizers: the alternating minimax of Algorithm 1 (Huang et al. 2017).
+"""Learned GAP privatizers: the alternating minimax of [HKCSR17, Alg. 1].
 
 The data holder does not know ``P(X, Y)``; it has rows ``(x_i, y_i)`` and learns a privatizer
 ``g(X, Y; theta_p)`` by playing against a learned adversary ``h(X^; theta_a)`` that minimises
-the empirical log-loss (cross-entropy, Eq. (11)). Each iteration of Algorithm 1 draws a minibatch,
+the empirical log-loss (cross-entropy, Eq. (11)). Each iteration of [HKCSR17, Alg. 1] draws a batch,
 takes ``adversary_steps`` gradient steps for the adversary, then one step for the privatizer on
 the negated loss plus a distortion-constraint term:
 
@@ -69,7 +69,7 @@ _CONSTRAINTS = ("penalty", "augmented_lagrangian")
 
 @dataclass(frozen=True)
 class MinimaxSettings:
-    """Knobs of Algorithm 1 (defaults follow the paper where it gives them).
+    """Knobs of [HKCSR17, Alg. 1] (defaults follow the paper where it gives them).
 
     ``iterations`` T; ``batch_size`` M (paper: 200); ``adversary_steps`` k adversary updates per
     privatizer update; learning rates of Adam (paper: 0.01); ``rho0``, ``rho_growth``,
@@ -114,7 +114,7 @@ class MinimaxSettings:
 
 @dataclass(frozen=True)
 class LearnedBinaryPrivatizer:
-    """A binary privatizer learned by Algorithm 1.
+    """A binary privatizer learned by [HKCSR17, Alg. 1].
 
     ``mechanism``: ``(s00, s01, s10, s11)`` (PDD) or ``(s0, s1)`` (PDI), as in
     :class:`quiltpriv.gap.privatizers.BinaryOptimum`. ``accuracy`` and ``distortion`` are exact
@@ -136,7 +136,7 @@ class LearnedBinaryPrivatizer:
 
 @dataclass(frozen=True)
 class LearnedGaussianPrivatizer:
-    """A Gaussian-mixture privatizer learned by Algorithm 1 (fields as in the binary case)."""
+    """A Gaussian-mixture privatizer learned by [HKCSR17, Alg. 1] (fields as in the binary case)."""
 
     mechanism: GaussianMechanism
     accuracy: float
@@ -260,7 +260,7 @@ def learn_binary_privatizer(
     constraint: str = "penalty", settings: MinimaxSettings | None = None,
     model: BinaryModel | None = None, seed: int | None = None,
 ) -> LearnedBinaryPrivatizer:
-    """Learn a binary PDD or PDI privatizer from rows ``(x_i, y_i)`` by Algorithm 1.
+    """Learn a binary PDD or PDI privatizer from rows ``(x_i, y_i)`` by [HKCSR17, Alg. 1].
 
     Parameters
     ----------
@@ -352,7 +352,7 @@ def learn_gaussian_privatizer(
     settings: MinimaxSettings | None = None, model: GaussianMixtureModel | None = None,
     seed: int | None = None,
 ) -> LearnedGaussianPrivatizer:
-    """Learn ``(beta0, beta1, gamma0, gamma1)`` of the PDD Gaussian privatizer by Algorithm 1.
+    """Learn ``(beta0, beta1, gamma0, gamma1)`` of the PDD Gaussian privatizer by [HKCSR17, Alg. 1].
 
     Parameters as in :func:`learn_binary_privatizer`; ``distortion`` bounds ``E (X^ - X)^2``
     and ``constraint`` defaults to the augmented Lagrangian (the paper's choice for this model).

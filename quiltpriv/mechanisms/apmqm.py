@@ -1,6 +1,6 @@
-"""The Attribute-Private Markov Quilt Mechanism (APMQM, Algorithm 3) : plan and release.
+"""The Attribute-Private Markov Quilt Mechanism (APMQM, [ZOC22, Alg. 3]) : plan and release.
 
-For every sensitive attribute ``i`` Algorithm 3 takes the quilt of least Laplace scale
+For every sensitive attribute ``i`` [ZOC22, Alg. 3] takes the quilt of least Laplace scale
 
     b_i = min( Delta_A F / eps,  min over quilts with e(Q|i) < eps of
                                   Delta_{A and N(Q)} F / (eps - e_Theta(Q | i)) )
@@ -896,7 +896,7 @@ def plan_node(
     inference: str = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> SensitivePlan:
-    """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
+    """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
 
     See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
     too expensive to compute (``max_table``), the deadline passes, the candidate budget is used
@@ -1065,7 +1065,7 @@ def plan(
     inference: str = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> Plan:
-    """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
+    """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
 
     Parameters
     ----------
@@ -1242,7 +1242,7 @@ def release(
     model: Any = None, ledger: str | os.PathLike[str] | None = None,
     command: Sequence[str] | None = None,
 ) -> Release:
-    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
+    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` ([ZOC22, Alg. 3], last line).
 
     Noise comes from :mod:`quiltpriv.mechanisms.noise`: an exact discrete Laplace on a fine
     power-of-two

@@ -2,11 +2,11 @@
 
 For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C``:
 
-* **APMQM** (Algorithm 3, Theorem 4): Laplace, least scale over all Markov quilts;
+* **APMQM** ([ZOC22, Alg. 3, Thm. 4]): Laplace, least scale over all Markov quilts;
   (eps, 0)-distributional attribute privacy.
-* **Group DP Laplace** (spec 01/02): every record may change, scale ``Delta_all F / eps``
+* **Group DP Laplace** ([DR14, Thm. 2.2]): every record may change, scale ``Delta_all F / eps``
   (``n Delta / eps`` per-record); (eps, 0) for any secret, no assumption on Theta.
-* **Wasserstein Mechanism** (Algorithm 4, Theorem 5): Laplace with scale ``W / eps`` from the
+* **Wasserstein Mechanism** ([ZOC22, Alg. 4, Thm. 5]): Laplace with scale ``W / eps`` from the
   conditional laws of ``F`` (:mod:`quiltpriv.queries.network_laws`): exact rationals for small
   ``n``,
   certified float64 laws in ``O(n)`` above (``W`` then a proven upper bound, exact when its
@@ -14,11 +14,11 @@ For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C
   a count whose predicate is linked to the model's record categories by a declared ``domain``
   or ``record_states`` (otherwise the row says what to declare; a predicate is never
   reinterpreted).
-* **APGM** (Algorithm 1, Theorem 1) is listed with the reason it does not apply: it needs
+* **APGM** ([ZOC22, Alg. 1, Thm. 1]) is listed with the reason it does not apply: it needs
   ``F | secret`` Gaussian with a secret-independent variance (Gaussian record models,
   :func:`quiltpriv.mechanisms.apgm.apgm_gaussian_columns`), which a network of Bernoulli
   parameters does not give.
-* **The original Markov Quilt Mechanism** (Algorithm 5) protects individual values of a network
+* **The original Markov Quilt Mechanism** ([ZOC22, Alg. 5]) protects individual values of a network
   over record values, not hyperparameters: listed as not applicable, with a pointer to
   :func:`quiltpriv.mechanisms.mqm.markov_quilt_mechanism`.
 

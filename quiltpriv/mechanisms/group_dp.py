@@ -6,8 +6,8 @@ calibrate the noise to the largest change of F when *every* record changes. For 
 query with per-record sensitivity Delta that change is at most n * Delta, giving
 
 * Laplace: scale n * Delta / eps -- (eps, 0)-DP for groups of size n, hence any property of the
-  dataset (Zhang, Ohrimenko and Cummings, Example 2: Lap(4/eps) for a count over 4 records;
-  spec 01, last section, and spec 02);
+  dataset ([ZOC22, Ex. 2]: Lap(4/eps) for a count over 4 records; group privacy, [DR14,
+  Thm. 2.2]);
 * Gaussian: sigma = c_G * n * Delta / eps with c_G = sqrt(2 ln(1.25/delta)) (classical, eps < 1),
   or the analytic calibration -- (eps, delta) for groups of size n.
 

@@ -1,5 +1,5 @@
-"""The original Markov Quilt Mechanism (Song, Wang and Chaudhuri 2017; Algorithm 5 of Zhang,
-Ohrimenko and Cummings, Appendix A; spec 01, last section).
+"""The original Markov Quilt Mechanism ([SWC17]; [ZOC22, Alg. 5], in Appendix A of Zhang,
+Ohrimenko and Cummings).
 
 Individual-level Pufferfish privacy for a database ``Y = (Y_1, ..., Y_m)`` whose *entries* form a
 Bayesian network: here the network's nodes are the record values ``Y_i`` and its states are the
@@ -10,7 +10,7 @@ values they take (not hyperparameters). Every ``Y_i`` is protected. For each ``i
     release F(Y) + Lap(L * max_i b_i)       for an L-Lipschitz F
 
 ``e^v(Q | Y_i) = max_theta max_{a,b} max_{y_Q} log P(Y_Q = y_Q | Y_i = a) / P(Y_Q = y_Q | Y_i = b)``
-is Definition 8 computed on the value network, so
+is [ZOC22, Def. 10], the computation of [ZOC22, Def. 8] on the value network, so
 :func:`quiltpriv.inference.influence.max_influence`
 applies as it is; ``N(Q)`` is the nearby set of :func:`quiltpriv.graph.quilts.markov_quilt` (the
 largest remote set for that ``Q``). The trivial quilt (``Q = R = {}``, ``N = V``) gives
@@ -22,8 +22,8 @@ Which quilts are searched (``QuiltFamily``)
   ``{Y_{i-a}}``, ``{Y_{i+b}}`` and ``{Y_{i-a}, Y_{i+b}}``. On a chain this family is *exact*:
   for any quilt ``Q`` the nearby set is the open interval between ``Q``'s nearest nodes to
   ``i`` on either side (no colliders), so the quilt ``Q'`` of those (at most two) nearest nodes
-  has ``N(Q') = N(Q)`` and, as ``Q'`` is a subset of ``Q``, ``e(Q') <= e(Q)`` (monotonicity,
-  spec fact 1). The tests check it against exhaustive enumeration.
+  has ``N(Q') = N(Q)`` and, as ``Q'`` is a subset of ``Q``, ``e(Q') <= e(Q)`` (monotonicity:
+  influence never falls as a quilt grows). The tests check it against exhaustive enumeration.
 * ``"all"`` -- every subset of the other nodes (:func:`quiltpriv.graph.quilts.enumerate_quilts`),
   ``2**(m-1)`` per node: exact, for small networks.
 * ``"bounded"`` -- quilts with ``|Q| <= max_quilt_size`` only. Still private (every candidate
@@ -109,7 +109,7 @@ class NodeScale:
 
 @dataclass(frozen=True)
 class MQMPlan:
-    """Noise plan of the original Markov Quilt Mechanism (Algorithm 5).
+    """Noise plan of the original Markov Quilt Mechanism ([ZOC22, Alg. 5]).
 
     Attributes
     ----------
@@ -178,7 +178,7 @@ class MQMPlan:
 
     def explain(self) -> str:
         lines = [
-            f"Markov Quilt Mechanism (Algorithm 5): epsilon = {self.epsilon:g}, L = "
+            f"Markov Quilt Mechanism ([ZOC22, Alg. 5]): epsilon = {self.epsilon:g}, L = "
             f"{self.lipschitz:g}, Laplace scale L * max_i b_i = {_fmt(self.scale)} "
             f"(set by {self.binding!r})",
             f"quilt family searched: {self.family} "
@@ -288,7 +288,7 @@ def markov_quilt_mechanism(
     max_exhaustive_nodes: int = MAX_EXHAUSTIVE_NODES,
     max_table: int = DEFAULT_MAX_TABLE,
 ) -> MQMPlan:
-    """Plan the original Markov Quilt Mechanism (Algorithm 5) on a network over record values.
+    """Plan the original Markov Quilt Mechanism ([ZOC22, Alg. 5]) on a network over record values.
 
     Parameters
     ----------
@@ -300,7 +300,7 @@ def markov_quilt_mechanism(
     lipschitz : float
         ``L``, the most ``F`` changes when one entry ``Y_i`` changes (1 for a count).
     protected : str or iterable of str, optional
-        The entries whose values are secret; default all (as in Algorithm 5). The noise
+        The entries whose values are secret; default all (as in [ZOC22, Alg. 5]). The noise
         depends only on the protected entries' ``b_i``.
     family : {"auto", "chain", "all", "bounded"}
         Quilts to search (see the module docstring). ``"auto"``: the chain family for a directed

@@ -15,9 +15,9 @@ drawn **exactly** from the discrete Laplace or discrete Gaussian distribution by
 rational-arithmetic rejection samplers of Canonne, Kamath and Steinke (2020, "The Discrete
 Gaussian for Differential Privacy", CKS):
 
-* :func:`bernoulli_exp_neg` -- Bernoulli(exp(-gamma)), CKS Algorithm 1;
-* :func:`discrete_laplace` -- P(K = k) proportional to exp(-|k|/t), CKS Algorithm 2;
-* :func:`discrete_gaussian` -- P(K = k) proportional to exp(-k^2/(2 sigma^2)), CKS Algorithm 3.
+* :func:`bernoulli_exp_neg` -- Bernoulli(exp(-gamma)), [CKS20, Alg. 1];
+* :func:`discrete_laplace` -- P(K = k) proportional to exp(-|k|/t), [CKS20, Alg. 2];
+* :func:`discrete_gaussian` -- P(K = k) proportional to exp(-k^2/(2 sigma^2)), [CKS20, Alg. 3].
 
 All parameters are exact rationals (a float is converted exactly with ``Fraction(x)``) and the
 only randomness is uniform integers from ``rng.getrandbits``. No float is ever involved in
@@ -247,7 +247,7 @@ def _uniform_below(n: int, rng: RandomBits) -> int:
 
 
 def _bern_exp_neg(num: int, den: int, rng: RandomBits) -> bool:
-    """Bernoulli(exp(-num/den)) for integers num >= 0, den >= 1 (CKS Algorithm 1)."""
+    """Bernoulli(exp(-num/den)) for integers num >= 0, den >= 1 ([CKS20, Alg. 1])."""
     whole, num = divmod(num, den)
     # gamma > 1: exp(-gamma) = exp(-1)^floor(gamma) * exp(-frac(gamma)); stop at the first 0,
     # so the expected cost is O(1) however large gamma is.
@@ -269,7 +269,7 @@ def _bern_exp_neg_le1(num: int, den: int, rng: RandomBits) -> bool:
 
 
 def _discrete_laplace(num: int, den: int, rng: RandomBits) -> int:
-    """Discrete Laplace with t = num/den: P(k) proportional to exp(-|k|/t) (CKS Algorithm 2)."""
+    """Discrete Laplace with t = num/den: P(k) proportional to exp(-|k|/t) ([CKS20, Alg. 2])."""
     while True:
         u = _uniform_below(num, rng)
         if not _bern_exp_neg_le1(u, num, rng):
@@ -286,7 +286,7 @@ def _discrete_laplace(num: int, den: int, rng: RandomBits) -> int:
 
 
 def _discrete_gaussian(p: int, q: int, rng: RandomBits) -> int:
-    """Discrete Gaussian with sigma^2 = p/q (CKS Algorithm 3)."""
+    """Discrete Gaussian with sigma^2 = p/q ([CKS20, Alg. 3])."""
     t = math.isqrt(p * q) // q + 1  # floor(sqrt(p/q)) + 1, exactly
     two_pq_t2 = 2 * p * q * t * t
     qt = q * t
@@ -319,7 +319,7 @@ def _as_fraction(x: object, name: str, *, allow_zero: bool) -> Fraction:
 
 
 def bernoulli_exp_neg(gamma: Fraction | int | float, rng: RandomBits | None = None) -> bool:
-    """Exact Bernoulli(exp(-gamma)) sample (CKS Algorithm 1).
+    """Exact Bernoulli(exp(-gamma)) sample ([CKS20, Alg. 1]).
 
     Parameters
     ----------
@@ -335,7 +335,7 @@ def bernoulli_exp_neg(gamma: Fraction | int | float, rng: RandomBits | None = No
 def discrete_laplace(t: Fraction | int | float, rng: RandomBits | None = None) -> int:
     """Exact discrete Laplace sample: P(K = k) = (1-e^{-1/t})/(1+e^{-1/t}) * e^{-|k|/t}.
 
-    CKS Algorithm 2. ``t > 0`` is an exact rational; ``rng`` as in :func:`bernoulli_exp_neg`.
+    [CKS20, Alg. 2]. ``t > 0`` is an exact rational; ``rng`` as in :func:`bernoulli_exp_neg`.
     Adding ``K`` to an integer query of sensitivity ``Delta`` is ``(Delta/t)``-DP.
     """
     f = _as_fraction(t, "t", allow_zero=False)
@@ -345,7 +345,7 @@ def discrete_laplace(t: Fraction | int | float, rng: RandomBits | None = None) -
 def discrete_gaussian(sigma2: Fraction | int | float, rng: RandomBits | None = None) -> int:
     """Exact discrete Gaussian sample: P(K = k) proportional to exp(-k^2 / (2 sigma2)).
 
-    CKS Algorithm 3. ``sigma2 > 0`` is an exact rational (the *variance parameter*; the actual
+    [CKS20, Alg. 3]. ``sigma2 > 0`` is an exact rational (the *variance parameter*; the actual
     variance is slightly below ``sigma2``). Adding ``K`` to an integer query of sensitivity
     ``Delta`` is ``Delta^2/(2 sigma2)``-zCDP. ``rng`` as in :func:`bernoulli_exp_neg`.
     """

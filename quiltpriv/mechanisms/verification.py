@@ -15,7 +15,7 @@ report relies on, and returns a trusted copy only when all of them hold:
   Cummings); the stated influence is at least the recomputed ``e_Theta(Q | i)`` (exact, or
   the planner's own upper bound when the exact value is too expensive); the stated
   ``Delta_{A and N} F`` is the query's; the stated scale is at least
-  ``Delta / (eps - e)`` for the stated ``e`` (Algorithm 3); a claim of optimality is
+  ``Delta / (eps - e)`` for the stated ``e`` ([ZOC22, Alg. 3]); a claim of optimality is
   re-checked by running the planner's exact search again;
 * the overall scale is the largest per-attribute scale and the plan is optimal exactly when
   every attribute is.

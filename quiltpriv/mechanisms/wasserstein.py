@@ -1,6 +1,6 @@
-"""The Wasserstein Mechanism for attribute privacy (Algorithm 4, Theorem 5; Song et al. 2017).
+"""The Wasserstein Mechanism for attribute privacy ([ZOC22, Alg. 4, Thm. 5]; [SWC17]).
 
-Zhang, Ohrimenko and Cummings, Section 6 and Examples 2 and 3 (spec 02):
+[ZOC22, Sec. 6, Ex. 2, Ex. 3] (Zhang, Ohrimenko and Cummings):
 
     W = sup over secret pairs (s_a, s_b) and theta with P(s_a), P(s_b) > 0 of
         W_inf( law of F(X) | s_a, theta ,  law of F(X) | s_b, theta )
@@ -70,7 +70,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class WassersteinResult:
-    """Noise plan of the Wasserstein Mechanism (Algorithm 4).
+    """Noise plan of the Wasserstein Mechanism ([ZOC22, Alg. 4]).
 
     Attributes
     ----------
@@ -199,7 +199,7 @@ def wasserstein_mechanism(
     secret_probabilities: Sequence[Mapping[Hashable, float]] | None = None,
     theta_is_grid: bool = False,
 ) -> WassersteinResult:
-    """Wasserstein Mechanism (Algorithm 4) for a finite Theta and user-supplied laws of F.
+    """Wasserstein Mechanism ([ZOC22, Alg. 4]) for a finite Theta and user-supplied laws of F.
 
     Guarantee: (epsilon, 0)-Pufferfish privacy (Theorem 5) -- so dataset or distributional
     attribute privacy, depending on what the secrets are -- for the finite Theta given, when
@@ -211,7 +211,7 @@ def wasserstein_mechanism(
     laws
         One mapping per theta (or a single mapping for |Theta| = 1): secret -> (support,
         probabilities) of F(X) given that secret. Leave out secrets of probability zero under a
-        theta (their conditional law is undefined; Algorithm 4 skips them).
+        theta (their conditional law is undefined; [ZOC22, Alg. 4] skips them).
     epsilon
         Privacy parameter.
     pairs

@@ -1,6 +1,6 @@
 """Laws of a count on a hyperparameter network, for the Wasserstein Mechanism: exact or certified.
 
-Zhang, Ohrimenko and Cummings, Section 6 (Algorithm 4, Example 3; spec 02). On a hyperparameter
+[ZOC22, Sec. 6, Alg. 4, Ex. 3] (Zhang, Ohrimenko and Cummings). On a hyperparameter
 network whose states are Bernoulli parameters (state names that parse as numbers in [0, 1]),
 records are i.i.d. given ``phi`` and ``X_j^r ~ Bernoulli(phi_j)``. For the count
 ``F = #{r : X_j^r = 1}`` over ``n`` records and the secret ``phi_i = a``::
@@ -648,7 +648,7 @@ def network_wasserstein(
     progress: bool = False,
     exact_records: int = EXACT_RECORDS,
 ) -> NetworkWassersteinResult:
-    """Wasserstein Mechanism (Algorithm 4) for a count on a core network.
+    """Wasserstein Mechanism ([ZOC22, Alg. 4]) for a count on a core network.
 
     ``W = max over theta, sensitive i, and pairs a != b of values of phi_i (each of positive
     probability) of W_inf(F | phi_i = a, F | phi_i = b)``; release ``F + Lap(W / eps)``.

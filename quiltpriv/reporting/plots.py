@@ -3,13 +3,13 @@
 Two figures:
 
 * :func:`plot_noise_vs_epsilon` -- the Laplace scale of every applicable mechanism of
-  :func:`quiltpriv.mechanisms.compare.compare` (APMQM, Algorithm 3; group DP; the Wasserstein
+  :func:`quiltpriv.mechanisms.compare.compare` (APMQM, [ZOC22, Alg. 3]; group DP; the Wasserstein
   Mechanism,
-  Algorithm 4) for one query over a grid of epsilons.
+  [ZOC22, Alg. 4]) for one query over a grid of epsilons.
 * :func:`plot_quilt_tradeoff` -- the candidate Markov quilts of one sensitive attribute (the
   list of :func:`quiltpriv.reporting.report.candidate_quilts`) as points (max-influence ``e(Q|i)``,
   Definition 8; sensitivity ``Delta_{A and N} F``) with the iso-scale curves
-  ``Delta / (eps - e) = b`` of Algorithm 3: a candidate's Laplace scale is the ``b`` of the
+  ``Delta / (eps - e) = b`` of [ZOC22, Alg. 3]: a candidate's Laplace scale is the ``b`` of the
   curve through it, so the planner's choice is the point on the lowest curve.
 
 The numbers are computed without matplotlib (:func:`noise_curves`, :func:`quilt_tradeoff`);
@@ -237,7 +237,7 @@ def plot_quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float, *,
     """Figure: candidate quilts of ``node`` by influence and sensitivity, with iso-scale curves.
 
     Each candidate of :func:`quilt_tradeoff` is a point ``(e(Q|i), Delta_{A and N} F)``; the
-    dashed lines are ``Delta = b (eps - e)`` (Algorithm 3's scale ``Delta / (eps - e) = b``) for
+    dashed lines are ``Delta = b (eps - e)`` ([ZOC22, Alg. 3]'s scale ``Delta / (eps - e) = b``) for
     ``levels`` values of ``b`` from the least candidate scale up to the largest finite one;
     the vertical line ``e = eps`` bounds the quilts that give finite noise. The least-scale
     candidate (the planner's choice) is ringed. Lines: the ``levels`` iso-scale curves first

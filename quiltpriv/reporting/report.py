@@ -1,11 +1,11 @@
-"""Audit reports of an APMQM plan (Algorithm 3) that people can read.
+"""Audit reports of an APMQM plan ([ZOC22, Alg. 3]) that people can read.
 
 :func:`audit_report` turns a model, a query, a plan and optionally a release into one
 self-contained HTML page (inline CSS and inline SVG only: no script, no font, no network) and a
 JSON twin with the same content. Per sensitive attribute it draws the DAG with the chosen
 quilt's nearby set ``N``, quilt ``Q`` and remote set ``R`` (Definition 7) and tabulates the
 best candidate quilts with their max-influence (Definition 8), sensitivity ``Delta_{A and N} F``
-and Laplace scale ``Delta / (eps - e)`` (Algorithm 3), saying why the chosen one wins.
+and Laplace scale ``Delta / (eps - e)`` ([ZOC22, Alg. 3]), saying why the chosen one wins.
 
 Every number shown is recomputed with the same exact functions the planner uses
 (:func:`quiltpriv.inference.influence.max_influence`,
@@ -210,7 +210,7 @@ def _sha256_file(path: str | os.PathLike[str]) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One candidate quilt of a sensitive attribute with its cost (Algorithm 3)."""
+    """One candidate quilt of a sensitive attribute with its cost ([ZOC22, Alg. 3])."""
 
     quilt: Quilt
     influence: float | None
@@ -340,7 +340,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     query : Query
         The planned query (must match ``plan.query``).
     plan : Plan
-        The output of :func:`quiltpriv.plan` (Algorithm 3). A plan read from a file is
+        The output of :func:`quiltpriv.plan` ([ZOC22, Alg. 3]). A plan read from a file is
         verified against ``theta`` and ``query`` first
         (:func:`quiltpriv.mechanisms.verification.verify_plan`).
     release : Release, optional
@@ -513,7 +513,7 @@ def _page(theta: Theta, data: dict[str, Any], sections: list[str],
                           else data["delta_A"])))
     notes = "".join(f"<li>{_e(n)}</li>" for n in data["notes"])
     summary = _kv_table([
-        ("mechanism", "APMQM (Algorithm 3)"),
+        ("mechanism", "APMQM ([ZOC22, Alg. 3])"),
         ("\u03b5", _e(f"{data['epsilon']:g}")),
         ("overall Laplace scale b", _e(_fmt(float(data["scale"])) if not isinstance(
             data["scale"], str) else data["scale"])),
