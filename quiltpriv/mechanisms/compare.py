@@ -43,6 +43,7 @@ from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.network_laws import network_wasserstein
 from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare", "register_cli"]
@@ -52,7 +53,7 @@ DEFAULT_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True)
-class MechanismRow:
+class MechanismRow(JSONResult):
     """One mechanism's noise for the compared release, or why it does not apply.
 
     Attributes

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from quiltpriv.mechanisms.apgm import gaussian_sigma
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
 __all__ = ["GroupPrivacyResult", "group_gaussian", "group_laplace"]
 
 
 @dataclass(frozen=True)
-class GroupPrivacyResult:
+class GroupPrivacyResult(JSONResult):
     """Noise plan of a group-privacy baseline.
 
     Attributes

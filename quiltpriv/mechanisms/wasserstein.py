@@ -45,6 +45,7 @@ import numpy as np
 
 from quiltpriv.distances import quantile_coupling, wasserstein_line
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
 __all__ = [
@@ -61,7 +62,7 @@ Law = tuple[list[Fraction], list[Fraction]]
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval(JSONResult):
     """A closed interval [lo, hi] of a parameter (a continuous part of Theta or of a secret)."""
 
     lo: float | Fraction | str
@@ -69,7 +70,7 @@ class Interval:
 
 
 @dataclass(frozen=True)
-class WassersteinResult:
+class WassersteinResult(JSONResult):
     """Noise plan of the Wasserstein Mechanism (Algorithm 4).
 
     Attributes

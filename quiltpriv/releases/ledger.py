@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from quiltpriv.errors import LedgerError
-from quiltpriv.releases.records import RELEASE_FORMAT
+from quiltpriv.releases.records import READABLE_FORMATS
 
 __all__ = [
     "GENESIS",
@@ -65,6 +65,9 @@ __all__ = [
 
 #: The ledger's format, stored in its ``meta`` table; any other value is refused.
 LEDGER_FORMAT = "quiltpriv-ledger/1"
+
+#: The record formats a ledger holds, in words.
+_FORMATS = " or ".join(READABLE_FORMATS)
 
 #: The ``prev`` hash of the first entry.
 GENESIS = "0" * 64
@@ -199,8 +202,9 @@ def _parse_body(path: str, seq: int, body: Any) -> dict[str, Any]:
         raise _fail(path, f"entry {seq}: not a ledger entry (keys seq, prev, record)")
     if _canonical(doc) != body:
         raise _fail(path, f"entry {seq}: its text is not in canonical form (edited by hand?)")
-    if not isinstance(doc["record"], dict) or doc["record"].get("format") != RELEASE_FORMAT:
-        raise _fail(path, f"entry {seq}: its record is not a {RELEASE_FORMAT} record")
+    if not isinstance(doc["record"], dict) or \
+            doc["record"].get("format") not in READABLE_FORMATS:
+        raise _fail(path, f"entry {seq}: its record is not a {_FORMATS} record")
     return doc
 
 
@@ -350,8 +354,8 @@ def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEnt
         The ledger cannot be opened or written, or fails verification.
     """
     p = os.fspath(path)
-    if not isinstance(record, Mapping) or record.get("format") != RELEASE_FORMAT:
-        raise LedgerError(f"only {RELEASE_FORMAT} records go into a ledger")
+    if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
+        raise LedgerError(f"only {_FORMATS} records go into a ledger")
     con = _connect(p, create=True)
     try:
         try:
@@ -602,8 +606,11 @@ def _names_list(x: Any, what: str) -> tuple[str, ...]:
 def _facts(label: str, r: Mapping[str, Any]) -> _Facts:
     """Parse one record into what composition needs, refusing anything malformed."""
     where = f"composition: release {label}"
-    if r.get("format") != RELEASE_FORMAT:
-        raise LedgerError(f"{where}: not a {RELEASE_FORMAT} record")
+    if r.get("format") not in READABLE_FORMATS:
+        raise LedgerError(f"{where}: not a {_FORMATS} record")
+    if r.get("mechanism") != "APMQM":  # before reading the fields only APMQM records have
+        raise LedgerError(f"{where}: mechanism {r.get('mechanism')!r}; composition knows "
+                          "APMQM releases only")
     try:
         plan = r["plan"]
         g = r["guarantee"]
