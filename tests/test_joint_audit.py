@@ -300,7 +300,7 @@ def test_refusals_name_their_reason():
     assert inc.epsilon is not None  # the attribute both protect still gets its own bound
     with pytest.raises(LedgerError, match="no releases"):
         composition([])
-    with pytest.raises(LedgerError, match="not a quiltpriv-release/1"):
+    with pytest.raises(LedgerError, match="not a quiltpriv-release/1 or quiltpriv-release/2"):
         composition([{"format": "x"}])
     bad = a.to_dict()
     bad["plan"]["sensitive"]["income"]["influence"] = float("nan")

@@ -363,6 +363,21 @@ class QueryMechanism:
             raise ParameterError(f"{self.name}: a query mechanism adds Laplace or Gaussian "
                                  f"noise, not {self.calibration.noise!r}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The mechanism as JSON: name, guarantee, calibration, query, model, details."""
+        from quiltpriv.utils.serialize import jsonable
+
+        return {"name": self.name, "guarantee": self.guarantee.to_dict(),
+                "calibration": self.calibration.to_dict(),
+                "query": {"definition": self.query.to_dict(),
+                          "fingerprint": self.query_fingerprint},
+                "model": None if self.model is None else jsonable(self.model),
+                "details": None if self.details is None else jsonable(self.details),
+                "rows": self.rows}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
     def check_data(self, data: pd.DataFrame) -> float | np.ndarray:
         """``F(data)`` after every check of the query's declared domain; refuses bad data.
 

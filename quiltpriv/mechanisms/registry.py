@@ -32,6 +32,7 @@ plus calibrated noise", so they keep their own interfaces.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -116,6 +117,14 @@ class APMQMMechanism:
     @property
     def calibration(self) -> Calibration:
         return self.plan.calibration
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mechanism as JSON: name, guarantee, calibration and the plan."""
+        return {"name": self.name, "guarantee": self.guarantee.to_dict(),
+                "calibration": self.calibration.to_dict(), "plan": self.plan.to_dict()}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     def release(self, data: pd.DataFrame, *, seed: int | random.Random | None = None,
                 ledger: str | os.PathLike[str] | None = None,
