@@ -53,7 +53,10 @@ class GroupPrivacyResult(JSONResult):
 
     def release(self, value: float, *, seed: object = None):
         """F(X) plus exact discrete Laplace/Gaussian noise from
-        :mod:`quiltpriv.mechanisms.noise`."""
+        :mod:`quiltpriv.mechanisms.noise`.
+
+        The low-level form: noise for a value you computed, with no data checks and no record;
+        :func:`quiltpriv.mechanisms.registry.group_dp_mechanism` gives ``release(data)``."""
         from quiltpriv.mechanisms import noise
 
         if self.mechanism == "laplace":

@@ -171,7 +171,9 @@ class MQMPlan:
         (:mod:`quiltpriv.mechanisms.noise`).
 
         Secure randomness by default; ``seed`` is for reproducible experiments only (the
-        returned record says the generator was not secure).
+        returned record says the generator was not secure). The low-level form: no data checks
+        and no release record; :func:`quiltpriv.mechanisms.registry.mqm_mechanism` gives
+        ``release(data)``.
         """
         from quiltpriv.mechanisms import noise
 

@@ -106,7 +106,10 @@ class WassersteinResult(JSONResult):
         """F(X) + Lap(scale) with exact discrete Laplace noise from
         :mod:`quiltpriv.mechanisms.noise`.
 
-        Secure randomness by default; a seed is for reproducible experiments only.
+        Secure randomness by default; a seed is for reproducible experiments only. The
+        low-level form: no data checks and no release record;
+        :func:`quiltpriv.mechanisms.registry.wasserstein_laws_mechanism` gives
+        ``release(data)``.
         """
         from quiltpriv.mechanisms import noise
 
