@@ -38,11 +38,12 @@ import numpy as np
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
 from quiltpriv.utils.io import write_text_atomic
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = [
     "ConsistentCountTable",
-    "Release",
+    "AccountedRelease",
     "SubsetPrivacyAccountant",
     "SubsetPrivacyTable",
     "cell_moments",
@@ -59,8 +60,12 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Release:
-    """One registered release: eps_t-DP (or eps_t-private on V) and reading only ``reads``."""
+class AccountedRelease(JSONResult):
+    """One registered release: eps_t-DP (or eps_t-private on V) and reading only ``reads``.
+
+    Named ``Release`` before quiltpriv 0.2 (the same name as :class:`quiltpriv.Release`, an
+    APMQM release); that name still works, with a :class:`DeprecationWarning`.
+    """
 
     name: str
     epsilon: float
@@ -68,7 +73,7 @@ class Release:
 
 
 @dataclass(frozen=True)
-class SubsetPrivacyTable:
+class SubsetPrivacyTable(JSONResult):
     """eps per release and in total for each column subset (Table 1 of the paper).
 
     Attributes
@@ -124,14 +129,14 @@ class SubsetPrivacyAccountant:
         if len(set(names)) != len(names):
             raise ParameterError(f"dataset variables are not distinct: {names}")
         self._variables = tuple(names)
-        self._releases: list[Release] = []
+        self._releases: list[AccountedRelease] = []
 
     @property
     def variables(self) -> tuple[str, ...]:
         return self._variables
 
     @property
-    def releases(self) -> tuple[Release, ...]:
+    def releases(self) -> tuple[AccountedRelease, ...]:
         return tuple(self._releases)
 
     def _subset(self, subset: Iterable[str] | str, what: str) -> frozenset[str]:
@@ -142,12 +147,12 @@ class SubsetPrivacyAccountant:
                              f"the dataset variables are {list(self._variables)}")
         return items
 
-    def register(self, name: str, epsilon: float, reads: Iterable[str]) -> Release:
+    def register(self, name: str, epsilon: float, reads: Iterable[str]) -> AccountedRelease:
         """Record a release that is ``epsilon``-DP and reads only the variables ``reads``."""
         if any(r.name == name for r in self._releases):
             raise ParameterError(f"a release named {name!r} is already registered")
         eps = check_positive(epsilon, f"epsilon of release {name!r}", allow_zero=True)
-        release = Release(str(name), eps, self._subset(reads, f"release {name!r}"))
+        release = AccountedRelease(str(name), eps, self._subset(reads, f"release {name!r}"))
         self._releases.append(release)
         return release
 
@@ -222,7 +227,7 @@ def pair_matrix(n: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class ConsistentCountTable:
+class ConsistentCountTable(JSONResult):
     """The output of [Tan, Alg. 1].
 
     Attributes
@@ -473,3 +478,14 @@ def register_cli(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
                    help="reproducible noise for experiments only (default: secure randomness)")
     p.set_defaults(func=_handle)
     return p
+
+
+def __getattr__(name: str) -> object:
+    if name != "Release":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn("quiltpriv.subset_privacy.Release is renamed AccountedRelease "
+                  "(quiltpriv.Release is an APMQM release); the old name will be removed",
+                  DeprecationWarning, stacklevel=2)
+    return AccountedRelease

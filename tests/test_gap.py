@@ -11,8 +11,8 @@ from quiltpriv.audit.adversary import score_gaussian
 from quiltpriv.errors import ParameterError
 from quiltpriv.gap.privatizers import (
     BinaryModel,
-    GaussianMechanism,
     GaussianMixtureModel,
+    GaussianNoisePrivatizer,
     binary_pdd_closed_form,
     binary_pdd_optimum,
     binary_pdd_score,
@@ -174,9 +174,9 @@ def test_vectorised_two_gaussian_accuracy_matches_scorecard():
     for _ in range(60):
         model = GaussianMixtureModel(float(rng.uniform(0.05, 0.95)), float(rng.uniform(0, 4)),
                                      float(rng.uniform(0.3, 3)), float(rng.uniform(0.3, 3)))
-        mech = GaussianMechanism(*rng.normal(0, 2, 2), *rng.uniform(0, 2, 2))
+        mech = GaussianNoisePrivatizer(*rng.normal(0, 2, 2), *rng.uniform(0, 2, 2))
         if rng.random() < 0.3:  # equal output variances: the linear case
-            mech = GaussianMechanism(mech.beta0, mech.beta1, 0.0, 0.0)
+            mech = GaussianNoisePrivatizer(mech.beta0, mech.beta1, 0.0, 0.0)
             model = GaussianMixtureModel(model.prior1, model.mu, model.sigma1, model.sigma1)
         assert gaussian_mechanism_accuracy(model, mech) == pytest.approx(
             gaussian_mechanism_score(model, mech).map_accuracy, abs=1e-12)

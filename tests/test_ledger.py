@@ -76,7 +76,7 @@ def test_record_has_every_field_and_validates(student):
     after = datetime.now(timezone.utc)
     d = r.to_dict()
     _valid(d)
-    assert d["format"] == "quiltpriv-release/1" == records.RELEASE_FORMAT
+    assert d["format"] == "quiltpriv-release/2" == records.RELEASE_FORMAT
     t = datetime.strptime(d["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
     assert before <= t <= after
     assert d["quiltpriv_version"] == qp.__version__
@@ -85,10 +85,14 @@ def test_record_has_every_field_and_validates(student):
     assert d["query"] == {"definition": q.to_dict(), "fingerprint": p.query_fingerprint}
     assert d["data"]["rows"] == 20 and d["data"]["columns"] == ["height", "sat"]
     assert d["guarantee"] == {"kind": "distributional attribute privacy", "epsilon": 1.0,
-                              "delta": 0.0, "sensitive": ["income"]}
+                              "delta": 0.0, "sensitive": ["income"],
+                              "assumptions": list(p.guarantee.assumptions)}
     cal = d["calibration"]
     assert cal["scale"] == p.scale and cal["noise_scale_used"] == r.scale >= p.scale
     assert cal["binding"] == "income" and cal["binding_sensitivity"] == p["income"].sensitivity
+    assert cal["sensitivity"] == p["income"].sensitivity and cal["noise"] == "laplace"
+    assert cal["sampler_sensitivity"] == r.sensitivity and cal["why"].startswith("[ZOC22")
+    assert d["details"] is None
     assert d["noise"] == {"source": "secure", "seed": None, "secure": True,
                           "sampler": r.sampler}
     assert d["command"] is None and d["plan"] == p.to_dict()
@@ -507,7 +511,7 @@ def test_schema_validator_catches_bad_records(student):
         {k: v for k, v in d.items() if k != "timestamp"},
         {**d, "seed": "3"},
         {**d, "noise": {**d["noise"], "source": "lucky"}},
-        {**d, "format": "quiltpriv-release/2"},
+        {**d, "format": "quiltpriv-release/3"},
         {**d, "extra": 1},
         {**d, "timestamp": "2026-01-01 00:00:00"},
         {**d, "data": {**d["data"], "sha256": "XYZ"}},

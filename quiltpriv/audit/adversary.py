@@ -34,6 +34,7 @@ import numpy as np
 from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive, check_probability_vector
 
 _LN2 = math.log(2.0)
@@ -48,7 +49,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Scorecard:
+class Scorecard(JSONResult):
     """What the best adversary learns about a discrete secret from a mechanism's output.
 
     Attributes

@@ -47,6 +47,7 @@ from quiltpriv.mechanisms.apgm import (
     GaussianRecordModel,
     _query_weights,
 )
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_delta,
     check_epsilon,
@@ -192,7 +193,7 @@ def _mvn_delta(eps: float, shift: np.ndarray, cov: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
-class GaussianAuditResult:
+class GaussianAuditResult(JSONResult):
     """The exact worst-case delta of ``F(X) + N(0, sigma^2 I)`` at the mechanism's epsilon.
 
     Attributes

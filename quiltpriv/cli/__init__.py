@@ -46,7 +46,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "quiltpriv.cli.core": (
         ("plan", "least-noise APMQM plan (Algorithm 3)"),
-        ("release", "plan, then release F(X) + Laplace noise"),
+        ("release", "release F(X) + noise with APMQM or another mechanism"),
         ("quilts", "list the Markov quilts of a node with their influence"),
         ("models", "list the bundled models"),
     ),

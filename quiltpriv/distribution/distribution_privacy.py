@@ -52,6 +52,7 @@ from scipy import integrate, special
 
 from quiltpriv.distances import wasserstein_line
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_delta,
     check_epsilon,
@@ -96,7 +97,7 @@ _CALIBRATIONS = ("classical", "analytic")
 
 
 @dataclass(frozen=True)
-class DistributionPrivacyResult:
+class DistributionPrivacyResult(JSONResult):
     """Noise plan of a distribution privacy mechanism.
 
     Attributes
@@ -210,7 +211,7 @@ class DistributionPrivacyResult:
 
 
 @dataclass(frozen=True)
-class MechanismCheck:
+class MechanismCheck(JSONResult):
     """Outcome of the privacy condition of Theorem 4.4 / Corollary A.1 (no mechanism released).
 
     ``holds`` says whether (epsilon, delta)-distribution privacy follows; ``worst`` is the
@@ -888,7 +889,7 @@ def group_dp_laplace(sensitivity_l1: float, n_records: int, dimension: int, epsi
 
 
 @dataclass(frozen=True)
-class RelaxedGuarantee:
+class RelaxedGuarantee(JSONResult):
     """Privacy of a mechanism run on approximations f~ of the true f_theta (Thms 4.6, 4.7).
 
     ``extra_laplace_scale`` is the per-coordinate Laplace noise to add on top of the base

@@ -44,6 +44,7 @@ from scipy.special import logsumexp
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive, check_probability_vector
 
 __all__ = [
@@ -253,7 +254,7 @@ def f_divergence(p: object, q: object, divergence: str = "kl") -> float:
 
 
 @dataclass(frozen=True)
-class DistributionPrivacy:
+class DistributionPrivacy(JSONResult):
     """The smallest privacy parameter of a mechanism on a set of pairs of input distributions.
 
     Attributes
@@ -378,7 +379,7 @@ def point_privacy_epsilon(mechanism: object, adjacency: object | None = None,
 
 
 @dataclass(frozen=True)
-class Transport:
+class Transport(JSONResult):
     """A Wasserstein distance with a coupling that attains it.
 
     Attributes
@@ -399,7 +400,7 @@ class Transport:
 
 
 @dataclass(frozen=True)
-class LiftedRelation:
+class LiftedRelation(JSONResult):
     """Whether (p, q) is in the lifted relation Phi# (Definition 9), with a witness coupling."""
 
     holds: bool
@@ -621,7 +622,7 @@ def wasserstein_1(cost: object, p: object, q: object) -> Transport:
 
 
 @dataclass(frozen=True)
-class LaplaceCalibration:
+class LaplaceCalibration(JSONResult):
     """Laplace scale giving eps-DistP for a pair of distributions on the line.
 
     Attributes
@@ -739,7 +740,7 @@ def exponential_mechanism_matrix(utility: object, epsilon: float,
 
 
 @dataclass(frozen=True)
-class LocalRelease:
+class LocalRelease(JSONResult):
     """One output of a local mechanism.
 
     Attributes

@@ -22,6 +22,7 @@ import numpy as np
 
 from quiltpriv.distribution import distribution_privacy as dp
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_records
 
 __all__ = [
@@ -57,7 +58,7 @@ def adult_features(df) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class PropertyModel:
+class PropertyModel(JSONResult):
     """Estimated Gaussian model of F under each proportion of the sensitive property.
 
     ``means`` / ``covariances`` map each proportion p to the sample mean and covariance of F

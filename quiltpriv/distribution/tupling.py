@@ -50,6 +50,7 @@ from quiltpriv.distribution.local_distribution_privacy import (
 )
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive, check_probability_vector
 
 __all__ = [
@@ -88,7 +89,7 @@ def _dummy_law(dummy_law: object | None, m: int) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TuplingRelease:
+class TuplingRelease(JSONResult):
     """One output of the tupling mechanism.
 
     Attributes
@@ -134,7 +135,7 @@ def tupling_sample(base: object, x: int, k: int, *, dummy_law: object | None = N
 
 
 @dataclass(frozen=True)
-class TuplingGuarantee:
+class TuplingGuarantee(JSONResult):
     """The (eps_alpha, delta_alpha)-PDistP guarantee of the tupling mechanism ([KM19, Sec. VI]).
 
     Attributes
@@ -233,7 +234,7 @@ def tupling_output_law(base: object, lam: object, k: int, *,
 
 
 @dataclass(frozen=True)
-class TuplingExactPrivacy:
+class TuplingExactPrivacy(JSONResult):
     """The exact privacy loss of the tupling mechanism on a pair of input distributions.
 
     Both directions are taken (the max of (lambda0, lambda1) and (lambda1, lambda0)).

@@ -47,11 +47,12 @@ import numpy as np
 from quiltpriv.errors import ParameterError
 from quiltpriv.gap.privatizers import (
     BinaryModel,
-    GaussianMechanism,
     GaussianMixtureModel,
+    GaussianNoisePrivatizer,
     binary_pdd_score,
     gaussian_mechanism_accuracy,
 )
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive, check_records
 
 __all__ = [
@@ -68,7 +69,7 @@ _CONSTRAINTS = ("penalty", "augmented_lagrangian")
 
 
 @dataclass(frozen=True)
-class MinimaxSettings:
+class MinimaxSettings(JSONResult):
     """Knobs of [HKCSR17, Alg. 1] (defaults follow the paper where it gives them).
 
     ``iterations`` T; ``batch_size`` M (paper: 200); ``adversary_steps`` k adversary updates per
@@ -113,7 +114,7 @@ class MinimaxSettings:
 
 
 @dataclass(frozen=True)
-class LearnedBinaryPrivatizer:
+class LearnedBinaryPrivatizer(JSONResult):
     """A binary privatizer learned by [HKCSR17, Alg. 1].
 
     ``mechanism``: ``(s00, s01, s10, s11)`` (PDD) or ``(s0, s1)`` (PDI), as in
@@ -135,10 +136,10 @@ class LearnedBinaryPrivatizer:
 
 
 @dataclass(frozen=True)
-class LearnedGaussianPrivatizer:
+class LearnedGaussianPrivatizer(JSONResult):
     """A Gaussian-mixture privatizer learned by [HKCSR17, Alg. 1] (fields as in the binary case)."""
 
-    mechanism: GaussianMechanism
+    mechanism: GaussianNoisePrivatizer
     accuracy: float
     distortion: float
     budget: float
@@ -411,13 +412,13 @@ def learn_gaussian_privatizer(
             th_count += 1
 
     b0, b1, g0, g1 = th_sum / th_count
-    mech = GaussianMechanism(float(b0), float(b1), abs(float(g0)), abs(float(g1)))
+    mech = GaussianNoisePrivatizer(float(b0), float(b1), abs(float(g0)), abs(float(g1)))
     dist = mech.distortion(model)
     repaired = dist > d
     if repaired:
         # Distortion is quadratic in the parameters: scale them all onto the budget.
         f = math.sqrt(d / dist)
-        mech = GaussianMechanism(mech.beta0 * f, mech.beta1 * f, mech.gamma0 * f,
+        mech = GaussianNoisePrivatizer(mech.beta0 * f, mech.beta1 * f, mech.gamma0 * f,
                                  mech.gamma1 * f)
         dist = mech.distortion(model)
     return LearnedGaussianPrivatizer(mech, gaussian_mechanism_accuracy(model, mech), dist, d,

@@ -38,12 +38,13 @@ from scipy import optimize, special
 
 from quiltpriv.audit.adversary import Scorecard, score_finite, score_gaussian
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive
 
 __all__ = [
     "BinaryModel",
     "BinaryOptimum",
-    "GaussianMechanism",
+    "GaussianNoisePrivatizer",
     "GaussianMixtureModel",
     "GaussianOptimum",
     "binary_pdd_closed_form",
@@ -82,7 +83,7 @@ def _check_budget(d: object) -> float:
 
 
 @dataclass(frozen=True)
-class BinaryModel:
+class BinaryModel(JSONResult):
     """Joint law of a public bit ``X`` and a private bit ``Y``: ``joint[x, y] = P(X=x, Y=y)``."""
 
     joint: tuple[tuple[float, float], tuple[float, float]]
@@ -122,7 +123,7 @@ class BinaryModel:
 
 
 @dataclass(frozen=True)
-class BinaryOptimum:
+class BinaryOptimum(JSONResult):
     """An optimal binary privatizer at one distortion budget.
 
     ``mechanism`` is ``(s00, s01, s10, s11)`` with ``s_xy = P(X^ = x | X = x, Y = y)`` (PDD) or
@@ -256,7 +257,7 @@ def binary_pdi_theorem1(p: object, q: object, distortion: object) -> BinaryOptim
 
 
 @dataclass(frozen=True)
-class GaussianMixtureModel:
+class GaussianMixtureModel(JSONResult):
     """``Y ~ Bern(prior1)``, ``X | Y=0 ~ N(-mu, sigma0^2)``, ``X | Y=1 ~ N(mu, sigma1^2)``."""
 
     prior1: float
@@ -276,8 +277,13 @@ class GaussianMixtureModel:
 
 
 @dataclass(frozen=True)
-class GaussianMechanism:
-    """``X^ = X + (1-Y) beta0 - Y beta1 + ((1-Y) gamma0 + Y gamma1) N``, ``N ~ N(0, 1)``."""
+class GaussianNoisePrivatizer(JSONResult):
+    """``X^ = X + (1-Y) beta0 - Y beta1 + ((1-Y) gamma0 + Y gamma1) N``, ``N ~ N(0, 1)``.
+
+    A GAP privatizer (a shift and Gaussian noise that depend on the private ``Y``), not the
+    Gaussian mechanism of differential privacy. Named ``GaussianMechanism`` before quiltpriv
+    0.2; that name still works, with a :class:`DeprecationWarning`.
+    """
 
     beta0: float
     beta1: float
@@ -298,7 +304,7 @@ class GaussianMechanism:
 
 
 @dataclass(frozen=True)
-class GaussianOptimum:
+class GaussianOptimum(JSONResult):
     """A (searched or closed-form) optimal Gaussian privatizer at one budget.
 
     ``accuracy`` is the exact MAP accuracy of ``mechanism``; ``distortion`` its exact expected
@@ -306,7 +312,7 @@ class GaussianOptimum:
     """
 
     accuracy: float
-    mechanism: GaussianMechanism
+    mechanism: GaussianNoisePrivatizer
     distortion: float
     budget: float
     method: str
@@ -370,13 +376,15 @@ def _two_gaussian_accuracy(p1, m0, s0, m1, s1) -> np.ndarray:
     return np.clip(acc, np.maximum(p1, 1 - p1), 1.0)
 
 
-def gaussian_mechanism_accuracy(model: GaussianMixtureModel, mech: GaussianMechanism) -> float:
+def gaussian_mechanism_accuracy(model: GaussianMixtureModel,
+                                mech: GaussianNoisePrivatizer) -> float:
     """Exact MAP accuracy of ``mech`` (any variances) against the model."""
     (m0, s0), (m1, s1) = mech.output_laws(model)
     return float(_two_gaussian_accuracy(model.prior1, m0, s0, m1, s1))
 
 
-def gaussian_mechanism_score(model: GaussianMixtureModel, mech: GaussianMechanism) -> Scorecard:
+def gaussian_mechanism_score(model: GaussianMixtureModel,
+                             mech: GaussianNoisePrivatizer) -> Scorecard:
     """Full scorecard (MAP accuracy and mutual information) of ``mech``."""
     (m0, s0), (m1, s1) = mech.output_laws(model)
     return score_gaussian([1 - model.prior1, model.prior1], [m0, m1], [s0, s1])
@@ -401,17 +409,17 @@ def gaussian_theorem2_pdi(model: GaussianMixtureModel, distortion: object) -> Ga
     _require_equal_variances(model, "Theorem 2")
     d = _check_budget(distortion)
     g = math.sqrt(d)
-    return _optimum(model, GaussianMechanism(0.0, 0.0, g, g), d, "Theorem 2")
+    return _optimum(model, GaussianNoisePrivatizer(0.0, 0.0, g, g), d, "Theorem 2")
 
 
-def _shift_only(model: GaussianMixtureModel, d: float) -> GaussianMechanism:
+def _shift_only(model: GaussianMixtureModel, d: float) -> GaussianNoisePrivatizer:
     p = model.prior1
     c = p * (1 - p)
     # Theorem 3's total shift sqrt(D / (p(1-p))), capped at 2 mu: past it the two laws would
     # cross over and move apart again (the theorem tacitly assumes D <= 4 mu^2 p(1-p)); at
     # 2 mu the adversary is already reduced to the prior.
     beta = min(math.sqrt(d / c), 2 * model.mu)
-    return GaussianMechanism(p * beta, (1 - p) * beta, 0.0, 0.0)
+    return GaussianNoisePrivatizer(p * beta, (1 - p) * beta, 0.0, 0.0)
 
 
 def gaussian_theorem3_pdd_shift(model: GaussianMixtureModel,
@@ -443,7 +451,7 @@ def gaussian_theorem4_pdd_shift_noise(model: GaussianMixtureModel,
     if d > 0 and (d + s * s) / math.sqrt(c) < 2 * model.mu * math.sqrt(d):
         beta = (d + s * s) / (2 * model.mu * c)
         gamma = math.sqrt(max(0.0, d - c * beta * beta))
-        mech = GaussianMechanism(p * beta, (1 - p) * beta, gamma, gamma)
+        mech = GaussianNoisePrivatizer(p * beta, (1 - p) * beta, gamma, gamma)
         return _optimum(model, mech, d, "Theorem 4 (interior)")
     return _optimum(model, _shift_only(model, d), d, "Theorem 4 (boundary: Theorem 3)")
 
@@ -478,7 +486,7 @@ def gaussian_pdd_optimum(model: GaussianMixtureModel, distortion: object, *,
     if grid < 2 or refine < 0:
         raise ParameterError("grid must be >= 2 and refine >= 0")
     if d == 0:
-        return _optimum(model, GaussianMechanism(0.0, 0.0, 0.0, 0.0), d, "no distortion")
+        return _optimum(model, GaussianNoisePrivatizer(0.0, 0.0, 0.0, 0.0), d, "no distortion")
     p, mu = model.prior1, model.mu
 
     def acc(theta, phi0, phi1):
@@ -500,5 +508,21 @@ def gaussian_pdd_optimum(model: GaussianMixtureModel, distortion: object, *,
             best_v, best_x = float(res.fun), res.x
     b0, b1, g0, g1 = (float(v) for v in _boundary_mechanisms(model, d, *best_x))
     # Report non-negative noise scales (only gamma^2 matters).
-    mech = GaussianMechanism(b0, b1, abs(g0), abs(g1))
+    mech = GaussianNoisePrivatizer(b0, b1, abs(g0), abs(g1))
     return _optimum(model, mech, d, f"boundary search: {grid}^3 grid + Nelder-Mead x{refine}")
+
+
+#: Names this module had before, for one release: old name -> new name.
+_RENAMED = {"GaussianMechanism": "GaussianNoisePrivatizer"}
+
+
+def __getattr__(name: str) -> object:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(f"quiltpriv.gap.privatizers.{name} is renamed {new} (a GAP privatizer, not "
+                  "the Gaussian mechanism of differential privacy); the old name will be removed",
+                  DeprecationWarning, stacklevel=2)
+    return globals()[new]

@@ -3,8 +3,10 @@
 ``apmqm`` (the Attribute-Private Markov Quilt Mechanism: planning and release, [ZOC22, Alg. 3]),
 ``mqm`` (the original Markov Quilt Mechanism [SWC17]), ``apgm`` (attribute-private Gaussian
 mechanisms [ZOC22, Alg. 1, 2]), ``wasserstein`` ([ZOC22, Alg. 4]), ``group_dp`` (the group
-differential privacy baseline), ``noise`` (exact samplers), ``compare`` (every applicable
-mechanism side by side), ``verification`` (checking a saved plan).
+differential privacy baseline), ``noise`` (exact samplers), ``protocol`` (the one shape of
+every mechanism: guarantee, calibration, ``release(data)`` and its record), ``registry`` (the
+mechanisms by name, as ``quiltpriv release --mechanism`` runs them), ``compare`` (every
+applicable mechanism side by side), ``verification`` (checking a saved plan).
 
 ``quiltpriv.mechanisms.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.mechanisms``
 module (now :mod:`quiltpriv.mechanisms.apmqm`) still works, with a :class:`DeprecationWarning`.
@@ -12,8 +14,8 @@ module (now :mod:`quiltpriv.mechanisms.apmqm`) still works, with a :class:`Depre
 
 from quiltpriv._compat import forward_attribute as _forward
 
-_SUBMODULES = frozenset({"apgm", "apmqm", "compare", "group_dp", "mqm", "noise",
-                         "verification", "wasserstein"})
+_SUBMODULES = frozenset({"apgm", "apmqm", "compare", "group_dp", "mqm", "noise", "protocol",
+                         "registry", "verification", "wasserstein"})
 
 
 def __getattr__(name: str) -> object:

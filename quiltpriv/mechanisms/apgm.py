@@ -40,6 +40,7 @@ import numpy as np
 from scipy import special, stats
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_delta,
     check_epsilon,
@@ -128,7 +129,7 @@ def gaussian_sigma(
 
 
 @dataclass(frozen=True)
-class ConditionalMoments:
+class ConditionalMoments(JSONResult):
     """Moments of F(X) for one protected attribute i under one distribution theta.
 
     Attributes
@@ -145,7 +146,7 @@ class ConditionalMoments:
 
 
 @dataclass(frozen=True)
-class APGMResult:
+class APGMResult(JSONResult):
     """Noise plan of the Attribute-Private Gaussian Mechanism ([ZOC22, Alg. 1]).
 
     Attributes
@@ -369,7 +370,7 @@ def apgm(
 
 
 @dataclass(frozen=True)
-class GaussianRecordModel:
+class GaussianRecordModel(JSONResult):
     """Records i.i.d. N(mean, covariance) over named columns (one theta of Section 4.3)."""
 
     mean: np.ndarray
@@ -640,7 +641,7 @@ def smoothed_max_divergence(
 
 
 @dataclass(frozen=True)
-class APGMNonGaussianResult:
+class APGMNonGaussianResult(JSONResult):
     """[ZOC22, Alg. 2] (APGMnG) with the privacy loss of the Gaussian approximation accounted.
 
     Attributes

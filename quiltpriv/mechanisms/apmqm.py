@@ -61,16 +61,29 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee, ReleaseRecord
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_n_jobs
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
 
 
+#: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
+GUARANTEE_KIND = "distributional attribute privacy"
+
+#: The assumptions of [ZOC22, Thm. 4], in plain words.
+APMQM_ASSUMPTIONS = (
+    "the attribute parameters phi follow the hyperparameter network for some theta in Theta",
+    "the records are drawn independently given phi",
+    "the query reads only its declared attributes and at most its declared number of records",
+)
+
+
 @dataclass(frozen=True)
-class SensitivePlan:
+class SensitivePlan(JSONResult):
     """The chosen quilt for one sensitive attribute and why it was chosen.
 
     Attributes
@@ -286,6 +299,36 @@ class Plan:
     def binding(self) -> SensitivePlan:
         """The sensitive attribute that sets the overall scale (first in order on ties)."""
         return max(self.sensitive, key=lambda sp: sp.scale)
+
+    @property
+    def sampler_sensitivity(self) -> float:
+        """The sensitivity a release gives the noise sampler: the least positive
+        ``Delta_{A&N}`` of the plan (0 if none); the grid's snapping is paid against it."""
+        positive = [sp.sensitivity for sp in self.sensitive if sp.sensitivity > 0]
+        return min(positive) if positive else 0.0
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """What a release of this plan guarantees ([ZOC22, Thm. 4])."""
+        return Guarantee(GUARANTEE_KIND, self.epsilon, 0.0, APMQM_ASSUMPTIONS,
+                         tuple(sp.node for sp in self.sensitive))
+
+    @property
+    def calibration(self) -> Calibration:
+        """The plan's Laplace scale and why: ``b = Delta_{A&N} F / (eps - e(Q|i))`` of the
+        binding attribute ([ZOC22, Alg. 3])."""
+        b = self.binding
+        if self.scale == 0:
+            why = ("[ZOC22, Alg. 3]: b = 0, every sensitive attribute has a quilt with "
+                   "Delta_{A&N} F = 0 and e(Q|i) <= eps")
+        else:
+            why = (f"[ZOC22, Alg. 3]: b = max over sensitive i of Delta_{{A&N}} F / (eps - "
+                   f"e(Q|i)), set by {b.node!r}: {_fmt(b.sensitivity)} / ({self.epsilon:g} - "
+                   f"{_fmt(b.influence)}) = {_fmt(self.scale)}")
+        return Calibration("laplace", self.scale, b.sensitivity, why, {
+            "binding": b.node, "binding_influence": b.influence,
+            "binding_sensitivity": b.sensitivity,
+            "sampler_sensitivity": self.sampler_sensitivity})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1223,10 +1266,24 @@ class Release:
 
         return histogram_cells(self.plan.query)
 
-    def to_dict(self) -> dict[str, Any]:
-        from quiltpriv.releases.records import release_record
+    def to_record(self) -> ReleaseRecord:
+        """This release as the record every mechanism's release returns."""
+        from quiltpriv.queries.query import histogram_cells
 
-        return release_record(self)
+        p = self.plan
+        model = {"fingerprint": p.model, "theta_size": p.theta_size,
+                 "provenance": self.provenance}
+        return ReleaseRecord(
+            mechanism=p.mechanism, value=self.value, guarantee=p.guarantee,
+            calibration=p.calibration, noise_scale_used=self.scale,
+            granularity=self.granularity, secure=self.secure, sampler=self.sampler,
+            seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
+            data=self.data, model=model, command=self.command, timestamp=self.timestamp,
+            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The release record (:meth:`to_record`)."""
+        return self.to_record().to_dict()
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)

@@ -23,6 +23,12 @@ For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C
   :func:`quiltpriv.mechanisms.mqm.markov_quilt_mechanism`.
 
 Standard deviations: ``sqrt(2) b`` for Laplace scale ``b``, ``sigma`` for Gaussian.
+
+The applicable rows are built through the mechanism protocol
+(:mod:`quiltpriv.mechanisms.registry`): each carries the registry ``name``, the mechanism's
+:class:`~quiltpriv.mechanisms.protocol.Guarantee` and
+:class:`~quiltpriv.mechanisms.protocol.Calibration`, and ``quiltpriv release --mechanism NAME``
+releases exactly the noise of that row (the recommended row's name is :attr:`Comparison.best`).
 """
 
 from __future__ import annotations
@@ -37,12 +43,17 @@ from typing import Any
 
 from quiltpriv.errors import ModelError, QueryError
 from quiltpriv.inference.influence import InfluenceTooExpensive
-from quiltpriv.mechanisms.apmqm import plan, was_interrupted
-from quiltpriv.mechanisms.group_dp import group_laplace
+from quiltpriv.mechanisms.apmqm import was_interrupted
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee, Mechanism
+from quiltpriv.mechanisms.registry import (
+    apmqm_mechanism,
+    group_dp_mechanism,
+    network_wasserstein_mechanism,
+)
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
-from quiltpriv.queries.network_laws import network_wasserstein
-from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery
+from quiltpriv.queries.query import Query
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare", "register_cli"]
@@ -52,7 +63,7 @@ DEFAULT_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True)
-class MechanismRow:
+class MechanismRow(JSONResult):
     """One mechanism's noise for the compared release, or why it does not apply.
 
     Attributes
@@ -69,6 +80,13 @@ class MechanismRow:
         The privacy the scale buys (empty when not applicable).
     detail : str
         How the scale was obtained, or the reason the mechanism does not apply.
+    name : str or None
+        The mechanism's name in :data:`quiltpriv.mechanisms.registry.MECHANISMS`
+        (``quiltpriv release --mechanism NAME``); None when it does not apply here.
+    privacy : Guarantee or None
+        The mechanism's guarantee, through the protocol.
+    calibration : Calibration or None
+        The mechanism's calibration (scale, sensitivity, why), through the protocol.
     """
 
     mechanism: str
@@ -78,11 +96,16 @@ class MechanismRow:
     std: float | None
     guarantee: str
     detail: str
+    name: str | None = None
+    privacy: Guarantee | None = None
+    calibration: Calibration | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"mechanism": self.mechanism, "applicable": self.applicable, "noise": self.noise,
                 "scale": self.scale, "std": self.std, "guarantee": self.guarantee,
-                "detail": self.detail}
+                "detail": self.detail, "name": self.name,
+                "privacy": None if self.privacy is None else self.privacy.to_dict(),
+                "calibration": None if self.calibration is None else self.calibration.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -108,8 +131,10 @@ class Comparison:
         return min(ok, key=lambda r: r.std) if ok else None
 
     def to_dict(self) -> dict[str, Any]:
+        b = self.best
         return {"epsilon": self.epsilon, "query": self.query, "sensitive": list(self.sensitive),
-                "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes)}
+                "rows": [r.to_dict() for r in self.rows], "notes": list(self.notes),
+                "best": None if b is None else b.name}
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
@@ -130,7 +155,8 @@ class Comparison:
             lines.append(f"{r.mechanism}: {r.detail}")
         b = self.best
         if b is not None:
-            lines.append(f"least noise: {b.mechanism} (std {_fmt(b.std)})")
+            lines.append(f"least noise: {b.mechanism} (std {_fmt(b.std)}); release it with "
+                         f"'quiltpriv release --mechanism {b.name}' and the same options")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -155,27 +181,22 @@ def _fmt(x: float | None) -> str:
     return "inf" if math.isinf(x) else f"{x:.6g}"
 
 
-def _laplace_std(b: float) -> float:
-    # sqrt(2) b, nudged up so a reported std is never below the exact one.
-    return math.nextafter(math.sqrt(2.0) * b, math.inf) if b > 0 else 0.0
+def _row(name: str, m: Mechanism, guarantee: str, detail: str) -> MechanismRow:
+    """An applicable row, read off the mechanism's protocol (guarantee and calibration)."""
+    cal = m.calibration
+    noise = "Laplace" if cal.noise == "laplace" else "Gaussian"
+    return MechanismRow(m.name, True, noise, cal.scale, cal.std, guarantee, detail, name=name,
+                        privacy=m.guarantee, calibration=cal)
 
 
 def _group_row(query: Query, eps: float) -> MechanismRow:
     # Per-record sensitivity for record-additive queries; otherwise Delta over every column is
-    # already the largest change of F when every record changes.
-    if isinstance(query, CountQuery):
-        res = group_laplace(1.0, query.records, eps)
-    elif isinstance(query, SumQuery):
-        res = group_laplace(query.upper - query.lower, query.records, eps)
-    elif isinstance(query, HistogramQuery):
-        res = group_laplace(2.0, query.records, eps)
-    else:
-        res = group_laplace(query.sensitivity(query.attributes), 1, eps)
-    return MechanismRow(
-        "group DP Laplace", True, "Laplace", res.scale, _laplace_std(res.scale),
-        "(eps, 0) for any change of the whole dataset",
-        f"every record may change: Delta = {_fmt(res.group_sensitivity)}, "
-        f"scale = Delta / eps = {_fmt(res.scale)}")
+    # already the largest change of F when every record changes (registry.group_sensitivity).
+    m = group_dp_mechanism(query, eps)
+    cal = m.calibration
+    return _row("group-dp", m, "(eps, 0) for any change of the whole dataset",
+                f"every record may change: Delta = {_fmt(cal.sensitivity)}, "
+                f"scale = Delta / eps = {_fmt(cal.scale)}")
 
 
 def compare(
@@ -220,18 +241,19 @@ def compare(
     sens = theta.check_sensitive(sensitive)
     budget = Budget(None if time_limit is None else check_positive(time_limit, "time_limit"))
     rows = []
-    p = plan(theta, query, sens, eps, time_limit=_left(budget))
+    apmqm = apmqm_mechanism(theta, query, sens, eps, time_limit=_left(budget))
+    p = apmqm.plan
     if was_interrupted(p):
         raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
     detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, e = {_fmt(sp.influence)}, "
                        f"b = {_fmt(sp.scale)}" for sp in p.sensitive)
     detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"
-    rows.append(MechanismRow("APMQM", True, "Laplace", p.scale, _laplace_std(p.scale),
-                             "(eps, 0)-distributional attribute privacy (Theorem 4)", detail))
+    rows.append(_row("apmqm", apmqm, "(eps, 0)-distributional attribute privacy (Theorem 4)",
+                     detail))
     rows.append(_group_row(query, eps))
     try:
-        w = network_wasserstein(theta, query, sens, eps,  # type: ignore[arg-type]
-                                time_limit=_left(budget), progress=progress)
+        wm = network_wasserstein_mechanism(theta, query, sens, eps, time_limit=_left(budget),
+                                           progress=progress)
     except BudgetExceeded as exc:
         rows.append(MechanismRow("Wasserstein", False, None, None, None, "",
                                  f"not computed: {exc}"))
@@ -239,21 +261,21 @@ def compare(
         rows.append(MechanismRow("Wasserstein", False, None, None, None, "",
                                  f"not computable here: {exc}"))
     else:
-        r = w.result
+        r = wm.details or {}
+        sensitivity, lower = wm.calibration.sensitivity, r.get("sensitivity_lower", 0.0)
         # The laws of a network's count are exact or certified, never a grid over Theta:
         # the scale always buys Theorem 5 (a bracket that does not close uses its top).
-        if w.arithmetic == "exact":
-            how = f"W_inf = {_fmt(r.sensitivity)} from the exact laws of the count"
-        elif r.exact:
-            how = (f"W_inf = {_fmt(r.sensitivity)} from certified float64 laws of the count "
+        if r.get("arithmetic") == "exact":
+            how = f"W_inf = {_fmt(sensitivity)} from the exact laws of the count"
+        elif r.get("exact"):
+            how = (f"W_inf = {_fmt(sensitivity)} from certified float64 laws of the count "
                    "(error-bounded; the bracket closes, so the value is exact)")
         else:
-            how = (f"W_inf <= {_fmt(r.sensitivity)} (proven bound; the exact value is at least "
-                   f"{_fmt(r.sensitivity_lower)}) from certified float64 laws of the count")
-        rows.append(MechanismRow(
-            "Wasserstein", True, "Laplace", r.scale, _laplace_std(r.scale),
-            "(eps, 0)-distributional attribute privacy (Theorem 5)",
-            f"{how} ({r.worst_case})"))
+            how = (f"W_inf <= {_fmt(sensitivity)} (proven bound; the exact value is at least "
+                   f"{_fmt(lower)}) from certified float64 laws of the count")
+        rows.append(_row("wasserstein", wm,
+                         "(eps, 0)-distributional attribute privacy (Theorem 5)",
+                         f"{how} ({r.get('worst_case')})"))
     rows.append(MechanismRow(
         "APGM", False, None, None, None, "",
         "does not apply: Theorem 1 needs F | secret Gaussian with a variance independent of the "

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from quiltpriv.mechanisms.apgm import gaussian_sigma
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
 __all__ = ["GroupPrivacyResult", "group_gaussian", "group_laplace"]
 
 
 @dataclass(frozen=True)
-class GroupPrivacyResult:
+class GroupPrivacyResult(JSONResult):
     """Noise plan of a group-privacy baseline.
 
     Attributes
@@ -52,7 +53,10 @@ class GroupPrivacyResult:
 
     def release(self, value: float, *, seed: object = None):
         """F(X) plus exact discrete Laplace/Gaussian noise from
-        :mod:`quiltpriv.mechanisms.noise`."""
+        :mod:`quiltpriv.mechanisms.noise`.
+
+        The low-level form: noise for a value you computed, with no data checks and no record;
+        :func:`quiltpriv.mechanisms.registry.group_dp_mechanism` gives ``release(data)``."""
         from quiltpriv.mechanisms import noise
 
         if self.mechanism == "laplace":

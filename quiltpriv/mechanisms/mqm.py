@@ -47,6 +47,7 @@ from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
 from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = [
@@ -64,7 +65,7 @@ _FAMILIES = ("auto", "chain", "all", "bounded")
 
 
 @dataclass(frozen=True)
-class NodeScale:
+class NodeScale(JSONResult):
     """The least-noise quilt found for one protected variable ``Y_i``.
 
     Attributes
@@ -170,7 +171,9 @@ class MQMPlan:
         (:mod:`quiltpriv.mechanisms.noise`).
 
         Secure randomness by default; ``seed`` is for reproducible experiments only (the
-        returned record says the generator was not secure).
+        returned record says the generator was not secure). The low-level form: no data checks
+        and no release record; :func:`quiltpriv.mechanisms.registry.mqm_mechanism` gives
+        ``release(data)``.
         """
         from quiltpriv.mechanisms import noise
 

@@ -85,6 +85,7 @@ from typing import Protocol
 import numpy as np
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive
 
 __all__ = [
@@ -130,7 +131,7 @@ class RandomBits(Protocol):
 
 
 @dataclass(frozen=True)
-class NoiseSource:
+class NoiseSource(JSONResult):
     """Where noise comes from.
 
     Attributes
@@ -146,7 +147,7 @@ class NoiseSource:
 
 
 @dataclass(frozen=True)
-class NoisyValue:
+class NoisyValue(JSONResult):
     """A value released with exact discrete noise.
 
     Attributes

@@ -74,6 +74,7 @@ from quiltpriv.queries.query import (
     Query,
     SumQuery,
 )
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = [
@@ -336,7 +337,7 @@ def query_from_dict(d: Mapping[str, Any]) -> Query:
 
 
 @dataclass(frozen=True)
-class AttributeCheck:
+class AttributeCheck(JSONResult):
     """The verification of one sensitive attribute of a plan: stated against recomputed.
 
     Attributes

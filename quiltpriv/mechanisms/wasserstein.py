@@ -45,6 +45,7 @@ import numpy as np
 
 from quiltpriv.distances import quantile_coupling, wasserstein_line
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
 __all__ = [
@@ -61,7 +62,7 @@ Law = tuple[list[Fraction], list[Fraction]]
 
 
 @dataclass(frozen=True)
-class Interval:
+class Interval(JSONResult):
     """A closed interval [lo, hi] of a parameter (a continuous part of Theta or of a secret)."""
 
     lo: float | Fraction | str
@@ -69,7 +70,7 @@ class Interval:
 
 
 @dataclass(frozen=True)
-class WassersteinResult:
+class WassersteinResult(JSONResult):
     """Noise plan of the Wasserstein Mechanism ([ZOC22, Alg. 4]).
 
     Attributes
@@ -105,7 +106,10 @@ class WassersteinResult:
         """F(X) + Lap(scale) with exact discrete Laplace noise from
         :mod:`quiltpriv.mechanisms.noise`.
 
-        Secure randomness by default; a seed is for reproducible experiments only.
+        Secure randomness by default; a seed is for reproducible experiments only. The
+        low-level form: no data checks and no release record;
+        :func:`quiltpriv.mechanisms.registry.wasserstein_laws_mechanism` gives
+        ``release(data)``.
         """
         from quiltpriv.mechanisms import noise
 

@@ -86,6 +86,7 @@ from quiltpriv.queries.law_bounds import (
 )
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
+from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
 
 __all__ = [
@@ -167,7 +168,7 @@ def _exact_member(theta: Theta, member: int) -> Theta:
 
 
 @dataclass(frozen=True)
-class CountLaws:
+class CountLaws(JSONResult):
     """Exact laws of a count given each value of a sensitive hyperparameter, per theta.
 
     Attributes
@@ -602,7 +603,7 @@ def _pi_mixtures(theta: Theta, attrs: tuple[str, ...], sensitive: str,
 
 
 @dataclass(frozen=True)
-class NetworkWassersteinResult:
+class NetworkWassersteinResult(JSONResult):
     """The Wasserstein Mechanism for a count on a hyperparameter network.
 
     Attributes

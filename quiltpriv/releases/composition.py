@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiltpriv.errors import LedgerError
-from quiltpriv.releases.records import RELEASE_FORMAT
+from quiltpriv.releases.records import READABLE_FORMATS
 
 __all__ = ["THEOREMS", "Composition", "Theorem", "composition"]
 
@@ -230,8 +230,8 @@ def _names_list(x: Any, what: str) -> tuple[str, ...]:
 def _facts(label: str, r: Mapping[str, Any]) -> _Facts:
     """Parse one record into what composition needs, refusing anything malformed."""
     where = f"composition: release {label}"
-    if not isinstance(r, Mapping) or r.get("format") != RELEASE_FORMAT:
-        raise LedgerError(f"{where}: not a {RELEASE_FORMAT} record")
+    if not isinstance(r, Mapping) or r.get("format") not in READABLE_FORMATS:
+        raise LedgerError(f"{where}: not a release record ({' or '.join(READABLE_FORMATS)})")
     try:
         plan, g, noise = r["plan"], r["guarantee"], r["noise"]
         eps = _number(g["epsilon"], f"{where}: epsilon", positive=True)

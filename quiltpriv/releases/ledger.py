@@ -52,7 +52,7 @@ from quiltpriv.releases.composition import (
     composition,
     compositions_by_model,
 )
-from quiltpriv.releases.records import RELEASE_FORMAT
+from quiltpriv.releases.records import READABLE_FORMATS
 
 __all__ = [
     "GENESIS",
@@ -70,6 +70,9 @@ __all__ = [
 
 #: The ledger's format, stored in its ``meta`` table; any other value is refused.
 LEDGER_FORMAT = "quiltpriv-ledger/1"
+
+#: The record formats a ledger holds, in words.
+_FORMATS = " or ".join(READABLE_FORMATS)
 
 #: The ``prev`` hash of the first entry.
 GENESIS = "0" * 64
@@ -204,8 +207,9 @@ def _parse_body(path: str, seq: int, body: Any) -> dict[str, Any]:
         raise _fail(path, f"entry {seq}: not a ledger entry (keys seq, prev, record)")
     if _canonical(doc) != body:
         raise _fail(path, f"entry {seq}: its text is not in canonical form (edited by hand?)")
-    if not isinstance(doc["record"], dict) or doc["record"].get("format") != RELEASE_FORMAT:
-        raise _fail(path, f"entry {seq}: its record is not a {RELEASE_FORMAT} record")
+    if not isinstance(doc["record"], dict) or \
+            doc["record"].get("format") not in READABLE_FORMATS:
+        raise _fail(path, f"entry {seq}: its record is not a {_FORMATS} record")
     return doc
 
 
@@ -355,8 +359,8 @@ def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEnt
         The ledger cannot be opened or written, or fails verification.
     """
     p = os.fspath(path)
-    if not isinstance(record, Mapping) or record.get("format") != RELEASE_FORMAT:
-        raise LedgerError(f"only {RELEASE_FORMAT} records go into a ledger")
+    if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
+        raise LedgerError(f"only {_FORMATS} records go into a ledger")
     con = _connect(p, create=True)
     try:
         try:

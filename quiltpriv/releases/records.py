@@ -1,12 +1,21 @@
 """The release record: what was released, when, by which tool, from which data and model.
 
-:meth:`quiltpriv.mechanisms.apmqm.Release.to_dict` returns one JSON object of the stable, versioned
-format :data:`RELEASE_FORMAT` (``"quiltpriv-release/1"``; the JSON Schema is
+Every mechanism's release (:class:`quiltpriv.mechanisms.protocol.ReleaseRecord`, and
+:meth:`quiltpriv.mechanisms.apmqm.Release.to_dict`) is one JSON object of the stable, versioned
+format :data:`RELEASE_FORMAT` (``"quiltpriv-release/2"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
-value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance,
-the query's definition and fingerprint, the SHA-256 and row count of the data columns the
-query read (never the data), the mechanism, its guarantee and calibration, the noise source
-(secure, seeded with the seed, or none) and, for a command-line release, the command line.
+value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance
+(null for a mechanism without a model), the query's definition and fingerprint, the SHA-256
+and row count of the data columns the query read (never the data), the mechanism, its
+guarantee and calibration, the noise source (secure, seeded with the seed, or none) and, for a
+command-line release, the command line.
+
+Format ``quiltpriv-release/1`` (APMQM only) is still read (:data:`READABLE_FORMATS`): version 2
+names any mechanism, adds ``guarantee.assumptions``, ``calibration.noise``,
+``calibration.why``, ``calibration.sampler_sensitivity`` and ``details``, allows ``delta > 0``
+and a null ``model`` and ``plan``, and ``calibration.sensitivity`` is now the sensitivity the
+scale is derived from (for APMQM the binding attribute's ``Delta_{A&N}``; version 1 recorded
+there the sensitivity given to the sampler, now ``sampler_sensitivity``).
 
 This module also keeps the process's memory of earlier releases, so that a release repeating a
 query on the same data warns (:class:`~quiltpriv.errors.RepeatedReleaseWarning`) even without
@@ -32,16 +41,17 @@ if TYPE_CHECKING:
 
     from quiltpriv.mechanisms.apmqm import Release
 
-__all__ = ["RELEASE_FORMAT", "check_seed", "query_data", "release_record", "utc_timestamp"]
+__all__ = ["READABLE_FORMATS", "RELEASE_FORMAT", "check_seed", "query_data", "release_record",
+           "utc_timestamp"]
 
-#: The ``"format"`` of a release record. A reader refuses any other value.
-RELEASE_FORMAT = "quiltpriv-release/1"
+#: The ``"format"`` of the release records written now.
+RELEASE_FORMAT = "quiltpriv-release/2"
+
+#: The formats a reader accepts (a ledger keeps the records of older versions as written).
+READABLE_FORMATS = ("quiltpriv-release/1", RELEASE_FORMAT)
 
 #: The warning of a release with seeded noise (the command line prints the same words).
 SEEDED_MESSAGE = ("seeded noise is reproducible and NOT secure; use it only for experiments")
-
-#: What an APMQM release guarantees (Zhang, Ohrimenko and Cummings, Definition 4, Theorem 4).
-GUARANTEE_KIND = "distributional attribute privacy"
 
 
 def utc_timestamp() -> str:
@@ -129,57 +139,9 @@ def provenance_json(provenance: Any) -> Any:
 
 
 def release_record(r: Release) -> dict[str, Any]:
-    """The JSON record of a release (:data:`RELEASE_FORMAT`; see ``docs/ledger.md``)."""
-    p = r.plan
-    binding = p.binding
-    record: dict[str, Any] = {
-        "format": RELEASE_FORMAT,
-        "timestamp": r.timestamp,
-        "quiltpriv_version": r.version,
-        "mechanism": p.mechanism,
-        "value": list(r.value) if isinstance(r.value, tuple) else r.value,
-        "guarantee": {
-            "kind": GUARANTEE_KIND,
-            "epsilon": p.epsilon,
-            "delta": 0.0,
-            "sensitive": [sp.node for sp in p.sensitive],
-        },
-        "calibration": {
-            "scale": p.scale,
-            "sensitivity": r.sensitivity,
-            "binding": binding.node,
-            "binding_influence": binding.influence,
-            "binding_sensitivity": binding.sensitivity,
-            "noise_scale_used": r.scale,
-            "granularity": r.granularity,
-        },
-        "noise": {
-            "source": noise_source(r.secure, r.scale, r.seed),
-            "seed": r.seed,
-            "secure": r.secure,
-            "sampler": r.sampler,
-        },
-        "model": {
-            "fingerprint": p.model,
-            "theta_size": p.theta_size,
-            "provenance": provenance_json(r.provenance),
-        },
-        "query": {"definition": dict(p.query), "fingerprint": p.query_fingerprint},
-        "data": None if r.data is None else dict(r.data),
-        "command": None if r.command is None else list(r.command),
-        # The flat fields of records written before the format was versioned, kept for the
-        # readers of those: the noise actually drawn.
-        "scale": r.scale,
-        "granularity": r.granularity,
-        "secure": r.secure,
-        "sampler": r.sampler,
-        "seed": r.seed,
-        "plan": p.to_dict(),
-    }
-    cells = r.cells
-    if cells is not None:
-        record["cells"] = [list(c) for c in cells]
-    return record
+    """The JSON record of an APMQM release (:data:`RELEASE_FORMAT`; see ``docs/ledger.md``):
+    ``r.to_record().to_dict()``."""
+    return r.to_record().to_dict()
 
 
 # -- the process's memory of earlier releases -------------------------------------------------

@@ -1,0 +1,480 @@
+"""One shape for every mechanism: its guarantee, its calibration and one ``release``.
+
+As OpenDP's measurements give one shape to every mechanism, every mechanism of quiltpriv that
+releases a query on a dataset exposes
+
+* ``name`` -- what the release record calls it (``"APMQM"``, ``"Wasserstein"``, ...);
+* ``guarantee`` -- a :class:`Guarantee`: the privacy notion (``kind``), ``epsilon``,
+  ``delta``, the attributes it protects and its assumptions in plain words;
+* ``calibration`` -- a :class:`Calibration`: the noise law, its scale, the sensitivity (or the
+  quantity) the scale is derived from, and ``why``, one sentence citing the paper's formula;
+* ``release(data, *, seed=None)`` -- checks ``data`` against the query's DECLARED domain (the
+  query's own checks: bounds, declared values, record bound; a domain is never read off the
+  data), draws exact noise (:mod:`quiltpriv.mechanisms.noise`; secure unless ``seed`` is
+  given, which warns with :class:`~quiltpriv.errors.SeededNoiseWarning`) and returns one
+  :class:`ReleaseRecord`, whose ``to_dict`` is the versioned release record
+  (:data:`quiltpriv.releases.records.RELEASE_FORMAT`, ``docs/release-record.schema.json``).
+
+:class:`Mechanism` is the protocol (a :class:`typing.Protocol`, checkable with
+``isinstance``); :class:`QueryMechanism` implements ``release`` once for every mechanism whose
+release is "query value plus calibrated noise". The mechanisms themselves are built from a
+model, a query and epsilon by :mod:`quiltpriv.mechanisms.registry` (``build_mechanism``), which
+``quiltpriv release --mechanism NAME`` and ``quiltpriv compare`` use.
+
+Each mechanism module keeps its low-level form (``plan.release(value)``,
+``result.release(value)``): noise for a value you computed yourself, with no data checks and
+no record. Prefer the protocol's ``release(data)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
+
+import numpy as np
+
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.releases import records
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from quiltpriv.queries.query import Query
+
+__all__ = [
+    "GUARANTEE_KINDS",
+    "NOISE_KINDS",
+    "Calibration",
+    "Guarantee",
+    "GuaranteeKind",
+    "Mechanism",
+    "NoiseKind",
+    "QueryMechanism",
+    "ReleaseRecord",
+]
+
+#: The privacy notions quiltpriv's mechanisms provide (a guarantee's ``kind``).
+GuaranteeKind = Literal[
+    "distributional attribute privacy",  # [ZOC22, Def. 4]: APMQM, Wasserstein on a network
+    "dataset attribute privacy",  # [ZOC22, Def. 3]: APGM
+    "pufferfish (Markov quilt)",  # [SWC17], [KM14]: the original Markov Quilt Mechanism
+    "differential privacy (group)",  # [DR14]: group privacy over every record
+    "distribution privacy",  # [CO23]
+    "local distribution privacy",  # [KM19]
+    "subset privacy",  # [Tan]
+]
+GUARANTEE_KINDS: tuple[str, ...] = get_args(GuaranteeKind)
+
+#: The noise laws a calibration may name (the samplers are exact discrete versions of them on
+#: a fine grid, :mod:`quiltpriv.mechanisms.noise`).
+NoiseKind = Literal["laplace", "discrete laplace", "gaussian", "discrete gaussian", "none"]
+NOISE_KINDS: tuple[str, ...] = get_args(NoiseKind)
+
+
+def _finite(x: Any, what: str, *, positive: bool = False) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
+        raise ParameterError(f"{what} must be a number, got {x!r}")
+    v = float(x)
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        raise ParameterError(f"{what} must be finite and {'> 0' if positive else '>= 0'}, "
+                             f"got {v!r}")
+    return v
+
+
+def _texts(xs: Any, what: str) -> tuple[str, ...]:
+    if isinstance(xs, str) or not all(isinstance(x, str) for x in xs):
+        raise ParameterError(f"{what} must be a sequence of texts, got {xs!r}")
+    return tuple(xs)
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What a release guarantees, and under which assumptions.
+
+    Attributes
+    ----------
+    kind : GuaranteeKind
+        The privacy notion (one of :data:`GUARANTEE_KINDS`).
+    epsilon : float
+        Finite and > 0.
+    delta : float
+        In ``[0, 1)``; 0 for a pure guarantee.
+    assumptions : tuple of str
+        In plain words, what must hold for the guarantee (the model is right, records are
+        independent, ...).
+    sensitive : tuple of str
+        The attributes (or entries) it protects; empty when it protects any property of the
+        dataset (group differential privacy over every record).
+    """
+
+    kind: GuaranteeKind
+    epsilon: float
+    delta: float = 0.0
+    assumptions: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in GUARANTEE_KINDS:
+            raise ParameterError(f"guarantee kind must be one of {', '.join(GUARANTEE_KINDS)}; "
+                                 f"got {self.kind!r}")
+        object.__setattr__(self, "epsilon", _finite(self.epsilon, "epsilon", positive=True))
+        delta = _finite(self.delta, "delta")
+        if delta >= 1:
+            raise ParameterError(f"delta must be < 1, got {delta}")
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "assumptions", _texts(self.assumptions, "assumptions"))
+        object.__setattr__(self, "sensitive", _texts(self.sensitive, "sensitive"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta,
+                "sensitive": list(self.sensitive), "assumptions": list(self.assumptions)}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def describe(self) -> str:
+        """One line: ``(eps, delta)-<kind>``."""
+        return f"({self.epsilon:g}, {self.delta:g})-{self.kind}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How a mechanism's noise is calibrated.
+
+    Attributes
+    ----------
+    noise : NoiseKind
+        The noise law (one of :data:`NOISE_KINDS`).
+    scale : float
+        The Laplace scale ``b`` or the Gaussian standard deviation ``sigma`` (>= 0; 0: the
+        value is released without noise because the guarantee holds without it).
+    sensitivity : float
+        The sensitivity (or the quantity) the scale is derived from: ``Delta_{A&N} F`` of the
+        binding attribute (APMQM), ``W`` (Wasserstein), ``n Delta`` (group DP), ...
+    why : str
+        One sentence citing the paper's formula, e.g. ``"[ZOC22, Alg. 4]: b = W / eps"``.
+    details : mapping
+        Mechanism-specific numbers (APMQM: the binding attribute, its influence and
+        sensitivity); they become fields of the record's ``calibration``.
+    """
+
+    noise: NoiseKind
+    scale: float
+    sensitivity: float
+    why: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.noise not in NOISE_KINDS:
+            raise ParameterError(f"noise must be one of {', '.join(NOISE_KINDS)}; got "
+                                 f"{self.noise!r}")
+        object.__setattr__(self, "scale", _finite(self.scale, "scale"))
+        object.__setattr__(self, "sensitivity", _finite(self.sensitivity, "sensitivity"))
+        if not isinstance(self.why, str) or not self.why:
+            raise ParameterError("a calibration says why (one sentence citing the paper)")
+        object.__setattr__(self, "details", dict(self.details))
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of the noise: ``sqrt(2) b`` (Laplace) or ``sigma``, never
+        rounded below the exact value."""
+        if "laplace" in self.noise:
+            return math.nextafter(math.sqrt(2.0) * self.scale, math.inf) if self.scale else 0.0
+        return self.scale
+
+    def to_dict(self) -> dict[str, Any]:
+        from quiltpriv.utils.serialize import jsonable
+
+        return {"noise": self.noise, "scale": self.scale, "sensitivity": self.sensitivity,
+                "why": self.why, **{str(k): jsonable(v) for k, v in self.details.items()}}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One release of any mechanism: the value and everything needed to audit it.
+
+    :meth:`to_dict` is the release record of format
+    :data:`~quiltpriv.releases.records.RELEASE_FORMAT` (``docs/release-record.schema.json``,
+    ``docs/ledger.md``). The true value of the query is deliberately not kept.
+
+    Attributes
+    ----------
+    mechanism : str
+        The mechanism's ``name``.
+    value : float or tuple of float
+        The released value (one number per cell of a histogram).
+    guarantee, calibration
+        The mechanism's :class:`Guarantee` and :class:`Calibration`.
+    noise_scale_used, granularity, secure, sampler, seed
+        The noise actually drawn: its scale (>= the calibrated one: it pays for the grid),
+        the grid step, whether it came from the secure generator, the sampler, and the integer
+        seed of a seeded release (None otherwise).
+    query, query_fingerprint
+        The query's definition (``Query.to_dict()``) and its fingerprint.
+    data : mapping or None
+        SHA-256, row count and columns of the data the query read (never the data).
+    model : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` of the model, for mechanisms that use
+        one.
+    command, timestamp, version
+        The command line of a command-line release, the UTC time, quiltpriv's version.
+    plan : mapping or None
+        An APMQM release's plan (format ``quiltpriv-plan/1``).
+    details : mapping or None
+        Another mechanism's own result (``MQMPlan``, ``WassersteinResult``, ... as JSON).
+    cells : tuple or None
+        A histogram's cell labels.
+    """
+
+    mechanism: str
+    value: float | tuple[float, ...]
+    guarantee: Guarantee
+    calibration: Calibration
+    noise_scale_used: float
+    granularity: float
+    secure: bool
+    sampler: str
+    seed: int | None
+    query: Mapping[str, Any]
+    query_fingerprint: str
+    data: Mapping[str, Any] | None
+    model: Mapping[str, Any] | None = None
+    command: tuple[str, ...] | None = None
+    timestamp: str = ""
+    version: str = ""
+    plan: Mapping[str, Any] | None = None
+    details: Mapping[str, Any] | None = None
+    cells: tuple[tuple[Any, ...], ...] | None = None
+
+    @property
+    def source(self) -> str:
+        """``"secure"``, ``"seeded"`` or ``"none"`` (released without noise)."""
+        return records.noise_source(self.secure, self.noise_scale_used, self.seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The release record (:data:`~quiltpriv.releases.records.RELEASE_FORMAT`)."""
+        from quiltpriv.utils.serialize import jsonable
+
+        model = None if self.model is None else {
+            "fingerprint": self.model["fingerprint"], "theta_size": self.model["theta_size"],
+            "provenance": records.provenance_json(self.model.get("provenance"))}
+        record: dict[str, Any] = {
+            "format": records.RELEASE_FORMAT,
+            "timestamp": self.timestamp,
+            "quiltpriv_version": self.version,
+            "mechanism": self.mechanism,
+            "value": list(self.value) if isinstance(self.value, tuple) else self.value,
+            "guarantee": self.guarantee.to_dict(),
+            "calibration": {**self.calibration.to_dict(),
+                            "noise_scale_used": self.noise_scale_used,
+                            "granularity": self.granularity},
+            "noise": {"source": self.source, "seed": self.seed, "secure": self.secure,
+                      "sampler": self.sampler},
+            "model": model,
+            "query": {"definition": dict(self.query), "fingerprint": self.query_fingerprint},
+            "data": None if self.data is None else dict(self.data),
+            "command": None if self.command is None else list(self.command),
+            # The flat fields of records written before the format was versioned: the noise
+            # actually drawn.
+            "scale": self.noise_scale_used,
+            "granularity": self.granularity,
+            "secure": self.secure,
+            "sampler": self.sampler,
+            "seed": self.seed,
+            "plan": None if self.plan is None else dict(self.plan),
+            "details": None if self.details is None else jsonable(self.details),
+        }
+        if self.cells is not None:
+            record["cells"] = [list(c) for c in self.cells]
+        return record
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """The protocol every mechanism implements (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def guarantee(self) -> Guarantee: ...
+
+    @property
+    def calibration(self) -> Calibration: ...
+
+    def release(self, data: pd.DataFrame, *,
+                seed: int | random.Random | None = None) -> ReleaseRecord: ...
+
+
+#: The sampler text of a release without noise.
+NO_NOISE = "none: the calibrated scale is 0 (the guarantee holds without noise)"
+
+
+@dataclass(frozen=True)
+class QueryMechanism:
+    """A mechanism releasing ``F(X) + noise`` of a :class:`Calibration`: :class:`Mechanism`.
+
+    Build one with :func:`quiltpriv.mechanisms.registry.build_mechanism` (or the constructors
+    there); the fields are the mechanism's claims, computed by its own module.
+
+    Attributes
+    ----------
+    name : str
+    query : Query
+        ``F``, with its declared domain.
+    guarantee : Guarantee
+    calibration : Calibration
+        ``noise`` is ``"laplace"`` or ``"gaussian"`` (a Gaussian mechanism releases scalar
+        queries only).
+    query_fingerprint : str
+        :func:`quiltpriv.mechanisms.apmqm.query_fingerprint` of the query.
+    model : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` when the mechanism uses a model.
+    details : mapping or None
+        The mechanism's own result as JSON (recorded with each release).
+    rows : int or None
+        The data must have exactly this many rows (the original MQM releases a query on ONE
+        realisation of its network: one row).
+    """
+
+    name: str
+    query: Query
+    guarantee: Guarantee
+    calibration: Calibration
+    query_fingerprint: str
+    model: Mapping[str, Any] | None = None
+    details: Mapping[str, Any] | None = None
+    rows: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.calibration.noise not in ("laplace", "gaussian"):
+            raise ParameterError(f"{self.name}: a query mechanism adds Laplace or Gaussian "
+                                 f"noise, not {self.calibration.noise!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mechanism as JSON: name, guarantee, calibration, query, model, details."""
+        from quiltpriv.utils.serialize import jsonable
+
+        return {"name": self.name, "guarantee": self.guarantee.to_dict(),
+                "calibration": self.calibration.to_dict(),
+                "query": {"definition": self.query.to_dict(),
+                          "fingerprint": self.query_fingerprint},
+                "model": None if self.model is None else jsonable(self.model),
+                "details": None if self.details is None else jsonable(self.details),
+                "rows": self.rows}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def check_data(self, data: pd.DataFrame) -> float | np.ndarray:
+        """``F(data)`` after every check of the query's declared domain; refuses bad data.
+
+        Raises
+        ------
+        QueryError
+            ``data`` is not a DataFrame, lacks a column, holds a value outside the query's
+            declared domain (bounds, declared values), has more records than the query was
+            calibrated for, or (``rows``) not the number of rows the mechanism releases on.
+        """
+        import pandas as pd
+
+        if not isinstance(data, pd.DataFrame):
+            raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        if self.rows is not None and len(data) != self.rows:
+            raise QueryError(f"{self.name} releases a query on {self.rows} row(s) of data (one "
+                             f"realisation of its network), got {len(data)}")
+        self.query.check_records(len(data))
+        value = self.query.evaluate(data)
+        if self.calibration.noise == "gaussian" and np.ndim(value) != 0:
+            raise QueryError(f"{self.name} releases scalar queries only")
+        return value
+
+    def release(self, data: pd.DataFrame, *, seed: int | random.Random | None = None,
+                ledger: str | os.PathLike[str] | None = None,
+                command: Any = None) -> ReleaseRecord:
+        """Release ``F(data)`` plus the calibrated noise (see the module docstring).
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+            Checked against the query's declared domain before anything is drawn.
+        seed : int or random.Random, optional
+            Reproducible, NOT secure noise (experiments only; warns).
+        ledger : str or path, optional
+            A privacy ledger (:mod:`quiltpriv.releases.ledger`): the record is appended before
+            the value is returned; if it cannot be written nothing is returned.
+        command : sequence of str, optional
+            The command line that asked for the release.
+
+        Raises
+        ------
+        QueryError
+            The data break the query's declared domain (:meth:`check_data`).
+        ParameterError
+            A bad seed, or a scale too large to draw.
+        LedgerError
+            ``ledger`` is not a ledger or cannot be written.
+        """
+        from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
+        from quiltpriv.mechanisms import noise
+        from quiltpriv.queries.query import histogram_cells
+
+        seed = records.check_seed(seed)
+        cal = self.calibration
+        noise.check_noise_scale(cal.scale, f"the {self.name} scale")
+        if ledger is not None:
+            from quiltpriv.releases import ledger as ledger_mod
+
+            booked = ledger_mod.check_writable(ledger)  # verified now, before any work
+        value = self.check_data(data)
+        data_record = records.query_data(data, self.query.attributes)
+        model_fp = self.query_fingerprint if self.model is None else self.model["fingerprint"]
+        fingerprints = (data_record["sha256"], self.query_fingerprint, model_fp)
+        earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
+        earlier = earlier or records.session_repeats(*fingerprints)
+        if earlier:
+            warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
+        vec = np.atleast_1d(np.asarray(value, dtype=float))
+        rng = noise.make_rng(seed)  # one generator: seeded coordinates get independent noise
+        if cal.noise == "gaussian":
+            draws = [noise.gaussian_release(float(vec[0]), cal.scale, cal.sensitivity,
+                                            seed=rng)]
+        else:
+            # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid
+            # once per coordinate (dimension=).
+            draws = [noise.laplace_release(float(v), cal.scale, cal.sensitivity, seed=rng,
+                                           dimension=len(vec)) for v in vec]
+        sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
+        if cal.scale == 0:
+            sampler, secure = NO_NOISE, seed is None
+        out = tuple(float(d.value) for d in draws)
+        definition = self.query.to_dict()
+        record = ReleaseRecord(
+            mechanism=self.name, value=out if np.ndim(value) else out[0],
+            guarantee=self.guarantee, calibration=cal,
+            noise_scale_used=float(draws[0].noise_scale_used),
+            granularity=float(draws[0].granularity), secure=secure, sampler=sampler,
+            seed=seed if isinstance(seed, int) else None, query=definition,
+            query_fingerprint=self.query_fingerprint, data=data_record, model=self.model,
+            command=None if command is None else tuple(str(c) for c in command),
+            timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
+            details=self.details, cells=histogram_cells(definition))
+        if ledger is not None:
+            ledger_mod.append(ledger, record.to_dict())  # no ledger entry, no release
+        records.remember_release(*fingerprints,
+                                 f"released in this session at {record.timestamp}")
+        if not secure and record.noise_scale_used > 0:
+            warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+        return record

@@ -1,0 +1,413 @@
+"""The one mechanism protocol: every registered mechanism's guarantee, calibration and release.
+
+Each mechanism's calibration is compared with the mechanism's own function (real numbers), its
+release with the query's declared domain (refusals), the JSON schema of the release record,
+seeded reproducibility and its warning, and, for two mechanisms, the released noise with its
+calibrated scale (a bounded, seeded statistical check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+import math
+import random
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import schema_check
+
+from quiltpriv.cli import main
+from quiltpriv.errors import (
+    ParameterError,
+    QueryError,
+    QuiltPrivError,
+    RepeatedReleaseWarning,
+    SeededNoiseWarning,
+)
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
+from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
+from quiltpriv.mechanisms.protocol import (
+    GUARANTEE_KINDS,
+    Calibration,
+    Guarantee,
+    Mechanism,
+    ReleaseRecord,
+)
+from quiltpriv.mechanisms.registry import (
+    MECHANISMS,
+    apgm_mechanism,
+    build_mechanism,
+    distribution_privacy_mechanism,
+    wasserstein_laws_mechanism,
+)
+from quiltpriv.model.loading import load_model
+from quiltpriv.queries.network_laws import network_wasserstein
+from quiltpriv.queries.query import CountQuery, MeanQuery
+from quiltpriv.releases import records
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "docs" / "release-record.schema.json").read_text())
+EPS, DELTA, N = 1.0, 1e-6, 20
+
+
+@pytest.fixture(scope="module")
+def theta():
+    return load_model("student")
+
+
+def _query(records_: int = N) -> CountQuery:
+    return CountQuery(["sat"], records_, where="sat == 1", domain={"sat": [0, 1]})
+
+
+def _data(name: str) -> pd.DataFrame:
+    # MQM releases on one realisation of its network: one row.
+    return pd.DataFrame({"sat": [1]}) if name == "mqm" else pd.DataFrame({"sat": [0, 1] * 10})
+
+
+def _build(name: str, theta, query=None):
+    delta = DELTA if MECHANISMS[name].needs_delta else None
+    return build_mechanism(name, theta, query or _query(1 if name == "mqm" else N), "income",
+                           EPS, delta=delta)
+
+
+def _valid(record: dict) -> None:
+    errs = schema_check.errors(record, SCHEMA)
+    assert not errs, errs
+    try:
+        import jsonschema
+    except ImportError:  # not a dependency: the small validator above is the check
+        return
+    jsonschema.validate(record, SCHEMA)
+
+
+def _quiet_release(m, data, **kw):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = m.release(data, **kw)
+    return r, [w.category for w in caught]
+
+
+# -- guarantee and calibration equal the mechanism's own numbers ----------------------------------
+
+
+def test_registry_lists_every_mechanism_the_cli_runs():
+    assert list(MECHANISMS) == ["apmqm", "group-dp", "wasserstein", "group-dp-gaussian", "mqm"]
+
+
+def test_apmqm_calibration_is_the_plans(theta):
+    m = _build("apmqm", theta)
+    p = plan(theta, _query(), "income", EPS)
+    assert isinstance(m, Mechanism) and m.name == "APMQM"
+    assert m.calibration.scale == p.scale == 20.0  # sat is nearby income: the trivial quilt
+    b = p.binding
+    assert m.calibration.sensitivity == b.sensitivity
+    assert m.calibration.scale == pytest.approx(b.sensitivity / (EPS - b.influence))
+    assert m.calibration.details["binding"] == "income"
+    assert m.guarantee == Guarantee("distributional attribute privacy", EPS, 0.0,
+                                    m.guarantee.assumptions, ("income",))
+    assert m.guarantee.assumptions  # said in words
+
+
+def test_group_dp_calibration_is_n_delta_over_eps(theta):
+    m = _build("group-dp", theta)
+    assert m.calibration.scale == group_laplace(1.0, N, EPS).scale == N * 1.0 / EPS
+    assert m.calibration.sensitivity == N and m.calibration.noise == "laplace"
+    assert m.guarantee.kind == "differential privacy (group)" and m.guarantee.delta == 0
+    assert m.model is None
+    g = _build("group-dp-gaussian", theta)
+    assert g.calibration.scale == group_gaussian(1.0, N, EPS, DELTA,
+                                                 calibration="analytic").scale
+    assert g.calibration.noise == "gaussian" and g.guarantee.delta == DELTA
+    assert g.calibration.scale > N / EPS  # more noise than Laplace at this delta
+
+
+def test_wasserstein_calibration_is_w_over_eps(theta):
+    m = _build("wasserstein", theta)
+    w = network_wasserstein(theta, _query(), "income", EPS)
+    assert m.calibration.scale == w.scale and m.calibration.sensitivity == w.sensitivity
+    assert m.calibration.scale == pytest.approx(w.sensitivity / EPS)
+    assert 0 < m.calibration.scale < 20.0  # far below APMQM's trivial quilt here
+    assert m.model["fingerprint"] == theta.fingerprint()
+
+
+def test_mqm_calibration_is_l_times_nearby_over_eps_minus_influence(theta):
+    m = _build("mqm", theta)
+    p = markov_quilt_mechanism(theta, EPS, lipschitz=1.0, protected="income")
+    assert m.calibration.scale == p.scale
+    b = p[p.binding]
+    assert m.calibration.sensitivity == len(b.nearby)  # L = 1 for a count over one row
+    assert m.calibration.scale >= len(b.nearby) / (EPS - b.influence)
+    assert m.calibration.scale == pytest.approx(len(b.nearby) / (EPS - b.influence))
+    assert m.guarantee.kind == "pufferfish (Markov quilt)"
+
+
+def test_lipschitz_of_mqm_is_the_largest_one_column_sensitivity(theta):
+    q = MeanQuery("sat", 0, 3)
+    m = build_mechanism("mqm", theta, q, "income", EPS)
+    assert m.calibration.details["lipschitz"] == 3.0
+    assert m.calibration.scale == markov_quilt_mechanism(theta, EPS, lipschitz=3.0,
+                                                         protected="income").scale
+
+
+# -- release: declared domain, record, seeds ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_release_refuses_data_outside_the_declared_domain(theta, name):
+    m = _build(name, theta)
+    bad = _data(name).assign(sat=2)  # 2 is not in the declared domain [0, 1]
+    with pytest.raises(QueryError, match="outside its declared domain"):
+        m.release(bad, seed=1)
+    with pytest.raises(QueryError, match="no column"):
+        m.release(pd.DataFrame({"height": [1]}), seed=1)
+    with pytest.raises(QuiltPrivError):
+        m.release(pd.DataFrame({"sat": [0, 1] * 30}), seed=1)  # more records than declared
+    with pytest.raises(QueryError):
+        m.release([[1]], seed=1)  # not a DataFrame
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_record_validates_and_says_what_the_mechanism_is(theta, name):
+    m = _build(name, theta)
+    data = _data(name)
+    r, _ = _quiet_release(m, data, seed=5)
+    assert isinstance(r, ReleaseRecord)
+    d = r.to_dict()
+    _valid(d)
+    assert json.loads(r.to_json()) == d
+    assert d["format"] == records.RELEASE_FORMAT == "quiltpriv-release/2"
+    assert d["mechanism"] == m.name
+    assert d["guarantee"] == m.guarantee.to_dict()
+    assert {k: d["calibration"][k] for k in m.calibration.to_dict()} == \
+        m.calibration.to_dict()
+    assert d["calibration"]["noise_scale_used"] >= m.calibration.scale
+    assert d["data"]["rows"] == len(data) and d["data"]["columns"] == ["sat"]
+    assert d["query"]["definition"] == m.query.to_dict() if name != "apmqm" else True
+    assert d["noise"] == {"source": "seeded", "seed": 5, "secure": False,
+                          "sampler": d["sampler"]}
+    assert (d["plan"] is None) == (name != "apmqm")
+    assert (d["details"] is None) == (name == "apmqm")
+    assert (d["model"] is None) == name.startswith("group-dp")
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_seeded_releases_are_reproducible_and_warn(theta, name):
+    m = _build(name, theta)
+    data = _data(name)
+    a, cats = _quiet_release(m, data, seed=11)
+    b, _ = _quiet_release(m, data, seed=11)
+    c, _ = _quiet_release(m, data, seed=12)
+    assert SeededNoiseWarning in cats
+    assert a.value == b.value != c.value
+    s, cats = _quiet_release(m, data)
+    assert SeededNoiseWarning not in cats and RepeatedReleaseWarning in cats
+    assert s.source == "secure" and s.secure and s.seed is None
+
+
+def test_group_dp_release_goes_into_a_ledger(theta, tmp_path):
+    from quiltpriv.releases import ledger
+
+    m = _build("group-dp", theta)
+    path = tmp_path / "l.db"
+    r, _ = _quiet_release(m, _data("group-dp"), ledger=path)
+    entries, head = ledger.read(path)
+    assert head.count == 1 and entries[0].record == r.to_dict()
+    with pytest.raises(QuiltPrivError, match="APMQM releases only"):
+        ledger.composition(entries)
+
+
+@pytest.mark.parametrize(("name", "spread"), [("group-dp", "laplace"),
+                                              ("group-dp-gaussian", "gaussian")])
+def test_released_noise_has_the_calibrated_scale(theta, name, spread):
+    # 600 seeded releases: the mean absolute noise of Laplace(b) is b, the standard deviation
+    # of N(0, sigma^2) is sigma; both are estimated within 4 standard errors (< 20 %).
+    m = _build(name, theta, CountQuery(["sat"], 5, where="sat == 1", domain={"sat": [0, 1]}))
+    data = pd.DataFrame({"sat": [0, 1, 1, 0, 1]})
+    rng = random.Random(2026)
+    noise = np.array([_quiet_release(m, data, seed=rng)[0].value - 3.0 for _ in range(600)])
+    scale = m.calibration.scale
+    assert scale == (5.0 if spread == "laplace" else
+                     group_gaussian(1.0, 5, EPS, DELTA, calibration="analytic").scale)
+    if spread == "laplace":
+        assert abs(np.mean(np.abs(noise)) / scale - 1) < 0.2
+    else:
+        assert abs(np.std(noise) / scale - 1) < 0.2
+    assert abs(np.mean(noise)) < 4 * np.std(noise) / math.sqrt(len(noise))
+
+
+# -- mechanisms wrapped from their own results ---------------------------------------------------
+
+
+def test_apgm_wasserstein_laws_and_distribution_privacy_follow_the_protocol():
+    from quiltpriv.distribution.distribution_privacy import dirm_laplace, expm_laplace
+    from quiltpriv.mechanisms.apgm import GaussianRecordModel, apgm_gaussian_columns
+    from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
+
+    model = GaussianRecordModel([0.0, 0.0], [[1.0, 0.5], [0.5, 1.0]], ("x", "y"))
+    res = apgm_gaussian_columns(model, 50, "x", {"y": [0.0, 1.0]}, 0.5, 1e-5)
+    q = MeanQuery("x", -10, 10)
+    m = apgm_mechanism(res, q)
+    assert isinstance(m, Mechanism) and m.calibration.scale == res.sigma > 0
+    assert m.calibration.sensitivity == max(res.sensitivity.values())
+    assert m.guarantee.kind == "dataset attribute privacy" and m.guarantee.delta == 1e-5
+    data = pd.DataFrame({"x": [0.5, -0.25, 1.0]})
+    r, _ = _quiet_release(m, data, seed=3)
+    _valid(r.to_dict())
+    with pytest.raises(QueryError, match="outside the declared bounds"):
+        m.release(pd.DataFrame({"x": [11.0]}))
+
+    w = wasserstein_mechanism({0: ([0, 1], [0.5, 0.5]), 1: ([0, 1, 2], [0.25, 0.5, 0.25])},
+                              EPS)
+    mw = wasserstein_laws_mechanism(w, _query())
+    assert mw.calibration.scale == w.scale and mw.calibration.sensitivity == w.sensitivity
+    _valid(_quiet_release(mw, _data("x"), seed=1)[0].to_dict())
+
+    e = expm_laplace({"a": [0.0], "b": [0.3]}, EPS)
+    md = distribution_privacy_mechanism(e, MeanQuery("x", 0, 1))
+    assert md.calibration.scale == e.laplace_scale == pytest.approx(0.3)
+    assert md.guarantee.kind == "distribution privacy"
+    _valid(_quiet_release(md, pd.DataFrame({"x": [0.5, 0.25]}), seed=1)[0].to_dict())
+    d = dirm_laplace({"a": [0.0, 0.0], "b": [0.3, 0.1]}, EPS)
+    with pytest.raises(QuiltPrivError):  # directional noise has no one-scale release
+        distribution_privacy_mechanism(d, MeanQuery("x", 0, 1))
+
+
+# -- the protocol's own types -----------------------------------------------------------------
+
+
+def test_guarantee_and_calibration_refuse_bad_values():
+    assert "subset privacy" in GUARANTEE_KINDS
+    for bad in [dict(kind="secrecy", epsilon=1.0), dict(kind="subset privacy", epsilon=0.0),
+                dict(kind="subset privacy", epsilon=1.0, delta=1.0),
+                dict(kind="subset privacy", epsilon=math.inf),
+                dict(kind="subset privacy", epsilon=1.0, assumptions="one string")]:
+        with pytest.raises(ParameterError):
+            Guarantee(**bad)
+    for bad in [("cauchy", 1.0, 1.0, "why"), ("laplace", -1.0, 1.0, "why"),
+                ("laplace", 1.0, math.nan, "why"), ("laplace", 1.0, 1.0, "")]:
+        with pytest.raises(ParameterError):
+            Calibration(*bad)
+    c = Calibration("laplace", 2.0, 1.0, "[X]: b = 2")
+    assert c.std >= math.sqrt(2) * 2 and json.loads(c.to_json())["why"] == "[X]: b = 2"
+
+
+def test_build_refuses_unknown_names_and_misplaced_delta(theta):
+    with pytest.raises(ParameterError, match="unknown mechanism 'nope'"):
+        build_mechanism("nope", theta, _query(), "income", EPS)
+    with pytest.raises(ParameterError, match="delta"):
+        build_mechanism("apmqm", theta, _query(), "income", EPS, delta=1e-5)
+    with pytest.raises(ParameterError, match="needs delta"):
+        build_mechanism("group-dp-gaussian", theta, _query(), "income", EPS)
+
+
+# -- names and JSON forms ---------------------------------------------------------------------
+
+
+def test_renamed_classes_keep_their_old_names_with_a_warning():
+    from quiltpriv import subset_privacy
+    from quiltpriv.gap import privatizers
+
+    with pytest.warns(DeprecationWarning, match="AccountedRelease"):
+        assert subset_privacy.Release is subset_privacy.AccountedRelease
+    with pytest.warns(DeprecationWarning, match="GaussianNoisePrivatizer"):
+        assert privatizers.GaussianMechanism is privatizers.GaussianNoisePrivatizer
+
+
+RESULT_MODULES = ["quiltpriv.mechanisms." + m for m in (
+    "apgm", "apmqm", "compare", "group_dp", "mqm", "noise", "protocol", "verification",
+    "wasserstein")] + ["quiltpriv.distribution." + m for m in (
+        "distribution_privacy", "local_distribution_privacy", "tupling", "property_model")] + [
+    "quiltpriv.audit." + m for m in ("exact", "joint", "gaussian", "adversary")] + [
+    "quiltpriv.gap.privatizers", "quiltpriv.gap.learning", "quiltpriv.subset_privacy",
+    "quiltpriv.queries.network_laws"]
+
+
+@pytest.mark.parametrize("module", RESULT_MODULES)
+def test_every_result_dataclass_has_to_dict_and_to_json(module):
+    mod = importlib.import_module(module)
+    found = [c for n, c in vars(mod).items() if inspect.isclass(c) and c.__module__ == module
+             and dataclasses.is_dataclass(c) and not n.startswith("_")]
+    assert found
+    missing = [c.__name__ for c in found if not (callable(getattr(c, "to_dict", None))
+                                                and callable(getattr(c, "to_json", None)))]
+    assert not missing, missing
+
+
+def test_result_json_forms_hold_the_values():
+    from fractions import Fraction
+
+    from quiltpriv.mechanisms.wasserstein import Interval, wasserstein_mechanism
+
+    g = group_laplace(2.0, 7, 0.5)
+    assert g.to_dict() == {"mechanism": "laplace", "scale": 28.0, "group_sensitivity": 14.0,
+                           "epsilon": 0.5, "delta": 0.0, "notes": list(g.notes)}
+    assert json.loads(g.to_json()) == g.to_dict()
+    assert Interval(Fraction(1, 3), 0.5).to_dict() == {"lo": "1/3", "hi": 0.5}
+    w = wasserstein_mechanism({0: ([0, 1], [0.5, 0.5]), 1: ([0, 3], [0.5, 0.5])}, 2.0)
+    assert json.loads(w.to_json())["scale"] == w.scale == 1.0  # W_inf = 2, b = W / eps
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _cli(tmp_path, name, *extra):
+    csv = tmp_path / f"{name}.csv"
+    _data(name).to_csv(csv, index=False)
+    records_ = "1" if name == "mqm" else str(N)
+    return ["release", "student", "--sensitive", "income", "--epsilon", "1", "--query", "count",
+            "--attributes", "sat", "--records", records_, "--where", "sat == 1", "--domain",
+            "sat=0|1", "--data", str(csv), "--mechanism", name, *extra]
+
+
+@pytest.mark.parametrize("name", list(MECHANISMS))
+def test_cli_release_runs_every_mechanism(tmp_path, capsys, theta, name):
+    extra = ["--delta", str(DELTA)] if MECHANISMS[name].needs_delta else []
+    assert main(_cli(tmp_path, name, "--seed", "4", *extra)) == 0
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    _valid(d)
+    m = _build(name, theta)
+    assert d["mechanism"] == m.name and d["calibration"]["scale"] == m.calibration.scale
+    assert d["noise"]["seed"] == 4 and "--mechanism" in d["command"]
+    assert cap.err.strip().splitlines()[-1].startswith("quiltpriv: warning: seeded noise")
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["--mechanism", "nope"], "unknown mechanism 'nope'"),
+    (["--mechanism", "group-dp-gaussian"], "needs --delta"),
+    (["--mechanism", "group-dp", "--delta", "0.1"], "--delta applies"),
+    (["--mechanism", "group-dp", "--delta", "1"], "--delta"),
+    (["--mechanism", "mqm"], "1 row(s)"),
+])
+def test_cli_release_bad_mechanism_options_are_one_line(tmp_path, capsys, extra, words):
+    args = _cli(tmp_path, "apmqm")[:-2] + extra
+    assert main(args) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and len(cap.err.strip().splitlines()) == 1
+    assert cap.err.startswith("quiltpriv: error: ") and words in cap.err
+
+
+def test_cli_compare_recommends_a_mechanism_release_can_run(tmp_path, capsys):
+    args = ["compare", "student", "--sensitive", "income", "--epsilon", "1", "--query",
+            "count", "--attributes", "sat", "--records", str(N), "--where", "sat == 1",
+            "--domain", "sat=0|1", "--json"]
+    assert main(args) == 0
+    c = json.loads(capsys.readouterr().out)
+    best = c["best"]
+    assert best == "wasserstein"
+    row = next(r for r in c["rows"] if r["name"] == best)
+    assert row["privacy"]["kind"] == "distributional attribute privacy"
+    assert row["calibration"]["why"].startswith("[ZOC22, Alg. 4]")
+    assert all(r["calibration"] is not None for r in c["rows"] if r["applicable"])
+    assert main(_cli(tmp_path, best, "--seed", "1")) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["calibration"]["scale"] == row["scale"] == row["calibration"]["scale"]
+    assert main(args[:-1]) == 0
+    assert "--mechanism wasserstein" in capsys.readouterr().out
