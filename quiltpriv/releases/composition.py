@@ -231,7 +231,10 @@ def _facts(label: str, r: Mapping[str, Any]) -> _Facts:
     """Parse one record into what composition needs, refusing anything malformed."""
     where = f"composition: release {label}"
     if not isinstance(r, Mapping) or r.get("format") not in READABLE_FORMATS:
-        raise LedgerError(f"{where}: not a release record ({' or '.join(READABLE_FORMATS)})")
+        raise LedgerError(f"{where}: not a {' or '.join(READABLE_FORMATS)} record")
+    if r.get("mechanism") != "APMQM":
+        raise LedgerError(f"{where}: mechanism {r.get('mechanism')!r}; composition knows APMQM "
+                          "releases only")
     try:
         plan, g, noise = r["plan"], r["guarantee"], r["noise"]
         eps = _number(g["epsilon"], f"{where}: epsilon", positive=True)
