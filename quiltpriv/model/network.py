@@ -173,7 +173,8 @@ class Theta:
                 children[p].append(v)
         self.children = MappingProxyType({v: tuple(c) for v, c in children.items()})
         self._graph: nx.DiGraph | None = None
-        # Caches filled by quiltpriv.inference.influence; valid because Theta is immutable.
+        # Inference's cache, valid because Theta is immutable; read and written only through
+        # quiltpriv.inference.cache.InferenceCache (one named, typed entry per kind).
         self._cache: dict[Any, Any] = ThetaCache()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
