@@ -36,7 +36,8 @@ _EXPORTS = {
                     "inference.influence"),
     **dict.fromkeys(["bundled_models", "bundled_network", "load_model", "load_theta",
                      "theta_to_dict"], "model.loading"),
-    **dict.fromkeys(["Plan", "Release", "SensitivePlan", "plan", "release"], "mechanisms.apmqm"),
+    **dict.fromkeys(["Plan", "SensitivePlan", "plan"], "mechanisms.apmqm"),
+    **dict.fromkeys(["Release", "release"], "mechanisms.apmqm_release"),
     **dict.fromkeys(["Theta", "theta_from_pgmpy", "theta_from_tables"], "model.network"),
     **dict.fromkeys(["Predicate", "parse_predicate"], "queries.predicate"),
     **dict.fromkeys(["Quilt", "enumerate_quilts", "least_influence_quilt", "markov_quilt",
@@ -103,7 +104,8 @@ if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eager
         joint_marginal,
         max_influence,
     )
-    from quiltpriv.mechanisms.apmqm import Plan, Release, SensitivePlan, plan, release
+    from quiltpriv.mechanisms.apmqm import Plan, SensitivePlan, plan
+    from quiltpriv.mechanisms.apmqm_release import Release, release
     from quiltpriv.mechanisms.verification import PlanVerification, check_plan, verify_plan
     from quiltpriv.model.builder import NetworkBuilder
     from quiltpriv.model.learning import discretise, learn_theta, population_parameters

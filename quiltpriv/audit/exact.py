@@ -89,7 +89,7 @@ bracket proves: ``MET`` needs ``loss <= eps + tolerance``, ``VIOLATED`` needs
   (``VIOLATED`` if it already exceeds ``eps``), the upper bound is then unknown (``inf``) and
   the verdict ``UNDECIDED``.
 
-The released noise of :func:`quiltpriv.mechanisms.apmqm.release` is an exact discrete Laplace on a
+The released noise of :func:`quiltpriv.mechanisms.apmqm_release.release` is an exact discrete Laplace on a
 fine grid; this auditor audits the ideal continuous Laplace of scale ``s`` that Theorem 4 is
 about.
 """

@@ -28,7 +28,7 @@ import numpy as np
 
 from quiltpriv.cli.core import QUERY_KINDS, parse_number, query_from_args
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.model.loading import _model_dirs, theta_to_dict
+from quiltpriv.model.loading import model_dirs, theta_to_dict
 from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.io import check_output_path, write_text_atomic
@@ -357,7 +357,7 @@ class ModelState:
                     return True
             except OSError:
                 pass
-        return any(real.parent == Path(os.path.realpath(d)) for d in _model_dirs())
+        return any(real.parent == Path(os.path.realpath(d)) for d in model_dirs())
 
     def check_output(self, path: Any, what: str) -> Path:
         """An output path: a text, not a model this session read, writable (``check_output_path``).
@@ -376,7 +376,7 @@ class ModelState:
 
 def model_summary(state: ModelState, theta: Theta | None = None) -> dict[str, Any]:
     """What the page shows of the model: nodes, edges, members, edits, and its drawing."""
-    from quiltpriv.reporting.drawing import dag_svg, layered_layout
+    from quiltpriv.model.drawing import dag_svg, layered_layout
 
     theta = theta or state.theta
     lay = layered_layout(theta)

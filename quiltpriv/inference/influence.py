@@ -183,8 +183,6 @@ class Influence:
         return self.bound_via is None
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import influence_html
-
         return influence_html(self)
 
 
@@ -1016,3 +1014,21 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
     for vs, t in factors:
         operands += [t, [label[u] for u in vs]]
     return np.einsum(*operands, [label[u] for u in out])
+
+
+def influence_html(infl: Influence) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    from quiltpriv.utils.format import escape, fmt_number, html_set, kv_table
+
+    rows = [("max-influence e(Q | i)", escape(fmt_number(infl.value))),
+            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
+            ("quilt Q", html_set(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>",
+                     f"{escape(infl.pair[0])} vs {escape(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
+    rows.append(("arithmetic", escape(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"

@@ -138,8 +138,6 @@ class Comparison:
         return self.explain()
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import comparison_html
-
         return comparison_html(self)
 
 
@@ -307,3 +305,27 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_compare)
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    from quiltpriv.utils.format import escape, fmt_number, query_html
+
+    best = comparison.best
+    mark = ' class="best"'
+    rows = "".join(
+        f"<tr{mark if r is best else ''}><td>{escape(r.mechanism)}</td>"
+        f"<td>{escape(r.noise or '-')}</td>"
+        f"<td>{escape('-' if r.scale is None else fmt_number(r.scale))}</td>"
+        f"<td>{escape('-' if r.std is None else fmt_number(r.std))}</td>"
+        f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
+        f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
+    least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
+                                     f"(std {escape(fmt_number(best.std))})")
+    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
+            f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
+            f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "
+            f"{query_html(comparison.query)}</p>"
+            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
+            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div>")

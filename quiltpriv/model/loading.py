@@ -124,7 +124,8 @@ def _check_bif_text(text: str, path: Path) -> None:
             raise ModelError(f"{path}: the CPD of {var!r} contains NaN or infinite probabilities")
 
 
-def _model_dirs() -> list[Path]:
+def model_dirs() -> list[Path]:
+    """The folders of the bundled models (installed, or the source checkout's models/)."""
     here = Path(__file__).resolve().parents[1]  # the quiltpriv package
     # Installed wheel: quiltpriv/models/. Source checkout or editable install: ../models/.
     return [d for d in (here / "models", here.parent / "models") if d.is_dir()]
@@ -133,7 +134,7 @@ def _model_dirs() -> list[Path]:
 def bundled_models() -> dict[str, str]:
     """Bundled model names and the first line of each module's docstring."""
     out: dict[str, str] = {}
-    for d in _model_dirs():
+    for d in model_dirs():
         for f in sorted(d.glob("*.py")):
             if f.stem.startswith("_") or f.stem in out:
                 continue
@@ -213,7 +214,7 @@ def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: An
     ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
     ``theta_from_pgmpy(net)``. Arguments go to the module's function.
     """
-    for d in _model_dirs():
+    for d in model_dirs():
         candidate = d / f"{name}.py"
         if candidate.is_file() and not name.startswith("_"):
             return _call_module(candidate, function, args, kwargs)
@@ -459,7 +460,7 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> 
             base, function = text, None
     path = Path(base)
     if path.suffix == "" and not path.exists():
-        for d in _model_dirs():
+        for d in model_dirs():
             candidate = d / f"{base}.py"
             if candidate.is_file():
                 return _from_module(candidate, function, tolerance)

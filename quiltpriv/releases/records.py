@@ -1,6 +1,6 @@
 """The release record: what was released, when, by which tool, from which data and model.
 
-:meth:`quiltpriv.mechanisms.apmqm.Release.to_dict` returns one JSON object of the stable, versioned
+:meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict` returns one JSON object of the stable, versioned
 format :data:`RELEASE_FORMAT` (``"quiltpriv-release/1"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
 value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance,
@@ -30,7 +30,7 @@ from quiltpriv.errors import ParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from quiltpriv.mechanisms.apmqm import Release
+    from quiltpriv.mechanisms.apmqm_release import Release
 
 __all__ = ["RELEASE_FORMAT", "check_seed", "query_data", "release_record", "utc_timestamp"]
 
