@@ -27,8 +27,7 @@ from quiltpriv.errors import (
 )
 
 from . import _compat
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 #: Public name -> the submodule that defines it; imported on first attribute access.
 _EXPORTS = {
@@ -82,7 +81,7 @@ def __getattr__(name: str) -> object:
 
 #: Module-level helpers of this file, left out of ``dir(quiltpriv)``.
 _HIDDEN = frozenset({"_compat", "_importlib", "_TYPE_CHECKING", "_EXPORTS", "_SUBMODULES",
-                     "_HIDDEN",
+                     "_HIDDEN", "_version",
                      "__getattr__", "__dir__"})
 
 

@@ -16,6 +16,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 
 #: Old module path -> new module path (both relative to ``quiltpriv``).
@@ -104,9 +105,8 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install() -> None:
     """Put the finder on ``sys.meta_path`` once."""
-    import quiltpriv
-
-    _FORWARDING_FILES.update({__file__, quiltpriv.__file__, importlib.__file__})
+    package_init = str(Path(__file__).with_name("__init__.py"))  # quiltpriv/__init__.py
+    _FORWARDING_FILES.update({__file__, package_init, importlib.__file__ or ""})
     if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
         sys.meta_path.append(_MovedModuleFinder())
 

@@ -1,4 +1,9 @@
-"""Core subcommands: ``plan``, ``quilts``, ``release`` and ``models``.
+"""Core subcommands (``plan``, ``quilts``, ``release``, ``models``) and the options they share.
+
+The other commands live in one module each under :mod:`quiltpriv.cli` and build their parsers
+from the helpers here (model, query, privacy and time-limit options, numeric option types,
+:func:`emit`, :func:`read_data`); the query options are parsed by
+:mod:`quiltpriv.queries.options`, which the explorer shares.
 
 The ``plan`` contract is stable (other tools parse it)::
 
@@ -23,16 +28,8 @@ from quiltpriv.cli import EXIT_INTERRUPTED
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
 from quiltpriv.inference.influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
-from quiltpriv.mechanisms.apmqm import (
-    Plan,
-    _fmt,
-    _scale,
-    _set,
-    _table,
-    plan,
-    release,
-    was_interrupted,
-)
+from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale, was_interrupted
+from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.model.loading import bundled_models, load_theta
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.options import (
@@ -42,8 +39,10 @@ from quiltpriv.queries.options import (
     split_list,
 )
 from quiltpriv.queries.query import CountQuery, Query
+from quiltpriv.utils.format import fmt_number, fmt_set, text_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
+
 
 def number(option: str, *, integer: bool = False, min_val: float | None = None,
            max_val: float | None = None,
@@ -85,7 +84,7 @@ def theta_from_args(args: argparse.Namespace) -> Theta:
 
 
 def query_from_args(args: argparse.Namespace) -> Query:
-    """The query the query options ask for (:func:`~quiltpriv.queries.options.query_from_options`)."""
+    """The query the options ask for (:func:`quiltpriv.queries.options.query_from_options`)."""
     return query_from_options(args)
 
 
@@ -298,7 +297,7 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
             a_n = set(query.attributes) & set(q.nearby)
             d = query.sensitivity(a_n)
             row["sensitivity"] = d
-            row["scale"] = _scale(d, e, eps) if eps else None
+            row["scale"] = quilt_scale(d, e, eps) if eps else None
         rows.append(row)
     if args.json:
         def clean(x: Any) -> Any:
@@ -312,15 +311,15 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
         header += ["Delta_{A&N}", "scale"]
     table_rows = []
     for r in rows:
-        cells = [("(trivial) " if r["trivial"] else "") + _set(r["quilt"]), _set(r["nearby"]),
-                 _set(r["remote"]),
-                 "too large" if r["influence"] is None else _fmt(r["influence"])]
+        cells = [("(trivial) " if r["trivial"] else "") + fmt_set(r["quilt"]),
+                 fmt_set(r["nearby"]), fmt_set(r["remote"]),
+                 "too large" if r["influence"] is None else fmt_number(r["influence"])]
         if query is not None:
-            cells += [_fmt(r.get("sensitivity", math.nan)),
-                      _fmt(r["scale"]) if r.get("scale") is not None else "-"]
+            cells += [fmt_number(r.get("sensitivity", math.nan)),
+                      fmt_number(r["scale"]) if r.get("scale") is not None else "-"]
         table_rows.append(tuple(cells))
     print(f"Markov quilts of {node!r} ({len(rows)} shown; the trivial quilt is Q = R = {{}})")
-    print("\n".join(_table(tuple(header), table_rows)))
+    print("\n".join(text_table(tuple(header), table_rows)))
     if truncated:
         print(f"... more quilts exist; raise --limit (now {args.limit}) or set --max-size")
     return 0

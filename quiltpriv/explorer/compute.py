@@ -2,8 +2,9 @@
 
 Every number comes from the functions the command line uses: :func:`quiltpriv.plan` (with
 the request's time budget), :func:`quiltpriv.reporting.report.candidate_quilts` and
-:func:`~quiltpriv.reporting.report.why_chosen` (the audit report's candidate table), :func:`quiltpriv.mechanisms.compare.compare` and
-:func:`quiltpriv.reporting.report.audit_report`. Nothing here changes a plan or a noise scale.
+:func:`~quiltpriv.reporting.report.why_chosen` (the audit report's candidate table),
+:func:`quiltpriv.mechanisms.compare.compare` and :func:`quiltpriv.reporting.report.audit_report`.
+Nothing here changes a plan or a noise scale.
 """
 
 from __future__ import annotations

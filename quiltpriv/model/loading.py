@@ -29,13 +29,11 @@ from typing import Any
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy, theta_from_tables
+from quiltpriv.model.readers import MAX_STATES, check_probability_literal
 
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
 #: network, munin, is about 1.5 MB uncompressed).
 MAX_MODEL_BYTES = 64 * 2**20
-
-#: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
-MAX_STATES = 10_000
 
 _BIF_VARIABLE = re.compile(
     r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}")
@@ -48,30 +46,6 @@ _BIF_BAD_NUMBER = re.compile(r"(?i)(?<![\w.])[-+]?(nan|inf(inity)?)(?![\w.])")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 _PARENTHESISED = re.compile(r"\([^)]*\)")
 _XML_TABLE = re.compile(r"(?is)<TABLE>(.*?)</TABLE>")
-
-#: Smallest positive normal float64. A probability below it is stored with fewer than 16
-#: significant digits (subnormal) or as 0, so a file that writes one is refused.
-_TINY = 2.2250738585072014e-308
-
-
-def check_probability_literal(token: str, where: str) -> float:
-    """The float a model file's probability ``token`` denotes, or ModelError.
-
-    A positive number that float64 rounds to 0 (``1e-400``) would silently make a possible
-    state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
-    be stored with a relative error up to 100%: both are refused, never read as something else.
-    """
-    try:
-        x = float(token)
-    except ValueError:
-        raise ModelError(f"{where}: {token!r} is not a number") from None
-    if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
-        raise ModelError(
-            f"{where}: the probability {token} is positive but below float64's normal range "
-            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
-            "impossible)")
-    return x
-
 
 def _check_bif_numbers(text: str, path: Path) -> None:
     """Every probability of a BIF file passes :func:`check_probability_literal`."""

@@ -1,7 +1,7 @@
 """The release record: what was released, when, by which tool, from which data and model.
 
-:meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict` returns one JSON object of the stable, versioned
-format :data:`RELEASE_FORMAT` (``"quiltpriv-release/1"``; the JSON Schema is
+:meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict` returns one JSON object of the stable,
+versioned format :data:`RELEASE_FORMAT` (``"quiltpriv-release/1"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
 value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance,
 the query's definition and fingerprint, the SHA-256 and row count of the data columns the
@@ -51,9 +51,9 @@ def utc_timestamp() -> str:
 
 def quiltpriv_version() -> str:
     """The running quiltpriv's version (``quiltpriv.__version__``)."""
-    import quiltpriv
+    from quiltpriv._version import __version__
 
-    return str(quiltpriv.__version__)
+    return str(__version__)
 
 
 def check_seed(seed: object) -> int | random.Random | None:
