@@ -14,8 +14,8 @@ import pytest
 
 import quiltpriv as qp
 from quiltpriv.graph.quilts import markov_quilt
-from quiltpriv.model.loading import bundled_models
 from quiltpriv.model.drawing import BOX_H, dag_svg, layered_layout
+from quiltpriv.model.loading import bundled_models
 
 _RECT = re.compile(r'<g class="node[^"]*" data-node="([^"]*)"><title>.*?</title>'
                    r'<rect x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)"')

@@ -827,8 +827,9 @@ def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...]
               f"W_inf is in [{best_lo}, {best_hi}]; the mechanism uses {best_hi}, never below "
               "the exact value")]
     result = WassersteinResult(scale=wasserstein_scale(Fraction(best_hi), eps),
-                               sensitivity=float(best_hi), sensitivity_lower=float(best_lo), epsilon=eps, delta=0.0,
-                               exact=exact, worst_case=worst, notes=tuple(notes))
+                               sensitivity=float(best_hi), sensitivity_lower=float(best_lo),
+                               epsilon=eps, delta=0.0, exact=exact, worst_case=worst,
+                               notes=tuple(notes))
     return NetworkWassersteinResult(result, (), "certified float64")
 
 
