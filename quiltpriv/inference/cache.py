@@ -28,8 +28,13 @@ __all__ = ["Entries", "InferenceCache", "Value"]
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-#: The store's key of an entry is ``(name, key)``: ThetaCache recognises influences by the name.
 _Store = MutableMapping[Any, Any]
+
+
+def _store_key(name: str, key: Hashable) -> tuple[Any, ...]:
+    # The storage's key: the entry's name, then the key's parts (a tuple key is spread out),
+    # e.g. ("influence", member, node, quilt, method). ThetaCache caps entries by the name.
+    return (name, *key) if type(key) is tuple else (name, key)
 
 
 class Entries(Generic[K, V]):
@@ -43,20 +48,20 @@ class Entries(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         """The cached value, or None when there is none (yet, or evicted)."""
-        return self._store.get((self._name, key))  # type: ignore[no-any-return]
+        return self._store.get(_store_key(self._name, key))  # type: ignore[no-any-return]
 
     def __contains__(self, key: K) -> bool:
-        return (self._name, key) in self._store
+        return _store_key(self._name, key) in self._store
 
     def __getitem__(self, key: K) -> V:
-        return self._store[(self._name, key)]  # type: ignore[no-any-return]
+        return self._store[_store_key(self._name, key)]  # type: ignore[no-any-return]
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._store[(self._name, key)] = value
+        self._store[_store_key(self._name, key)] = value
 
     def setdefault(self, key: K, default: V) -> V:
         """The cached value, storing ``default`` first when there is none (one dict step)."""
-        return self._store.setdefault((self._name, key), default)  # type: ignore[no-any-return]
+        return self._store.setdefault(_store_key(self._name, key), default)  # type: ignore[no-any-return]
 
 
 class Value(Generic[V]):
@@ -66,7 +71,7 @@ class Value(Generic[V]):
 
     def __init__(self, store: _Store, name: str) -> None:
         self._store = store
-        self._key = (name, ())
+        self._key = (name,)
 
     def get(self) -> V | None:
         return self._store.get(self._key)  # type: ignore[no-any-return]
