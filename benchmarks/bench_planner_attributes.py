@@ -147,7 +147,7 @@ def old_search(theta: Theta, query: Query, node: str, eps: float,
     skipped, as it did). Returns (least scale, candidates evaluated, finished in time)."""
     attrs = set(query.attributes)
     others = [a for a in theta.sort(attrs) if a != node]
-    best = mech._scale(query.sensitivity(attrs), 0.0, eps)
+    best = mech.quilt_scale(query.sensitivity(attrs), 0.0, eps)
     seen: set[tuple[str, ...]] = set()
     infeasible: list[frozenset[str]] = []
     stop = time.monotonic() + limit
@@ -173,7 +173,7 @@ def old_search(theta: Theta, query: Query, node: str, eps: float,
             considered += 1
             if infl.exact and infl.value > eps:
                 infeasible.append(t)
-            best = min(best, mech._scale(delta, infl.value, eps))
+            best = min(best, mech.quilt_scale(delta, infl.value, eps))
     return best, considered, True
 
 

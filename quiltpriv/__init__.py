@@ -32,8 +32,7 @@ from quiltpriv.errors import (
 )
 
 from . import _compat
-
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 #: Public name -> the submodule that defines it; imported on first attribute access.
 _EXPORTS = {
@@ -41,7 +40,8 @@ _EXPORTS = {
                     "inference.influence"),
     **dict.fromkeys(["bundled_models", "bundled_network", "load_model", "load_theta",
                      "theta_to_dict"], "model.loading"),
-    **dict.fromkeys(["Plan", "Release", "SensitivePlan", "plan", "release"], "mechanisms.apmqm"),
+    **dict.fromkeys(["Plan", "SensitivePlan", "plan"], "mechanisms.apmqm"),
+    **dict.fromkeys(["Release", "release"], "mechanisms.apmqm_release"),
     **dict.fromkeys(["Theta", "theta_from_pgmpy", "theta_from_tables"], "model.network"),
     **dict.fromkeys(["Predicate", "parse_predicate"], "queries.predicate"),
     **dict.fromkeys(["Quilt", "enumerate_quilts", "least_influence_quilt", "markov_quilt",
@@ -86,7 +86,7 @@ def __getattr__(name: str) -> object:
 
 #: Module-level helpers of this file, left out of ``dir(quiltpriv)``.
 _HIDDEN = frozenset({"_compat", "_importlib", "_TYPE_CHECKING", "_EXPORTS", "_SUBMODULES",
-                     "_HIDDEN",
+                     "_HIDDEN", "_version",
                      "__getattr__", "__dir__"})
 
 
@@ -108,7 +108,8 @@ if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eager
         joint_marginal,
         max_influence,
     )
-    from quiltpriv.mechanisms.apmqm import Plan, Release, SensitivePlan, plan, release
+    from quiltpriv.mechanisms.apmqm import Plan, SensitivePlan, plan
+    from quiltpriv.mechanisms.apmqm_release import Release, release
     from quiltpriv.mechanisms.verification import PlanVerification, check_plan, verify_plan
     from quiltpriv.model.builder import NetworkBuilder
     from quiltpriv.model.learning import discretise, learn_theta, population_parameters

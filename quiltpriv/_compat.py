@@ -16,6 +16,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 
 #: Old module path -> new module path (both relative to ``quiltpriv``).
@@ -39,7 +40,7 @@ MOVED: dict[str, str] = {
     "gaussian_audit": "audit.gaussian", "joint_audit": "audit.joint",
     "adversary": "audit.adversary",
     "records": "releases.records", "ledger": "releases.ledger",
-    "report": "reporting.report", "drawing": "reporting.drawing", "plots": "reporting.plots",
+    "report": "reporting.report", "drawing": "model.drawing", "plots": "reporting.plots",
     "_cli_core": "cli.core",
 }
 
@@ -50,6 +51,11 @@ _FORWARDING_FILES: set[str] = set()
 #: Old modules whose name is now a subpackage: subpackage -> the module that holds their names.
 RENAMED_IN_PLACE: dict[str, str] = {
     "mechanisms": "mechanisms.apmqm", "gap": "gap.privatizers", "audit": "audit.exact",
+}
+
+#: Names of an old module that now live in another module than :data:`RENAMED_IN_PLACE`'s.
+MOVED_NAMES: dict[str, dict[str, str]] = {
+    "mechanisms": {"Release": "mechanisms.apmqm_release", "release": "mechanisms.apmqm_release"},
 }
 
 
@@ -99,9 +105,8 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def install() -> None:
     """Put the finder on ``sys.meta_path`` once."""
-    import quiltpriv
-
-    _FORWARDING_FILES.update({__file__, quiltpriv.__file__, importlib.__file__})
+    package_init = str(Path(__file__).with_name("__init__.py"))  # quiltpriv/__init__.py
+    _FORWARDING_FILES.update({__file__, package_init, importlib.__file__ or ""})
     if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
         sys.meta_path.append(_MovedModuleFinder())
 
@@ -123,10 +128,11 @@ def forward_attribute(package: str, submodules: frozenset[str], name: str) -> ob
     old = package.partition(".")[2]
     if name in submodules or name.startswith("__"):
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    target = importlib.import_module(f"quiltpriv.{RENAMED_IN_PLACE[old]}")
+    new = MOVED_NAMES.get(old, {}).get(name, RENAMED_IN_PLACE[old])
+    target = importlib.import_module(f"quiltpriv.{new}")
     try:
         value = getattr(target, name)
     except AttributeError:
         raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-    _warn(f"{old}.{name}", f"{RENAMED_IN_PLACE[old]}.{name}")
+    _warn(f"{old}.{name}", f"{new}.{name}")
     return value

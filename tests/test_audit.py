@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import quiltpriv.mechanisms.apmqm as mech
-from quiltpriv.audit.exact import audit, audit_plan, query_laws, register_cli
+from quiltpriv.audit.exact import audit, audit_plan, query_laws
+from quiltpriv.cli.audit import register_cli
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.model.loading import load_model

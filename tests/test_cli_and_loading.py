@@ -9,7 +9,7 @@ from pgmpy.readwrite import BIFWriter, XMLBIFWriter
 
 import quiltpriv as qp
 from quiltpriv.cli import main
-from quiltpriv.model.loading import _model_dirs
+from quiltpriv.model.loading import model_dirs
 
 PLAN = ["plan", "student", "--sensitive", "income", "--query", "count", "--records", "1000",
         "--epsilon", "1"]
@@ -110,7 +110,7 @@ def test_bif_and_xmlbif_round_trip(tmp_path):
     from quiltpriv.model.loading import _import_file
 
     net = qp.load_model("student")
-    pg = _import_file(_model_dirs()[0] / "student.py").model()
+    pg = _import_file(model_dirs()[0] / "student.py").model()
     BIFWriter(pg).write(str(tmp_path / "s.bif"))
     XMLBIFWriter(pg).write(str(tmp_path / "s.xml"))
     for f in ("s.bif", "s.xml"):
@@ -122,7 +122,7 @@ def test_bif_and_xmlbif_round_trip(tmp_path):
 
 
 def test_bundled_bif_fixture_matches_module():
-    d = _model_dirs()[0]
+    d = model_dirs()[0]
     t = qp.load_model(d / "student.bif")
     m = qp.load_model("student")
     assert qp.max_influence(t, "income", ["gender"]).value == pytest.approx(

@@ -38,6 +38,7 @@ import pytest
 
 import quiltpriv as qp
 import quiltpriv.cli.core as cli_core
+import quiltpriv.cli.subset_privacy as cli_subset_privacy
 import quiltpriv.mechanisms.apmqm as mech
 import quiltpriv.mechanisms.noise as noise
 import quiltpriv.subset_privacy as subset_privacy
@@ -352,7 +353,7 @@ def test_outputs_that_are_not_regular_files_are_refused_first(tmp_path, records_
     folder.mkdir()
     missing = tmp_path / "no" / "such" / "out.json"
     # Nothing may be read before -o is checked: models and data fail loudly if touched.
-    for target in (cli_core, subset_privacy):
+    for target in (cli_core, cli_subset_privacy):
         for name in ("load_theta", "read_data", "_read_records"):
             if hasattr(target, name):
                 monkeypatch.setattr(target, name, _fail_if_called)
@@ -423,7 +424,7 @@ def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file
                                         monkeypatch):
     TRIED["interrupt"] += 1
     monkeypatch.setattr(cli_core, "load_theta", _interrupt)
-    monkeypatch.setattr(subset_privacy, "_read_records", _interrupt)
+    monkeypatch.setattr(cli_subset_privacy, "_read_records", _interrupt)
     argv = {**_writers(tmp_path, records_csv, csv_file),
             "quilts": QUILTS}[command]
     out = tmp_path / "out.html"

@@ -26,7 +26,8 @@ import reference as ref  # noqa: E402
 
 import quiltpriv as qp  # noqa: E402
 from quiltpriv.cli import main  # noqa: E402
-from quiltpriv.mechanisms.apmqm import PLAN_FORMAT, _scale, query_fingerprint  # noqa: E402
+from quiltpriv.mechanisms.apmqm import PLAN_FORMAT, query_fingerprint  # noqa: E402
+from quiltpriv.mechanisms.apmqm import quilt_scale as _scale  # noqa: E402
 from quiltpriv.mechanisms.verification import (  # noqa: E402
     INFLUENCE_SLACK,
     plan_from_json,

@@ -37,7 +37,8 @@ import quiltpriv as qp  # noqa: E402
 from quiltpriv import mechanisms as mech  # noqa: E402
 from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
 from quiltpriv.inference.influence import joint_marginal, max_influence  # noqa: E402
-from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, _scale, plan  # noqa: E402
+from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, plan  # noqa: E402
+from quiltpriv.mechanisms.apmqm import quilt_scale as _scale  # noqa: E402
 from quiltpriv.model.network import ThetaCache, theta_from_tables  # noqa: E402
 from quiltpriv.queries.query import (  # noqa: E402
     CountQuery,

@@ -16,13 +16,13 @@ import pytest
 
 import quiltpriv as qp
 import quiltpriv.reporting.report as report_module
+from quiltpriv.cli.report import register_cli
 from quiltpriv.errors import ModelError, ParameterError, QueryError, QuiltPrivError
 from quiltpriv.mechanisms.apmqm import Plan
 from quiltpriv.reporting.report import (
     audit_report,
     layered_layout,
     plan_html,
-    register_cli,
     release_html,
     theta_html,
 )

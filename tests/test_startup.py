@@ -41,7 +41,7 @@ def test_import_quiltpriv_loads_nothing_heavy():
     modules, _ = _modules_after("import quiltpriv")
     assert _loaded(modules, HEAVY + ("numpy",)) == []
     assert sorted(m for m in modules if m.startswith("quiltpriv")) == [
-        "quiltpriv", "quiltpriv._compat", "quiltpriv.errors"]
+        "quiltpriv", "quiltpriv._compat", "quiltpriv._version", "quiltpriv.errors"]
 
 
 def test_public_names_resolve_on_first_use():

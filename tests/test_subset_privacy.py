@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from quiltpriv.cli import main
+from quiltpriv.cli.subset_privacy import register_cli
 from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
 from quiltpriv.subset_privacy import (
     SubsetPrivacyAccountant,
     cell_moments,
     consistent_count_table,
     pair_matrix,
-    register_cli,
     two_sided_geometric_pmf,
     two_sided_geometric_variance,
 )

@@ -89,17 +89,15 @@ bracket proves: ``MET`` needs ``loss <= eps + tolerance``, ``VIOLATED`` needs
   (``VIOLATED`` if it already exceeds ``eps``), the upper bound is then unknown (``inf``) and
   the verdict ``UNDECIDED``.
 
-The released noise of :func:`quiltpriv.mechanisms.apmqm.release` is an exact discrete Laplace on a
-fine grid; this auditor audits the ideal continuous Laplace of scale ``s`` that Theorem 4 is
-about.
+The released noise of :func:`quiltpriv.mechanisms.apmqm_release.release` is an exact discrete
+Laplace on a fine grid; this auditor audits the ideal continuous Laplace of scale ``s`` that
+Theorem 4 is about.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -118,18 +116,18 @@ from quiltpriv.queries.law_bounds import (
     pair_loss_bounds,
 )
 from quiltpriv.queries.network_laws import (
-    _LOG_PMF_CACHE_FLOATS,
     EXACT_RECORDS,
+    LOG_PMF_CACHE_FLOATS,
     MAX_EXACT_RECORDS,
     MAX_RECORDS,
+    LogPmfCache,
     RecordProbability,
-    _binomial,
-    _LogPmfCache,
-    _pi_mixtures,
-    _record_probability,
     bernoulli_parameters,
+    binomial_pmf,
     category_laws,
     parameter_mixture,
+    pi_mixtures,
+    record_probability,
     record_truth,
     undeclared_domain_error,
 )
@@ -281,7 +279,7 @@ def _law_builder(query: Query, n: int):
         def linear_law(phis: tuple[Fraction, ...]) -> Law:
             law: Law = {Fraction(0): Fraction(1)}
             for w, p in zip(weights, phis, strict=True):
-                step = {w * k / n: pr for k, pr in enumerate(_binomial(n, p)) if pr}
+                step = {w * k / n: pr for k, pr in enumerate(binomial_pmf(n, p)) if pr}
                 new: Law = {}
                 for x, px in law.items():
                     for y, py in step.items():
@@ -334,7 +332,7 @@ def _query_laws(theta: Any, query: Query, sensitive: str, n: int, max_table: int
         pi = _count_probability(theta, query) if probability is None else probability
 
         def count_law(key: tuple[int, ...]) -> Law:
-            return {Fraction(k): pr for k, pr in enumerate(_binomial(n, pi(key))) if pr}
+            return {Fraction(k): pr for k, pr in enumerate(binomial_pmf(n, pi(key))) if pr}
 
         return parameter_mixture(theta, attrs, i, count_law, max_table=max_table)
     params = {a: bernoulli_parameters(theta, a) for a in attrs}
@@ -360,7 +358,7 @@ def _count_probability(theta: Any, query: Query) -> RecordProbability:
         laws = {a: category_laws(theta, a) for a in attrs}
 
         def satisfied(key: tuple[int, ...]) -> Fraction:
-            return _record_probability([laws[a][k] for a, k in zip(attrs, key, strict=True)],
+            return record_probability([laws[a][k] for a, k in zip(attrs, key, strict=True)],
                                        truth)
 
         return satisfied
@@ -651,7 +649,7 @@ def _certified_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s:
         def label(k: int) -> float:
             return float(k)
 
-    mixtures = {i: _pi_mixtures(theta, attrs, i, probability, max_table) for i in sens}
+    mixtures = {i: pi_mixtures(theta, attrs, i, probability, max_table) for i in sens}
     sandwich = 0 < scale < math.inf and (n + 1) / scale > _MAX_DECAY_SPAN
     smallest = (n + 1) / _MAX_DECAY_SPAN
     notes.append(f"laws of the count over n = {n} records in float64 with proven error bounds "
@@ -667,7 +665,7 @@ def _certified_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s:
             for per in [mixtures[i][m]] if len(per) >= 2]
     budget.start(sum(len(per) + len(per) * (len(per) - 1) for _, _, per in jobs),
                  "audit (certified laws)")
-    log_pmf = _LogPmfCache(n, _LOG_PMF_CACHE_FLOATS)
+    log_pmf = LogPmfCache(n, LOG_PMF_CACHE_FLOATS)
     for i, m, per in jobs:
         states = list(per)
         upper: dict[Any, tuple[np.ndarray, float]] = {}
@@ -704,69 +702,3 @@ def audit_plan(model: Any, query: Query, plan: Any, *, records: int | None = Non
     set."""
     return audit(model, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
                  records=records, tolerance=tolerance)
-
-
-# -- command line -----------------------------------------------------------------------------
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from quiltpriv.cli.core import emit, query_from_args, sensitive_from_args, theta_from_args
-    from quiltpriv.mechanisms.apmqm import plan, was_interrupted
-
-    limit = check_positive(args.time_limit, "--time-limit")
-    budget = Budget(limit)  # one limit for the plan (without --scale) and the audit
-    query = query_from_args(args)
-    if isinstance(query, LinearQuery) and args.records is None:
-        raise ParameterError("auditing a linear query needs --records N (its number of records)")
-    theta = theta_from_args(args)
-    sens = sensitive_from_args(args)
-    if args.scale is None:
-        p = plan(theta, query, sens, args.epsilon, time_limit=limit)
-        if was_interrupted(p):
-            raise KeyboardInterrupt  # a partial plan is not the one to audit
-        scale = p.scale
-    else:
-        scale = args.scale
-    records = None if isinstance(query, CountQuery) else args.records
-    left = budget.remaining()
-    result = audit(theta, query, sens, args.epsilon, scale, records=records,
-                   time_limit=None if left is None else max(left, 1e-3),
-                   progress=sys.stderr.isatty())
-    emit(result.to_json() if args.json else result.explain(), args.output)
-    return 0 if result.met else 1
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv audit MODEL --sensitive S --query count|linear ... --epsilon E``."""
-    from quiltpriv.cli.core import (
-        add_model_arguments,
-        add_privacy_arguments,
-        add_query_arguments,
-        number,
-        time_limit_type,
-    )
-    from quiltpriv.mechanisms.compare import DEFAULT_TIME_LIMIT
-
-    p = sub.add_parser(
-        "audit", help="worst-case privacy loss of a Laplace release, exact or proven bounds",
-        description="Compute the worst-case privacy loss of F(X) + Lap(scale) on a "
-                    "hyperparameter network (count: the --where predicate, read over the "
-                    "model's record categories through --domain or --record-states, or "
-                    "without --where 'all attributes = 1'; linear: sum of w_j * mean_j over "
-                    "--records N) and compare it with epsilon: exact "
-                    f"up to {EXACT_RECORDS} records, proven lower and upper bounds above. "
-                    "Without --scale the APMQM plan's scale is audited. Exit status 0 when "
-                    "the loss is proven to meet epsilon, 1 when it does not or when that is "
-                    "not proven (verdict UNDECIDED: within the error bound, or time limit).")
-    add_model_arguments(p)
-    add_privacy_arguments(p)
-    add_query_arguments(p)
-    p.add_argument("--scale", type=number("--scale", min_val=0.0), default=None, metavar="B",
-                   help="Laplace scale to audit (default: the APMQM plan's)")
-    p.add_argument("--time-limit", type=time_limit_type, default=DEFAULT_TIME_LIMIT,
-                   metavar="SECONDS",
-                   help="stop after this long (default: %(default)g); an audit cut short is "
-                        "UNDECIDED (or VIOLATED if the pairs done already prove it), never MET")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    p.set_defaults(func=_cmd_audit)

@@ -45,7 +45,7 @@ from quiltpriv.mechanisms.apgm import (
     APGMResult,
     ConditionalMoments,
     GaussianRecordModel,
-    _query_weights,
+    query_weights,
 )
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
@@ -380,7 +380,7 @@ def column_mean_laws(
     thetas = [models] if isinstance(models, GaussianRecordModel) else list(models)
     if not thetas:
         raise ParameterError("Theta is empty")
-    w = _query_weights(query, thetas[0].columns)
+    w = query_weights(query, thetas[0].columns)
     laws: dict[str, list[dict[float, tuple[np.ndarray, np.ndarray]]]] = {}
     for name, values in secrets.items():
         if name not in thetas[0].columns:

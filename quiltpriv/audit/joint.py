@@ -44,8 +44,9 @@ lives on ``S_k`` anyway. Hence
 
 (``+inf`` where ``p_a > 0 = p_b``), evaluated with log-sum-exp (exact rationals and one
 logarithm when no release has noise). Like :mod:`quiltpriv.audit.exact`, this audits the ideal
-continuous Laplace of each scale; the discrete noise :func:`quiltpriv.mechanisms.apmqm.release`
-draws is at least as private at its recorded (inflated) scale.
+continuous Laplace of each scale; the discrete noise
+:func:`quiltpriv.mechanisms.apmqm_release.release` draws is at least as private at its recorded
+(inflated) scale.
 
 Cost: ``|S_1| ... |S_K|`` grid points times the support size, per secret pair and member of
 Theta: small networks, few records and two or three releases. Larger problems are refused

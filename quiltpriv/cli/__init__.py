@@ -1,7 +1,8 @@
 """The ``quiltpriv`` command line.
 
-Each subcommand is registered by a function ``register_cli(subparsers)`` that adds its parser and
-sets ``func`` (a callable taking the parsed namespace and returning an exit code). Modules are
+Each subcommand is registered by a function ``register_cli(subparsers)`` of a module of this
+package (the only one that uses argparse; library modules never import it) that adds its parser
+and sets ``func`` (a callable taking the parsed namespace and returning an exit code). Modules are
 listed in :data:`COMMAND_MODULES`; :data:`COMMANDS` names the subcommands each one registers, so
 that a run imports only the module of the command it runs (``quiltpriv --help`` imports none of
 them, and a heavy dependency of one command does not slow down the others).
@@ -30,13 +31,13 @@ from quiltpriv.errors import QuiltPrivError
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv.cli.core",
-    "quiltpriv.mechanisms.verification",
-    "quiltpriv.mechanisms.compare",
-    "quiltpriv.audit.exact",
-    "quiltpriv.reporting.report",
-    "quiltpriv.subset_privacy",
-    "quiltpriv.explorer",
-    "quiltpriv.releases.ledger",
+    "quiltpriv.cli.verify",
+    "quiltpriv.cli.compare",
+    "quiltpriv.cli.audit",
+    "quiltpriv.cli.report",
+    "quiltpriv.cli.subset_privacy",
+    "quiltpriv.cli.explore",
+    "quiltpriv.cli.ledger",
 )
 
 #: The subcommands (name, one-line help) each module of :data:`COMMAND_MODULES` registers, in
@@ -50,24 +51,24 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("quilts", "list the Markov quilts of a node with their influence"),
         ("models", "list the bundled models"),
     ),
-    "quiltpriv.mechanisms.verification": (
+    "quiltpriv.cli.verify": (
         ("verify", "verify a saved plan against the model (and the query)"),
     ),
-    "quiltpriv.mechanisms.compare": (("compare", "noise of every mechanism side by side"),),
-    "quiltpriv.audit.exact": (
+    "quiltpriv.cli.compare": (("compare", "noise of every mechanism side by side"),),
+    "quiltpriv.cli.audit": (
         ("audit", "worst-case privacy loss of a Laplace release, exact or proven bounds"),
     ),
-    "quiltpriv.reporting.report": (
+    "quiltpriv.cli.report": (
         ("report", "write an HTML + JSON audit report of an APMQM plan"),
     ),
-    "quiltpriv.subset_privacy": (
+    "quiltpriv.cli.subset_privacy": (
         ("subset-privacy", "noisy count table, eps-private on a protected column, exact row "
                            "totals"),
     ),
-    "quiltpriv.explorer": (
+    "quiltpriv.cli.explore": (
         ("explore", "explore a model interactively in the browser (local server)"),
     ),
-    "quiltpriv.releases.ledger": (("ledger", "show or verify a privacy ledger"),),
+    "quiltpriv.cli.ledger": (("ledger", "show or verify a privacy ledger"),),
 }
 
 #: Exit statuses besides 0 (success) and 2 (an error).

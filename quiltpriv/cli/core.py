@@ -1,4 +1,9 @@
-"""Core subcommands: ``plan``, ``quilts``, ``release`` and ``models``.
+"""Core subcommands (``plan``, ``quilts``, ``release``, ``models``) and the options they share.
+
+The other commands live in one module each under :mod:`quiltpriv.cli` and build their parsers
+from the helpers here (model, query, privacy and time-limit options, numeric option types,
+:func:`emit`, :func:`read_data`); the query options are parsed by
+:mod:`quiltpriv.queries.options`, which the explorer shares.
 
 The ``plan`` contract is stable (other tools parse it)::
 
@@ -23,60 +28,20 @@ from quiltpriv.cli import EXIT_INTERRUPTED
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
 from quiltpriv.inference.influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
-from quiltpriv.mechanisms.apmqm import (
-    Plan,
-    _fmt,
-    _scale,
-    _set,
-    _table,
-    plan,
-    release,
-    was_interrupted,
-)
+from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale, was_interrupted
+from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.model.loading import bundled_models, load_theta
 from quiltpriv.model.network import Theta
-from quiltpriv.queries.query import (
-    CountQuery,
-    HistogramQuery,
-    LinearQuery,
-    MeanQuery,
-    Query,
-    SumQuery,
+from quiltpriv.queries.options import (
+    QUERY_KINDS,
+    parse_number,
+    query_from_options,
+    split_list,
 )
+from quiltpriv.queries.query import CountQuery, Query
+from quiltpriv.utils.format import fmt_number, fmt_set, text_table
 from quiltpriv.utils.io import write_text_atomic
-from quiltpriv.utils.validation import MAX_RECORDS, Boundaries, check_scalar
-
-QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
-
-
-def _split(text: str | None) -> list[str]:
-    return [s.strip() for s in (text or "").split(",") if s.strip()]
-
-
-def _parse_number(text: str, option: str, integer: bool) -> float:
-    """The number TEXT spells: an int when it is one (exact, however long), else a float."""
-    if integer:
-        try:
-            return int(text)
-        except ValueError:  # "1e6", "2.5", or more digits than int() reads
-            pass
-    try:
-        return float(text)
-    except ValueError:
-        raise ParameterError(f"{option} must be a number, got {text!r}") from None
-
-
-def parse_number(text: str, option: str, *, integer: bool = False,
-                 min_val: float | None = None, max_val: float | None = None,
-                 include_boundaries: Boundaries = "both") -> float:
-    """Parse an option's TEXT and check it with :func:`~quiltpriv.utils.validation.check_scalar`.
-
-    Every numeric option goes through here, so each is refused (NaN, infinite, not whole, out
-    of range) with its own name before any work starts.
-    """
-    return check_scalar(_parse_number(text, option, integer), option, integer=integer,
-                        min_val=min_val, max_val=max_val,
-                        include_boundaries=include_boundaries)
+from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
 
 def number(option: str, *, integer: bool = False, min_val: float | None = None,
@@ -105,20 +70,6 @@ def jobs_type(text: str) -> int:
     return int(k)
 
 
-def _float(text: str, what: str) -> float:
-    try:
-        return parse_number(text, what)
-    except ParameterError as exc:
-        raise QueryError(str(exc)) from None
-
-
-def _interval(text: str, what: str) -> tuple[float, float]:
-    lo, sep, hi = text.partition(":")
-    if not sep:
-        raise QueryError(f"{what}: expected LO:HI, got {text!r}")
-    return _float(lo, what), _float(hi, what)
-
-
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """MODEL and ``--theta`` (more members of Theta)."""
     p.add_argument("model", metavar="MODEL",
@@ -130,6 +81,11 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def theta_from_args(args: argparse.Namespace) -> Theta:
     return load_theta([args.model, *args.theta])
+
+
+def query_from_args(args: argparse.Namespace) -> Query:
+    """The query the options ask for (:func:`quiltpriv.queries.options.query_from_options`)."""
+    return query_from_options(args)
 
 
 def add_query_arguments(p: argparse.ArgumentParser) -> None:
@@ -166,135 +122,6 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
                         "--categories (default: such values are an error)")
 
 
-def _values(text: str, what: str) -> list[Any]:
-    """``V1|V2|...``: numbers when every value reads as a finite number, else texts.
-
-    A value with a leading zero (``01``) is text, as codes such as ZIP codes are.
-    """
-    values = [v.strip() for v in text.split("|")]
-    if any(not v for v in values):
-        raise QueryError(f"{what}: empty value in {text!r}")
-    numbers = []
-    for v in values:
-        if len(v.lstrip("+-")) > 1 and v.lstrip("+-")[0] == "0" and v.lstrip("+-")[1].isdigit():
-            return values
-        try:
-            x = float(v)
-        except ValueError:
-            return values
-        if not math.isfinite(x):
-            return values
-        numbers.append(int(x) if x.is_integer() else x)
-    return numbers
-
-
-def _per_attribute(text: str, what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in _split(text):
-        a, sep, rest = item.partition("=")
-        a = a.strip()
-        if not sep or not a:
-            raise QueryError(f"{what}: expected A=..., got {item!r}")
-        if a in out:
-            raise QueryError(f"{what}: {a!r} is given twice")
-        out[a] = rest
-    return out
-
-
-def domain_from_args(args: argparse.Namespace) -> dict[str, list[Any]] | None:
-    """``--domain``/``--categories A=V1|V2,B=W1|W2`` as attribute -> values (or None)."""
-    if getattr(args, "domain", None) is None:
-        return None
-    return {a: _values(v, f"--domain {a}")
-            for a, v in _per_attribute(args.domain, "--domain").items()}
-
-
-def record_states_from_args(args: argparse.Namespace) -> dict[str, dict[Any, int]] | None:
-    """``--record-states A=V1:K1|V2:K2`` as attribute -> {value: category} (or None)."""
-    if getattr(args, "record_states", None) is None:
-        return None
-    out: dict[str, dict[Any, int]] = {}
-    for a, text in _per_attribute(args.record_states, "--record-states").items():
-        pairs = [p.rpartition(":") for p in text.split("|")]
-        if any(not sep for _, sep, _ in pairs):
-            raise QueryError(f"--record-states {a}: expected VALUE:CATEGORY|..., got {text!r}")
-        cats = []
-        for _, _, k in pairs:
-            try:
-                cats.append(int(k))
-            except ValueError:
-                raise QueryError(f"--record-states {a}: category {k!r} is not a whole "
-                                 "number") from None
-        values = _values("|".join(v for v, _, _ in pairs), f"--record-states {a}")
-        out[a] = dict(zip(values, cats, strict=True))
-    return out
-
-
-def query_from_args(args: argparse.Namespace) -> Query:
-    kind = args.query
-    attrs = _split(args.attributes)
-    records = args.records
-    domain = domain_from_args(args)
-    states = record_states_from_args(args)
-    catch_all = getattr(args, "catch_all", None)
-    if domain is not None and kind not in ("count", "histogram"):
-        raise QueryError(f"--domain/--categories applies to count and histogram queries; a "
-                         f"{kind} query's domain is its --bounds")
-    if states is not None and kind != "count":
-        raise QueryError("--record-states applies to count queries")
-    if catch_all is not None and kind != "histogram":
-        raise QueryError("--catch-all applies to histogram queries")
-    if kind in ("count", "sum", "histogram") and records is None:
-        raise ParameterError(f"a {kind} query needs --records N")
-    if kind == "count":
-        if not attrs:
-            raise QueryError("a count query needs --attributes")
-        return CountQuery(tuple(attrs), int(records), where=args.where, domain=domain,
-                          record_states=states)
-    if args.where is not None:
-        raise QueryError(f"--where applies to count queries, not {kind}")
-    if kind == "histogram":
-        if not attrs:
-            raise QueryError("a histogram query needs --attributes")
-        if domain is None:
-            raise QueryError("a histogram query needs its cells declared: --categories "
-                             "A=V1|V2|...,B=W1|W2|... (never read off the data)")
-        return HistogramQuery(tuple(attrs), int(records), categories=domain,
-                              catch_all=catch_all)
-    if kind in ("sum", "mean"):
-        if len(attrs) != 1:
-            raise QueryError(f"a {kind} query reads exactly one attribute (--attributes A)")
-        if not args.bounds:
-            raise QueryError(f"a {kind} query needs --bounds LO:HI")
-        lo, hi = _interval(args.bounds, "--bounds")
-        if kind == "sum":
-            return SumQuery(attrs[0], lo, hi, int(records))
-        return MeanQuery(attrs[0], lo, hi)
-    # linear
-    if not args.weights or not args.bounds:
-        raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
-    weights, bounds = {}, {}
-    for item in _split(args.weights):
-        a, sep, w = item.partition("=")
-        if not sep:
-            raise QueryError(f"--weights: expected A=W, got {item!r}")
-        _once(weights, a.strip(), "--weights")
-        weights[a.strip()] = _float(w, f"--weights {a.strip()}")
-    for item in _split(args.bounds):
-        a, sep, rng = item.partition("=")
-        if not sep:
-            raise QueryError(f"--bounds: expected A=LO:HI, got {item!r}")
-        _once(bounds, a.strip(), "--bounds")
-        bounds[a.strip()] = _interval(rng, f"--bounds {a.strip()}")
-    return LinearQuery(weights, bounds)
-
-
-def _once(seen: dict[str, Any], key: str, option: str) -> None:
-    # A repeated key would silently replace the first value: refuse it instead.
-    if key in seen:
-        raise QueryError(f"{option}: {key!r} is given twice")
-
-
 #: ``--epsilon``: finite and > 0 (a scale that then overflows is refused by the planner).
 epsilon_type = number("--epsilon", min_val=0.0, include_boundaries="right")
 time_limit_type = number("--time-limit", min_val=0.0, include_boundaries="right")
@@ -329,7 +156,7 @@ def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def sensitive_from_args(args: argparse.Namespace) -> list[str]:
-    sensitive = _split(args.sensitive)
+    sensitive = split_list(args.sensitive)
     if not sensitive:
         raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
     return sensitive
@@ -497,7 +324,7 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
             a_n = set(query.attributes) & set(q.nearby)
             d = query.sensitivity(a_n)
             row["sensitivity"] = d
-            row["scale"] = _scale(d, e, eps) if eps else None
+            row["scale"] = quilt_scale(d, e, eps) if eps else None
         rows.append(row)
     if args.json:
         def clean(x: Any) -> Any:
@@ -511,15 +338,15 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
         header += ["Delta_{A&N}", "scale"]
     table_rows = []
     for r in rows:
-        cells = [("(trivial) " if r["trivial"] else "") + _set(r["quilt"]), _set(r["nearby"]),
-                 _set(r["remote"]),
-                 "too large" if r["influence"] is None else _fmt(r["influence"])]
+        cells = [("(trivial) " if r["trivial"] else "") + fmt_set(r["quilt"]),
+                 fmt_set(r["nearby"]), fmt_set(r["remote"]),
+                 "too large" if r["influence"] is None else fmt_number(r["influence"])]
         if query is not None:
-            cells += [_fmt(r.get("sensitivity", math.nan)),
-                      _fmt(r["scale"]) if r.get("scale") is not None else "-"]
+            cells += [fmt_number(r.get("sensitivity", math.nan)),
+                      fmt_number(r["scale"]) if r.get("scale") is not None else "-"]
         table_rows.append(tuple(cells))
     print(f"Markov quilts of {node!r} ({len(rows)} shown; the trivial quilt is Q = R = {{}})")
-    print("\n".join(_table(tuple(header), table_rows)))
+    print("\n".join(text_table(tuple(header), table_rows)))
     if truncated:
         print(f"... more quilts exist; raise --limit (now {args.limit}) or set --max-size")
     return 0

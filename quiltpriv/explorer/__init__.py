@@ -2,7 +2,7 @@
 
 ``quiltpriv explore MODEL`` serves one self-contained page on 127.0.0.1 (no network, no
 CDN: its script and stylesheet ship in this package). The page draws the hyperparameter
-network with the layout of :mod:`quiltpriv.reporting.drawing`, coloured by the chosen quilt of the
+network with the layout of :mod:`quiltpriv.model.drawing`, coloured by the chosen quilt of the
 selected sensitive attribute, lets the user choose sensitive attributes, the query and
 epsilon, edit conditional tables (or scale a dependency's strength) with undo, save the
 edited model (JSON or BIF, atomically, never over the original), compare the mechanisms
@@ -21,10 +21,9 @@ From Python (a notebook, say)::
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-__all__ = ["Explorer", "ExplorerServer", "explore", "register_cli", "serve"]
+__all__ = ["Explorer", "ExplorerServer", "explore", "serve"]
 
 
 def __getattr__(name: str) -> Any:
@@ -55,64 +54,3 @@ def explore(theta: Any, *, spec: str = "model", initial: dict[str, Any] | None =
 
         webbrowser.open(server.url)
     return server
-
-
-def _initial_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The page's first inputs from the command line's options (all optional)."""
-    init: dict[str, Any] = {}
-    if args.sensitive:
-        init["sensitive"] = args.sensitive
-    if args.epsilon is not None:
-        init["epsilon"] = args.epsilon
-    q = {"kind": args.query, "attributes": args.attributes, "records": args.records,
-         "where": args.where, "bounds": args.bounds, "weights": args.weights,
-         "categories": args.domain, "record_states": args.record_states,
-         "catch_all": args.catch_all}
-    init["query"] = {k: v for k, v in q.items() if v is not None}
-    if args.time_limit is not None:
-        init["time_limit"] = args.time_limit
-    return init
-
-
-def _cmd_explore(args: argparse.Namespace) -> int:
-    from quiltpriv.cli.core import theta_from_args
-    from quiltpriv.explorer.server import Explorer, serve
-    from quiltpriv.reporting.report import _model_files
-
-    theta = theta_from_args(args)
-    spec = " ".join([args.model, *(f"--theta {t}" for t in args.theta)])
-    app = Explorer(theta, spec, sources=_model_files([args.model, *args.theta]),
-                   initial=_initial_from_args(args))
-    return serve(app, port=args.port, open_browser=not args.no_browser, verbose=args.verbose)
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv explore MODEL``: the local explorer in the browser."""
-    from quiltpriv.cli.core import (
-        add_model_arguments,
-        add_query_arguments,
-        epsilon_type,
-        number,
-        time_limit_type,
-    )
-
-    p = sub.add_parser(
-        "explore", help="explore a model interactively in the browser (local server)",
-        description="Start a local explorer on 127.0.0.1 (a free port, printed, and opened in "
-                    "the browser): change sensitive attributes, the query, epsilon and the "
-                    "model's conditional tables, and see the plan, the candidate quilts and "
-                    "the mechanisms side by side at once. Edited models are saved under a new "
-                    "name (JSON or BIF); the original file is never modified. Ctrl-C stops "
-                    "the server. The options below only fill in the page's first inputs.")
-    add_model_arguments(p)
-    p.add_argument("--sensitive", metavar="S1[,S2...]", help="first sensitive attribute(s)")
-    p.add_argument("--epsilon", type=epsilon_type, metavar="E", help="first epsilon")
-    add_query_arguments(p)
-    p.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",
-                   help="time budget of each plan (default 30)")
-    p.add_argument("--port", type=number("--port", integer=True, min_val=0, max_val=65535),
-                   default=0, help="port on 127.0.0.1 (default: a free one)")
-    p.add_argument("--no-browser", action="store_true",
-                   help="do not open a browser (the address is printed)")
-    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    p.set_defaults(func=_cmd_explore)

@@ -1,10 +1,10 @@
 """What the explorer computes for the page: the plan, the candidate quilts, the comparison.
 
 Every number comes from the functions the command line uses: :func:`quiltpriv.plan` (with
-the request's time budget), :func:`quiltpriv.reporting.report.candidate_quilts` and ``_why`` (the
-audit
-report's candidate table), :func:`quiltpriv.mechanisms.compare.compare` and
-:func:`quiltpriv.reporting.report.audit_report`. Nothing here changes a plan or a noise scale.
+the request's time budget), :func:`quiltpriv.reporting.report.candidate_quilts` and
+:func:`~quiltpriv.reporting.report.why_chosen` (the audit report's candidate table),
+:func:`quiltpriv.mechanisms.compare.compare` and :func:`quiltpriv.reporting.report.audit_report`.
+Nothing here changes a plan or a noise scale.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from quiltpriv.errors import ParameterError
 from quiltpriv.explorer.state import ModelState, PlanRequest
 from quiltpriv.graph.quilts import Quilt
 from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.drawing import dag_svg, layered_layout
 from quiltpriv.model.network import Theta
-from quiltpriv.reporting.drawing import dag_svg, layered_layout
 from quiltpriv.reporting.report import (
     MAX_CANDIDATE_ROWS,
     Candidate,
-    _jsonable,
-    _num,
-    _why,
     audit_report,
     candidate_quilts,
+    why_chosen,
 )
+from quiltpriv.utils.format import json_number as _num
+from quiltpriv.utils.format import json_value as _jsonable
 from quiltpriv.utils.progress import observe
 
 #: ``progress(phase, done, total)``; ``check()`` raises KeyboardInterrupt once cancelled.
@@ -47,7 +47,7 @@ def _candidates(theta: Theta, req: PlanRequest, sp: Any) -> dict[str, Any]:
     if chosen not in shown:
         shown.append(chosen)
     return {
-        "why": _why(chosen, ranked, sp.optimal), "evaluated": len(ranked),
+        "why": why_chosen(chosen, ranked, sp.optimal), "evaluated": len(ranked),
         "truncated": truncated,
         "rows": [dict(c.to_dict(), rank=ranked.index(c) + 1, chosen=c is chosen)
                  for c in shown],

@@ -2,7 +2,7 @@
 
 Nothing here knows about HTTP. Every request body is untrusted: :func:`parse_plan_request`,
 :func:`parse_cell_edit`, ... turn it into a checked value once (the command line's own query
-parsing, :func:`quiltpriv.cli.core.query_from_args`, reads the query, so the predicate
+parsing, :func:`quiltpriv.queries.options.query_from_options`, reads the query, so the predicate
 language, declared domains and every numeric check are the CLI's), and the rest of the code
 trusts only that value.
 
@@ -13,7 +13,6 @@ are validated) and :class:`ModelState` keeps the previous ones for undo.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -22,14 +21,15 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from quiltpriv.cli.core import QUERY_KINDS, parse_number, query_from_args
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.model.loading import _model_dirs, theta_to_dict
+from quiltpriv.model.loading import model_dirs, theta_to_dict
 from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
+from quiltpriv.queries.options import QUERY_KINDS, parse_number, query_from_options
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.io import check_output_path, write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, check_scalar
@@ -91,7 +91,7 @@ def _names(value: Any, name: str) -> list[str]:
     return [v.strip() for v in value if v.strip()]
 
 
-def parse_query(body: Any) -> tuple[Query, argparse.Namespace]:
+def parse_query(body: Any) -> tuple[Query, SimpleNamespace]:
     """The query of a request, read by the command line's own parser.
 
     Returns the query and the option values it was read from (for the equivalent command).
@@ -107,14 +107,14 @@ def parse_query(body: Any) -> tuple[Query, argparse.Namespace]:
     else:
         records = None
     attrs = _names(q.get("attributes", []), "--attributes")
-    ns = argparse.Namespace(
+    ns = SimpleNamespace(
         query=kind, attributes=",".join(attrs) or None, records=records,
         where=_text(q.get("where"), "--where"), bounds=_text(q.get("bounds"), "--bounds"),
         weights=_text(q.get("weights"), "--weights"),
         domain=_text(q.get("categories"), "--categories"),
         record_states=_text(q.get("record_states"), "--record-states"),
         catch_all=_text(q.get("catch_all"), "--catch-all"))
-    return query_from_args(ns), ns
+    return query_from_options(ns), ns
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class PlanRequest:
     query: Query
     time_limit: float
     compare: bool
-    options: argparse.Namespace
+    options: SimpleNamespace
 
     def command(self, model: str) -> str:
         """The equivalent ``quiltpriv plan`` command line (for the page to show)."""
@@ -357,7 +357,7 @@ class ModelState:
                     return True
             except OSError:
                 pass
-        return any(real.parent == Path(os.path.realpath(d)) for d in _model_dirs())
+        return any(real.parent == Path(os.path.realpath(d)) for d in model_dirs())
 
     def check_output(self, path: Any, what: str) -> Path:
         """An output path: a text, not a model this session read, writable (``check_output_path``).
@@ -376,7 +376,7 @@ class ModelState:
 
 def model_summary(state: ModelState, theta: Theta | None = None) -> dict[str, Any]:
     """What the page shows of the model: nodes, edges, members, edits, and its drawing."""
-    from quiltpriv.reporting.drawing import dag_svg, layered_layout
+    from quiltpriv.model.drawing import dag_svg, layered_layout
 
     theta = theta or state.theta
     lay = layered_layout(theta)

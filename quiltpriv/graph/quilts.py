@@ -36,8 +36,6 @@ class Quilt:
         return not self.quilt and not self.remote
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import quilt_html
-
         return quilt_html(self)
 
 
@@ -209,3 +207,14 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
                 component.add(w)
                 stack.append(w)
     return theta.sort(boundary)
+
+
+def quilt_html(quilt: Quilt) -> str:
+    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    from quiltpriv.utils.format import escape, html_set, kv_table
+
+    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
+    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
+            f"{escape(quilt.node)}</code>{kind}</p>" + kv_table([
+                ("quilt Q", html_set(quilt.quilt)), ("nearby N", html_set(quilt.nearby)),
+                ("remote R", html_set(quilt.remote))]) + "</div>")

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.junction_tree import (
     TreeStepTooLarge,
     cardinalities,
@@ -182,8 +183,6 @@ class Influence:
         return self.bound_via is None
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import influence_html
-
         return influence_html(self)
 
 
@@ -494,15 +493,17 @@ def max_influence(
     if not q:
         return Influence(node, q, 0.0, None, None)
     best: tuple[float, int, Any, str] = (-1.0, 0, None, FLOAT64)
+    cache = InferenceCache.of(theta)
     for m in range(len(theta.members)):
-        key = ("influence", m, node, q, inference)
-        hit = theta._cache.get(key)
+        key = (m, node, q, inference)
+        hit = cache.influence.get(key)
         if hit is None:
-            hit = theta._cache[key] = _member_influence(theta, node, q, m, max_table, inference)
+            hit = _member_influence(theta, node, q, m, max_table, inference)
+            cache.influence[key] = hit
         if hit[0] > best[0]:
             best = (hit[0], m, hit[1], hit[2])
     arithmetic = EXACT if any(
-        theta._cache.get(("influence", m, node, q, inference), (0, 0, FLOAT64))[2] == EXACT
+        (cache.influence.get((m, node, q, inference)) or (0, 0, FLOAT64))[2] == EXACT
         for m in range(len(theta.members))) else FLOAT64
     return Influence(node, q, best[0], best[1], best[2], arithmetic=arithmetic)
 
@@ -555,15 +556,14 @@ def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
     ``frexp`` gives ``x = f * 2**e`` with ``f`` in ``[0.5, 1)``, so ``e - 1`` is exact and
     never above ``log2(x)``, subnormal ``x`` included. Cached per member.
     """
-    key = ("log2_floor", member)
-    hit = theta._cache.get(key)
+    hit = InferenceCache.of(theta).log2_floors.get(member)
     if hit is None:
         out = []
         for v in theta.nodes:
             t = np.asarray(theta.members[member][v].table, dtype=np.float64)
             positive = t[t > 0]
             out.append(math.frexp(float(positive.min()))[1] - 1 if positive.size else 0)
-        hit = theta._cache[key] = tuple(out)
+        hit = InferenceCache.of(theta).log2_floors[member] = tuple(out)
     return hit
 
 
@@ -576,10 +576,10 @@ def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
     """
     floors = _log2_floors(theta, member)
     if scope is theta.nodes:
-        key = ("float_safe", member)
-        hit = theta._cache.get(key)
+        safe = InferenceCache.of(theta).float_safe
+        hit = safe.get(member)
         if hit is None:
-            hit = theta._cache[key] = sum(floors) >= SAFE_LOG2_FLOOR
+            hit = safe[member] = sum(floors) >= SAFE_LOG2_FLOOR
         return hit
     index = theta.index
     return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
@@ -597,14 +597,14 @@ def _rounding_bound(theta: Theta, out_size: int, inference: str) -> float:
     ``gamma_K``, a ratio of two conditionals (four entries) by ``4 gamma_K``, and the two logs of
     values above ``2**-1000`` by ``2 * 745 u``.
     """
-    key = ("rounding_depth", inference)
-    depth = theta._cache.get(key)
+    depths = InferenceCache.of(theta).rounding_depth
+    depth = depths.get(inference)
     if depth is None:  # the network's size bounds any ancestral set's
         c_max = max(theta.cardinality.values())
         depth = len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
         if inference == "junction_tree":
             depth = max(depth, 6 * tree_structure(theta).size + 16)
-        theta._cache[key] = depth
+        depths[inference] = depth
     k = depth + out_size
     if k * _U >= 0.25:
         return math.inf  # pragma: no cover - would need ~10**15 operations
@@ -618,7 +618,7 @@ def _exact_tables(theta: Theta, member: int, nodes: Iterable[str]) -> dict[str, 
     Every float is ``f * 2**e`` with ``f * 2**53`` an integer (subnormals included), so the
     conversion is exact; cached per member and node.
     """
-    cache = theta._cache.setdefault(("exact_tables", member), {})
+    cache = InferenceCache.of(theta).exact_tables.setdefault(member, {})
     out = {}
     for v in nodes:
         hit = cache.get(v)
@@ -763,14 +763,14 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     are not queried enters already folded (``_folded_factors``). Each bucket is one
     product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries.
     """
-    prepared = theta._cache.get(("prepared", member))
+    prepared = InferenceCache.of(theta).prepared.get(member)
     if prepared is None:  # everything a query reads, in one cache entry
         structure = tree_structure(theta)
         pos = structure.position
         folded = tuple(None if f is None else
                        (f[0], f[1], f[2], tuple(sorted(pos[w] for w in f[1])), f[3])
                        for f in _folded_factors(theta, member))
-        prepared = theta._cache[("prepared", member)] = (
+        prepared = InferenceCache.of(theta).prepared[member] = (
             pos, structure.elimination_order, *sorted_tables(theta, member),
             _scopes_by_position(theta), parent_indices(theta), cardinalities(theta), folded)
     position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
@@ -895,8 +895,8 @@ def _kernel_network(theta: Theta, member: int) -> Any:
     own; the global min-weight order of the Python path won no more often than this one on
     the bundled networks and costs 11 ms to compute on munin, so the kernel does without it.
     """
-    key = ("kernel", member)
-    net = theta._cache.get(key)
+    nets = InferenceCache.of(theta).kernel
+    net = nets.get(member)
     if net is None:
         parents = parent_indices(theta)
         cpds = theta.members[member]
@@ -905,7 +905,7 @@ def _kernel_network(theta: Theta, member: int) -> Any:
         folded = [None if f is None else
                   (tuple(f[0]), f[1], np.ascontiguousarray(f[2], dtype=np.float64), f[3])
                   for f in _folded_factors(theta, member)]
-        net = theta._cache[key] = _KERNEL.Network(
+        net = nets[member] = _KERNEL.Network(
             cardinalities(theta), range(len(theta.nodes)), base, folded)
     return net
 
@@ -965,8 +965,7 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
     Applied recursively (``u``'s own private parents first) while the folded table stays within
     :data:`FOLD_LIMIT` entries. Entries: ``(private, scope, table, parents)``.
     """
-    key = ("folded", member)
-    hit = theta._cache.get(key)
+    hit = InferenceCache.of(theta).folded.get(member)
     if hit is not None:
         return hit
     scopes, tables = sorted_tables(theta, member)
@@ -990,18 +989,18 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
             private = private | {u} | (fu[0] if fu is not None else frozenset())
         if private:
             out[c] = (private, scope, table, tuple(w for w in scope if w != c))
-    hit = theta._cache[key] = tuple(out)
+    hit = InferenceCache.of(theta).folded[member] = tuple(out)
     return hit
 
 
 def _scopes_by_position(theta: Theta) -> tuple[tuple[int, ...], ...]:
     """Per node, the elimination positions of its CPD's variables, ascending (cached)."""
-    hit = theta._cache.get(("scopes_by_position",))
+    hit = InferenceCache.of(theta).scopes_by_position.get()
     if hit is None:
         pos = tree_structure(theta).position
         scopes, _ = sorted_tables(theta, 0)
-        hit = theta._cache[("scopes_by_position",)] = tuple(
-            tuple(sorted(pos[u] for u in sc)) for sc in scopes)
+        hit = InferenceCache.of(theta).scopes_by_position.set(tuple(
+            tuple(sorted(pos[u] for u in sc)) for sc in scopes))
     return hit
 
 
@@ -1015,3 +1014,21 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
     for vs, t in factors:
         operands += [t, [label[u] for u in vs]]
     return np.einsum(*operands, [label[u] for u in out])
+
+
+def influence_html(infl: Influence) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    from quiltpriv.utils.format import escape, fmt_number, html_set, kv_table
+
+    rows = [("max-influence e(Q | i)", escape(fmt_number(infl.value))),
+            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
+            ("quilt Q", html_set(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>",
+                     f"{escape(infl.pair[0])} vs {escape(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
+    rows.append(("arithmetic", escape(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"

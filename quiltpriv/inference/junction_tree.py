@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.model.network import Theta
 
 #: Largest total number of table entries (cliques plus separators) one calibrated tree may hold
@@ -92,28 +93,27 @@ class TreeStructure:
 
 def parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
     """Per node index, its parents' indices in CPD axis order (cached on ``theta``)."""
-    hit = theta._cache.get(("parent_indices",))
+    hit = InferenceCache.of(theta).parent_indices.get()
     if hit is None:
         idx = theta.index
-        hit = theta._cache[("parent_indices",)] = tuple(
-            tuple(idx[p] for p in theta.parents[v]) for v in theta.nodes)
+        hit = InferenceCache.of(theta).parent_indices.set(tuple(
+            tuple(idx[p] for p in theta.parents[v]) for v in theta.nodes))
     return hit
 
 
 def cardinalities(theta: Theta) -> tuple[int, ...]:
     """Per node index, its number of states (cached on ``theta``)."""
-    hit = theta._cache.get(("cardinalities",))
+    hit = InferenceCache.of(theta).cardinalities.get()
     if hit is None:
-        hit = theta._cache[("cardinalities",)] = tuple(
-            theta.cardinality[v] for v in theta.nodes)
+        hit = InferenceCache.of(theta).cardinalities.set(tuple(
+            theta.cardinality[v] for v in theta.nodes))
     return hit
 
 
 def sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...],
                                                       tuple[np.ndarray, ...]]:
     """Each CPD of a member as ``(scope, table)`` with axes in increasing node index (cached)."""
-    key = ("sorted_tables", member)
-    hit = theta._cache.get(key)
+    hit = InferenceCache.of(theta).sorted_tables.get(member)
     if hit is None:
         scopes, tables = [], []
         for v, (name, ups) in enumerate(zip(theta.nodes, parent_indices(theta), strict=True)):
@@ -121,17 +121,16 @@ def sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...
             perm = sorted(range(len(fam)), key=fam.__getitem__)
             scopes.append(tuple(fam[k] for k in perm))
             tables.append(np.transpose(theta.members[member][name].table, perm))
-        hit = theta._cache[key] = (tuple(scopes), tuple(tables))
+        hit = InferenceCache.of(theta).sorted_tables[member] = (tuple(scopes), tuple(tables))
     return hit
 
 
 def is_floating(theta: Theta, member: int) -> bool:
     """Whether a member's CPDs are floating point (not the exact rational tables of
     :mod:`quiltpriv.queries.network_laws`, which only variable elimination handles)."""
-    key = ("floating", member)
-    hit = theta._cache.get(key)
+    hit = InferenceCache.of(theta).floating.get(member)
     if hit is None:
-        hit = theta._cache[key] = all(
+        hit = InferenceCache.of(theta).floating[member] = all(
             np.asarray(c.table).dtype.kind == "f" for c in theta.members[member].values())
     return hit
 
@@ -142,8 +141,7 @@ def tree_structure(theta: Theta) -> TreeStructure:
     The elimination order is greedy min-weight (the product of the cardinalities of a variable
     and its current neighbours; ties by node index), kept incrementally with a lazy heap.
     """
-    key = ("junction_structure",)
-    hit = theta._cache.get(key)
+    hit = InferenceCache.of(theta).junction_structure.get()
     if hit is not None:
         return hit
     n = len(theta.nodes)
@@ -276,8 +274,7 @@ def tree_structure(theta: Theta) -> TreeStructure:
         order=tuple(order), home=home, assign=tuple(assign), size=size, width=max(sizes),
         position=tuple(pos), elimination_order=tuple(elim_var),
     )
-    theta._cache[key] = structure
-    return structure
+    return InferenceCache.of(theta).junction_structure.set(structure)
 
 
 @dataclass(frozen=True, eq=False)
@@ -455,13 +452,13 @@ def junction_tree(theta: Theta, member: int = 0, *,
     are not floating point (the exact-rational tables of :mod:`quiltpriv.queries.network_laws`); the
     caller then uses variable elimination.
     """
-    key = ("junction_tree", member)
-    if key in theta._cache:
-        return theta._cache[key]
+    trees = InferenceCache.of(theta).junction_tree
+    if member in trees:
+        return trees[member]
     tree = None
     if is_floating(theta, member):
         structure = tree_structure(theta)
         if structure.size <= max_tree:
             tree = calibrate(theta, member, structure)
-    theta._cache[key] = tree
+    trees[member] = tree
     return tree

@@ -1,21 +1,23 @@
 """The release mechanisms, one module per mechanism, and what they share.
 
-``apmqm`` (the Attribute-Private Markov Quilt Mechanism: planning and release, [ZOC22, Alg. 3]),
+``apmqm`` (the Attribute-Private Markov Quilt Mechanism's planner and plans, [ZOC22, Alg. 3]),
+``verification`` (checking a saved plan), ``apmqm_release`` (releasing a verified plan's query),
 ``mqm`` (the original Markov Quilt Mechanism [SWC17]), ``apgm`` (attribute-private Gaussian
 mechanisms [ZOC22, Alg. 1, 2]), ``wasserstein`` ([ZOC22, Alg. 4]), ``group_dp`` (the group
 differential privacy baseline), ``noise`` (exact samplers), ``protocol`` (the one shape of
 every mechanism: guarantee, calibration, ``release(data)`` and its record), ``registry`` (the
 mechanisms by name, as ``quiltpriv release --mechanism`` runs them), ``compare`` (every
-applicable mechanism side by side), ``verification`` (checking a saved plan).
+applicable mechanism side by side).
 
 ``quiltpriv.mechanisms.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.mechanisms``
-module (now :mod:`quiltpriv.mechanisms.apmqm`) still works, with a :class:`DeprecationWarning`.
+module (now :mod:`quiltpriv.mechanisms.apmqm` and :mod:`quiltpriv.mechanisms.apmqm_release`)
+still works, with a :class:`DeprecationWarning`.
 """
 
 from quiltpriv._compat import forward_attribute as _forward
 
-_SUBMODULES = frozenset({"apgm", "apmqm", "compare", "group_dp", "mqm", "noise", "protocol",
-                         "registry", "verification", "wasserstein"})
+_SUBMODULES = frozenset({"apgm", "apmqm", "apmqm_release", "compare", "group_dp", "mqm", "noise",
+                         "protocol", "registry", "verification", "wasserstein"})
 
 
 def __getattr__(name: str) -> object:

@@ -58,6 +58,7 @@ __all__ = [
     "apgm_gaussian_columns",
     "apgm_non_gaussian",
     "gaussian_sigma",
+    "query_weights",
     "smoothed_max_divergence",
 ]
 
@@ -417,7 +418,7 @@ class GaussianRecordModel(JSONResult):
         return cls(x.mean(axis=0), np.atleast_2d(np.cov(x, rowvar=False)), tuple(cols))
 
 
-def _query_weights(query: object, columns: tuple[str, ...]) -> np.ndarray:
+def query_weights(query: object, columns: tuple[str, ...]) -> np.ndarray:
     """F = W @ column_means: a column name, a list of names (vector F) or {name: weight}."""
     idx = {c: k for k, c in enumerate(columns)}
 
@@ -499,7 +500,7 @@ def apgm_gaussian_columns(
         raise ModelError("every model in Theta must have the same columns in the same order")
     if not secrets:
         raise ParameterError("no protected column given")
-    w = _query_weights(query, cols)
+    w = query_weights(query, cols)
     per_attr: dict[Hashable, tuple[float, float]] = {}
     for name, values in secrets.items():
         if name not in cols:

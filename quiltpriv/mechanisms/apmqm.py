@@ -37,16 +37,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
+from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.graph.quilts import (
     Quilt,
     least_influence_quilt,
@@ -61,15 +59,15 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
-from quiltpriv.mechanisms.protocol import Calibration, Guarantee, ReleaseRecord
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.format import describe_query as _describe_query
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.format import text_table as _table
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_n_jobs
-
-if TYPE_CHECKING:  # pandas is imported by release(), not by planning
-    import pandas as pd
-
 
 #: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
 GUARANTEE_KIND = "distributional attribute privacy"
@@ -143,8 +141,6 @@ class SensitivePlan(JSONResult):
         return d
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import sensitive_plan_html
-
         return sensitive_plan_html(self)
 
 
@@ -154,7 +150,8 @@ PLAN_FORMAT = "quiltpriv-plan/1"
 
 _QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
 
-_UNVERIFIED = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
+#: The note of a plan that is not verified (read from a file or built by hand).
+UNVERIFIED_NOTE = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
                "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
 
 
@@ -363,15 +360,11 @@ class Plan:
         PlanError
             Naming the first malformed field.
         """
-        from quiltpriv.mechanisms.verification import plan_from_dict
-
         return plan_from_dict(d)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Plan:
         """:meth:`from_dict` of a JSON text (NaN, infinities and repeated keys refused)."""
-        from quiltpriv.mechanisms.verification import plan_from_json
-
         return plan_from_json(text)
 
     def explain(self) -> str:
@@ -394,16 +387,208 @@ class Plan:
         for note in self.notes:
             lines.append(f"note: {note}")
         if not self.verified:
-            lines.append(_UNVERIFIED)
+            lines.append(UNVERIFIED_NOTE)
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.explain()
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import plan_html
-
         return plan_html(self)
+
+
+_PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
+              "query_fingerprint", "model", "theta_size", "notes", "provenance")
+_SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
+                   "quilts_considered", "optimal", "explanation", "influence_member",
+                   "influence_pair", "influence_bound_via", "influence_arithmetic")
+
+
+# -- strict parsing ------------------------------------------------------------------------
+
+
+def _fail(where: str, what: str, got: Any) -> PlanError:
+    shown = repr(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return PlanError(f"plan: {where} must be {what}, got {shown}")
+
+
+def _number(x: Any, where: str, *, positive: bool = False) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise _fail(where, "a number", x)
+    try:
+        v = float(x)
+    except OverflowError:  # an integer beyond the float range
+        v = math.inf
+    if not math.isfinite(v):
+        raise _fail(where, "a finite number", x)
+    if v < 0 or (positive and v == 0):
+        raise _fail(where, "a number > 0" if positive else "a number >= 0", x)
+    return v
+
+
+def _bool(x: Any, where: str) -> bool:
+    if not isinstance(x, bool):
+        raise _fail(where, "true or false", x)
+    return x
+
+
+def _int(x: Any, where: str, minimum: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
+        raise _fail(where, f"a whole number >= {minimum}", x)
+    return x
+
+
+def _text(x: Any, where: str) -> str:
+    if not isinstance(x, str):
+        raise _fail(where, "a string", x)
+    return x
+
+
+def _digest(x: Any, where: str) -> str:
+    if not (isinstance(x, str) and len(x) == 64
+            and all(c in "0123456789abcdef" for c in x)):
+        raise _fail(where, "a SHA-256 digest (64 lower-case hexadecimal digits)", x)
+    return x
+
+
+def _names(x: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(x, list) or not all(isinstance(v, str) and v for v in x):
+        raise _fail(where, "a list of node names", x)
+    if len(set(x)) != len(x):
+        raise PlanError(f"plan: {where} names a node twice: {x}")
+    return tuple(x)
+
+
+def _keys(d: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise _fail(where, "an object", d)
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise PlanError(f"plan: {where} has no {', '.join(map(repr, missing))}")
+    extra = [k for k in d if k not in keys]
+    if extra:
+        raise PlanError(f"plan: {where} has unknown field(s) {', '.join(map(repr, extra))}")
+    return d
+
+
+def _sensitive(node: Any, s: Any) -> SensitivePlan:
+    if not isinstance(node, str) or not node:
+        raise _fail("a key of 'sensitive'", "a node name", node)
+    where = f"sensitive[{node!r}]"
+    s = _keys(s, _SENSITIVE_KEYS, where)
+    if s["node"] != node:
+        raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
+    quilt, nearby, remote = (_names(s[k], f"{where}.{k}") for k in ("quilt", "nearby", "remote"))
+    member = s["influence_member"]
+    if member is not None:
+        member = _text(member, f"{where}.influence_member")
+    pair = s["influence_pair"]
+    if pair is not None:
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(v, str | int | float) for v in pair)):
+            raise _fail(f"{where}.influence_pair", "null or a list of two values", pair)
+        pair = tuple(pair)
+    via = s["influence_bound_via"]
+    if via is not None:
+        via = _names(via, f"{where}.influence_bound_via")
+    arithmetic = s["influence_arithmetic"]
+    if arithmetic not in ("float64", "exact"):
+        raise _fail(f"{where}.influence_arithmetic", '"float64" or "exact"', arithmetic)
+    return SensitivePlan(
+        node=node, quilt=quilt, nearby=nearby, remote=remote,
+        influence=_number(s["influence"], f"{where}.influence"),
+        sensitivity=_number(s["sensitivity"], f"{where}.sensitivity"),
+        scale=_number(s["scale"], f"{where}.scale"),
+        quilts_considered=_int(s["quilts_considered"], f"{where}.quilts_considered", 1),
+        optimal=_bool(s["optimal"], f"{where}.optimal"),
+        explanation=_text(s["explanation"], f"{where}.explanation"),
+        influence_member=member, influence_pair=pair, influence_bound_via=via,
+        influence_arithmetic=arithmetic,
+    )
+
+
+def plan_from_dict(d: Any) -> Plan:
+    """Parse a plan's JSON object strictly (see :meth:`quiltpriv.Plan.from_dict`).
+
+    The plan returned is not verified.
+
+    Raises
+    ------
+    PlanError
+        Naming the first malformed field; for a plan without ``"format"`` (written before
+        plans were versioned) or with another format, saying to plan again.
+    """
+    if not isinstance(d, Mapping):
+        raise _fail("the document", "a JSON object", d)
+    if "format" not in d:
+        raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
+                        f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
+    if d["format"] != PLAN_FORMAT:
+        raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
+                        f"{PLAN_FORMAT!r}); plan it again")
+    d = _keys(d, _PLAN_KEYS, "the plan")
+    if d["mechanism"] != "APMQM":
+        raise _fail("mechanism", "'APMQM'", d["mechanism"])
+    sensitive = d["sensitive"]
+    if not isinstance(sensitive, Mapping) or not sensitive:
+        raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
+                    sensitive)
+    query = d["query"]
+    if not isinstance(query, Mapping) or not isinstance(query.get("kind"), str):
+        raise _fail("query", "an object with a 'kind'", query)
+    try:
+        query = _plain(query, "plan: query")
+    except QueryError as exc:
+        raise PlanError(str(exc)) from None
+    notes = d["notes"]
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise _fail("notes", "a list of strings", notes)
+    provenance = d["provenance"]
+    if provenance is not None and not isinstance(provenance, dict):
+        raise _fail("provenance", "null or an object", provenance)
+    return Plan(
+        epsilon=_number(d["epsilon"], "epsilon", positive=True),
+        scale=_number(d["scale"], "scale"),
+        optimal=_bool(d["optimal"], "optimal"),
+        sensitive=tuple(_sensitive(k, v) for k, v in sensitive.items()),
+        query=query,
+        model=_digest(d["model"], "model"),
+        theta_size=_int(d["theta_size"], "theta_size", 1),
+        query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
+        notes=tuple(notes), provenance=provenance,
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise PlanError(f"plan: the JSON holds {name}; every number must be finite")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise PlanError(f"plan: the JSON names {', '.join(map(repr, dup))} twice in one object")
+    return dict(pairs)
+
+
+def plan_from_json(text: str | bytes) -> Plan:
+    """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant,
+                         object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"plan: not valid JSON: {exc}") from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise PlanError(f"plan: cannot read the JSON: {exc}") from None
+    if isinstance(doc, dict) and "format" not in doc and isinstance(doc.get("plan"), dict):
+        raise PlanError("plan: this is a release record or an audit report, not a plan; its "
+                        "plan is the 'plan' field")
+    if isinstance(doc, dict) and doc.get("format") == "quiltpriv-audit-report":
+        raise PlanError("plan: this is an audit report, not a plan; its plan is the 'plan' "
+                        "field")
+    return plan_from_dict(doc)
 
 
 def _jsonable(x: Any) -> Any:
@@ -414,42 +599,10 @@ def _jsonable(x: Any) -> Any:
     return str(x)
 
 
-def _fmt(x: float) -> str:
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.6g}"
-
-
-def _set(xs: Iterable[str]) -> str:
-    xs = list(xs)
-    return "{" + ", ".join(xs) + "}" if xs else "{}"
-
-
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
-              for k, h in enumerate(header)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return out
-
-
-def _describe_query(q: Mapping[str, Any]) -> str:
-    kind = q.get("kind", "query")
-    if "attributes" in q:
-        attrs = ", ".join(q["attributes"])
-    elif "attribute" in q:
-        attrs = q["attribute"]
-    else:
-        attrs = ", ".join(q.get("weights", {}))
-    extra = f", n = {q['records']}" if "records" in q else ""
-    return f"{kind} over {attrs}{extra}"
-
-
 # -- planning ---------------------------------------------------------------------------------
 
 
-def _scale(delta: float, e: float, eps: float) -> float:
+def quilt_scale(delta: float, e: float, eps: float) -> float:
     """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps."""
     if delta == 0.0:
         return 0.0 if e <= eps else math.inf
@@ -497,7 +650,8 @@ def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
 TIE_RTOL = 1e-12
 
 
-def _close(a: float, b: float) -> bool:
+def is_tie(a: float, b: float) -> bool:
+    """Whether two scales or influences are equal up to :data:`TIE_RTOL` (rounding noise)."""
     return a == b or math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=0.0)
 
 
@@ -511,13 +665,14 @@ class _Tol:
         self.x = x
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Tol) and _close(self.x, other.x)
+        return isinstance(other, _Tol) and is_tie(self.x, other.x)
 
     def __lt__(self, other: _Tol) -> bool:
-        return not _close(self.x, other.x) and self.x < other.x
+        return not is_tie(self.x, other.x) and self.x < other.x
 
 
-def _key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
+def candidate_key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
+    """The planner's order of candidate quilts: the least key wins (ties per :func:`is_tie`)."""
     # Least scale; then least influence (widest margin); then fewest quilt nodes; then order.
     return (_Tol(scale), _Tol(e), len(q), tuple(theta.index[v] for v in q))
 
@@ -611,28 +766,29 @@ class _Candidates:
             return floor if known is None else max(floor, known)
         quilt = markov_quilt(theta, node, q)
         delta = self.query.sensitivity(self.attrs & set(quilt.nearby))
-        if lazy and _scale(delta, floor, eps) >= best.scale:
+        if lazy and quilt_scale(delta, floor, eps) >= best.scale:
             return floor
         self.memo[q] = None
         try:
             infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
                                          inference=self.inference)
         except InfluenceTooExpensive as exc:
-            self.unresolved.append((_scale(delta, floor, eps), f"quilt {_set(q)} skipped: {exc}"))
+            self.unresolved.append((quilt_scale(delta, floor, eps),
+                                    f"quilt {_set(q)} skipped: {exc}"))
             return floor
         best.considered += 1
         e = infl.value
-        scale = _scale(delta, e, eps)
+        scale = quilt_scale(delta, e, eps)
         if infl.exact:
             self.memo[q] = e
             floor = max(floor, e)
         else:
             # An upper bound: the scale is valid (more noise); the optimum is not proven
             # unless even the least influence this quilt can have would not beat the best.
-            self.unresolved.append((_scale(delta, floor, eps),
+            self.unresolved.append((quilt_scale(delta, floor, eps),
                                     f"the influence of {_set(q)} is an upper bound (data-"
                                     f"processing inequality via {_set(infl.bound_via or ())})"))
-        key = _key(scale, e, q, theta) + (0,)
+        key = candidate_key(scale, e, q, theta) + (0,)
         if key < best.key:
             best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
             best.via = infl.bound_via
@@ -722,9 +878,9 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
         ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
         """
         deltas = left(kept, excluded, rest)
-        lb, arg = _scale(deltas[0], e_kept, eps), 0
+        lb, arg = quilt_scale(deltas[0], e_kept, eps), 0
         for k, (_, e_j) in enumerate(rest, start=1):
-            x = _scale(deltas[k], max(e_kept, e_j), eps)
+            x = quilt_scale(deltas[k], max(e_kept, e_j), eps)
             if x < lb:
                 lb, arg = x, k
         return lb, arg
@@ -767,7 +923,7 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
             floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
             q = least_influence_quilt(ctx.theta, node, full)
             fits = math.prod(ctx.theta.cardinality[v] for v in (node, *q)) <= ctx.max_table
-            if fits and _scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
+            if fits and quilt_scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
                 ctx.evaluate(full, max(ext[-1][1], floor))
         if lb >= best.scale:
             continue
@@ -964,9 +1120,10 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
     delta_all = query.sensitivity(query.attributes)
-    scale_all = _scale(delta_all, 0.0, eps)
+    scale_all = quilt_scale(delta_all, 0.0, eps)
     best = _Search(quilt=trivial_quilt(theta, node), scale=scale_all, delta=delta_all,
-                   key=_key(scale_all, 0.0, (), theta) + (1,))  # trivial loses ties to Q = {}
+                   # the trivial quilt loses ties to Q = {}
+                   key=candidate_key(scale_all, 0.0, (), theta) + (1,))
     try:
         _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates)
     except KeyboardInterrupt:
@@ -1006,7 +1163,7 @@ def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
     """The always-valid trivial quilt (every attribute nearby), flagged as not optimal."""
     q = trivial_quilt(theta, node)
     delta = query.sensitivity(query.attributes)
-    scale = _scale(delta, 0.0, eps)
+    scale = quilt_scale(delta, 0.0, eps)
     text = _explain(theta, query, q, 0.0, delta, scale, eps, None, None, False, [reason])
     return SensitivePlan(node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
                          influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,
@@ -1231,204 +1388,56 @@ def _trusted(p: Plan) -> Plan:
     return p
 
 
-# -- release ----------------------------------------------------------------------------------
+# -- Jupyter views ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Release:
-    """A released value and its audit record (the plan it used and how noise was drawn).
+def plan_html(plan: Plan) -> str:
+    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    from quiltpriv.utils.format import badge, escape, html_set, query_html
 
-    The true value of the query is deliberately not kept. :meth:`to_dict` is the release
-    record (format ``"quiltpriv-release/1"``, :mod:`quiltpriv.releases.records`): time, version,
-    model, query, data hash and row count, guarantee, calibration, noise source and seed,
-    command line.
-    """
-
-    value: float | tuple[float, ...]
-    scale: float
-    granularity: float
-    secure: bool
-    sampler: str
-    seed: int | None
-    plan: Plan
-    sensitivity: float = 0.0
-    timestamp: str = ""
-    version: str = ""
-    data: Mapping[str, Any] | None = None
-    command: tuple[str, ...] | None = None
-    provenance: Any = None
-
-    @property
-    def cells(self) -> tuple[tuple[Any, ...], ...] | None:
-        """For a histogram, the label of each released value (one value per attribute, in
-        the declared order of the categories); None for other queries."""
-        from quiltpriv.queries.query import histogram_cells
-
-        return histogram_cells(self.plan.query)
-
-    def to_record(self) -> ReleaseRecord:
-        """This release as the record every mechanism's release returns."""
-        from quiltpriv.queries.query import histogram_cells
-
-        p = self.plan
-        model = {"fingerprint": p.model, "theta_size": p.theta_size,
-                 "provenance": self.provenance}
-        return ReleaseRecord(
-            mechanism=p.mechanism, value=self.value, guarantee=p.guarantee,
-            calibration=p.calibration, noise_scale_used=self.scale,
-            granularity=self.granularity, secure=self.secure, sampler=self.sampler,
-            seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
-            data=self.data, model=model, command=self.command, timestamp=self.timestamp,
-            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The release record (:meth:`to_record`)."""
-        return self.to_record().to_dict()
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
-
-    def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import release_html
-
-        return release_html(self)
+    rows = "".join(
+        f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
+        f"<td>{html_set(sp.nearby)}</td><td>{html_set(sp.remote)}</td>"
+        f"<td>{escape(_fmt(sp.influence))}</td>"
+        f"<td>{escape(_fmt(sp.sensitivity))}</td>"
+        f"<td>{escape(_fmt(sp.scale))}</td>"
+        f"<td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
+        for sp in plan.sensitive)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
+    unverified = "" if plan.verified else (
+        "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
+    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
+            f"{escape(f'{plan.epsilon:g}')}, Laplace scale b = "
+            f"<b>{escape(_fmt(plan.scale))}</b> "
+            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
+            f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"
+            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
+            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{unverified}"
+            "</div>")
 
 
-def release(
-    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
-    model: Any = None, ledger: str | os.PathLike[str] | None = None,
-    command: Sequence[str] | None = None,
-) -> Release:
-    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` ([ZOC22, Alg. 3], last line).
+def sensitive_plan_html(sp: SensitivePlan) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    from quiltpriv.utils.format import escape, html_set, kv_table
 
-    Noise comes from :mod:`quiltpriv.mechanisms.noise`: an exact discrete Laplace on a fine
-    power-of-two
-    grid, drawn from the operating system's secure generator. ``seed`` switches to a
-    reproducible, NOT secure generator for experiments: the record says so and a
-    :class:`~quiltpriv.errors.SeededNoiseWarning` is issued.
-
-    A release that reads the same data columns (same SHA-256) as an earlier release of this
-    process or of ``ledger``, with the same query or the same model, issues a
-    :class:`~quiltpriv.errors.RepeatedReleaseWarning` before its noise is drawn: guarantees of
-    attribute privacy do not add up in general (:func:`quiltpriv.releases.ledger.composition`).
-
-    Parameters
-    ----------
-    plan_ : Plan
-        A plan made by :func:`plan`, or a verified one
-        (:func:`quiltpriv.mechanisms.verification.verify_plan`). A plan read from a file is verified
-        against ``model`` first, and refused when ``model`` is not given.
-    query : Query
-        The query the plan was made for: its definition and every sensitivity the plan used
-        are recomputed and must match the plan's query fingerprint.
-    data : pandas.DataFrame
-    seed : int or random.Random, optional
-        Any integer type (``np.int64(3)`` is recorded as 3); other types are refused.
-    model : Theta, pgmpy network or sequence of them, optional
-        The model: needed to verify a plan that is not verified; for a verified plan its
-        fingerprint must be the plan's.
-    ledger : str or path, optional
-        A privacy ledger (:mod:`quiltpriv.releases.ledger`, created if missing): the release record
-        is
-        appended to it before the value is returned; if it cannot be written, the release
-        fails and its value is never returned.
-    command : sequence of str, optional
-        The command line that asked for this release (the command line passes its own).
-
-    Raises
-    ------
-    PlanError
-        If the plan is not verified and ``model`` is not given, or it does not verify.
-    ModelError
-        If ``model`` is given and the plan was made for another model.
-    QueryError
-        If ``query`` is not the query the plan was made for, the data lack a column, hold
-        values outside the declared bounds, or have more records than planned.
-    ParameterError
-        If the plan's scale is not finite or too large to draw
-        (:data:`quiltpriv.mechanisms.noise.MAX_NOISE_SCALE`), or ``seed`` is not an integer, None
-        or a
-        ``random.Random``; refused before the data are read.
-    LedgerError
-        If ``ledger`` is not a ledger, fails verification, or cannot be written.
-    """
-    import warnings
-
-    import pandas as pd
-
-    from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
-    from quiltpriv.mechanisms import noise
-    from quiltpriv.releases import records
-
-    seed = records.check_seed(seed)
-    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
-    if not isinstance(plan_, Plan):
-        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
-    if ledger is not None:
-        from quiltpriv.releases import ledger as ledger_mod
-
-        booked = ledger_mod.check_writable(ledger)  # verified now, before any work
-    theta = None if model is None else as_theta(model)
-    if not plan_.verified:
-        if theta is None:
-            raise PlanError(
-                "this plan was not made by plan() in this process (it was read from a file or "
-                "built by hand) and is not verified; verify it against the model first: "
-                "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
-        from quiltpriv.mechanisms.verification import verify_plan
-
-        plan_ = verify_plan(plan_, theta, query)
-    elif theta is not None and theta.fingerprint() != plan_.model:
-        raise ModelError("the plan was made for another model (fingerprints differ)")
-    why = query_mismatch(plan_, query)
-    if why is not None:
-        raise QueryError(f"this query is not the one the plan was made for: {why}; "
-                         "plan it again")
-    if not isinstance(data, pd.DataFrame):
-        raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    query.check_records(len(data))
-    value = query.evaluate(data)
-    data_record = records.query_data(data, query.attributes)
-    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
-    earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
-    earlier = earlier or records.session_repeats(*fingerprints)
-    if earlier:
-        warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
-    positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
-    sensitivity = min(positive) if positive else 0.0
-    vec = np.atleast_1d(np.asarray(value, dtype=float))
-    # One generator for every coordinate, so seeded coordinates get independent noise.
-    rng = noise.make_rng(seed)
-    # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid once
-    # per coordinate (dimension=).
-    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
-                                   dimension=len(vec)) for v in vec]
-    out = tuple(float(d.value) for d in draws)
-    first = draws[0]
-    sampler, secure = str(first.sampler), bool(first.secure)
-    if plan_.scale == 0:
-        # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
-        sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
-        secure = seed is None
-    provenance = getattr(plan_, "provenance", None)
-    if provenance is None and theta is not None:
-        provenance = getattr(theta, "provenance", None)
-    r = Release(
-        value=out if np.ndim(value) else out[0],
-        scale=float(first.noise_scale_used), granularity=float(first.granularity),
-        secure=secure, sampler=sampler,
-        seed=seed if isinstance(seed, int) else None, plan=plan_,
-        sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
-        version=records.quiltpriv_version(), data=data_record,
-        command=None if command is None else tuple(str(c) for c in command),
-        provenance=provenance,
-    )
-    if ledger is not None:
-        # Before the value leaves this function: no ledger entry, no release.
-        ledger_mod.append(ledger, r.to_dict())
-    records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
-    if not secure and r.scale > 0:
-        warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
-    return r
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {escape(sp.influence_member)}, "
+                 f"\u03c6 = {escape(a)} vs {escape(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {html_set(sp.influence_bound_via)}")
+    facts = kv_table([
+        ("quilt Q", html_set(sp.quilt)), ("nearby N", html_set(sp.nearby)),
+        ("remote R", html_set(sp.remote)),
+        ("max-influence e(Q | i)", escape(_fmt(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
+        ("quilts evaluated", escape(sp.quilts_considered)),
+        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")

@@ -33,10 +33,8 @@ releases exactly the noise of that row (the recommended row's name is :attr:`Com
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,7 +54,7 @@ from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
-__all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare", "register_cli"]
+__all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare"]
 
 #: Default ``--time-limit`` of ``quiltpriv compare`` and ``quiltpriv audit``, in seconds.
 DEFAULT_TIME_LIMIT = 60.0
@@ -164,8 +162,6 @@ class Comparison:
         return self.explain()
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import comparison_html
-
         return comparison_html(self)
 
 
@@ -291,41 +287,26 @@ def compare(
                       notes=("standard deviation of Laplace(b) is sqrt(2) b",))
 
 
-# -- command line -------------------------------------------------------------------------------
 
+def comparison_html(comparison: Comparison) -> str:
+    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    from quiltpriv.utils.format import escape, fmt_number, query_html
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from quiltpriv.cli.core import emit, query_from_args, sensitive_from_args, theta_from_args
-
-    limit = check_positive(args.time_limit, "--time-limit")
-    theta = theta_from_args(args)
-    query = query_from_args(args)
-    c = compare(theta, query, sensitive_from_args(args), args.epsilon,
-                time_limit=limit, progress=sys.stderr.isatty())
-    emit(c.to_json() if args.json else c.explain(), args.output)
-    return 0
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv compare MODEL [--theta M2 ...] --sensitive S --query ... --epsilon E``."""
-    from quiltpriv.cli.core import (
-        add_model_arguments,
-        add_privacy_arguments,
-        add_query_arguments,
-        time_limit_type,
-    )
-
-    p = sub.add_parser("compare", help="noise of every mechanism side by side",
-                       description="For one model, query and epsilon, print the noise scale "
-                                   "and standard deviation of APMQM, group DP, the Wasserstein "
-                                   "mechanism and APGM, and why any of them does not apply.")
-    add_model_arguments(p)
-    add_privacy_arguments(p)
-    add_query_arguments(p)
-    p.add_argument("--time-limit", type=time_limit_type, default=DEFAULT_TIME_LIMIT,
-                   metavar="SECONDS",
-                   help="stop after this long (default: %(default)g): the plan is then not "
-                        "proven optimal, and the Wasserstein row says it was not computed")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    p.set_defaults(func=_cmd_compare)
+    best = comparison.best
+    mark = ' class="best"'
+    rows = "".join(
+        f"<tr{mark if r is best else ''}><td>{escape(r.mechanism)}</td>"
+        f"<td>{escape(r.noise or '-')}</td>"
+        f"<td>{escape('-' if r.scale is None else fmt_number(r.scale))}</td>"
+        f"<td>{escape('-' if r.std is None else fmt_number(r.std))}</td>"
+        f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
+        f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
+    least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
+                                     f"(std {escape(fmt_number(best.std))})")
+    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
+            f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
+            f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "
+            f"{query_html(comparison.query)}</p>"
+            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
+            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div>")

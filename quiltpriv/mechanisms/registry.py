@@ -100,8 +100,8 @@ def _model_record(theta: Theta) -> dict[str, Any]:
 class APMQMMechanism:
     """APMQM behind the protocol: a verified plan, its query and its model.
 
-    ``release`` is :func:`quiltpriv.mechanisms.apmqm.release` (every check it makes: the plan
-    against the model and the query, the data against the query's declared domain), returning
+    ``release`` is :func:`quiltpriv.mechanisms.apmqm_release.release` (every check it makes: the
+    plan against the model and the query, the data against the query's declared domain), returning
     the :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` of that release.
     """
 
@@ -129,8 +129,8 @@ class APMQMMechanism:
     def release(self, data: pd.DataFrame, *, seed: int | random.Random | None = None,
                 ledger: str | os.PathLike[str] | None = None,
                 command: Any = None) -> ReleaseRecord:
-        """``F(data) + Lap(b)``: :func:`quiltpriv.mechanisms.apmqm.release` as a record."""
-        from quiltpriv.mechanisms.apmqm import release
+        """``F(data) + Lap(b)``: :func:`quiltpriv.mechanisms.apmqm_release.release` as a record."""
+        from quiltpriv.mechanisms.apmqm_release import release
 
         return release(self.plan, self.query, data, seed=seed, model=self.model, ledger=ledger,
                        command=command).to_record()

@@ -30,7 +30,6 @@ planning it again; one that does not costs one influence computation per sensiti
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -48,21 +47,17 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
 )
 from quiltpriv.mechanisms.apmqm import (
-    PLAN_FORMAT,
     Plan,
     SensitivePlan,
-    _close,
-    _describe_query,
-    _fmt,
     _jsonable,
-    _plain,
-    _scale,
-    _set,
-    _table,
     _trusted,
     canonical_json,
+    is_tie,
+    plan_from_dict,
+    plan_from_json,
     plan_node,
     query_fingerprint,
+    quilt_scale,
 )
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import (
@@ -74,6 +69,7 @@ from quiltpriv.queries.query import (
     Query,
     SumQuery,
 )
+from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
 
@@ -84,7 +80,6 @@ __all__ = [
     "plan_from_dict",
     "plan_from_json",
     "query_from_dict",
-    "register_cli",
     "verify_plan",
 ]
 
@@ -99,202 +94,9 @@ INFLUENCE_SLACK = ROUNDING_MARGIN / 100
 #: least scale the planner's search finds again (rounding of ``Delta / (eps - e)``).
 OPTIMALITY_RTOL = 1e-9
 
-_PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
-              "query_fingerprint", "model", "theta_size", "notes", "provenance")
-_SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
-                   "quilts_considered", "optimal", "explanation", "influence_member",
-                   "influence_pair", "influence_bound_via", "influence_arithmetic")
-
 #: Query kinds :func:`query_from_dict` rebuilds (a custom query's code is not in its JSON).
 REBUILDABLE_QUERIES: Mapping[str, type[Query]] = {
     c.kind: c for c in (CountQuery, SumQuery, MeanQuery, LinearQuery, HistogramQuery)}
-
-
-# -- strict parsing ------------------------------------------------------------------------
-
-
-def _fail(where: str, what: str, got: Any) -> PlanError:
-    shown = repr(got)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return PlanError(f"plan: {where} must be {what}, got {shown}")
-
-
-def _number(x: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        raise _fail(where, "a number", x)
-    try:
-        v = float(x)
-    except OverflowError:  # an integer beyond the float range
-        v = math.inf
-    if not math.isfinite(v):
-        raise _fail(where, "a finite number", x)
-    if v < 0 or (positive and v == 0):
-        raise _fail(where, "a number > 0" if positive else "a number >= 0", x)
-    return v
-
-
-def _bool(x: Any, where: str) -> bool:
-    if not isinstance(x, bool):
-        raise _fail(where, "true or false", x)
-    return x
-
-
-def _int(x: Any, where: str, minimum: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
-        raise _fail(where, f"a whole number >= {minimum}", x)
-    return x
-
-
-def _text(x: Any, where: str) -> str:
-    if not isinstance(x, str):
-        raise _fail(where, "a string", x)
-    return x
-
-
-def _digest(x: Any, where: str) -> str:
-    if not (isinstance(x, str) and len(x) == 64
-            and all(c in "0123456789abcdef" for c in x)):
-        raise _fail(where, "a SHA-256 digest (64 lower-case hexadecimal digits)", x)
-    return x
-
-
-def _names(x: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(x, list) or not all(isinstance(v, str) and v for v in x):
-        raise _fail(where, "a list of node names", x)
-    if len(set(x)) != len(x):
-        raise PlanError(f"plan: {where} names a node twice: {x}")
-    return tuple(x)
-
-
-def _keys(d: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
-    if not isinstance(d, Mapping):
-        raise _fail(where, "an object", d)
-    missing = [k for k in keys if k not in d]
-    if missing:
-        raise PlanError(f"plan: {where} has no {', '.join(map(repr, missing))}")
-    extra = [k for k in d if k not in keys]
-    if extra:
-        raise PlanError(f"plan: {where} has unknown field(s) {', '.join(map(repr, extra))}")
-    return d
-
-
-def _sensitive(node: Any, s: Any) -> SensitivePlan:
-    if not isinstance(node, str) or not node:
-        raise _fail("a key of 'sensitive'", "a node name", node)
-    where = f"sensitive[{node!r}]"
-    s = _keys(s, _SENSITIVE_KEYS, where)
-    if s["node"] != node:
-        raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
-    quilt, nearby, remote = (_names(s[k], f"{where}.{k}") for k in ("quilt", "nearby", "remote"))
-    member = s["influence_member"]
-    if member is not None:
-        member = _text(member, f"{where}.influence_member")
-    pair = s["influence_pair"]
-    if pair is not None:
-        if (not isinstance(pair, list) or len(pair) != 2
-                or not all(isinstance(v, str | int | float) for v in pair)):
-            raise _fail(f"{where}.influence_pair", "null or a list of two values", pair)
-        pair = tuple(pair)
-    via = s["influence_bound_via"]
-    if via is not None:
-        via = _names(via, f"{where}.influence_bound_via")
-    arithmetic = s["influence_arithmetic"]
-    if arithmetic not in ("float64", "exact"):
-        raise _fail(f"{where}.influence_arithmetic", '"float64" or "exact"', arithmetic)
-    return SensitivePlan(
-        node=node, quilt=quilt, nearby=nearby, remote=remote,
-        influence=_number(s["influence"], f"{where}.influence"),
-        sensitivity=_number(s["sensitivity"], f"{where}.sensitivity"),
-        scale=_number(s["scale"], f"{where}.scale"),
-        quilts_considered=_int(s["quilts_considered"], f"{where}.quilts_considered", 1),
-        optimal=_bool(s["optimal"], f"{where}.optimal"),
-        explanation=_text(s["explanation"], f"{where}.explanation"),
-        influence_member=member, influence_pair=pair, influence_bound_via=via,
-        influence_arithmetic=arithmetic,
-    )
-
-
-def plan_from_dict(d: Any) -> Plan:
-    """Parse a plan's JSON object strictly (see :meth:`quiltpriv.Plan.from_dict`).
-
-    The plan returned is not verified.
-
-    Raises
-    ------
-    PlanError
-        Naming the first malformed field; for a plan without ``"format"`` (written before
-        plans were versioned) or with another format, saying to plan again.
-    """
-    if not isinstance(d, Mapping):
-        raise _fail("the document", "a JSON object", d)
-    if "format" not in d:
-        raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
-                        f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
-    if d["format"] != PLAN_FORMAT:
-        raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
-                        f"{PLAN_FORMAT!r}); plan it again")
-    d = _keys(d, _PLAN_KEYS, "the plan")
-    if d["mechanism"] != "APMQM":
-        raise _fail("mechanism", "'APMQM'", d["mechanism"])
-    sensitive = d["sensitive"]
-    if not isinstance(sensitive, Mapping) or not sensitive:
-        raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
-                    sensitive)
-    query = d["query"]
-    if not isinstance(query, Mapping) or not isinstance(query.get("kind"), str):
-        raise _fail("query", "an object with a 'kind'", query)
-    try:
-        query = _plain(query, "plan: query")
-    except QueryError as exc:
-        raise PlanError(str(exc)) from None
-    notes = d["notes"]
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise _fail("notes", "a list of strings", notes)
-    provenance = d["provenance"]
-    if provenance is not None and not isinstance(provenance, dict):
-        raise _fail("provenance", "null or an object", provenance)
-    return Plan(
-        epsilon=_number(d["epsilon"], "epsilon", positive=True),
-        scale=_number(d["scale"], "scale"),
-        optimal=_bool(d["optimal"], "optimal"),
-        sensitive=tuple(_sensitive(k, v) for k, v in sensitive.items()),
-        query=query,
-        model=_digest(d["model"], "model"),
-        theta_size=_int(d["theta_size"], "theta_size", 1),
-        query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
-        notes=tuple(notes), provenance=provenance,
-    )
-
-
-def _reject_constant(name: str) -> Any:
-    raise PlanError(f"plan: the JSON holds {name}; every number must be finite")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise PlanError(f"plan: the JSON names {', '.join(map(repr, dup))} twice in one object")
-    return dict(pairs)
-
-
-def plan_from_json(text: str | bytes) -> Plan:
-    """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
-    try:
-        doc = json.loads(text, parse_constant=_reject_constant,
-                         object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"plan: not valid JSON: {exc}") from None
-    except (UnicodeDecodeError, RecursionError) as exc:
-        raise PlanError(f"plan: cannot read the JSON: {exc}") from None
-    if isinstance(doc, dict) and "format" not in doc and isinstance(doc.get("plan"), dict):
-        raise PlanError("plan: this is a release record or an audit report, not a plan; its "
-                        "plan is the 'plan' field")
-    if isinstance(doc, dict) and doc.get("format") == "quiltpriv-audit-report":
-        raise PlanError("plan: this is an audit report, not a plan; its plan is the 'plan' "
-                        "field")
-    return plan_from_dict(doc)
 
 
 def query_from_dict(d: Mapping[str, Any]) -> Query:
@@ -436,10 +238,10 @@ class PlanVerification:
         head = ("plan VERIFIED against the model and the query" if self.ok
                 else f"plan FAILED verification: {self.failure}")
         lines = [head,
-                 f"APMQM, epsilon = {p.epsilon:g}, Laplace scale b = {_fmt(p.scale)} "
+                 f"APMQM, epsilon = {p.epsilon:g}, Laplace scale b = {fmt_number(p.scale)} "
                  f"({'optimal over all quilts' if p.optimal else 'optimality not claimed'})",
-                 f"protects {_set(sp.node for sp in p.sensitive)}; model {p.model[:16]}...; "
-                 f"query: {_describe_query(self.query)}"
+                 f"protects {fmt_set(sp.node for sp in p.sensitive)}; model {p.model[:16]}...; "
+                 f"query: {describe_query(self.query)}"
                  + (f", where {self.query['where']}" if self.query.get("where") else ""), ""]
         if self.attributes:
             header = ("sensitive", "quilt Q", "influence", "recomputed", "Delta_{A&N}",
@@ -447,13 +249,13 @@ class PlanVerification:
             rows = []
             for c in self.attributes:
                 infl = "-" if c.influence is None else (
-                    _fmt(c.influence) + ("" if c.influence_exact else " (bound)"))
-                rows.append((c.node, _set(c.quilt), _fmt(c.stated_influence), infl,
-                             _fmt(c.stated_sensitivity), _fmt(c.stated_scale),
-                             "-" if c.scale is None else _fmt(c.scale),
-                             "-" if c.least_scale is None else _fmt(c.least_scale),
+                    fmt_number(c.influence) + ("" if c.influence_exact else " (bound)"))
+                rows.append((c.node, fmt_set(c.quilt), fmt_number(c.stated_influence), infl,
+                             fmt_number(c.stated_sensitivity), fmt_number(c.stated_scale),
+                             "-" if c.scale is None else fmt_number(c.scale),
+                             "-" if c.least_scale is None else fmt_number(c.least_scale),
                              "OK" if c.ok else "FAILED"))
-            lines += _table(header, rows)
+            lines += text_table(header, rows)
             for c in self.attributes:
                 if not c.ok:
                     lines.append(f"{c.node}: FAILED: {c.reason}")
@@ -481,25 +283,25 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     q, n, r = set(sp.quilt), set(sp.nearby), set(sp.remote)
     unknown = [v for v in (*sp.quilt, *sp.nearby, *sp.remote) if v not in theta]
     if unknown:
-        return fail(f"its quilt names {_set(unknown)}, not in the network")
+        return fail(f"its quilt names {fmt_set(unknown)}, not in the network")
     if node not in n:
         return fail(f"{node!r} is not in its own nearby set N")
     both = (q & n) | (q & r) | (n & r)
     if both:
-        return fail(f"{_set(theta.sort(both))} is in more than one of Q, N and R")
+        return fail(f"{fmt_set(theta.sort(both))} is in more than one of Q, N and R")
     missing = set(theta.nodes) - q - n - r
     if missing:
-        return fail(f"Q, N and R do not cover the network: {_set(theta.sort(missing))} is in "
+        return fail(f"Q, N and R do not cover the network: {fmt_set(theta.sort(missing))} is in "
                     "none of them")
     reached = d_connected(theta, node, q) & r
     if reached:
-        return fail(f"Q = {_set(sp.quilt)} does not d-separate {node!r} from "
-                    f"{_set(theta.sort(reached))}, which the plan puts in the remote set R")
+        return fail(f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from "
+                    f"{fmt_set(theta.sort(reached))}, which the plan puts in the remote set R")
     try:
         infl = influence_upper_bound(theta, node, theta.sort(q), max_table=max_table,
                                      inference=inference)
     except InfluenceTooExpensive as exc:
-        return fail(f"the influence of Q = {_set(sp.quilt)} cannot be recomputed within "
+        return fail(f"the influence of Q = {fmt_set(sp.quilt)} cannot be recomputed within "
                     f"max_table = {max_table}: {exc}")
     found.update(influence=infl.value, influence_exact=infl.exact)
     if sp.influence < infl.value - INFLUENCE_SLACK * max(1.0, infl.value):
@@ -511,9 +313,9 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     if sp.sensitivity != delta:
         return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
                     f"{delta:.17g}")
-    need = _scale(delta, sp.influence, eps)
+    need = quilt_scale(delta, sp.influence, eps)
     found.update(scale=need)
-    if not (sp.scale >= need or _close(sp.scale, need)):
+    if not (sp.scale >= need or is_tie(sp.scale, need)):
         if math.isinf(need):
             return fail(f"its influence {sp.influence:.17g} is not below epsilon = {eps:g}, "
                         "so no finite scale makes this quilt private")
@@ -528,7 +330,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         if not (sp.scale <= best.scale or math.isclose(sp.scale, best.scale,
                                                        rel_tol=OPTIMALITY_RTOL)):
             return fail(f"it claims the least scale over all quilts, but quilt "
-                        f"{_set(best.quilt)} needs only {best.scale:.17g} < {sp.scale:.17g}")
+                        f"{fmt_set(best.quilt)} needs only {best.scale:.17g} < {sp.scale:.17g}")
     if sp.influence_member is not None and sp.influence_member not in theta.names:
         return fail(f"its influence_member {sp.influence_member!r} is not a member of Theta "
                     f"({', '.join(theta.names)})")
@@ -540,7 +342,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     if sp.influence_bound_via is not None:
         unknown = [v for v in sp.influence_bound_via if v not in theta]
         if unknown:
-            return fail(f"its influence_bound_via names {_set(unknown)}, not in the network")
+            return fail(f"its influence_bound_via names {fmt_set(unknown)}, not in the network")
     return AttributeCheck(ok=True, reason=None, **found)
 
 
@@ -607,21 +409,21 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
         return verdict("plan", str(exc))
     unknown = [sp.node for sp in plan.sensitive if sp.node not in theta]
     if unknown:
-        return verdict("plan", f"sensitive attribute(s) {_set(unknown)} not in the network")
+        return verdict("plan", f"sensitive attribute(s) {fmt_set(unknown)} not in the network")
     nodes = [sp.node for sp in plan.sensitive]
     if len(set(nodes)) != len(nodes) or not nodes:
         return verdict("plan", "its sensitive attributes are empty or repeated")
     if sensitive is not None:
         left_out = [s for s in theta.check_sensitive(sensitive) if s not in nodes]
         if left_out:
-            return verdict("plan", f"it does not protect {_set(left_out)} (it protects "
-                                   f"{_set(nodes)})")
+            return verdict("plan", f"it does not protect {fmt_set(left_out)} (it protects "
+                                   f"{fmt_set(nodes)})")
     if epsilon is not None and eps > check_epsilon(epsilon):
         return verdict("plan", f"it is made for epsilon = {eps:g}, weaker than the required "
                                f"{float(epsilon):g}")
     unknown = [a for a in query.attributes if a not in theta]
     if unknown:
-        return verdict("query", f"query attribute(s) {_set(unknown)} not in the network")
+        return verdict("query", f"query attribute(s) {fmt_set(unknown)} not in the network")
     try:
         mine, theirs = canonical_json(definition), canonical_json(plan.query)
     except QueryError as exc:
@@ -673,57 +475,3 @@ def verify_plan(plan: Plan, model: Any, query: Query, *,
     """
     return check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference).verified_plan()
-
-
-# -- command line --------------------------------------------------------------------------
-
-
-def _query_group_given(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
-    """True when any option of the ``query`` group differs from its default."""
-    for group in parser._action_groups:
-        if group.title == "query":
-            return any(getattr(args, a.dest) != a.default for a in group._group_actions)
-    return False
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    from quiltpriv.cli.core import emit, query_from_args, sensitive_from_args, theta_from_args
-
-    with open(args.plan, "rb") as fh:
-        plan = plan_from_json(fh.read())
-    theta = theta_from_args(args)
-    if _query_group_given(args._parser, args):
-        query = query_from_args(args)
-    else:
-        query = query_from_dict(plan.query)
-    sensitive = sensitive_from_args(args) if args.sensitive is not None else None
-    result = check_plan(plan, theta, query, sensitive=sensitive, epsilon=args.epsilon)
-    emit(result.to_json() if args.json else result.explain(), None)
-    result.verified_plan()  # a failure becomes the one-line error and exit status 2
-    return 0
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv verify PLAN.json MODEL [--theta MODEL2 ...] [query options] [--json]``."""
-    from quiltpriv.cli.core import add_model_arguments, add_query_arguments, epsilon_type
-
-    p = sub.add_parser(
-        "verify", help="verify a saved plan against the model (and the query)",
-        description="Verify a plan saved with 'quiltpriv plan --json' against MODEL: the model "
-                    "fingerprint, and per sensitive attribute the quilt (d-separation), the "
-                    "influence, the sensitivity and the scale recomputed, and a claim of "
-                    "optimality re-checked. The query is given by the query options; without "
-                    "them it is rebuilt from the plan's own record (not possible for a custom "
-                    "query), which checks the plan against the query it states. Give "
-                    "--sensitive and --epsilon to check that it gives the privacy you require, "
-                    "not only the privacy it states. Exit status 0 when the plan verifies, 2 "
-                    "otherwise.")
-    p.add_argument("plan", metavar="PLAN.json", help="the plan (JSON of 'quiltpriv plan --json')")
-    add_model_arguments(p)
-    p.add_argument("--sensitive", metavar="S1[,S2...]",
-                   help="attributes the plan must protect (it may protect more)")
-    p.add_argument("--epsilon", type=epsilon_type, metavar="E",
-                   help="the privacy required: the plan's epsilon must be at most E")
-    add_query_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
-    p.set_defaults(func=_cmd_verify, _parser=p)

@@ -56,6 +56,7 @@ __all__ = [
     "two_binary_distributional_law",
     "two_binary_distributional_mechanism",
     "wasserstein_mechanism",
+    "wasserstein_scale",
 ]
 
 Law = tuple[list[Fraction], list[Fraction]]
@@ -181,7 +182,8 @@ def _w_inf_exact(a: Law, b: Law) -> Fraction:
     return max(pc.gap for pc in quantile_coupling(a[0], a[1], b[0], b[1]))
 
 
-def _scale(w: Fraction, eps: float) -> float:
+def wasserstein_scale(w: Fraction, eps: float) -> float:
+    """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up."""
     return _ceil(w / Fraction(eps))  # exact quotient rounded up: never below W / eps
 
 
@@ -270,7 +272,7 @@ def wasserstein_mechanism(
         notes = ["grid estimate over Theta: W is a maximum over the grid points only, a LOWER "
                  "bound on the supremum over the continuous Theta; the (epsilon, 0) guarantee "
                  "is not proven"]
-    return WassersteinResult(scale=_scale(best, eps), sensitivity=_ceil(best),
+    return WassersteinResult(scale=wasserstein_scale(best, eps), sensitivity=_ceil(best),
                              sensitivity_lower=_ceil(best), epsilon=eps, delta=0.0,
                              exact=not theta_is_grid, worst_case=worst, notes=tuple(notes))
 
@@ -346,7 +348,7 @@ def _bb_result(lower: Fraction, upper: Fraction, where: str, cells: int, eps: fl
     else:
         notes.append(f"supremum over Theta bracketed in [{float(lower):g}, {float(upper):g}] "
                      f"after {cells} cells; the mechanism uses the upper bound (safe)")
-    return WassersteinResult(scale=_scale(upper, eps), sensitivity=_ceil(upper),
+    return WassersteinResult(scale=wasserstein_scale(upper, eps), sensitivity=_ceil(upper),
                              sensitivity_lower=_ceil(lower), epsilon=eps, delta=0.0,
                              exact=exact, worst_case=where, notes=tuple(notes))
 

@@ -574,7 +574,7 @@ def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population
                 edges: list[tuple[str, str]], n_bootstrap: int, seed: int) -> dict[str, Any]:
     import pgmpy
 
-    from quiltpriv import __version__
+    from quiltpriv._version import __version__
 
     structure: dict[str, Any] = {"method": method, "max_indegree": max_indegree,
                                  "required_edges": [list(e) for e in required],

@@ -29,13 +29,11 @@ from typing import Any
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy, theta_from_tables
+from quiltpriv.model.readers import MAX_STATES, check_probability_literal
 
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
 #: network, munin, is about 1.5 MB uncompressed).
 MAX_MODEL_BYTES = 64 * 2**20
-
-#: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
-MAX_STATES = 10_000
 
 _BIF_VARIABLE = re.compile(
     r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}")
@@ -48,30 +46,6 @@ _BIF_BAD_NUMBER = re.compile(r"(?i)(?<![\w.])[-+]?(nan|inf(inity)?)(?![\w.])")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 _PARENTHESISED = re.compile(r"\([^)]*\)")
 _XML_TABLE = re.compile(r"(?is)<TABLE>(.*?)</TABLE>")
-
-#: Smallest positive normal float64. A probability below it is stored with fewer than 16
-#: significant digits (subnormal) or as 0, so a file that writes one is refused.
-_TINY = 2.2250738585072014e-308
-
-
-def check_probability_literal(token: str, where: str) -> float:
-    """The float a model file's probability ``token`` denotes, or ModelError.
-
-    A positive number that float64 rounds to 0 (``1e-400``) would silently make a possible
-    state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
-    be stored with a relative error up to 100%: both are refused, never read as something else.
-    """
-    try:
-        x = float(token)
-    except ValueError:
-        raise ModelError(f"{where}: {token!r} is not a number") from None
-    if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
-        raise ModelError(
-            f"{where}: the probability {token} is positive but below float64's normal range "
-            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
-            "impossible)")
-    return x
-
 
 def _check_bif_numbers(text: str, path: Path) -> None:
     """Every probability of a BIF file passes :func:`check_probability_literal`."""
@@ -124,7 +98,8 @@ def _check_bif_text(text: str, path: Path) -> None:
             raise ModelError(f"{path}: the CPD of {var!r} contains NaN or infinite probabilities")
 
 
-def _model_dirs() -> list[Path]:
+def model_dirs() -> list[Path]:
+    """The folders of the bundled models (installed, or the source checkout's models/)."""
     here = Path(__file__).resolve().parents[1]  # the quiltpriv package
     # Installed wheel: quiltpriv/models/. Source checkout or editable install: ../models/.
     return [d for d in (here / "models", here.parent / "models") if d.is_dir()]
@@ -133,7 +108,7 @@ def _model_dirs() -> list[Path]:
 def bundled_models() -> dict[str, str]:
     """Bundled model names and the first line of each module's docstring."""
     out: dict[str, str] = {}
-    for d in _model_dirs():
+    for d in model_dirs():
         for f in sorted(d.glob("*.py")):
             if f.stem.startswith("_") or f.stem in out:
                 continue
@@ -213,7 +188,7 @@ def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: An
     ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
     ``theta_from_pgmpy(net)``. Arguments go to the module's function.
     """
-    for d in _model_dirs():
+    for d in model_dirs():
         candidate = d / f"{name}.py"
         if candidate.is_file() and not name.startswith("_"):
             return _call_module(candidate, function, args, kwargs)
@@ -459,7 +434,7 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> 
             base, function = text, None
     path = Path(base)
     if path.suffix == "" and not path.exists():
-        for d in _model_dirs():
+        for d in model_dirs():
             candidate = d / f"{base}.py"
             if candidate.is_file():
                 return _from_module(candidate, function, tolerance)

@@ -173,7 +173,8 @@ class Theta:
                 children[p].append(v)
         self.children = MappingProxyType({v: tuple(c) for v, c in children.items()})
         self._graph: nx.DiGraph | None = None
-        # Caches filled by quiltpriv.inference.influence; valid because Theta is immutable.
+        # Inference's cache, valid because Theta is immutable; read and written only through
+        # quiltpriv.inference.cache.InferenceCache (one named, typed entry per kind).
         self._cache: dict[Any, Any] = ThetaCache()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -197,8 +198,6 @@ class Theta:
         )
 
     def _repr_html_(self) -> str:
-        from quiltpriv.reporting.report import theta_html
-
         return theta_html(self)
 
     @property
@@ -603,3 +602,21 @@ def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
         if ratio >= 0.6:
             scored.append((-ratio, -len(os.path.commonprefix([name, v])), k, v))
     return [v for *_, v in sorted(scored)[:n]]
+
+
+def theta_html(theta: Theta) -> str:
+    """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
+    from quiltpriv.model.drawing import dag_svg
+    from quiltpriv.utils.format import escape, html_set, inline_style
+
+    rows = "".join(
+        f"<tr><td><code>{escape(v)}</code></td><td>{len(theta.states[v])}</td>"
+        f"<td>{html_set(theta.parents[v])}</td></tr>" for v in theta.nodes)
+    return (f"<div class=\"quiltpriv-theta\"><p><b>Theta</b>: {len(theta.nodes)} nodes, "
+            f"{len(theta.edges)} edges, {len(theta)} member{'s' if len(theta) != 1 else ''} "
+            f"({escape(', '.join(theta.names))})<br>fingerprint <code>"
+            f"{escape(theta.fingerprint()[:16])}\u2026</code></p>"
+            f"<div style=\"overflow-x:auto\">{inline_style()}"
+            f"{dag_svg(theta, svg_id=f'theta-{id(theta):x}')}</div>"
+            "<table><thead><tr><th>node</th><th>states</th><th>parents</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")

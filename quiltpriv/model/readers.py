@@ -28,7 +28,7 @@ BIF, as pgmpy reads it::
   parents ``default`` means the same as ``table``.
 - Numbers are decimal literals (``0.25``, ``1e-5``), separated by commas or spaces; each is
   read with Python's ``float`` (correctly rounded), and one that float64 cannot hold is refused
-  by :func:`~quiltpriv.model.loading.check_probability_literal`.
+  by :func:`check_probability_literal`.
 
 XMLBIF: ``<BIF><NETWORK><NAME>`` then ``<VARIABLE>`` (``<NAME>``, ``<OUTCOME>`` per state) and
 ``<DEFINITION>`` (``<FOR>``, ``<GIVEN>`` per parent in axis order, ``<TABLE>`` with the node's
@@ -56,8 +56,34 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError
-from quiltpriv.model.loading import MAX_STATES, check_probability_literal
 from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_tables
+
+#: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
+MAX_STATES = 10_000
+
+#: Smallest positive normal float64. A probability below it is stored with fewer than 16
+#: significant digits (subnormal) or as 0, so a file that writes one is refused.
+_TINY = 2.2250738585072014e-308
+
+
+def check_probability_literal(token: str, where: str) -> float:
+    """The float a model file's probability ``token`` denotes, or ModelError.
+
+    A positive number that float64 rounds to 0 (``1e-400``) would silently make a possible
+    state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
+    be stored with a relative error up to 100%: both are refused, never read as something else.
+    """
+    try:
+        x = float(token)
+    except ValueError:
+        raise ModelError(f"{where}: {token!r} is not a number") from None
+    if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
+        raise ModelError(
+            f"{where}: the probability {token} is positive but below float64's normal range "
+            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
+            "impossible)")
+    return x
+
 
 # pgmpy's comment pattern: a double-quoted string (kept) or a comment (removed).
 _COMMENT = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|(/\*.*?\*/|//[^\n]*)', re.DOTALL)

@@ -73,7 +73,11 @@ import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, joint_marginal
-from quiltpriv.mechanisms.wasserstein import WassersteinResult, _scale, wasserstein_mechanism
+from quiltpriv.mechanisms.wasserstein import (
+    WassersteinResult,
+    wasserstein_mechanism,
+    wasserstein_scale,
+)
 from quiltpriv.model.network import CPD, Theta, as_theta
 from quiltpriv.queries.law_bounds import (
     BinomialLogPmf,
@@ -91,6 +95,8 @@ from quiltpriv.utils.validation import check_epsilon, check_positive, check_reco
 
 __all__ = [
     "EXACT_RECORDS",
+    "LOG_PMF_CACHE_FLOATS",
+    "LogPmfCache",
     "MAX_EXACT_RECORDS",
     "MAX_RECORDS",
     "CountLaws",
@@ -98,10 +104,13 @@ __all__ = [
     "record_truth",
     "NetworkWassersteinResult",
     "bernoulli_parameters",
+    "binomial_pmf",
     "count_laws",
     "count_mixtures",
     "mixture_weights",
     "network_wasserstein",
+    "pi_mixtures",
+    "record_probability",
 ]
 
 #: A law of F: support 0..n and exact probabilities.
@@ -150,7 +159,8 @@ def bernoulli_parameters_of_states(node: str, states: Sequence[Any]) -> tuple[Fr
     return tuple(out)
 
 
-def _binomial(n: int, p: Fraction) -> list[Fraction]:
+def binomial_pmf(n: int, p: Fraction) -> list[Fraction]:
+    """The exact pmf of Binomial(n, p) at 0..n."""
     q = 1 - p
     return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
 
@@ -342,7 +352,7 @@ def record_truth(
     return truth
 
 
-def _record_probability(
+def record_probability(
     laws: Sequence[tuple[Fraction, ...]], truth: Mapping[tuple[int, ...], bool]
 ) -> Fraction:
     """P(a record satisfies the predicate) given each attribute's per-record law."""
@@ -441,7 +451,7 @@ def _count_laws(theta: Theta, attrs: tuple[str, ...], i: str, n: int,
     support = tuple(range(n + 1))
 
     def law_of(key: tuple[int, ...]) -> dict[int, Fraction]:
-        return dict(enumerate(_binomial(n, record_probability(key))))
+        return dict(enumerate(binomial_pmf(n, record_probability(key))))
 
     mixed = parameter_mixture(theta, attrs, i, law_of, max_table=max_table)
     return tuple({s: (support, tuple(law.get(k, Fraction(0)) for k in support))
@@ -489,7 +499,7 @@ def _count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
                 "(where=...), because the laws of the count depend on it")
         truth = record_truth(theta, attrs, where, domain, record_states)
         params = {a: category_laws(theta, a) for a in attrs}
-        return _CountSpec(attrs, n, lambda key: _record_probability(
+        return _CountSpec(attrs, n, lambda key: record_probability(
             [params[a][k] for a, k in zip(attrs, key, strict=True)], truth),
             str(parse_predicate(where)))
     j = attrs[0]
@@ -580,12 +590,14 @@ def count_mixtures(
     theta = as_theta(model)
     i = _check_sensitive(theta, attribute, sensitive)
     spec = _count_spec(theta, attribute, 1, where, domain, record_states)
-    return _pi_mixtures(theta, spec.attributes, i, spec.probability, max_table)
+    return pi_mixtures(theta, spec.attributes, i, spec.probability, max_table)
 
 
-def _pi_mixtures(theta: Theta, attrs: tuple[str, ...], sensitive: str,
+def pi_mixtures(theta: Theta, attrs: tuple[str, ...], sensitive: str,
                  probability: RecordProbability,
                  max_table: int) -> tuple[dict[Any, Mixture], ...]:
+    """Per value of each sensitive parameter, the mixture of per-record probabilities ``pi``
+    of the count's predicate (exact rationals), over Theta's members."""
     pis: dict[tuple[int, ...], Fraction] = {}
     out = []
     for weights in mixture_weights(theta, attrs, sensitive, max_table=max_table):
@@ -743,7 +755,7 @@ def _exact_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...], ep
     return NetworkWassersteinResult(result, tuple(all_laws))
 
 
-class _LogPmfCache:
+class LogPmfCache:
     """Binomial log-pmfs by ``pi``, kept while they fit in ``max_floats`` floats."""
 
     def __init__(self, n: int, max_floats: int) -> None:
@@ -761,7 +773,8 @@ class _LogPmfCache:
 
 
 #: Floats of binomial log-pmfs kept between secrets (256 MiB); beyond, they are recomputed.
-_LOG_PMF_CACHE_FLOATS = 1 << 25
+#: Most floats :class:`LogPmfCache` keeps (256 MiB of float64).
+LOG_PMF_CACHE_FLOATS = 1 << 25
 
 
 def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...], eps: float,
@@ -774,7 +787,7 @@ def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...]
             f"{MAX_RECORDS:,} records: each law is held as arrays of n + 1 floats)")
     mixtures = {}
     for s in sens:
-        mixtures[s] = _pi_mixtures(theta, spec.attributes, s, spec.probability, max_table)
+        mixtures[s] = pi_mixtures(theta, spec.attributes, s, spec.probability, max_table)
     # Work: one CDF key per secret that has a pair with a different law, one bracket per pair.
     jobs = []
     for m in range(len(theta.members)):
@@ -786,7 +799,7 @@ def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...]
     steps = sum(len({x for p in moving for x in p}) + len(pairs)
                 for _, _, _, pairs, moving in jobs)
     budget.start(steps, "Wasserstein (certified laws)")
-    log_pmf = _LogPmfCache(n, _LOG_PMF_CACHE_FLOATS)
+    log_pmf = LogPmfCache(n, LOG_PMF_CACHE_FLOATS)
     best_lo, best_hi, worst, compared = 0, 0, "no pair of secrets", 0
     for m, s, per, pairs, moving in jobs:
         keys: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
@@ -814,9 +827,10 @@ def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...]
              (f"W is exact: every bracket closes at {best_hi}" if exact else
               f"W_inf is in [{best_lo}, {best_hi}]; the mechanism uses {best_hi}, never below "
               "the exact value")]
-    result = WassersteinResult(scale=_scale(Fraction(best_hi), eps), sensitivity=float(best_hi),
-                               sensitivity_lower=float(best_lo), epsilon=eps, delta=0.0,
-                               exact=exact, worst_case=worst, notes=tuple(notes))
+    result = WassersteinResult(scale=wasserstein_scale(Fraction(best_hi), eps),
+                               sensitivity=float(best_hi), sensitivity_lower=float(best_lo),
+                               epsilon=eps, delta=0.0, exact=exact, worst_case=worst,
+                               notes=tuple(notes))
     return NetworkWassersteinResult(result, (), "certified float64")
 
 

@@ -1,8 +1,8 @@
 """The release record: what was released, when, by which tool, from which data and model.
 
 Every mechanism's release (:class:`quiltpriv.mechanisms.protocol.ReleaseRecord`, and
-:meth:`quiltpriv.mechanisms.apmqm.Release.to_dict`) is one JSON object of the stable, versioned
-format :data:`RELEASE_FORMAT` (``"quiltpriv-release/2"``; the JSON Schema is
+:meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict`) is one JSON object of the stable,
+versioned format :data:`RELEASE_FORMAT` (``"quiltpriv-release/2"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
 value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance
 (null for a mechanism without a model), the query's definition and fingerprint, the SHA-256
@@ -39,7 +39,7 @@ from quiltpriv.errors import ParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from quiltpriv.mechanisms.apmqm import Release
+    from quiltpriv.mechanisms.apmqm_release import Release
 
 __all__ = ["READABLE_FORMATS", "RELEASE_FORMAT", "check_seed", "query_data", "release_record",
            "utc_timestamp"]
@@ -61,9 +61,9 @@ def utc_timestamp() -> str:
 
 def quiltpriv_version() -> str:
     """The running quiltpriv's version (``quiltpriv.__version__``)."""
-    import quiltpriv
+    from quiltpriv._version import __version__
 
-    return str(quiltpriv.__version__)
+    return str(__version__)
 
 
 def check_seed(seed: object) -> int | random.Random | None:

@@ -13,15 +13,13 @@ Every number shown is recomputed with the same exact functions the planner uses
 nothing here changes the plan or the noise. Every user-provided string (node names, state
 names, member names, file names, query fields) is escaped with :func:`html.escape`.
 
-``theta_html``, ``plan_html`` and ``release_html`` give HTML fragments for Jupyter's
-``_repr_html_``.
+The Jupyter fragments (``theta_html``, ``plan_html``, ``release_html``, ...) live beside the
+classes whose ``_repr_html_`` they are, below this module; they are re-exported here.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import html
 import json
 import math
 import os
@@ -37,25 +35,41 @@ from quiltpriv.graph.quilts import (
     enumerate_quilts,
     least_influence_quilt,
     markov_quilt,
+    quilt_html,
     trivial_quilt,
 )
-from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
+from quiltpriv.inference.influence import InfluenceTooExpensive, influence_html, max_influence
 from quiltpriv.mechanisms.apmqm import (
-    _UNVERIFIED,
     Plan,
-    Release,
-    _close,
-    _fmt,
-    _key,
-    _scale,
-    _set,
+    candidate_key,
+    is_tie,
+    plan_html,
     query_mismatch,
+    quilt_scale,
+    sensitive_plan_html,
 )
-from quiltpriv.model.network import Theta
+from quiltpriv.mechanisms.apmqm_release import Release, release_html
+from quiltpriv.mechanisms.compare import comparison_html
+from quiltpriv.model.drawing import Layout, dag_svg, layered_layout
+from quiltpriv.model.network import Theta, theta_html
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
-from quiltpriv.reporting.drawing import Layout, dag_svg, layered_layout
+from quiltpriv.utils.format import badge as _badge
+from quiltpriv.utils.format import escape as _e
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.format import html_set as _sset
+from quiltpriv.utils.format import json_number as _num
+from quiltpriv.utils.format import json_value as _jsonable
+from quiltpriv.utils.format import kv_table as _kv_table
 from quiltpriv.utils.io import check_output_path, write_text_atomic
+
+__all__ = [
+    "MAX_CANDIDATE_ROWS", "MAX_TARGET_SUBSETS", "REPORT_FORMAT", "REPORT_VERSION",
+    "SMALL_NETWORK_NODES", "Candidate", "Report", "audit_report", "candidate_quilts",
+    "comparison_html", "influence_html", "model_files", "plan_html", "quilt_html",
+    "release_html", "sensitive_plan_html", "theta_html", "why_chosen",
+]
 
 #: Candidate rows shown per sensitive attribute (the chosen quilt is always shown).
 MAX_CANDIDATE_ROWS = 15
@@ -161,37 +175,8 @@ class Report:
 # -- helpers -------------------------------------------------------------------------------
 
 
-def _e(x: Any) -> str:
-    """Escape any user-provided value for HTML text and attribute values."""
-    return html.escape(str(x), quote=True)
-
-
-def _num(x: float | None) -> float | str | None:
-    """A float for JSON: ``inf`` as the string ``"inf"`` (JSON has no infinity)."""
-    if x is None:
-        return None
-    x = float(x)
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
 def _f(x: float | None) -> str:
     return "too large to compute" if x is None else _fmt(float(x))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float):
-        return _num(x)
-    if isinstance(x, str | int | bool) or x is None:
-        return x
-    if hasattr(x, "item"):
-        return _jsonable(x.item())
-    return str(x)
 
 
 def _sha256_file(path: str | os.PathLike[str]) -> str:
@@ -266,31 +251,31 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
             e: float | None = max_influence(theta, node, q.quilt).value
         except InfluenceTooExpensive:
             e = None
-        s = None if e is None else _scale(delta, e, epsilon)
+        s = None if e is None else quilt_scale(delta, e, epsilon)
         out.append(Candidate(q, e, delta, s, source))
 
     def key(c: Candidate) -> tuple:
         if c.scale is None:
             return (1, math.inf, math.inf, len(c.quilt.quilt), ())
         # The planner's order; the trivial quilt loses ties to any proper quilt.
-        return (0,) + _key(c.scale, c.influence or 0.0, c.quilt.quilt, theta) + (
+        return (0,) + candidate_key(c.scale, c.influence or 0.0, c.quilt.quilt, theta) + (
             int(c.quilt.is_trivial),)
     out.sort(key=key)
     return out, truncated
 
 
-def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
+def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
     """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
     rated = [c for c in ranked if c.scale is not None]
     better = [c for c in rated if c.scale is not None and chosen.scale is not None
-              and c.scale < chosen.scale and not _close(c.scale, chosen.scale)]
+              and c.scale < chosen.scale and not is_tie(c.scale, chosen.scale)]
     if better:
         b = better[0]
         return (f"The plan's search was {'exact' if optimal else 'stopped early'}, yet candidate "
                 f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
                 f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
     ties = [c for c in rated if c is not chosen and chosen.scale is not None
-            and _close(c.scale, chosen.scale)]
+            and is_tie(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
     text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
             f"of the {len(rated)} candidates evaluated")
@@ -298,7 +283,7 @@ def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
         tie_e = min(c.influence or 0.0 for c in ties)
         n_ties = (f"{len(ties)} other candidate{'s tie' if len(ties) > 1 else ' ties'} "
                   "on scale")
-        if chosen.influence is not None and chosen.influence < tie_e and not _close(
+        if chosen.influence is not None and chosen.influence < tie_e and not is_tie(
                 chosen.influence, tie_e):
             text += (f"; {n_ties}, and the tie is broken by least influence "
                      f"(e = {_f(chosen.influence)} < {_f(tie_e)})")
@@ -393,7 +378,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
         shown = ranked[:MAX_CANDIDATE_ROWS]
         if chosen not in shown:
             shown.append(chosen)
-        why = _why(chosen, ranked, sp.optimal)
+        why = why_chosen(chosen, ranked, sp.optimal)
         sensitive[sp.node] = {
             "quilt": list(sp.quilt), "nearby": list(sp.nearby), "remote": list(sp.remote),
             "influence": _num(sp.influence), "sensitivity": _num(sp.sensitivity),
@@ -430,19 +415,6 @@ def _release_record(r: Release) -> dict[str, Any]:
     d = r.to_dict()
     d.pop("plan")  # the plan is in the report already
     return _jsonable(d)
-
-
-def _kv_table(rows: Iterable[tuple[str, str]], cls: str = "kv") -> str:
-    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="{cls}">{body}</table>'
-
-
-def _badge(ok: bool, yes: str, no: str) -> str:
-    return f'<span class="badge ok">{yes}</span>' if ok else f'<span class="badge warn">{no}</span>'
-
-
-def _sset(xs: Iterable[str]) -> str:
-    return _e(_set(xs))
 
 
 def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candidate],
@@ -569,142 +541,7 @@ def _provenance_html(prov: Mapping[str, Any] | None) -> str:
     return f'<h3>Provenance</h3>{_kv_table(rows, "kv provenance")}'
 
 
-# -- Jupyter fragments -----------------------------------------------------------------------
-
-
-def theta_html(theta: Theta) -> str:
-    """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
-    rows = "".join(
-        f"<tr><td><code>{_e(v)}</code></td><td>{len(theta.states[v])}</td>"
-        f"<td>{_sset(theta.parents[v])}</td></tr>" for v in theta.nodes)
-    return (f"<div class=\"quiltpriv-theta\"><p><b>Theta</b>: {len(theta.nodes)} nodes, "
-            f"{len(theta.edges)} edges, {len(theta)} member{'s' if len(theta) != 1 else ''} "
-            f"({_e(', '.join(theta.names))})<br>fingerprint <code>"
-            f"{_e(theta.fingerprint()[:16])}\u2026</code></p>"
-            f"<div style=\"overflow-x:auto\">{_inline_style()}"
-            f"{dag_svg(theta, svg_id=f'theta-{id(theta):x}')}</div>"
-            "<table><thead><tr><th>node</th><th>states</th><th>parents</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
-
-
-def _inline_style() -> str:
-    # Jupyter fragments carry no stylesheet: give the SVG's classes their colours inline.
-    return ("<style>.quiltpriv-theta .node rect,.quiltpriv-plan .node rect{fill:#fff;"
-            "stroke:#333}.quiltpriv-theta .edge{fill:none;stroke:#555}</style>")
-
-
-def plan_html(plan: Plan) -> str:
-    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
-    rows = "".join(
-        f"<tr><td><code>{_e(sp.node)}</code></td><td>{_sset(sp.quilt)}</td>"
-        f"<td>{_sset(sp.nearby)}</td><td>{_sset(sp.remote)}</td>"
-        f"<td>{_e(_fmt(sp.influence))}</td><td>{_e(_fmt(sp.sensitivity))}</td>"
-        f"<td>{_e(_fmt(sp.scale))}</td><td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
-        for sp in plan.sensitive)
-    notes = "".join(f"<li>{_e(n)}</li>" for n in plan.notes)
-    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
-            f"{_e(f'{plan.epsilon:g}')}, Laplace scale b = <b>{_e(_fmt(plan.scale))}</b> "
-            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
-            f"|\u0398| = {plan.theta_size}<br>query: {_query_html(plan.query)}</p>"
-            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
-            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>"
-            f"{'<ul>' + notes + '</ul>' if notes else ''}"
-            f"{'' if plan.verified else '<p>' + _badge(False, '', _e(_UNVERIFIED)) + '</p>'}"
-            "</div>")
-
-
-def release_html(release: Release) -> str:
-    """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
-    value = list(release.value) if isinstance(release.value, tuple) else release.value
-    warn = "" if release.secure or release.scale == 0 else (
-        " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
-    return (f"<div class=\"quiltpriv-release\"><p><b>Release</b>: value "
-            f"<code>{_e(json.dumps(value))}</code>, noise scale {_e(_fmt(release.scale))}, "
-            f"sampler {_e(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
-            f"{'' if release.seed is None else ', seed ' + _e(release.seed)}{warn}</p>"
-            f"{plan_html(release.plan)}</div>")
-
-
-def _query_html(query: Mapping[str, Any]) -> str:
-    """The planned query, one line: its kind and every field as JSON (escaped)."""
-    fields = ", ".join(f"{_e(k)} = <code>{_e(json.dumps(v, ensure_ascii=False))}</code>"
-                       for k, v in query.items() if k != "kind")
-    return f"<b>{_e(query.get('kind', 'query'))}</b> ({fields})"
-
-
-def sensitive_plan_html(sp: Any) -> str:
-    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
-    where = ""
-    if sp.influence_member is not None and sp.influence_pair is not None:
-        a, b = sp.influence_pair
-        where = (f" (attained under member {_e(sp.influence_member)}, "
-                 f"\u03c6 = {_e(a)} vs {_e(b)})")
-    bound = "" if sp.influence_bound_via is None else (
-        f" <b>upper bound</b> via the separator {_sset(sp.influence_bound_via)}")
-    facts = _kv_table([
-        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
-        ("remote R", _sset(sp.remote)),
-        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where + bound),
-        ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
-        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
-        ("quilts evaluated", _e(sp.quilts_considered)),
-        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
-    ])
-    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
-            f"<code>{_e(sp.node)}</code></p>{facts}<p>{_e(sp.explanation)}</p></div>")
-
-
-def quilt_html(quilt: Quilt) -> str:
-    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
-    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
-    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
-            f"{_e(quilt.node)}</code>{kind}</p>" + _kv_table([
-                ("quilt Q", _sset(quilt.quilt)), ("nearby N", _sset(quilt.nearby)),
-                ("remote R", _sset(quilt.remote))]) + "</div>")
-
-
-def influence_html(infl: Any) -> str:
-    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
-    rows = [("max-influence e(Q | i)", _e(_fmt(infl.value))),
-            ("sensitive attribute i", f"<code>{_e(infl.node)}</code>"),
-            ("quilt Q", _sset(infl.quilt))]
-    if infl.member is not None:
-        rows.append(("attained under member", f"#{_e(infl.member)} of \u0398"))
-    if infl.pair is not None:
-        rows.append(("values of \u03c6<sub>i</sub>", f"{_e(infl.pair[0])} vs {_e(infl.pair[1])}"))
-    rows.append(("exact", "yes" if infl.bound_via is None else
-                 f"NO: an upper bound via the separator {_sset(infl.bound_via)}"))
-    rows.append(("arithmetic", _e(infl.arithmetic)))
-    return f"<div class=\"quiltpriv-influence\">{_kv_table(rows)}</div>"
-
-
-def comparison_html(comparison: Any) -> str:
-    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
-    best = comparison.best
-    mark = ' class="best"'
-    rows = "".join(
-        f"<tr{mark if r is best else ''}><td>{_e(r.mechanism)}</td>"
-        f"<td>{_e(r.noise or '-')}</td>"
-        f"<td>{_e('-' if r.scale is None else _fmt(r.scale))}</td>"
-        f"<td>{_e('-' if r.std is None else _fmt(r.std))}</td>"
-        f"<td>{_e(r.guarantee if r.applicable else 'not applicable')}</td>"
-        f"<td>{_e(r.detail)}</td></tr>" for r in comparison.rows)
-    least = "" if best is None else (f"; least noise: <b>{_e(best.mechanism)}</b> "
-                                     f"(std {_e(_fmt(best.std))})")
-    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
-            f"\u03b5 = {_e(f'{comparison.epsilon:g}')}, sensitive "
-            f"{_e(', '.join(comparison.sensitive))}{least}<br>query: "
-            f"{_query_html(comparison.query)}</p>"
-            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
-            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
-            "</div>")
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def _model_files(specs: Sequence[str]) -> list[str]:
+def model_files(specs: Sequence[str]) -> list[str]:
     """The specs that are files on disk (``file.py:function`` counts as ``file.py``)."""
     out = []
     for s in specs:
@@ -714,58 +551,3 @@ def _model_files(specs: Sequence[str]) -> list[str]:
         if Path(base).is_file():
             out.append(base)
     return out
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from quiltpriv.cli.core import _plan_from_args, check_releasable, query_from_args, read_data
-
-    out = Path(args.output)
-    if out.suffix.lower() == ".json":
-        raise ParameterError(f"-o {out}: give the HTML path; the JSON twin goes beside it")
-    # Both files are checked before any work (the command line checks -o itself).
-    check_output_path(out, "-o")
-    check_output_path(out.with_suffix(".json"), "-o's JSON twin")
-    query = query_from_args(args)
-    data = None
-    if args.data:
-        check_releasable(query)
-        data = read_data(args.data, query)
-    theta, query, p = _plan_from_args(args, query)
-    rel = None
-    if data is not None:
-        from quiltpriv.cli.core import one_line_warnings
-        from quiltpriv.mechanisms.apmqm import release
-
-        with one_line_warnings():
-            rel = release(p, query, data, seed=args.seed)
-    report = audit_report(theta, query, p, rel,
-                          model_files=_model_files([args.model, *args.theta]))
-    html_path, json_path = report.write(out)
-    print(f"wrote {html_path} and {json_path}")
-    return 0
-
-
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv report``: plan (and optionally release), then write the audit report."""
-    from quiltpriv.cli.core import (
-        add_model_arguments,
-        add_privacy_arguments,
-        add_query_arguments,
-        add_time_limit_argument,
-        seed_type,
-    )
-
-    r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
-                       description="Plan an APMQM release and write a self-contained HTML "
-                                   "audit report (DAG with the chosen quilts, candidate quilts, "
-                                   "hashes) and its JSON twin with the same stem.")
-    add_model_arguments(r)
-    add_privacy_arguments(r)
-    add_query_arguments(r)
-    add_time_limit_argument(r)
-    r.add_argument("--data", metavar="CSV", help="also release the query on this dataset and "
-                                                 "include the release record")
-    r.add_argument("--seed", type=seed_type, help="with --data: reproducible, NOT secure noise")
-    r.add_argument("-o", "--output", required=True, metavar="REPORT.html",
-                   help="the HTML file; REPORT.json is written beside it")
-    r.set_defaults(func=_cmd_report)

@@ -2,9 +2,9 @@
 
 :func:`layered_layout` places the nodes and routes the edges; :func:`dag_svg` draws them as
 inline SVG. The audit report (:mod:`quiltpriv.reporting.report`), Jupyter's ``_repr_html_`` views
-and the
-local explorer (:mod:`quiltpriv.explorer`) all draw with these two functions, so a network
-looks the same everywhere.
+and the local explorer (:mod:`quiltpriv.explorer`) all draw with these two functions, so a
+network looks the same everywhere. It lives beside :class:`~quiltpriv.model.network.Theta`, below
+every layer that draws a network.
 
 The layout is the classic layered (Sugiyama) scheme:
 
@@ -32,10 +32,11 @@ import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from quiltpriv.graph.quilts import Quilt
-from quiltpriv.model.network import Theta
+if TYPE_CHECKING:  # annotations only: the drawing reads attributes, Theta's _repr_html_ draws
+    from quiltpriv.graph.quilts import Quilt
+    from quiltpriv.model.network import Theta
 
 #: Height of a node's box, vertical distance between layers and the least gaps between boxes.
 BOX_H = 30.0

@@ -1,0 +1,241 @@
+"""The release step of APMQM: a verified plan's query on the data, plus Laplace noise.
+
+:func:`release` is the last line of [ZOC22, Alg. 3]: ``F(X) + Lap(b)`` with the scale ``b`` of a
+plan made by :func:`quiltpriv.mechanisms.apmqm.plan` (or verified by
+:func:`quiltpriv.mechanisms.verification.verify_plan`), and :class:`Release` its record. It sits
+above the planner and the verifier: a plan read from a file is verified here before it is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
+from quiltpriv.mechanisms.apmqm import Plan, plan_html, query_mismatch
+from quiltpriv.mechanisms.protocol import ReleaseRecord
+from quiltpriv.mechanisms.verification import verify_plan
+from quiltpriv.model.network import as_theta
+from quiltpriv.queries.query import Query
+
+if TYPE_CHECKING:  # pandas is imported by release(), not by planning
+    import pandas as pd
+
+__all__ = ["Release", "release", "release_html"]
+
+
+@dataclass(frozen=True)
+class Release:
+    """A released value and its audit record (the plan it used and how noise was drawn).
+
+    The true value of the query is deliberately not kept. :meth:`to_dict` is the release
+    record (format ``"quiltpriv-release/2"``, :mod:`quiltpriv.releases.records`): time, version,
+    model, query, data hash and row count, guarantee, calibration, noise source and seed,
+    command line.
+    """
+
+    value: float | tuple[float, ...]
+    scale: float
+    granularity: float
+    secure: bool
+    sampler: str
+    seed: int | None
+    plan: Plan
+    sensitivity: float = 0.0
+    timestamp: str = ""
+    version: str = ""
+    data: Mapping[str, Any] | None = None
+    command: tuple[str, ...] | None = None
+    provenance: Any = None
+
+    @property
+    def cells(self) -> tuple[tuple[Any, ...], ...] | None:
+        """For a histogram, the label of each released value (one value per attribute, in
+        the declared order of the categories); None for other queries."""
+        from quiltpriv.queries.query import histogram_cells
+
+        return histogram_cells(self.plan.query)
+
+    def to_record(self) -> ReleaseRecord:
+        """This release as the record every mechanism's release returns."""
+        from quiltpriv.queries.query import histogram_cells
+
+        p = self.plan
+        model = {"fingerprint": p.model, "theta_size": p.theta_size,
+                 "provenance": self.provenance}
+        return ReleaseRecord(
+            mechanism=p.mechanism, value=self.value, guarantee=p.guarantee,
+            calibration=p.calibration, noise_scale_used=self.scale,
+            granularity=self.granularity, secure=self.secure, sampler=self.sampler,
+            seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
+            data=self.data, model=model, command=self.command, timestamp=self.timestamp,
+            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The release record (:meth:`to_record`)."""
+        return self.to_record().to_dict()
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def _repr_html_(self) -> str:
+        return release_html(self)
+
+
+def release(
+    plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
+    model: Any = None, ledger: str | os.PathLike[str] | None = None,
+    command: Sequence[str] | None = None,
+) -> Release:
+    """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
+
+    Noise comes from :mod:`quiltpriv.mechanisms.noise`: an exact discrete Laplace on a fine
+    power-of-two
+    grid, drawn from the operating system's secure generator. ``seed`` switches to a
+    reproducible, NOT secure generator for experiments: the record says so and a
+    :class:`~quiltpriv.errors.SeededNoiseWarning` is issued.
+
+    A release that reads the same data columns (same SHA-256) as an earlier release of this
+    process or of ``ledger``, with the same query or the same model, issues a
+    :class:`~quiltpriv.errors.RepeatedReleaseWarning` before its noise is drawn: guarantees of
+    attribute privacy do not add up in general (:func:`quiltpriv.releases.ledger.composition`).
+
+    Parameters
+    ----------
+    plan_ : Plan
+        A plan made by :func:`~quiltpriv.mechanisms.apmqm.plan`, or a verified one
+        (:func:`quiltpriv.mechanisms.verification.verify_plan`). A plan read from a file is verified
+        against ``model`` first, and refused when ``model`` is not given.
+    query : Query
+        The query the plan was made for: its definition and every sensitivity the plan used
+        are recomputed and must match the plan's query fingerprint.
+    data : pandas.DataFrame
+    seed : int or random.Random, optional
+        Any integer type (``np.int64(3)`` is recorded as 3); other types are refused.
+    model : Theta, pgmpy network or sequence of them, optional
+        The model: needed to verify a plan that is not verified; for a verified plan its
+        fingerprint must be the plan's.
+    ledger : str or path, optional
+        A privacy ledger (:mod:`quiltpriv.releases.ledger`, created if missing): the release record
+        is
+        appended to it before the value is returned; if it cannot be written, the release
+        fails and its value is never returned.
+    command : sequence of str, optional
+        The command line that asked for this release (the command line passes its own).
+
+    Raises
+    ------
+    PlanError
+        If the plan is not verified and ``model`` is not given, or it does not verify.
+    ModelError
+        If ``model`` is given and the plan was made for another model.
+    QueryError
+        If ``query`` is not the query the plan was made for, the data lack a column, hold
+        values outside the declared bounds, or have more records than planned.
+    ParameterError
+        If the plan's scale is not finite or too large to draw
+        (:data:`quiltpriv.mechanisms.noise.MAX_NOISE_SCALE`), or ``seed`` is not an integer, None
+        or a
+        ``random.Random``; refused before the data are read.
+    LedgerError
+        If ``ledger`` is not a ledger, fails verification, or cannot be written.
+    """
+    import warnings
+
+    import pandas as pd
+
+    from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
+    from quiltpriv.mechanisms import noise
+    from quiltpriv.releases import records
+
+    seed = records.check_seed(seed)
+    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
+    if not isinstance(plan_, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if ledger is not None:
+        from quiltpriv.releases import ledger as ledger_mod
+
+        booked = ledger_mod.check_writable(ledger)  # verified now, before any work
+    theta = None if model is None else as_theta(model)
+    if not plan_.verified:
+        if theta is None:
+            raise PlanError(
+                "this plan was not made by plan() in this process (it was read from a file or "
+                "built by hand) and is not verified; verify it against the model first: "
+                "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
+        plan_ = verify_plan(plan_, theta, query)
+    elif theta is not None and theta.fingerprint() != plan_.model:
+        raise ModelError("the plan was made for another model (fingerprints differ)")
+    why = query_mismatch(plan_, query)
+    if why is not None:
+        raise QueryError(f"this query is not the one the plan was made for: {why}; "
+                         "plan it again")
+    if not isinstance(data, pd.DataFrame):
+        raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    query.check_records(len(data))
+    value = query.evaluate(data)
+    data_record = records.query_data(data, query.attributes)
+    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
+    earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
+    earlier = earlier or records.session_repeats(*fingerprints)
+    if earlier:
+        warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
+    positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
+    sensitivity = min(positive) if positive else 0.0
+    vec = np.atleast_1d(np.asarray(value, dtype=float))
+    # One generator for every coordinate, so seeded coordinates get independent noise.
+    rng = noise.make_rng(seed)
+    # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid once
+    # per coordinate (dimension=).
+    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
+                                   dimension=len(vec)) for v in vec]
+    out = tuple(float(d.value) for d in draws)
+    first = draws[0]
+    sampler, secure = str(first.sampler), bool(first.secure)
+    if plan_.scale == 0:
+        # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
+        sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
+        secure = seed is None
+    provenance = getattr(plan_, "provenance", None)
+    if provenance is None and theta is not None:
+        provenance = getattr(theta, "provenance", None)
+    r = Release(
+        value=out if np.ndim(value) else out[0],
+        scale=float(first.noise_scale_used), granularity=float(first.granularity),
+        secure=secure, sampler=sampler,
+        seed=seed if isinstance(seed, int) else None, plan=plan_,
+        sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
+        version=records.quiltpriv_version(), data=data_record,
+        command=None if command is None else tuple(str(c) for c in command),
+        provenance=provenance,
+    )
+    if ledger is not None:
+        # Before the value leaves this function: no ledger entry, no release.
+        ledger_mod.append(ledger, r.to_dict())
+    records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
+    if not secure and r.scale > 0:
+        warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+    return r
+
+
+def release_html(release: Release) -> str:
+    """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
+    from quiltpriv.utils.format import escape, fmt_number
+
+    value = list(release.value) if isinstance(release.value, tuple) else release.value
+    warn = "" if release.secure or release.scale == 0 else (
+        " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
+    return (f"<div class=\"quiltpriv-release\"><p><b>Release</b>: value "
+            f"<code>{escape(json.dumps(value))}</code>, noise scale "
+            f"{escape(fmt_number(release.scale))}, "
+            f"sampler {escape(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
+            f"{'' if release.seed is None else ', seed ' + escape(release.seed)}{warn}</p>"
+            f"{plan_html(release.plan)}</div>")

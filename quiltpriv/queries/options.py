@@ -1,0 +1,207 @@
+"""The query options of the command line and of the explorer, parsed into a checked query.
+
+``quiltpriv plan --query count --attributes A --records N --where ...`` and the explorer's
+query form give a query as option texts; :func:`query_from_options` turns them into a
+:class:`~quiltpriv.queries.query.Query` once, at the boundary, with every numeric option
+checked by :func:`parse_number` under its own name. ``options`` is any object with the
+attributes ``query``, ``attributes``, ``records``, ``where``, ``bounds``, ``weights``,
+``domain``, ``record_states`` and ``catch_all`` (the command line's parsed arguments, or a
+:class:`types.SimpleNamespace`); the last three may be missing (not given).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.queries.query import (
+    CountQuery,
+    HistogramQuery,
+    LinearQuery,
+    MeanQuery,
+    Query,
+    SumQuery,
+)
+from quiltpriv.utils.validation import Boundaries, check_scalar
+
+__all__ = ["QUERY_KINDS", "domain_from_options", "parse_number", "query_from_options",
+           "record_states_from_options", "split_list"]
+
+#: The query kinds of ``--query``.
+QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
+
+
+def split_list(text: str | None) -> list[str]:
+    """``A1,A2,...`` as a list of the non-empty, stripped items."""
+    return [s.strip() for s in (text or "").split(",") if s.strip()]
+
+
+def _parse_number(text: str, option: str, integer: bool) -> float:
+    """The number TEXT spells: an int when it is one (exact, however long), else a float."""
+    if integer:
+        try:
+            return int(text)
+        except ValueError:  # "1e6", "2.5", or more digits than int() reads
+            pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"{option} must be a number, got {text!r}") from None
+
+
+def parse_number(text: str, option: str, *, integer: bool = False,
+                 min_val: float | None = None, max_val: float | None = None,
+                 include_boundaries: Boundaries = "both") -> float:
+    """Parse an option's TEXT and check it with :func:`~quiltpriv.utils.validation.check_scalar`.
+
+    Every numeric option goes through here, so each is refused (NaN, infinite, not whole, out
+    of range) with its own name before any work starts.
+    """
+    return check_scalar(_parse_number(text, option, integer), option, integer=integer,
+                        min_val=min_val, max_val=max_val,
+                        include_boundaries=include_boundaries)
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return parse_number(text, what)
+    except ParameterError as exc:
+        raise QueryError(str(exc)) from None
+
+
+def _interval(text: str, what: str) -> tuple[float, float]:
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise QueryError(f"{what}: expected LO:HI, got {text!r}")
+    return _float(lo, what), _float(hi, what)
+
+
+def _values(text: str, what: str) -> list[Any]:
+    """``V1|V2|...``: numbers when every value reads as a finite number, else texts.
+
+    A value with a leading zero (``01``) is text, as codes such as ZIP codes are.
+    """
+    values = [v.strip() for v in text.split("|")]
+    if any(not v for v in values):
+        raise QueryError(f"{what}: empty value in {text!r}")
+    numbers = []
+    for v in values:
+        if len(v.lstrip("+-")) > 1 and v.lstrip("+-")[0] == "0" and v.lstrip("+-")[1].isdigit():
+            return values
+        try:
+            x = float(v)
+        except ValueError:
+            return values
+        if not math.isfinite(x):
+            return values
+        numbers.append(int(x) if x.is_integer() else x)
+    return numbers
+
+
+def _per_attribute(text: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in split_list(text):
+        a, sep, rest = item.partition("=")
+        a = a.strip()
+        if not sep or not a:
+            raise QueryError(f"{what}: expected A=..., got {item!r}")
+        if a in out:
+            raise QueryError(f"{what}: {a!r} is given twice")
+        out[a] = rest
+    return out
+
+
+def domain_from_options(args: Any) -> dict[str, list[Any]] | None:
+    """``--domain``/``--categories A=V1|V2,B=W1|W2`` as attribute -> values (or None)."""
+    if getattr(args, "domain", None) is None:
+        return None
+    return {a: _values(v, f"--domain {a}")
+            for a, v in _per_attribute(args.domain, "--domain").items()}
+
+
+def record_states_from_options(args: Any) -> dict[str, dict[Any, int]] | None:
+    """``--record-states A=V1:K1|V2:K2`` as attribute -> {value: category} (or None)."""
+    if getattr(args, "record_states", None) is None:
+        return None
+    out: dict[str, dict[Any, int]] = {}
+    for a, text in _per_attribute(args.record_states, "--record-states").items():
+        pairs = [p.rpartition(":") for p in text.split("|")]
+        if any(not sep for _, sep, _ in pairs):
+            raise QueryError(f"--record-states {a}: expected VALUE:CATEGORY|..., got {text!r}")
+        cats = []
+        for _, _, k in pairs:
+            try:
+                cats.append(int(k))
+            except ValueError:
+                raise QueryError(f"--record-states {a}: category {k!r} is not a whole "
+                                 "number") from None
+        values = _values("|".join(v for v, _, _ in pairs), f"--record-states {a}")
+        out[a] = dict(zip(values, cats, strict=True))
+    return out
+
+
+def query_from_options(args: Any) -> Query:
+    """The query the options ``args`` describe (see the module text), checked."""
+    kind = args.query
+    attrs = split_list(args.attributes)
+    records = args.records
+    domain = domain_from_options(args)
+    states = record_states_from_options(args)
+    catch_all = getattr(args, "catch_all", None)
+    if domain is not None and kind not in ("count", "histogram"):
+        raise QueryError(f"--domain/--categories applies to count and histogram queries; a "
+                         f"{kind} query's domain is its --bounds")
+    if states is not None and kind != "count":
+        raise QueryError("--record-states applies to count queries")
+    if catch_all is not None and kind != "histogram":
+        raise QueryError("--catch-all applies to histogram queries")
+    if kind in ("count", "sum", "histogram") and records is None:
+        raise ParameterError(f"a {kind} query needs --records N")
+    if kind == "count":
+        if not attrs:
+            raise QueryError("a count query needs --attributes")
+        return CountQuery(tuple(attrs), int(records), where=args.where, domain=domain,
+                          record_states=states)
+    if args.where is not None:
+        raise QueryError(f"--where applies to count queries, not {kind}")
+    if kind == "histogram":
+        if not attrs:
+            raise QueryError("a histogram query needs --attributes")
+        if domain is None:
+            raise QueryError("a histogram query needs its cells declared: --categories "
+                             "A=V1|V2|...,B=W1|W2|... (never read off the data)")
+        return HistogramQuery(tuple(attrs), int(records), categories=domain,
+                              catch_all=catch_all)
+    if kind in ("sum", "mean"):
+        if len(attrs) != 1:
+            raise QueryError(f"a {kind} query reads exactly one attribute (--attributes A)")
+        if not args.bounds:
+            raise QueryError(f"a {kind} query needs --bounds LO:HI")
+        lo, hi = _interval(args.bounds, "--bounds")
+        if kind == "sum":
+            return SumQuery(attrs[0], lo, hi, int(records))
+        return MeanQuery(attrs[0], lo, hi)
+    # linear
+    if not args.weights or not args.bounds:
+        raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
+    weights, bounds = {}, {}
+    for item in split_list(args.weights):
+        a, sep, w = item.partition("=")
+        if not sep:
+            raise QueryError(f"--weights: expected A=W, got {item!r}")
+        _once(weights, a.strip(), "--weights")
+        weights[a.strip()] = _float(w, f"--weights {a.strip()}")
+    for item in split_list(args.bounds):
+        a, sep, rng = item.partition("=")
+        if not sep:
+            raise QueryError(f"--bounds: expected A=LO:HI, got {item!r}")
+        _once(bounds, a.strip(), "--bounds")
+        bounds[a.strip()] = _interval(rng, f"--bounds {a.strip()}")
+    return LinearQuery(weights, bounds)
+
+
+def _once(seen: dict[str, Any], key: str, option: str) -> None:
+    # A repeated key would silently replace the first value: refuse it instead.
+    if key in seen:
+        raise QueryError(f"{option}: {key!r} is given twice")

@@ -1,0 +1,138 @@
+"""How quiltpriv writes numbers, sets and tables for people: text, JSON values and HTML pieces.
+
+Every text view (``Plan.explain()``, ``quiltpriv quilts``, ``quiltpriv ledger show``), every
+JSON report and every Jupyter ``_repr_html_`` fragment formats with these functions, so a
+number or a set reads the same everywhere. They know nothing of models or plans; the views
+themselves live beside the classes they show.
+
+Every value that came from a user (a node name, a state, a file name, a query field) goes
+through :func:`escape` before it enters HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "badge",
+    "describe_query",
+    "escape",
+    "fmt_number",
+    "fmt_set",
+    "html_set",
+    "inline_style",
+    "json_number",
+    "json_value",
+    "kv_table",
+    "query_html",
+    "text_table",
+]
+
+
+# -- text -------------------------------------------------------------------------------------
+
+
+def fmt_number(x: float) -> str:
+    """A number in six significant digits (``inf`` for infinity)."""
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def fmt_set(xs: Iterable[str]) -> str:
+    """Names as a set, in the order given: ``{a, b}`` (``{}`` when empty)."""
+    xs = list(xs)
+    return "{" + ", ".join(xs) + "}" if xs else "{}"
+
+
+def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned columns under a header and a rule, one string per line."""
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def describe_query(q: Mapping[str, Any]) -> str:
+    """A query's JSON definition (``Query.to_dict()``) in one line: its kind, attributes, n."""
+    kind = q.get("kind", "query")
+    if "attributes" in q:
+        attrs = ", ".join(q["attributes"])
+    elif "attribute" in q:
+        attrs = q["attribute"]
+    else:
+        attrs = ", ".join(q.get("weights", {}))
+    extra = f", n = {q['records']}" if "records" in q else ""
+    return f"{kind} over {attrs}{extra}"
+
+
+# -- JSON -------------------------------------------------------------------------------------
+
+
+def json_number(x: float | None) -> float | str | None:
+    """A float for JSON: ``inf`` as the string ``"inf"`` (JSON has no infinity)."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def json_value(x: Any) -> Any:
+    """``x`` as plain JSON values: mappings with string keys, lists, numbers by
+    :func:`json_number`, numpy scalars unwrapped, anything else as its ``str``."""
+    if isinstance(x, Mapping):
+        return {str(k): json_value(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_value(v) for v in x]
+    if isinstance(x, float):
+        return json_number(x)
+    if isinstance(x, str | int | bool) or x is None:
+        return x
+    if hasattr(x, "item"):
+        return json_value(x.item())
+    return str(x)
+
+
+# -- HTML -------------------------------------------------------------------------------------
+
+
+def escape(x: Any) -> str:
+    """Escape any user-provided value for HTML text and attribute values."""
+    return html.escape(str(x), quote=True)
+
+
+def html_set(xs: Iterable[str]) -> str:
+    """:func:`fmt_set`, escaped for HTML."""
+    return escape(fmt_set(xs))
+
+
+def kv_table(rows: Iterable[tuple[str, str]], cls: str = "kv") -> str:
+    """A two-column table of (already escaped) label and value HTML."""
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="{cls}">{body}</table>'
+
+
+def badge(ok: bool, yes: str, no: str) -> str:
+    """A green badge with ``yes`` or an orange one with ``no`` (both already escaped)."""
+    return f'<span class="badge ok">{yes}</span>' if ok else f'<span class="badge warn">{no}</span>'
+
+
+def query_html(query: Mapping[str, Any]) -> str:
+    """A query's JSON definition, one line: its kind and every field as JSON (escaped)."""
+    fields = ", ".join(f"{escape(k)} = <code>{escape(json.dumps(v, ensure_ascii=False))}</code>"
+                       for k, v in query.items() if k != "kind")
+    return f"<b>{escape(query.get('kind', 'query'))}</b> ({fields})"
+
+
+def inline_style() -> str:
+    """The colours of a DAG drawing's classes, for fragments without a stylesheet (Jupyter)."""
+    return ("<style>.quiltpriv-theta .node rect,.quiltpriv-plan .node rect{fill:#fff;"
+            "stroke:#333}.quiltpriv-theta .edge{fill:none;stroke:#555}</style>")
