@@ -13,7 +13,8 @@ Exact formulas
 --------------
 * Equal covariances ``S`` (the case Theorem 1 is about): the privacy loss is one-dimensional
   along the whitened mean shift, so with the Mahalanobis distance ``D = ||S^{-1/2}(m_a - m_b)||``
-  the smallest delta is (Balle and Wang 2018, Theorem 8; :func:`gaussian_delta`)
+  the smallest delta is ([BW18, Thm. 8]; :func:`gaussian_delta`, from
+  :mod:`quiltpriv.mechanisms.calibration`)
 
       delta = Phi(D/2 - eps/D) - e^eps Phi(-D/2 - eps/D),
 
@@ -47,6 +48,7 @@ from quiltpriv.mechanisms.apgm import (
     GaussianRecordModel,
     _query_weights,
 )
+from quiltpriv.mechanisms.calibration import gaussian_delta
 from quiltpriv.utils.validation import (
     check_delta,
     check_epsilon,
@@ -78,42 +80,6 @@ GaussianLaws = Mapping[Hashable, Sequence[Mapping[Hashable, tuple[object, object
 
 # ---------------------------------------------------------------------------------------------
 # Exact hockey-stick divergences of Gaussians
-
-
-def gaussian_delta(epsilon: float, mean_shift: float, sigma: float) -> float:
-    """Smallest delta making N(m1, sigma^2) and N(m2, sigma^2) (eps, delta)-indistinguishable.
-
-    With ``D = |m1 - m2|`` (Balle and Wang 2018, Theorem 8)::
-
-        delta = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)
-
-    the same in both directions; 0 when ``D = 0``, 1 when ``sigma = 0 < D``. Evaluated as
-    ``Phi(x) (1 - exp(eps + log Phi(y) - log Phi(x)))`` with ``log_ndtr`` and ``expm1`` so it
-    keeps relative accuracy when delta is tiny.
-
-    Parameters
-    ----------
-    epsilon
-        eps >= 0.
-    mean_shift
-        D >= 0.
-    sigma
-        The common standard deviation, >= 0.
-    """
-    eps = check_positive(epsilon, "epsilon", allow_zero=True)
-    d = check_positive(mean_shift, "mean_shift", allow_zero=True)
-    s = check_positive(sigma, "sigma", allow_zero=True)
-    if d == 0:
-        return 0.0
-    if s == 0:
-        return 1.0
-    a = d / (2.0 * s)
-    b = eps * s / d
-    l1 = float(special.log_ndtr(a - b))
-    l2 = eps + float(special.log_ndtr(-a - b))
-    if l2 >= l1:  # only by rounding: the divergence is non-negative
-        return 0.0
-    return float(math.exp(l1) * -math.expm1(l2 - l1))
 
 
 def _interval_mass(lo: float, hi: float, m: float, s: float) -> float:

@@ -7,7 +7,8 @@ multivariate Gaussian records, and Algorithm 2 (APGM for non-Gaussian data) with
 Public functions
 ----------------
 * :func:`gaussian_sigma` -- the noise standard deviation for an L2 sensitivity under the
-  classical (Dwork-Roth, eps < 1) or the analytic (Balle-Wang 2018) calibration.
+  classical [DR14] or the analytic [BW18] calibration (from
+  :mod:`quiltpriv.mechanisms.calibration`, re-exported here).
 * :func:`apgm` -- Algorithm 1 from user-supplied E[F | secret, theta] and Var(F | g_i, theta).
 * :class:`GaussianRecordModel`, :func:`apgm_gaussian_columns` -- Section 4.3: records
   N(mu, V), F a (vector or weighted) column mean, g_i column means; closed-form sigma^2.
@@ -17,7 +18,8 @@ Public functions
 Deviations from the paper (each errs towards more noise or states a weaker guarantee)
 --------------------------------------------------------------------------------------
 * Classical calibration c = sqrt(2 ln(1.25/delta)) is only a theorem for eps < 1 (Dwork and
-  Roth, Theorem A.1); for eps >= 1 we refuse it and point to ``calibration="analytic"``.
+  Roth, Theorem A.1); for eps >= 1 it is used only once the exact Gaussian privacy profile
+  [BW18, Thm. 8] confirms it, and refused otherwise (:mod:`quiltpriv.mechanisms.calibration`).
 * Theorem 3: the paper's delta ``e^lambda delta + eta`` does not follow from its premises; chaining
   the three approximate-max-divergence bounds (true law a -> Gaussian a -> Gaussian b -> true
   law b) gives ``e^lambda delta + (1 + e^(eps + lambda)) eta``, which is what we report.
@@ -40,6 +42,7 @@ import numpy as np
 from scipy import special, stats
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
 from quiltpriv.utils.validation import (
     check_delta,
     check_epsilon,
@@ -60,67 +63,9 @@ __all__ = [
     "smoothed_max_divergence",
 ]
 
-# Outward rounding of floating-point inputs to the noise formula: sensitivities are scaled up
-# and variances down by this relative amount so a rounding error never reduces the noise.
-_SAFETY = 1e-12
-_CALIBRATIONS = ("classical", "analytic")
-
-
-# ---------------------------------------------------------------------------------------------
-# Gaussian calibration
-
-
-def _check_calibration(calibration: str, epsilon: float) -> None:
-    if calibration not in _CALIBRATIONS:
-        raise ParameterError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
-    if calibration == "classical" and epsilon >= 1:
-        raise ParameterError(
-            f"the classical Gaussian calibration c = sqrt(2 ln(1.25/delta)) is only proved for "
-            f"epsilon < 1 (got {epsilon}); use calibration='analytic'")
-
-
-def _analytic_delta(s: float, sens: float, eps: float) -> float:
-    """Exact delta of N(0, s^2) noise for L2 sensitivity ``sens`` (Balle and Wang 2018, Thm 8)."""
-    a = sens / (2.0 * s)
-    b = eps * s / sens
-    return float(special.ndtr(a - b) - math.exp(eps + special.log_ndtr(-a - b)))
-
-
-def gaussian_sigma(
-    sensitivity: float, epsilon: float, delta: float, *, calibration: str = "classical"
-) -> float:
-    """Standard deviation of Gaussian noise giving (epsilon, delta) for an L2 sensitivity.
-
-    ``classical``: c * sensitivity / epsilon with c = sqrt(2 ln(1.25/delta)) (Dwork and Roth,
-    Theorem A.1; the constant of Algorithm 1), valid for epsilon < 1 only.
-    ``analytic``: the smallest sigma whose exact privacy profile meets delta (Balle and Wang
-    2018, Theorem 8), valid for every epsilon > 0, found by bisection and returned from the
-    safe side (with delta tightened by a relative 1e-9 against rounding).
-
-    Returns 0 for sensitivity 0.
-    """
-    sens = check_positive(sensitivity, "sensitivity", allow_zero=True)
-    eps = check_epsilon(epsilon)
-    dl = check_delta(delta)
-    _check_calibration(calibration, eps)
-    if sens == 0:
-        return 0.0
-    if calibration == "classical":
-        c = math.sqrt(2.0 * math.log(1.25 / dl))
-        return c * sens / eps * (1 + _SAFETY)
-    target = dl * (1 - 1e-9)
-    lo, hi = 0.0, sens / eps
-    while _analytic_delta(hi, sens, eps) > target:
-        lo, hi = hi, 2 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _analytic_delta(mid, sens, eps) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+# Outward rounding of floating-point variances (scaled down by this relative amount) so that a
+# rounding error never reduces the noise; sensitivities are covered by the calibration's rule.
+_SAFETY = SAFETY_RTOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,7 +209,8 @@ def _plan(
     req: dict[Hashable, float] = {}
     sigma2, binding = 0.0, None
     for attr, (d_i, v_i) in per_attr.items():
-        d_i = d_i * (1 + _SAFETY)
+        # the calibration's safety rule already covers the rounding of d_i; the variance is
+        # subtracted from the required one, so it is rounded down here
         v_i = v_i * (1 - _SAFETY)
         s_tot = gaussian_sigma(d_i, eps, dl, calibration=calibration)
         need = s_tot * s_tot
@@ -313,7 +259,8 @@ def apgm(
     pairs
         Optional attribute -> secret pairs to protect; default every pair of distinct secrets.
     calibration
-        "classical" (the paper's c, epsilon < 1) or "analytic" (Balle-Wang, any epsilon).
+        "classical" (the paper's c; for epsilon >= 1 only when the exact profile confirms
+        it) or "analytic" (Balle-Wang, any epsilon).
 
     Returns
     -------
@@ -322,7 +269,7 @@ def apgm(
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
-    _check_calibration(calibration, eps)
+    check_calibration(calibration)
     if not moments:
         raise ParameterError("no protected attribute given")
     dim: int | None = None
@@ -488,7 +435,7 @@ def apgm_gaussian_columns(
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
-    _check_calibration(calibration, eps)
+    check_calibration(calibration)
     n = check_records(n_records, "n_records")
     thetas = [models] if isinstance(models, GaussianRecordModel) else list(models)
     if not thetas:
