@@ -70,7 +70,7 @@ __all__ = [
 
 #: A release passes when its audited delta is at most ``delta + GAUSSIAN_AUDIT_TOLERANCE``.
 #: The audited delta is a closed form in ``log_ndtr``/``ndtr`` (absolute error ~1e-16 per
-#: term) and the planner rounds sensitivities up by 1e-12 relative, so 1e-9 separates
+#: term) and the calibration adds ~1e-9 relative to sigma (its safety rule), so 1e-9 separates
 #: rounding from a real violation.
 GAUSSIAN_AUDIT_TOLERANCE = 1e-9
 

@@ -181,3 +181,35 @@ def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.
     if abs(arr.sum() - 1.0) > atol:
         raise ParameterError(f"{name} sums to {arr.sum():.12g}, not 1")
     return arr
+
+
+def check_cost_matrix(cost: object, n: int | None = None, m: int | None = None, *,
+                      name: str = "cost/metric") -> np.ndarray:
+    """Return ``cost`` as a finite, non-negative float matrix (of shape ``(n, m)`` if given)."""
+    try:
+        c = np.asarray(cost, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a 2-d array of numbers") from None
+    if c.ndim != 2:
+        raise ParameterError(f"{name} must be a 2-d matrix, got shape {c.shape}")
+    if (n is not None and c.shape[0] != n) or (m is not None and c.shape[1] != m):
+        raise ParameterError(f"{name} has shape {c.shape}, expected ({n}, {m})")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ParameterError(f"{name} entries must be finite and >= 0")
+    return c
+
+
+def check_relation_matrix(relation: object, n: int, m: int, *,
+                          name: str = "relation") -> np.ndarray:
+    """Return ``relation`` as an ``(n, m)`` boolean matrix (booleans or 0/1 entries)."""
+    try:
+        r = np.asarray(relation)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a boolean (0/1) matrix") from None
+    if r.shape != (n, m):
+        raise ParameterError(f"{name} has shape {r.shape}, expected ({n}, {m})")
+    if r.dtype != bool:
+        if r.dtype.kind not in "iuf" or not np.all(np.isin(r, (0, 1))):
+            raise ParameterError(f"{name} must be a boolean (0/1) matrix")
+        r = r.astype(bool)
+    return r
