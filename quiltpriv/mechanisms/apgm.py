@@ -44,10 +44,13 @@ from scipy import special, stats
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
 from quiltpriv.utils.validation import (
+    check_array,
     check_delta,
     check_epsilon,
     check_positive,
+    check_probability_vector,
     check_records,
+    check_scalar,
     check_vector,
 )
 
@@ -324,8 +327,11 @@ class GaussianRecordModel:
     columns: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        mean = np.asarray(self.mean, dtype=float)
-        cov = np.asarray(self.covariance, dtype=float)
+        mean = check_array(self.mean, "mean", error=ModelError)
+        cov = check_array(self.covariance, "covariance", error=ModelError)
+        if isinstance(self.columns, str) or not isinstance(self.columns, Sequence):
+            raise ModelError(f"columns must be a sequence of column names, got "
+                             f"{type(self.columns).__name__}")
         m = len(self.columns)
         if m == 0 or len(set(self.columns)) != m:
             raise ModelError("columns must be non-empty and distinct")
@@ -545,15 +551,11 @@ def smoothed_max_divergence(
     symmetric divergence (up to floating-point evaluation of normal densities). Returns
     ``math.inf`` if no lambda <= 60 satisfies the bound.
     """
-    xs = np.asarray(support, dtype=float)
-    ps = np.asarray(probs, dtype=float)
-    if xs.ndim != 1 or xs.size == 0 or xs.shape != ps.shape:
+    xs = check_vector(support, "support")
+    ps = check_probability_vector(probs, "probs")
+    if xs.shape != ps.shape:
         raise ParameterError("support and probs must be non-empty 1-d arrays of equal length")
-    if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ps))) or np.any(ps < 0):
-        raise ParameterError("support and probs must be finite, probs non-negative")
-    if abs(ps.sum() - 1) > 1e-9:
-        raise ParameterError(f"probs sums to {ps.sum():.12g}, not 1")
-    mu = float(approx_mean)
+    mu = float(check_scalar(approx_mean, "approx_mean"))
     v = check_positive(approx_variance, "approx_variance")
     s = check_positive(noise_sigma, "noise_sigma")
     e = check_positive(eta, "eta")

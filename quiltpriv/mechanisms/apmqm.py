@@ -61,9 +61,14 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
-from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query
-from quiltpriv.utils.validation import check_epsilon, check_n_jobs
+from quiltpriv.utils.validation import (
+    check_epsilon,
+    check_instance,
+    check_n_jobs,
+    check_positive,
+)
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
@@ -193,6 +198,7 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     str
         64 hexadecimal digits.
     """
+    _check_query(query)
     attrs = tuple(query.attributes)
     pos = {a: k for k, a in enumerate(attrs)}
     sets = {tuple(a for a in attrs if a in set(b)) for b in column_sets} | {attrs}
@@ -209,6 +215,7 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     Compares the definition (``to_dict``), each sensitivity ``Delta_{A&N}`` the plan used and
     the fingerprint (which also covers ``Delta_A``), all recomputed from ``query`` now.
     """
+    check_instance(plan_, Plan, "plan")
     if not isinstance(query, Query):
         return f"query must be a quiltpriv query, got {type(query).__name__}"
     try:
@@ -421,7 +428,13 @@ INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the tri
 
 def was_interrupted(plan_: Plan) -> bool:
     """True when ``plan_`` is the best found before an interruption (still valid)."""
-    return INTERRUPTED_NOTE in plan_.notes
+    return INTERRUPTED_NOTE in check_instance(plan_, Plan, "plan").notes
+
+
+def _check_query(query: object) -> Query:
+    """``query`` if it is one of quiltpriv's query classes, else QueryError."""
+    return check_instance(query, Query, "query", error=QueryError,
+                          hint=" (CountQuery, SumQuery, ... from quiltpriv.queries.query)")
 
 
 def _check_sensitivity_finite(query: Query) -> None:
@@ -903,6 +916,11 @@ def plan_node(
     up or the search is interrupted (Ctrl-C); in every case the returned quilt is valid, and
     ``optimal`` says whether it is proven least.
     """
+    theta = check_theta(theta)
+    _check_query(query)
+    node = theta.check_node(node, "sensitive attribute")
+    theta.check_nodes(query.attributes, "query attribute")
+    epsilon = check_epsilon(epsilon)
     return _plan_node(theta, query, node, epsilon, max_table, deadline,
                       check_inference(inference), _check_max_candidates(max_candidates))[0]
 
@@ -1121,16 +1139,13 @@ def plan(
     """
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    _check_query(query)
     sens = theta.check_sensitive(sensitive)
     theta.check_nodes(query.attributes, "query attribute")
     _check_sensitivity_finite(query)
     n_jobs = check_n_jobs(n_jobs)
     if time_limit is not None:
-        time_limit = float(time_limit)
-        if not time_limit > 0:
-            raise ParameterError(f"time_limit must be > 0, got {time_limit}")
+        time_limit = check_positive(time_limit, "time_limit")
     check_inference(inference)
     max_candidates = _check_max_candidates(max_candidates)
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1304,9 +1319,9 @@ def release(
     from quiltpriv.releases import records
 
     seed = records.check_seed(seed)
-    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(plan_, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
+    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
     if ledger is not None:

@@ -280,6 +280,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def plan_from_json(text: str | bytes) -> Plan:
     """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise PlanError(f"plan: the JSON text must be a str or bytes, got {type(text).__name__}")
     try:
         doc = json.loads(text, parse_constant=_reject_constant,
                          object_pairs_hook=_no_duplicate_keys)

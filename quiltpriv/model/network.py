@@ -397,7 +397,10 @@ def theta_from_tables(
     ``parents_order`` fixes the parent axis order per node (default: parents in the order their
     edges are listed). ``cpds`` may be one mapping (|Theta| = 1) or a sequence of them.
     """
-    edges = [tuple(e) for e in edges]
+    edges, states = _check_edges(edges), _check_states(states)
+    if not isinstance(cpds, Mapping | Sequence) or isinstance(cpds, str):
+        raise ModelError(f"cpds must map each node to its table (or be a list of such maps, one "
+                         f"per member), got {type(cpds).__name__}")
     nodes_in_order = list(states)
     for a, b in edges:
         for x in (a, b):
@@ -434,6 +437,32 @@ def theta_from_tables(
             raise ModelError(f"{name}: CPDs for unknown nodes {sorted(extra)}")
         validated.append(tables)
     return Theta(topo, states, parents, validated, names)
+
+
+def _check_edges(edges: object) -> list[tuple[str, str]]:
+    """``edges`` as a list of (parent, child) pairs, or ModelError."""
+    if isinstance(edges, str) or not isinstance(edges, Iterable):
+        raise ModelError(f"edges must be a list of (parent, child) pairs, got "
+                         f"{type(edges).__name__}")
+    out = []
+    for e in edges:
+        if isinstance(e, str) or not isinstance(e, Iterable) or len(pair := tuple(e)) != 2:
+            raise ModelError(f"an edge must be a (parent, child) pair, got {e!r}")
+        out.append(pair)
+    return out
+
+
+def _check_states(states: object) -> Mapping[str, Sequence[Any]]:
+    """``states`` as a mapping of node name to its non-empty list of states, or ModelError."""
+    if not isinstance(states, Mapping):
+        raise ModelError(f"states must map each node to its list of states, got "
+                         f"{type(states).__name__}")
+    for v, st in states.items():
+        if not isinstance(v, str):
+            raise ModelError(f"node names must be strings, got {v!r}")
+        if isinstance(st, str) or not isinstance(st, Iterable) or not len(tuple(st)):
+            raise ModelError(f"the states of {v!r} must be a non-empty list, got {st!r}")
+    return states
 
 
 def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:

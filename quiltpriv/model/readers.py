@@ -114,6 +114,14 @@ class _Source:
         return self.error(pos, f"expected {what} in {context}, found {found!r}")
 
 
+def _check_text(text: object, where: object) -> None:
+    """A model file's text must be a str (decoded), and ``where`` a label for its messages."""
+    if not isinstance(where, str):
+        raise ModelError(f"where (the file's name for messages) must be a string, got {where!r}")
+    if not isinstance(text, str):
+        raise ModelError(f"{where}: the model text must be a str, got {type(text).__name__}")
+
+
 # -- BIF ------------------------------------------------------------------------------------------
 
 
@@ -123,6 +131,7 @@ def read_bif(text: str, where: str, *, name: str | None = None,
 
     ``name`` labels the member of Theta (default: ``where``).
     """
+    _check_text(text, where)
     src, variables, blocks = _parse_bif(text, where)
     states = {v: states for v, (states, _) in variables.items()}
     parents: dict[str, list[str]] = {}
@@ -562,6 +571,7 @@ class _XmlItem:
 def read_xmlbif(text: str, where: str, *, name: str | None = None,
                 tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
     """Theta of the XMLBIF model ``text``; ``where`` (the path) prefixes every error."""
+    _check_text(text, where)
     variables, definitions = _parse_xmlbif(text, where)
 
     def err(line: int, message: str) -> ModelError:

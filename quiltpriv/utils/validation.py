@@ -12,16 +12,18 @@ from __future__ import annotations
 import math
 import os
 from numbers import Integral, Real
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
-from quiltpriv.errors import ParameterError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 
 #: The most records a query may declare: 2**53, beyond which counts are not exact floats.
 MAX_RECORDS = 2**53
 
 Boundaries = Literal["both", "left", "right", "neither"]
+
+T = TypeVar("T")
 
 
 def _interval(min_val: float | None, max_val: float | None, closed: Boundaries) -> str:
@@ -213,3 +215,38 @@ def check_relation_matrix(relation: object, n: int, m: int, *,
             raise ParameterError(f"{name} must be a boolean (0/1) matrix")
         r = r.astype(bool)
     return r
+
+
+def check_array(x: object, name: str, *, ndim: int | None = None,
+                error: type[QuiltPrivError] = ParameterError) -> np.ndarray:
+    """Return ``x`` as a finite float array (of ``ndim`` dimensions if given), else raise.
+
+    ``error`` is the class raised (ModelError for a model's parameters, ParameterError for a
+    mechanism's).
+    """
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be an array of numbers, got {type(x).__name__}") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise error(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise error(f"{name} contains NaN or infinite entries")
+    return arr
+
+
+def check_instance(value: T, kind: type | tuple[type, ...], name: str, *,
+                   error: type[QuiltPrivError] = ParameterError, hint: str = "") -> T:
+    """Return ``value`` if it is an instance of ``kind``, else raise ``error`` naming both."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        want = " or ".join(k.__name__ for k in kinds)
+        raise error(f"{name} must be a {want}{hint}, got {type(value).__name__}")
+    return value
+
+
+def check_path(path: object, name: str = "path") -> str | os.PathLike[str]:
+    """Return ``path`` if it is a file name (a string or an ``os.PathLike``), else raise."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike) or not str(path):
+        raise ParameterError(f"{name} must be a file name (str or pathlib.Path), got {path!r}")
+    return path
