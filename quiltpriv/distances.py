@@ -45,6 +45,7 @@ from scipy.optimize import linprog
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.utils.validation import (
+    check_array,
     check_cost_matrix,
     check_probability_vector,
     check_relation_matrix,
@@ -421,10 +422,8 @@ def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
     would let :func:`wasserstein_inf` report a value below the exact one; the error-free
     transformation TwoSum detects those entries and moves them up one ulp.
     """
-    x = np.asarray(xs, dtype=float).ravel()
-    y = x if ys is None else np.asarray(ys, dtype=float).ravel()
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ParameterError("points must be finite numbers")
+    x = check_array(xs, "xs").ravel()
+    y = x if ys is None else check_array(ys, "ys").ravel()
     a, b = x[:, None], -y[None, :]
     s = a + b
     bb = s - a

@@ -57,6 +57,7 @@ from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, c_gaussian, gaussian_budget
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.utils.validation import (
+    check_array,
     check_delta,
     check_epsilon,
     check_positive,
@@ -346,8 +347,16 @@ def expected_l2_norm_gaussian(covariance: object) -> float:
     General: E sqrt(Q) = (1 / (2 sqrt(pi))) int_0^inf (1 - prod_k (1 + 2 t l_k)^(-1/2))
     t^(-3/2) dt over the eigenvalues l_k (Laplace-transform identity), by quadrature.
     """
-    c = np.asarray(covariance, dtype=float)
-    lam = np.clip(np.linalg.eigvalsh(c), 0, None)
+    c = check_array(covariance, "covariance")
+    if c.ndim == 0:
+        c = c.reshape(1, 1)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.size == 0:
+        raise ParameterError(f"covariance must be a square matrix, got shape {c.shape}")
+    lam = np.linalg.eigvalsh((c + c.T) / 2)
+    if float(lam[0]) < -1e-12 * max(1.0, float(np.abs(c).max())):
+        raise ParameterError(f"covariance is not positive semi-definite (smallest eigenvalue "
+                             f"{float(lam[0]):.3g})")
+    lam = np.clip(lam, 0, None)
     lam = lam[lam > 0]
     if lam.size == 0:
         return 0.0

@@ -173,7 +173,11 @@ def check_vector(x: object, name: str, length: int | None = None) -> np.ndarray:
 
 def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.ndarray:
     """Return ``p`` as a float array that is finite, non-negative and sums to one."""
-    arr = np.asarray(p, dtype=float)
+    try:
+        arr = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a probability vector (numbers), got "
+                             f"{type(p).__name__}") from None
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(f"{name} must be a non-empty 1-d probability vector")
     if not np.all(np.isfinite(arr)):
