@@ -45,9 +45,15 @@ EXCLUDED_MODULES = {
     "quiltpriv.explorer.jobs": "HTTP boundary, tested by test_explorer_api",
 }
 
-#: Public names that are not input paths, by name: ``register_cli(subparsers)`` adds a
-#: command to the CLI's own argparse parser (wiring, called once by quiltpriv.cli).
-EXCLUDED_NAMES = {"register_cli"}
+#: Public names that are not input paths, with the reason.
+EXCLUDED_NAMES = {
+    # adds a command to the CLI's own argparse parser (wiring, called once by quiltpriv.cli)
+    "register_cli": "CLI wiring",
+    # a validator's ``kind`` argument is code (a class), not input
+    "check_instance": "its kind argument is code",
+    # a result record whose __post_init__ only fills defaults (no input of its own)
+    "AuditResult": "result record",
+}
 
 BARE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError,
         LookupError, ArithmeticError)
@@ -72,6 +78,20 @@ VALID_KINDS = {
     "path": {"unknown"},
     "text": {"unknown"},
     "data": {"unknown"},
+}
+
+#: Functions for which some kinds are valid values of every argument, by name.
+VALID_KINDS_BY_FUNCTION = {
+    "canonical_json": {"negative", "unknown"},  # any JSON value has a canonical text
+    "state_name": {"negative", "unknown"},  # any number or string names a state
+    "label": {"unknown"},  # any string is a node label
+    "line_metric": {"negative"},  # -1 is a point on the line
+    "check_seed": {"negative"},  # any integer seeds a generator
+    "check_scalar": {"negative"},  # -1 is a number (no range given)
+    "check_vector": {"negative"},  # (-1,) is a vector
+    "check_array": {"negative"},  # -1 is an array of numbers
+    "check_n_jobs": {"negative"},  # -1 means every core
+    "progress_bar": {"unknown"},  # a string is iterable (its characters)
 }
 
 
@@ -141,6 +161,10 @@ def _bad(param: str, kind: str) -> object:
     return KINDS[kind]()
 
 
+def _skipped(func: Callable, kind: str) -> bool:
+    return kind in VALID_KINDS_BY_FUNCTION.get(getattr(func, "__name__", ""), ())
+
+
 def _cases() -> list[tuple[str, Callable, str, bool]]:
     cases = []
     for qual, func in _public_callables():
@@ -151,6 +175,8 @@ def _cases() -> list[tuple[str, Callable, str, bool]]:
         if not params:
             continue  # nothing to get wrong (optional arguments are checked where used)
         for kind in KINDS:
+            if _skipped(func, kind):
+                continue
             cases.append((qual, func, kind, False))
             if any(p.name in GOOD for p in params) and any(p.name not in GOOD for p in params):
                 cases.append((qual, func, kind, True))

@@ -88,7 +88,8 @@ from typing import Any
 
 import numpy as np
 
-from quiltpriv.errors import QuiltPrivError
+from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.utils.validation import check_positive, check_scalar
 
 __all__ = [
     "LIBM_ULPS",
@@ -188,8 +189,9 @@ def log_fraction(x: Fraction) -> tuple[float, float]:
     Exact integer work brings ``x`` to ``m 2^e`` with ``m`` in ``(1/2, 2)``, so neither a tiny
     ``x`` (below the float range) nor a huge numerator and denominator lose anything.
     """
+    x = _check_fraction(x, "x")
     if x <= 0:
-        raise ValueError(f"log of a non-positive number {x}")
+        raise ParameterError(f"log of a non-positive number {x}")
     num, den = x.numerator, x.denominator
     e = num.bit_length() - den.bit_length()
     m = Fraction(num, den << e) if e >= 0 else Fraction(num << -e, den)
@@ -221,7 +223,7 @@ class BinomialLogPmf:
     def __init__(self, n: int) -> None:
         from scipy.special import gammaln
 
-        self.n = int(n)
+        self.n = int(check_scalar(n, "n", integer=True, min_val=0, max_val=2**53))
         self.j = np.arange(self.n + 1, dtype=float)
         g = gammaln(self.j + 1.0)
         self.big_g = float(g[-1])
@@ -230,6 +232,9 @@ class BinomialLogPmf:
     def __call__(self, pi: Fraction) -> tuple[np.ndarray, float]:
         """(log-pmf array, bound on the absolute error of every finite entry)."""
         n = self.n
+        pi = _check_fraction(pi, "pi")
+        if not 0 <= pi <= 1:
+            raise ParameterError(f"pi must be in [0, 1], got {pi}")
         if pi == 0 or pi == 1:  # a point mass, exact
             lp = np.full(n + 1, -np.inf)
             lp[0 if pi == 0 else n] = 0.0
@@ -257,9 +262,11 @@ def mixture_log_pmf(
     Zero weights are skipped; returns the log-pmf of the mixture and its error bound (module
     docstring, 3).
     """
-    comps = [(pi, w) for pi, w in components if w > 0]
+    comps = [(pi, w) for pi, w in _check_components(components) if w > 0]
     if not comps:
-        raise ValueError("an empty mixture")
+        raise ParameterError("an empty mixture")
+    if not callable(log_pmf):
+        raise ParameterError("log_pmf must be callable (a BinomialLogPmf)")
     logs = [log_fraction(w) for _, w in comps]
     top: np.ndarray | None = None
     big_t, worst = 0.0, 0.0
@@ -291,6 +298,54 @@ def mixture_log_pmf(
     return out, err * _BOUND_SLACK
 
 
+# -- input checks (these functions take the arrays the count-law code builds) ----------------
+
+
+def _check_fraction(x: object, name: str) -> Fraction:
+    """An exact rational (Fraction or int), else ParameterError: these bounds are exact."""
+    if isinstance(x, bool) or not isinstance(x, Fraction | int):
+        raise ParameterError(f"{name} must be an exact rational (Fraction or int), got {x!r}")
+    return Fraction(x)
+
+
+def _check_components(components: object) -> list[tuple[Fraction, Fraction]]:
+    """A mixture as a list of exact (pi, weight) pairs, else ParameterError."""
+    if isinstance(components, str) or not isinstance(components, Iterable):
+        raise ParameterError("components must be a list of (pi, weight) pairs")
+    out = []
+    for c in components:
+        if not isinstance(c, tuple | list) or len(c) != 2:
+            raise ParameterError(f"a mixture component must be a (pi, weight) pair, got {c!r}")
+        out.append((_check_fraction(c[0], "pi"), _check_fraction(c[1], "weight")))
+    return out
+
+
+def _check_log_array(x: object, name: str) -> np.ndarray:
+    """A non-empty 1-d float array without NaN (infinities are meaningful here)."""
+    if isinstance(x, str | bytes):
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got "
+                             f"{type(x).__name__}") from None
+    if x.ndim != 1 or x.size == 0:
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got shape {x.shape}")
+    if np.isnan(x).any():
+        raise ParameterError(f"{name} contains NaN")
+    return x
+
+
+def _check_bounds(b: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A (lower, upper) pair of :func:`cdf_bounds` arrays, else ParameterError."""
+    if not isinstance(b, tuple | list) or len(b) != 2:
+        raise ParameterError(f"{name} must be a (lower, upper) pair from cdf_bounds")
+    lo, hi = _check_log_array(b[0], f"{name}[0]"), _check_log_array(b[1], f"{name}[1]")
+    if lo.shape != hi.shape:
+        raise ParameterError(f"{name}: lower and upper bounds differ in length")
+    return lo, hi
+
+
 # -- running sums in log space ----------------------------------------------------------------
 
 
@@ -311,7 +366,8 @@ def log_decay_cumsum(y: np.ndarray, c: float = 0.0) -> tuple[np.ndarray, float]:
     float given; a caller whose ``c`` is a rounded value adds ``len(y) |c| U`` itself.
     Module docstring, 4.
     """
-    y = np.asarray(y, dtype=float)
+    y = _check_log_array(y, "y")
+    c = float(check_scalar(c, "c", max_val=0.0))
     n = y.size
     if not c <= 0 or not math.isfinite(c):
         raise ValueError(f"decay c must be finite and <= 0, got {c}")
@@ -350,6 +406,7 @@ def cdf_key(log_pmf: np.ndarray, err: float) -> tuple[np.ndarray, float]:
     ``F(k) = P(X <= k)``, ``S(k) = P(X > k)``; ``log_pmf`` is over ``0..n`` with error ``err``.
     Module docstring, 5.
     """
+    log_pmf, err = _check_log_array(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
     log_f, e_f = log_decay_cumsum(log_pmf)
     log_g, e_g = log_decay_cumsum(log_pmf[::-1])
     log_s = np.empty_like(log_f)
@@ -380,7 +437,8 @@ def _monotone_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarra
 
 def cdf_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarray]:
     """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for :func:`w_inf_bracket`."""
-    return _monotone_bounds(key, err)
+    err = check_positive(err, "err", allow_zero=True)
+    return _monotone_bounds(_check_log_array(key, "key"), err)
 
 
 #: Each level of :func:`_max_shift` splits a block into this many.
@@ -424,9 +482,9 @@ def w_inf_bracket(p: tuple[np.ndarray, np.ndarray],
     The upper bound takes every error in the unsafe direction: it is never below the exact
     ``W_inf`` of the two laws (module docstring).
     """
-    (lo_p, hi_p), (lo_q, hi_q) = p, q
+    (lo_p, hi_p), (lo_q, hi_q) = _check_bounds(p, "p"), _check_bounds(q, "q")
     if lo_p.shape != lo_q.shape:
-        raise ValueError("the two laws must share the support 0..n")
+        raise ParameterError("the two laws must share the support 0..n")
     upper, lower = 0, 0
     for lo_a, hi_a, lo_b, hi_b in ((lo_p, hi_p, lo_q, hi_q), (lo_q, hi_q, lo_p, hi_p)):
         # First m with lo_b(m) >= hi_a(k): F_b(m) >= F_a(k) is proven from there on.
@@ -453,6 +511,8 @@ def laplace_log_density(log_pmf: np.ndarray, err: float,
     rescaled linear query), which moves each exponent ``|k - j| c`` by at most
     ``2 (n + 1) U |c|``.
     """
+    log_pmf, err = _check_log_array(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
+    scale = check_positive(scale, "scale")
     n = log_pmf.size - 1
     c = -1.0 / scale
     left, e_l = log_decay_cumsum(log_pmf, c)
@@ -473,6 +533,11 @@ def pair_loss_bounds(log_a: np.ndarray, err_a: float, log_b: np.ndarray,
     ``+inf`` (exact) when some ``k`` has ``a(k) > 0 = b(k)``; ``-inf`` when ``a`` is zero
     everywhere.
     """
+    log_a, log_b = _check_log_array(log_a, "log_a"), _check_log_array(log_b, "log_b")
+    if log_a.shape != log_b.shape:
+        raise ParameterError("the two laws must share the support 0..n")
+    err_a = check_positive(err_a, "err_a", allow_zero=True)
+    err_b = check_positive(err_b, "err_b", allow_zero=True)
     pos = np.isfinite(log_a)
     if not pos.any():
         return -math.inf, -math.inf, None

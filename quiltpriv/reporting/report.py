@@ -39,11 +39,12 @@ from quiltpriv.graph.quilts import (
     markov_quilt,
     trivial_quilt,
 )
-from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
+from quiltpriv.inference.influence import Influence, InfluenceTooExpensive, max_influence
 from quiltpriv.mechanisms.apmqm import (
     _UNVERIFIED,
     Plan,
     Release,
+    SensitivePlan,
     _close,
     _fmt,
     _key,
@@ -51,11 +52,12 @@ from quiltpriv.mechanisms.apmqm import (
     _set,
     query_mismatch,
 )
-from quiltpriv.model.network import Theta
+from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
 from quiltpriv.reporting.drawing import Layout, dag_svg, layered_layout
 from quiltpriv.utils.io import check_output_path, write_text_atomic
+from quiltpriv.utils.validation import check_epsilon, check_instance
 
 #: Candidate rows shown per sensitive attribute (the chosen quilt is always shown).
 MAX_CANDIDATE_ROWS = 15
@@ -235,6 +237,11 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     exact influence is too expensive is listed last with no scale. Returns the list and whether
     the subset family was cut at :data:`MAX_TARGET_SUBSETS`.
     """
+    theta = check_theta(theta)
+    check_instance(query, Query, "query", error=QueryError)
+    node = theta.check_node(node, "sensitive attribute")
+    theta.check_nodes(query.attributes, "query attribute")
+    epsilon = check_epsilon(epsilon)
     found: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Quilt, str]] = {}
 
     def add(q: Quilt, source: str) -> None:
@@ -574,6 +581,7 @@ def _provenance_html(prov: Mapping[str, Any] | None) -> str:
 
 def theta_html(theta: Theta) -> str:
     """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
+    theta = check_theta(theta)
     rows = "".join(
         f"<tr><td><code>{_e(v)}</code></td><td>{len(theta.states[v])}</td>"
         f"<td>{_sset(theta.parents[v])}</td></tr>" for v in theta.nodes)
@@ -595,6 +603,7 @@ def _inline_style() -> str:
 
 def plan_html(plan: Plan) -> str:
     """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    check_instance(plan, Plan, "plan")
     rows = "".join(
         f"<tr><td><code>{_e(sp.node)}</code></td><td>{_sset(sp.quilt)}</td>"
         f"<td>{_sset(sp.nearby)}</td><td>{_sset(sp.remote)}</td>"
@@ -616,6 +625,7 @@ def plan_html(plan: Plan) -> str:
 
 def release_html(release: Release) -> str:
     """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
+    check_instance(release, Release, "release")
     value = list(release.value) if isinstance(release.value, tuple) else release.value
     warn = "" if release.secure or release.scale == 0 else (
         " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
@@ -635,6 +645,7 @@ def _query_html(query: Mapping[str, Any]) -> str:
 
 def sensitive_plan_html(sp: Any) -> str:
     """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    check_instance(sp, SensitivePlan, "sp")
     where = ""
     if sp.influence_member is not None and sp.influence_pair is not None:
         a, b = sp.influence_pair
@@ -657,6 +668,7 @@ def sensitive_plan_html(sp: Any) -> str:
 
 def quilt_html(quilt: Quilt) -> str:
     """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    check_instance(quilt, Quilt, "quilt")
     kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
     return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
             f"{_e(quilt.node)}</code>{kind}</p>" + _kv_table([
@@ -666,6 +678,7 @@ def quilt_html(quilt: Quilt) -> str:
 
 def influence_html(infl: Any) -> str:
     """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    check_instance(infl, Influence, "infl")
     rows = [("max-influence e(Q | i)", _e(_fmt(infl.value))),
             ("sensitive attribute i", f"<code>{_e(infl.node)}</code>"),
             ("quilt Q", _sset(infl.quilt))]
@@ -681,6 +694,10 @@ def influence_html(infl: Any) -> str:
 
 def comparison_html(comparison: Any) -> str:
     """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    # duck-typed: mechanisms.compare imports this module for its _repr_html_
+    if not all(hasattr(comparison, a) for a in ("best", "rows")):
+        raise ParameterError(f"comparison must be a Comparison (quiltpriv.compare), got "
+                             f"{type(comparison).__name__}")
     best = comparison.best
     mark = ' class="best"'
     rows = "".join(
