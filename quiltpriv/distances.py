@@ -49,6 +49,7 @@ from quiltpriv.utils.validation import (
     check_cost_matrix,
     check_probability_vector,
     check_relation_matrix,
+    check_scalar,
 )
 
 __all__ = [
@@ -329,12 +330,8 @@ def wasserstein_line(
 
 
 def _check_tolerance(tolerance: object) -> float:
-    if isinstance(tolerance, bool) or not isinstance(tolerance, Real | np.number):
-        raise ParameterError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
-    t = float(tolerance)
-    if not (0.0 <= t < 1.0):
-        raise ParameterError(f"tolerance must be in [0, 1), got {t}")
-    return t
+    return float(check_scalar(tolerance, "tolerance", min_val=0.0, max_val=1.0,
+                              include_boundaries="left"))
 
 
 def wasserstein_inf_line(xs: object, p: object, ys: object, q: object) -> float:

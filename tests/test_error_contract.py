@@ -90,6 +90,7 @@ VALID_KINDS_BY_FUNCTION = {
     "check_scalar": {"negative"},  # -1 is a number (no range given)
     "check_vector": {"negative"},  # (-1,) is a vector
     "check_array": {"negative"},  # -1 is an array of numbers
+    "check_square_matrix": {"negative"},  # -1 is a 1x1 matrix
     "check_n_jobs": {"negative"},  # -1 means every core
     "progress_bar": {"unknown"},  # a string is iterable (its characters)
 }

@@ -50,6 +50,7 @@ from quiltpriv.mechanisms.apgm import (
 )
 from quiltpriv.mechanisms.calibration import gaussian_delta
 from quiltpriv.utils.validation import (
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
@@ -202,17 +203,7 @@ class GaussianAuditResult:
 
 
 def _as_cov(x: object, k: int, what: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{what} must be a number or a {k}x{k} matrix") from None
-    if arr.ndim == 0:
-        arr = arr.reshape(1, 1)
-    if arr.shape != (k, k) or not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} must be a finite {k}x{k} matrix, got shape {arr.shape}")
-    if float(np.linalg.eigvalsh((arr + arr.T) / 2).min()) < -1e-10 * max(1.0, np.abs(arr).max()):
-        raise ModelError(f"{what} is not positive semi-definite")
-    return arr
+    return check_covariance(x, what, k, error=ModelError)
 
 
 def audit_gaussian_release(

@@ -58,10 +58,12 @@ from quiltpriv.mechanisms.calibration import SAFETY_RTOL, c_gaussian, gaussian_b
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.utils.validation import (
     check_array,
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
     check_records,
+    check_square_matrix,
     check_vector,
 )
 
@@ -236,18 +238,11 @@ class MechanismCheck:
 
 
 def _matrix(x: object, name: str, m: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a matrix of numbers") from None
+    a = check_array(x, name)
     if m == 1 and a.ndim < 2:
         a = a.reshape(1, 1)
-    if a.shape != (m, m):
-        raise ParameterError(f"{name} must be {m} x {m}, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ParameterError(f"{name} has NaN or infinite entries")
-    if not np.allclose(a, a.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(a).max()))):
-        raise ModelError(f"{name} is not symmetric")
+    a = check_square_matrix(a, name, m)
+    a = check_covariance(a, name, m, error=ModelError, psd=False)  # symmetric: a model error
     return 0.5 * (a + a.T)
 
 
@@ -347,16 +342,8 @@ def expected_l2_norm_gaussian(covariance: object) -> float:
     General: E sqrt(Q) = (1 / (2 sqrt(pi))) int_0^inf (1 - prod_k (1 + 2 t l_k)^(-1/2))
     t^(-3/2) dt over the eigenvalues l_k (Laplace-transform identity), by quadrature.
     """
-    c = check_array(covariance, "covariance")
-    if c.ndim == 0:
-        c = c.reshape(1, 1)
-    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.size == 0:
-        raise ParameterError(f"covariance must be a square matrix, got shape {c.shape}")
-    lam = np.linalg.eigvalsh((c + c.T) / 2)
-    if float(lam[0]) < -1e-12 * max(1.0, float(np.abs(c).max())):
-        raise ParameterError(f"covariance is not positive semi-definite (smallest eigenvalue "
-                             f"{float(lam[0]):.3g})")
-    lam = np.clip(lam, 0, None)
+    c = check_covariance(covariance, "covariance")
+    lam = np.clip(np.linalg.eigvalsh((c + c.T) / 2), 0, None)
     lam = lam[lam > 0]
     if lam.size == 0:
         return 0.0
@@ -427,10 +414,7 @@ def closeness_1d(xs: Sequence[object], p: Sequence[object], ys: Sequence[object]
 
 
 def _check_probability(x: object, name: str = "delta") -> float:
-    v = check_positive(x, name, allow_zero=True)
-    if v >= 1:
-        raise ParameterError(f"{name} must be in [0, 1), got {v}")
-    return v
+    return check_delta(x, name, allow_zero=True)
 
 
 def approximate_wasserstein_mechanism_1d(
@@ -739,12 +723,9 @@ def eigm_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashabl
 
 
 def _matrix_any(x: object, name: str, m: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a matrix of numbers") from None
-    if a.shape != (m, m) or not np.all(np.isfinite(a)):
-        raise ParameterError(f"{name} must be a finite {m} x {m} matrix, got shape {a.shape}")
+    a = check_array(x, name)
+    if a.shape != (m, m):
+        raise ParameterError(f"{name} must be a finite {m}x{m} matrix, got shape {a.shape}")
     return a
 
 

@@ -45,6 +45,7 @@ from quiltpriv.mechanisms.calibration import laplace_scale
 from quiltpriv.mechanisms.noise import make_rng
 from quiltpriv.utils.validation import (
     check_cost_matrix,
+    check_delta,
     check_epsilon,
     check_positive,
     check_probability_vector,
@@ -132,10 +133,7 @@ def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, 
 
 
 def _delta(delta: object) -> float:
-    d = check_positive(delta, "delta", allow_zero=True)
-    if d >= 1:
-        raise ParameterError(f"delta must be in [0, 1), got {d}")
-    return d
+    return check_delta(delta, allow_zero=True)
 
 
 def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:

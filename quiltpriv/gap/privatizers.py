@@ -38,7 +38,7 @@ from scipy import optimize, special
 
 from quiltpriv.audit.adversary import Scorecard, score_finite, score_gaussian
 from quiltpriv.errors import ParameterError
-from quiltpriv.utils.validation import check_array, check_instance, check_positive
+from quiltpriv.utils.validation import check_array, check_instance, check_positive, check_scalar
 
 __all__ = [
     "BinaryModel",
@@ -67,11 +67,8 @@ _LP_TOL = 1e-9
 
 
 def _check_unit(x: object, name: str, *, open_interval: bool = False) -> float:
-    v = check_positive(x, name, allow_zero=True)
-    if v > 1 or (open_interval and (v == 0 or v == 1)):
-        raise ParameterError(f"{name} must be in {'(0, 1)' if open_interval else '[0, 1]'}, "
-                             f"got {v}")
-    return v
+    return float(check_scalar(x, name, min_val=0.0, max_val=1.0,
+                              include_boundaries="neither" if open_interval else "both"))
 
 
 def _check_budget(d: object) -> float:

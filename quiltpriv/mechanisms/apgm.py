@@ -45,6 +45,7 @@ from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
 from quiltpriv.utils.validation import (
     check_array,
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
@@ -173,29 +174,9 @@ class APGMResult:
 
 def _min_eigen_psd(cov: object, k: int, name: str) -> float:
     """Smallest eigenvalue of a covariance (scalar or k x k), after checking it is PSD."""
-    try:
-        m = np.asarray(cov, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{name} must be a number or a {k}x{k} matrix") from None
-    if m.ndim == 0:
-        m = m.reshape(1, 1)
-    if m.shape != (k, k):
-        raise ModelError(f"{name} must be {k}x{k} for a {k}-dimensional F, got shape {m.shape}")
-    if not np.all(np.isfinite(m)):
-        raise ModelError(f"{name} contains NaN or infinite entries")
-    _check_psd(m, name)
+    m = check_covariance(cov, name, k, error=ModelError)
     lam = float(np.linalg.eigvalsh((m + m.T) / 2).min())
     return max(0.0, lam)
-
-
-def _check_psd(m: np.ndarray, name: str) -> None:
-    scale = max(1.0, float(np.abs(m).max()))
-    if not np.allclose(m, m.T, rtol=0, atol=1e-12 * scale):
-        raise ModelError(f"{name} is not symmetric")
-    lam = np.linalg.eigvalsh((m + m.T) / 2)
-    if lam.min() < -1e-10 * scale:
-        raise ModelError(
-            f"{name} is not positive semi-definite (smallest eigenvalue {lam.min():.3g})")
 
 
 def _plan(
@@ -341,7 +322,7 @@ class GaussianRecordModel:
             raise ModelError(f"covariance must be {m}x{m}, got shape {cov.shape}")
         if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
             raise ModelError("mean and covariance must be finite")
-        _check_psd(cov, "covariance")
+        cov = check_covariance(cov, "covariance", m, error=ModelError)
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "covariance", cov)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))

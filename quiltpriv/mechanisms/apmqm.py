@@ -68,6 +68,7 @@ from quiltpriv.utils.validation import (
     check_instance,
     check_n_jobs,
     check_positive,
+    check_scalar,
 )
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
@@ -926,11 +927,7 @@ def plan_node(
 
 
 def _check_max_candidates(max_candidates: object) -> int:
-    if (isinstance(max_candidates, bool) or not isinstance(max_candidates, int | np.integer)
-            or max_candidates < 1):
-        raise ParameterError(f"max_candidates must be a whole number >= 1, got "
-                             f"{max_candidates!r}")
-    return int(max_candidates)
+    return int(check_scalar(max_candidates, "max_candidates", integer=True, min_val=1))
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,

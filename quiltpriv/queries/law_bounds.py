@@ -89,7 +89,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
-from quiltpriv.utils.validation import check_positive, check_scalar
+from quiltpriv.utils.validation import check_array, check_positive, check_scalar
 
 __all__ = [
     "LIBM_ULPS",
@@ -324,15 +324,9 @@ def _check_log_array(x: object, name: str) -> np.ndarray:
     """A non-empty 1-d float array without NaN (infinities are meaningful here)."""
     if isinstance(x, str | bytes):
         raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
-    try:
-        x = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a non-empty 1-d float array, got "
-                             f"{type(x).__name__}") from None
-    if x.ndim != 1 or x.size == 0:
-        raise ParameterError(f"{name} must be a non-empty 1-d float array, got shape {x.shape}")
-    if np.isnan(x).any():
-        raise ParameterError(f"{name} contains NaN")
+    x = check_array(x, name, ndim=1, finite=False)
+    if x.size == 0:
+        raise ParameterError(f"{name} must be a non-empty 1-d float array")
     return x
 
 

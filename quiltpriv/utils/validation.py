@@ -124,11 +124,11 @@ def check_positive(value: object, name: str, *, allow_zero: bool = False) -> flo
                               include_boundaries="both" if allow_zero else "right"))
 
 
-def check_delta(delta: object, name: str = "delta") -> float:
-    """Return ``delta`` as a float, or raise if it is not in the open interval (0, 1)."""
-    x = check_positive(delta, name)
+def check_delta(delta: object, name: str = "delta", *, allow_zero: bool = False) -> float:
+    """Return ``delta`` as a float, or raise if it is not in (0, 1) ([0, 1) if allowed)."""
+    x = check_positive(delta, name, allow_zero=allow_zero)
     if x >= 1:
-        raise ParameterError(f"{name} must be in (0, 1), got {x}")
+        raise ParameterError(f"{name} must be in {'[' if allow_zero else '('}0, 1), got {x}")
     return x
 
 
@@ -222,11 +222,11 @@ def check_relation_matrix(relation: object, n: int, m: int, *,
 
 
 def check_array(x: object, name: str, *, ndim: int | None = None,
-                error: type[QuiltPrivError] = ParameterError) -> np.ndarray:
+                error: type[QuiltPrivError] = ParameterError, finite: bool = True) -> np.ndarray:
     """Return ``x`` as a finite float array (of ``ndim`` dimensions if given), else raise.
 
     ``error`` is the class raised (ModelError for a model's parameters, ParameterError for a
-    mechanism's).
+    mechanism's). With ``finite=False`` infinities are allowed (log-probabilities), NaN never.
     """
     try:
         arr = np.asarray(x, dtype=float)
@@ -234,8 +234,10 @@ def check_array(x: object, name: str, *, ndim: int | None = None,
         raise error(f"{name} must be an array of numbers, got {type(x).__name__}") from None
     if ndim is not None and arr.ndim != ndim:
         raise error(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         raise error(f"{name} contains NaN or infinite entries")
+    if np.isnan(arr).any():
+        raise error(f"{name} contains NaN")
     return arr
 
 
@@ -254,3 +256,33 @@ def check_path(path: object, name: str = "path") -> str | os.PathLike[str]:
     if isinstance(path, bytes) or not isinstance(path, str | os.PathLike) or not str(path):
         raise ParameterError(f"{name} must be a file name (str or pathlib.Path), got {path!r}")
     return path
+
+
+def check_square_matrix(x: object, name: str, size: int | None = None, *,
+                        error: type[QuiltPrivError] = ParameterError) -> np.ndarray:
+    """Return ``x`` as a finite ``size x size`` float matrix (a number is a 1x1 matrix)."""
+    a = check_array(x, name, error=error)
+    if a.ndim == 0:
+        a = a.reshape(1, 1)
+    if (a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0
+            or (size is not None and a.shape[0] != size)):
+        want = "a square" if size is None else f"a {size}x{size}"
+        raise error(f"{name} must be {want} matrix (a number for 1x1), got shape {a.shape}")
+    return a
+
+
+def check_covariance(x: object, name: str, size: int | None = None, *,
+                     error: type[QuiltPrivError] = ParameterError,
+                     psd: bool = True) -> np.ndarray:
+    """Return ``x`` as a finite, symmetric (to rounding) and, with ``psd``, positive
+    semi-definite ``size x size`` matrix; the check's tolerances are relative to its largest
+    entry (1e-12 for symmetry, 1e-10 for the smallest eigenvalue)."""
+    a = check_square_matrix(x, name, size, error=error)
+    scale = max(1.0, float(np.abs(a).max()))
+    if not np.allclose(a, a.T, rtol=1e-10, atol=1e-12 * scale):
+        raise error(f"{name} is not symmetric")
+    if psd:
+        lam = float(np.linalg.eigvalsh((a + a.T) / 2).min())
+        if lam < -1e-10 * scale:
+            raise error(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
+    return a
