@@ -1,4 +1,17 @@
-"""Wasserstein distances between finitely supported distributions on the real line.
+"""Wasserstein distances: the one place quiltpriv computes them.
+
+* On the real line (this docstring): :func:`wasserstein_line`, :func:`wasserstein_inf_line`,
+  :func:`wasserstein_1_line`, :func:`quantile_coupling`, and the exact-rational
+  :func:`wasserstein_inf_exact` and one-sided :func:`quantile_shift` (the Wasserstein mechanism
+  [ZOC22, Alg. 4] and the distribution privacy mechanisms [CO23, Thm. 3.1] use them).
+* On a finite metric space [KM19, Sec. II-G]: :func:`wasserstein_inf` (exact bottleneck search
+  with rational max-flow), :func:`wasserstein_1` (the cost of an explicit coupling from a linear
+  programme, never below the true value), :func:`lifted_relation` [KM19, Def. 9] and
+  :func:`line_metric` (line costs rounded up).
+* From certified float bounds of two CDFs on ``0..n``: :func:`w_inf_bracket` (integers
+  ``lo <= W_inf <= hi``, for the count laws of :mod:`quiltpriv.queries.network_laws`).
+
+Every function here errs upwards: a distance is never reported below the exact one.
 
 On the line the optimal coupling for every W_p (p >= 1, and p = infinity) is the *quantile
 coupling*: pair the u-quantiles of the two laws for u uniform on (0, 1). Hence
@@ -61,6 +74,7 @@ __all__ = [
     "line_metric",
     "quantile_coupling",
     "quantile_shift",
+    "w_inf_bracket",
     "wasserstein_1",
     "wasserstein_1_line",
     "wasserstein_inf",
@@ -593,3 +607,84 @@ def wasserstein_1(cost: object, p: object, q: object) -> Transport:
     coupling = np.zeros((a.size, b.size))
     coupling[np.ix_(ia, ib)] = g
     return Transport(float(np.sum(g * sub)), coupling, "linear programme (HiGHS), repaired")
+
+# ---------------------------------------------------------------------------------------------
+# certified W_inf bracket of two laws on 0..n from bounds of their CDFs (the count laws of
+# quiltpriv.queries.network_laws, computed in float64 with proven error bounds)
+
+
+def _bound_array(x: object, name: str) -> np.ndarray:
+    """A non-empty 1-d float array without NaN (a CDF key bound may be infinite)."""
+    if isinstance(x, str | bytes):
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
+    arr = check_array(x, name, ndim=1, finite=False)
+    if arr.size == 0:
+        raise ParameterError(f"{name} must be a non-empty 1-d float array")
+    return arr
+
+
+def _check_bounds(b: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A (lower, upper) pair of :func:`cdf_bounds` arrays, else ParameterError."""
+    if not isinstance(b, tuple | list) or len(b) != 2:
+        raise ParameterError(f"{name} must be a (lower, upper) pair from cdf_bounds")
+    lo, hi = _bound_array(b[0], f"{name}[0]"), _bound_array(b[1], f"{name}[1]")
+    if lo.shape != hi.shape:
+        raise ParameterError(f"{name}: lower and upper bounds differ in length")
+    return lo, hi
+
+
+#: Each level of :func:`_max_shift` splits a block into this many.
+_SHIFT_SPLIT = 64
+
+
+def _max_shift(b: np.ndarray, a: np.ndarray, floor: int = 0) -> int:
+    """``max(floor, max_k (searchsorted(b, a[k]) - k))`` for non-decreasing ``a`` and ``b``.
+
+    Exact. ``m(k) = searchsorted(b, a[k])`` (the number of ``b`` entries below ``a[k]``) is
+    non-decreasing, so ``m(k) - k > d`` for some ``k`` if and only if ``b[k + d] < a[k]`` for
+    some ``k``: one vectorised comparison settles whether anything beats ``floor``. If
+    something does, blocks ``[s, e]`` of ``k`` are bounded by ``m(e) - s``; blocks that cannot
+    beat the best value seen are dropped and the others split, down to single entries.
+    """
+    n = a.size
+    if floor >= 0 and (floor >= n or not np.any(b[floor:] < a[:n - floor])):
+        return floor
+    size = 1
+    while size * _SHIFT_SPLIT < n:
+        size *= _SHIFT_SPLIT
+    starts = np.arange(0, n, size)
+    best = floor
+    while True:
+        best = max(best, int(np.max(np.searchsorted(b, a[starts], side="left") - starts)))
+        if size == 1:
+            return best
+        ends = np.minimum(starts + size - 1, n - 1)
+        starts = starts[np.searchsorted(b, a[ends], side="left") - starts > best]
+        if starts.size == 0:
+            return best
+        size //= _SHIFT_SPLIT
+        starts = (starts[:, None] + np.arange(0, size * _SHIFT_SPLIT, size)).ravel()
+        starts = starts[starts < n]
+
+
+def w_inf_bracket(p: tuple[np.ndarray, np.ndarray],
+                  q: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
+    """Integers ``lo <= W_inf(P, Q) <= hi`` from two laws'
+    :func:`quiltpriv.queries.law_bounds.cdf_bounds` over ``0..n``.
+
+    The upper bound takes every error in the unsafe direction: it is never below the exact
+    ``W_inf`` of the two laws (the docstring of :mod:`quiltpriv.queries.law_bounds`).
+    """
+    (lo_p, hi_p), (lo_q, hi_q) = _check_bounds(p, "p"), _check_bounds(q, "q")
+    if lo_p.shape != lo_q.shape:
+        raise ParameterError("the two laws must share the support 0..n")
+    upper, lower = 0, 0
+    for lo_a, hi_a, lo_b, hi_b in ((lo_p, hi_p, lo_q, hi_q), (lo_q, hi_q, lo_p, hi_p)):
+        # First m with lo_b(m) >= hi_a(k): F_b(m) >= F_a(k) is proven from there on.
+        upper = _max_shift(lo_b, hi_a, upper)
+        # Last m with hi_b(m) < lo_a(k) (one before the first m with hi_b(m) >= lo_a(k)):
+        # F_b(m) < F_a(k) is proven up to there, so W_inf >= that m - k + 1.
+        lower = _max_shift(hi_b, lo_a, lower)
+    if lower > upper:  # pragma: no cover - lo <= hi everywhere makes this impossible
+        raise AssertionError("inconsistent W_inf bracket")
+    return lower, upper

@@ -8,8 +8,9 @@ seconds at ``n = 1000``, hours at ``10^5``. This module computes them in float64
 per distinct ``pi_c`` and per secret, *with a proven bound on every error*, and turns them into
 quantities that are never on the unsafe side:
 
-* :func:`w_inf_bracket`: integers ``lo <= W_inf <= hi`` for the Wasserstein mechanism; the
-  mechanism uses ``hi`` (never below the exact ``W_inf``), and ``lo == hi`` proves it exact;
+* :func:`quiltpriv.distances.w_inf_bracket` (from :func:`cdf_bounds`): integers
+  ``lo <= W_inf <= hi`` for the Wasserstein mechanism; the mechanism uses ``hi`` (never below
+  the exact ``W_inf``), and ``lo == hi`` proves it exact;
 * :func:`laplace_log_density` and :func:`pair_loss_bounds`: a bracket of the worst-case privacy
   loss of ``F + Lap(s)`` for the auditor.
 
@@ -58,11 +59,11 @@ An absolute error ``e`` on ``log p`` is a relative error ``e^{|e|} - 1 ~ e`` on 
    running sum. It is strictly increasing in ``F`` and accurate at both ends (``~log F`` in the
    lower tail, ``~ -log S`` in the upper one), with error ``e_F + e_S``. ``key(n) = +inf``.
 
-From keys to ``W_inf`` (:func:`w_inf_bracket`). For laws on ``{0..n}``, ``W_inf(P, Q) <= d``
-if and only if ``F_P(k) <= F_Q(k + d)`` and ``F_Q(k) <= F_P(k + d)`` for every ``k`` (the
-quantile functions differ by at most ``d``). With ``lo(k) <= key(k) <= hi(k)`` (made monotone:
-a running maximum of the lower bounds and a running minimum, from the right, of the upper ones
-are still bounds of an increasing function):
+From keys to ``W_inf`` (:func:`quiltpriv.distances.w_inf_bracket`). For laws on ``{0..n}``,
+``W_inf(P, Q) <= d`` if and only if ``F_P(k) <= F_Q(k + d)`` and ``F_Q(k) <= F_P(k + d)`` for
+every ``k`` (the quantile functions differ by at most ``d``). With ``lo(k) <= key(k) <= hi(k)``
+(made monotone: a running maximum of the lower bounds and a running minimum, from the right, of
+the upper ones are still bounds of an increasing function):
 
 * ``hi_P(k) <= lo_Q(k + d)`` proves ``F_P(k) <= F_Q(k + d)``; the least ``d`` proven in both
   directions is an upper bound ``W_hi >= W_inf`` -- the errors are taken in the unsafe
@@ -88,6 +89,7 @@ from typing import Any
 
 import numpy as np
 
+from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.utils.validation import check_array, check_positive, check_scalar
 
@@ -104,7 +106,6 @@ __all__ = [
     "log_fraction",
     "mixture_log_pmf",
     "pair_loss_bounds",
-    "w_inf_bracket",
 ]
 
 #: Unit roundoff of float64 (round to nearest).
@@ -330,16 +331,6 @@ def _check_log_array(x: object, name: str) -> np.ndarray:
     return x
 
 
-def _check_bounds(b: object, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A (lower, upper) pair of :func:`cdf_bounds` arrays, else ParameterError."""
-    if not isinstance(b, tuple | list) or len(b) != 2:
-        raise ParameterError(f"{name} must be a (lower, upper) pair from cdf_bounds")
-    lo, hi = _check_log_array(b[0], f"{name}[0]"), _check_log_array(b[1], f"{name}[1]")
-    if lo.shape != hi.shape:
-        raise ParameterError(f"{name}: lower and upper bounds differ in length")
-    return lo, hi
-
-
 # -- running sums in log space ----------------------------------------------------------------
 
 
@@ -430,65 +421,10 @@ def _monotone_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarra
 
 
 def cdf_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarray]:
-    """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for :func:`w_inf_bracket`."""
+    """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for
+    :func:`quiltpriv.distances.w_inf_bracket`."""
     err = check_positive(err, "err", allow_zero=True)
     return _monotone_bounds(_check_log_array(key, "key"), err)
-
-
-#: Each level of :func:`_max_shift` splits a block into this many.
-_SHIFT_SPLIT = 64
-
-
-def _max_shift(b: np.ndarray, a: np.ndarray, floor: int = 0) -> int:
-    """``max(floor, max_k (searchsorted(b, a[k]) - k))`` for non-decreasing ``a`` and ``b``.
-
-    Exact. ``m(k) = searchsorted(b, a[k])`` (the number of ``b`` entries below ``a[k]``) is
-    non-decreasing, so ``m(k) - k > d`` for some ``k`` if and only if ``b[k + d] < a[k]`` for
-    some ``k``: one vectorised comparison settles whether anything beats ``floor``. If
-    something does, blocks ``[s, e]`` of ``k`` are bounded by ``m(e) - s``; blocks that cannot
-    beat the best value seen are dropped and the others split, down to single entries.
-    """
-    n = a.size
-    if floor >= 0 and (floor >= n or not np.any(b[floor:] < a[:n - floor])):
-        return floor
-    size = 1
-    while size * _SHIFT_SPLIT < n:
-        size *= _SHIFT_SPLIT
-    starts = np.arange(0, n, size)
-    best = floor
-    while True:
-        best = max(best, int(np.max(np.searchsorted(b, a[starts], side="left") - starts)))
-        if size == 1:
-            return best
-        ends = np.minimum(starts + size - 1, n - 1)
-        starts = starts[np.searchsorted(b, a[ends], side="left") - starts > best]
-        if starts.size == 0:
-            return best
-        size //= _SHIFT_SPLIT
-        starts = (starts[:, None] + np.arange(0, size * _SHIFT_SPLIT, size)).ravel()
-        starts = starts[starts < n]
-
-
-def w_inf_bracket(p: tuple[np.ndarray, np.ndarray],
-                  q: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
-    """Integers ``lo <= W_inf(P, Q) <= hi`` from two laws' :func:`cdf_bounds` over ``0..n``.
-
-    The upper bound takes every error in the unsafe direction: it is never below the exact
-    ``W_inf`` of the two laws (module docstring).
-    """
-    (lo_p, hi_p), (lo_q, hi_q) = _check_bounds(p, "p"), _check_bounds(q, "q")
-    if lo_p.shape != lo_q.shape:
-        raise ParameterError("the two laws must share the support 0..n")
-    upper, lower = 0, 0
-    for lo_a, hi_a, lo_b, hi_b in ((lo_p, hi_p, lo_q, hi_q), (lo_q, hi_q, lo_p, hi_p)):
-        # First m with lo_b(m) >= hi_a(k): F_b(m) >= F_a(k) is proven from there on.
-        upper = _max_shift(lo_b, hi_a, upper)
-        # Last m with hi_b(m) < lo_a(k) (one before the first m with hi_b(m) >= lo_a(k)):
-        # F_b(m) < F_a(k) is proven up to there, so W_inf >= that m - k + 1.
-        lower = _max_shift(hi_b, lo_a, lower)
-    if lower > upper:  # pragma: no cover - lo <= hi everywhere makes this impossible
-        raise AssertionError("inconsistent W_inf bracket")
-    return lower, upper
 
 
 # -- Laplace smoothing (the auditor) ---------------------------------------------------------
@@ -557,3 +493,12 @@ def identical(components_a: Iterable[tuple[Fraction, Fraction]],
         return out
 
     return canon(components_a) == canon(components_b)
+
+
+#: Moved to :mod:`quiltpriv.distances` with the other Wasserstein computations (the old name
+#: still works, with a DeprecationWarning).
+_MOVED = {"w_inf_bracket": "quiltpriv.distances"}
+
+
+def __getattr__(name: str) -> object:
+    return moved_attribute(__name__, _MOVED, name)

@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from quiltpriv.distances import w_inf_bracket
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, joint_marginal
 from quiltpriv.mechanisms.wasserstein import WassersteinResult, _scale, wasserstein_mechanism
@@ -82,7 +83,6 @@ from quiltpriv.queries.law_bounds import (
     cdf_bounds,
     cdf_key,
     mixture_log_pmf,
-    w_inf_bracket,
 )
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
