@@ -60,6 +60,7 @@ from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.utils.validation import (
     check_array,
     check_cost_matrix,
+    check_log_vector,
     check_probability_vector,
     check_relation_matrix,
     check_scalar,
@@ -613,21 +614,11 @@ def wasserstein_1(cost: object, p: object, q: object) -> Transport:
 # quiltpriv.queries.network_laws, computed in float64 with proven error bounds)
 
 
-def _bound_array(x: object, name: str) -> np.ndarray:
-    """A non-empty 1-d float array without NaN (a CDF key bound may be infinite)."""
-    if isinstance(x, str | bytes):
-        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
-    arr = check_array(x, name, ndim=1, finite=False)
-    if arr.size == 0:
-        raise ParameterError(f"{name} must be a non-empty 1-d float array")
-    return arr
-
-
 def _check_bounds(b: object, name: str) -> tuple[np.ndarray, np.ndarray]:
     """A (lower, upper) pair of :func:`cdf_bounds` arrays, else ParameterError."""
     if not isinstance(b, tuple | list) or len(b) != 2:
         raise ParameterError(f"{name} must be a (lower, upper) pair from cdf_bounds")
-    lo, hi = _bound_array(b[0], f"{name}[0]"), _bound_array(b[1], f"{name}[1]")
+    lo, hi = check_log_vector(b[0], f"{name}[0]"), check_log_vector(b[1], f"{name}[1]")
     if lo.shape != hi.shape:
         raise ParameterError(f"{name}: lower and upper bounds differ in length")
     return lo, hi

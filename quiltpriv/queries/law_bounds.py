@@ -91,7 +91,7 @@ import numpy as np
 
 from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QuiltPrivError
-from quiltpriv.utils.validation import check_array, check_positive, check_scalar
+from quiltpriv.utils.validation import check_log_vector, check_positive, check_scalar
 
 __all__ = [
     "LIBM_ULPS",
@@ -321,16 +321,6 @@ def _check_components(components: object) -> list[tuple[Fraction, Fraction]]:
     return out
 
 
-def _check_log_array(x: object, name: str) -> np.ndarray:
-    """A non-empty 1-d float array without NaN (infinities are meaningful here)."""
-    if isinstance(x, str | bytes):
-        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
-    x = check_array(x, name, ndim=1, finite=False)
-    if x.size == 0:
-        raise ParameterError(f"{name} must be a non-empty 1-d float array")
-    return x
-
-
 # -- running sums in log space ----------------------------------------------------------------
 
 
@@ -351,7 +341,7 @@ def log_decay_cumsum(y: np.ndarray, c: float = 0.0) -> tuple[np.ndarray, float]:
     float given; a caller whose ``c`` is a rounded value adds ``len(y) |c| U`` itself.
     Module docstring, 4.
     """
-    y = _check_log_array(y, "y")
+    y = check_log_vector(y, "y")
     c = float(check_scalar(c, "c", max_val=0.0))
     n = y.size
     if not c <= 0 or not math.isfinite(c):
@@ -391,7 +381,7 @@ def cdf_key(log_pmf: np.ndarray, err: float) -> tuple[np.ndarray, float]:
     ``F(k) = P(X <= k)``, ``S(k) = P(X > k)``; ``log_pmf`` is over ``0..n`` with error ``err``.
     Module docstring, 5.
     """
-    log_pmf, err = _check_log_array(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
+    log_pmf, err = check_log_vector(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
     log_f, e_f = log_decay_cumsum(log_pmf)
     log_g, e_g = log_decay_cumsum(log_pmf[::-1])
     log_s = np.empty_like(log_f)
@@ -424,7 +414,7 @@ def cdf_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarray]:
     """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for
     :func:`quiltpriv.distances.w_inf_bracket`."""
     err = check_positive(err, "err", allow_zero=True)
-    return _monotone_bounds(_check_log_array(key, "key"), err)
+    return _monotone_bounds(check_log_vector(key, "key"), err)
 
 
 # -- Laplace smoothing (the auditor) ---------------------------------------------------------
@@ -441,7 +431,7 @@ def laplace_log_density(log_pmf: np.ndarray, err: float,
     rescaled linear query), which moves each exponent ``|k - j| c`` by at most
     ``2 (n + 1) U |c|``.
     """
-    log_pmf, err = _check_log_array(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
+    log_pmf, err = check_log_vector(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
     scale = check_positive(scale, "scale")
     n = log_pmf.size - 1
     c = -1.0 / scale
@@ -463,7 +453,7 @@ def pair_loss_bounds(log_a: np.ndarray, err_a: float, log_b: np.ndarray,
     ``+inf`` (exact) when some ``k`` has ``a(k) > 0 = b(k)``; ``-inf`` when ``a`` is zero
     everywhere.
     """
-    log_a, log_b = _check_log_array(log_a, "log_a"), _check_log_array(log_b, "log_b")
+    log_a, log_b = check_log_vector(log_a, "log_a"), check_log_vector(log_b, "log_b")
     if log_a.shape != log_b.shape:
         raise ParameterError("the two laws must share the support 0..n")
     err_a = check_positive(err_a, "err_a", allow_zero=True)

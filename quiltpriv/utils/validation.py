@@ -286,3 +286,14 @@ def check_covariance(x: object, name: str, size: int | None = None, *,
         if lam < -1e-10 * scale:
             raise error(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
     return a
+
+
+def check_log_vector(x: object, name: str) -> np.ndarray:
+    """Return ``x`` as a non-empty 1-d float array without NaN; infinities are allowed (a
+    log-probability of ``-inf``, a CDF key of ``+inf``)."""
+    if isinstance(x, str | bytes):
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
+    arr = check_array(x, name, ndim=1, finite=False)
+    if arr.size == 0:
+        raise ParameterError(f"{name} must be a non-empty 1-d float array")
+    return arr
