@@ -136,3 +136,23 @@ def forward_attribute(package: str, submodules: frozenset[str], name: str) -> ob
         raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
     _warn(f"{old}.{name}", f"{new}.{name}")
     return value
+
+
+def moved_attribute(module: str, moved: dict[str, str], name: str) -> object:
+    """A public name that moved out of ``module`` (for its ``__getattr__``), with a warning.
+
+    Parameters
+    ----------
+    module : str
+        The module that used to define it (``"quiltpriv.distribution.tupling"``).
+    moved : dict of str to str
+        Moved name -> the module that defines it now.
+    name : str
+        The attribute asked for.
+    """
+    if name not in moved:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    _FORWARDING_FILES.add(sys.modules[module].__file__ or "")
+    new = moved[name]
+    _warn(f"{module.partition('.')[2]}.{name}", f"{new.partition('.')[2]}.{name}")
+    return getattr(importlib.import_module(new), name)

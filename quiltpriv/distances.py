@@ -1,4 +1,17 @@
-"""Wasserstein distances between finitely supported distributions on the real line.
+"""Wasserstein distances: the one place quiltpriv computes them.
+
+* On the real line (this docstring): :func:`wasserstein_line`, :func:`wasserstein_inf_line`,
+  :func:`wasserstein_1_line`, :func:`quantile_coupling`, and the exact-rational
+  :func:`wasserstein_inf_exact` and one-sided :func:`quantile_shift` (the Wasserstein mechanism
+  [ZOC22, Alg. 4] and the distribution privacy mechanisms [CO23, Thm. 3.1] use them).
+* On a finite metric space [KM19, Sec. II-G]: :func:`wasserstein_inf` (exact bottleneck search
+  with rational max-flow), :func:`wasserstein_1` (the cost of an explicit coupling from a linear
+  programme, never below the true value), :func:`lifted_relation` [KM19, Def. 9] and
+  :func:`line_metric` (line costs rounded up).
+* From certified float bounds of two CDFs on ``0..n``: :func:`w_inf_bracket` (integers
+  ``lo <= W_inf <= hi``, for the count laws of :mod:`quiltpriv.queries.network_laws`).
+
+Every function here errs upwards: a distance is never reported below the exact one.
 
 On the line the optimal coupling for every W_p (p >= 1, and p = infinity) is the *quantile
 coupling*: pair the u-quantiles of the two laws for u uniform on (0, 1). Hence
@@ -41,14 +54,32 @@ from fractions import Fraction
 from numbers import Rational, Real
 
 import numpy as np
+from scipy.optimize import linprog
 
-from quiltpriv.errors import ParameterError
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.utils.validation import (
+    check_array,
+    check_cost_matrix,
+    check_log_vector,
+    check_probability_vector,
+    check_relation_matrix,
+    check_scalar,
+)
 
 __all__ = [
     "CouplingPiece",
+    "LiftedRelation",
+    "Transport",
     "WassersteinLineResult",
+    "lifted_relation",
+    "line_metric",
     "quantile_coupling",
+    "quantile_shift",
+    "w_inf_bracket",
+    "wasserstein_1",
     "wasserstein_1_line",
+    "wasserstein_inf",
+    "wasserstein_inf_exact",
     "wasserstein_inf_line",
     "wasserstein_line",
 ]
@@ -234,6 +265,21 @@ def quantile_coupling(
     return _coupling(xs_, p_, ys_, q_)
 
 
+def wasserstein_inf_exact(xs: object, p: object, ys: object, q: object) -> Fraction:
+    """W_inf of two finitely supported laws on the line as an exact Fraction (not rounded).
+
+    For callers that keep computing exactly (a Laplace scale W / eps rounded once at the end).
+    Inputs as for :func:`wasserstein_line`.
+    """
+    return max(pc.gap for pc in quantile_coupling(xs, p, ys, q))
+
+
+def quantile_shift(xs: object, p: object, ys: object, q: object) -> Fraction:
+    """ess sup_u (F^{-1}(u) - G^{-1}(u)), exactly: how far the first law's quantiles exceed the
+    second's (one side of W_inf; negative when the first law lies wholly below the second)."""
+    return max(pc.x - pc.y for pc in quantile_coupling(xs, p, ys, q))
+
+
 def wasserstein_line(
     xs: object, p: object, ys: object, q: object, *, tolerance: float = 0.0
 ) -> WassersteinLineResult:
@@ -299,12 +345,8 @@ def wasserstein_line(
 
 
 def _check_tolerance(tolerance: object) -> float:
-    if isinstance(tolerance, bool) or not isinstance(tolerance, Real | np.number):
-        raise ParameterError(f"tolerance must be a number in [0, 1), got {tolerance!r}")
-    t = float(tolerance)
-    if not (0.0 <= t < 1.0):
-        raise ParameterError(f"tolerance must be in [0, 1), got {t}")
-    return t
+    return float(check_scalar(tolerance, "tolerance", min_val=0.0, max_val=1.0,
+                              include_boundaries="left"))
 
 
 def wasserstein_inf_line(xs: object, p: object, ys: object, q: object) -> float:
@@ -350,3 +392,290 @@ def wasserstein_1_line(xs: object, p: object, ys: object, q: object) -> float:
     sliver issue here.
     """
     return wasserstein_line(xs, p, ys, q).w_1
+
+
+# ---------------------------------------------------------------------------------------------
+# distances on a finite metric space
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A Wasserstein distance with a coupling that attains it.
+
+    Attributes
+    ----------
+    distance : float
+        W_inf: exact (one of the given costs). W_1: the cost of ``coupling``, an explicit
+        coupling of the two laws, hence never below the true W_1 and within the LP solver's
+        tolerance of it.
+    coupling : numpy.ndarray
+        |p| x |q| matrix with marginals p and q (W_inf: supported where cost <= distance).
+    method : str
+        How it was computed.
+    """
+
+    distance: float
+    coupling: np.ndarray
+    method: str
+
+
+@dataclass(frozen=True)
+class LiftedRelation:
+    """Whether (p, q) is in the lifted relation Phi# [KM19, Def. 9], with a witness coupling."""
+
+    holds: bool
+    coupling: np.ndarray | None
+
+
+def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
+    """The cost matrix |x_i - y_j| on the real line, each entry rounded *up* to a float.
+
+    A plain float subtraction can round a distance down by one unit in the last place, which
+    would let :func:`wasserstein_inf` report a value below the exact one; the error-free
+    transformation TwoSum detects those entries and moves them up one ulp.
+    """
+    x = check_array(xs, "xs").ravel()
+    y = x if ys is None else check_array(ys, "ys").ravel()
+    a, b = x[:, None], -y[None, :]
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)  # exact: x - y = s + err (Knuth's TwoSum)
+    d = np.abs(s)
+    low = np.where(s != 0, np.sign(err) == np.sign(s), err != 0) & (err != 0)
+    d[low] = np.nextafter(d[low], np.inf)
+    return d
+
+
+def _exact_law(p: np.ndarray) -> list[Fraction]:
+    """The exact binary values of p, normalised exactly to sum one."""
+    fr = [Fraction(float(x)) for x in p]
+    total = sum(fr, Fraction(0))
+    return [x / total for x in fr]
+
+
+def _transport_feasible(p: list[Fraction], q: list[Fraction], allowed: np.ndarray
+                        ) -> list[list[Fraction]] | None:
+    """A coupling of p and q supported on ``allowed``, or None; exact max-flow (Edmonds-Karp).
+
+    Rational arithmetic decides ties exactly: a float max-flow could report 1 - 1e-16 and so
+    over- or under-state the support a coupling needs.
+    """
+    n, m = len(p), len(q)
+    adj = [np.flatnonzero(allowed[i]).tolist() for i in range(n)]
+    flow = [[Fraction(0)] * m for _ in range(n)]
+    sup, dem = list(p), list(q)
+    for i in range(n):  # greedy start: most mass moves without augmenting paths
+        for j in adj[i]:
+            if sup[i] == 0:
+                break
+            t = min(sup[i], dem[j])
+            if t > 0:
+                flow[i][j] += t
+                sup[i] -= t
+                dem[j] -= t
+    while any(s > 0 for s in sup):
+        parent_x: dict[int, int | None] = {i: None for i in range(n) if sup[i] > 0}
+        parent_y: dict[int, int] = {}
+        queue, found = list(parent_x), None
+        while queue and found is None:
+            i = queue.pop(0)
+            for j in adj[i]:
+                if j in parent_y:
+                    continue
+                parent_y[j] = i
+                if dem[j] > 0:
+                    found = j
+                    break
+                for i2 in range(n):  # residual back edges j -> i2 carry existing flow
+                    if i2 not in parent_x and flow[i2][j] > 0:
+                        parent_x[i2] = j
+                        queue.append(i2)
+        if found is None:
+            return None
+        # walk back: found <- i <- j' <- i' ... to a source-adjacent i
+        path, j = [], found
+        while True:
+            i = parent_y[j]
+            path.append((i, j))
+            back = parent_x[i]
+            if back is None:
+                break
+            path.append((i, -1 - back))  # backward edge (i, back)
+            j = back
+        start = path[-1][0]
+        t = min(sup[start], dem[found])
+        for i, j in path:
+            if j < 0:
+                t = min(t, flow[i][-1 - j])
+        for i, j in path:
+            if j < 0:
+                flow[i][-1 - j] -= t
+            else:
+                flow[i][j] += t
+        sup[start] -= t
+        dem[found] -= t
+    return flow
+
+
+def _support_law(p: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    a = check_probability_vector(p, name)
+    idx = np.flatnonzero(a > 0)
+    return a, idx
+
+
+def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
+    """W_inf,d(p, q) = min over couplings of the largest d(x, y) on the coupling's support.
+
+    [KM19, Sec. II-G]. ``cost[i, j]`` = d(x_i, y_j) on a finite metric space (p lives on the x's, q
+    on the y's). Exact: binary search over the distinct costs, each threshold decided by a
+    rational max-flow (the probabilities are taken at their exact binary values, renormalised
+    exactly). The result is one of the given costs, so it is exact *for those costs*; build
+    costs on the line with :func:`line_metric`, which rounds them up.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    c = check_cost_matrix(cost, a.size, b.size)
+    sub = c[np.ix_(ia, ib)]
+    pa, qb = _exact_law(a[ia]), _exact_law(b[ib])
+    # every x must reach some y and vice versa: a lower bound that prunes the search
+    floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
+    levels = np.unique(sub[sub >= floor])
+    lo, hi = 0, levels.size - 1
+    best = _transport_feasible(pa, qb, sub <= levels[hi])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        flow = _transport_feasible(pa, qb, sub <= levels[mid])
+        if flow is None:
+            lo = mid + 1
+        else:
+            hi, best = mid, flow
+    coupling = np.zeros((a.size, b.size))
+    assert best is not None  # the largest level allows every pair
+    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in best])
+    return Transport(float(levels[lo]), coupling, "exact bottleneck search (rational max-flow)")
+
+
+def lifted_relation(relation: object, p: object, q: object) -> LiftedRelation:
+    """Is (p, q) in the lifted relation Phi# [KM19, Def. 9]?
+
+    True iff some coupling of p and q puts all its mass on pairs (x, y) with relation[x, y];
+    decided exactly by a rational max-flow. The witness coupling is returned when it holds.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    r = check_relation_matrix(relation, a.size, b.size)
+    flow = _transport_feasible(_exact_law(a[ia]), _exact_law(b[ib]), r[np.ix_(ia, ib)])
+    if flow is None:
+        return LiftedRelation(False, None)
+    coupling = np.zeros((a.size, b.size))
+    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in flow])
+    return LiftedRelation(True, coupling)
+
+
+def wasserstein_1(cost: object, p: object, q: object) -> Transport:
+    """W_1,d(p, q) = min over couplings of the expected d(x, y) [KM19, Sec. II-G], by LP.
+
+    The LP (scipy HiGHS) coupling is repaired into an exact coupling of p and q (negative
+    entries clipped, over-full rows/columns scaled down, the leftover mass coupled
+    independently) and its cost is returned: a feasible coupling never costs less than W_1, so
+    the value errs upwards, by at most the solver tolerance times the largest cost.
+    """
+    a, ia = _support_law(p, "p")
+    b, ib = _support_law(q, "q")
+    c = check_cost_matrix(cost, a.size, b.size)
+    pa, qb = a[ia] / a[ia].sum(), b[ib] / b[ib].sum()
+    sub = c[np.ix_(ia, ib)]
+    n, m = sub.shape
+    a_eq = np.zeros((n + m, n * m))
+    for i in range(n):
+        a_eq[i, i * m:(i + 1) * m] = 1.0
+    for j in range(m):
+        a_eq[n + j, j::m] = 1.0
+    res = linprog(sub.ravel(), A_eq=a_eq, b_eq=np.concatenate([pa, qb]), bounds=(0, None),
+                  method="highs")
+    if res.status != 0:  # pragma: no cover - the transport LP is always feasible and bounded
+        raise QueryError(f"the transport linear programme failed: {res.message}")
+    g = np.clip(res.x.reshape(n, m), 0.0, None)
+    rows = g.sum(axis=1)
+    over = rows > pa
+    g[over] *= (pa[over] / rows[over])[:, None]
+    cols = g.sum(axis=0)
+    over = cols > qb
+    g[:, over] *= qb[over] / cols[over]
+    ra, rb = np.clip(pa - g.sum(axis=1), 0, None), np.clip(qb - g.sum(axis=0), 0, None)
+    if ra.sum() > 0 and rb.sum() > 0:
+        g += np.outer(ra, rb) / ra.sum()
+    coupling = np.zeros((a.size, b.size))
+    coupling[np.ix_(ia, ib)] = g
+    return Transport(float(np.sum(g * sub)), coupling, "linear programme (HiGHS), repaired")
+
+# ---------------------------------------------------------------------------------------------
+# certified W_inf bracket of two laws on 0..n from bounds of their CDFs (the count laws of
+# quiltpriv.queries.network_laws, computed in float64 with proven error bounds)
+
+
+def _check_bounds(b: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A (lower, upper) pair of :func:`cdf_bounds` arrays, else ParameterError."""
+    if not isinstance(b, tuple | list) or len(b) != 2:
+        raise ParameterError(f"{name} must be a (lower, upper) pair from cdf_bounds")
+    lo, hi = check_log_vector(b[0], f"{name}[0]"), check_log_vector(b[1], f"{name}[1]")
+    if lo.shape != hi.shape:
+        raise ParameterError(f"{name}: lower and upper bounds differ in length")
+    return lo, hi
+
+
+#: Each level of :func:`_max_shift` splits a block into this many.
+_SHIFT_SPLIT = 64
+
+
+def _max_shift(b: np.ndarray, a: np.ndarray, floor: int = 0) -> int:
+    """``max(floor, max_k (searchsorted(b, a[k]) - k))`` for non-decreasing ``a`` and ``b``.
+
+    Exact. ``m(k) = searchsorted(b, a[k])`` (the number of ``b`` entries below ``a[k]``) is
+    non-decreasing, so ``m(k) - k > d`` for some ``k`` if and only if ``b[k + d] < a[k]`` for
+    some ``k``: one vectorised comparison settles whether anything beats ``floor``. If
+    something does, blocks ``[s, e]`` of ``k`` are bounded by ``m(e) - s``; blocks that cannot
+    beat the best value seen are dropped and the others split, down to single entries.
+    """
+    n = a.size
+    if floor >= 0 and (floor >= n or not np.any(b[floor:] < a[:n - floor])):
+        return floor
+    size = 1
+    while size * _SHIFT_SPLIT < n:
+        size *= _SHIFT_SPLIT
+    starts = np.arange(0, n, size)
+    best = floor
+    while True:
+        best = max(best, int(np.max(np.searchsorted(b, a[starts], side="left") - starts)))
+        if size == 1:
+            return best
+        ends = np.minimum(starts + size - 1, n - 1)
+        starts = starts[np.searchsorted(b, a[ends], side="left") - starts > best]
+        if starts.size == 0:
+            return best
+        size //= _SHIFT_SPLIT
+        starts = (starts[:, None] + np.arange(0, size * _SHIFT_SPLIT, size)).ravel()
+        starts = starts[starts < n]
+
+
+def w_inf_bracket(p: tuple[np.ndarray, np.ndarray],
+                  q: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
+    """Integers ``lo <= W_inf(P, Q) <= hi`` from two laws'
+    :func:`quiltpriv.queries.law_bounds.cdf_bounds` over ``0..n``.
+
+    The upper bound takes every error in the unsafe direction: it is never below the exact
+    ``W_inf`` of the two laws (the docstring of :mod:`quiltpriv.queries.law_bounds`).
+    """
+    (lo_p, hi_p), (lo_q, hi_q) = _check_bounds(p, "p"), _check_bounds(q, "q")
+    if lo_p.shape != lo_q.shape:
+        raise ParameterError("the two laws must share the support 0..n")
+    upper, lower = 0, 0
+    for lo_a, hi_a, lo_b, hi_b in ((lo_p, hi_p, lo_q, hi_q), (lo_q, hi_q, lo_p, hi_p)):
+        # First m with lo_b(m) >= hi_a(k): F_b(m) >= F_a(k) is proven from there on.
+        upper = _max_shift(lo_b, hi_a, upper)
+        # Last m with hi_b(m) < lo_a(k) (one before the first m with hi_b(m) >= lo_a(k)):
+        # F_b(m) < F_a(k) is proven up to there, so W_inf >= that m - k + 1.
+        lower = _max_shift(hi_b, lo_a, lower)
+    if lower > upper:  # pragma: no cover - lo <= hi everywhere makes this impossible
+        raise AssertionError("inconsistent W_inf bracket")
+    return lower, upper

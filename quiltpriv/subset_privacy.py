@@ -120,6 +120,9 @@ class SubsetPrivacyAccountant:
     """
 
     def __init__(self, variables: Sequence[str]) -> None:
+        if isinstance(variables, str) or not isinstance(variables, Iterable):
+            raise ParameterError(f"variables must be a list of dataset variable names, got "
+                                 f"{type(variables).__name__}")
         names = [str(v) for v in variables]
         if not names:
             raise ParameterError("give at least one dataset variable")

@@ -186,3 +186,86 @@ def test_bad_tolerance():
         wasserstein_line([0], [1], [0], [1], tolerance=1.0)
     with pytest.raises(ParameterError, match="tolerance"):
         wasserstein_line([0], [1], [0], [1], tolerance=-0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the one toolbox against slow, obviously correct CDF references (exact rationals)
+
+
+def _cdf(xs, p, t):
+    return sum((m for x, m in zip(xs, p, strict=True) if x <= t), Fraction(0))
+
+
+def _ref_shift(xs, p, ys, q):
+    """Least d with F_P(t + d) >= F_Q(t) for every t: sup_u F_P^-1(u) - F_Q^-1(u)."""
+    pts = sorted(set(xs) | set(ys))
+    cands = sorted({x - y for x in xs for y in ys})
+    for d in cands:  # the quantity is one of the differences of support points
+        if all(_cdf(xs, p, t + d) >= _cdf(ys, q, t) for t in pts):
+            return d
+    raise AssertionError("no candidate works")
+
+
+def _ref_w1(xs, p, ys, q):
+    """int |F_P(t) - F_Q(t)| dt, summed exactly between consecutive support points."""
+    pts = sorted(set(xs) | set(ys))
+    steps = zip(pts, pts[1:], strict=False)
+    return sum((abs(_cdf(xs, p, a) - _cdf(ys, q, a)) * (b - a) for a, b in steps), Fraction(0))
+
+
+def _random_law(rng, size, total=16):
+    """Quarter-integer points, dyadic masses (k/16): exact as floats, so float and rational
+    inputs are the same law and ties are real ties."""
+    pts = [Fraction(int(v), 4) for v in rng.integers(-12, 13, size)]
+    cuts = np.sort(rng.integers(0, total + 1, size - 1))
+    w = np.diff(np.concatenate([[0], cuts, [total]]))  # a random composition of total
+    return pts, [Fraction(int(v), total) for v in w]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_toolbox_against_cdf_references(seed):
+    from quiltpriv.distances import (
+        lifted_relation,
+        line_metric,
+        quantile_shift,
+        wasserstein_1,
+        wasserstein_inf,
+        wasserstein_inf_exact,
+    )
+
+    rng = np.random.default_rng(seed)
+    xs, p = _random_law(rng, int(rng.integers(1, 6)))
+    ys, q = _random_law(rng, int(rng.integers(1, 6)))
+    up, down = _ref_shift(xs, p, ys, q), _ref_shift(ys, q, xs, p)
+    assert quantile_shift(xs, p, ys, q) == up
+    assert quantile_shift(ys, q, xs, p) == down
+    w_inf = max(up, down)
+    assert wasserstein_inf_exact(xs, p, ys, q) == w_inf
+    res = wasserstein_line(xs, p, ys, q)
+    assert Fraction(res.w_inf) == w_inf  # quarters: exact as floats
+    assert Fraction(res.w_1) >= _ref_w1(xs, p, ys, q)
+    assert Fraction(math.nextafter(res.w_1, -math.inf)) < _ref_w1(xs, p, ys, q)
+    # the finite-metric versions (max-flow, LP) on the line metric agree with the line ones
+    fx, fy = [float(x) for x in xs], [float(y) for y in ys]
+    pf, qf = [float(m) for m in p], [float(m) for m in q]
+    cost = line_metric(fx, fy)
+    assert wasserstein_inf(cost, pf, qf).distance == float(w_inf)
+    w1 = wasserstein_1(cost, pf, qf).distance
+    assert w1 >= float(_ref_w1(xs, p, ys, q)) - 1e-12 and w1 == pytest.approx(
+        float(_ref_w1(xs, p, ys, q)), abs=1e-7)
+    # a coupling within W_inf exists, none within anything smaller
+    assert lifted_relation(cost <= float(w_inf), pf, qf).holds
+    if w_inf > 0:
+        assert not lifted_relation(cost < float(w_inf), pf, qf).holds
+
+
+def test_moved_distances_still_import_with_a_warning():
+    import quiltpriv.distances as dist
+    from quiltpriv.distribution import local_distribution_privacy as ldp
+
+    for name in ("wasserstein_inf", "wasserstein_1", "lifted_relation", "line_metric",
+                 "Transport", "LiftedRelation"):
+        with pytest.warns(DeprecationWarning, match=f"distances.{name}"):
+            assert getattr(ldp, name) is getattr(dist, name)
+    with pytest.raises(AttributeError):
+        ldp.no_such_name  # noqa: B018

@@ -17,7 +17,7 @@ import pytest
 
 import quiltpriv.queries.law_bounds as lb
 from quiltpriv.audit.exact import audit
-from quiltpriv.distances import quantile_coupling
+from quiltpriv.distances import quantile_coupling, w_inf_bracket
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.mechanisms.compare import compare
 from quiltpriv.model.loading import load_model
@@ -33,7 +33,6 @@ from quiltpriv.queries.law_bounds import (
     log_decay_cumsum,
     log_fraction,
     mixture_log_pmf,
-    w_inf_bracket,
 )
 from quiltpriv.queries.network_laws import count_laws, count_mixtures, network_wasserstein
 from quiltpriv.queries.query import CountQuery, LinearQuery

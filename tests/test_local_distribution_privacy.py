@@ -8,7 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from quiltpriv.distances import wasserstein_1_line, wasserstein_inf_line
+from quiltpriv.distances import (
+    lifted_relation,
+    line_metric,
+    wasserstein_1,
+    wasserstein_1_line,
+    wasserstein_inf,
+    wasserstein_inf_line,
+)
 from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
     distp_epsilon,
@@ -18,15 +25,11 @@ from quiltpriv.distribution.local_distribution_privacy import (
     laplace_max_divergence,
     laplace_scale_for_distp,
     lift,
-    lifted_relation,
-    line_metric,
     pdistp_epsilon,
     point_privacy_epsilon,
     probabilistic_epsilon,
     randomised_response_matrix,
     sample_mechanism,
-    wasserstein_1,
-    wasserstein_inf,
     xdistp_epsilon,
 )
 from quiltpriv.errors import ParameterError, QueryError

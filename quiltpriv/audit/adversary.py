@@ -35,7 +35,7 @@ from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_positive, check_probability_vector
+from quiltpriv.utils.validation import check_array, check_positive, check_probability_vector
 
 _LN2 = math.log(2.0)
 
@@ -83,11 +83,9 @@ class Scorecard(JSONResult):
 
 
 def _check_matrix(a: object, name: str) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
+    arr = check_array(a, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ParameterError(f"{name} must be a non-empty 2-d array (secret values x outputs)")
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(f"{name} contains NaN or infinite entries")
     if np.any(arr < 0):
         raise ParameterError(f"{name} has negative entries")
     return arr
@@ -224,12 +222,10 @@ def score_gaussian(prior: object, means: object, sds: object) -> Scorecard:
     bounded rigorously and added to ``mi_error``.
     """
     pi = check_probability_vector(prior, "prior")
-    m = np.asarray(means, dtype=float)
-    s = np.asarray(sds, dtype=float)
+    m = check_array(means, "means")
+    s = check_array(sds, "sds")
     if m.shape != pi.shape or s.shape != pi.shape:
         raise ParameterError("prior, means and sds must be 1-d arrays of the same length")
-    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(s))):
-        raise ParameterError("means and sds must be finite")
     if np.any(s <= 0):
         raise ParameterError("sds must be > 0")
     log_pi = np.log(np.where(pi > 0, pi, 1.0))
@@ -316,10 +312,10 @@ def score_laplace_noised(prior: object, laws: object, scale: object,
     if support is None:
         z = np.arange(m, dtype=float)
     else:
-        z = np.asarray(support, dtype=float)
+        z = check_array(support, "support")
         if z.shape != (m,):
             raise ParameterError(f"support must have {m} points, one per column of laws")
-        if not np.all(np.isfinite(z)) or np.any(np.diff(z) <= 0):
+        if np.any(np.diff(z) <= 0):
             raise ParameterError("support must be finite and strictly increasing")
     w = pi[:, None] * lw  # joint weights P(Y = y, Z = z_k)
     k_sec = pi.size

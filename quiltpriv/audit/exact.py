@@ -107,6 +107,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE
+from quiltpriv.mechanisms.apmqm import Plan
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import (
     Budget,
@@ -132,7 +133,12 @@ from quiltpriv.queries.network_laws import (
     undeclared_domain_error,
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query
-from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
+from quiltpriv.utils.validation import (
+    check_epsilon,
+    check_instance,
+    check_positive,
+    check_records,
+)
 
 __all__ = ["AUDIT_TOLERANCE", "AuditResult", "audit", "audit_plan", "query_laws"]
 
@@ -700,5 +706,6 @@ def audit_plan(model: Any, query: Query, plan: Any, *, records: int | None = Non
                tolerance: float = AUDIT_TOLERANCE) -> AuditResult:
     """Audit an APMQM :class:`~quiltpriv.mechanisms.apmqm.Plan`: its scale, eps and sensitive
     set."""
+    check_instance(plan, Plan, "plan")
     return audit(model, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
                  records=records, tolerance=tolerance)

@@ -13,7 +13,8 @@ Exact formulas
 --------------
 * Equal covariances ``S`` (the case Theorem 1 is about): the privacy loss is one-dimensional
   along the whitened mean shift, so with the Mahalanobis distance ``D = ||S^{-1/2}(m_a - m_b)||``
-  the smallest delta is (Balle and Wang 2018, Theorem 8; :func:`gaussian_delta`)
+  the smallest delta is ([BW18, Thm. 8]; :func:`gaussian_delta`, from
+  :mod:`quiltpriv.mechanisms.calibration`)
 
       delta = Phi(D/2 - eps/D) - e^eps Phi(-D/2 - eps/D),
 
@@ -47,8 +48,10 @@ from quiltpriv.mechanisms.apgm import (
     GaussianRecordModel,
     query_weights,
 )
+from quiltpriv.mechanisms.calibration import gaussian_delta
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
@@ -69,7 +72,7 @@ __all__ = [
 
 #: A release passes when its audited delta is at most ``delta + GAUSSIAN_AUDIT_TOLERANCE``.
 #: The audited delta is a closed form in ``log_ndtr``/``ndtr`` (absolute error ~1e-16 per
-#: term) and the planner rounds sensitivities up by 1e-12 relative, so 1e-9 separates
+#: term) and the calibration adds ~1e-9 relative to sigma (its safety rule), so 1e-9 separates
 #: rounding from a real violation.
 GAUSSIAN_AUDIT_TOLERANCE = 1e-9
 
@@ -79,42 +82,6 @@ GaussianLaws = Mapping[Hashable, Sequence[Mapping[Hashable, tuple[object, object
 
 # ---------------------------------------------------------------------------------------------
 # Exact hockey-stick divergences of Gaussians
-
-
-def gaussian_delta(epsilon: float, mean_shift: float, sigma: float) -> float:
-    """Smallest delta making N(m1, sigma^2) and N(m2, sigma^2) (eps, delta)-indistinguishable.
-
-    With ``D = |m1 - m2|`` (Balle and Wang 2018, Theorem 8)::
-
-        delta = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)
-
-    the same in both directions; 0 when ``D = 0``, 1 when ``sigma = 0 < D``. Evaluated as
-    ``Phi(x) (1 - exp(eps + log Phi(y) - log Phi(x)))`` with ``log_ndtr`` and ``expm1`` so it
-    keeps relative accuracy when delta is tiny.
-
-    Parameters
-    ----------
-    epsilon
-        eps >= 0.
-    mean_shift
-        D >= 0.
-    sigma
-        The common standard deviation, >= 0.
-    """
-    eps = check_positive(epsilon, "epsilon", allow_zero=True)
-    d = check_positive(mean_shift, "mean_shift", allow_zero=True)
-    s = check_positive(sigma, "sigma", allow_zero=True)
-    if d == 0:
-        return 0.0
-    if s == 0:
-        return 1.0
-    a = d / (2.0 * s)
-    b = eps * s / d
-    l1 = float(special.log_ndtr(a - b))
-    l2 = eps + float(special.log_ndtr(-a - b))
-    if l2 >= l1:  # only by rounding: the divergence is non-negative
-        return 0.0
-    return float(math.exp(l1) * -math.expm1(l2 - l1))
 
 
 def _interval_mass(lo: float, hi: float, m: float, s: float) -> float:
@@ -237,17 +204,7 @@ class GaussianAuditResult(JSONResult):
 
 
 def _as_cov(x: object, k: int, what: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{what} must be a number or a {k}x{k} matrix") from None
-    if arr.ndim == 0:
-        arr = arr.reshape(1, 1)
-    if arr.shape != (k, k) or not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} must be a finite {k}x{k} matrix, got shape {arr.shape}")
-    if float(np.linalg.eigvalsh((arr + arr.T) / 2).min()) < -1e-10 * max(1.0, np.abs(arr).max()):
-        raise ModelError(f"{what} is not positive semi-definite")
-    return arr
+    return check_covariance(x, what, k, error=ModelError)
 
 
 def audit_gaussian_release(

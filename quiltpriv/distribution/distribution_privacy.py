@@ -36,8 +36,10 @@ paper's settings eps in {1, 5}, delta = 1e-3; it fails e.g. at eps = 20). ``"ana
 the largest r the exact profile allows (less noise, valid for every eps).
 Translation (ExpM(G), DirM(G)) is a mixture of such pairs and has the same calibration.
 
-Safety margins: sensitivities and required variances are inflated by a relative 1e-9 and the
-budget r is shrunk by the same amount, so floating-point rounding never reduces the noise.
+The budget comes from :mod:`quiltpriv.mechanisms.calibration`, shared with every Gaussian
+mechanism of the package (its safety rule shrinks r by a relative 2e-9 and meets delta with a
+relative 1e-9 to spare). Sensitivities and required variances are in addition inflated here by
+a relative 1e-9, so floating-point rounding never reduces the noise.
 """
 
 from __future__ import annotations
@@ -52,12 +54,17 @@ from scipy import integrate, special
 
 from quiltpriv.distances import wasserstein_line
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.mechanisms.calibration import SAFETY_RTOL, c_gaussian, gaussian_budget
+from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
+    check_array,
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
     check_records,
+    check_square_matrix,
     check_vector,
 )
 
@@ -88,8 +95,7 @@ __all__ = [
     "wasserstein_mechanism_1d",
 ]
 
-_SAFETY = 1e-9
-_CALIBRATIONS = ("classical", "analytic")
+_SAFETY = SAFETY_RTOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,18 +239,11 @@ class MechanismCheck(JSONResult):
 
 
 def _matrix(x: object, name: str, m: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a matrix of numbers") from None
+    a = check_array(x, name)
     if m == 1 and a.ndim < 2:
         a = a.reshape(1, 1)
-    if a.shape != (m, m):
-        raise ParameterError(f"{name} must be {m} x {m}, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ParameterError(f"{name} has NaN or infinite entries")
-    if not np.allclose(a, a.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(a).max()))):
-        raise ModelError(f"{name} is not symmetric")
+    a = check_square_matrix(a, name, m)
+    a = check_covariance(a, name, m, error=ModelError, psd=False)  # symmetric: a model error
     return 0.5 * (a + a.T)
 
 
@@ -323,58 +322,18 @@ def mean_difference_norm(means: Mapping[Hashable, object],
 # Gaussian calibration
 
 
-def c_gaussian(delta: float) -> float:
-    """c_G(delta) = sqrt(2 ln(1.25/delta)) (Dwork and Roth, Theorem A.1)."""
-    dl = check_delta(delta)
-    return math.sqrt(2.0 * math.log(1.25 / dl))
-
-
-def _profile_delta(r: float, eps: float) -> float:
-    """Exact delta(eps) of two Gaussians at Mahalanobis distance r (Balle and Wang, Thm 8)."""
-    if r == 0:
-        return 0.0
-    a, b = r / 2.0, eps / r
-    return float(special.ndtr(a - b) - math.exp(eps + special.log_ndtr(-a - b)))
-
-
 def mahalanobis_budget(epsilon: float, delta: float, calibration: str = "classical"
                        ) -> tuple[float, str]:
     """The largest Mahalanobis distance r between equal-covariance Gaussians that is allowed.
 
-    Returns (r, note). ``classical``: r = eps / c_G (the paper's constant), valid by Dwork and
-    Roth for eps < 1 and, for eps >= 1, only after the exact privacy profile confirms it (else
+    Returns (r, note), from :func:`quiltpriv.mechanisms.calibration.gaussian_budget`.
+    ``classical``: r = eps / c_G (the paper's constant), valid by Dwork and Roth for eps < 1
+    and, for eps >= 1, only after the exact privacy profile confirms it (else
     ParameterError). ``analytic``: the largest r with exact delta(eps) <= delta (bisection,
     returned from below).
     """
-    eps = check_epsilon(epsilon)
-    dl = check_delta(delta)
-    if calibration not in _CALIBRATIONS:
-        raise ParameterError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
-    if calibration == "classical":
-        r = eps / c_gaussian(dl) * (1 - _SAFETY)
-        if eps < 1:
-            return r, "classical calibration r = eps/c_G (Dwork-Roth Thm A.1, eps < 1)"
-        exact = _profile_delta(r, eps)
-        if not exact <= dl:
-            raise ParameterError(
-                f"the classical Gaussian calibration c_G = sqrt(2 ln(1.25/delta)) does not give "
-                f"({eps:g}, {dl:g}) at epsilon >= 1 (exact delta {exact:.3g}); "
-                f"use calibration='analytic'")
-        return r, (f"classical calibration r = eps/c_G; eps >= 1 so verified with the exact "
-                   f"Gaussian privacy profile (delta {exact:.3g} <= {dl:g})")
-    target = dl * (1 - _SAFETY)
-    lo, hi = 0.0, max(1.0, eps)
-    while _profile_delta(hi, eps) <= target:
-        lo, hi = hi, 2 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _profile_delta(mid, eps) <= target:
-            lo = mid
-        else:
-            hi = mid
-    return lo, "analytic calibration (Balle-Wang exact profile), r found by bisection from below"
+    budget = gaussian_budget(epsilon, delta, calibration)
+    return budget.ratio, budget.note
 
 
 def expected_l2_norm_gaussian(covariance: object) -> float:
@@ -384,8 +343,8 @@ def expected_l2_norm_gaussian(covariance: object) -> float:
     General: E sqrt(Q) = (1 / (2 sqrt(pi))) int_0^inf (1 - prod_k (1 + 2 t l_k)^(-1/2))
     t^(-3/2) dt over the eigenvalues l_k (Laplace-transform identity), by quadrature.
     """
-    c = np.asarray(covariance, dtype=float)
-    lam = np.clip(np.linalg.eigvalsh(c), 0, None)
+    c = check_covariance(covariance, "covariance")
+    lam = np.clip(np.linalg.eigvalsh((c + c.T) / 2), 0, None)
     lam = lam[lam > 0]
     if lam.size == 0:
         return 0.0
@@ -456,10 +415,7 @@ def closeness_1d(xs: Sequence[object], p: Sequence[object], ys: Sequence[object]
 
 
 def _check_probability(x: object, name: str = "delta") -> float:
-    v = check_positive(x, name, allow_zero=True)
-    if v >= 1:
-        raise ParameterError(f"{name} must be in [0, 1), got {v}")
-    return v
+    return check_delta(x, name, allow_zero=True)
 
 
 def approximate_wasserstein_mechanism_1d(
@@ -768,12 +724,9 @@ def eigm_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashabl
 
 
 def _matrix_any(x: object, name: str, m: int) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a matrix of numbers") from None
-    if a.shape != (m, m) or not np.all(np.isfinite(a)):
-        raise ParameterError(f"{name} must be a finite {m} x {m} matrix, got shape {a.shape}")
+    a = check_array(x, name)
+    if a.shape != (m, m):
+        raise ParameterError(f"{name} must be a finite {m}x{m} matrix, got shape {a.shape}")
     return a
 
 
@@ -857,31 +810,31 @@ def group_dp_gaussian(sensitivity_l2: float, n_records: int, dimension: int, eps
                       ) -> DistributionPrivacyResult:
     """GroupDP(G): F + N(0, sigma^2 I), sigma = c_G n Delta_2 / eps (group of all n records).
 
-    ``sensitivity_l2`` is the per-record L2 sensitivity of F. No assumption on Theta.
+    ``sensitivity_l2`` is the per-record L2 sensitivity of F. No assumption on Theta. The
+    noise is :func:`quiltpriv.mechanisms.group_dp.group_gaussian`'s (the one group-DP
+    baseline), applied to each of the ``dimension`` coordinates.
     """
-    n = check_records(n_records, "n_records")
     m = check_records(dimension, "dimension")
-    d = check_positive(sensitivity_l2, "sensitivity_l2") * n * (1 + _SAFETY)
-    eps = check_epsilon(epsilon)
-    dl = check_delta(delta)
-    r, note = mahalanobis_budget(eps, dl, calibration)
-    sigma = d / r
-    return DistributionPrivacyResult("GroupDP(G)", "gaussian", m, eps, dl,
-                                     covariance=sigma ** 2 * np.eye(m), sensitivity=d,
-                                     notes=(f"group sensitivity n Delta_2 = {d:g}, sigma = "
-                                            f"{sigma:g}", note))
+    res = group_gaussian(sensitivity_l2, n_records, epsilon, delta, calibration=calibration)
+    return DistributionPrivacyResult(
+        "GroupDP(G)", "gaussian", m, res.epsilon, res.delta,
+        covariance=res.scale ** 2 * np.eye(m), sensitivity=res.group_sensitivity,
+        notes=(f"group sensitivity n Delta_2 = {res.group_sensitivity:g}, sigma = "
+               f"{res.scale:g}", *res.notes[1:]))
 
 
 def group_dp_laplace(sensitivity_l1: float, n_records: int, dimension: int, epsilon: float
                      ) -> DistributionPrivacyResult:
-    """GroupDP(L): F + Lap(n Delta_1 / eps) per coordinate, (eps, 0) for any property."""
-    n = check_records(n_records, "n_records")
+    """GroupDP(L): F + Lap(n Delta_1 / eps) per coordinate, (eps, 0) for any property.
+
+    The scale is :func:`quiltpriv.mechanisms.group_dp.group_laplace`'s.
+    """
     m = check_records(dimension, "dimension")
-    d = check_positive(sensitivity_l1, "sensitivity_l1") * n * (1 + _SAFETY)
-    eps = check_epsilon(epsilon)
-    return DistributionPrivacyResult("GroupDP(L)", "laplace", m, eps, 0.0,
-                                     laplace_scale=d / eps, sensitivity=d,
-                                     notes=(f"group sensitivity n Delta_1 = {d:g}",))
+    res = group_laplace(sensitivity_l1, n_records, epsilon)
+    return DistributionPrivacyResult("GroupDP(L)", "laplace", m, res.epsilon, 0.0,
+                                     laplace_scale=res.scale, sensitivity=res.group_sensitivity,
+                                     notes=(f"group sensitivity n Delta_1 = "
+                                            f"{res.group_sensitivity:g}",))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,12 +13,10 @@ computes, exactly, the smallest parameters for which a given mechanism satisfies
 * :func:`f_distp_epsilon` -- f-divergence DistP (Definition 16) for KL, reverse KL, total
   variation, chi-square and (squared) Hellinger (Table I).
 
-Distances between input distributions on a finite metric space ([KM19, Sec. II-G]):
-:func:`wasserstein_inf` (exact bottleneck search with rational max-flow),
-:func:`wasserstein_1` (linear programme, reported as the cost of an explicit coupling, so never
-below the true value), and :func:`lifted_relation` (Definition 9: is there a coupling supported
-on Phi). On the real line the quantile-coupling versions in :mod:`quiltpriv.distances` are exact
-and faster; the two agree (tested).
+Distances between input distributions on a finite metric space [KM19, Sec. II-G] live in
+:mod:`quiltpriv.distances` with the other Wasserstein distances: ``wasserstein_inf``,
+``wasserstein_1``, ``lifted_relation``, ``line_metric`` and ``Transport`` (importing them from
+here still works, with a DeprecationWarning).
 
 Calibration: :func:`laplace_scale_for_distp` (scale W_inf / eps), :func:`laplace_max_divergence`
 (exact D_inf between two lifted Laplace laws on the line), :func:`randomised_response_matrix`
@@ -36,24 +34,30 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import linprog
 from scipy.special import logsumexp
 
+from quiltpriv import distances
+from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.mechanisms.calibration import laplace_scale
 from quiltpriv.mechanisms.noise import make_rng
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive, check_probability_vector
+from quiltpriv.utils.validation import (
+    check_cost_matrix,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_probability_vector,
+    check_relation_matrix,
+)
 
 __all__ = [
     "DistributionPrivacy",
     "F_DIVERGENCES",
     "LaplaceCalibration",
-    "LiftedRelation",
     "LocalRelease",
-    "Transport",
     "approximate_max_divergence",
     "distp_epsilon",
     "exponential_mechanism_matrix",
@@ -62,15 +66,11 @@ __all__ = [
     "laplace_max_divergence",
     "laplace_scale_for_distp",
     "lift",
-    "line_metric",
-    "lifted_relation",
     "pdistp_epsilon",
     "point_privacy_epsilon",
     "probabilistic_epsilon",
     "randomised_response_matrix",
     "sample_mechanism",
-    "wasserstein_1",
-    "wasserstein_inf",
     "xdistp_epsilon",
 ]
 
@@ -134,10 +134,7 @@ def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, 
 
 
 def _delta(delta: object) -> float:
-    d = check_positive(delta, "delta", allow_zero=True)
-    if d >= 1:
-        raise ParameterError(f"delta must be in [0, 1), got {d}")
-    return d
+    return check_delta(delta, allow_zero=True)
 
 
 def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
@@ -329,10 +326,10 @@ def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[obje
     """
     a = _mechanism(mechanism)
     d = _delta(delta)
-    cost = _cost(metric, a.shape[0], a.shape[0])
+    cost = check_cost_matrix(metric, a.shape[0], a.shape[0])
     vals, dists = [], []
     for l0, l1 in _pairs(pairs, a.shape[0], symmetric):
-        w = wasserstein_inf(cost, l0, l1).distance
+        w = distances.wasserstein_inf(cost, l0, l1).distance
         div = approximate_max_divergence(l0 @ a, l1 @ a, d)
         dists.append(w)
         if div == 0.0:
@@ -365,256 +362,14 @@ def point_privacy_epsilon(mechanism: object, adjacency: object | None = None,
     """
     a = _mechanism(mechanism)
     n = a.shape[0]
-    phi = np.ones((n, n), dtype=bool) if adjacency is None else _relation(adjacency, n, n)
+    phi = (np.ones((n, n), dtype=bool) if adjacency is None
+           else check_relation_matrix(adjacency, n, n, name="adjacency"))
     d = _delta(delta)
     best = 0.0
     for i, j in zip(*np.nonzero(phi), strict=True):
         if i != j:
             best = max(best, approximate_max_divergence(a[i], a[j], d))
     return best
-
-
-# ---------------------------------------------------------------------------------------------
-# distances on a finite metric space
-
-
-@dataclass(frozen=True)
-class Transport(JSONResult):
-    """A Wasserstein distance with a coupling that attains it.
-
-    Attributes
-    ----------
-    distance : float
-        W_inf: exact (one of the given costs). W_1: the cost of ``coupling``, an explicit
-        coupling of the two laws, hence never below the true W_1 and within the LP solver's
-        tolerance of it.
-    coupling : numpy.ndarray
-        |p| x |q| matrix with marginals p and q (W_inf: supported where cost <= distance).
-    method : str
-        How it was computed.
-    """
-
-    distance: float
-    coupling: np.ndarray
-    method: str
-
-
-@dataclass(frozen=True)
-class LiftedRelation(JSONResult):
-    """Whether (p, q) is in the lifted relation Phi# (Definition 9), with a witness coupling."""
-
-    holds: bool
-    coupling: np.ndarray | None
-
-
-def _cost(cost: object, n: int | None = None, m: int | None = None) -> np.ndarray:
-    try:
-        c = np.asarray(cost, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError("cost/metric must be a 2-d array of numbers") from None
-    if c.ndim != 2:
-        raise ParameterError(f"cost/metric must be a 2-d matrix, got shape {c.shape}")
-    if (n is not None and c.shape[0] != n) or (m is not None and c.shape[1] != m):
-        raise ParameterError(f"cost/metric has shape {c.shape}, expected ({n}, {m})")
-    if not np.all(np.isfinite(c)) or np.any(c < 0):
-        raise ParameterError("cost/metric entries must be finite and >= 0")
-    return c
-
-
-def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
-    """The cost matrix |x_i - y_j| on the real line, each entry rounded *up* to a float.
-
-    A plain float subtraction can round a distance down by one unit in the last place, which
-    would let :func:`wasserstein_inf` report a value below the exact one; the error-free
-    transformation TwoSum detects those entries and moves them up one ulp.
-    """
-    x = np.asarray(xs, dtype=float).ravel()
-    y = x if ys is None else np.asarray(ys, dtype=float).ravel()
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ParameterError("points must be finite numbers")
-    a, b = x[:, None], -y[None, :]
-    s = a + b
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)  # exact: x - y = s + err (Knuth's TwoSum)
-    d = np.abs(s)
-    low = np.where(s != 0, np.sign(err) == np.sign(s), err != 0) & (err != 0)
-    d[low] = np.nextafter(d[low], np.inf)
-    return d
-
-
-def _relation(relation: object, n: int, m: int) -> np.ndarray:
-    r = np.asarray(relation)
-    if r.shape != (n, m):
-        raise ParameterError(f"relation has shape {r.shape}, expected ({n}, {m})")
-    if r.dtype != bool:
-        if not np.all(np.isin(r, (0, 1))):
-            raise ParameterError("relation must be a boolean (0/1) matrix")
-        r = r.astype(bool)
-    return r
-
-
-def _exact_law(p: np.ndarray) -> list[Fraction]:
-    """The exact binary values of p, normalised exactly to sum one."""
-    fr = [Fraction(float(x)) for x in p]
-    total = sum(fr, Fraction(0))
-    return [x / total for x in fr]
-
-
-def _transport_feasible(p: list[Fraction], q: list[Fraction], allowed: np.ndarray
-                        ) -> list[list[Fraction]] | None:
-    """A coupling of p and q supported on ``allowed``, or None; exact max-flow (Edmonds-Karp).
-
-    Rational arithmetic decides ties exactly: a float max-flow could report 1 - 1e-16 and so
-    over- or under-state the support a coupling needs.
-    """
-    n, m = len(p), len(q)
-    adj = [np.flatnonzero(allowed[i]).tolist() for i in range(n)]
-    flow = [[Fraction(0)] * m for _ in range(n)]
-    sup, dem = list(p), list(q)
-    for i in range(n):  # greedy start: most mass moves without augmenting paths
-        for j in adj[i]:
-            if sup[i] == 0:
-                break
-            t = min(sup[i], dem[j])
-            if t > 0:
-                flow[i][j] += t
-                sup[i] -= t
-                dem[j] -= t
-    while any(s > 0 for s in sup):
-        parent_x: dict[int, int | None] = {i: None for i in range(n) if sup[i] > 0}
-        parent_y: dict[int, int] = {}
-        queue, found = list(parent_x), None
-        while queue and found is None:
-            i = queue.pop(0)
-            for j in adj[i]:
-                if j in parent_y:
-                    continue
-                parent_y[j] = i
-                if dem[j] > 0:
-                    found = j
-                    break
-                for i2 in range(n):  # residual back edges j -> i2 carry existing flow
-                    if i2 not in parent_x and flow[i2][j] > 0:
-                        parent_x[i2] = j
-                        queue.append(i2)
-        if found is None:
-            return None
-        # walk back: found <- i <- j' <- i' ... to a source-adjacent i
-        path, j = [], found
-        while True:
-            i = parent_y[j]
-            path.append((i, j))
-            back = parent_x[i]
-            if back is None:
-                break
-            path.append((i, -1 - back))  # backward edge (i, back)
-            j = back
-        start = path[-1][0]
-        t = min(sup[start], dem[found])
-        for i, j in path:
-            if j < 0:
-                t = min(t, flow[i][-1 - j])
-        for i, j in path:
-            if j < 0:
-                flow[i][-1 - j] -= t
-            else:
-                flow[i][j] += t
-        sup[start] -= t
-        dem[found] -= t
-    return flow
-
-
-def _support_law(p: object, name: str) -> tuple[np.ndarray, np.ndarray]:
-    a = check_probability_vector(p, name)
-    idx = np.flatnonzero(a > 0)
-    return a, idx
-
-
-def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
-    """W_inf,d(p, q) = min over couplings of the largest d(x, y) on the coupling's support.
-
-    Section II-G. ``cost[i, j]`` = d(x_i, y_j) on a finite metric space (p lives on the x's, q
-    on the y's). Exact: binary search over the distinct costs, each threshold decided by a
-    rational max-flow (the probabilities are taken at their exact binary values, renormalised
-    exactly). The result is one of the given costs, so it is exact *for those costs*; build
-    costs on the line with :func:`line_metric`, which rounds them up.
-    """
-    a, ia = _support_law(p, "p")
-    b, ib = _support_law(q, "q")
-    c = _cost(cost, a.size, b.size)
-    sub = c[np.ix_(ia, ib)]
-    pa, qb = _exact_law(a[ia]), _exact_law(b[ib])
-    # every x must reach some y and vice versa: a lower bound that prunes the search
-    floor = max(sub.min(axis=1).max(), sub.min(axis=0).max())
-    levels = np.unique(sub[sub >= floor])
-    lo, hi = 0, levels.size - 1
-    best = _transport_feasible(pa, qb, sub <= levels[hi])
-    while lo < hi:
-        mid = (lo + hi) // 2
-        flow = _transport_feasible(pa, qb, sub <= levels[mid])
-        if flow is None:
-            lo = mid + 1
-        else:
-            hi, best = mid, flow
-    coupling = np.zeros((a.size, b.size))
-    assert best is not None  # the largest level allows every pair
-    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in best])
-    return Transport(float(levels[lo]), coupling, "exact bottleneck search (rational max-flow)")
-
-
-def lifted_relation(relation: object, p: object, q: object) -> LiftedRelation:
-    """Is (p, q) in the lifted relation Phi# (Definition 9)?
-
-    True iff some coupling of p and q puts all its mass on pairs (x, y) with relation[x, y];
-    decided exactly by a rational max-flow. The witness coupling is returned when it holds.
-    """
-    a, ia = _support_law(p, "p")
-    b, ib = _support_law(q, "q")
-    r = _relation(relation, a.size, b.size)
-    flow = _transport_feasible(_exact_law(a[ia]), _exact_law(b[ib]), r[np.ix_(ia, ib)])
-    if flow is None:
-        return LiftedRelation(False, None)
-    coupling = np.zeros((a.size, b.size))
-    coupling[np.ix_(ia, ib)] = np.array([[float(x) for x in row] for row in flow])
-    return LiftedRelation(True, coupling)
-
-
-def wasserstein_1(cost: object, p: object, q: object) -> Transport:
-    """W_1,d(p, q) = min over couplings of the expected d(x, y) (Section II-G), by LP.
-
-    The LP (scipy HiGHS) coupling is repaired into an exact coupling of p and q (negative
-    entries clipped, over-full rows/columns scaled down, the leftover mass coupled
-    independently) and its cost is returned: a feasible coupling never costs less than W_1, so
-    the value errs upwards, by at most the solver tolerance times the largest cost.
-    """
-    a, ia = _support_law(p, "p")
-    b, ib = _support_law(q, "q")
-    c = _cost(cost, a.size, b.size)
-    pa, qb = a[ia] / a[ia].sum(), b[ib] / b[ib].sum()
-    sub = c[np.ix_(ia, ib)]
-    n, m = sub.shape
-    a_eq = np.zeros((n + m, n * m))
-    for i in range(n):
-        a_eq[i, i * m:(i + 1) * m] = 1.0
-    for j in range(m):
-        a_eq[n + j, j::m] = 1.0
-    res = linprog(sub.ravel(), A_eq=a_eq, b_eq=np.concatenate([pa, qb]), bounds=(0, None),
-                  method="highs")
-    if res.status != 0:  # pragma: no cover - the transport LP is always feasible and bounded
-        raise QueryError(f"the transport linear programme failed: {res.message}")
-    g = np.clip(res.x.reshape(n, m), 0.0, None)
-    rows = g.sum(axis=1)
-    over = rows > pa
-    g[over] *= (pa[over] / rows[over])[:, None]
-    cols = g.sum(axis=0)
-    over = cols > qb
-    g[:, over] *= qb[over] / cols[over]
-    ra, rb = np.clip(pa - g.sum(axis=1), 0, None), np.clip(qb - g.sum(axis=0), 0, None)
-    if ra.sum() > 0 and rb.sum() > 0:
-        g += np.outer(ra, rb) / ra.sum()
-    coupling = np.zeros((a.size, b.size))
-    coupling[np.ix_(ia, ib)] = g
-    return Transport(float(np.sum(g * sub)), coupling, "linear programme (HiGHS), repaired")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -660,17 +415,12 @@ def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object
     W_inf / eps -- in both directions, since W_inf is symmetric. W_inf is exact
     (:func:`quiltpriv.distances.wasserstein_inf_line`).
     """
-    from quiltpriv.distances import wasserstein_inf_line
-
     eps = check_epsilon(epsilon)
     _line_law(xs0, lam0, "lambda0")
     _line_law(xs1, lam1, "lambda1")
-    w = float(wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), list(lam0),
-                                   list(np.asarray(xs1, dtype=float)), list(lam1)))
-    scale = w / eps
-    if scale * eps < w:  # never round the scale down
-        scale = math.nextafter(scale, math.inf)
-    return LaplaceCalibration(scale, w, eps)
+    w = float(distances.wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), list(lam0),
+                                             list(np.asarray(xs1, dtype=float)), list(lam1)))
+    return LaplaceCalibration(laplace_scale(w, eps), w, eps)
 
 
 def laplace_max_divergence(xs0: object, lam0: object, xs1: object, lam1: object,
@@ -725,7 +475,8 @@ def exponential_mechanism_matrix(utility: object, epsilon: float,
     if u.ndim != 2 or u.size == 0 or not np.all(np.isfinite(u)):
         raise ParameterError("utility must be a non-empty 2-d matrix of finite numbers")
     n = u.shape[0]
-    phi = np.ones((n, n), dtype=bool) if adjacency is None else _relation(adjacency, n, n)
+    phi = (np.ones((n, n), dtype=bool) if adjacency is None
+           else check_relation_matrix(adjacency, n, n, name="adjacency"))
     if sensitivity is None:
         diffs = [np.max(np.abs(u[i] - u[j])) for i, j in zip(*np.nonzero(phi), strict=True)]
         delta_u = max(diffs, default=0.0)
@@ -785,3 +536,13 @@ def sample_mechanism(mechanism: object, x: int, *,
     rng = make_rng(seed)
     return LocalRelease(_categorical(a[int(x)], rng), isinstance(rng, random.SystemRandom),
                         _seed_record(seed))
+
+
+#: Distances moved to :mod:`quiltpriv.distances` (old names still work, with a warning).
+_MOVED = {name: "quiltpriv.distances" for name in (
+    "LiftedRelation", "Transport", "lifted_relation", "line_metric", "wasserstein_1",
+    "wasserstein_inf")}
+
+
+def __getattr__(name: str) -> object:
+    return moved_attribute(__name__, _MOVED, name)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from quiltpriv.distribution import distribution_privacy as dp
-from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.errors import DataError, ParameterError, QueryError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_records
 
@@ -47,6 +47,10 @@ def adult_features(df) -> tuple[np.ndarray, np.ndarray]:
     Returns (features (N, 5), weights_per_n) where weights_per_n[k] is 1 for an average (to be
     divided by n) and 0 for a count (weight 1); see :func:`estimate_property_model`.
     """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise DataError(f"the Adult data must be a pandas DataFrame, got {type(df).__name__}")
     try:
         feats = np.column_stack([
             df["age"].to_numpy(float), df["education_num"].to_numpy(float),

@@ -53,7 +53,7 @@ from quiltpriv.gap.privatizers import (
     gaussian_mechanism_accuracy,
 )
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_positive, check_records
+from quiltpriv.utils.validation import check_array, check_positive, check_records
 
 __all__ = [
     "LearnedBinaryPrivatizer",
@@ -220,12 +220,10 @@ def _resolve_seed(seed: int | None) -> int:
 
 
 def _check_rows(x: object, y: object, binary_x: bool) -> tuple[np.ndarray, np.ndarray]:
-    xa = np.asarray(x, dtype=float).ravel()
-    ya = np.asarray(y, dtype=float).ravel()
+    xa = check_array(x, "x").ravel()
+    ya = check_array(y, "y").ravel()
     if xa.size != ya.size or xa.size < 2:
         raise ParameterError("x and y must be 1-d arrays of the same length (>= 2 rows)")
-    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(ya))):
-        raise ParameterError("x and y must be finite")
     if not np.all((ya == 0) | (ya == 1)):
         raise ParameterError("the private variable y must be 0/1")
     if binary_x and not np.all((xa == 0) | (xa == 1)):

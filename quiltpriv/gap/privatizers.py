@@ -39,7 +39,7 @@ from scipy import optimize, special
 from quiltpriv.audit.adversary import Scorecard, score_finite, score_gaussian
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_positive
+from quiltpriv.utils.validation import check_array, check_instance, check_positive, check_scalar
 
 __all__ = [
     "BinaryModel",
@@ -68,11 +68,8 @@ _LP_TOL = 1e-9
 
 
 def _check_unit(x: object, name: str, *, open_interval: bool = False) -> float:
-    v = check_positive(x, name, allow_zero=True)
-    if v > 1 or (open_interval and (v == 0 or v == 1)):
-        raise ParameterError(f"{name} must be in {'(0, 1)' if open_interval else '[0, 1]'}, "
-                             f"got {v}")
-    return v
+    return float(check_scalar(x, name, min_val=0.0, max_val=1.0,
+                              include_boundaries="neither" if open_interval else "both"))
 
 
 def _check_budget(d: object) -> float:
@@ -151,7 +148,7 @@ def _pdd_output_joint(model: BinaryModel, s: np.ndarray) -> np.ndarray:
 
 
 def _check_flips(s: object, n: int) -> np.ndarray:
-    arr = np.asarray(s, dtype=float).ravel()
+    arr = check_array(s, "the mechanism").ravel()
     if arr.size != n:
         raise ParameterError(f"the mechanism must have {n} probabilities, got {arr.size}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
@@ -164,6 +161,7 @@ def binary_pdd_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
 
     ``s_xy = P(X^ = x | X = x, Y = y)``; distortion ``sum p_xy (1 - s_xy)`` (Eq. (20)).
     """
+    check_instance(model, BinaryModel, "model")
     flips = _check_flips(s, 4).reshape(2, 2)
     out = _pdd_output_joint(model, flips)
     dist = float(np.sum(model.array * (1 - flips)))
@@ -172,6 +170,7 @@ def binary_pdd_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
 
 def binary_pdi_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
     """Scorecard and distortion of the PDI mechanism ``s = (s0, s1)``, ``s_x = P(X^=x | X=x)``."""
+    check_instance(model, BinaryModel, "model")
     s0, s1 = _check_flips(s, 2)
     return binary_pdd_score(model, [s0, s0, s1, s1])
 
@@ -379,6 +378,7 @@ def _two_gaussian_accuracy(p1, m0, s0, m1, s1) -> np.ndarray:
 def gaussian_mechanism_accuracy(model: GaussianMixtureModel,
                                 mech: GaussianNoisePrivatizer) -> float:
     """Exact MAP accuracy of ``mech`` (any variances) against the model."""
+    _check_gaussian(model, mech)
     (m0, s0), (m1, s1) = mech.output_laws(model)
     return float(_two_gaussian_accuracy(model.prior1, m0, s0, m1, s1))
 
@@ -386,11 +386,19 @@ def gaussian_mechanism_accuracy(model: GaussianMixtureModel,
 def gaussian_mechanism_score(model: GaussianMixtureModel,
                              mech: GaussianNoisePrivatizer) -> Scorecard:
     """Full scorecard (MAP accuracy and mutual information) of ``mech``."""
+    _check_gaussian(model, mech)
     (m0, s0), (m1, s1) = mech.output_laws(model)
     return score_gaussian([1 - model.prior1, model.prior1], [m0, m1], [s0, s1])
 
 
+def _check_gaussian(model: object, mech: object = None) -> None:
+    check_instance(model, GaussianMixtureModel, "model")
+    if mech is not None:
+        check_instance(mech, GaussianNoisePrivatizer, "mech")
+
+
 def _require_equal_variances(model: GaussianMixtureModel, which: str) -> float:
+    _check_gaussian(model)
     if model.sigma0 != model.sigma1:
         raise ParameterError(f"{which} assumes sigma0 == sigma1; use gaussian_pdd_optimum")
     return model.sigma0

@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import combinations
 
-from quiltpriv.model.network import Theta
+from quiltpriv.errors import ParameterError
+from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.validation import check_scalar
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,11 @@ def d_connected(theta: Theta, source: str, given: Iterable[str]) -> set[str]:
     Bayes-ball reachability on the DAG of ``theta``: a node is reached when an active trail
     from ``source`` ends at it. ``given`` must not contain ``source``.
     """
-    z = set(given)
+    theta = check_theta(theta)
+    source = theta.check_node(source, "source")
+    z = set(theta.check_nodes(given, "given node"))
+    if source in z:
+        raise ParameterError(f"given must not contain the source {source!r}")
     parents, children = theta.parents, theta.children
     # Ancestors of Z (Z included): a collider on a trail is open iff it is in this set.
     anc_z = theta.ancestral_set(z)
@@ -87,7 +93,9 @@ def d_connected(theta: Theta, source: str, given: Iterable[str]) -> set[str]:
 
 def is_d_separated(theta: Theta, x: str, y: Iterable[str], given: Iterable[str]) -> bool:
     """True when ``given`` d-separates ``x`` from every node of ``y`` in ``theta``'s DAG."""
-    given = set(given)
+    theta = check_theta(theta)
+    y = theta.check_nodes(y, "node")
+    given = set(theta.check_nodes(given, "given node"))
     reach = d_connected(theta, x, given)
     return not any(v in reach for v in y if v not in given)
 
@@ -98,14 +106,15 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
     Raises
     ------
     ModelError
-        If ``node`` or a quilt member is not in the network.
-    ValueError
+        If ``theta`` is not a network, or ``node`` or a quilt member is not in it.
+    ParameterError
         If ``node`` is in ``quilt``.
     """
-    (node,) = theta.check_nodes([node], "sensitive attribute")
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
     q = set(theta.check_nodes(quilt, "quilt node"))
     if node in q:
-        raise ValueError(f"a quilt of {node!r} cannot contain {node!r} itself")
+        raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
     nearby = d_connected(theta, node, q)
     remote = set(theta.nodes) - nearby - q
     return Quilt(node, theta.sort(q), theta.sort(nearby), theta.sort(remote))
@@ -113,7 +122,8 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
 
 def trivial_quilt(theta: Theta, node: str) -> Quilt:
     """The trivial quilt: ``Q = R = {}`` and ``N = V``."""
-    (node,) = theta.check_nodes([node], "sensitive attribute")
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
     return Quilt(node, (), theta.nodes, ())
 
 
@@ -126,7 +136,10 @@ def enumerate_quilts(
     ``2**(m-1)`` of them on ``m`` nodes; ``max_size`` bounds ``|Q|``. The trivial quilt is not
     repeated here (use :func:`trivial_quilt`).
     """
-    (node,) = theta.check_nodes([node], "sensitive attribute")
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
+    if max_size is not None:
+        max_size = int(check_scalar(max_size, "max_size", integer=True, min_val=0))
     others = [v for v in theta.nodes if v != node]
     top = len(others) if max_size is None else min(max_size, len(others))
     for k in range(top + 1):
@@ -140,7 +153,8 @@ def moral_ancestral_graph(theta: Theta, nodes: Iterable[str]) -> dict[str, set[s
     For quilts inside this ancestral set, d-separation from ``i`` is plain vertex separation
     in this one undirected graph (Lauritzen et al., 1990), so it can be fixed once per target.
     """
-    anc = theta.ancestral_set(nodes)
+    theta = check_theta(theta)
+    anc = theta.ancestral_set(theta.check_nodes(nodes, "node"))
     adj: dict[str, set[str]] = {v: set() for v in anc}
     for v in anc:
         ps = theta.parents[v]
@@ -174,12 +188,16 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
 
     Raises
     ------
-    ValueError
+    ModelError
+        If ``theta`` is not a network, or ``node`` or a target is not in it.
+    ParameterError
         If ``node`` is among ``targets`` (a sensitive attribute is always nearby).
     """
-    targets = set(targets)
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
+    targets = set(theta.check_nodes(targets, "target"))
     if node in targets:
-        raise ValueError(f"{node!r} is always in its own nearby set")
+        raise ParameterError(f"{node!r} is always in its own nearby set")
     if not targets:
         return ()
     # Search i's component of M - targets without building M: the neighbours of v in the

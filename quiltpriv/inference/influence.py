@@ -61,7 +61,7 @@ from quiltpriv.inference.junction_tree import (
     sorted_tables,
     tree_structure,
 )
-from quiltpriv.model.network import Theta
+from quiltpriv.model.network import Theta, check_theta
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
@@ -228,9 +228,11 @@ def joint_marginal(
     InfluenceTooExpensive
         If the output or an intermediate factor would exceed ``max_table`` entries.
     """
-    nodes = tuple(nodes)
+    theta = check_theta(theta)
+    nodes = theta.check_nodes(nodes, "node")
     if len(set(nodes)) != len(nodes):
-        raise ValueError("joint_marginal needs distinct nodes")
+        raise ParameterError("joint_marginal needs distinct nodes")
+    member = theta.check_member(member)
     check_inference(inference)
     _check_output_size(theta, nodes, max_table)
     if not nodes:
@@ -485,11 +487,12 @@ def max_influence(
         When the exact computation would exceed ``max_table`` (callers fall back to a bound
         or drop the candidate; they never guess).
     """
+    theta = check_theta(theta)
     check_inference(inference)
-    (node,) = theta.check_nodes([node], "sensitive attribute")
+    node = theta.check_node(node, "sensitive attribute")
     q = theta.sort(theta.check_nodes(quilt, "quilt node"))
     if node in q:
-        raise ValueError(f"a quilt of {node!r} cannot contain {node!r} itself")
+        raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
     if not q:
         return Influence(node, q, 0.0, None, None)
     best: tuple[float, int, Any, str] = (-1.0, 0, None, FLOAT64)
@@ -732,6 +735,8 @@ def influence_upper_bound(
     """
     from quiltpriv.graph.quilts import moral_ancestral_graph
 
+    theta = check_theta(theta)
+    quilt = theta.check_nodes(quilt, "quilt node")
     try:
         return max_influence(theta, node, quilt, max_table=max_table, inference=inference)
     except InfluenceTooExpensive as exc:

@@ -43,8 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.model.network import Theta
+from quiltpriv.model.network import Theta, check_theta
 
 #: Largest total number of table entries (cliques plus separators) one calibrated tree may hold
 #: (8 bytes each: 2**26 entries is 512 MiB). Beyond it queries use variable elimination.
@@ -93,6 +94,7 @@ class TreeStructure:
 
 def parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
     """Per node index, its parents' indices in CPD axis order (cached on ``theta``)."""
+    check_theta(theta)
     hit = InferenceCache.of(theta).parent_indices.get()
     if hit is None:
         idx = theta.index
@@ -103,6 +105,7 @@ def parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
 
 def cardinalities(theta: Theta) -> tuple[int, ...]:
     """Per node index, its number of states (cached on ``theta``)."""
+    check_theta(theta)
     hit = InferenceCache.of(theta).cardinalities.get()
     if hit is None:
         hit = InferenceCache.of(theta).cardinalities.set(tuple(
@@ -113,6 +116,7 @@ def cardinalities(theta: Theta) -> tuple[int, ...]:
 def sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...],
                                                       tuple[np.ndarray, ...]]:
     """Each CPD of a member as ``(scope, table)`` with axes in increasing node index (cached)."""
+    member = check_theta(theta).check_member(member)
     hit = InferenceCache.of(theta).sorted_tables.get(member)
     if hit is None:
         scopes, tables = [], []
@@ -128,6 +132,7 @@ def sorted_tables(theta: Theta, member: int) -> tuple[tuple[tuple[int, ...], ...
 def is_floating(theta: Theta, member: int) -> bool:
     """Whether a member's CPDs are floating point (not the exact rational tables of
     :mod:`quiltpriv.queries.network_laws`, which only variable elimination handles)."""
+    member = check_theta(theta).check_member(member)
     hit = InferenceCache.of(theta).floating.get(member)
     if hit is None:
         hit = InferenceCache.of(theta).floating[member] = all(
@@ -141,6 +146,7 @@ def tree_structure(theta: Theta) -> TreeStructure:
     The elimination order is greedy min-weight (the product of the cardinalities of a variable
     and its current neighbours; ties by node index), kept incrementally with a lazy heap.
     """
+    check_theta(theta)
     hit = InferenceCache.of(theta).junction_structure.get()
     if hit is not None:
         return hit
@@ -412,6 +418,10 @@ def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: set[int
 
 def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTree:
     """Hugin propagation on ``structure`` with the CPDs of ``theta.members[member]``."""
+    member = check_theta(theta).check_member(member)
+    if not isinstance(structure, TreeStructure):
+        raise ParameterError(f"structure must be a TreeStructure (tree_structure(theta)), got "
+                             f"{type(structure).__name__}")
     cards = cardinalities(theta)
     cliques = structure.cliques
     pots = [np.ones(tuple(cards[u] for u in c)) for c in cliques]
@@ -430,7 +440,7 @@ def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTr
     root = structure.order[0]
     total = pots[root].sum()
     if not total > 0:
-        raise ValueError("the network's joint distribution sums to zero")
+        raise ModelError("the network's joint distribution sums to zero")
     pots[root] = pots[root] / total
     sep_tables: list[np.ndarray] = [np.ones(())] * len(cliques)
     for c in structure.order[1:]:  # distribute: parents before children
@@ -452,6 +462,7 @@ def junction_tree(theta: Theta, member: int = 0, *,
     are not floating point (the exact-rational tables of :mod:`quiltpriv.queries.network_laws`); the
     caller then uses variable elimination.
     """
+    member = check_theta(theta).check_member(member)
     trees = InferenceCache.of(theta).junction_tree
     if member in trees:
         return trees[member]

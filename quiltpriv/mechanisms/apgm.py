@@ -7,7 +7,8 @@ multivariate Gaussian records, and [ZOC22, Alg. 2] (APGM for non-Gaussian data) 
 Public functions
 ----------------
 * :func:`gaussian_sigma` -- the noise standard deviation for an L2 sensitivity under the
-  classical ([DR14, Thm. A.1], eps < 1) or the analytic ([BW18]) calibration.
+  classical [DR14] or the analytic [BW18] calibration (from
+  :mod:`quiltpriv.mechanisms.calibration`, re-exported here).
 * :func:`apgm` -- [ZOC22, Alg. 1] from user-supplied E[F | secret, theta] and Var(F | g_i, theta).
 * :class:`GaussianRecordModel`, :func:`apgm_gaussian_columns` -- Section 4.3: records
   N(mu, V), F a (vector or weighted) column mean, g_i column means; closed-form sigma^2.
@@ -17,7 +18,8 @@ Public functions
 Deviations from the paper (each errs towards more noise or states a weaker guarantee)
 --------------------------------------------------------------------------------------
 * Classical calibration c = sqrt(2 ln(1.25/delta)) is only a theorem for eps < 1 (Dwork and
-  Roth, Theorem A.1); for eps >= 1 we refuse it and point to ``calibration="analytic"``.
+  Roth, Theorem A.1); for eps >= 1 it is used only once the exact Gaussian privacy profile
+  [BW18, Thm. 8] confirms it, and refused otherwise (:mod:`quiltpriv.mechanisms.calibration`).
 * Theorem 3: the paper's delta ``e^lambda delta + eta`` does not follow from its premises; chaining
   the three approximate-max-divergence bounds (true law a -> Gaussian a -> Gaussian b -> true
   law b) gives ``e^lambda delta + (1 + e^(eps + lambda)) eta``, which is what we report.
@@ -40,12 +42,17 @@ import numpy as np
 from scipy import special, stats
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
+    check_array,
+    check_covariance,
     check_delta,
     check_epsilon,
     check_positive,
+    check_probability_vector,
     check_records,
+    check_scalar,
     check_vector,
 )
 
@@ -62,67 +69,9 @@ __all__ = [
     "smoothed_max_divergence",
 ]
 
-# Outward rounding of floating-point inputs to the noise formula: sensitivities are scaled up
-# and variances down by this relative amount so a rounding error never reduces the noise.
-_SAFETY = 1e-12
-_CALIBRATIONS = ("classical", "analytic")
-
-
-# ---------------------------------------------------------------------------------------------
-# Gaussian calibration
-
-
-def _check_calibration(calibration: str, epsilon: float) -> None:
-    if calibration not in _CALIBRATIONS:
-        raise ParameterError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
-    if calibration == "classical" and epsilon >= 1:
-        raise ParameterError(
-            f"the classical Gaussian calibration c = sqrt(2 ln(1.25/delta)) is only proved for "
-            f"epsilon < 1 (got {epsilon}); use calibration='analytic'")
-
-
-def _analytic_delta(s: float, sens: float, eps: float) -> float:
-    """Exact delta of N(0, s^2) noise for L2 sensitivity ``sens`` ([BW18, Thm. 8])."""
-    a = sens / (2.0 * s)
-    b = eps * s / sens
-    return float(special.ndtr(a - b) - math.exp(eps + special.log_ndtr(-a - b)))
-
-
-def gaussian_sigma(
-    sensitivity: float, epsilon: float, delta: float, *, calibration: str = "classical"
-) -> float:
-    """Standard deviation of Gaussian noise giving (epsilon, delta) for an L2 sensitivity.
-
-    ``classical``: c * sensitivity / epsilon with c = sqrt(2 ln(1.25/delta)) (Dwork and Roth,
-    Theorem A.1; the constant of [ZOC22, Alg. 1]), valid for epsilon < 1 only.
-    ``analytic``: the smallest sigma whose exact privacy profile meets delta (Balle and Wang
-    2018, Theorem 8), valid for every epsilon > 0, found by bisection and returned from the
-    safe side (with delta tightened by a relative 1e-9 against rounding).
-
-    Returns 0 for sensitivity 0.
-    """
-    sens = check_positive(sensitivity, "sensitivity", allow_zero=True)
-    eps = check_epsilon(epsilon)
-    dl = check_delta(delta)
-    _check_calibration(calibration, eps)
-    if sens == 0:
-        return 0.0
-    if calibration == "classical":
-        c = math.sqrt(2.0 * math.log(1.25 / dl))
-        return c * sens / eps * (1 + _SAFETY)
-    target = dl * (1 - 1e-9)
-    lo, hi = 0.0, sens / eps
-    while _analytic_delta(hi, sens, eps) > target:
-        lo, hi = hi, 2 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if _analytic_delta(mid, sens, eps) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+# Outward rounding of floating-point variances (scaled down by this relative amount) so that a
+# rounding error never reduces the noise; sensitivities are covered by the calibration's rule.
+_SAFETY = SAFETY_RTOL
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,29 +176,9 @@ class APGMResult(JSONResult):
 
 def _min_eigen_psd(cov: object, k: int, name: str) -> float:
     """Smallest eigenvalue of a covariance (scalar or k x k), after checking it is PSD."""
-    try:
-        m = np.asarray(cov, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{name} must be a number or a {k}x{k} matrix") from None
-    if m.ndim == 0:
-        m = m.reshape(1, 1)
-    if m.shape != (k, k):
-        raise ModelError(f"{name} must be {k}x{k} for a {k}-dimensional F, got shape {m.shape}")
-    if not np.all(np.isfinite(m)):
-        raise ModelError(f"{name} contains NaN or infinite entries")
-    _check_psd(m, name)
+    m = check_covariance(cov, name, k, error=ModelError)
     lam = float(np.linalg.eigvalsh((m + m.T) / 2).min())
     return max(0.0, lam)
-
-
-def _check_psd(m: np.ndarray, name: str) -> None:
-    scale = max(1.0, float(np.abs(m).max()))
-    if not np.allclose(m, m.T, rtol=0, atol=1e-12 * scale):
-        raise ModelError(f"{name} is not symmetric")
-    lam = np.linalg.eigvalsh((m + m.T) / 2)
-    if lam.min() < -1e-10 * scale:
-        raise ModelError(
-            f"{name} is not positive semi-definite (smallest eigenvalue {lam.min():.3g})")
 
 
 def _plan(
@@ -266,7 +195,8 @@ def _plan(
     req: dict[Hashable, float] = {}
     sigma2, binding = 0.0, None
     for attr, (d_i, v_i) in per_attr.items():
-        d_i = d_i * (1 + _SAFETY)
+        # the calibration's safety rule already covers the rounding of d_i; the variance is
+        # subtracted from the required one, so it is rounded down here
         v_i = v_i * (1 - _SAFETY)
         s_tot = gaussian_sigma(d_i, eps, dl, calibration=calibration)
         need = s_tot * s_tot
@@ -315,7 +245,8 @@ def apgm(
     pairs
         Optional attribute -> secret pairs to protect; default every pair of distinct secrets.
     calibration
-        "classical" (the paper's c, epsilon < 1) or "analytic" (Balle-Wang, any epsilon).
+        "classical" (the paper's c; for epsilon >= 1 only when the exact profile confirms
+        it) or "analytic" (Balle-Wang, any epsilon).
 
     Returns
     -------
@@ -324,7 +255,7 @@ def apgm(
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
-    _check_calibration(calibration, eps)
+    check_calibration(calibration)
     if not moments:
         raise ParameterError("no protected attribute given")
     dim: int | None = None
@@ -379,8 +310,11 @@ class GaussianRecordModel(JSONResult):
     columns: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        mean = np.asarray(self.mean, dtype=float)
-        cov = np.asarray(self.covariance, dtype=float)
+        mean = check_array(self.mean, "mean", error=ModelError)
+        cov = check_array(self.covariance, "covariance", error=ModelError)
+        if isinstance(self.columns, str) or not isinstance(self.columns, Sequence):
+            raise ModelError(f"columns must be a sequence of column names, got "
+                             f"{type(self.columns).__name__}")
         m = len(self.columns)
         if m == 0 or len(set(self.columns)) != m:
             raise ModelError("columns must be non-empty and distinct")
@@ -390,7 +324,7 @@ class GaussianRecordModel(JSONResult):
             raise ModelError(f"covariance must be {m}x{m}, got shape {cov.shape}")
         if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))):
             raise ModelError("mean and covariance must be finite")
-        _check_psd(cov, "covariance")
+        cov = check_covariance(cov, "covariance", m, error=ModelError)
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "covariance", cov)
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
@@ -490,7 +424,7 @@ def apgm_gaussian_columns(
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
-    _check_calibration(calibration, eps)
+    check_calibration(calibration)
     n = check_records(n_records, "n_records")
     thetas = [models] if isinstance(models, GaussianRecordModel) else list(models)
     if not thetas:
@@ -600,15 +534,11 @@ def smoothed_max_divergence(
     symmetric divergence (up to floating-point evaluation of normal densities). Returns
     ``math.inf`` if no lambda <= 60 satisfies the bound.
     """
-    xs = np.asarray(support, dtype=float)
-    ps = np.asarray(probs, dtype=float)
-    if xs.ndim != 1 or xs.size == 0 or xs.shape != ps.shape:
+    xs = check_vector(support, "support")
+    ps = check_probability_vector(probs, "probs")
+    if xs.shape != ps.shape:
         raise ParameterError("support and probs must be non-empty 1-d arrays of equal length")
-    if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ps))) or np.any(ps < 0):
-        raise ParameterError("support and probs must be finite, probs non-negative")
-    if abs(ps.sum() - 1) > 1e-9:
-        raise ParameterError(f"probs sums to {ps.sum():.12g}, not 1")
-    mu = float(approx_mean)
+    mu = float(check_scalar(approx_mean, "approx_mean"))
     v = check_positive(approx_variance, "approx_variance")
     s = check_positive(noise_sigma, "noise_sigma")
     e = check_positive(eta, "eta")

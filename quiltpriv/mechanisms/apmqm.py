@@ -60,14 +60,20 @@ from quiltpriv.inference.influence import (
     joint_marginal,
 )
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee
-from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import describe_query as _describe_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.format import text_table as _table
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_n_jobs
+from quiltpriv.utils.validation import (
+    check_epsilon,
+    check_instance,
+    check_n_jobs,
+    check_positive,
+    check_scalar,
+)
 
 #: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
 GUARANTEE_KIND = "distributional attribute privacy"
@@ -203,6 +209,7 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     str
         64 hexadecimal digits.
     """
+    _check_query(query)
     attrs = tuple(query.attributes)
     pos = {a: k for k, a in enumerate(attrs)}
     sets = {tuple(a for a in attrs if a in set(b)) for b in column_sets} | {attrs}
@@ -219,6 +226,7 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     Compares the definition (``to_dict``), each sensitivity ``Delta_{A&N}`` the plan used and
     the fingerprint (which also covers ``Delta_A``), all recomputed from ``query`` now.
     """
+    check_instance(plan_, Plan, "plan")
     if not isinstance(query, Query):
         return f"query must be a quiltpriv query, got {type(query).__name__}"
     try:
@@ -575,6 +583,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def plan_from_json(text: str | bytes) -> Plan:
     """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise PlanError(f"plan: the JSON text must be a str or bytes, got {type(text).__name__}")
     try:
         doc = json.loads(text, parse_constant=_reject_constant,
                          object_pairs_hook=_no_duplicate_keys)
@@ -617,7 +627,13 @@ INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the tri
 
 def was_interrupted(plan_: Plan) -> bool:
     """True when ``plan_`` is the best found before an interruption (still valid)."""
-    return INTERRUPTED_NOTE in plan_.notes
+    return INTERRUPTED_NOTE in check_instance(plan_, Plan, "plan").notes
+
+
+def _check_query(query: object) -> Query:
+    """``query`` if it is one of quiltpriv's query classes, else QueryError."""
+    return check_instance(query, Query, "query", error=QueryError,
+                          hint=" (CountQuery, SumQuery, ... from quiltpriv.queries.query)")
 
 
 def _check_sensitivity_finite(query: Query) -> None:
@@ -1102,16 +1118,17 @@ def plan_node(
     up or the search is interrupted (Ctrl-C); in every case the returned quilt is valid, and
     ``optimal`` says whether it is proven least.
     """
+    theta = check_theta(theta)
+    _check_query(query)
+    node = theta.check_node(node, "sensitive attribute")
+    theta.check_nodes(query.attributes, "query attribute")
+    epsilon = check_epsilon(epsilon)
     return _plan_node(theta, query, node, epsilon, max_table, deadline,
                       check_inference(inference), _check_max_candidates(max_candidates))[0]
 
 
 def _check_max_candidates(max_candidates: object) -> int:
-    if (isinstance(max_candidates, bool) or not isinstance(max_candidates, int | np.integer)
-            or max_candidates < 1):
-        raise ParameterError(f"max_candidates must be a whole number >= 1, got "
-                             f"{max_candidates!r}")
-    return int(max_candidates)
+    return int(check_scalar(max_candidates, "max_candidates", integer=True, min_val=1))
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
@@ -1321,16 +1338,13 @@ def plan(
     """
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    _check_query(query)
     sens = theta.check_sensitive(sensitive)
     theta.check_nodes(query.attributes, "query attribute")
     _check_sensitivity_finite(query)
     n_jobs = check_n_jobs(n_jobs)
     if time_limit is not None:
-        time_limit = float(time_limit)
-        if not time_limit > 0:
-            raise ParameterError(f"time_limit must be > 0, got {time_limit}")
+        time_limit = check_positive(time_limit, "time_limit")
     check_inference(inference)
     max_candidates = _check_max_candidates(max_candidates)
     deadline = None if time_limit is None else time.monotonic() + time_limit

@@ -155,9 +155,9 @@ def release(
     from quiltpriv.releases import records
 
     seed = records.check_seed(seed)
-    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(plan_, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
+    noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
     if ledger is not None:

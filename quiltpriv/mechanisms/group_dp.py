@@ -6,12 +6,17 @@ calibrate the noise to the largest change of F when *every* record changes. For 
 query with per-record sensitivity Delta that change is at most n * Delta, giving
 
 * Laplace: scale n * Delta / eps -- (eps, 0)-DP for groups of size n, hence any property of the
-  dataset ([ZOC22, Ex. 2]: Lap(4/eps) for a count over 4 records; group privacy, [DR14,
-  Thm. 2.2]);
-* Gaussian: sigma = c_G * n * Delta / eps with c_G = sqrt(2 ln(1.25/delta)) (classical, eps < 1),
-  or the analytic calibration -- (eps, delta) for groups of size n.
+  dataset ([ZOC22, Ex. 2]: Lap(4/eps) for a count over 4 records; group privacy,
+  [DR14, Thm. 2.2]);
+* Gaussian: sigma = c_G * n * Delta / eps with c_G = sqrt(2 ln(1.25/delta)) (classical; for
+  eps >= 1 only once the exact profile [BW18, Thm. 8] confirms it), or the analytic
+  calibration -- (eps, delta) for groups of size n.
 
-These are the baselines the Wasserstein and Markov quilt mechanisms are compared against.
+These are the baselines the Wasserstein and Markov quilt mechanisms are compared against, and
+the GroupDP(L)/GroupDP(G) rows of [CO23, Table 2]
+(:func:`quiltpriv.distribution.distribution_privacy.group_dp_gaussian` is this module's
+:func:`group_gaussian` with an m-dimensional result). Scales come from
+:mod:`quiltpriv.mechanisms.calibration`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from quiltpriv.mechanisms.apgm import gaussian_sigma
+from quiltpriv.mechanisms.calibration import gaussian_budget, laplace_scale
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
@@ -84,10 +89,7 @@ def group_laplace(sensitivity: float, n_records: int, epsilon: float) -> GroupPr
     """
     eps = check_epsilon(epsilon)
     gs = _group_sensitivity(sensitivity, n_records)
-    q = Fraction(gs) / Fraction(eps)
-    scale = float(q)
-    if Fraction(scale) < q:
-        scale = math.nextafter(scale, math.inf)
+    scale = laplace_scale(gs, eps)
     return GroupPrivacyResult("laplace", scale, gs, eps, 0.0,
                               ("group privacy over all records: Lap(n Delta / eps)",))
 
@@ -98,13 +100,17 @@ def group_gaussian(
 ) -> GroupPrivacyResult:
     """Gaussian mechanism with group privacy over all n records: sigma = c_G n Delta / eps.
 
-    c_G = sqrt(2 ln(1.25/delta)) with the classical calibration (eps < 1, Dwork and Roth
-    Theorem A.1), or the analytic calibration of Balle and Wang for any eps. ``sensitivity`` is
-    the per-record L2 sensitivity. Guarantee: (eps, delta) for any change of the whole dataset.
+    c_G = sqrt(2 ln(1.25/delta)) with the classical calibration [DR14, Thm. A.1] (for
+    eps >= 1 only when the exact profile [BW18, Thm. 8] confirms it, else ParameterError), or
+    the analytic calibration [BW18] for any eps; both by
+    :func:`quiltpriv.mechanisms.calibration.gaussian_budget`. ``sensitivity`` is the per-record
+    L2 sensitivity. Guarantee: (eps, delta) for any change of the whole dataset.
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
     gs = _group_sensitivity(sensitivity, n_records)
-    sigma = gaussian_sigma(gs, eps, dl, calibration=calibration)
+    budget = gaussian_budget(eps, dl, calibration)
+    sigma = budget.sigma(gs)
     return GroupPrivacyResult("gaussian", sigma, gs, eps, dl,
-                              (f"group privacy over all records, {calibration} calibration",))
+                              (f"group privacy over all records, {budget.calibration} "
+                               f"calibration", budget.note))

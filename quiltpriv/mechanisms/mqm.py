@@ -46,7 +46,7 @@ from typing import Any
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
-from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
@@ -221,7 +221,7 @@ def _quilt_scale(nearby: int, e: float, eps: float) -> float:
 
 def chain_order(theta: Theta) -> tuple[str, ...] | None:
     """The nodes in chain order if the DAG is one directed path ``Y_1 -> ... -> Y_m``, else None."""
-    nodes = theta.nodes
+    nodes = check_theta(theta).nodes
     if len(nodes) < 2:
         return None
     for v in nodes:
@@ -238,7 +238,14 @@ def chain_order(theta: Theta) -> tuple[str, ...] | None:
 
 def chain_quilts(theta: Theta, node: str, order: tuple[str, ...]) -> Iterator[Quilt]:
     """The SWC chain family of ``node``: {}, {Y_(i-a)}, {Y_(i+b)} and {Y_(i-a), Y_(i+b)}.
+
+    ``order`` is :func:`chain_order` of ``theta`` (ParameterError otherwise).
     """
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
+    if isinstance(order, str) or tuple(theta.check_nodes(order, "chain node")) != \
+            chain_order(theta):
+        raise ParameterError("order must be the network's chain order (chain_order(theta))")
     k = order.index(node)
     left = [None, *order[:k][::-1]]     # None = no quilt node on that side
     right = [None, *order[k + 1:]]

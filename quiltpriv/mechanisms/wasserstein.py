@@ -43,7 +43,7 @@ from numbers import Rational, Real
 
 import numpy as np
 
-from quiltpriv.distances import quantile_coupling, wasserstein_line
+from quiltpriv.distances import quantile_shift, wasserstein_inf_exact, wasserstein_line
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
@@ -175,11 +175,11 @@ def _convolve(a: list[Fraction], b: list[Fraction]) -> list[Fraction]:
 
 def _one_sided_gap(hi: Law, lo: Law) -> Fraction:
     """ess sup_u (H^{-1}(u) - L^{-1}(u)): how far the quantiles of ``hi`` exceed those of ``lo``."""
-    return max(pc.x - pc.y for pc in quantile_coupling(hi[0], hi[1], lo[0], lo[1]))
+    return quantile_shift(hi[0], hi[1], lo[0], lo[1])
 
 
 def _w_inf_exact(a: Law, b: Law) -> Fraction:
-    return max(pc.gap for pc in quantile_coupling(a[0], a[1], b[0], b[1]))
+    return wasserstein_inf_exact(a[0], a[1], b[0], b[1])
 
 
 def wasserstein_scale(w: Fraction, eps: float) -> float:

@@ -35,6 +35,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,7 @@ def state_name(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, Real | np.number):
         raise ModelError(f"a parameter value must be a number, got {value!r}")
     x = float(value)
     if not math.isfinite(x):

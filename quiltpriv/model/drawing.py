@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only: the drawing reads attributes, Theta's _repr_html_ draws
     from quiltpriv.graph.quilts import Quilt
     from quiltpriv.model.network import Theta
+from quiltpriv.errors import ParameterError
+from quiltpriv.model.network import check_theta
+from quiltpriv.utils.validation import check_array, check_instance, check_scalar
 
 #: Height of a node's box, vertical distance between layers and the least gaps between boxes.
 BOX_H = 30.0
@@ -89,6 +92,8 @@ class Layout:
 
 def label(name: str) -> str:
     """The text shown in a node's box: the name, cut with an ellipsis past :data:`MAX_LABEL`."""
+    if not isinstance(name, str):
+        raise ParameterError(f"a node label must be a string, got {name!r}")
     return name if len(name) <= MAX_LABEL else name[: MAX_LABEL - 1] + "\u2026"
 
 
@@ -150,7 +155,8 @@ def layered_layout(theta: Theta, sweeps: int = 8) -> Layout:
     See the module docstring for the method. Every edge points downwards, boxes of one layer
     never overlap, and no edge passes through a box other than its own two ends.
     """
-    nodes = theta.nodes
+    nodes = check_theta(theta).nodes
+    sweeps = int(check_scalar(sweeps, "sweeps", integer=True, min_val=0))
     n = len(nodes)
     layer: dict[str, int] = {}
     for v in nodes:  # topological, so parents come first
@@ -267,7 +273,11 @@ def _e(x: Any) -> str:
 
 def edge_path(points: Sequence[Point], dx: float = 0.0) -> str:
     """SVG path data of one routed edge: curves across the bands, lines through layers."""
-    (x0, y0), *rest = points
+    pts = check_array(points, "points")
+    if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 2:
+        raise ParameterError(f"points must be at least two (x, y) pairs, got shape {pts.shape}")
+    dx = float(check_scalar(dx, "dx"))
+    (x0, y0), *rest = (tuple(map(float, p)) for p in pts)
     out = [f"M{x0 + dx:.1f},{y0:.1f}"]
     prev = (x0, y0)
     for k, (x1, y1) in enumerate(rest):
@@ -285,6 +295,9 @@ def edge_path(points: Sequence[Point], dx: float = 0.0) -> str:
 
 def roles(theta: Theta, quilt: Quilt | None) -> dict[str, str]:
     """Each node's role for ``quilt``: ``nearby``, ``quilt``, ``remote`` (``none`` without)."""
+    theta = check_theta(theta)
+    if quilt is not None:
+        check_instance(quilt, Quilt, "quilt")
     role = {v: "none" for v in theta.nodes}
     if quilt is not None:
         role.update({v: "nearby" for v in quilt.nearby})
@@ -302,6 +315,9 @@ def dag_svg(theta: Theta, quilt: Quilt | None = None, *, svg_id: str = "dag",
     ``<path class="edge">`` with ``data-from`` and ``data-to``. Colours are presentation
     attributes, so no stylesheet is needed (a stylesheet may still override them).
     """
+    theta = check_theta(theta)
+    if layout is not None:
+        check_instance(layout, Layout, "layout")
     lay = layout or layered_layout(theta)
     role = roles(theta, quilt)
     legend_h = 34.0 if quilt is not None else 0.0

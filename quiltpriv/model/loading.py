@@ -28,7 +28,13 @@ from types import ModuleType
 from typing import Any
 
 from quiltpriv.errors import ModelError
-from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_pgmpy, theta_from_tables
+from quiltpriv.model.network import (
+    CPD_SUM_TOLERANCE,
+    Theta,
+    check_theta,
+    theta_from_pgmpy,
+    theta_from_tables,
+)
 from quiltpriv.model.readers import MAX_STATES, check_probability_literal
 
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
@@ -290,6 +296,7 @@ def theta_to_dict(theta: Theta) -> dict[str, Any]:
     """
     from quiltpriv.model.provenance import provenance_dict
 
+    theta = check_theta(theta)
     out: dict[str, Any] = {
         "format": JSON_FORMAT,
         "nodes": {v: {"states": [str(x) for x in theta.states[v]],
@@ -414,8 +421,11 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
     ModelError
         Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
     """
-    if reader not in READERS:
+    if not isinstance(reader, str) or reader not in READERS:
         raise ModelError(f"unknown model reader {reader!r} (use {' or '.join(READERS)})")
+    if isinstance(spec, bytes) or not isinstance(spec, str | os.PathLike):
+        raise ModelError(f"a model is given by a bundled name, a file or a module spec "
+                         f"(str or path), got {type(spec).__name__}")
     from quiltpriv.model.provenance import check_parameter_states
 
     theta = _load_model(spec, tolerance, reader)
@@ -465,6 +475,8 @@ def load_theta(
     reader: str = "quiltpriv",
 ) -> Theta:
     """Load several specs and join them into one Theta (they must share one DAG)."""
+    if isinstance(specs, str | os.PathLike) or not isinstance(specs, Sequence):
+        raise ModelError(f"specs must be a list of model specs, got {type(specs).__name__}")
     if not specs:
         raise ModelError("Theta is empty: give at least one model")
     theta = load_model(specs[0], tolerance=tolerance, reader=reader)

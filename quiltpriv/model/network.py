@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from quiltpriv.errors import ModelError
+from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils.validation import check_scalar
 
 if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
     import networkx as nx
@@ -150,11 +151,26 @@ class Theta:
         names: Sequence[str] | None = None,
         provenance: Mapping[str, Any] | None = None,
     ) -> None:
+        try:
+            self._build(nodes, states, parents, members, names, provenance)
+        except (TypeError, KeyError, ValueError, AttributeError) as err:
+            if isinstance(err, ModelError):
+                raise
+            # the constructor takes already-validated parts; anything else is refused whole
+            raise ModelError(f"Theta(...) takes validated parts (nodes, states, parents, "
+                             f"members); build one with theta_from_tables or theta_from_pgmpy "
+                             f"({type(err).__name__}: {err})") from None
+
+    def _build(self, nodes: Sequence[str], states: Mapping[str, Sequence[Any]],
+               parents: Mapping[str, Sequence[str]], members: Sequence[Mapping[str, CPD]],
+               names: Sequence[str] | None, provenance: Mapping[str, Any] | None) -> None:
         if not members:
             raise ModelError("Theta is empty: give at least one network")
         if not nodes:
             raise ModelError("the network has no nodes")
         self.nodes: tuple[str, ...] = tuple(nodes)
+        if not all(isinstance(v, str) for v in self.nodes):
+            raise ModelError("node names must be strings")
         self.states = MappingProxyType({v: tuple(states[v]) for v in self.nodes})
         self.parents = MappingProxyType({v: tuple(parents[v]) for v in self.nodes})
         self.members: tuple[Mapping[str, CPD], ...] = tuple(
@@ -217,9 +233,18 @@ class Theta:
         return tuple((p, v) for v in self.nodes for p in self.parents[v])
 
     def check_nodes(self, names: Iterable[str], role: str = "attribute") -> tuple[str, ...]:
-        """Return ``names`` as a tuple, or raise naming every one not in the network."""
-        names = tuple(names)
-        missing = [n for n in names if n not in self.index]
+        """Return ``names`` as a tuple, or raise naming every one not in the network.
+
+        A single string is one name (not an iterable of one-letter names).
+        """
+        if isinstance(names, str):
+            names = (names,)
+        try:
+            names = tuple(names)
+        except TypeError:
+            raise ParameterError(f"{role}s must be a collection of attribute names, got "
+                                 f"{type(names).__name__}") from None
+        missing = [n for n in names if not isinstance(n, str) or n not in self.index]
         if missing:
             shown = ", ".join(map(repr, missing[:5]))
             if len(missing) > 5:
@@ -228,10 +253,20 @@ class Theta:
                              f"{_known_hint(missing, self.nodes)}")
         return names
 
+    def check_node(self, name: object, role: str = "attribute") -> str:
+        """Return ``name`` if it is one attribute of the network, else raise naming it."""
+        if not isinstance(name, str):
+            raise ModelError(f"{role} must be an attribute name (a string), got {name!r}")
+        (node,) = self.check_nodes((name,), role)
+        return node
+
+    def check_member(self, member: object) -> int:
+        """Return ``member`` as an index into :attr:`members`, else raise ParameterError."""
+        return int(check_scalar(member, "member", integer=True, min_val=0,
+                                max_val=len(self.members) - 1))
+
     def check_sensitive(self, sensitive: str | Iterable[str]) -> tuple[str, ...]:
         """Sensitive attribute(s) as a non-empty tuple without repeats, each in the network."""
-        from quiltpriv.errors import ParameterError
-
         if isinstance(sensitive, str):
             sensitive = [sensitive]
         sens = tuple(dict.fromkeys(sensitive))
@@ -361,7 +396,10 @@ def theta_from_tables(
     ``parents_order`` fixes the parent axis order per node (default: parents in the order their
     edges are listed). ``cpds`` may be one mapping (|Theta| = 1) or a sequence of them.
     """
-    edges = [tuple(e) for e in edges]
+    edges, states = _check_edges(edges), _check_states(states)
+    if not isinstance(cpds, Mapping | Sequence) or isinstance(cpds, str):
+        raise ModelError(f"cpds must map each node to its table (or be a list of such maps, one "
+                         f"per member), got {type(cpds).__name__}")
     nodes_in_order = list(states)
     for a, b in edges:
         for x in (a, b):
@@ -398,6 +436,32 @@ def theta_from_tables(
             raise ModelError(f"{name}: CPDs for unknown nodes {sorted(extra)}")
         validated.append(tables)
     return Theta(topo, states, parents, validated, names)
+
+
+def _check_edges(edges: object) -> list[tuple[str, str]]:
+    """``edges`` as a list of (parent, child) pairs, or ModelError."""
+    if isinstance(edges, str) or not isinstance(edges, Iterable):
+        raise ModelError(f"edges must be a list of (parent, child) pairs, got "
+                         f"{type(edges).__name__}")
+    out = []
+    for e in edges:
+        if isinstance(e, str) or not isinstance(e, Iterable) or len(pair := tuple(e)) != 2:
+            raise ModelError(f"an edge must be a (parent, child) pair, got {e!r}")
+        out.append(pair)
+    return out
+
+
+def _check_states(states: object) -> Mapping[str, Sequence[Any]]:
+    """``states`` as a mapping of node name to its non-empty list of states, or ModelError."""
+    if not isinstance(states, Mapping):
+        raise ModelError(f"states must map each node to its list of states, got "
+                         f"{type(states).__name__}")
+    for v, st in states.items():
+        if not isinstance(v, str):
+            raise ModelError(f"node names must be strings, got {v!r}")
+        if isinstance(st, str) or not isinstance(st, Iterable) or not len(tuple(st)):
+            raise ModelError(f"the states of {v!r} must be a non-empty list, got {st!r}")
+    return states
 
 
 def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
@@ -566,6 +630,19 @@ def _align(cpd: CPD, parents: tuple[str, ...]) -> CPD:
     table = np.ascontiguousarray(np.transpose(cpd.table, perm))
     table.setflags(write=False)
     return CPD(cpd.node, parents, table)
+
+
+def check_theta(theta: object, name: str = "theta") -> Theta:
+    """Return ``theta`` if it is a :class:`Theta`, else raise ModelError naming what it is.
+
+    The one check every function taking a network starts with (build one with
+    :func:`quiltpriv.model.loading.load_model`, :func:`theta_from_pgmpy` or
+    :func:`theta_from_tables`).
+    """
+    if not isinstance(theta, Theta):
+        raise ModelError(f"{name} must be a quiltpriv Theta (load_model, theta_from_pgmpy, "
+                         f"theta_from_tables), got {type(theta).__name__}")
+    return theta
 
 
 def as_theta(model: Any) -> Theta:

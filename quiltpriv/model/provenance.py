@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from quiltpriv.errors import ParameterStatesWarning
-from quiltpriv.model.network import Theta, _thawed
+from quiltpriv.errors import DataError, ParameterStatesWarning
+from quiltpriv.model.network import Theta, _thawed, check_theta
 
 if TYPE_CHECKING:  # pandas is imported when data are hashed, not when a plan is made
     import pandas as pd
@@ -51,7 +51,7 @@ def data_sha256(frame: pd.DataFrame) -> str:
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+        raise DataError(f"data must be a pandas DataFrame, got {type(frame).__name__}")
     canonical = frame[sorted(frame.columns, key=str)]
     text = canonical.to_csv(index=False, lineterminator="\n", float_format="%.17g")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -59,12 +59,13 @@ def data_sha256(frame: pd.DataFrame) -> str:
 
 def provenance_dict(theta: Theta) -> dict[str, Any] | None:
     """Theta's provenance record as plain JSON-ready dicts and lists (or None)."""
+    theta = check_theta(theta)
     return None if theta.provenance is None else _thawed(theta.provenance)
 
 
 def parameter_kinds(theta: Theta) -> dict[str, str]:
     """The declared kind (``share`` / ``mean``) of each node, where the provenance says it."""
-    prov = theta.provenance or {}
+    prov = check_theta(theta).provenance or {}
     params = prov.get("parameters") if isinstance(prov, Mapping) else None
     out: dict[str, str] = {}
     if isinstance(params, Mapping):
@@ -100,6 +101,7 @@ def state_problems(theta: Theta, kinds: Mapping[str, str] | None = None) -> tupl
     tuple of str
         Empty when every state is a finite number (and every share in [0, 1]).
     """
+    theta = check_theta(theta)
     kinds = parameter_kinds(theta) if kinds is None else dict(kinds)
     text_nodes: list[str] = []
     out: list[str] = []

@@ -73,10 +73,14 @@ def check_probability_literal(token: str, where: str) -> float:
     state impossible, and one in the subnormal range (below ``2.2250738585072014e-308``) would
     be stored with a relative error up to 100%: both are refused, never read as something else.
     """
+    if not isinstance(token, str):
+        raise ModelError(f"{where}: a probability literal must be text, got {token!r}")
     try:
         x = float(token)
     except ValueError:
         raise ModelError(f"{where}: {token!r} is not a number") from None
+    if not math.isfinite(x):
+        raise ModelError(f"{where}: the probability {token} is not a finite number")
     if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
         raise ModelError(
             f"{where}: the probability {token} is positive but below float64's normal range "
@@ -140,6 +144,14 @@ class _Source:
         return self.error(pos, f"expected {what} in {context}, found {found!r}")
 
 
+def _check_text(text: object, where: object) -> None:
+    """A model file's text must be a str (decoded), and ``where`` a label for its messages."""
+    if not isinstance(where, str):
+        raise ModelError(f"where (the file's name for messages) must be a string, got {where!r}")
+    if not isinstance(text, str):
+        raise ModelError(f"{where}: the model text must be a str, got {type(text).__name__}")
+
+
 # -- BIF ------------------------------------------------------------------------------------------
 
 
@@ -149,6 +161,7 @@ def read_bif(text: str, where: str, *, name: str | None = None,
 
     ``name`` labels the member of Theta (default: ``where``).
     """
+    _check_text(text, where)
     src, variables, blocks = _parse_bif(text, where)
     states = {v: states for v, (states, _) in variables.items()}
     parents: dict[str, list[str]] = {}
@@ -588,6 +601,7 @@ class _XmlItem:
 def read_xmlbif(text: str, where: str, *, name: str | None = None,
                 tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
     """Theta of the XMLBIF model ``text``; ``where`` (the path) prefixes every error."""
+    _check_text(text, where)
     variables, definitions = _parse_xmlbif(text, where)
 
     def err(line: int, message: str) -> ModelError:

@@ -8,8 +8,9 @@ seconds at ``n = 1000``, hours at ``10^5``. This module computes them in float64
 per distinct ``pi_c`` and per secret, *with a proven bound on every error*, and turns them into
 quantities that are never on the unsafe side:
 
-* :func:`w_inf_bracket`: integers ``lo <= W_inf <= hi`` for the Wasserstein mechanism; the
-  mechanism uses ``hi`` (never below the exact ``W_inf``), and ``lo == hi`` proves it exact;
+* :func:`quiltpriv.distances.w_inf_bracket` (from :func:`cdf_bounds`): integers
+  ``lo <= W_inf <= hi`` for the Wasserstein mechanism; the mechanism uses ``hi`` (never below
+  the exact ``W_inf``), and ``lo == hi`` proves it exact;
 * :func:`laplace_log_density` and :func:`pair_loss_bounds`: a bracket of the worst-case privacy
   loss of ``F + Lap(s)`` for the auditor.
 
@@ -58,11 +59,11 @@ An absolute error ``e`` on ``log p`` is a relative error ``e^{|e|} - 1 ~ e`` on 
    running sum. It is strictly increasing in ``F`` and accurate at both ends (``~log F`` in the
    lower tail, ``~ -log S`` in the upper one), with error ``e_F + e_S``. ``key(n) = +inf``.
 
-From keys to ``W_inf`` (:func:`w_inf_bracket`). For laws on ``{0..n}``, ``W_inf(P, Q) <= d``
-if and only if ``F_P(k) <= F_Q(k + d)`` and ``F_Q(k) <= F_P(k + d)`` for every ``k`` (the
-quantile functions differ by at most ``d``). With ``lo(k) <= key(k) <= hi(k)`` (made monotone:
-a running maximum of the lower bounds and a running minimum, from the right, of the upper ones
-are still bounds of an increasing function):
+From keys to ``W_inf`` (:func:`quiltpriv.distances.w_inf_bracket`). For laws on ``{0..n}``,
+``W_inf(P, Q) <= d`` if and only if ``F_P(k) <= F_Q(k + d)`` and ``F_Q(k) <= F_P(k + d)`` for
+every ``k`` (the quantile functions differ by at most ``d``). With ``lo(k) <= key(k) <= hi(k)``
+(made monotone: a running maximum of the lower bounds and a running minimum, from the right, of
+the upper ones are still bounds of an increasing function):
 
 * ``hi_P(k) <= lo_Q(k + d)`` proves ``F_P(k) <= F_Q(k + d)``; the least ``d`` proven in both
   directions is an upper bound ``W_hi >= W_inf`` -- the errors are taken in the unsafe
@@ -88,7 +89,9 @@ from typing import Any
 
 import numpy as np
 
-from quiltpriv.errors import QuiltPrivError
+from quiltpriv._compat import moved_attribute
+from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.utils.validation import check_log_vector, check_positive, check_scalar
 
 __all__ = [
     "LIBM_ULPS",
@@ -103,7 +106,6 @@ __all__ = [
     "log_fraction",
     "mixture_log_pmf",
     "pair_loss_bounds",
-    "w_inf_bracket",
 ]
 
 #: Unit roundoff of float64 (round to nearest).
@@ -188,8 +190,9 @@ def log_fraction(x: Fraction) -> tuple[float, float]:
     Exact integer work brings ``x`` to ``m 2^e`` with ``m`` in ``(1/2, 2)``, so neither a tiny
     ``x`` (below the float range) nor a huge numerator and denominator lose anything.
     """
+    x = _check_fraction(x, "x")
     if x <= 0:
-        raise ValueError(f"log of a non-positive number {x}")
+        raise ParameterError(f"log of a non-positive number {x}")
     num, den = x.numerator, x.denominator
     e = num.bit_length() - den.bit_length()
     m = Fraction(num, den << e) if e >= 0 else Fraction(num << -e, den)
@@ -221,7 +224,7 @@ class BinomialLogPmf:
     def __init__(self, n: int) -> None:
         from scipy.special import gammaln
 
-        self.n = int(n)
+        self.n = int(check_scalar(n, "n", integer=True, min_val=0, max_val=2**53))
         self.j = np.arange(self.n + 1, dtype=float)
         g = gammaln(self.j + 1.0)
         self.big_g = float(g[-1])
@@ -230,6 +233,9 @@ class BinomialLogPmf:
     def __call__(self, pi: Fraction) -> tuple[np.ndarray, float]:
         """(log-pmf array, bound on the absolute error of every finite entry)."""
         n = self.n
+        pi = _check_fraction(pi, "pi")
+        if not 0 <= pi <= 1:
+            raise ParameterError(f"pi must be in [0, 1], got {pi}")
         if pi == 0 or pi == 1:  # a point mass, exact
             lp = np.full(n + 1, -np.inf)
             lp[0 if pi == 0 else n] = 0.0
@@ -257,9 +263,11 @@ def mixture_log_pmf(
     Zero weights are skipped; returns the log-pmf of the mixture and its error bound (module
     docstring, 3).
     """
-    comps = [(pi, w) for pi, w in components if w > 0]
+    comps = [(pi, w) for pi, w in _check_components(components) if w > 0]
     if not comps:
-        raise ValueError("an empty mixture")
+        raise ParameterError("an empty mixture")
+    if not callable(log_pmf):
+        raise ParameterError("log_pmf must be callable (a BinomialLogPmf)")
     logs = [log_fraction(w) for _, w in comps]
     top: np.ndarray | None = None
     big_t, worst = 0.0, 0.0
@@ -291,6 +299,28 @@ def mixture_log_pmf(
     return out, err * _BOUND_SLACK
 
 
+# -- input checks (these functions take the arrays the count-law code builds) ----------------
+
+
+def _check_fraction(x: object, name: str) -> Fraction:
+    """An exact rational (Fraction or int), else ParameterError: these bounds are exact."""
+    if isinstance(x, bool) or not isinstance(x, Fraction | int):
+        raise ParameterError(f"{name} must be an exact rational (Fraction or int), got {x!r}")
+    return Fraction(x)
+
+
+def _check_components(components: object) -> list[tuple[Fraction, Fraction]]:
+    """A mixture as a list of exact (pi, weight) pairs, else ParameterError."""
+    if isinstance(components, str) or not isinstance(components, Iterable):
+        raise ParameterError("components must be a list of (pi, weight) pairs")
+    out = []
+    for c in components:
+        if not isinstance(c, tuple | list) or len(c) != 2:
+            raise ParameterError(f"a mixture component must be a (pi, weight) pair, got {c!r}")
+        out.append((_check_fraction(c[0], "pi"), _check_fraction(c[1], "weight")))
+    return out
+
+
 # -- running sums in log space ----------------------------------------------------------------
 
 
@@ -311,7 +341,8 @@ def log_decay_cumsum(y: np.ndarray, c: float = 0.0) -> tuple[np.ndarray, float]:
     float given; a caller whose ``c`` is a rounded value adds ``len(y) |c| U`` itself.
     Module docstring, 4.
     """
-    y = np.asarray(y, dtype=float)
+    y = check_log_vector(y, "y")
+    c = float(check_scalar(c, "c", max_val=0.0))
     n = y.size
     if not c <= 0 or not math.isfinite(c):
         raise ValueError(f"decay c must be finite and <= 0, got {c}")
@@ -350,6 +381,7 @@ def cdf_key(log_pmf: np.ndarray, err: float) -> tuple[np.ndarray, float]:
     ``F(k) = P(X <= k)``, ``S(k) = P(X > k)``; ``log_pmf`` is over ``0..n`` with error ``err``.
     Module docstring, 5.
     """
+    log_pmf, err = check_log_vector(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
     log_f, e_f = log_decay_cumsum(log_pmf)
     log_g, e_g = log_decay_cumsum(log_pmf[::-1])
     log_s = np.empty_like(log_f)
@@ -379,64 +411,10 @@ def _monotone_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarra
 
 
 def cdf_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarray]:
-    """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for :func:`w_inf_bracket`."""
-    return _monotone_bounds(key, err)
-
-
-#: Each level of :func:`_max_shift` splits a block into this many.
-_SHIFT_SPLIT = 64
-
-
-def _max_shift(b: np.ndarray, a: np.ndarray, floor: int = 0) -> int:
-    """``max(floor, max_k (searchsorted(b, a[k]) - k))`` for non-decreasing ``a`` and ``b``.
-
-    Exact. ``m(k) = searchsorted(b, a[k])`` (the number of ``b`` entries below ``a[k]``) is
-    non-decreasing, so ``m(k) - k > d`` for some ``k`` if and only if ``b[k + d] < a[k]`` for
-    some ``k``: one vectorised comparison settles whether anything beats ``floor``. If
-    something does, blocks ``[s, e]`` of ``k`` are bounded by ``m(e) - s``; blocks that cannot
-    beat the best value seen are dropped and the others split, down to single entries.
-    """
-    n = a.size
-    if floor >= 0 and (floor >= n or not np.any(b[floor:] < a[:n - floor])):
-        return floor
-    size = 1
-    while size * _SHIFT_SPLIT < n:
-        size *= _SHIFT_SPLIT
-    starts = np.arange(0, n, size)
-    best = floor
-    while True:
-        best = max(best, int(np.max(np.searchsorted(b, a[starts], side="left") - starts)))
-        if size == 1:
-            return best
-        ends = np.minimum(starts + size - 1, n - 1)
-        starts = starts[np.searchsorted(b, a[ends], side="left") - starts > best]
-        if starts.size == 0:
-            return best
-        size //= _SHIFT_SPLIT
-        starts = (starts[:, None] + np.arange(0, size * _SHIFT_SPLIT, size)).ravel()
-        starts = starts[starts < n]
-
-
-def w_inf_bracket(p: tuple[np.ndarray, np.ndarray],
-                  q: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
-    """Integers ``lo <= W_inf(P, Q) <= hi`` from two laws' :func:`cdf_bounds` over ``0..n``.
-
-    The upper bound takes every error in the unsafe direction: it is never below the exact
-    ``W_inf`` of the two laws (module docstring).
-    """
-    (lo_p, hi_p), (lo_q, hi_q) = p, q
-    if lo_p.shape != lo_q.shape:
-        raise ValueError("the two laws must share the support 0..n")
-    upper, lower = 0, 0
-    for lo_a, hi_a, lo_b, hi_b in ((lo_p, hi_p, lo_q, hi_q), (lo_q, hi_q, lo_p, hi_p)):
-        # First m with lo_b(m) >= hi_a(k): F_b(m) >= F_a(k) is proven from there on.
-        upper = _max_shift(lo_b, hi_a, upper)
-        # Last m with hi_b(m) < lo_a(k) (one before the first m with hi_b(m) >= lo_a(k)):
-        # F_b(m) < F_a(k) is proven up to there, so W_inf >= that m - k + 1.
-        lower = _max_shift(hi_b, lo_a, lower)
-    if lower > upper:  # pragma: no cover - lo <= hi everywhere makes this impossible
-        raise AssertionError("inconsistent W_inf bracket")
-    return lower, upper
+    """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for
+    :func:`quiltpriv.distances.w_inf_bracket`."""
+    err = check_positive(err, "err", allow_zero=True)
+    return _monotone_bounds(check_log_vector(key, "key"), err)
 
 
 # -- Laplace smoothing (the auditor) ---------------------------------------------------------
@@ -453,6 +431,8 @@ def laplace_log_density(log_pmf: np.ndarray, err: float,
     rescaled linear query), which moves each exponent ``|k - j| c`` by at most
     ``2 (n + 1) U |c|``.
     """
+    log_pmf, err = check_log_vector(log_pmf, "log_pmf"), check_positive(err, "err", allow_zero=True)
+    scale = check_positive(scale, "scale")
     n = log_pmf.size - 1
     c = -1.0 / scale
     left, e_l = log_decay_cumsum(log_pmf, c)
@@ -473,6 +453,11 @@ def pair_loss_bounds(log_a: np.ndarray, err_a: float, log_b: np.ndarray,
     ``+inf`` (exact) when some ``k`` has ``a(k) > 0 = b(k)``; ``-inf`` when ``a`` is zero
     everywhere.
     """
+    log_a, log_b = check_log_vector(log_a, "log_a"), check_log_vector(log_b, "log_b")
+    if log_a.shape != log_b.shape:
+        raise ParameterError("the two laws must share the support 0..n")
+    err_a = check_positive(err_a, "err_a", allow_zero=True)
+    err_b = check_positive(err_b, "err_b", allow_zero=True)
     pos = np.isfinite(log_a)
     if not pos.any():
         return -math.inf, -math.inf, None
@@ -498,3 +483,12 @@ def identical(components_a: Iterable[tuple[Fraction, Fraction]],
         return out
 
     return canon(components_a) == canon(components_b)
+
+
+#: Moved to :mod:`quiltpriv.distances` with the other Wasserstein computations (the old name
+#: still works, with a DeprecationWarning).
+_MOVED = {"w_inf_bracket": "quiltpriv.distances"}
+
+
+def __getattr__(name: str) -> object:
+    return moved_attribute(__name__, _MOVED, name)

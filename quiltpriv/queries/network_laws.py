@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from quiltpriv.distances import w_inf_bracket
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, joint_marginal
 from quiltpriv.mechanisms.wasserstein import (
@@ -78,7 +79,7 @@ from quiltpriv.mechanisms.wasserstein import (
     wasserstein_mechanism,
     wasserstein_scale,
 )
-from quiltpriv.model.network import CPD, Theta, as_theta
+from quiltpriv.model.network import CPD, Theta, as_theta, check_theta
 from quiltpriv.queries.law_bounds import (
     BinomialLogPmf,
     Budget,
@@ -86,7 +87,6 @@ from quiltpriv.queries.law_bounds import (
     cdf_bounds,
     cdf_key,
     mixture_log_pmf,
-    w_inf_bracket,
 )
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
@@ -138,7 +138,7 @@ def bernoulli_parameters(theta: Theta, node: str) -> tuple[Fraction, ...]:
     ModelError
         If a state name is not a number in [0, 1].
     """
-    (node,) = theta.check_nodes([node], "attribute")
+    node = check_theta(theta).check_node(node, "attribute")
     return bernoulli_parameters_of_states(node, theta.states[node])
 
 
@@ -216,7 +216,7 @@ def category_laws(theta: Theta, node: str) -> tuple[tuple[Fraction, ...], ...]:
     ModelError
         A state that is neither, or states of different lengths.
     """
-    (node,) = theta.check_nodes([node], "attribute")
+    node = check_theta(theta).check_node(node, "attribute")
     out: list[tuple[Fraction, ...]] = []
     for s in theta.states[node]:
         text = str(s).strip().strip("()[]{} ")
@@ -320,7 +320,7 @@ def record_truth(
         a mapping that misses a category, or a predicate whose truth differs between values
         of one category.
     """
-    attrs = tuple(attrs)
+    attrs = check_theta(theta).check_nodes(attrs, "query attribute")
     pred = parse_predicate(predicate, attrs)
     records = record_states or {}
     per = [_category_map(theta, a, None if domain is None else tuple(domain[a]),
@@ -380,7 +380,8 @@ def mixture_weights(
     come from exact variable elimination on the Fraction CPDs (module docstring). Values of
     ``phi_sensitive`` with probability zero are left out (their conditional is undefined).
     """
-    attrs = tuple(attrs)
+    attrs = check_theta(theta).check_nodes(attrs, "query attribute")
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
     others = tuple(a for a in theta.sort(attrs) if a != sensitive)
     out = []
     for m in range(len(theta.members)):

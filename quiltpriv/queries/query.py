@@ -48,7 +48,11 @@ if TYPE_CHECKING:  # pandas is imported when data are evaluated, not when querie
 def _attrs(attributes: Iterable[str], what: str) -> tuple[str, ...]:
     if isinstance(attributes, str):
         attributes = [attributes]
-    out = tuple(attributes)
+    try:
+        out = tuple(attributes)
+    except TypeError:
+        raise QueryError(f"{what}: attributes must be a list of attribute names, got "
+                         f"{type(attributes).__name__}") from None
     if not out:
         raise QueryError(f"{what} needs at least one attribute")
     for a in out:
@@ -623,6 +627,8 @@ class HistogramQuery(_RecordBound):
 
 def histogram_cells(query: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...] | None:
     """Cell labels of a histogram from its ``to_dict()`` record (None for other queries)."""
+    if not isinstance(query, Mapping):
+        raise QueryError(f"query must be a query's to_dict() record, got {type(query).__name__}")
     if query.get("kind") != "histogram" or not query.get("categories"):
         return None
     other = query.get("catch_all") or {}

@@ -265,6 +265,14 @@ def _check_hex(text: str | None, what: str) -> str | None:
     return t
 
 
+def _ledger_path(path: object) -> str:
+    """A ledger's file name as a str, or LedgerError."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise LedgerError(f"the ledger path must be a file name (str or path), got "
+                          f"{type(path).__name__}")
+    return os.fspath(path)
+
+
 def read(path: str | os.PathLike[str], *, expect_head: str | None = None
          ) -> tuple[tuple[LedgerEntry, ...], LedgerHead]:
     """Every entry of a ledger, after verifying the whole chain and its head.
@@ -280,7 +288,7 @@ def read(path: str | os.PathLike[str], *, expect_head: str | None = None
     LedgerError
         The file is missing or not a ledger, or verification fails (the first fault named).
     """
-    p = os.fspath(path)
+    p = _ledger_path(path)
     expect = _check_hex(expect_head, "expect_head")
     con = _connect(p, create=False)
     try:
@@ -328,7 +336,7 @@ def check_writable(path: str | os.PathLike[str]) -> tuple[LedgerEntry, ...]:
     An existing file must be a verified, writable ledger (its verified entries are returned);
     a new one needs an existing, writable folder (no entries).
     """
-    p = os.fspath(path)
+    p = _ledger_path(path)
     if not p:
         raise LedgerError("the ledger path is empty")
     if Path(p).exists():
@@ -356,7 +364,7 @@ def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEnt
     LedgerError
         The ledger cannot be opened or written, or fails verification.
     """
-    p = os.fspath(path)
+    p = _ledger_path(path)
     if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
         raise LedgerError(f"only {_FORMATS} records go into a ledger")
     con = _connect(p, create=True)
@@ -394,7 +402,12 @@ def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_
             ) -> list[str]:
     """Entries on the same data columns with the same query or the same model (descriptions)."""
     out = []
+    if isinstance(entries, str) or not isinstance(entries, Iterable):
+        raise LedgerError(f"entries must be a list of ledger entries, got "
+                          f"{type(entries).__name__}")
     for e in entries:
+        if not isinstance(e, LedgerEntry):
+            raise LedgerError(f"entries must be ledger entries (read()), got {type(e).__name__}")
         r = e.record
         data = r.get("data") or {}
         if data.get("sha256") != data_sha:

@@ -106,11 +106,21 @@ def query_data(data: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     (columns sorted by name, rows in the given order, no index, ``\\n`` line ends, floats with
     17 significant digits, missing values empty), the same form as a learned model's data hash.
     """
+    import pandas as pd
+
+    from quiltpriv.errors import DataError
     from quiltpriv.model.provenance import (
         data_sha256,  # the canonical form a learned model's hash uses
     )
 
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    if isinstance(columns, str) or not isinstance(columns, Iterable):
+        raise ParameterError(f"columns must be a list of column names, got {columns!r}")
     cols = sorted(dict.fromkeys(columns), key=str)
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        raise DataError(f"the data have no column {', '.join(map(repr, missing))}")
     return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols}
 
 
@@ -141,6 +151,9 @@ def provenance_json(provenance: Any) -> Any:
 def release_record(r: Release) -> dict[str, Any]:
     """The JSON record of an APMQM release (:data:`RELEASE_FORMAT`; see ``docs/ledger.md``):
     ``r.to_record().to_dict()``."""
+    if not all(hasattr(r, a) for a in ("plan", "value", "scale", "timestamp", "to_record")):
+        raise ParameterError(f"release_record takes a Release (quiltpriv.release), got "
+                             f"{type(r).__name__}")
     return r.to_record().to_dict()
 
 

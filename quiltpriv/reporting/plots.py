@@ -32,7 +32,7 @@ from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.io import check_output_path, write_bytes_atomic
-from quiltpriv.utils.validation import check_epsilon
+from quiltpriv.utils.validation import check_epsilon, check_instance, check_path, check_scalar
 
 __all__ = [
     "MissingDependency", "NoiseCurves", "QuiltTradeoff", "iso_scale_levels", "noise_curves",
@@ -291,6 +291,8 @@ def iso_scale_levels(t: QuiltTradeoff, levels: int) -> list[float]:
     passes through the chosen quilt (a scale of 0 lies on the axis ``Delta = 0`` instead).
     Geometric spacing (scales span orders of magnitude); one level when all scales agree.
     """
+    check_instance(t, QuiltTradeoff, "t")
+    levels = int(check_scalar(levels, "levels", integer=True, min_val=1))
     finite = sorted({float(c.scale) for c in t.candidates
                      if math.isfinite(c.scale) and c.scale > 0})
     if not finite:
@@ -312,7 +314,7 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     ParameterError
         Unknown suffix, missing folder, or a path that is not a regular file.
     """
-    target = Path(path)
+    target = Path(check_path(path))
     fmt = target.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ParameterError(f"{target}: save as .png or .svg, not {target.suffix or 'no suffix'}")

@@ -51,7 +51,7 @@ from quiltpriv.mechanisms.apmqm import (
 from quiltpriv.mechanisms.apmqm_release import Release, release_html
 from quiltpriv.mechanisms.compare import comparison_html
 from quiltpriv.model.drawing import Layout, dag_svg, layered_layout
-from quiltpriv.model.network import Theta, theta_html
+from quiltpriv.model.network import Theta, check_theta, theta_html
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import badge as _badge
@@ -63,6 +63,7 @@ from quiltpriv.utils.format import json_number as _num
 from quiltpriv.utils.format import json_value as _jsonable
 from quiltpriv.utils.format import kv_table as _kv_table
 from quiltpriv.utils.io import check_output_path, write_text_atomic
+from quiltpriv.utils.validation import check_epsilon, check_instance
 
 __all__ = [
     "MAX_CANDIDATE_ROWS", "MAX_TARGET_SUBSETS", "REPORT_FORMAT", "REPORT_VERSION",
@@ -220,6 +221,11 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     exact influence is too expensive is listed last with no scale. Returns the list and whether
     the subset family was cut at :data:`MAX_TARGET_SUBSETS`.
     """
+    theta = check_theta(theta)
+    check_instance(query, Query, "query", error=QueryError)
+    node = theta.check_node(node, "sensitive attribute")
+    theta.check_nodes(query.attributes, "query attribute")
+    epsilon = check_epsilon(epsilon)
     found: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Quilt, str]] = {}
 
     def add(q: Quilt, source: str) -> None:

@@ -42,6 +42,9 @@ def check_output_path(path: str | os.PathLike[str], option: str = "output") -> P
         An empty path, a directory, a special file (FIFO, device, socket), a folder that does
         not exist or cannot be written.
     """
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+        raise ParameterError(f"{option}: the output path must be a file name (str or path), "
+                             f"got {type(path).__name__}")
     text = os.fspath(path)
     if not text:
         raise ParameterError(f"{option}: the output path is empty")
@@ -77,6 +80,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     ``path`` is checked by :func:`check_output_path` first (again, if the caller did: the
     file system may have changed since).
     """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ParameterError(f"data must be bytes, got {type(data).__name__}")
     target = check_output_path(path)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)  # replacing a file keeps its permissions
@@ -101,4 +106,6 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8, newlines as given) to ``path`` atomically."""
+    if not isinstance(text, str):
+        raise ParameterError(f"text must be a str, got {type(text).__name__}")
     write_bytes_atomic(path, text.encode("utf-8"))

@@ -14,8 +14,10 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
+
+from quiltpriv.errors import ParameterError
 
 T = TypeVar("T")
 
@@ -33,6 +35,10 @@ def tqdm_class() -> Any:
 
 def progress_bar(items: Iterable[T], *, desc: str, unit: str) -> Iterable[T]:
     """``items`` with a progress bar, or reported to this thread's :func:`observe` callback."""
+    if not isinstance(items, Iterable):
+        raise ParameterError(f"items must be iterable, got {type(items).__name__}")
+    if not (isinstance(desc, str) and isinstance(unit, str)):
+        raise ParameterError(f"desc and unit must be strings, got {desc!r} and {unit!r}")
     hook = getattr(_local, "hook", None)
     if hook is not None:
         return _observed(list(items), hook)
@@ -47,9 +53,15 @@ def _observed(items: list[T], hook: Callable[[int, int], None]) -> Iterator[T]:
         hook(k + 1, total)  # the consumer asked for the next item: item k is done
 
 
-@contextmanager
-def observe(callback: Callable[[int, int], None]) -> Iterator[None]:
+def observe(callback: Callable[[int, int], None]) -> AbstractContextManager[None]:
     """Within the block, :func:`progress_bar` in this thread calls ``callback(done, total)``."""
+    if not callable(callback):
+        raise ParameterError(f"callback must be callable, got {type(callback).__name__}")
+    return _observe(callback)
+
+
+@contextmanager
+def _observe(callback: Callable[[int, int], None]) -> Iterator[None]:
     old = getattr(_local, "hook", None)
     _local.hook = callback
     try:

@@ -12,16 +12,18 @@ from __future__ import annotations
 import math
 import os
 from numbers import Integral, Real
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
-from quiltpriv.errors import ParameterError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 
 #: The most records a query may declare: 2**53, beyond which counts are not exact floats.
 MAX_RECORDS = 2**53
 
 Boundaries = Literal["both", "left", "right", "neither"]
+
+T = TypeVar("T")
 
 
 def _interval(min_val: float | None, max_val: float | None, closed: Boundaries) -> str:
@@ -122,11 +124,11 @@ def check_positive(value: object, name: str, *, allow_zero: bool = False) -> flo
                               include_boundaries="both" if allow_zero else "right"))
 
 
-def check_delta(delta: object, name: str = "delta") -> float:
-    """Return ``delta`` as a float, or raise if it is not in the open interval (0, 1)."""
-    x = check_positive(delta, name)
+def check_delta(delta: object, name: str = "delta", *, allow_zero: bool = False) -> float:
+    """Return ``delta`` as a float, or raise if it is not in (0, 1) ([0, 1) if allowed)."""
+    x = check_positive(delta, name, allow_zero=allow_zero)
     if x >= 1:
-        raise ParameterError(f"{name} must be in (0, 1), got {x}")
+        raise ParameterError(f"{name} must be in {'[' if allow_zero else '('}0, 1), got {x}")
     return x
 
 
@@ -171,7 +173,11 @@ def check_vector(x: object, name: str, length: int | None = None) -> np.ndarray:
 
 def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.ndarray:
     """Return ``p`` as a float array that is finite, non-negative and sums to one."""
-    arr = np.asarray(p, dtype=float)
+    try:
+        arr = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a probability vector (numbers), got "
+                             f"{type(p).__name__}") from None
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(f"{name} must be a non-empty 1-d probability vector")
     if not np.all(np.isfinite(arr)):
@@ -180,4 +186,114 @@ def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.
         raise ParameterError(f"{name} has negative entries")
     if abs(arr.sum() - 1.0) > atol:
         raise ParameterError(f"{name} sums to {arr.sum():.12g}, not 1")
+    return arr
+
+
+def check_cost_matrix(cost: object, n: int | None = None, m: int | None = None, *,
+                      name: str = "cost/metric") -> np.ndarray:
+    """Return ``cost`` as a finite, non-negative float matrix (of shape ``(n, m)`` if given)."""
+    try:
+        c = np.asarray(cost, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a 2-d array of numbers") from None
+    if c.ndim != 2:
+        raise ParameterError(f"{name} must be a 2-d matrix, got shape {c.shape}")
+    if (n is not None and c.shape[0] != n) or (m is not None and c.shape[1] != m):
+        raise ParameterError(f"{name} has shape {c.shape}, expected ({n}, {m})")
+    if not np.all(np.isfinite(c)) or np.any(c < 0):
+        raise ParameterError(f"{name} entries must be finite and >= 0")
+    return c
+
+
+def check_relation_matrix(relation: object, n: int, m: int, *,
+                          name: str = "relation") -> np.ndarray:
+    """Return ``relation`` as an ``(n, m)`` boolean matrix (booleans or 0/1 entries)."""
+    try:
+        r = np.asarray(relation)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a boolean (0/1) matrix") from None
+    if r.shape != (n, m):
+        raise ParameterError(f"{name} has shape {r.shape}, expected ({n}, {m})")
+    if r.dtype != bool:
+        if r.dtype.kind not in "iuf" or not np.all(np.isin(r, (0, 1))):
+            raise ParameterError(f"{name} must be a boolean (0/1) matrix")
+        r = r.astype(bool)
+    return r
+
+
+def check_array(x: object, name: str, *, ndim: int | None = None,
+                error: type[QuiltPrivError] = ParameterError, finite: bool = True) -> np.ndarray:
+    """Return ``x`` as a finite float array (of ``ndim`` dimensions if given), else raise.
+
+    ``error`` is the class raised (ModelError for a model's parameters, ParameterError for a
+    mechanism's). With ``finite=False`` infinities are allowed (log-probabilities), NaN never.
+    """
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be an array of numbers, got {type(x).__name__}") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise error(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise error(f"{name} contains NaN or infinite entries")
+    if np.isnan(arr).any():
+        raise error(f"{name} contains NaN")
+    return arr
+
+
+def check_instance(value: T, kind: type | tuple[type, ...], name: str, *,
+                   error: type[QuiltPrivError] = ParameterError, hint: str = "") -> T:
+    """Return ``value`` if it is an instance of ``kind``, else raise ``error`` naming both."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        want = " or ".join(k.__name__ for k in kinds)
+        raise error(f"{name} must be a {want}{hint}, got {type(value).__name__}")
+    return value
+
+
+def check_path(path: object, name: str = "path") -> str | os.PathLike[str]:
+    """Return ``path`` if it is a file name (a string or an ``os.PathLike``), else raise."""
+    if isinstance(path, bytes) or not isinstance(path, str | os.PathLike) or not str(path):
+        raise ParameterError(f"{name} must be a file name (str or pathlib.Path), got {path!r}")
+    return path
+
+
+def check_square_matrix(x: object, name: str, size: int | None = None, *,
+                        error: type[QuiltPrivError] = ParameterError) -> np.ndarray:
+    """Return ``x`` as a finite ``size x size`` float matrix (a number is a 1x1 matrix)."""
+    a = check_array(x, name, error=error)
+    if a.ndim == 0:
+        a = a.reshape(1, 1)
+    if (a.ndim != 2 or a.shape[0] != a.shape[1] or a.size == 0
+            or (size is not None and a.shape[0] != size)):
+        want = "a square" if size is None else f"a {size}x{size}"
+        raise error(f"{name} must be {want} matrix (a number for 1x1), got shape {a.shape}")
+    return a
+
+
+def check_covariance(x: object, name: str, size: int | None = None, *,
+                     error: type[QuiltPrivError] = ParameterError,
+                     psd: bool = True) -> np.ndarray:
+    """Return ``x`` as a finite, symmetric (to rounding) and, with ``psd``, positive
+    semi-definite ``size x size`` matrix; the check's tolerances are relative to its largest
+    entry (1e-12 for symmetry, 1e-10 for the smallest eigenvalue)."""
+    a = check_square_matrix(x, name, size, error=error)
+    scale = max(1.0, float(np.abs(a).max()))
+    if not np.allclose(a, a.T, rtol=1e-10, atol=1e-12 * scale):
+        raise error(f"{name} is not symmetric")
+    if psd:
+        lam = float(np.linalg.eigvalsh((a + a.T) / 2).min())
+        if lam < -1e-10 * scale:
+            raise error(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
+    return a
+
+
+def check_log_vector(x: object, name: str) -> np.ndarray:
+    """Return ``x`` as a non-empty 1-d float array without NaN; infinities are allowed (a
+    log-probability of ``-inf``, a CDF key of ``+inf``)."""
+    if isinstance(x, str | bytes):
+        raise ParameterError(f"{name} must be a non-empty 1-d float array, got a string")
+    arr = check_array(x, name, ndim=1, finite=False)
+    if arr.size == 0:
+        raise ParameterError(f"{name} must be a non-empty 1-d float array")
     return arr
