@@ -45,7 +45,7 @@ from quiltpriv.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, main
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.model.loading import theta_to_dict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HANG_SECONDS = 120  # a hang guard for subprocesses, not a speed assertion
 TRIED: Counter = Counter()
 

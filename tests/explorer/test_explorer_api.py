@@ -27,7 +27,7 @@ from quiltpriv.mechanisms.compare import compare
 from quiltpriv.model.loading import theta_to_dict
 from quiltpriv.reporting.report import audit_report, candidate_quilts
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _norm(x):

@@ -9,19 +9,14 @@ numpy sums; nothing of quiltpriv's elimination is reused. Zero patterns must agr
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-import quiltpriv as qp  # noqa: E402
-import quiltpriv.inference.influence as infl  # noqa: E402
-from quiltpriv.inference.junction_tree import junction_tree, tree_structure  # noqa: E402
+import quiltpriv as qp
+import quiltpriv.inference.influence as infl
+from quiltpriv.inference.junction_tree import junction_tree, tree_structure
 
 METHODS = ("auto", "elimination", "junction_tree")
 
@@ -32,7 +27,8 @@ def kernel(request, monkeypatch):
     if request.param == "python":
         monkeypatch.setattr(infl, "_KERNEL", None)
     elif not infl.compiled_kernel():
-        pytest.skip("the compiled kernel is not built here (tests/test_kernel.py says why)")
+        pytest.skip("the compiled kernel is not built here "
+                    "(tests/inference/test_kernel.py says why)")
     return request.param
 
 

@@ -8,18 +8,13 @@ layout); Definition 8 is then applied by the reference's literal pairwise loop
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 from pgmpy.inference import VariableElimination
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-from quiltpriv.inference.influence import ROUNDING_MARGIN, joint_marginal, max_influence  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN, joint_marginal, max_influence
 
 
 def ve_joint(model, nodes, states) -> np.ndarray:

@@ -18,13 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-import quiltpriv as qp  # noqa: E402
-import quiltpriv.inference.influence as infl  # noqa: E402
+import quiltpriv as qp
+import quiltpriv.inference.influence as infl
 
 # the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
 MODES = (0, 1, 2, 3, 4)
@@ -87,7 +84,7 @@ def test_private_ancestors_queried_or_not(seed):
 @pytest.mark.parametrize("name", ["alarm", "win95pts", "pathfinder"])
 def test_kernel_equals_python_bucket_elimination_on_bundled_networks(name):
     """Large networks (pathfinder: a 63-state hub) against the pure-Python path."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from bench_core import read_pgmpy, read_text
 
     theta = qp.theta_from_pgmpy(read_pgmpy(read_text(name)), [name])
@@ -183,7 +180,7 @@ def test_environment_variable_switches_the_kernel_off():
     code = "import quiltpriv.inference.influence as i; print(i.compiled_kernel())"
     env = {**os.environ, "QUILTPRIV_NO_KERNEL": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, cwd=Path(__file__).parents[1])
+                         text=True, check=True, cwd=Path(__file__).parents[2])
     assert out.stdout.strip() == "False"
 
 

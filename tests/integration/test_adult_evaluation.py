@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-_PATH = Path(__file__).resolve().parents[1] / "examples" / "adult_evaluation.py"
+_PATH = Path(__file__).resolve().parents[2] / "examples" / "adult_evaluation.py"
 _spec = importlib.util.spec_from_file_location("adult_evaluation", _PATH)
 ae = importlib.util.module_from_spec(_spec)
 sys.modules["adult_evaluation"] = ae  # dataclasses look their module up while decorating

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pgmpy")
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_startup.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_startup.py"
 
 
 @pytest.fixture(scope="module")

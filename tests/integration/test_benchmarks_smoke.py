@@ -22,7 +22,7 @@ from quiltpriv.model.network import theta_from_pgmpy
 
 pytest.importorskip("pgmpy")
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_core.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_core.py"
 
 
 @pytest.fixture(scope="module")

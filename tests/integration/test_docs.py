@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mkdocs")
 pytest.importorskip("mkdocstrings_handlers.python")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

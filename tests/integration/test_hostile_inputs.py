@@ -20,7 +20,7 @@ from quiltpriv.cli import main
 from quiltpriv.errors import QuiltPrivError
 from quiltpriv.model.loading import MAX_MODEL_BYTES, load_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDENT_BIF = (ROOT / "models" / "student.bif").read_text(encoding="utf-8")
 HANG_SECONDS = 20  # a hang guard, not a speed assertion
 TRIED: Counter = Counter()

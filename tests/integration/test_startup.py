@@ -16,7 +16,7 @@ import pytest
 import quiltpriv as qp
 from quiltpriv.cli import COMMAND_MODULES, COMMANDS, _command_of, build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Modules no start-up should pay for unless the command uses them.
 HEAVY = ("pandas", "scipy", "matplotlib", "joblib", "networkx", "pgmpy", "tqdm", "pyparsing",
          "sklearn", "pyagrum")

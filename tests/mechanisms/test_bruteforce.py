@@ -16,23 +16,18 @@ Scales of 0 and inf are compared exactly.
 from __future__ import annotations
 
 import math
-import sys
 from itertools import combinations
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+import reference as ref
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-from quiltpriv.graph.quilts import d_connected, least_influence_quilt  # noqa: E402
-from quiltpriv.inference.influence import ROUNDING_MARGIN  # noqa: E402
-from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
-from quiltpriv.model.network import theta_from_tables  # noqa: E402
-from quiltpriv.queries.query import CountQuery, LinearQuery  # noqa: E402
+from quiltpriv.graph.quilts import d_connected, least_influence_quilt
+from quiltpriv.inference.influence import ROUNDING_MARGIN
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.queries.query import CountQuery, LinearQuery
 
 EPSILONS = (0.1, 0.5, 1.0, 3.0)
 N_BATCHES = 20

@@ -4,8 +4,8 @@ Issue 7 (exactness): on every random network of up to 14 nodes the planner, whic
 candidate quilts ``Q*(T)``, ``T`` a subset of the query attributes (docs/concepts.md), returns
 the scale of exhaustive search. Here the least scale of Algorithm 3 (spec 01) is recomputed
 over EVERY subset ``Q`` of ``V - {i}`` (2048-8192 quilts per sensitive attribute, past the 11
-nodes of tests/test_bruteforce.py) and compared with ``plan(...).sensitive[k].scale`` for every
-sensitive attribute, for four queries per network (a count over 1-4 attributes, a weighted
+nodes of tests/mechanisms/test_bruteforce.py) and compared with ``plan(...).sensitive[k].scale``
+for every sensitive attribute, for four queries per network (a count over 1-4 attributes, a weighted
 linear query, a histogram, and a linear query that reads a sensitive attribute, where influence
 is traded against sensitivity), eps in {0.5, 1, 2}, and every inference method ``plan`` offers
 ("auto" by default, "junction_tree", "elimination"). Every plan must say ``optimal=True``; the
@@ -36,7 +36,7 @@ pruning keeps it fast:
   collider-free-path rule against networkx on sampled quilts, and the whole pruned search
   against reference.py's unpruned scan (``all_quilts``) on 8-node networks.
 
-Tolerances as in tests/test_bruteforce.py: the planner rounds every computed influence up
+Tolerances as in tests/mechanisms/test_bruteforce.py: the planner rounds every computed influence up
 by ``ROUNDING_MARGIN`` (1e-10 relative and absolute), so its scale must lie between the
 exhaustive optimum with the influences shifted down by 1e-12 and with them rounded up as
 the planner does; where that bracket is tighter than 1e-9 relative (all but 9 of 5940
@@ -44,7 +44,7 @@ comparisons: the chosen quilt has ``e`` close to ``eps``) the scale must equal t
 exhaustive optimum to 1e-9 relative. Zero scales are compared exactly (the trivial quilt
 makes every optimum finite).
 
-Measured (``pytest tests/test_exhaustive_14.py --durations=5``, 2 cores): 45 networks,
+Measured (``pytest tests/mechanisms/test_exhaustive_14.py --durations=5``, 2 cores): 45 networks,
 1620 plans, 5940 sensitive-attribute comparisons (3498 zero scales, 1122 positive scales
 below the trivial quilt's, 1320 trivial-quilt scales), 1371 infinite influences met by the
 exhaustive search; 17 s of CPU for the whole file (19 s wall with other sessions loading
@@ -55,23 +55,18 @@ No disagreement was found.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from itertools import combinations
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+import reference as ref
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-from quiltpriv.inference.influence import ROUNDING_MARGIN  # noqa: E402
-from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
-from quiltpriv.model.network import theta_from_tables  # noqa: E402
-from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery  # noqa: E402
+from quiltpriv.inference.influence import ROUNDING_MARGIN
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.model.network import theta_from_tables
+from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
 
 EPSILONS = (0.5, 1.0, 2.0)
 ABS = 1e-12

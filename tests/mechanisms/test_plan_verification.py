@@ -12,29 +12,25 @@ import copy
 import json
 import math
 import pickle
-import sys
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+import reference as ref
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-import quiltpriv as qp  # noqa: E402
-from quiltpriv.cli import main  # noqa: E402
-from quiltpriv.mechanisms.apmqm import PLAN_FORMAT, _scale, query_fingerprint  # noqa: E402
-from quiltpriv.mechanisms.verification import (  # noqa: E402
+import quiltpriv as qp
+from quiltpriv.cli import main
+from quiltpriv.mechanisms.apmqm import PLAN_FORMAT, _scale, query_fingerprint
+from quiltpriv.mechanisms.verification import (
     INFLUENCE_SLACK,
     plan_from_json,
     query_from_dict,
 )
-from quiltpriv.reporting.report import audit_report  # noqa: E402
+from quiltpriv.reporting.report import audit_report
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STUDENT_BIF = ROOT / "models" / "student.bif"
 
 

@@ -6,8 +6,8 @@ and bound for additive (linear) and general (custom) ones (docs/concepts.md). He
 
 * ``full_enumeration`` is that old search, kept as a reference: every ``T``, no pruning; the
   new search must give the same scale on networks with 12-16 query attributes (stars, trees,
-  the random shapes of tests/test_exhaustive_14.py), for linear, custom and all-or-nothing
-  queries (one whose support is a strict subset of its attributes too);
+  the random shapes of tests/mechanisms/test_exhaustive_14.py), for linear, custom and
+  all-or-nothing queries (one whose support is a strict subset of its attributes too);
 * histograms and counts over the sensitive attribute itself against brute force over every
   quilt (tests/reference.py) on a hundred small random networks;
 * a count over 24 attributes of a 25-node star is planned exactly (checked against the star's
@@ -21,25 +21,21 @@ and bound for additive (linear) and general (custom) ones (docs/concepts.md). He
 from __future__ import annotations
 
 import math
-import sys
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
+from test_exhaustive_14 import make_network
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-from test_exhaustive_14 import make_network  # noqa: E402
-
-import quiltpriv as qp  # noqa: E402
-from quiltpriv import mechanisms as mech  # noqa: E402
-from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
-from quiltpriv.inference.influence import joint_marginal, max_influence  # noqa: E402
-from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, _scale, plan  # noqa: E402
-from quiltpriv.model.network import ThetaCache, theta_from_tables  # noqa: E402
-from quiltpriv.queries.query import (  # noqa: E402
+import quiltpriv as qp
+from quiltpriv import mechanisms as mech
+from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt
+from quiltpriv.inference.influence import joint_marginal, max_influence
+from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, _scale, plan
+from quiltpriv.model.network import ThetaCache, theta_from_tables
+from quiltpriv.queries.query import (
     CountQuery,
     CustomQuery,
     HistogramQuery,
@@ -517,7 +513,7 @@ def test_benchmark_runs_and_agrees_with_the_old_search(capsys):
     import importlib.util
 
     pytest.importorskip("pgmpy")
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_planner_attributes.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_planner_attributes.py"
     spec = importlib.util.spec_from_file_location("bench_planner_attributes", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import networkx as nx
+import reference as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import reference as ref  # noqa: E402
-
-from quiltpriv.graph.quilts import least_influence_quilt  # noqa: E402
-from quiltpriv.inference.influence import ROUNDING_MARGIN, max_influence  # noqa: E402
-from quiltpriv.mechanisms.apmqm import Plan, plan  # noqa: E402
-from quiltpriv.queries.query import CountQuery, LinearQuery  # noqa: E402
+from quiltpriv.graph.quilts import least_influence_quilt
+from quiltpriv.inference.influence import ROUNDING_MARGIN, max_influence
+from quiltpriv.mechanisms.apmqm import Plan, plan
+from quiltpriv.queries.query import CountQuery, LinearQuery
 
 SETTINGS = settings(derandomize=True, max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -19,7 +19,7 @@ from quiltpriv.model.learning import _bdeu_tables, discretise
 from quiltpriv.model.network import Theta
 from quiltpriv.model.provenance import data_sha256
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EDGES3 = [0.0, 1 / 3, 2 / 3, 1.0]
 STRONG = {0.2: [0.8, 0.15, 0.05], 0.5: [0.1, 0.8, 0.1], 0.8: [0.05, 0.15, 0.8]}
 
@@ -81,7 +81,7 @@ def test_learning_is_deterministic_across_hash_seeds():
     hill climbing returns d -> a under hash seed 1 and a -> d under hash seed 2 on these data.)
     """
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-            f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+            f"sys.path.insert(0, {str(ROOT / 'tests' / 'model')!r})\n"
             "import warnings; warnings.simplefilter('ignore')\n"
             "from test_learning import *\n"
             # symmetric data: a <-> b ties exactly under the score-equivalent BDeu

@@ -25,7 +25,7 @@ from quiltpriv.errors import ModelError, QuiltPrivError
 from quiltpriv.model.loading import MAX_STATES, load_model
 from quiltpriv.model.readers import read_bif, read_xmlbif
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = Path(pgmpy.__file__).parent / "utils" / "example_models"
 BUNDLED = sorted(p.name[: -len(".bif.gz")] for p in EXAMPLES.glob("*.bif.gz"))
 #: pgmpy takes over a second to read these (minutes for all of them together).

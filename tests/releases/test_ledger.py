@@ -27,7 +27,7 @@ from quiltpriv.errors import (
 )
 from quiltpriv.releases import ledger, records
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "release-record.schema.json").read_text())
 
 

@@ -29,7 +29,7 @@ from quiltpriv.reporting.report import (
 
 VOID = {"meta", "br", "link", "img", "input", "hr", "col", "area", "base", "wbr"}
 SVG_SELF_CLOSING = {"rect", "path", "circle", "line"}
-STUDENT_BIF = Path(__file__).resolve().parent.parent / "models" / "student.bif"
+STUDENT_BIF = Path(__file__).resolve().parents[2] / "models" / "student.bif"
 
 
 class Collector(HTMLParser):
