@@ -81,7 +81,9 @@ def test_private_ancestors_queried_or_not(seed):
             _assert_same(_kernel_joint(theta, nodes, mode), want, (seed, nodes, mode))
 
 
-@pytest.mark.parametrize("name", ["alarm", "win95pts", "pathfinder"])
+# alarm by default; win95pts and pathfinder take ~20 s of CPU together: slow.
+@pytest.mark.parametrize("name", ["alarm", *(pytest.param(n, marks=pytest.mark.slow)
+                                             for n in ("win95pts", "pathfinder"))])
 def test_kernel_equals_python_bucket_elimination_on_bundled_networks(name):
     """Large networks (pathfinder: a 63-state hub) against the pure-Python path."""
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))

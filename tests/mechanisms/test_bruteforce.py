@@ -22,6 +22,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import reference as ref
+from marks import fast_sample
 
 from quiltpriv.graph.quilts import d_connected, least_influence_quilt
 from quiltpriv.inference.influence import ROUNDING_MARGIN
@@ -32,6 +33,7 @@ from quiltpriv.queries.query import CountQuery, LinearQuery
 EPSILONS = (0.1, 0.5, 1.0, 3.0)
 N_BATCHES = 20
 PER_BATCH = 11  # 220 networks in all
+FAST_BATCHES = 5  # 55 of them in the default run, the rest marked slow
 ABS = 1e-12
 
 
@@ -107,7 +109,7 @@ def _check_node_plan(sp, net, records, attrs, delta, eps, where):
     return exact
 
 
-@pytest.mark.parametrize("batch", range(N_BATCHES))
+@pytest.mark.parametrize("batch", fast_sample(range(N_BATCHES), FAST_BATCHES))
 def test_planner_equals_brute_force(batch):
     checked = 0
     for j in range(PER_BATCH):
@@ -233,7 +235,7 @@ def _random_monotone_delta(rng: np.random.Generator, attrs):
     return lambda cols: table[frozenset(set(cols) & set(attrs))]
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", fast_sample(range(40), 16))
 def test_planner_custom_sensitivity_and_larger_networks(seed):
     """A general monotone Delta_B (CustomQuery) and binary networks of 9-11 nodes."""
     from quiltpriv.queries.query import CustomQuery

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import reference as ref
+from marks import fast_sample
 from test_exhaustive_14 import make_network
 
 import quiltpriv as qp
@@ -139,7 +140,9 @@ NETWORKS = _networks()
 # -- the search against the full enumeration ---------------------------------------------------
 
 
-@pytest.mark.parametrize("case", NETWORKS, ids=[c[0] for c in NETWORKS])
+# star13-weak and tree-weak repeat the shapes of their "mixed" twins: slow (~3 s of CPU).
+@pytest.mark.parametrize("case", fast_sample(NETWORKS, (1, 3, 4, 5, 6, 7)),
+                         ids=[c[0] for c in NETWORKS])
 def test_search_equals_full_enumeration(case):
     """12-16 query attributes: linear, custom and all-or-nothing queries, several eps; the
     new search's scale is the full enumeration's, proven optimal."""
