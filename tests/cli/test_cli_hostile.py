@@ -56,12 +56,6 @@ PYTHON_KEYWORDS = re.compile(r"\b(where|records|epsilon|n_jobs|time_limit|max_si
                              r"scale|seed|bounds|weights|sensitive|query)=")
 
 
-def _cli(argv, capsys):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def _one_line_error(rc, err, *, status=2, prefix="quiltpriv: error: "):
     """Exit ``status``, exactly one line on stderr starting with ``prefix``, no traceback."""
     assert rc == status, (rc, err)
@@ -148,16 +142,16 @@ EXTREME_CASES = {
 
 
 @pytest.mark.parametrize("case", list(EXTREME_CASES))
-def test_extreme_values_one_line_error(case, capsys):
+def test_extreme_values_one_line_error(case, cli):
     TRIED["extreme"] += 1
     argv, words = EXTREME_CASES[case]
-    rc, out, err = _cli(argv, capsys)
+    rc, out, err = cli(argv)
     msg = _one_line_error(rc, err)
     assert words in msg, (case, msg)
     assert out == ""
 
 
-def test_subset_privacy_tiny_epsilon_refused_before_drawing(records_csv, tmp_path, capsys,
+def test_subset_privacy_tiny_epsilon_refused_before_drawing(records_csv, tmp_path, cli,
                                                            monkeypatch):
     TRIED["extreme"] += 1
 
@@ -166,18 +160,17 @@ def test_subset_privacy_tiny_epsilon_refused_before_drawing(records_csv, tmp_pat
 
     monkeypatch.setattr(subset_privacy, "discrete_laplace", no_draw)
     out = tmp_path / "t.csv"
-    rc, _, err = _cli(["subset-privacy", records_csv, "--rows", "degree", "--protected",
-                       "income", "--categories", "low,high", "--epsilon", "1e-300", "-o", out],
-                      capsys)
+    rc, _, err = cli(["subset-privacy", records_csv, "--rows", "degree", "--protected",
+                      "income", "--categories", "low,high", "--epsilon", "1e-300", "-o", out])
     assert "64-bit integer cells" in _one_line_error(rc, err)
     assert not out.exists()
     # The threshold is where the noise can reach 2**63: just above it, the table is drawn.
     monkeypatch.undo()
     t = Fraction(2**63) / noise.TAIL_FACTOR  # one noise per cell here (two categories)
     eps_ok = float(Fraction(2) / t) * 1.01
-    rc, _, err = _cli(["subset-privacy", records_csv, "--rows", "degree", "--protected",
-                       "income", "--categories", "low,high", "--epsilon", repr(eps_ok), "-o",
-                       out, "--seed", "1"], capsys)
+    rc, _, err = cli(["subset-privacy", records_csv, "--rows", "degree", "--protected",
+                      "income", "--categories", "low,high", "--epsilon", repr(eps_ok), "-o",
+                      out, "--seed", "1"])
     assert rc == 0 and out.is_file(), err
 
 
@@ -225,7 +218,7 @@ def test_n_jobs_checked_by_the_api():
             qp.plan(theta, q, ["income", "sat"], 1.0, n_jobs=bad)
 
 
-def test_release_noise_too_large_refused_before_drawing(csv_file, capsys, monkeypatch):
+def test_release_noise_too_large_refused_before_drawing(csv_file, cli, monkeypatch):
     """The plan is fine (scale 9e305 < float max), its noise is not drawable: refused, and no
     random number is drawn (a secure draw overflowed in about 15% of runs before)."""
     TRIED["extreme"] += 1
@@ -235,9 +228,9 @@ def test_release_noise_too_large_refused_before_drawing(csv_file, capsys, monkey
 
     monkeypatch.setattr(noise, "_discrete_laplace", no_draw)
     out = csv_file.parent / "rel.json"
-    rc, stdout, err = _cli(["release", "student", "--sensitive", "height", "--attributes",
-                            "height", "--records", str(2**53), "--epsilon", "1e-290",
-                            "--where", "height > 0", "--data", csv_file, "-o", out], capsys)
+    rc, stdout, err = cli(["release", "student", "--sensitive", "height", "--attributes",
+                           "height", "--records", str(2**53), "--epsilon", "1e-290",
+                           "--where", "height > 0", "--data", csv_file, "-o", out])
     assert "too large to draw" in _one_line_error(rc, err)
     assert not out.exists() and stdout == ""
 
@@ -301,12 +294,12 @@ def _json_model(tmp_path, number_text):
 
 
 @pytest.mark.parametrize("digits", [21, 400, 4300, 5000, 100_000])
-def test_json_model_with_a_huge_integer(tmp_path, capsys, digits):
+def test_json_model_with_a_huge_integer(tmp_path, cli, digits):
     TRIED["extreme"] += 1
     path = _json_model(tmp_path, "9" * digits)
     with pytest.raises(ModelError, match=f"integer of {digits} digits"):
         qp.load_model(str(path))
-    rc, _, err = _cli(["plan", path, *PLAN[2:]], capsys)
+    rc, _, err = cli(["plan", path, *PLAN[2:]])
     assert f"{digits} digits" in _one_line_error(rc, err)
 
 
@@ -345,7 +338,7 @@ def _fail_if_called(*args, **kwargs):
 
 
 def test_outputs_that_are_not_regular_files_are_refused_first(tmp_path, records_csv, csv_file,
-                                                              capsys, monkeypatch):
+                                                              cli, monkeypatch):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     folder = tmp_path / "folder"
@@ -360,7 +353,7 @@ def test_outputs_that_are_not_regular_files_are_refused_first(tmp_path, records_
         for out, words in ((fifo, "named pipe (FIFO)"), (folder, "is a folder"),
                            (missing, "does not exist")):
             TRIED["output"] += 1
-            rc, stdout, err = _cli([*argv, "-o", out], capsys)
+            rc, stdout, err = cli([*argv, "-o", out])
             msg = _one_line_error(rc, err)
             assert msg.startswith(f"quiltpriv: error: -o {out}") and words in msg, (command, msg)
             assert ".out.json." not in msg and stdout == ""  # no temporary file's name
@@ -371,24 +364,24 @@ def test_outputs_that_are_not_regular_files_are_refused_first(tmp_path, records_
         ["pipe", "folder", records_csv.name, csv_file.name])
 
 
-def test_report_json_twin_that_is_a_fifo_is_refused(tmp_path, capsys):
+def test_report_json_twin_that_is_a_fifo_is_refused(tmp_path, cli):
     TRIED["output"] += 1
     os.mkfifo(tmp_path / "r.json")
-    rc, _, err = _cli(["report", "student", "--sensitive", "income", "--attributes", "height",
-                       "--records", "4", "--epsilon", "1", "-o", tmp_path / "r.html"], capsys)
+    rc, _, err = cli(["report", "student", "--sensitive", "income", "--attributes", "height",
+                      "--records", "4", "--epsilon", "1", "-o", tmp_path / "r.html"])
     assert "JSON twin" in _one_line_error(rc, err)
     assert stat.S_ISFIFO(os.stat(tmp_path / "r.json").st_mode)
     assert not (tmp_path / "r.html").exists()
 
 
-def test_output_replaces_regular_files_keeping_mode_and_symlinks(tmp_path, capsys):
+def test_output_replaces_regular_files_keeping_mode_and_symlinks(tmp_path, cli):
     TRIED["output"] += 2
     real = tmp_path / "real.json"
     real.write_text("old\n")
     real.chmod(0o600)
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    rc, _, err = _cli([*PLAN, "--json", "-o", link], capsys)
+    rc, _, err = cli([*PLAN, "--json", "-o", link])
     assert rc == 0, err
     assert link.is_symlink() and os.readlink(link) == str(real)  # the link stays a link
     assert json.loads(real.read_text())["mechanism"] == "APMQM"  # its target was replaced
@@ -419,7 +412,7 @@ def _interrupt(*args, **kwargs):
 
 @pytest.mark.parametrize("command", ["plan", "release", "compare", "audit", "report",
                                      "quilts", "subset-privacy"])
-def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file, capsys,
+def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file, cli,
                                         monkeypatch):
     TRIED["interrupt"] += 1
     monkeypatch.setattr(cli_core, "load_theta", _interrupt)
@@ -427,7 +420,7 @@ def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file
     argv = {**_writers(tmp_path, records_csv, csv_file),
             "quilts": QUILTS}[command]
     out = tmp_path / "out.html"
-    rc, stdout, err = _cli([*argv, "-o", out] if command != "quilts" else argv, capsys)
+    rc, stdout, err = cli([*argv, "-o", out] if command != "quilts" else argv)
     assert _one_line_error(rc, err, status=EXIT_INTERRUPTED,
                            prefix="quiltpriv: interrupted") == "quiltpriv: interrupted"
     assert stdout == "" and not out.exists()
@@ -446,25 +439,25 @@ def _interrupt_second_influence(monkeypatch):
     monkeypatch.setattr(mech, "influence_upper_bound", interrupting)
 
 
-def test_ctrl_c_during_a_serial_plan_gives_the_plan_then_exit_130(capsys, monkeypatch):
+def test_ctrl_c_during_a_serial_plan_gives_the_plan_then_exit_130(cli, monkeypatch):
     TRIED["interrupt"] += 1
     _interrupt_second_influence(monkeypatch)
-    rc, out, err = _cli(["plan", "chain", "--sensitive", "x06,x01", "--query", "linear",
-                         "--weights", "x03=1,x09=1", "--bounds", "x03=0:1,x09=0:1",
-                         "--epsilon", "1", "--json"], capsys)
+    rc, out, err = cli(["plan", "chain", "--sensitive", "x06,x01", "--query", "linear",
+                        "--weights", "x03=1,x09=1", "--bounds", "x03=0:1,x09=0:1",
+                        "--epsilon", "1", "--json"])
     _one_line_error(rc, err, status=EXIT_INTERRUPTED, prefix="quiltpriv: interrupted:")
     d = json.loads(out)
     assert d["optimal"] is False and mech.INTERRUPTED_NOTE in d["notes"]
     assert d["sensitive"]["x01"]["quilt"] == [] and not d["sensitive"]["x01"]["optimal"]
 
 
-def test_ctrl_c_during_planning_releases_nothing(csv_file, capsys, monkeypatch):
+def test_ctrl_c_during_planning_releases_nothing(csv_file, cli, monkeypatch):
     TRIED["interrupt"] += 1
     _interrupt_second_influence(monkeypatch)
     out = csv_file.parent / "rel.json"
-    rc, stdout, err = _cli(["release", "student", "--sensitive", "income,sat", "--attributes",
-                            "height", "--records", "3", "--epsilon", "1", "--where",
-                            "height > 0", "--data", csv_file, "-o", out], capsys)
+    rc, stdout, err = cli(["release", "student", "--sensitive", "income,sat", "--attributes",
+                           "height", "--records", "3", "--epsilon", "1", "--where",
+                           "height > 0", "--data", csv_file, "-o", out])
     _one_line_error(rc, err, status=EXIT_INTERRUPTED, prefix="quiltpriv: interrupted")
     assert stdout == "" and not out.exists()
 
@@ -582,12 +575,12 @@ def _long_chain(tmp_path):
     return path
 
 
-def test_unknown_node_of_a_large_network_lists_the_closest(tmp_path, capsys):
+def test_unknown_node_of_a_large_network_lists_the_closest(tmp_path, cli):
     model = _long_chain(tmp_path)
     theta = qp.load_model(str(model))
     assert len(theta.nodes) == 441
     TRIED["message"] += 1
-    rc, _, err = _cli(["quilts", model, "--node", "x4411"], capsys)
+    rc, _, err = cli(["quilts", model, "--node", "x4411"])
     msg = _one_line_error(rc, err)
     assert "(closest: x441, x411, x44; 441 nodes in all)" in msg and len(msg) < 200, msg
     for name, words in (("x0l", "(closest: x01, x02, x03; 441 nodes in all)"),
@@ -605,27 +598,27 @@ def test_unknown_node_of_a_large_network_lists_the_closest(tmp_path, capsys):
         qp.load_model("student").check_nodes(["nope"])
 
 
-def test_cli_errors_name_options_not_python_keywords(tmp_path, csv_file, capsys):
+def test_cli_errors_name_options_not_python_keywords(tmp_path, csv_file, cli):
     TRIED["message"] += 3
     rel = ["release", "student", "--sensitive", "income", "--attributes", "height",
            "--records", "3", "--epsilon", "1", "--data", csv_file]
-    rc, _, err = _cli(rel, capsys)
+    rc, _, err = cli(rel)
     assert "--where" in _one_line_error(rc, err)
-    rc, _, err = _cli(["report", *rel[1:], "-o", tmp_path / "r.html"], capsys)
+    rc, _, err = cli(["report", *rel[1:], "-o", tmp_path / "r.html"])
     assert "--where" in _one_line_error(rc, err)
-    rc, _, err = _cli(["audit", "example3", "--sensitive", "x2", "--query", "linear",
-                       "--weights", "x1=1", "--bounds", "x1=0:1", "--epsilon", "1"], capsys)
+    rc, _, err = cli(["audit", "example3", "--sensitive", "x2", "--query", "linear",
+                      "--weights", "x1=1", "--bounds", "x1=0:1", "--epsilon", "1"])
     assert "--records" in _one_line_error(rc, err)
     # The Python API keeps its keyword wording.
     with pytest.raises(QueryError, match="where="):
         qp.CountQuery(["height"], 3).evaluate(pd.read_csv(csv_file))
 
 
-def test_usage_errors_are_one_line(capsys):
+def test_usage_errors_are_one_line(capsys, cli):
     for argv, words in ((["plan", "student"], "required"), (["nonexistent"], "invalid choice"),
                         ([*PLAN, "--no-such-flag"], "unrecognized"), ([], "required")):
         TRIED["message"] += 1
-        rc, _, err = _cli(argv, capsys)
+        rc, _, err = cli(argv)
         assert words in _one_line_error(rc, err)
     assert main(["plan", "--help"]) == 0
     assert "usage: quiltpriv plan" in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from marks import fast_sample
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.gap.learning import (
@@ -26,7 +27,7 @@ from quiltpriv.gap.privatizers import (
 
 @pytest.mark.parametrize("constraint", ["penalty", "augmented_lagrangian"])
 @pytest.mark.parametrize("kind", ["PDD", "PDI"])
-@pytest.mark.parametrize(("p", "q"), [(0.5, 0.25), (0.75, 0.25)])
+@pytest.mark.parametrize(("p", "q"), fast_sample([(0.5, 0.25), (0.75, 0.25)], 1, unpack=True))
 def test_binary_learned_within_003_of_theory(p, q, kind, constraint):
     model = BinaryModel.from_xor(p, q)
     x, y = sample_binary(model, 4000, seed=11)
@@ -47,7 +48,7 @@ def test_binary_learned_within_003_of_theory(p, q, kind, constraint):
 
 
 @pytest.mark.parametrize("constraint", ["penalty", "augmented_lagrangian"])
-@pytest.mark.parametrize(("p", "s0"), [(0.5, 1.0), (0.75, 2.0)])
+@pytest.mark.parametrize(("p", "s0"), fast_sample([(0.5, 1.0), (0.75, 2.0)], 1, unpack=True))
 def test_gaussian_learned_within_006_of_theory(p, s0, constraint):
     model = GaussianMixtureModel(p, 3.0, sigma0=s0, sigma1=1.0)
     x, y = sample_gaussian(model, 8000, seed=5)

@@ -10,11 +10,6 @@ import quiltpriv as qp
 from quiltpriv.inference.influence import ROUNDING_MARGIN
 
 
-@pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student")
-
-
 def test_example1_quilt_found(student):
     # Example 1: Q = {g}, N = {i, s}, R = {h, w}.
     q = qp.markov_quilt(student, "income", ["gender"])
@@ -135,6 +130,7 @@ def test_release_uses_plan_scale_and_is_secure(student):
 
 @pytest.mark.filterwarnings("ignore::quiltpriv.errors.RepeatedReleaseWarning",
                             "ignore::quiltpriv.errors.SeededNoiseWarning")
+@pytest.mark.slow  # ~5 s; test_noise checks the release noise law by default
 def test_release_noise_statistics(student):  # 4000 seeded releases of one query, on purpose
     # The released noise has the Laplace variance 2 b^2 (seeded, bounded test).
     q = qp.CountQuery(["sat"], 20, where="sat > 1300")

@@ -67,6 +67,7 @@ def test_student_walkthrough():
                                        "weak SAT tie: 0.0 ('sat', 'height')"]
 
 
+@pytest.mark.slow  # ~4 s of CPU; the walkthrough runs by default
 def test_larger_network():
     nb = run("larger_network.ipynb")
     (table,) = stdout_of_checks(nb)
@@ -81,6 +82,7 @@ def test_larger_network():
         "24.0000", "12.0000", "6.0000"]
 
 
+@pytest.mark.slow  # ~5.5 s of CPU
 def test_tutorial_data_to_release():
     """Data -> Theta (learned and declared) -> plan -> release -> report, on star98."""
     pytest.importorskip("statsmodels", reason="the tutorial's data need the data extra "

@@ -67,7 +67,6 @@ from marks import fast_sample
 
 from quiltpriv.inference.influence import ROUNDING_MARGIN
 from quiltpriv.mechanisms.apmqm import plan
-from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
 
 EPSILONS = (0.5, 1.0, 2.0)
@@ -424,8 +423,7 @@ FAST = (0, 3, 7, 8, 10, 11, 15, 17)
 def test_planner_equals_exhaustive_search(config):
     seed, n, shape, theta_size, ternary, style, zeros, all_sensitive = config
     net = make_network(seed, n, shape, theta_size, ternary, style, zeros)
-    theta = theta_from_tables(net.edges, {v: net.states[v] for v in net.nodes},
-                              list(net.members), parents_order=net.parents)
+    theta = net.to_theta_from_tables()
     g = net.graph()
     joints = [ref.full_joint(net, k) for k in range(len(net.members))]
     rng = np.random.default_rng(seed)

@@ -6,11 +6,6 @@ import quiltpriv as qp
 from quiltpriv.inference.influence import InfluenceTooExpensive
 
 
-@pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student")
-
-
 def _valid(theta, sp):
     q = qp.markov_quilt(theta, sp.node, sp.quilt)
     assert (q.nearby, q.remote) == (sp.nearby, sp.remote)

@@ -2,34 +2,28 @@
 
 import pickle
 
-import pytest
-
 import quiltpriv as qp
 import quiltpriv.mechanisms.apmqm as mech
 
 
-@pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student:theta")
-
-
-def test_theta_pickles(student):
-    back = pickle.loads(pickle.dumps(student))
-    assert back.fingerprint() == student.fingerprint() and back.names == student.names
+def test_theta_pickles(student_theta):
+    back = pickle.loads(pickle.dumps(student_theta))
+    assert back.fingerprint() == student_theta.fingerprint() and back.names == student_theta.names
     assert qp.max_influence(back, "income", ["gender"]) == qp.max_influence(
-        student, "income", ["gender"])
+        student_theta, "income", ["gender"])
 
 
-def test_parallel_equals_serial(student):
+def test_parallel_equals_serial(student_theta):
     q = qp.LinearQuery({"height": 1.0, "weight": -1.0, "sat": 0.5},
                        {"height": (0, 1), "weight": (0, 1), "sat": (0, 1)})
-    serial = qp.plan(student, q, student.nodes, 1.5)
-    parallel = qp.plan(student, q, student.nodes, 1.5, n_jobs=2)
+    serial = qp.plan(student_theta, q, student_theta.nodes, 1.5)
+    parallel = qp.plan(student_theta, q, student_theta.nodes, 1.5, n_jobs=2)
     assert parallel.to_dict() == serial.to_dict()
 
 
-def test_progress_bar(student, capsys):
-    p = qp.plan(student, qp.CountQuery(["height"], 10), student.nodes, 1.0, progress=True)
+def test_progress_bar(student_theta, capsys):
+    p = qp.plan(student_theta, qp.CountQuery(["height"], 10), student_theta.nodes, 1.0,
+                progress=True)
     assert p.optimal
     assert "planning" in capsys.readouterr().err
 

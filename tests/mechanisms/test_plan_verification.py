@@ -35,11 +35,6 @@ STUDENT_BIF = ROOT / "models" / "student.bif"
 
 
 @pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student")
-
-
-@pytest.fixture(scope="module")
 def count_plan(student):
     query = qp.CountQuery(["height", "sat"], 1000, where="height > 66 and sat > 1300")
     return query, qp.plan(student, query, ["income", "gender"], 1.0)

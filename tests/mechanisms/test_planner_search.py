@@ -126,8 +126,7 @@ def _networks():
     out.append(("tree19-16", tree(55, "weak", m=5), ["r"], 16))
     for k, shape in enumerate(("tree", "sparse", "medium")):
         net = make_network(60_000 + k, 14, shape, 1 + k % 2, 2, ("weak", "mixed")[k % 2], 0)
-        theta = theta_from_tables(net.edges, {v: net.states[v] for v in net.nodes},
-                                  list(net.members), parents_order=net.parents)
+        theta = net.to_theta_from_tables()
         rng = np.random.default_rng(k)
         out.append((f"{shape}14", theta, [str(x) for x in rng.choice(net.nodes, 2,
                                                                       replace=False)], 14))
@@ -326,8 +325,7 @@ def test_pair_influences_add_up_over_independent_parts(seed):
     ``phi_i``), so the sum of the parts' vectors is the whole quilt's vector."""
     net = make_network(61_000 + seed, 9, ("tree", "sparse", "disconnected")[seed % 3],
                        1 + seed % 3, seed % 4, ("weak", "mixed", "strong")[seed % 3], seed % 2)
-    theta = theta_from_tables(net.edges, {v: net.states[v] for v in net.nodes},
-                              list(net.members), parents_order=net.parents)
+    theta = net.to_theta_from_tables()
     rng = np.random.default_rng(seed)
     checked = 0
     for node in net.nodes:

@@ -27,7 +27,6 @@ import pytest
 
 import quiltpriv as qp
 from quiltpriv.audit.exact import audit, query_laws
-from quiltpriv.cli import main
 from quiltpriv.errors import ModelError, QueryError
 from quiltpriv.mechanisms.compare import compare
 from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
@@ -346,47 +345,41 @@ def test_zero_wasserstein_with_pairs_is_not_called_no_pair():
 # -- command line ---------------------------------------------------------------------------------
 
 
-def _run(argv, capsys):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def test_cli_domain_options(tmp_path, capsys):
+def test_cli_domain_options(tmp_path, cli):
     data = tmp_path / "d.csv"
     data.write_text("height,sat,income\nshort,01,0\ntall,02,1\ntall,01,1\n")
     base = ["release", "student", "--sensitive", "income", "--records", "5", "--epsilon", "1",
             "--data", str(data), "--seed", "3"]
-    rc, out, _ = _run([*base, "--query", "histogram", "--attributes", "height,sat",
-                       "--categories", "height=short|tall|medium,sat=01|02"], capsys)
+    rc, out, _ = cli([*base, "--query", "histogram", "--attributes", "height,sat",
+                      "--categories", "height=short|tall|medium,sat=01|02"])
     assert rc == 0
     d = json.loads(out)
     assert d["cells"] == [["short", "01"], ["short", "02"], ["tall", "01"], ["tall", "02"],
                           ["medium", "01"], ["medium", "02"]]
     assert len(d["value"]) == 6
     # A count over text data with a declared domain: "01" is read as written.
-    rc, out, _ = _run([*base, "--attributes", "sat", "--where", "sat == '01'",
-                       "--domain", "sat=01|02"], capsys)
+    rc, out, _ = cli([*base, "--attributes", "sat", "--where", "sat == '01'",
+                      "--domain", "sat=01|02"])
     assert rc == 0 and json.loads(out)["plan"]["query"]["domain"] == {"sat": ["01", "02"]}
     cmp = ["compare", "student", "--sensitive", "income", "--attributes", "height",
            "--records", "5", "--epsilon", "1", "--where", "height == 'tall'", "--json"]
-    rc, out, _ = _run([*cmp, "--record-states", "height=short:0|tall:1"], capsys)
+    rc, out, _ = cli([*cmp, "--record-states", "height=short:0|tall:1"])
     w = {r["mechanism"]: r for r in json.loads(out)["rows"]}["Wasserstein"]
     assert rc == 0 and w["applicable"] and w["scale"] > 0
-    rc, out, _ = _run(cmp, capsys)
+    rc, out, _ = cli(cmp)
     w = {r["mechanism"]: r for r in json.loads(out)["rows"]}["Wasserstein"]
     assert rc == 0 and not w["applicable"] and "--record-states" in w["detail"]
     aud = ["audit", "student", "--sensitive", "income", "--records", "4", "--epsilon", "1",
            "--scale", "0", "--json"]
     # The audit reads --where: the exact count of sat (which depends on income) leaks more
     # than eps, "height or sat" does not; without a declared domain it refuses.
-    rc, out, _ = _run([*aud, "--attributes", "sat", "--where", "sat == 1", "--domain",
-                       "sat=0|1"], capsys)
+    rc, out, _ = cli([*aud, "--attributes", "sat", "--where", "sat == 1", "--domain",
+                      "sat=0|1"])
     assert rc == 1 and json.loads(out)["loss"] > 1.3
-    rc, out, _ = _run([*aud, "--attributes", "height,sat", "--where",
-                       "height == 1 or sat == 1", "--domain", "height=0|1,sat=0|1"], capsys)
+    rc, out, _ = cli([*aud, "--attributes", "height,sat", "--where",
+                      "height == 1 or sat == 1", "--domain", "height=0|1,sat=0|1"])
     assert rc == 0 and 0.4 < json.loads(out)["loss"] < 0.5
-    rc, _, err = _run([*aud, "--attributes", "sat", "--where", "sat == 1"], capsys)
+    rc, _, err = cli([*aud, "--attributes", "sat", "--where", "sat == 1"])
     assert rc == 2 and "declares no domain" in err and len(err.strip().splitlines()) == 1
 
 
@@ -413,10 +406,10 @@ def test_cli_domain_options(tmp_path, capsys):
     (["--query", "sum", "--attributes", "sat", "--bounds", "0:1", "--where", "sat > 0"],
      "--where applies to count"),
 ])
-def test_cli_domain_errors_are_one_line(extra, match, capsys):
+def test_cli_domain_errors_are_one_line(extra, match, cli):
     argv = ["plan", "student", "--sensitive", "income", "--records", "5", "--epsilon", "1",
             *extra]
-    rc, _, err = _run(argv, capsys)
+    rc, _, err = cli(argv)
     assert rc == 2 and err.startswith("quiltpriv: error:"), err
     assert len(err.strip().splitlines()) == 1, err
     assert re.search(match, err), err

@@ -38,11 +38,6 @@ def _fresh_session():
     records.forget_releases()
 
 
-@pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student")
-
-
 def _frame(n=20, seed=1):
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"height": rng.normal(66, 3, n).round(1),

@@ -16,11 +16,6 @@ from quiltpriv.mechanisms.compare import compare
 from quiltpriv.utils import progress as _progress
 
 
-@pytest.fixture(scope="module")
-def student():
-    return qp.load_model("student")
-
-
 def test_every_result_object_renders_with_its_numbers(student):
     q = qp.CountQuery(["height", "sat"], 1000)
     p = qp.plan(student, q, ["income", "weight"], 1.0)

@@ -27,13 +27,12 @@ EPS = [0.05, 0.1, 0.5, 1.0, 2.0, 3.0]
 
 
 @pytest.fixture(scope="module")
-def student():
-    theta = qp.load_model("student:theta")
-    return theta, qp.CountQuery(["height", "sat"], records=100)
+def student_count(student_theta):
+    return student_theta, qp.CountQuery(["height", "sat"], records=100)
 
 
-def test_noise_curves_are_compare_scales(student):
-    theta, q = student
+def test_noise_curves_are_compare_scales(student_count):
+    theta, q = student_count
     c = noise_curves(theta, q, "income", [3.0, 0.05, 1.0, 0.1, 0.5, 2.0, 1.0])
     assert c.epsilons == tuple(EPS)  # sorted, duplicates dropped
     assert list(c.scales) == ["APMQM", "group DP Laplace"]
@@ -51,9 +50,9 @@ def test_noise_curves_are_compare_scales(student):
     assert c.scales["APMQM"][4:] == (0.0, 0.0)
 
 
-def test_noise_figure_lines_hold_the_scales(student, tmp_path):
+def test_noise_figure_lines_hold_the_scales(student_count, tmp_path):
     pytest.importorskip("matplotlib")
-    theta, q = student
+    theta, q = student_count
     fig = plot_noise_vs_epsilon(theta, q, "income", EPS, path=tmp_path / "noise.png")
     (ax,) = fig.axes
     lines = ax.get_lines()
@@ -83,8 +82,8 @@ def test_noise_figure_with_wasserstein_as_svg(tmp_path):
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
 
 
-def test_tradeoff_points_are_report_candidates(student):
-    theta, q = student
+def test_tradeoff_points_are_report_candidates(student_count):
+    theta, q = student_count
     t = quilt_tradeoff(theta, q, "income", 1.0)
     ranked, truncated = candidate_quilts(theta, q, "income", 1.0)
     assert t.unrated == 0 and not truncated
@@ -94,9 +93,9 @@ def test_tradeoff_points_are_report_candidates(student):
     assert t.best.quilt.quilt == plan["income"].quilt
 
 
-def test_tradeoff_figure_points_and_iso_curves(student, tmp_path):
+def test_tradeoff_figure_points_and_iso_curves(student_count, tmp_path):
     pytest.importorskip("matplotlib")
-    theta, q = student
+    theta, q = student_count
     fig = plot_quilt_tradeoff(theta, q, "income", 1.0, levels=4, path=tmp_path / "t.png")
     (ax,) = fig.axes
     t = quilt_tradeoff(theta, q, "income", 1.0)
@@ -123,8 +122,8 @@ def test_tradeoff_figure_points_and_iso_curves(student, tmp_path):
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_bad_arguments(student, tmp_path):
-    theta, q = student
+def test_bad_arguments(student_count, tmp_path):
+    theta, q = student_count
     with pytest.raises(ParameterError, match="epsilons is empty"):
         noise_curves(theta, q, "income", [])
     with pytest.raises(ParameterError, match="epsilon"):
@@ -144,8 +143,8 @@ def test_bad_arguments(student, tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing half-written
 
 
-def test_missing_matplotlib_is_a_clear_error(student, monkeypatch):
-    theta, q = student
+def test_missing_matplotlib_is_a_clear_error(student_count, monkeypatch):
+    theta, q = student_count
     real_import = builtins.__import__
 
     def no_matplotlib(name, *args, **kwargs):

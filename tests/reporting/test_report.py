@@ -115,8 +115,8 @@ def parse(text: str) -> Collector:
 
 
 @pytest.fixture(scope="module")
-def student():
-    theta = qp.load_model("student:theta")
+def student_plan(student_theta):
+    theta = student_theta
     query = qp.LinearQuery({"income": 1.0, "weight": 1.0},
                            {"income": (0.0, 1.0), "weight": (0.0, 1.0)})
     plan = qp.plan(theta, query, ["weight", "income"], 1.0)
@@ -124,8 +124,8 @@ def student():
 
 
 @pytest.fixture(scope="module")
-def student_report(student):
-    theta, query, plan = student
+def student_report(student_plan):
+    theta, query, plan = student_plan
     return audit_report(theta, query, plan)
 
 
@@ -141,8 +141,8 @@ def brute_force_scales(theta, query, node, eps):
     return out
 
 
-def test_html_structure_svg_per_sensitive_attribute(student, student_report):
-    theta, _, plan = student
+def test_html_structure_svg_per_sensitive_attribute(student_plan, student_report):
+    theta, _, plan = student_plan
     c = parse(student_report.html)
     assert len(c.svgs) == len(plan.sensitive) == 2
     for svg, sp in zip(c.svgs, plan.sensitive, strict=True):
@@ -171,8 +171,8 @@ def test_no_network_and_no_script(student_report):
     assert "<link" not in low and "<img" not in low
 
 
-def test_candidate_table_rows_values_and_highlight(student, student_report):
-    theta, query, plan = student
+def test_candidate_table_rows_values_and_highlight(student_plan, student_report):
+    theta, query, plan = student_plan
     c = parse(student_report.html)
     data = student_report.to_dict()
     assert len(c.rows) == 2
@@ -215,8 +215,8 @@ def test_candidate_table_rows_values_and_highlight(student, student_report):
     assert why in student_report.html.replace("&#x27;", "'")
 
 
-def test_json_twin_round_trip_matches_plan(student, student_report):
-    theta, query, plan = student
+def test_json_twin_round_trip_matches_plan(student_plan, student_report):
+    theta, query, plan = student_plan
     d = student_report.to_dict()
     assert json.loads(student_report.to_json()) == d
     assert json.loads(json.dumps(d)) == d
@@ -332,8 +332,8 @@ def test_release_record_and_model_file_hash(tmp_path):
         audit_report(theta, query, plan, model_files=[tmp_path / "nope.bif"])
 
 
-def test_mismatched_inputs_are_refused(student):
-    theta, query, plan = student
+def test_mismatched_inputs_are_refused(student_plan):
+    theta, query, plan = student_plan
     with pytest.raises(QueryError, match="another query"):
         audit_report(theta, qp.LinearQuery({"income": 2.0}, {"income": (0.0, 1.0)}), plan)
     with pytest.raises(ModelError, match="another model"):
