@@ -226,6 +226,7 @@ def test_the_page_follows_the_python_planner(explorer, browser):
     _matches(_shown(d), *_expected(theta, query, 2.5))
 
 
+@pytest.mark.slow  # ~4 s of CPU; the page's numbers are checked by the tests above
 def test_screenshot_is_not_blank_and_shows_the_roles(explorer, browser, tmp_path):
     import matplotlib.image as mpimg
 

@@ -85,9 +85,11 @@ def test_binary_pdd_lp_beats_brute_force_grid():
         assert binary_pdd_optimum(model, d).accuracy <= best + 1e-12
 
 
-def test_theorem1_mechanism_is_optimal_over_grid_of_p_q_d():
-    for p in np.linspace(0.0, 1.0, 9):
-        for q in np.linspace(0.0, 1.0, 9):
+# A 5 x 5 grid of (p, q) by default (a sub-grid of the 9 x 9 one, which is slow).
+@pytest.mark.parametrize("points", [5, pytest.param(9, marks=pytest.mark.slow)])
+def test_theorem1_mechanism_is_optimal_over_grid_of_p_q_d(points):
+    for p in np.linspace(0.0, 1.0, points):
+        for q in np.linspace(0.0, 1.0, points):
             model = BinaryModel.from_xor(p, q)
             for d in D_GRID[::5]:
                 thm = binary_pdi_theorem1(p, q, d)

@@ -20,6 +20,7 @@ def bench():
     return module
 
 
+@pytest.mark.slow  # ~5 s of CPU: two command-line runs and the exact rationals
 def test_one_size_agrees_across_paths(bench):
     # n = 300: the command and the function use the certified laws, the reference the exact
     # rationals; all three give the same W, and the audit of the resulting scale meets eps.

@@ -88,6 +88,7 @@ def test_bench_network_quick_is_correct(bench, name):
     json.dumps(res)  # the worker's payload must serialise
 
 
+@pytest.mark.slow  # ~4 s of CPU: the files it writes (the computation is checked above)
 def test_cli_writes_results(bench, tmp_path):
     out = tmp_path / "core"
     assert bench.main(["--networks", "asia", "--quick", "--out", str(out)]) == 0

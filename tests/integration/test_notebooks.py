@@ -51,6 +51,7 @@ def stdout_of_checks(nb) -> list[str]:
     return out
 
 
+@pytest.mark.slow  # ~5 s of CPU each: an executed notebook
 def test_student_walkthrough():
     nb = run("student_walkthrough.ipynb")
     eps_table, cpd_change = stdout_of_checks(nb)
@@ -67,7 +68,7 @@ def test_student_walkthrough():
                                        "weak SAT tie: 0.0 ('sat', 'height')"]
 
 
-@pytest.mark.slow  # ~4 s of CPU; the walkthrough runs by default
+@pytest.mark.slow
 def test_larger_network():
     nb = run("larger_network.ipynb")
     (table,) = stdout_of_checks(nb)
@@ -82,7 +83,7 @@ def test_larger_network():
         "24.0000", "12.0000", "6.0000"]
 
 
-@pytest.mark.slow  # ~5.5 s of CPU
+@pytest.mark.slow
 def test_tutorial_data_to_release():
     """Data -> Theta (learned and declared) -> plan -> release -> report, on star98."""
     pytest.importorskip("statsmodels", reason="the tutorial's data need the data extra "

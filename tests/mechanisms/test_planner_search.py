@@ -139,8 +139,9 @@ NETWORKS = _networks()
 # -- the search against the full enumeration ---------------------------------------------------
 
 
-# star13-weak and tree-weak repeat the shapes of their "mixed" twins: slow (~3 s of CPU).
-@pytest.mark.parametrize("case", fast_sample(NETWORKS, (1, 3, 4, 5, 6, 7)),
+# star13-weak and tree-weak repeat the shapes of their "mixed" twins, and tree19-16 (the one
+# with 16 attributes) takes ~2 s: slow (~5 s of CPU together).
+@pytest.mark.parametrize("case", fast_sample(NETWORKS, (1, 3, 5, 6, 7)),
                          ids=[c[0] for c in NETWORKS])
 def test_search_equals_full_enumeration(case):
     """12-16 query attributes: linear, custom and all-or-nothing queries, several eps; the
