@@ -1,6 +1,19 @@
-"""Shared pytest hooks."""
+"""Shared pytest hooks and fixtures.
+
+Fixtures used by test files in several directories live here: the paper's student model (one
+member, and the two-member Theta) and a runner of the ``quiltpriv`` command line. Helpers that
+are plain functions (brute-force references, the JSON-schema check, fast samples of long
+sweeps) are modules next to this file (reference.py, schema_check.py, marks.py); pyproject's
+``pythonpath`` puts this directory on ``sys.path``.
+"""
+
+from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import pytest
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -16,3 +29,50 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "hostile input")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+# -- models -----------------------------------------------------------------------------------
+# Module scope, as each file had it: a Theta caches influences, so a fresh one per test file
+# keeps every file's results independent of which other files ran before it.
+
+
+@pytest.fixture(scope="module")
+def student():
+    """The student network of [ZOC22, Example 1] (models/student.py), one member."""
+    import quiltpriv as qp
+
+    return qp.load_model("student")
+
+
+@pytest.fixture(scope="module")
+def student_theta():
+    """The student Theta with two members (``student:theta``): the network and a variant with
+    a stronger gender-income tie."""
+    import quiltpriv as qp
+
+    return qp.load_model("student:theta")
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+class CliResult(NamedTuple):
+    """Exit status and everything the command wrote to stdout and stderr."""
+
+    rc: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys) -> Callable[[Sequence[object]], CliResult]:
+    """Run ``quiltpriv.cli.main`` in this process on ``argv`` (items passed through ``str``)
+    and return ``(rc, out, err)``, the output captured by ``capsys`` since the last read."""
+    from quiltpriv.cli import main
+
+    def run(argv: Sequence[object]) -> CliResult:
+        rc = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return CliResult(rc, out, err)
+
+    return run

@@ -42,8 +42,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 #: The subcommands (name, one-line help) each module of :data:`COMMAND_MODULES` registers, in
 #: registration order. The command line imports a module only to run (or print the help of) one
-#: of its commands and lists the others from here; tests/test_cli_wiring.py checks that this table
-#: matches what the modules register. A module missing from it is imported at every start.
+#: of its commands and lists the others from here; tests/cli/test_cli_wiring.py checks that this
+#: table matches what the modules register. A module missing from it is imported at every start.
 COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "quiltpriv.cli.core": (
         ("plan", "least-noise APMQM plan (Algorithm 3)"),

@@ -103,7 +103,7 @@ def compiled_kernel() -> bool:
     The kernel (``_quiltpriv_kernel``, built from ``quiltpriv/_kernel.c`` when the package is
     installed) is optional: without a C compiler at install time, or with the environment
     variable ``QUILTPRIV_NO_KERNEL`` set, the pure-Python path runs instead. Both are exact
-    and agree to rounding (tests/test_kernel.py); the kernel is faster.
+    and agree to rounding (tests/inference/test_kernel.py); the kernel is faster.
     """
     return _KERNEL is not None
 

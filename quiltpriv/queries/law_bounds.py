@@ -21,9 +21,9 @@ library function (``exp``, ``log``, ``log1p`` of numpy and :mod:`math`, ``scipy.
 is assumed to return its value within ``LIBM_ULPS * U`` relative (``exp``) or within
 ``LIBM_ULPS * U * (|value| + 1)`` absolute (the logarithms), with ``LIBM_ULPS = 64``. Measured
 libraries are within 1-4 units (glibc, numpy's SIMD loops; ``gammaln`` was measured within 2.6
-against 120-bit ``mpmath``); ``tests/test_law_bounds.py`` re-checks the assumption on the machine
-it runs on. Every bound below is a sum of such terms; bounds are computed in float64 and then
-raised by a relative ``2**-30``, far more than their own rounding.
+against 120-bit ``mpmath``); ``tests/queries/test_law_bounds.py`` re-checks the assumption on the
+machine it runs on. Every bound below is a sum of such terms; bounds are computed in float64 and
+then raised by a relative ``2**-30``, far more than their own rounding.
 
 Everything is in *log space*: a probability ``p`` is held as ``log p``, so that the deep tails
 (``P(F = 0) = (1 - pi)^n``, ``e^{-10^5}`` at ``n = 10^6``) keep their relative accuracy.

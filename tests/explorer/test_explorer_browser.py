@@ -1,0 +1,263 @@
+"""The explorer as a person uses it: headless Chromium driven by Selenium.
+
+Selenium drives Debian's ``chromium`` through Debian's ``chromium-driver`` (both installed by
+``.ci/run``; Selenium from the ``browser`` extra). Both paths are given explicitly, so Selenium
+downloads nothing. Without them the test is skipped with a message.
+
+The page is loaded on the student model; epsilon and a table cell are changed as a person
+would (typing, clicking a node); after each change the rendered quilt, scale and candidate
+rows are compared with the Python planner on the same inputs. Save-as is read back with
+``qp.load_model``, a bad predicate shows the server's message, and a screenshot is checked
+for content and for the roles' colours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import quiltpriv as qp
+from quiltpriv.model.loading import theta_to_dict
+from quiltpriv.reporting.report import candidate_quilts
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed "
+                                "(pip install '.[browser]')")
+
+CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"))
+                 if p), None)
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="headless Chromium and its driver not installed (Debian packages 'chromium' and "
+           "'chromium-driver'; .ci/run installs them)")
+
+# Fill colours of the roles (quiltpriv.model.drawing.ROLE_FILL).
+NEARBY, QUILT, REMOTE = (0xF5, 0xB0, 0x41), (0x5D, 0xAD, 0xE2), (0xD5, 0xD8, 0xDC)
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    from quiltpriv.explorer.server import Explorer, ExplorerServer
+
+    d = tmp_path_factory.mktemp("explorer")
+    model = d / "student.json"
+    model.write_text(json.dumps(theta_to_dict(qp.load_model("student"))), encoding="utf-8")
+    theta = qp.load_model(str(model))
+    initial = {"sensitive": "income", "epsilon": 1,
+               "query": {"kind": "count", "attributes": "height,sat", "records": 1000}}
+    server = ExplorerServer(Explorer(theta, str(model), sources=[model], initial=initial))
+    server.start_in_thread()
+    yield server, theta, d
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(explorer, tmp_path_factory):
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    profile = tmp_path_factory.mktemp("profile")
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}",
+                "--window-size=1400,1600"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(TIMEOUT)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver, condition, what):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # The page re-renders as plans arrive: an element found a moment ago may be replaced
+    # before it is read, which only means "not yet", so the condition is polled again.
+    return WebDriverWait(driver, TIMEOUT, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,
+                                             NoSuchElementException)).until(
+        lambda d: condition(d), message=f"timed out waiting for {what}")
+
+
+def _by(selector):
+    from selenium.webdriver.common.by import By
+
+    return By.CSS_SELECTOR, selector
+
+
+def _shown(driver):
+    """The plan the page shows: scale, epsilon, quilt and candidate rows (raw values)."""
+    scale = driver.find_element(*_by("#overall-scale"))
+    rows = [(json.loads(r.get_attribute("data-quilt")), r.get_attribute("data-scale"),
+             r.get_attribute("data-influence"), "chosen" in (r.get_attribute("class") or ""))
+            for r in driver.find_elements(*_by("#candidates tbody tr"))]
+    return {"scale": float(scale.get_attribute("data-value")),
+            "epsilon": float(scale.get_attribute("data-epsilon")),
+            "quilt": json.loads(driver.find_element(*_by("#fact-quilt"))
+                                .get_attribute("data-value")),
+            "rows": rows}
+
+
+def _expected(theta, query, eps):
+    p = qp.plan(theta, query, ["income"], eps, time_limit=30)
+    sp = p["income"]
+    ranked, _ = candidate_quilts(theta, query, "income", eps)
+    rows = [(list(c.quilt.quilt), repr(c.scale), repr(c.influence),
+             c.quilt.quilt == sp.quilt) for c in ranked[:15]]
+    return p, rows
+
+
+def _matches(shown, p, rows):
+    assert shown["scale"] == p.scale and shown["epsilon"] == p.epsilon
+    assert shown["quilt"] == list(p["income"].quilt)
+    assert len(shown["rows"]) == len(rows)
+    for (q, s, e, chosen), (wq, ws, we, wchosen) in zip(shown["rows"], rows, strict=True):
+        assert q == wq and chosen == wchosen
+        # JavaScript prints a float with the shortest digits that read back the same.
+        assert (s == "inf" and ws == "inf") or float(s) == float(ws)
+        assert float(e) == float(we)
+
+
+def _ready_with(driver, attr, value):
+    def done(d):
+        if d.find_element(*_by("body")).get_attribute("data-state") != "ready":
+            return False
+        els = d.find_elements(*_by("#overall-scale"))
+        return bool(els) and els[0].get_attribute(attr) == value
+    return done
+
+
+def test_the_page_follows_the_python_planner(explorer, browser):
+    server, theta, folder = explorer
+    d = browser
+    d.get(server.url)
+    query = qp.CountQuery(["height", "sat"], 1000)
+    _wait(d, _ready_with(d, "data-epsilon", "1"), "the first plan")
+    _matches(_shown(d), *_expected(theta, query, 1.0))
+    # The drawing is the server's: one box per node, the sensitive one outlined.
+    nodes = d.find_elements(*_by("#drawing g.node"))
+    assert sorted(n.get_attribute("data-node") for n in nodes) == sorted(theta.nodes)
+    assert d.find_element(*_by("#drawing g.node.sensitive")).get_attribute(
+        "data-node") == "income"
+
+    # Epsilon, typed as a person does.
+    eps = d.find_element(*_by("#eps"))
+    eps.clear()
+    eps.send_keys("2.5\t")
+    _wait(d, _ready_with(d, "data-epsilon", "2.5"), "the plan at epsilon 2.5")
+    shown = _shown(d)
+    p, rows = _expected(theta, query, 2.5)
+    _matches(shown, p, rows)
+    assert shown["quilt"] != [] and shown["scale"] != 1000.0  # a real quilt now
+
+    # A table cell: click the node, edit P(sat = first state | income = first state).
+    d.find_element(*_by('#drawing g.node[data-node="sat"]')).click()
+    _wait(d, lambda d: d.find_elements(*_by('#cpd input[data-row="0"][data-column="0"]')),
+          "the table editor")
+    cell = d.find_element(*_by('#cpd input[data-row="0"][data-column="0"]'))
+    assert float(cell.get_attribute("title")) == theta.members[0]["sat"].table[0, 0]
+    before = d.find_element(*_by("body")).get_attribute("data-result-fingerprint")
+    cell.clear()
+    cell.send_keys("0.45\t")
+    _wait(d, lambda d: d.find_element(*_by("body")).get_attribute("data-result-fingerprint")
+          not in (before, None) and d.find_element(*_by("body")).get_attribute(
+              "data-state") == "ready", "the plan of the edited model")
+    edited = server.app.state.theta
+    assert d.find_element(*_by("body")).get_attribute(
+        "data-result-fingerprint") == edited.fingerprint()
+    col = theta.members[0]["sat"].table[:, 0]
+    want = [0.45] + [float(v) * (0.55 / float(col[1:].sum())) for v in col[1:]]
+    assert np.abs(edited.members[0]["sat"].table[:, 0] - want).max() <= 1e-16
+    _matches(_shown(d), *_expected(edited, query, 2.5))
+    assert not d.find_element(*_by("#edited")).get_attribute("hidden")
+
+    # Save as: read back with qp.load_model.
+    out = folder / "edited-by-browser.json"
+    path = d.find_element(*_by("#save-path"))
+    path.send_keys(str(out))
+    d.find_element(*_by("#save")).click()
+    _wait(d, lambda d: d.find_element(*_by("#file-status")).text.startswith("saved"),
+          "the save")
+    back = qp.load_model(str(out))
+    for v in edited.nodes:
+        assert np.abs(back.members[0][v].table - edited.members[0][v].table).max() <= 2e-16
+    assert qp.plan(back, query, "income", 2.5).scale == pytest.approx(
+        qp.plan(edited, query, "income", 2.5).scale, rel=1e-12)
+
+    # The original file cannot be overwritten; the page shows why.
+    path.clear()
+    path.send_keys(str(folder / "student.json"))
+    d.find_element(*_by("#save")).click()
+    _wait(d, lambda d: "never modified" in d.find_element(*_by("#file-status")).text,
+          "the refusal")
+
+    # A bad predicate: the server's message is shown, and the last plan stays.
+    where = d.find_element(*_by("#q-where"))
+    where.send_keys("height > 0.4 and @data.income == 1\t")
+    _wait(d, lambda d: d.find_element(*_by("#error")).is_displayed(), "the error")
+    assert "'@' names a Python variable" in d.find_element(*_by("#error")).text
+    where.clear()
+    where.send_keys("\t")
+    _wait(d, lambda d: not d.find_element(*_by("#error")).is_displayed()
+          and d.find_element(*_by("body")).get_attribute("data-state") == "ready",
+          "the error to clear")
+
+    # The mechanisms side by side: the same rows as quiltpriv.mechanisms.compare.
+    from quiltpriv.mechanisms.compare import compare
+
+    cmp = compare(edited, query, "income", 2.5)
+    rows = d.find_elements(*_by("#comparison tbody tr"))
+    assert [r.get_attribute("data-mechanism") for r in rows] == [m.mechanism for m in cmp.rows]
+    best = d.find_element(*_by("#comparison tbody tr.best")).get_attribute("data-mechanism")
+    assert best == cmp.best.mechanism
+
+    # Undo brings back the file's model and its plan.
+    d.find_element(*_by("#undo")).click()
+    _wait(d, lambda d: d.find_element(*_by("body")).get_attribute(
+        "data-result-fingerprint") == theta.fingerprint() and d.find_element(
+        *_by("body")).get_attribute("data-state") == "ready", "the undo")
+    _matches(_shown(d), *_expected(theta, query, 2.5))
+
+
+@pytest.mark.slow  # ~4 s of CPU; the page's numbers are checked by the tests above
+def test_screenshot_is_not_blank_and_shows_the_roles(explorer, browser, tmp_path):
+    import matplotlib.image as mpimg
+
+    server, theta, _ = explorer
+    d = browser
+    d.get(server.url)
+    _wait(d, lambda d: d.find_element(*_by("body")).get_attribute("data-state") == "ready",
+          "the page")
+    # A count over gender, height and sat at epsilon 2.5: Q = {gender, sat}, N = {income},
+    # R = {height, weight}, so every role is drawn.
+    d.find_element(*_by('#attr-list input[value="gender"]')).click()
+    eps = d.find_element(*_by("#eps"))
+    eps.clear()
+    eps.send_keys("2.5\t")
+    sp = qp.plan(theta, qp.CountQuery(["gender", "height", "sat"], 1000), "income",
+                 2.5)["income"]
+    assert sp.quilt and sp.remote and sp.nearby
+    _wait(d, lambda d: d.find_element(*_by("body")).get_attribute("data-state") == "ready"
+          and json.loads(d.find_element(*_by("#fact-quilt")).get_attribute("data-value"))
+          == list(sp.quilt), "the plan with every role")
+    d.find_element(*_by('#drawing g.node[data-node="sat"]')).click()  # the table editor too
+    _wait(d, lambda d: d.find_elements(*_by("#cpd input")), "the table editor")
+    shot = tmp_path / "explorer.png"
+    assert d.save_screenshot(str(shot))
+    img = (mpimg.imread(shot)[..., :3] * 255).round().astype(int)
+    assert img.shape[0] >= 1000 and img.std() > 10  # not a blank page
+    pixels = img.reshape(-1, 3)
+
+    def count(rgb):
+        return int((np.abs(pixels - np.array(rgb)).sum(axis=1) <= 6).sum())
+
+    assert count(NEARBY) > 500 and count(QUILT) > 500 and count(REMOTE) > 300
+    if os.environ.get("QUILTPRIV_EXPLORER_SCREENSHOT"):  # docs/make_figures.py's hook
+        shutil.copy(shot, os.environ["QUILTPRIV_EXPLORER_SCREENSHOT"])

@@ -1,0 +1,60 @@
+"""Markov quilts (quiltpriv.graph.quilts): d-separation against networkx, and the least-influence
+quilt ``Q*(T)`` against brute force over every quilt (tests/reference.py) on seeded random
+networks."""
+
+import networkx as nx
+import numpy as np
+import pytest
+import reference as ref
+
+from quiltpriv.graph.quilts import d_connected, least_influence_quilt
+from quiltpriv.model.network import theta_from_tables
+
+ABS = 1e-12  # as in tests/mechanisms/test_bruteforce.py: sums in different orders
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_least_influence_quilt_beats_every_feasible_quilt(seed):
+    """Q*(T) is feasible for T and no feasible quilt has smaller influence (brute force)."""
+    net = ref.random_network(50_000 + seed)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    node = str(rng.choice(net.nodes))
+    records = ref.all_quilts(net, node)
+    others = [v for v in net.nodes if v != node]
+    targets_list = [()] + [tuple(rng.choice(others, size=int(rng.integers(1, len(others) + 1)),
+                                            replace=False)) for _ in range(4)] if others else [()]
+    for targets in targets_list:
+        t = set(targets)
+        q = set(least_influence_quilt(theta, node, t))
+        assert q <= t
+        rec = next(r for r in records if r.quilt == frozenset(q))
+        assert t <= rec.quilt | rec.remote, (seed, node, targets, q)
+        best = min(r.influence for r in records if t <= r.quilt | r.remote)
+        assert rec.influence <= best + ABS or rec.influence == best, (seed, node, targets, q)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_d_connected_matches_networkx(seed):
+    rng = np.random.default_rng(900 + seed)
+    m = int(rng.integers(1, 15))
+    names = [f"v{k}" for k in range(m)]
+    order = rng.permutation(m)
+    p = float(rng.choice([0.1, 0.2, 0.35, 0.5]))
+    edges = [(names[order[a]], names[order[b]]) for a in range(m) for b in range(a + 1, m)
+             if rng.random() < p]
+    states = {v: (0, 1) for v in names}
+    parents = {v: [a for a, b in edges if b == v] for v in names}
+    cpds = {v: np.full((2,) + (2,) * len(parents[v]), 0.5) for v in names}
+    theta = theta_from_tables(edges, states, cpds)
+    g = nx.DiGraph()
+    g.add_nodes_from(names)
+    g.add_edges_from(edges)
+    for _ in range(25):
+        src = str(rng.choice(names))
+        rest = [v for v in names if v != src]
+        k = int(rng.integers(0, len(rest) + 1))
+        z = set(rng.choice(rest, size=k, replace=False).tolist()) if k else set()
+        got = d_connected(theta, src, z)
+        want = {src} | {v for v in rest if v not in z and not nx.is_d_separator(g, {src}, {v}, z)}
+        assert got == want, (seed, src, sorted(z), edges)

@@ -1,0 +1,281 @@
+"""The compiled bucket elimination (``_quiltpriv_kernel``) against slow, independent references.
+
+References: :func:`reference.full_joint` (the literal product of every CPD, marginalised by
+numpy sums) on seeded random networks, and quiltpriv's pure-Python bucket elimination on the
+bundled pgmpy networks (too large for a full joint). Both of the kernel's orders (the global
+one, the greedy one) and its default choice between them are checked: zero patterns exactly,
+values to 1e-12 relative. The kernel is optional; CI (``CI`` set) requires it to be built, so
+these tests cannot be skipped there by a failed compile.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import reference as ref
+from marks import fast_sample
+
+import quiltpriv as qp
+import quiltpriv.inference.influence as infl
+
+# the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
+MODES = (0, 1, 2, 3, 4)
+
+if not infl.compiled_kernel():
+    if os.environ.get("CI"):
+        pytest.fail("the compiled kernel was not built (pip install needs a C compiler)",
+                    pytrace=False)
+    pytest.skip("the compiled kernel is not built here", allow_module_level=True)
+
+
+def _kernel_joint(theta, nodes, mode=0, max_table=2**25, member=0):
+    out = np.full([theta.cardinality[v] for v in nodes], np.nan)
+    ok = infl._kernel_network(theta, member).joint([theta.index[v] for v in nodes], out,
+                                                   max_table, mode)
+    return out if ok else None
+
+
+def _assert_same(got, want, where):
+    assert got is not None, where
+    assert got.shape == want.shape, where
+    np.testing.assert_array_equal(got == 0, want == 0, err_msg=str(where))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(where))
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(80), 24))
+def test_every_order_matches_the_full_joint(seed):
+    net = ref.random_network(12_000 + seed, min_nodes=1, max_nodes=14 if seed % 3 else 9,
+                             edge_prob=[0.15, 0.3, 0.5, 0.7][seed % 4])
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    for m in range(len(net.members)):
+        joint = ref.full_joint(net, m)
+        for nodes in ref.random_node_sets(net.nodes, rng, 6):
+            want = ref.marginal(net, joint, nodes)
+            for mode in MODES:
+                _assert_same(_kernel_joint(theta, nodes, mode, member=m), want,
+                             (seed, m, nodes, mode))
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(30), 12))
+def test_private_ancestors_queried_or_not(seed):
+    """Sparse networks are mostly folded private ancestors: query them, their children, both."""
+    net = ref.random_network(12_500 + seed, min_nodes=4, max_nodes=14, edge_prob=0.15)
+    theta = net.to_theta()
+    private = sorted({theta.nodes[u] for f in infl._folded_factors(theta, 0) if f is not None
+                      for u in f[0]})
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        pool = private if private and rng.random() < 0.6 else list(net.nodes)
+        nodes = [str(x) for x in rng.choice(pool, size=min(int(rng.integers(1, 4)), len(pool)),
+                                            replace=False)]
+        nodes = list(dict.fromkeys([*nodes, str(rng.choice(net.nodes))]))
+        want = ref.marginal(net, joint, nodes)
+        for mode in MODES:
+            _assert_same(_kernel_joint(theta, nodes, mode), want, (seed, nodes, mode))
+
+
+# alarm by default; win95pts and pathfinder take ~20 s of CPU together: slow.
+@pytest.mark.parametrize("name", ["alarm", *(pytest.param(n, marks=pytest.mark.slow)
+                                             for n in ("win95pts", "pathfinder"))])
+def test_kernel_equals_python_bucket_elimination_on_bundled_networks(name):
+    """Large networks (pathfinder: a 63-state hub) against the pure-Python path."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from bench_core import read_pgmpy, read_text
+
+    theta = qp.theta_from_pgmpy(read_pgmpy(read_text(name)), [name])
+    rng = np.random.default_rng(7)
+    for nodes in ref.random_node_sets(theta.nodes, rng, 25, most=4):
+        index = [theta.index[v] for v in nodes]
+        want = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=True)
+        for mode in MODES:
+            _assert_same(_kernel_joint(theta, nodes, mode), want, (name, nodes, mode))
+
+
+def test_default_choice_is_never_costlier_than_either_order():
+    """Mode 0 takes whichever of the two orders is cheaper; on a dense random network its
+    result equals both (and the full joint) whichever it picked."""
+    net = ref.random_network(31, n_nodes=13, edge_prob=0.6, max_card=3)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(3)
+    for nodes in ref.random_node_sets(net.nodes, rng, 20, most=3):
+        want = ref.marginal(net, joint, nodes)
+        got = [_kernel_joint(theta, nodes, mode) for mode in MODES]
+        for g in got:
+            _assert_same(g, want, nodes)
+
+
+def test_tables_above_max_table_are_refused_and_out_is_untouched():
+    net = ref.random_network(5, n_nodes=12, edge_prob=0.7, max_card=3)
+    theta = net.to_theta()
+    nodes = [net.nodes[0], net.nodes[-1]]
+    for mode in MODES:
+        out = np.full([theta.cardinality[v] for v in nodes], -7.0)
+        assert infl._kernel_network(theta, 0).joint(
+            [theta.index[v] for v in nodes], out, 2.0, mode) is False
+        assert (out == -7.0).all()
+    # joint_marginal then tries the core's elimination, which refuses with a clear error
+    with pytest.raises(qp.InfluenceTooExpensive):
+        qp.joint_marginal(theta, nodes, max_table=4)
+
+
+def test_malformed_inputs_are_refused_not_crashed():
+    net = infl._KERNEL.Network
+    two = np.array([0.5, 0.5])
+    with pytest.raises(ValueError, match="out of range"):
+        net([2], [0], [((0,), two, (1,))], [None])
+    with pytest.raises(ValueError, match="does not match"):
+        net([3], [0], [((0,), two, ())], [None])
+    with pytest.raises(TypeError, match="float64"):
+        net([2], [0], [((0,), two.astype(np.float32), ())], [None])
+    with pytest.raises(ValueError, match="repeated"):
+        net([2], [0], [((0, 0), np.full((2, 2), 0.5), ())], [None])
+    with pytest.raises(ValueError, match="one entry per node"):
+        net([2], [0], [], [])
+    with pytest.raises(ValueError, match="positive"):
+        net([0], [0], [((0,), np.zeros(0), ())], [None])
+    ok = net([2, 2], [0, 1], [((0,), two, ()), ((1, 0), np.full((2, 2), 0.5), (0,))],
+             [None, None])
+    with pytest.raises(ValueError, match="out must be"):
+        ok.joint([0, 1], np.zeros(3), 100.0)
+    with pytest.raises(ValueError, match="distinct"):
+        ok.joint([1, 1], np.zeros((2, 2)), 100.0)
+    with pytest.raises(ValueError, match="out of range"):
+        ok.joint([5], np.zeros(2), 100.0)
+    with pytest.raises(ValueError, match="empty"):
+        ok.joint([], np.zeros(()), 100.0)
+    with pytest.raises(ValueError, match="float64"):
+        ok.joint([0], np.zeros(2, dtype=np.float32), 100.0)
+    with pytest.raises(ValueError):  # numpy refuses a C-contiguous view of a strided array
+        ok.joint([0], np.zeros(4)[::2], 100.0)
+    with pytest.raises(ValueError, match="mode"):
+        ok.joint([0], np.zeros(2), 100.0, 5)
+    out = np.zeros((2, 2))
+    assert ok.joint([1, 0], out, 100.0) is True
+    np.testing.assert_allclose(out, 0.25)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_plans_are_the_same_with_and_without_the_kernel(seed, monkeypatch):
+    net = ref.random_network(13_000 + seed, min_nodes=5, max_nodes=12)
+    nodes = list(net.nodes)
+    query = qp.CountQuery(nodes[:3], 100)
+    with_kernel = qp.plan(net.to_theta(), query, nodes, 1.0)
+    monkeypatch.setattr(infl, "_KERNEL", None)
+    without = qp.plan(net.to_theta(), query, nodes, 1.0)
+    for a, b in zip(with_kernel.sensitive, without.sensitive, strict=True):
+        assert a.quilt == b.quilt and a.optimal and b.optimal, (seed, a.node)
+        if math.isinf(a.scale):
+            assert math.isinf(b.scale)
+        else:
+            assert a.scale == pytest.approx(b.scale, rel=1e-9, abs=1e-12), (seed, a.node)
+
+
+def test_environment_variable_switches_the_kernel_off():
+    code = "import quiltpriv.inference.influence as i; print(i.compiled_kernel())"
+    env = {**os.environ, "QUILTPRIV_NO_KERNEL": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).parents[2])
+    assert out.stdout.strip() == "False"
+
+
+def test_definition8_equals_the_python_and_numpy_paths(monkeypatch):
+    """Random joints with zeros, impossible rows and ties (values from a small set). The
+    kernel and the pure-Python path both use the C library's log: identical results. numpy's
+    log may differ in the last ulp, so against it the value agrees to rounding and the reported
+    pair attains the value (a tie between columns may be settled differently)."""
+    rng = np.random.default_rng(11)
+    kernel = infl._KERNEL.definition8
+    checked = 0
+    for trial in range(4000):
+        k, m = int(rng.integers(1, 6)), int(rng.integers(1, 40))
+        if trial % 2:
+            j = rng.integers(0, 3, size=(k, m)).astype(float)  # many ties and zeros
+        else:
+            j = rng.random((k, m)) * (rng.random((k, m)) > 0.2)
+        if rng.random() < 0.1:
+            j[int(rng.integers(k))] = 0
+        if j.sum() == 0:
+            continue
+        j = j / j.sum()
+        got = kernel(j, k)
+        assert got == infl._influence_small(j.tolist()), trial
+        monkeypatch.setattr(infl, "SMALL_JOINT", -1)
+        monkeypatch.setattr(infl, "_KERNEL", None)
+        want = infl._influence_from_joint(j)
+        monkeypatch.undo()
+        # numpy sums rows pairwise, so tied rows may differ in the last ulp there
+        a, b = got[1:]
+        rows = j / j.sum(axis=1, keepdims=True).clip(min=1e-300)
+        if math.isinf(want[0]):
+            assert math.isinf(got[0]) and ((rows[a] > 0) & (rows[b] == 0)).any(), trial
+        else:
+            assert got[0] == pytest.approx(want[0], rel=1e-13, abs=1e-15), trial
+            both = (rows[a] > 0) & (rows[b] > 0)
+            attained = (np.log(rows[a][both]) - np.log(rows[b][both])).max(initial=0.0)
+            assert attained == pytest.approx(got[0], rel=1e-12, abs=1e-15), trial
+        checked += 1
+    assert checked > 3500
+    with pytest.raises(ValueError, match="positive"):
+        kernel(np.zeros((2, 2)), 2)
+    with pytest.raises(ValueError, match="multiple"):
+        kernel(np.ones(5) / 5, 2)
+
+
+def test_a_build_of_other_source_is_not_used(monkeypatch):
+    """A checkout whose _kernel.c changed since the kernel was installed gets the Python path
+    (and a warning), not a stale kernel; a build of this very source is used."""
+    import types
+
+    current = infl._KERNEL
+    assert current.SOURCE_SHA256 == __import__("hashlib").sha256(
+        (Path(infl.__file__).with_name("_kernel.c")).read_bytes()).hexdigest()
+    stale = types.SimpleNamespace(ABI=current.ABI, SOURCE_SHA256="0" * 64, __file__="stale.so")
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", stale)
+    with pytest.warns(RuntimeWarning, match="another version"):
+        assert infl._load_kernel() is None
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", current)
+    assert infl._load_kernel() is current
+    other_abi = types.SimpleNamespace(ABI=current.ABI + 1, SOURCE_SHA256=current.SOURCE_SHA256)
+    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", other_abi)
+    assert infl._load_kernel() is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_influence_in_one_call_equals_joint_then_definition8(seed):
+    net = ref.random_network(14_000 + seed, min_nodes=2, max_nodes=12)
+    theta = net.to_theta()
+    kernel = infl._kernel_network(theta, 0)
+    rng = np.random.default_rng(seed)
+    for nodes in ref.random_node_sets(net.nodes, rng, 8):
+        if len(nodes) < 2:
+            continue
+        index = [theta.index[v] for v in nodes]
+        joint = _kernel_joint(theta, nodes)
+        assert kernel.influence(index, 2**25) == infl._KERNEL.definition8(joint, joint.shape[0])
+        assert kernel.influence(index, 1.0) is None  # too large, like joint() returning False
+    with pytest.raises(ValueError, match="distinct"):
+        kernel.influence([0, 0], 100.0)
+
+
+def test_a_half_built_network_is_refused():
+    net = infl._KERNEL.Network.__new__(infl._KERNEL.Network)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        net.joint([0], np.zeros(2), 10.0)
+    with pytest.raises(ValueError, match="out of range"):  # fails half-way through __init__
+        net.__init__([2, 2], [0, 1], [((0,), np.full(2, 0.5), ()), ((5,), np.full(2, 0.5), ())],
+                     [None, None])
+    with pytest.raises(RuntimeError, match="not initialised"):
+        net.influence([0], 10.0)
+    with pytest.raises(RuntimeError, match="twice"):
+        net.__init__([2], [0], [((0,), np.full(2, 0.5), ())], [None])
+    with pytest.raises(ValueError, match="out of range"):
+        infl._KERNEL.Network([2**40], [0], [((0,), np.full(2, 0.5), ())], [None])

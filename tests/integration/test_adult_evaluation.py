@@ -1,0 +1,104 @@
+"""Smoke tests of examples/adult_evaluation.py on a tiny, seeded configuration (a few seconds)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+_PATH = Path(__file__).resolve().parents[2] / "examples" / "adult_evaluation.py"
+_spec = importlib.util.spec_from_file_location("adult_evaluation", _PATH)
+ae = importlib.util.module_from_spec(_spec)
+sys.modules["adult_evaluation"] = ae  # dataclasses look their module up while decorating
+_spec.loader.exec_module(ae)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    from quiltpriv.model.datasets import load_adult
+
+    return load_adult()
+
+
+@pytest.fixture(scope="module")
+def tiny(adult):
+    config = ae.EvaluationConfig(model_samples=150, repetitions=2, epsilons=(1.0, 5.0),
+                                 model_seeds=0, seed=3)
+    return ae.run_evaluation(config, df=adult)
+
+
+def test_no_defence_attack_is_well_above_chance(tiny):
+    # The paper reports about 0.75 with no defence; 2 repetitions of 200 test subsets.
+    assert 0.68 < tiny.no_defence < 0.85
+
+
+def test_releases_have_the_predicted_error_scale(tiny):
+    # Measured mean noise norm over 400 releases vs closed form / Monte Carlo expectation:
+    # relative standard error <= 4 % (one-dimensional DauM noise), so 15 % is > 3.5 SE.
+    rel = tiny.empirical_error / tiny.expected_error
+    assert np.all(np.abs(rel - 1) < 0.15), rel
+    groupdp = tiny.mechanisms.index("GroupDP(G)")
+    # sigma = c_G * 100 * 1.8750467 / eps, E||N(0, sigma^2 I_5)|| = sigma sqrt2 G(3)/G(5/2)
+    assert tiny.expected_error[groupdp, 0] == pytest.approx(1506.63, abs=0.01)
+    assert tiny.expected_error[groupdp, 1] == pytest.approx(301.33, abs=0.01)
+
+
+def test_heavy_noise_defeats_the_attack_and_light_noise_does_not(tiny):
+    m = tiny.mechanisms
+    # GroupDP at eps 1 adds noise ~1500 in L2 against mean differences ~3: chance level.
+    assert abs(tiny.attack[m.index("GroupDP(G)"), 0] - 0.5) < 0.08
+    # DauM at eps 5 adds noise ~1 along one direction: the attack keeps most of its power.
+    assert tiny.attack[m.index("DauM(G)"), 1] > 0.65
+
+
+def test_declared_network_gives_apmqm_no_useful_quilt(adult):
+    theta, info = ae.adult_network(adult)
+    assert set(info) == {"age", "education_num", "never_married", "female", "hours_per_week"}
+    # female share under p: p * P(F | >50K) + (1 - p) * P(F | <=50K)
+    hi = adult["income"] == ">50K"
+    fem = adult["sex"] == "Female"
+    assert info["female"][0] == pytest.approx(0.45 * fem[hi].mean() + 0.55 * fem[~hi].mean())
+    apmqm = ae.apmqm_mechanism(theta, 100, 1.0)
+    # deterministic CPDs: every quilt with a child has infinite influence -> trivial quilt,
+    # Delta_A = range for an average, n for a count
+    assert apmqm.bounds == (73.0, 15.0, 100.0, 100.0, 98.0)
+    assert all("quilt Q = {}" in s for s in apmqm.notes)
+    w = ae.wasserstein_mechanism(theta, 100, 1.0)
+    # exact W_inf of the two counts (binomial mixtures), ranges for the averages
+    assert w.bounds == (73.0, 15.0, 5.0, 3.0, 98.0)
+
+
+def test_split_budget_spends_exactly_eps_and_beats_equal_split():
+    bounds = (73.0, 15.0, 5.0, 3.0, 98.0)
+    scales = ae.split_budget(bounds, 2.0)
+    loss = sum(b / s for b, s in zip(bounds, scales, strict=True))
+    assert loss == pytest.approx(2.0, rel=1e-8) and loss <= 2.0
+    equal = [b / (2.0 / 5) for b in bounds]
+    assert sum(s * s for s in scales) < sum(s * s for s in equal)
+    assert ae.split_budget((0.0, 4.0), 1.0) == (0.0, pytest.approx(4.0))
+
+
+def test_laplace_vector_expected_error_matches_draws():
+    import random
+
+    mech = ae.LaplaceVectorMechanism("x", 1.0, (1.0, 2.0), (3.0, 0.5))
+    z = mech.sample_noise(4000, seed=random.Random(5))
+    assert z.shape == (4000, 2)
+    assert np.linalg.norm(z, axis=1).mean() == pytest.approx(mech.expected_l2_error(), rel=0.05)
+    # one coordinate: E|Lap(b)| = b
+    one = ae.LaplaceVectorMechanism("y", 1.0, (1.0,), (2.5,))
+    assert one.expected_l2_error(draws=40000) == pytest.approx(2.5, rel=0.02)
+
+
+def test_report_mentions_every_mechanism(tiny):
+    text = ae.format_report(tiny)
+    assert "No defence" in text and "EXPERIMENT MODE" in text
+    for m in tiny.mechanisms:
+        assert m in text
+    assert math.isfinite(tiny.seconds)
