@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "quiltpriv"
 
 #: The layers, lowest first (see the module docstring).

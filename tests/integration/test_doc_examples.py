@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
@@ -170,7 +170,9 @@ def test_paper_index_names_real_functions_and_tests():
     tests = set(re.findall(r"`(test_\w+\.py)::(test_\w+)`", text))
     assert len(tests) > 80
     for file, name in sorted(tests):
-        source = (ROOT / "tests" / file).read_text(encoding="utf-8")
+        found = sorted((ROOT / "tests").rglob(file))  # tests mirror the package's layout
+        assert len(found) == 1, (file, found)
+        source = found[0].read_text(encoding="utf-8")
         assert re.search(rf"^def {name}\(", source, flags=re.M), (file, name)
     for path in re.findall(r"`(examples/[\w./]+\.py)`", text):
         assert (ROOT / path).is_file(), path

@@ -52,7 +52,7 @@ from quiltpriv.queries.network_laws import network_wasserstein
 from quiltpriv.queries.query import CountQuery, MeanQuery
 from quiltpriv.releases import records
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "release-record.schema.json").read_text())
 EPS, DELTA, N = 1.0, 1e-6, 20
 
