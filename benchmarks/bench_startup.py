@@ -10,7 +10,7 @@ taken between medians of the same run.
   start-up targets), ``import quiltpriv``, ``quiltpriv --help``;
 - ``quiltpriv plan asia.bif.gz --sensitive smoke --query count --attributes asia,xray
   --records 1000 --epsilon 1`` (target: within 0.5 s), and the README's first command,
-  ``quiltpriv plan student ...`` (a bundled Python model: it builds a pgmpy network);
+  ``quiltpriv plan student ...`` (a bundled Python model, declared with NetworkBuilder);
 - ``quiltpriv plan munin.bif.gz`` with every node sensitive, a count over 3 seeded attributes
   (target: within 2 x pyAgrum's read of munin + 1 s), ``--runs-munin`` times;
 - with ``--baseline DIR`` (another source tree, e.g. an export of an older commit), the same
@@ -63,6 +63,7 @@ CLI = "import sys; from quiltpriv.cli import main; sys.exit(main())"
 ASIA_ARGS = ("--sensitive", "smoke", "--query", "count", "--attributes", "asia,xray",
              "--records", "1000", "--epsilon", "1")
 MUNIN_SEED = 2024
+STUDENT = "quiltpriv plan student (bundled .py)"
 
 
 def bundled_networks() -> list[str]:
@@ -101,8 +102,8 @@ def commands(quick: bool) -> list[tuple[str, list[str], bool]]:
     py.append(("quiltpriv --help", ["-c", CLI, "--help"], False))
     py.append(("quiltpriv plan asia", ["-c", CLI, "plan", str(bif_path("asia")), *ASIA_ARGS],
                False))
-    # The README's first command: a bundled Python model, which builds a pgmpy network.
-    py.append(("quiltpriv plan student (bundled .py)",
+    # The README's first command: a bundled Python model (declared with NetworkBuilder).
+    py.append((STUDENT,
                ["-c", CLI, "plan", "student", "--sensitive", "income", "--query", "count",
                 "--attributes", "height", "--records", "1000", "--epsilon", "1"], False))
     if not quick:
@@ -303,6 +304,7 @@ def report(proc: dict[str, dict[str, Any]], reading: list[dict[str, Any]],
         f"load average at start {tuple(round(x, 2) for x in load_start)}, at end "
         f"{tuple(round(x, 2) for x in facts['loadavg_at_end'])} (a shared machine: absolute "
         "times move with the load; medians and same-run ratios move less)",
+        *([f"note: {facts['note']}"] if facts.get("note") else []),
         "",
         "## Whole processes (wall time; median of interleaved runs, min-max in brackets)",
         "",
@@ -338,6 +340,8 @@ def report(proc: dict[str, dict[str, Any]], reading: list[dict[str, Any]],
         f"{_f(_ratio(med('quiltpriv --help'), numpy_s), '.2f')} (target <= 2)",
         f"- `quiltpriv plan asia`: {_f(med('quiltpriv plan asia'))} s (target <= 0.5 s); "
         f"{_f(_ratio(med('quiltpriv plan asia'), numpy_s), '.2f')} x `import numpy`",
+        f"- `quiltpriv plan student` (bundled .py model): {_f(med(STUDENT))} s; "
+        f"{_f(_ratio(med(STUDENT), numpy_s), '.2f')} x `import numpy`",
     ]
     if munin_plan is not None:
         lines.append(
@@ -414,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-label", help="its name in the report (default: its path)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per reading worker")
     ap.add_argument("--out", help="write OUT.txt and OUT.json")
+    ap.add_argument("--note", help="a line for the report (e.g. what else ran on the machine)")
     ap.add_argument("--read-worker", help=argparse.SUPPRESS)
     ap.add_argument("--with-pgmpy", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--phases-worker", action="store_true", help=argparse.SUPPRESS)
@@ -442,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     facts["pyagrum_wheel"] = _pyagrum_wheel()
     facts["machine_shared"] = "yes: other jobs ran during the benchmark (see the load average)"
+    facts["note"] = args.note
     text = report(proc, reading, facts, sys.argv[1:] if argv is None else argv, load_start,
                   phases)
     print(text)

@@ -16,12 +16,17 @@ height -> weight.
 The paper gives no numbers: the CPDs here are ILLUSTRATIVE, chosen so that gender and height
 carry a little information about income and SAT a lot. ``theta()`` adds a second, more
 pessimistic member in which gender and income are more strongly tied.
+
+The tables are declared with :class:`quiltpriv.NetworkBuilder`, so loading the model does not
+import pgmpy; ``network()`` gives the same network as a pgmpy ``DiscreteBayesianNetwork``.
 """
 
 from __future__ import annotations
 
-from pgmpy.factors.discrete import TabularCPD
-from pgmpy.models import DiscreteBayesianNetwork
+from typing import Any
+
+from quiltpriv.model.builder import NetworkBuilder
+from quiltpriv.model.network import Theta
 
 STATES = {
     "gender": ["0.4", "0.5", "0.6"],
@@ -33,46 +38,63 @@ STATES = {
 EDGES = [("gender", "income"), ("income", "sat"), ("gender", "height"),
          ("gender", "weight"), ("height", "weight")]
 
-
-def _network(income_given_gender: list[list[float]], name: str) -> DiscreteBayesianNetwork:
-    net = DiscreteBayesianNetwork(EDGES)
-    net.name = name
-    s = STATES
-    net.add_cpds(
-        TabularCPD("gender", 3, [[0.3], [0.4], [0.3]], state_names={"gender": s["gender"]}),
-        TabularCPD("income", 3, income_given_gender, evidence=["gender"], evidence_card=[3],
-                   state_names={"income": s["income"], "gender": s["gender"]}),
-        # Columns: income = 0.2, 0.35, 0.5. SAT follows income closely.
-        TabularCPD("sat", 3, [[0.60, 0.30, 0.10],
-                              [0.30, 0.45, 0.30],
-                              [0.10, 0.25, 0.60]], evidence=["income"], evidence_card=[3],
-                   state_names={"sat": s["sat"], "income": s["income"]}),
-        # Columns: gender = 0.4, 0.5, 0.6 (more women, fewer tall students).
-        TabularCPD("height", 3, [[0.25, 0.35, 0.45],
-                                 [0.35, 0.35, 0.35],
-                                 [0.40, 0.30, 0.20]], evidence=["gender"], evidence_card=[3],
-                   state_names={"height": s["height"], "gender": s["gender"]}),
-        # Columns: (gender, height) in row-major order of gender then height.
-        TabularCPD("weight", 3, [[0.40, 0.30, 0.20, 0.45, 0.35, 0.25, 0.50, 0.40, 0.30],
-                                 [0.35, 0.40, 0.40, 0.35, 0.40, 0.40, 0.30, 0.35, 0.40],
-                                 [0.25, 0.30, 0.40, 0.20, 0.25, 0.35, 0.20, 0.25, 0.30]],
-                   evidence=["gender", "height"], evidence_card=[3, 3],
-                   state_names={"weight": s["weight"], "gender": s["gender"],
-                                "height": s["height"]}),
-    )
-    net.check_model()
-    return net
+#: P(income | gender), one row per gender share: the member of :func:`model` ...
+INCOME_GIVEN_GENDER = {"0.4": [0.40, 0.35, 0.25],
+                       "0.5": [0.35, 0.35, 0.30],
+                       "0.6": [0.30, 0.35, 0.35]}
+#: ... and the second member of :func:`theta`, with a stronger gender-income tie.
+INCOME_GIVEN_GENDER_STRONG = {"0.4": [0.50, 0.30, 0.20],
+                              "0.5": [0.35, 0.35, 0.30],
+                              "0.6": [0.20, 0.35, 0.45]}
 
 
-def model() -> DiscreteBayesianNetwork:
+def _builder(income_given_gender: dict[str, list[float]], name: str) -> NetworkBuilder:
+    """The student network with the given P(income | gender); rows are the child's states."""
+    b = NetworkBuilder(name)
+    for v, states in STATES.items():
+        b.attribute(v, states, kind="share")
+    b.edges(EDGES)
+    b.table("gender", [0.3, 0.4, 0.3])
+    b.table("income", income_given_gender)
+    # SAT follows income closely.
+    b.table("sat", {"0.2": [0.60, 0.30, 0.10],
+                    "0.35": [0.30, 0.45, 0.25],
+                    "0.5": [0.10, 0.30, 0.60]})
+    # More women, fewer tall students.
+    b.table("height", {"0.4": [0.25, 0.35, 0.40],
+                       "0.5": [0.35, 0.35, 0.30],
+                       "0.6": [0.45, 0.35, 0.20]})
+    # Keyed by (gender, height).
+    b.table("weight", {("0.4", "0.3"): [0.40, 0.35, 0.25],
+                       ("0.4", "0.45"): [0.30, 0.40, 0.30],
+                       ("0.4", "0.6"): [0.20, 0.40, 0.40],
+                       ("0.5", "0.3"): [0.45, 0.35, 0.20],
+                       ("0.5", "0.45"): [0.35, 0.40, 0.25],
+                       ("0.5", "0.6"): [0.25, 0.40, 0.35],
+                       ("0.6", "0.3"): [0.50, 0.30, 0.20],
+                       ("0.6", "0.45"): [0.40, 0.35, 0.25],
+                       ("0.6", "0.6"): [0.30, 0.40, 0.30]})
+    return b
+
+
+def _member(strong: bool) -> NetworkBuilder:
+    if strong:
+        return _builder(INCOME_GIVEN_GENDER_STRONG, "student-strong-gender-income")
+    return _builder(INCOME_GIVEN_GENDER, "student")
+
+
+def model() -> Theta:
     """The student network with its illustrative CPDs."""
-    return _network([[0.40, 0.35, 0.30],
-                     [0.35, 0.35, 0.35],
-                     [0.25, 0.30, 0.35]], "student")
+    # A bundled example: no provenance record, as for a model read from a file.
+    return _member(strong=False).to_theta().with_provenance(None)
 
 
-def theta() -> list[DiscreteBayesianNetwork]:
+def theta() -> Theta:
     """Theta with two members: :func:`model` and a variant with a stronger gender-income tie."""
-    return [model(), _network([[0.50, 0.35, 0.20],
-                               [0.30, 0.35, 0.35],
-                               [0.20, 0.30, 0.45]], "student-strong-gender-income")]
+    return model().with_members(_member(strong=True).to_theta())
+
+
+def network(strong: bool = False) -> Any:
+    """A member as a pgmpy ``DiscreteBayesianNetwork`` (imports pgmpy): :func:`model`'s, or
+    with ``strong=True`` the second member of :func:`theta`."""
+    return _member(strong).to_pgmpy()

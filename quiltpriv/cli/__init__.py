@@ -154,6 +154,10 @@ def _run(argv: Sequence[str] | None) -> int:
     except QuiltPrivError as exc:
         _say(f"quiltpriv: error: {exc}")
         return 2
+    except MemoryError:  # a table or an output larger than this machine can hold
+        _say(f"quiltpriv: error: out of memory in '{args.command}': a table or an output it "
+             "needs is larger than this machine could allocate")
+        return 2
     except BrokenPipeError:
         raise
     except OSError as exc:

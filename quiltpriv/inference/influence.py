@@ -273,8 +273,8 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
             out = np.empty([card[v] for v in nodes])
             if _kernel_network(theta, member).joint(index, out, max_table):
                 return out
-            # no order the kernel prices fits max_table (neither would the Python ones)
-            return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
+            # no order the kernel prices fits max_table: the Python order may still fit
+            return _eliminate_if_it_fits(theta, nodes, member, max_table)
         table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
         if table is None:  # the global order suits this query badly: order it greedily
             table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
@@ -292,12 +292,15 @@ def check_inference(inference: object) -> str:
 
 
 def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
-               max_table: int, tables: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+               max_table: int, tables: Mapping[str, np.ndarray] | None = None,
+               *, price_only: bool = False) -> np.ndarray:
     """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
 
     ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
     integer tables of :func:`_exact_tables`; any element type numpy's einsum can multiply and
-    add will do.
+    add will do. ``price_only``: walk the same order on the factors' scopes alone, raising
+    :class:`InfluenceTooExpensive` exactly where the elimination would (the order and every
+    refusal depend on the scopes only), without any arithmetic; returns an empty array.
     """
     card = theta.cardinality
     cpds = theta.members[member]
@@ -345,10 +348,10 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
         if len(involved) == 1:  # summing one factor out needs no product
             vs, t = involved[0]
             out_vars = tuple(u for u in vs if u != v)
-            table = t.sum(axis=vs.index(v))
+            table = _PRICED if price_only else t.sum(axis=vs.index(v))
         else:
             out_vars = theta.sort(scope)
-            table = _contract(involved, out_vars)
+            table = _contract(involved, out_vars, price_only)
         factors[next_id] = (out_vars, table)
         for u in out_vars:
             where[u].add(next_id)
@@ -357,13 +360,34 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
         for u in out_vars:
             if u in remaining:
                 heapq.heappush(heap, (cost(u)[0], rank[u], u))
-    return _contract(list(factors.values()), nodes)
+    return _contract(list(factors.values()), nodes, price_only)
+
+
+def _eliminate_if_it_fits(theta: Theta, nodes: tuple[str, ...], member: int,
+                          max_table: int) -> np.ndarray:
+    """:func:`_eliminate` after the compiled kernel found no order within ``max_table``.
+
+    Its greedy order is priced on the scopes first: a query it cannot do either (the usual
+    case) is refused at once instead of after the arithmetic of every step up to the one too
+    large (seconds on dense networks). Same order, same refusals, same values.
+    """
+    anc = theta.ancestral_set(nodes)
+    _eliminate(theta, nodes, anc, member, max_table, price_only=True)
+    return _eliminate(theta, nodes, anc, member, max_table)
+
+
+#: What :func:`_eliminate` and :func:`_contract` give in place of a table when pricing only.
+_PRICED = np.empty(0)
 
 
 def _contract(
-    factors: Sequence[tuple[tuple[str, ...], np.ndarray]], out_vars: Sequence[str]
+    factors: Sequence[tuple[tuple[str, ...], np.ndarray]], out_vars: Sequence[str],
+    price_only: bool = False,
 ) -> np.ndarray:
-    """Multiply ``factors`` and sum out every variable not in ``out_vars`` (one einsum)."""
+    """Multiply ``factors`` and sum out every variable not in ``out_vars`` (one einsum).
+
+    ``price_only``: only the checks (an empty array when the product could be taken).
+    """
     names: dict[str, str] = {}
     for vs, _ in factors:
         for v in vs:
@@ -374,6 +398,8 @@ def _contract(
     for v in out_vars:
         if v not in names:  # cannot happen for a well-formed ancestral set
             raise AssertionError(f"output variable {v!r} appears in no factor")
+    if price_only:
+        return _PRICED
     spec = ",".join("".join(names[v] for v in vs) for vs, _ in factors)
     spec += "->" + "".join(names[v] for v in out_vars)
     if not factors:
@@ -536,8 +562,7 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         if _KERNEL is not None and inference == "auto":
             # joint and Definition 8 in one call; None: no order fits max_table
             found = _kernel_network(theta, m).influence(where, max_table)
-            joint = None if found else _eliminate(theta, nodes, theta.ancestral_set(nodes), m,
-                                                  max_table)
+            joint = None if found else _eliminate_if_it_fits(theta, nodes, m, max_table)
         else:
             joint = _joint(theta, nodes, where, m, max_table, inference)
         value, a, b = found or _influence_from_joint(joint)

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterStatesWarning
-from quiltpriv.model.network import Theta, theta_from_pgmpy
+from quiltpriv.model.network import Theta, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, state_problems
 
 __all__ = ["NetworkBuilder", "SUM_TOLERANCE", "state_name"]
@@ -254,8 +254,14 @@ class NetworkBuilder:
         """The network as a one-member :class:`~quiltpriv.model.network.Theta`, with provenance.
 
         Warns (:class:`~quiltpriv.errors.ParameterStatesWarning`) when a state is not a number.
+        Built from :meth:`arrays` without pgmpy (the same Theta as ``theta_from_pgmpy`` of
+        :meth:`to_pgmpy`, which takes pgmpy's import time).
         """
-        theta = theta_from_pgmpy(self.to_pgmpy(), [self.name])
+        parents, tables = self.arrays()
+        theta = theta_from_tables(
+            [(p, v) for v in self._attrs for p in parents[v]],
+            {v: a.states for v, a in self._attrs.items()}, [tables], [self.name],
+            parents_order=parents)
         theta = theta.with_provenance(self.provenance())
         problems = state_problems(theta)
         if problems:

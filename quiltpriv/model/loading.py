@@ -7,7 +7,8 @@ A model *spec* is one of
   function of the module (``student:theta`` gives a two-member Theta);
 - a path to a ``.bif`` / ``.bif.gz`` file or an ``.xml`` / ``.xmlbif`` file (read by
   :mod:`quiltpriv.model.readers`, or with pgmpy's readers when ``reader="pgmpy"``);
-- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``);
+- a path to a ``.py`` file defining ``model()`` (or ``path.py:function``), which returns a
+  pgmpy network, a list of them (a Theta with several members) or a :class:`Theta`;
 - a path to a ``.json`` file in quiltpriv's own format (:func:`theta_to_dict`): a shared DAG
   and one CPD set per member of Theta.
 
@@ -182,17 +183,20 @@ def _call_module(path: Path, function: str | None, args: Sequence[Any] = (),
 
 def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
     built = _call_module(path, function)
+    if isinstance(built, Theta):  # built without pgmpy (the bundled models are)
+        return built
     nets = built if isinstance(built, Sequence) else [built]
     names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
     return theta_from_pgmpy(list(nets), names, tolerance=tolerance)
 
 
 def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: Any) -> Any:
-    """The pgmpy network (or list of networks) a bundled model module builds.
+    """What a bundled model module's ``function`` builds, with the given arguments.
 
-    For inspecting or changing a bundled model before planning, e.g.
-    ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
-    ``theta_from_pgmpy(net)``. Arguments go to the module's function.
+    The bundled modules' ``model()`` (and ``theta()``, ``chain()``) give a :class:`Theta`
+    built without pgmpy, e.g. ``bundled_network("chain", 24, stay=0.5, function="chain")``;
+    their ``network()`` gives the pgmpy ``DiscreteBayesianNetwork``, for inspecting or changing
+    a bundled model before planning (then :func:`theta_from_pgmpy`).
     """
     for d in model_dirs():
         candidate = d / f"{name}.py"

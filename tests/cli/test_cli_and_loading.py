@@ -110,7 +110,7 @@ def test_bif_and_xmlbif_round_trip(tmp_path):
     from quiltpriv.model.loading import _import_file
 
     net = qp.load_model("student")
-    pg = _import_file(model_dirs()[0] / "student.py").model()
+    pg = _import_file(model_dirs()[0] / "student.py").network()
     BIFWriter(pg).write(str(tmp_path / "s.bif"))
     XMLBIFWriter(pg).write(str(tmp_path / "s.xml"))
     for f in ("s.bif", "s.xml"):
@@ -129,6 +129,21 @@ def test_bundled_bif_fixture_matches_module():
         qp.max_influence(m, "income", ["gender"]).value, rel=1e-12)
 
 
+@pytest.mark.parametrize("name, members", [
+    ("student", [{}]), ("student:theta", [{}, {"strong": True}]), ("example3", [{}]),
+    ("chain", [{}]), ("chain:chain", [{}])])
+def test_bundled_models_equal_their_pgmpy_networks(name, members):
+    # The bundled modules declare their tables with NetworkBuilder (no pgmpy); read through
+    # pgmpy, the same declarations give the same Theta, member names included.
+    theta = qp.load_model(name)
+    base = name.split(":")[0]
+    nets = [qp.bundled_network(base, function="network", **kw) for kw in members]
+    ref = qp.theta_from_pgmpy(nets, [n.name for n in nets])
+    assert theta.fingerprint() == ref.fingerprint()
+    assert (theta.nodes, theta.names) == (ref.nodes, ref.names)
+    assert dict(theta.parents) == dict(ref.parents) and theta.provenance is None
+
+
 def test_models_command(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out
@@ -137,8 +152,10 @@ def test_models_command(capsys):
 
 
 def test_bundled_network_with_arguments():
-    net = qp.bundled_network("chain", 5, stay=0.5, function="chain")
-    theta = qp.theta_from_pgmpy(net)
+    theta = qp.bundled_network("chain", 5, stay=0.5, function="chain")
+    assert isinstance(theta, qp.Theta)
+    net = qp.bundled_network("chain", 5, stay=0.5, function="network")
+    assert qp.theta_from_pgmpy(net).fingerprint() == theta.fingerprint()
     assert theta.nodes == ("x01", "x02", "x03", "x04", "x05")
     # Persistence 0.5 with 3 states: P(x_{t+1} | x_t) has diagonal 0.5, off-diagonal 0.25.
     assert qp.max_influence(theta, "x01", ["x02"]).value == pytest.approx(2 * 0.34657359, rel=1e-6)

@@ -568,6 +568,21 @@ def test_broken_pipe_is_quiet():
 
 # -- messages ---------------------------------------------------------------------------------
 
+def test_running_out_of_memory_while_planning_is_one_line(monkeypatch, capsys):
+    import quiltpriv.cli.core as core
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError  # what numpy or the kernel raise when an allocation fails
+
+    monkeypatch.setattr(core, "plan", exhausted)
+    TRIED["message"] += 1
+    rc, out, err = _cli(["plan", "student", "--sensitive", "income", "--query", "count",
+                         "--attributes", "height", "--records", "10", "--epsilon", "1"], capsys)
+    msg = _one_line_error(rc, err)
+    assert msg == ("quiltpriv: error: out of memory in 'plan': a table or an output it needs "
+                   "is larger than this machine could allocate") and out == ""
+
+
 def _long_chain(tmp_path):
     path = tmp_path / "long.py"
     path.write_text("from quiltpriv.model.loading import bundled_network\n\n\n"

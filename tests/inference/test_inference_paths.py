@@ -136,6 +136,65 @@ def test_too_large_is_refused_on_every_path():
             qp.joint_marginal(theta, list(net.nodes), inference=method, max_table=8)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_pricing_refuses_exactly_where_the_elimination_does(seed):
+    net = ref.random_network(9700 + seed, min_nodes=4, max_nodes=14, edge_prob=0.6,
+                             max_card=4)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    refused = fitted = 0
+    for nodes in ref.random_node_sets(net.nodes, rng, 6):
+        anc = theta.ancestral_set(nodes)
+        for limit in (4, 9, 16, 27, 64, 256, 2**25):
+            try:
+                infl._eliminate(theta, tuple(nodes), anc, 0, limit)
+            except qp.InfluenceTooExpensive as exc:
+                refused += 1
+                with pytest.raises(qp.InfluenceTooExpensive) as priced:
+                    infl._eliminate(theta, tuple(nodes), anc, 0, limit, price_only=True)
+                assert str(priced.value) == str(exc)
+            else:
+                fitted += 1
+                assert infl._eliminate(theta, tuple(nodes), anc, 0, limit,
+                                       price_only=True).size == 0
+    assert fitted  # the largest limit always fits these small networks
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, monkeypatch):
+    if not infl.compiled_kernel():
+        pytest.skip("the compiled kernel is not built here (tests/test_kernel.py says why)")
+    net = ref.random_network(9800 + seed, min_nodes=6, max_nodes=14, edge_prob=0.6,
+                             max_card=4)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    real = infl._eliminate
+    calls: list[bool] = []
+
+    def spy(*args, price_only=False, **kwargs):
+        calls.append(price_only)
+        return real(*args, price_only=price_only, **kwargs)
+
+    monkeypatch.setattr(infl, "_eliminate", spy)
+    rng = np.random.default_rng(seed)
+    for nodes in ref.random_node_sets(net.nodes, rng, 6):
+        want = ref.marginal(net, joint, nodes)
+        for limit in (9, 27, 64, 256):
+            if math.prod(theta.cardinality[v] for v in nodes) > limit:
+                continue
+            calls.clear()
+            try:
+                got = qp.joint_marginal(theta, nodes, max_table=limit)
+            except qp.InfluenceTooExpensive:
+                # refused by the kernel's pricing, then by the Python order's: no arithmetic
+                assert calls == [True], (nodes, limit)
+                continue
+            # answered by the kernel (no call) or by the Python order after pricing it
+            assert calls in ([], [True, False]), (nodes, limit)
+            np.testing.assert_array_equal(got == 0, want == 0)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_junction_tree_is_a_junction_tree(seed):
     """Running intersection, families covered, tables are the marginals of their cliques."""

@@ -89,6 +89,16 @@ def test_plan_on_a_bif_file_loads_nothing_heavy():
     assert "quiltpriv.reporting.report" not in modules
 
 
+def test_plan_on_a_bundled_model_loads_nothing_heavy():
+    # The README's first command: a bundled Python model declared with NetworkBuilder.
+    args = ["plan", "student", "--sensitive", "income", "--query", "count", "--attributes",
+            "height", "--records", "1000", "--epsilon", "1"]
+    modules, out = _modules_after("import sys\nfrom quiltpriv.cli import main\n"
+                                  "main(sys.argv[1:])", *args)
+    assert "Laplace scale b = 0" in out
+    assert _loaded(modules, HEAVY) == []
+
+
 def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 

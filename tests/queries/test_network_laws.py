@@ -40,7 +40,7 @@ def test_example3_table_and_w_inf():
 
 
 def test_mixture_matches_pgmpy_inference():
-    net = student.model()
+    net = student.network()
     n = 6
     cl = count_laws(load_model("student"), "sat", "gender", n)
     infer = VariableElimination(net)

@@ -1,0 +1,525 @@
+"""quiltpriv's exact max-influence against pyAgrum's exact LazyPropagation, query by query.
+
+For every bundled pgmpy network (asia, alarm, hepar2, win95pts, andes, pathfinder, munin, link,
+pigs, diabetes), a seeded set of influence queries ``e(Q | i)`` (Definition 8 on the joint of
+``(phi_i, phi_Q)``):
+
+- ``planner``: the quilt the planner asks for, ``Q*(T)`` of
+  :func:`quiltpriv.graph.quilts.least_influence_quilt`, for a random node ``i`` and a random
+  target set ``T`` of 1-6 other nodes (what a count, sum or linear query's plan evaluates);
+- ``random``: a random quilt of 1-3 nodes.
+
+Each query is answered by both engines, side by side, interleaved (the engine that goes first
+alternates from query to query):
+
+- quiltpriv: :func:`quiltpriv.inference.influence.max_influence` (the compiled kernel when it
+  is installed), its influence cache cleared before every call; the per-network preparation
+  (the kernel's copy of the tables, folded CPDs) is built once, before the timing, as pyAgrum's
+  ``BayesNet`` is;
+- pyAgrum: a fresh ``LazyPropagation(bn)`` per call (a reused one accumulates joint targets
+  and reuses messages between queries), ``addJointTarget({i} + Q)``, ``makeInference()``,
+  ``jointPosterior`` and ``toarray()``; Definition 8 on that joint is computed outside the
+  timing (in pyAgrum's favour). pyAgrum runs on one thread (``setNumberOfThreads(1)``), in a
+  worker process of its own: a query past ``--cap`` seconds is ended by killing the worker
+  (then restarted), and the worker's address space is limited to ``--memory-gb`` so that a
+  too-large table ends in pyAgrum's ``bad_alloc`` rather than in swapping.
+
+pyAgrum's model is built from quiltpriv's Theta, table by table (``Tensor.fillWith`` with the
+float64 entries), not with ``gum.loadBN``: pyAgrum's BIF reader parses probabilities as float32
+(alarm's 0.99 comes back as 0.99000001), so its model would not be the file's; both engines
+therefore compute on the same numbers.
+
+Times are the best of ``--repeat`` calls for a query answered in under 0.5 s, else one call.
+Per network the report gives the median, the 10th percentile and the worst (least) of
+``t_pyAgrum / t_quiltpriv`` over the queries both answered, the largest difference of the two
+values (quiltpriv rounds every influence upwards by 1e-10 relative + absolute; ``raw`` takes
+that margin off), and every query either engine could not answer: quiltpriv's refusals (no
+elimination order within its table limit, ``InfluenceTooExpensive``) and pyAgrum's failures
+(the time cap, ``bad_alloc``, a crash).
+
+pyAgrum is an optional benchmark dependency (``pip install pyagrum``); quiltpriv never imports
+it.
+
+Usage::
+
+    python benchmarks/bench_pyagrum.py                      # ten networks, writes results
+    python benchmarks/bench_pyagrum.py --networks asia,alarm --quick
+    python benchmarks/bench_pyagrum.py --out /tmp/agrum     # /tmp/agrum.txt and .json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import select
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for _path in (ROOT, HERE):  # run from a source checkout without installing; bench_core
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from bench_core import (  # noqa: E402
+    _differences,
+    add_code_option,
+    bif_path,
+    code_version,
+    machine_facts,
+    read_text,
+    write_results,
+)
+
+from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
+from quiltpriv.model.network import Theta  # noqa: E402
+
+NETWORKS = ("asia", "alarm", "hepar2", "win95pts", "andes", "pathfinder", "munin", "link",
+            "pigs", "diabetes")
+#: A query answered in under this many seconds is timed best-of-``--repeat``, else once.
+REPEAT_BELOW_S = 0.5
+#: quiltpriv below pyAgrum by more than this is an under-estimate (must never happen).
+UNDER_TOLERANCE = 1e-12
+
+
+# -- the two engines ----------------------------------------------------------------------------
+
+
+def read_theta(name: str) -> Theta:
+    """The bundled network as quiltpriv reads it (its own BIF reader, CPDs as float64)."""
+    from quiltpriv.model.readers import read_bif
+
+    return read_bif(read_text(name), name, name=name)
+
+
+def pyagrum_bn(theta: Theta, member: int = 0) -> Any:
+    """A pyAgrum ``BayesNet`` holding exactly ``theta``'s CPDs (float64, entry for entry)."""
+    import pyagrum as gum
+
+    bn = gum.BayesNet(theta.names[member])
+    for v in theta.nodes:
+        bn.add(gum.LabelizedVariable(v, v, [str(s) for s in theta.states[v]]))
+    for v in theta.nodes:
+        for p in theta.parents[v]:
+            bn.addArc(p, v)
+    for v in theta.nodes:
+        cpt = bn.cpt(v)
+        axes = (v, *theta.parents[v])
+        # toarray()'s axes are the tensor's variables in reverse order.
+        perm = [axes.index(n) for n in reversed(cpt.names)]
+        table = np.transpose(theta.members[member][v].table, perm)
+        cpt.fillWith(np.ascontiguousarray(table, dtype=np.float64).reshape(-1).tolist())
+    return bn
+
+
+def definition8(joint: np.ndarray) -> float:
+    """Definition 8 of ``joint[a, q...]`` (no rounding margin; vectorised over the columns).
+
+    ``max over q and over a, b with P(a), P(b) > 0 of log P(q | a) / P(q | b)``; ``+inf`` when a
+    state ``q`` is possible under one value and impossible under another.
+    """
+    j = np.asarray(joint, dtype=np.float64).reshape(joint.shape[0], -1)
+    p = j.sum(axis=1)
+    cond = j[p > 0] / p[p > 0, None]
+    hi, lo = cond.max(axis=0), cond.min(axis=0)
+    live = hi > 0
+    if np.any(lo[live] == 0):
+        return math.inf
+    if not np.any(live):
+        return 0.0
+    return max(0.0, float(np.max(np.log(hi[live]) - np.log(lo[live]))))
+
+
+def agrum_joint(gum: Any, bn: Any, node: str, quilt: list[str]) -> np.ndarray:
+    """pyAgrum's joint of ``[node, *quilt]`` (axes in that order), by a fresh LazyPropagation."""
+    variables = [node, *quilt]
+    ie = gum.LazyPropagation(bn)
+    ie.addJointTarget(set(variables))
+    ie.makeInference()
+    pot = ie.jointPosterior(set(variables))
+    arr = pot.toarray()
+    axes = list(reversed(pot.names))
+    return np.transpose(arr, [axes.index(v) for v in variables])
+
+
+def _timed(fn: Any, repeat: int) -> tuple[float, Any]:
+    """Best time of up to ``repeat`` calls (one call when the first takes REPEAT_BELOW_S)."""
+    best, out = math.inf, None
+    for k in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+        if k == 0 and best >= REPEAT_BELOW_S:
+            break
+    return best, out
+
+
+def agrum_worker(name: str, memory_gb: float) -> int:
+    """Serve pyAgrum queries on ``name`` over stdin/stdout, one JSON line each way."""
+    if memory_gb > 0:
+        limit = int(memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import pyagrum as gum
+
+    gum.setNumberOfThreads(1)
+    bn = pyagrum_bn(read_theta(name))
+    print(json.dumps({"ready": gum.__version__}), flush=True)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        joint = None
+        try:
+            node, quilt = ask["node"], ask["quilt"]
+            t, joint = _timed(lambda: agrum_joint(gum, bn, node, quilt),  # noqa: B023
+                              ask["repeat"])
+            reply = {"t": t, "value": definition8(joint), "entries": int(joint.size)}
+        except MemoryError:
+            reply = {"error": "MemoryError"}
+        except Exception as exc:  # pyAgrum's bad_alloc and friends, as one line
+            text = str(exc).strip().splitlines()
+            reply = {"error": f"{type(exc).__name__}: {text[0][:160] if text else ''}"}
+        joint = None  # free the last joint before waiting for the next query
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
+class AgrumProcess:
+    """One pyAgrum worker process per network; killed and restarted after a capped query."""
+
+    def __init__(self, name: str, memory_gb: float) -> None:
+        self.name, self.memory_gb = name, memory_gb
+        self.proc: subprocess.Popen[str] | None = None
+        self.version: str | None = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--agrum-worker", self.name,
+             "--memory-gb", str(self.memory_gb)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, env=env)
+        ready = self._read(600)
+        if ready is None or "ready" not in ready:
+            self.stop()
+            raise RuntimeError(f"the pyAgrum worker for {self.name} did not start")
+        self.version = ready["ready"]
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else {"error": "the pyAgrum worker died (crash)"}
+
+    def ask(self, node: str, quilt: tuple[str, ...], repeat: int, cap: float) -> dict[str, Any]:
+        if self.proc is None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"node": node, "quilt": list(quilt),
+                                          "repeat": repeat}) + "\n")
+        self.proc.stdin.flush()
+        # A query is repeated only when its first call took under REPEAT_BELOW_S.
+        reply = self._read(cap + (repeat - 1) * REPEAT_BELOW_S)
+        if reply is None:
+            self.stop()
+            return {"error": f"over the cap of {cap:g} s"}
+        if "error" in reply and "crash" in reply["error"]:
+            self.stop()
+        return reply
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()  # this process's own child, by its handle
+            self.proc.wait()
+            self.proc = None
+            self.restarts += 1
+
+
+def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int) -> dict[str, Any]:
+    """quiltpriv's answer: time and value, or its refusal (and the time the refusal took)."""
+    def call() -> float:
+        for k in [k for k in theta._cache if k[0] == "influence"]:
+            del theta._cache[k]
+        return max_influence(theta, node, quilt).value
+
+    t0 = time.perf_counter()
+    try:
+        t, value = _timed(call, repeat)
+    except InfluenceTooExpensive as exc:
+        return {"refused": str(exc), "t_refusal": time.perf_counter() - t0}
+    except MemoryError:
+        return {"refused": "MemoryError", "t_refusal": time.perf_counter() - t0}
+    return {"t": t, "value": value}
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+
+def queries(theta: Theta, rng: np.random.Generator, n_planner: int, n_random: int
+            ) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(source, node, quilt)``: planner quilts ``Q*(T)`` and random quilts, seeded, distinct."""
+    from quiltpriv.graph.quilts import least_influence_quilt
+
+    nodes = theta.nodes
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    tries = 0
+    while len(out) < n_planner and tries < 20 * n_planner:
+        tries += 1
+        node = nodes[int(rng.integers(len(nodes)))]
+        others = [v for v in nodes if v != node]
+        k = int(rng.integers(1, min(6, len(others)) + 1))
+        targets = [others[int(x)] for x in rng.choice(len(others), size=k, replace=False)]
+        q = least_influence_quilt(theta, node, targets)
+        if q and (node, q) not in seen:
+            seen.add((node, q))
+            out.append(("planner", node, q))
+    tries = 0
+    while len(out) < n_planner + n_random and tries < 20 * (n_planner + n_random):
+        tries += 1
+        node = nodes[int(rng.integers(len(nodes)))]
+        others = [v for v in nodes if v != node]
+        k = int(rng.integers(1, min(3, len(others)) + 1))
+        q = theta.sort(others[int(x)] for x in rng.choice(len(others), size=k, replace=False))
+        if (node, q) not in seen:
+            seen.add((node, q))
+            out.append(("random", node, q))
+    return out
+
+
+# -- one network --------------------------------------------------------------------------------
+
+
+def bench_network(name: str, *, n_planner: int, n_random: int, repeat: int, cap: float,
+                  memory_gb: float, seed: int, log: Any = None) -> dict[str, Any]:
+    theta = read_theta(name)
+    rng = np.random.default_rng([seed, sum(map(ord, name))])
+    asked = queries(theta, rng, n_planner, n_random)
+    # One-time preparation on both sides, outside the per-query times.
+    t0 = time.perf_counter()
+    first_source, first_node, first_q = asked[0]
+    ours(theta, first_node, first_q, 1)
+    t_prepare = time.perf_counter() - t0
+    agrum = AgrumProcess(name, memory_gb)
+    t0 = time.perf_counter()
+    agrum._start()
+    t_agrum_start = time.perf_counter() - t0
+    rows = []
+    try:
+        for k, (source, node, q) in enumerate(asked):
+            row: dict[str, Any] = {"source": source, "node": node, "quilt": list(q),
+                                   "joint_entries": math.prod(theta.cardinality[v]
+                                                              for v in (node, *q))}
+            if k % 2 == 0:
+                a = ours(theta, node, q, repeat)
+                b = agrum.ask(node, q, repeat, cap)
+            else:
+                b = agrum.ask(node, q, repeat, cap)
+                a = ours(theta, node, q, repeat)
+            row["quiltpriv"], row["pyagrum"] = a, b
+            if "t" in a and "t" in b:
+                diff, raw = _differences(a["value"], b["value"])
+                row.update(ratio=b["t"] / a["t"], abs_diff=diff, raw_diff=raw,
+                           under=bool(a["value"] < b["value"] - UNDER_TOLERANCE))
+            rows.append(row)
+            if log is not None and ("t" not in a or "t" not in b):
+                print(f"  [{name}] {node} | {list(q)}: quiltpriv "
+                      f"{a.get('refused', 'ok')[:80]}; pyAgrum {b.get('error', 'ok')[:80]}",
+                      file=log, flush=True)
+    finally:
+        agrum.stop()
+    both = [r for r in rows if "ratio" in r]
+    ratios = sorted(r["ratio"] for r in both)
+    return {
+        "network": name, "nodes": len(theta.nodes), "edges": len(theta.edges),
+        "queries": len(rows), "answered_by_both": len(both),
+        "t_prepare_quiltpriv": t_prepare, "t_start_pyagrum_worker": t_agrum_start,
+        "pyagrum_version": agrum.version,
+        "ratio_median": statistics.median(ratios) if ratios else None,
+        "ratio_p10": float(np.percentile(ratios, 10)) if ratios else None,
+        "ratio_worst": ratios[0] if ratios else None,
+        "ratio_best": ratios[-1] if ratios else None,
+        "slower_than_pyagrum": sum(r < 1 for r in ratios),
+        "max_abs_diff": max((r["abs_diff"] for r in both), default=None),
+        "max_raw_diff": max((r["raw_diff"] for r in both
+                             if math.isfinite(r["raw_diff"])), default=None),
+        "disagree_infinite": sum(math.isinf(r["raw_diff"]) for r in both),
+        "under_estimates": sum(r["under"] for r in both),
+        "infinite_values": sum(math.isinf(r["quiltpriv"]["value"]) for r in both),
+        "quiltpriv_refused": [r for r in rows if "refused" in r["quiltpriv"]],
+        "pyagrum_failed": [r for r in rows if "error" in r["pyagrum"]],
+        "rows": rows,
+    }
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def _f(x: float | None, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _failure_line(r: dict[str, Any]) -> str:
+    a, b = r["quiltpriv"], r["pyagrum"]
+    ours_text = (f"refused after {a['t_refusal']:.3f} s ({a['refused'][:110]})" if "refused" in a
+                 else f"{a['t']:.4f} s")
+    agrum_text = b["error"][:110] if "error" in b else f"{b['t']:.4f} s"
+    q = ", ".join(r["quilt"])
+    return (f"- {r['network']}: e({{{q}}} | {r['node']}) (joint of {r['joint_entries']:,} "
+            f"entries): quiltpriv {ours_text}; pyAgrum {agrum_text}")
+
+
+def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str],
+           settings: dict[str, Any]) -> str:
+    lines = [
+        "# quiltpriv max_influence against pyAgrum LazyPropagation (benchmarks/bench_pyagrum.py)",
+        "",
+        f"command: python benchmarks/bench_pyagrum.py {' '.join(argv)}",
+        f"code: {facts.get('code', '?')}; kernel: {facts.get('kernel', '?')}",
+        f"machine: {facts['cpu']}, {facts['cores']} cores, {facts['ram_gb']} GB; "
+        f"{facts['platform']}; Python {facts['python']}, numpy {facts['numpy']}; "
+        f"pyAgrum {settings.get('pyagrum_version')} on 1 thread",
+        f"load average at start {tuple(round(x, 2) for x in settings['load_start'])}, at end "
+        f"{tuple(round(x, 2) for x in facts['loadavg_at_end'])}",
+        *([f"note: {settings['note']}"] if settings.get("note") else []),
+        f"settings: {settings['planner']} planner + {settings['random']} random queries per "
+        f"network (seed {settings['seed']}), best of {settings['repeat']} below "
+        f"{REPEAT_BELOW_S} s, pyAgrum capped at {settings['cap']:g} s and "
+        f"{settings['memory_gb']:g} GB a query",
+        "",
+        "ratio = t_pyAgrum / t_quiltpriv per query answered by both (above 1: quiltpriv is "
+        "faster); p10 = 10th percentile; worst = least ratio.",
+        "",
+        "| network | nodes | queries | both answered | median | p10 | worst | slower | "
+        "max raw diff | quiltpriv refused | pyAgrum failed | prep s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    failures: list[str] = []
+    total = both = 0
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['network']} | {r['error']} |")
+            continue
+        total += r["queries"]
+        both += r["answered_by_both"]
+        lines.append(
+            f"| {r['network']} | {r['nodes']} | {r['queries']} | {r['answered_by_both']} | "
+            f"{_f(r['ratio_median'], '.1f')} | {_f(r['ratio_p10'], '.1f')} | "
+            f"{_f(r['ratio_worst'], '.2f')} | {r['slower_than_pyagrum']} | "
+            f"{_f(r['max_raw_diff'], '.1e')} | {len(r['quiltpriv_refused'])} | "
+            f"{len(r['pyagrum_failed'])} | {r['t_prepare_quiltpriv']:.3f} |")
+        seen = set()
+        for f in r["quiltpriv_refused"] + r["pyagrum_failed"]:
+            key = (f["node"], tuple(f["quilt"]))
+            if key not in seen:
+                seen.add(key)
+                failures.append(_failure_line({**f, "network": r["network"]}))
+    under = sum(r.get("under_estimates", 0) for r in results)
+    disagree = sum(r.get("disagree_infinite", 0) for r in results)
+    lines += [
+        "",
+        f"{total} queries, {both} answered by both engines; quiltpriv below pyAgrum by more "
+        f"than {UNDER_TOLERANCE:g}: {under}; one value infinite and the other not: {disagree}.",
+        "'slower': queries on which quiltpriv took longer than pyAgrum. 'max raw diff': "
+        "largest |quiltpriv - pyAgrum| once quiltpriv's upward margin is taken off. "
+        "'prep s': quiltpriv's one-time preparation (the first query, untimed in the ratios).",
+        "",
+        "## Queries one engine could not answer",
+        "",
+        *(failures or ["none"]),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _pyagrum_install() -> dict[str, Any] | None:
+    try:
+        from importlib import metadata
+
+        dist = metadata.distribution("pyagrum")
+    except Exception:
+        return None
+    size = sum((Path(dist.locate_file(f)).stat().st_size for f in (dist.files or [])
+                if Path(dist.locate_file(f)).is_file()), 0)
+    return {"version": dist.version, "installed_mb": round(size / 2**20, 1),
+            "requires": dist.requires or []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", default=",".join(NETWORKS))
+    ap.add_argument("--planner", type=int, default=100, help="planner quilts per network")
+    ap.add_argument("--random", type=int, default=40, help="random quilts per network")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cap", type=float, default=60.0, help="pyAgrum seconds per query")
+    ap.add_argument("--memory-gb", type=float, default=6.0,
+                    help="address-space limit of the pyAgrum worker (0: none)")
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--quick", action="store_true",
+                    help="10 + 5 queries, networks asia and alarm unless given; writes nothing "
+                         "without --out")
+    ap.add_argument("--out", help="write OUT.txt and OUT.json")
+    ap.add_argument("--note", help="a line for the report (e.g. what else ran on the machine)")
+    add_code_option(ap)
+    ap.add_argument("--agrum-worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.agrum_worker:
+        return agrum_worker(args.agrum_worker, args.memory_gb)
+    try:
+        import pyagrum  # noqa: F401
+    except ImportError:
+        raise SystemExit("pyAgrum is not installed (pip install pyagrum): nothing to "
+                         "compare") from None
+    if args.quick:
+        args.planner, args.random = 10, 5
+        if "--networks" not in " ".join(argv):
+            args.networks = "asia,alarm"
+    names = [n.strip() for n in args.networks.split(",") if n.strip()]
+    for n in names:
+        bif_path(n)
+    load_start = os.getloadavg()
+    results = []
+    version = None
+    for n in names:
+        print(f"[{n}] ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            r = bench_network(n, n_planner=args.planner, n_random=args.random,
+                              repeat=args.repeat, cap=args.cap, memory_gb=args.memory_gb,
+                              seed=args.seed, log=sys.stderr)
+        except Exception as exc:  # one network's failure is reported, the others still run
+            r = {"network": n, "error": f"{type(exc).__name__}: {exc}"}
+        version = r.get("pyagrum_version") or version
+        results.append(r)
+        print(f"[{n}] done in {time.perf_counter() - t0:.1f} s: median "
+              f"{_f(r.get('ratio_median'), '.1f')}x, worst {_f(r.get('ratio_worst'), '.2f')}x",
+              file=sys.stderr, flush=True)
+    facts = {**machine_facts(), "code": args.code or code_version(),
+             "pyagrum_install": _pyagrum_install()}
+    settings = {"planner": args.planner, "random": args.random, "repeat": args.repeat,
+                "cap": args.cap, "memory_gb": args.memory_gb, "seed": args.seed,
+                "load_start": load_start, "note": args.note, "pyagrum_version": version}
+    text = report(results, facts, argv, settings)
+    install = facts["pyagrum_install"]
+    if install:
+        text += (f"\npyAgrum {install['version']} (benchmark only, never imported by quiltpriv):"
+                 f" {install['installed_mb']} MB installed, requires "
+                 f"{', '.join(install['requires'])}.\n")
+    print(text, end="")
+    write_results("pyagrum", args.out, args.quick, text,
+                  {"machine": facts, "settings": settings, "argv": argv, "results": results})
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
