@@ -568,7 +568,7 @@ def test_broken_pipe_is_quiet():
 
 # -- messages ---------------------------------------------------------------------------------
 
-def test_running_out_of_memory_while_planning_is_one_line(monkeypatch, capsys):
+def test_running_out_of_memory_while_planning_is_one_line(monkeypatch, cli):
     import quiltpriv.cli.core as core
 
     def exhausted(*args, **kwargs):
@@ -576,8 +576,8 @@ def test_running_out_of_memory_while_planning_is_one_line(monkeypatch, capsys):
 
     monkeypatch.setattr(core, "plan", exhausted)
     TRIED["message"] += 1
-    rc, out, err = _cli(["plan", "student", "--sensitive", "income", "--query", "count",
-                         "--attributes", "height", "--records", "10", "--epsilon", "1"], capsys)
+    rc, out, err = cli(["plan", "student", "--sensitive", "income", "--query", "count",
+                        "--attributes", "height", "--records", "10", "--epsilon", "1"])
     msg = _one_line_error(rc, err)
     assert msg == ("quiltpriv: error: out of memory in 'plan': a table or an output it needs "
                    "is larger than this machine could allocate") and out == ""
