@@ -56,6 +56,7 @@ from quiltpriv.graph.quilts import (
 )
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
+    InferenceMethod,
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
@@ -382,7 +383,7 @@ def _set(xs: Iterable[str]) -> str:
     return "{" + ", ".join(xs) + "}" if xs else "{}"
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
               for k, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
@@ -528,7 +529,7 @@ class _Candidates:
     """
 
     def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
-                 max_table: int, deadline: float | None, inference: str,
+                 max_table: int, deadline: float | None, inference: InferenceMethod,
                  max_candidates: int) -> None:
         self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
         self.max_table, self.deadline, self.inference = max_table, deadline, inference
@@ -600,7 +601,7 @@ class _Candidates:
 
 
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
-            max_table: int, deadline: float | None, inference: str,
+            max_table: int, deadline: float | None, inference: InferenceMethod,
             max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
     """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
 
@@ -706,7 +707,7 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
                 continue  # independent parts alone exceed eps: no need for its influence
             # With one attribute per block the floor is the influence itself: a candidate
             # it shows cannot win needs no influence of its own (nor gives a better bound).
-            exact = blocks is not None and pairs.block[j] not in blocks
+            exact = pairs is not None and blocks is not None and pairs.block[j] not in blocks
             e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=exact)
             if e_j <= eps:
                 ext.append((j, e_j))
@@ -893,7 +894,7 @@ def plan_node(
     *,
     max_table: int = DEFAULT_MAX_TABLE,
     deadline: float | None = None,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of Algorithm 3).
@@ -916,7 +917,7 @@ def _check_max_candidates(max_candidates: object) -> int:
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-               deadline: float | None, inference: str = "auto",
+               deadline: float | None, inference: InferenceMethod = "auto",
                max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, bool]:
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
@@ -945,7 +946,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
 
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
-                wall_deadline: float | None, inference: str,
+                wall_deadline: float | None, inference: InferenceMethod,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
@@ -1016,8 +1017,8 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
 
 
 def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
-                   max_table: int, wall_deadline: float | None, inference: str, n_jobs: int,
-                   notes: list[str],
+                   max_table: int, wall_deadline: float | None, inference: InferenceMethod,
+                   n_jobs: int, notes: list[str],
                    max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, ...]:
     """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
 
@@ -1062,7 +1063,7 @@ def plan(
     time_limit: float | None = None,
     n_jobs: int | None = None,
     progress: bool = False,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> Plan:
     """Plan an APMQM release (Algorithm 3): the least Laplace scale over all Markov quilts.
@@ -1135,7 +1136,7 @@ def plan(
     max_candidates = _check_max_candidates(max_candidates)
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
-    notes = []
+    notes: list[str] = []
     if n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates)

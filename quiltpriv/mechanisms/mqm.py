@@ -41,13 +41,16 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.utils.validation import check_epsilon, check_positive
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import NoisyValue, Seed
 
 __all__ = [
     "MQMPlan",
@@ -165,7 +168,7 @@ class MQMPlan:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
-    def release(self, value: float, *, seed: Any = None):
+    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
         """``F(Y) + Lap(L * b_max)`` with exact discrete Laplace noise
         (:mod:`quiltpriv.mechanisms.noise`).
 

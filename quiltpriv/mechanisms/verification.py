@@ -43,6 +43,7 @@ from quiltpriv.graph.quilts import d_connected
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
     ROUNDING_MARGIN,
+    InferenceMethod,
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
@@ -466,7 +467,7 @@ class PlanVerification:
 
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
-                     max_table: int, inference: str) -> AttributeCheck:
+                     max_table: int, inference: InferenceMethod) -> AttributeCheck:
     """Recompute one attribute's quilt, influence, sensitivity, scale and optimality."""
     node = sp.node
     found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
@@ -545,7 +546,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
 
 def check_plan(plan: Plan, model: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-               max_table: int = DEFAULT_MAX_TABLE, inference: str = "auto") -> PlanVerification:
+               max_table: int = DEFAULT_MAX_TABLE,
+               inference: InferenceMethod = "auto") -> PlanVerification:
     """Verify ``plan`` against ``model`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
@@ -652,7 +654,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
 
 def verify_plan(plan: Plan, model: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-                max_table: int = DEFAULT_MAX_TABLE, inference: str = "auto") -> Plan:
+                max_table: int = DEFAULT_MAX_TABLE, inference: InferenceMethod = "auto") -> Plan:
     """The plan, verified against ``model`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
