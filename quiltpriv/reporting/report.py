@@ -251,8 +251,8 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
                 truncated = True
                 break
             count += 1
-            q = least_influence_quilt(theta, node, t)
-            add(markov_quilt(theta, node, q), f"least influence keeping {_set(t)} out of N")
+            least = least_influence_quilt(theta, node, t)
+            add(markov_quilt(theta, node, least), f"least influence keeping {_set(t)} out of N")
         if truncated:
             break
     if len(theta.nodes) <= SMALL_NETWORK_NODES:
@@ -290,7 +290,7 @@ def _why(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
                 f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
                 f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
     ties = [c for c in rated if c is not chosen and chosen.scale is not None
-            and _close(c.scale, chosen.scale)]
+            and c.scale is not None and _close(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
     text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
             f"of the {len(rated)} candidates evaluated")
