@@ -273,7 +273,8 @@ def query_from_args(args: argparse.Namespace) -> Query:
     # linear
     if not args.weights or not args.bounds:
         raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
-    weights, bounds = {}, {}
+    weights: dict[str, float] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for item in _split(args.weights):
         a, sep, w = item.partition("=")
         if not sep:
