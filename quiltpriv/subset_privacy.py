@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
@@ -258,7 +259,7 @@ class ConsistentCountTable:
     sampler: str
 
 
-def _count_table(counts: object) -> np.ndarray:
+def _count_table(counts: ArrayLike) -> np.ndarray:
     try:
         f = np.asarray(counts, dtype=float)
     except (TypeError, ValueError):
@@ -288,7 +289,8 @@ def _check_cells_fit(f: np.ndarray, mask: np.ndarray, t: Fraction, eps: float) -
             "of categories) would overflow the 64-bit integer cells")
 
 
-def consistent_count_table(counts: object, epsilon: float, *, allowed: object | None = None,
+def consistent_count_table(counts: ArrayLike, epsilon: float, *,
+                           allowed: ArrayLike | None = None,
                            seed: int | random.Random | None = None) -> ConsistentCountTable:
     """Algorithm 1 of Tan (corrected): a noisy count table with exact row totals.
 

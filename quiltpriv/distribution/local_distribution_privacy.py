@@ -34,16 +34,18 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 from scipy.special import logsumexp
 
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.mechanisms.noise import Seed, make_rng
 from quiltpriv.utils.validation import check_epsilon, check_positive, check_probability_vector
 
 __all__ = [
@@ -83,7 +85,7 @@ _ROW_ATOL = 1e-9
 # validation
 
 
-def _mechanism(mechanism: object) -> np.ndarray:
+def _mechanism(mechanism: ArrayLike) -> np.ndarray:
     """Return the mechanism as a float matrix whose rows are probability vectors."""
     try:
         a = np.asarray(mechanism, dtype=float)
@@ -104,7 +106,7 @@ def _mechanism(mechanism: object) -> np.ndarray:
     return a
 
 
-def _distribution(lam: object, size: int, name: str) -> np.ndarray:
+def _distribution(lam: ArrayLike, size: int, name: str) -> np.ndarray:
     p = check_probability_vector(lam, name)
     if p.size != size:
         raise ParameterError(f"{name} has {p.size} entries, the mechanism has {size} inputs")
@@ -139,7 +141,7 @@ def _delta(delta: object) -> float:
     return d
 
 
-def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
+def _output_pair(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     a = check_probability_vector(p, "p")
     b = check_probability_vector(q, "q")
     if a.size != b.size:
@@ -151,7 +153,7 @@ def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
 # lifting and divergences
 
 
-def lift(mechanism: object, lam: object) -> np.ndarray:
+def lift(mechanism: ArrayLike, lam: ArrayLike) -> np.ndarray:
     """The lifting A#(lambda) = sum_x lambda[x] A(x), the output law when x ~ lambda.
 
     Section II-A of Kawamoto and Murakami; ``mechanism`` has one row per input.
@@ -160,7 +162,7 @@ def lift(mechanism: object, lam: object) -> np.ndarray:
     return _distribution(lam, a.shape[0], "lambda") @ a
 
 
-def approximate_max_divergence(p: object, q: object, delta: float = 0.0) -> float:
+def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float = 0.0) -> float:
     """The delta-approximate max-divergence D_inf^delta(p || q) on a finite space, exactly.
 
     Definition 1: the smallest eps >= 0 with p(R) <= e^eps q(R) + delta for every R. On a finite
@@ -193,7 +195,7 @@ def approximate_max_divergence(p: object, q: object, delta: float = 0.0) -> floa
     return 0.0  # pragma: no cover - the last segment always has a root (t >= 0)
 
 
-def probabilistic_epsilon(p: object, q: object, delta: float) -> float:
+def probabilistic_epsilon(p: ArrayLike, q: ArrayLike, delta: float) -> float:
     """The smallest eps >= 0 of probabilistic DP for one ordered pair (Definition 13).
 
     There must be an output set Omega with p(Omega) <= delta and q(Omega) <= delta such that
@@ -219,7 +221,7 @@ def probabilistic_epsilon(p: object, q: object, delta: float) -> float:
     return 0.0
 
 
-def f_divergence(p: object, q: object, divergence: str = "kl") -> float:
+def f_divergence(p: ArrayLike, q: ArrayLike, divergence: str = "kl") -> float:
     """The f-divergence D_f(p || q) of Definition 2 / Table I.
 
     ``divergence`` is one of :data:`F_DIVERGENCES`: ``kl`` (f = t ln t), ``reverse_kl``
@@ -289,7 +291,7 @@ def _result(notion: str, values: list[float], delta: float,
                                distances)
 
 
-def distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def distp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                   delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, delta)-DistP on ``pairs`` (Definition 11).
 
@@ -303,7 +305,7 @@ def distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result("DistP", vals, d)
 
 
-def pdistp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def pdistp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                    delta: float, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, delta)-PDistP on ``pairs`` (Definition 13).
 
@@ -317,7 +319,7 @@ def pdistp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result("PDistP", vals, d)
 
 
-def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[object, object]],
+def xdistp_epsilon(mechanism: ArrayLike, metric: ArrayLike, pairs: Sequence[tuple[object, object]],
                    delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, d, delta)-XDistP on ``pairs`` (Def. 12).
 
@@ -343,7 +345,7 @@ def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[obje
     return _result("XDistP", vals, d, tuple(dists))
 
 
-def f_distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def f_distp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                     divergence: str = "kl", *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps with D_f(A#lambda || A#lambda') <= eps on every pair (Definition 16)."""
     if divergence not in F_DIVERGENCES:
@@ -354,7 +356,7 @@ def f_distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result(f"{divergence}-DistP", vals, 0.0)
 
 
-def point_privacy_epsilon(mechanism: object, adjacency: object | None = None,
+def point_privacy_epsilon(mechanism: ArrayLike, adjacency: ArrayLike | None = None,
                           delta: float = 0.0) -> float:
     """Smallest eps for which ``mechanism`` is (eps, delta)-DP on inputs (Definition 3).
 
@@ -406,7 +408,7 @@ class LiftedRelation:
     coupling: np.ndarray | None
 
 
-def _cost(cost: object, n: int | None = None, m: int | None = None) -> np.ndarray:
+def _cost(cost: ArrayLike, n: int | None = None, m: int | None = None) -> np.ndarray:
     try:
         c = np.asarray(cost, dtype=float)
     except (TypeError, ValueError):
@@ -420,7 +422,7 @@ def _cost(cost: object, n: int | None = None, m: int | None = None) -> np.ndarra
     return c
 
 
-def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
+def line_metric(xs: ArrayLike, ys: ArrayLike | None = None) -> np.ndarray:
     """The cost matrix |x_i - y_j| on the real line, each entry rounded *up* to a float.
 
     A plain float subtraction can round a distance down by one unit in the last place, which
@@ -441,7 +443,7 @@ def line_metric(xs: object, ys: object | None = None) -> np.ndarray:
     return d
 
 
-def _relation(relation: object, n: int, m: int) -> np.ndarray:
+def _relation(relation: ArrayLike, n: int, m: int) -> np.ndarray:
     r = np.asarray(relation)
     if r.shape != (n, m):
         raise ParameterError(f"relation has shape {r.shape}, expected ({n}, {m})")
@@ -523,13 +525,13 @@ def _transport_feasible(p: list[Fraction], q: list[Fraction], allowed: np.ndarra
     return flow
 
 
-def _support_law(p: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _support_law(p: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
     a = check_probability_vector(p, name)
     idx = np.flatnonzero(a > 0)
     return a, idx
 
 
-def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
+def wasserstein_inf(cost: ArrayLike, p: ArrayLike, q: ArrayLike) -> Transport:
     """W_inf,d(p, q) = min over couplings of the largest d(x, y) on the coupling's support.
 
     Section II-G. ``cost[i, j]`` = d(x_i, y_j) on a finite metric space (p lives on the x's, q
@@ -561,7 +563,7 @@ def wasserstein_inf(cost: object, p: object, q: object) -> Transport:
     return Transport(float(levels[lo]), coupling, "exact bottleneck search (rational max-flow)")
 
 
-def lifted_relation(relation: object, p: object, q: object) -> LiftedRelation:
+def lifted_relation(relation: ArrayLike, p: ArrayLike, q: ArrayLike) -> LiftedRelation:
     """Is (p, q) in the lifted relation Phi# (Definition 9)?
 
     True iff some coupling of p and q puts all its mass on pairs (x, y) with relation[x, y];
@@ -578,7 +580,7 @@ def lifted_relation(relation: object, p: object, q: object) -> LiftedRelation:
     return LiftedRelation(True, coupling)
 
 
-def wasserstein_1(cost: object, p: object, q: object) -> Transport:
+def wasserstein_1(cost: ArrayLike, p: ArrayLike, q: ArrayLike) -> Transport:
     """W_1,d(p, q) = min over couplings of the expected d(x, y) (Section II-G), by LP.
 
     The LP (scipy HiGHS) coupling is repaired into an exact coupling of p and q (negative
@@ -640,7 +642,7 @@ class LaplaceCalibration:
     epsilon: float
 
 
-def _line_law(xs: object, lam: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _line_law(xs: ArrayLike, lam: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
     p = check_probability_vector(lam, name)
     x = np.asarray(xs, dtype=float)
     if x.shape != p.shape:
@@ -650,7 +652,7 @@ def _line_law(xs: object, lam: object, name: str) -> tuple[np.ndarray, np.ndarra
     return x, p
 
 
-def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object,
+def laplace_scale_for_distp(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam1: ArrayLike,
                             epsilon: float) -> LaplaceCalibration:
     """The Laplace scale W_inf(lambda0, lambda1) / eps that gives eps-DistP for the pair.
 
@@ -664,15 +666,17 @@ def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object
     eps = check_epsilon(epsilon)
     _line_law(xs0, lam0, "lambda0")
     _line_law(xs1, lam1, "lambda1")
-    w = float(wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), list(lam0),
-                                   list(np.asarray(xs1, dtype=float)), list(lam1)))
+    # lam0 and lam1 as given (Fractions stay exact); _line_law has checked them.
+    p0, p1 = list(cast(Iterable[Any], lam0)), list(cast(Iterable[Any], lam1))
+    w = float(wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), p0,
+                                   list(np.asarray(xs1, dtype=float)), p1))
     scale = w / eps
     if scale * eps < w:  # never round the scale down
         scale = math.nextafter(scale, math.inf)
     return LaplaceCalibration(scale, w, eps)
 
 
-def laplace_max_divergence(xs0: object, lam0: object, xs1: object, lam1: object,
+def laplace_max_divergence(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam1: ArrayLike,
                            scale: float) -> float:
     """Exact D_inf(A#lambda0 || A#lambda1) for the Laplace mechanism of ``scale`` on the line.
 
@@ -706,9 +710,9 @@ def randomised_response_matrix(k: int, epsilon: float) -> np.ndarray:
     return a
 
 
-def exponential_mechanism_matrix(utility: object, epsilon: float,
+def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
                                  sensitivity: float | None = None,
-                                 adjacency: object | None = None) -> np.ndarray:
+                                 adjacency: ArrayLike | None = None) -> np.ndarray:
     """The exponential mechanism P(y | x) proportional to exp(eps u(x, y) / (2 Delta u)).
 
     Example 1 of the paper. ``utility`` is the |X| x |Y| matrix u(x, y). ``sensitivity`` is
@@ -765,13 +769,13 @@ def _categorical(probs: np.ndarray, rng: random.Random) -> int:
     return min(k, last)  # guard rounding at the top end
 
 
-def _seed_record(seed: object) -> int | None:
+def _seed_record(seed: Seed) -> int | None:
     """The int seed to record (None for the secure default or a caller-supplied stream)."""
     return int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
         else None
 
 
-def sample_mechanism(mechanism: object, x: int, *,
+def sample_mechanism(mechanism: ArrayLike, x: int, *,
                      seed: int | random.Random | None = None) -> LocalRelease:
     """Release one output of ``mechanism`` on input index ``x``.
 
