@@ -204,6 +204,7 @@ def cell_moments(n_categories: int, epsilon: float) -> tuple[float, float]:
 
 
 def _categories(n: object) -> int:
+    # n: untrusted (any object); this is its check.
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ParameterError(f"the number of categories must be an integer >= 1, got {n!r}")
     return int(n)

@@ -114,6 +114,7 @@ def _distribution(lam: ArrayLike, size: int, name: str) -> np.ndarray:
 
 
 def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    # pairs: untrusted (any object); this is its check.
     try:
         items = list(pairs)  # type: ignore[call-overload]
     except TypeError:
@@ -135,6 +136,7 @@ def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, 
 
 
 def _delta(delta: object) -> float:
+    # delta: untrusted (any object); this is its check.
     d = check_positive(delta, "delta", allow_zero=True)
     if d >= 1:
         raise ParameterError(f"delta must be in [0, 1), got {d}")

@@ -68,6 +68,7 @@ MAX_TYPES = 2_000_000
 
 
 def _k(k: object) -> int:
+    # k: untrusted (any object); this is its check.
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ParameterError(f"k (the number of dummies) must be an integer >= 1, got {k!r}")
     return int(k)

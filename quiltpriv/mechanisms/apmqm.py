@@ -956,6 +956,7 @@ def plan_node(
 
 
 def _check_max_candidates(max_candidates: object) -> int:
+    # max_candidates: untrusted (any object); this is its check.
     if (isinstance(max_candidates, bool) or not isinstance(max_candidates, int | np.integer)
             or max_candidates < 1):
         raise ParameterError(f"max_candidates must be a whole number >= 1, got "
