@@ -37,7 +37,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from quiltpriv.errors import ModelError, QueryError
 from quiltpriv.inference.influence import InfluenceTooExpensive
@@ -126,7 +126,7 @@ class Comparison:
     def best(self) -> MechanismRow | None:
         """The applicable row with the least standard deviation (first on ties)."""
         ok = [r for r in self.rows if r.applicable and r.std is not None]
-        return min(ok, key=lambda r: r.std) if ok else None
+        return min(ok, key=lambda r: cast(float, r.std)) if ok else None
 
     def to_dict(self) -> dict[str, Any]:
         b = self.best

@@ -67,7 +67,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -92,6 +92,11 @@ from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
+
+if TYPE_CHECKING:
+    import random
+
+    from quiltpriv.mechanisms.noise import NoisyValue
 
 __all__ = [
     "EXACT_RECORDS",
@@ -252,8 +257,8 @@ def _fmt_values(values: Sequence[Any], limit: int = 8) -> str:
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
-def undeclared_domain_error(theta: Theta, attrs: Sequence[str], where: str, what: str
-                            ) -> QueryError:
+def undeclared_domain_error(theta: Theta, attrs: Sequence[str], where: str | Predicate | None,
+                            what: str) -> QueryError:
     """The refusal for a predicate over data values with no declared link to the model."""
     cats = ", ".join(f"{a}: {_fmt_values(range(record_categories(theta, a)))}" for a in attrs)
     first = attrs[0]
@@ -286,13 +291,14 @@ def _category_map(theta: Theta, a: str, domain: tuple[Any, ...] | None,
         return values, mapped
     if domain is None:
         return cats, cats
-    keys = {}
+    keys: dict[int, Any] = {}
+    integral = True
     for v in domain:
         if isinstance(v, str) or float(v) != int(float(v)):
-            keys = None
+            integral = False
             break
         keys[int(float(v))] = v
-    if keys is None or sorted(keys) != list(cats) or len(keys) != len(domain):
+    if not integral or sorted(keys) != list(cats) or len(keys) != len(domain):
         raise QueryError(
             f"the declared domain of {a!r} {_fmt_values(domain)} is not the model's record "
             f"categories {list(cats)}: map each declared value to a category with "
@@ -645,7 +651,7 @@ class NetworkWassersteinResult(JSONResult):
     def sensitivity(self) -> float:
         return self.result.sensitivity
 
-    def release(self, value: float, *, seed: Any = None):
+    def release(self, value: float, *, seed: int | random.Random | None = None) -> NoisyValue:
         """``F(X) + Lap(W / eps)`` (see :meth:`WassersteinResult.release`)."""
         return self.result.release(value, seed=seed)
 
@@ -707,6 +713,7 @@ def network_wasserstein(
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
     limit = _time_limit(time_limit)
+    attr: str | tuple[str, ...]
     if isinstance(query, str):
         if records is None:
             raise ParameterError("give records (n) with an attribute name")

@@ -242,8 +242,8 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
                 truncated = True
                 break
             count += 1
-            q = least_influence_quilt(theta, node, t)
-            add(markov_quilt(theta, node, q), f"least influence keeping {_set(t)} out of N")
+            least = least_influence_quilt(theta, node, t)
+            add(markov_quilt(theta, node, least), f"least influence keeping {_set(t)} out of N")
         if truncated:
             break
     if len(theta.nodes) <= SMALL_NETWORK_NODES:
