@@ -40,7 +40,8 @@ PACKAGE = ROOT / "quiltpriv"
 #: The layers, lowest first (see the module docstring).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_version", "_compat", "data"),
-    ("utils", "distances"),
+    ("utils",),
+    ("distances",),
     ("model",),
     ("graph",),
     ("inference",),

@@ -38,8 +38,20 @@ if TYPE_CHECKING:  # annotations only: the drawing reads attributes, Theta's _re
     from quiltpriv.graph.quilts import Quilt
     from quiltpriv.model.network import Theta
 from quiltpriv.errors import ParameterError
-from quiltpriv.model.network import check_theta
 from quiltpriv.utils.validation import check_array, check_instance, check_scalar
+
+
+def check_theta(theta: Theta) -> Theta:
+    """``theta`` if it is a Theta (read by its attributes: Theta's own module imports this one
+    for its notebook view, so this module does not import it back), else ParameterError."""
+    if not all(hasattr(theta, a) for a in ("nodes", "parents", "states", "edges")):
+        raise ParameterError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
+    return theta
+
+
+def _check_quilt(quilt: Quilt) -> None:
+    if not all(hasattr(quilt, a) for a in ("node", "quilt", "nearby", "remote")):
+        raise ParameterError(f"quilt must be a quiltpriv Quilt, got {type(quilt).__name__}")
 
 #: Height of a node's box, vertical distance between layers and the least gaps between boxes.
 BOX_H = 30.0
@@ -337,7 +349,7 @@ def roles(theta: Theta, quilt: Quilt | None) -> dict[str, str]:
     """Each node's role for ``quilt``: ``nearby``, ``quilt``, ``remote`` (``none`` without)."""
     theta = check_theta(theta)
     if quilt is not None:
-        check_instance(quilt, Quilt, "quilt")
+        _check_quilt(quilt)
     role = {v: "none" for v in theta.nodes}
     if quilt is not None:
         role.update({v: "nearby" for v in quilt.nearby})
