@@ -62,6 +62,7 @@ from quiltpriv.inference.junction_tree import (
     tree_structure,
 )
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.validation import check_instance
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
@@ -1146,6 +1147,7 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
 
 def influence_html(infl: Influence) -> str:
     """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    check_instance(infl, Influence, "infl")
     from quiltpriv.utils.format import escape, fmt_number, html_set, kv_table
 
     rows = [("max-influence e(Q | i)", escape(fmt_number(infl.value))),

@@ -364,10 +364,17 @@ class GaussianRecordModel(JSONResult):
 def query_weights(query: str | Sequence[str] | Mapping[str, float],
                   columns: tuple[str, ...]) -> np.ndarray:
     """F = W @ column_means: a column name, a list of names (vector F) or {name: weight}."""
+    if not isinstance(query, str | Sequence | Mapping):
+        raise QueryError(f"query must be a column name, a list of names or {{name: weight}}, "
+                         f"got {type(query).__name__}")
+    if (isinstance(columns, str) or not isinstance(columns, Sequence)
+            or not all(isinstance(c, str) for c in columns)):
+        raise ParameterError(f"columns must be a sequence of column names, got "
+                             f"{type(columns).__name__}")
     idx = {c: k for k, c in enumerate(columns)}
 
     def col(name: str) -> int:
-        if name not in idx:
+        if not isinstance(name, str) or name not in idx:
             raise QueryError(f"query column {name!r} is not in the model {list(columns)}")
         return idx[name]
 
@@ -380,8 +387,7 @@ def query_weights(query: str | Sequence[str] | Mapping[str, float],
             raise QueryError("the query weights are empty")
         w = np.zeros((1, len(columns)))
         for name, weight in query.items():
-            w[0, col(name)] += check_positive(abs(weight), f"weight of {name!r}",
-                                              allow_zero=True) * np.sign(weight)
+            w[0, col(name)] += check_scalar(weight, f"weight of {name!r}")
         return w
     names = list(query)
     if not names:

@@ -40,6 +40,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -614,7 +615,15 @@ def _jsonable(x: Any) -> Any:
 
 
 def quilt_scale(delta: float, e: float, eps: float) -> float:
-    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps."""
+    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps.
+
+    ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``eps`` > 0;
+    anything else is refused (ParameterError).
+    """
+    delta = check_positive(delta, "delta", allow_zero=True)
+    if isinstance(e, bool) or not isinstance(e, Real) or not e >= 0:  # NaN fails e >= 0
+        raise ParameterError(f"e must be an influence >= 0 (inf allowed), got {e!r}")
+    eps = check_epsilon(eps, "eps")
     if delta == 0.0:
         return 0.0 if e <= eps else math.inf
     if e < eps:
@@ -1455,6 +1464,7 @@ def _trusted(p: Plan) -> Plan:
 
 def plan_html(plan: Plan) -> str:
     """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    check_instance(plan, Plan, "plan")
     from quiltpriv.utils.format import badge, escape, html_set, query_html
 
     rows = "".join(
@@ -1483,6 +1493,7 @@ def plan_html(plan: Plan) -> str:
 
 def sensitive_plan_html(sp: SensitivePlan) -> str:
     """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    check_instance(sp, SensitivePlan, "sp")
     from quiltpriv.utils.format import escape, html_set, kv_table
 
     where = ""

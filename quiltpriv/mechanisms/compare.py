@@ -52,7 +52,7 @@ from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive
+from quiltpriv.utils.validation import check_epsilon, check_instance, check_positive
 
 __all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare"]
 
@@ -290,6 +290,7 @@ def compare(
 
 def comparison_html(comparison: Comparison) -> str:
     """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    check_instance(comparison, Comparison, "comparison")
     from quiltpriv.utils.format import escape, fmt_number, query_html
 
     best = comparison.best

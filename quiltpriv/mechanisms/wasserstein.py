@@ -203,7 +203,13 @@ def _w_inf_exact(a: Law, b: Law) -> Fraction:
 
 
 def wasserstein_scale(w: Fraction, eps: float) -> float:
-    """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up."""
+    """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up.
+
+    ``w`` must be exact (a Fraction or an int) and >= 0, ``eps`` a number > 0.
+    """
+    if isinstance(w, bool) or not isinstance(w, Rational) or w < 0:
+        raise ParameterError(f"w must be an exact distance >= 0 (a Fraction), got {w!r}")
+    eps = check_epsilon(eps, "eps")
     return _ceil(w / Fraction(eps))  # exact quotient rounded up: never below W / eps
 
 

@@ -683,6 +683,7 @@ def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
 
 def theta_html(theta: Theta) -> str:
     """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
+    check_theta(theta)
     from quiltpriv.model.drawing import dag_svg
     from quiltpriv.utils.format import escape, html_set, inline_style
 

@@ -67,6 +67,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from numbers import Rational
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -91,7 +92,12 @@ from quiltpriv.queries.law_bounds import (
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
+from quiltpriv.utils.validation import (
+    check_epsilon,
+    check_positive,
+    check_records,
+    check_scalar,
+)
 
 if TYPE_CHECKING:
     import random
@@ -165,7 +171,10 @@ def bernoulli_parameters_of_states(node: str, states: Sequence[Any]) -> tuple[Fr
 
 
 def binomial_pmf(n: int, p: Fraction) -> list[Fraction]:
-    """The exact pmf of Binomial(n, p) at 0..n."""
+    """The exact pmf of Binomial(n, p) at 0..n (``n`` whole >= 0, ``p`` exact in [0, 1])."""
+    n = int(check_scalar(n, "n", integer=True, min_val=0))
+    if isinstance(p, bool) or not isinstance(p, Rational) or not 0 <= p <= 1:
+        raise ParameterError(f"p must be an exact probability (a Fraction in [0, 1]), got {p!r}")
     q = 1 - p
     return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
 
@@ -361,7 +370,24 @@ def record_truth(
 def record_probability(
     laws: Sequence[tuple[Fraction, ...]], truth: Mapping[tuple[int, ...], bool]
 ) -> Fraction:
-    """P(a record satisfies the predicate) given each attribute's per-record law."""
+    """P(a record satisfies the predicate) given each attribute's per-record law.
+
+    ``laws[j]`` is attribute ``j``'s law (a sequence of probabilities by state index);
+    ``truth`` maps each record (a tuple of state indices, one per law) to whether it satisfies
+    the predicate.
+    """
+    if isinstance(laws, str) or not isinstance(laws, Sequence) or not all(
+            isinstance(law, Sequence) and not isinstance(law, str) for law in laws):
+        raise ParameterError(f"laws must be a sequence of per-attribute laws, got {laws!r}")
+    if not isinstance(truth, Mapping):
+        raise ParameterError(f"truth must map records (tuples of state indices) to bool, got "
+                             f"{type(truth).__name__}")
+    for x in truth:
+        if (not isinstance(x, tuple) or len(x) != len(laws)
+                or not all(isinstance(xj, int) and 0 <= xj < len(law)
+                           for xj, law in zip(x, laws, strict=True))):
+            raise ParameterError(f"truth: record {x!r} is not a tuple of {len(laws)} state "
+                                 "indices within the laws")
     total = Fraction(0)
     for x, ok in truth.items():
         if ok:

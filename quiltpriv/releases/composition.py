@@ -325,6 +325,9 @@ def composition(entries: Iterable[Any]) -> Composition:
     LedgerError
         No releases, or a record that is malformed (the release named).
     """
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+        raise LedgerError(f"composition: expected a sequence of ledger entries or release "
+                          f"records, got {type(entries).__name__}")
     items = [_record_of(e) for e in entries]
     if not items:
         raise LedgerError("composition: no releases given")

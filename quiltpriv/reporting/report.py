@@ -272,6 +272,9 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
 
 def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
     """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
+    check_instance(chosen, Candidate, "chosen")
+    if not isinstance(ranked, Sequence) or not all(isinstance(c, Candidate) for c in ranked):
+        raise ParameterError("ranked must be a list of Candidate (candidate_quilts)")
     rated = [c for c in ranked if c.scale is not None]
     better = [c for c in rated if c.scale is not None and chosen.scale is not None
               and c.scale < chosen.scale and not is_tie(c.scale, chosen.scale)]
@@ -549,6 +552,9 @@ def _provenance_html(prov: Mapping[str, Any] | None) -> str:
 
 def model_files(specs: Sequence[str]) -> list[str]:
     """The specs that are files on disk (``file.py:function`` counts as ``file.py``)."""
+    if isinstance(specs, str) or not isinstance(specs, Sequence) or not all(
+            isinstance(s, str) for s in specs):
+        raise ParameterError("specs must be a list of model specs (texts)")
     out = []
     for s in specs:
         base = s
