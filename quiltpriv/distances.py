@@ -274,7 +274,8 @@ def quantile_coupling(
     return _coupling(xs_, p_, ys_, q_)
 
 
-def wasserstein_inf_exact(xs: object, p: object, ys: object, q: object) -> Fraction:
+def wasserstein_inf_exact(xs: NumbersLike, p: NumbersLike, ys: NumbersLike,
+                          q: NumbersLike) -> Fraction:
     """W_inf of two finitely supported laws on the line as an exact Fraction (not rounded).
 
     For callers that keep computing exactly (a Laplace scale W / eps rounded once at the end).
@@ -283,7 +284,7 @@ def wasserstein_inf_exact(xs: object, p: object, ys: object, q: object) -> Fract
     return max(pc.gap for pc in quantile_coupling(xs, p, ys, q))
 
 
-def quantile_shift(xs: object, p: object, ys: object, q: object) -> Fraction:
+def quantile_shift(xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike) -> Fraction:
     """ess sup_u (F^{-1}(u) - G^{-1}(u)), exactly: how far the first law's quantiles exceed the
     second's (one side of W_inf; negative when the first law lies wholly below the second)."""
     return max(pc.x - pc.y for pc in quantile_coupling(xs, p, ys, q))

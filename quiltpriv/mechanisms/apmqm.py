@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from numbers import Real
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -61,7 +61,7 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
-from quiltpriv.mechanisms.protocol import Calibration, Guarantee
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import describe_query as _describe_query
@@ -78,7 +78,7 @@ from quiltpriv.utils.validation import (
 )
 
 #: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
-GUARANTEE_KIND = "distributional attribute privacy"
+GUARANTEE_KIND: GuaranteeKind = "distributional attribute privacy"
 
 #: The assumptions of [ZOC22, Thm. 4], in plain words.
 APMQM_ASSUMPTIONS = (
@@ -642,8 +642,9 @@ def was_interrupted(plan_: Plan) -> bool:
 
 def _check_query(query: object) -> Query:
     """``query`` if it is one of quiltpriv's query classes, else QueryError."""
-    return check_instance(query, Query, "query", error=QueryError,
-                          hint=" (CountQuery, SumQuery, ... from quiltpriv.queries.query)")
+    return cast(Query, check_instance(query, Query, "query", error=QueryError,
+                                      hint=" (CountQuery, SumQuery, ... from "
+                                      "quiltpriv.queries.query)"))
 
 
 def _check_sensitivity_finite(query: Query) -> None:

@@ -303,7 +303,7 @@ def comparison_html(comparison: Comparison) -> str:
         f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
         f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
     least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
-                                     f"(std {escape(fmt_number(best.std))})")
+                                     f"(std {escape(fmt_number(cast(float, best.std)))})")
     return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
             f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
             f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "

@@ -172,7 +172,9 @@ def query_from_options(args: Any) -> Query:
     _check_options(args)
     kind = args.query
     attrs = split_list(args.attributes)
-    records = None if args.records is None else check_records(args.records, "--records")
+    records = args.records
+    if records is not None:
+        check_records(records, "--records")
     if kind not in QUERY_KINDS:
         raise QueryError(f"--query must be one of {', '.join(QUERY_KINDS)}, got {kind!r}")
     domain = domain_from_options(args)
@@ -214,7 +216,8 @@ def query_from_options(args: Any) -> Query:
     # linear
     if not args.weights or not args.bounds:
         raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
-    weights, bounds = {}, {}
+    weights: dict[str, float] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for item in split_list(args.weights):
         a, sep, w = item.partition("=")
         if not sep:

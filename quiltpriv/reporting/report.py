@@ -284,7 +284,7 @@ def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str
                 f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
                 f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
     ties = [c for c in rated if c is not chosen and chosen.scale is not None
-            and is_tie(c.scale, chosen.scale)]
+            and c.scale is not None and is_tie(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
     text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
             f"of the {len(rated)} candidates evaluated")
