@@ -17,7 +17,7 @@ import importlib.machinery
 import sys
 import warnings
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 
 #: Old module path -> new module path (both relative to ``quiltpriv``).
 MOVED: dict[str, str] = {
@@ -63,7 +63,8 @@ def _caller_stacklevel() -> int:
     """The stack level of the first frame outside this package's forwarding code, so that the
     warning names the user's line. Import-machinery frames are not counted: ``warnings.warn``
     skips them itself."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None:
         name = frame.f_code.co_filename
         internal = "importlib" in name and "_bootstrap" in name

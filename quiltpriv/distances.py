@@ -54,6 +54,7 @@ from fractions import Fraction
 from numbers import Rational, Real
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import linprog
 
 from quiltpriv.errors import ParameterError, QueryError
@@ -85,6 +86,14 @@ __all__ = [
 ]
 
 # Float probability vectors may miss one by rounding; anything farther is a user error.
+#: A number as the exact functions read it: an int, a float (at its exact binary value), a
+#: Fraction or a decimal string (numpy numbers too).
+NumberLike = float | Fraction | str | np.number
+#: Support points or probabilities of a law: a sequence or a 1-d array of numbers. The private
+#: ``_exact_number``, ``_as_list`` and ``_check_tolerance`` take ``object``: they are the
+#: checks that turn untrusted input into these types (or raise ParameterError).
+NumbersLike = Sequence[NumberLike] | NDArray[np.generic]
+
 _FLOAT_SUM_ATOL = 1e-9
 
 
@@ -172,7 +181,7 @@ def _as_list(values: object, name: str) -> list[object]:
 
 
 def _law(
-    support: object, probs: object, sname: str, pname: str
+    support: NumbersLike, probs: NumbersLike, sname: str, pname: str
 ) -> tuple[list[Fraction], list[Fraction], bool]:
     """Validate one law; return sorted distinct support points, positive masses, exactness."""
     xs_raw = _as_list(support, sname)
@@ -243,7 +252,7 @@ def _coupling(
 
 
 def quantile_coupling(
-    xs: object, p: object, ys: object, q: object
+    xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike
 ) -> list[CouplingPiece]:
     """The quantile (monotone) coupling of two finitely supported laws on the line, exactly.
 
@@ -265,7 +274,8 @@ def quantile_coupling(
     return _coupling(xs_, p_, ys_, q_)
 
 
-def wasserstein_inf_exact(xs: object, p: object, ys: object, q: object) -> Fraction:
+def wasserstein_inf_exact(xs: NumbersLike, p: NumbersLike, ys: NumbersLike,
+                          q: NumbersLike) -> Fraction:
     """W_inf of two finitely supported laws on the line as an exact Fraction (not rounded).
 
     For callers that keep computing exactly (a Laplace scale W / eps rounded once at the end).
@@ -274,14 +284,15 @@ def wasserstein_inf_exact(xs: object, p: object, ys: object, q: object) -> Fract
     return max(pc.gap for pc in quantile_coupling(xs, p, ys, q))
 
 
-def quantile_shift(xs: object, p: object, ys: object, q: object) -> Fraction:
+def quantile_shift(xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike) -> Fraction:
     """ess sup_u (F^{-1}(u) - G^{-1}(u)), exactly: how far the first law's quantiles exceed the
     second's (one side of W_inf; negative when the first law lies wholly below the second)."""
     return max(pc.x - pc.y for pc in quantile_coupling(xs, p, ys, q))
 
 
 def wasserstein_line(
-    xs: object, p: object, ys: object, q: object, *, tolerance: float = 0.0
+    xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike, *,
+    tolerance: float = 0.0
 ) -> WassersteinLineResult:
     """W_inf and W_1 on the line with exact arithmetic and an audit trail.
 
@@ -349,7 +360,8 @@ def _check_tolerance(tolerance: object) -> float:
                               include_boundaries="left"))
 
 
-def wasserstein_inf_line(xs: object, p: object, ys: object, q: object) -> float:
+def wasserstein_inf_line(xs: NumbersLike, p: NumbersLike, ys: NumbersLike,
+                         q: NumbersLike) -> float:
     """W_inf between two finitely supported distributions on the real line.
 
     W_inf(mu, nu) = min over couplings of the largest |x - y| on the coupling's support; on the
@@ -383,7 +395,8 @@ def wasserstein_inf_line(xs: object, p: object, ys: object, q: object) -> float:
     return wasserstein_line(xs, p, ys, q).w_inf
 
 
-def wasserstein_1_line(xs: object, p: object, ys: object, q: object) -> float:
+def wasserstein_1_line(xs: NumbersLike, p: NumbersLike, ys: NumbersLike,
+                       q: NumbersLike) -> float:
     """W_1 (earth mover's distance) between two finitely supported distributions on the line.
 
     W_1 = int_0^1 |F^{-1}(u) - G^{-1}(u)| du = int |F(t) - G(t)| dt, via the exact quantile

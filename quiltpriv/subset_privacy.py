@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
@@ -208,6 +209,7 @@ def cell_moments(n_categories: int, epsilon: float) -> tuple[float, float]:
 
 
 def _categories(n: object) -> int:
+    # n: untrusted (any object); this is its check.
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ParameterError(f"the number of categories must be an integer >= 1, got {n!r}")
     return int(n)
@@ -263,7 +265,7 @@ class ConsistentCountTable(JSONResult):
     sampler: str
 
 
-def _count_table(counts: object) -> np.ndarray:
+def _count_table(counts: ArrayLike) -> np.ndarray:
     try:
         f = np.asarray(counts, dtype=float)
     except (TypeError, ValueError):
@@ -293,7 +295,8 @@ def _check_cells_fit(f: np.ndarray, mask: np.ndarray, t: Fraction, eps: float) -
             "of categories) would overflow the 64-bit integer cells")
 
 
-def consistent_count_table(counts: object, epsilon: float, *, allowed: object | None = None,
+def consistent_count_table(counts: ArrayLike, epsilon: float, *,
+                           allowed: ArrayLike | None = None,
                            seed: int | random.Random | None = None) -> ConsistentCountTable:
     """[Tan, Alg. 1] (corrected): a noisy count table with exact row totals.
 

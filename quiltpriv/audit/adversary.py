@@ -28,14 +28,20 @@ Three kinds of output are scored:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_positive, check_probability_vector
+
+if TYPE_CHECKING:
+    from quiltpriv.queries.query import CountQuery
 
 _LN2 = math.log(2.0)
 
@@ -82,7 +88,7 @@ class Scorecard(JSONResult):
     method: str
 
 
-def _check_matrix(a: object, name: str) -> np.ndarray:
+def _check_matrix(a: ArrayLike, name: str) -> np.ndarray:
     arr = check_array(a, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ParameterError(f"{name} must be a non-empty 2-d array (secret values x outputs)")
@@ -110,7 +116,7 @@ def _card(map_acc: float, prior: np.ndarray, mi_bits: float, acc_err: float, mi_
 # --------------------------------------------------------------------------- finite outputs
 
 
-def score_finite(joint: object) -> Scorecard:
+def score_finite(joint: ArrayLike) -> Scorecard:
     """Score a mechanism given the joint law ``joint[y, o] = P(Y = y, O = o)``.
 
     The MAP accuracy is ``sum_o max_y joint[y, o]`` (GAP Eq. (5)); the mutual information is
@@ -128,7 +134,7 @@ def score_finite(joint: object) -> Scorecard:
     return _card(acc, py, mi, 0.0, 0.0, "finite output: exact sums")
 
 
-def score_channel(prior: object, channel: object) -> Scorecard:
+def score_channel(prior: ArrayLike, channel: ArrayLike) -> Scorecard:
     """Score a mechanism given ``prior[y] = P(Y = y)`` and ``channel[y, o] = P(O = o | Y = y)``."""
     pi = check_probability_vector(prior, "prior")
     ch = _check_matrix(channel, "channel")
@@ -145,7 +151,8 @@ def score_channel(prior: object, channel: object) -> Scorecard:
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _argmax_regions(points: list[float], log_weight, lo: float = -math.inf,
+def _argmax_regions(points: list[float], log_weight: Callable[[float], np.ndarray],
+                    lo: float = -math.inf,
                     hi: float = math.inf) -> list[tuple[float, float, int]]:
     """Split (lo, hi) at ``points`` and name the secret with the largest weighted density.
 
@@ -210,7 +217,7 @@ def _gaussian_crossings(pi: np.ndarray, m: np.ndarray, s: np.ndarray) -> list[fl
     return [r for r in roots if math.isfinite(r)]
 
 
-def score_gaussian(prior: object, means: object, sds: object) -> Scorecard:
+def score_gaussian(prior: ArrayLike, means: ArrayLike, sds: ArrayLike) -> Scorecard:
     """Score an output that is ``N(means[y], sds[y]^2)`` when the secret is ``y``.
 
     The MAP accuracy is exact: the weighted densities ``prior[y] N(x; means[y], sds[y]^2)`` cross
@@ -271,8 +278,8 @@ def score_gaussian(prior: object, means: object, sds: object) -> Scorecard:
 # --------------------------------------------------------------------------- Laplace-noised
 
 
-def score_laplace_noised(prior: object, laws: object, scale: object,
-                         support: object = None) -> Scorecard:
+def score_laplace_noised(prior: ArrayLike, laws: ArrayLike, scale: float,
+                         support: ArrayLike | None = None) -> Scorecard:
     """Score ``O = Z + Laplace(scale)`` where ``Z`` has law ``laws[y]`` given the secret ``y``.
 
     The typical use is attribute privacy: ``Z`` is a count over ``0..n`` (``support`` defaults
@@ -353,7 +360,8 @@ def score_laplace_noised(prior: object, laws: object, scale: object,
         with np.errstate(divide="ignore"):
             log_l, log_r = np.log(lj), np.log(rj)
 
-        def log_weight(x: float, log_l=log_l, log_r=log_r, hj=hj) -> np.ndarray:
+        def log_weight(x: float, log_l: np.ndarray = log_l, log_r: np.ndarray = log_r,
+                       hj: float = hj) -> np.ndarray:
             return np.logaddexp(log_l - x / b, log_r - (hj - x) / b)
 
         roots = []
@@ -377,7 +385,7 @@ def score_laplace_noised(prior: object, laws: object, scale: object,
                  "integrals); MI by QUADPACK between support points, exact on the tails")
 
 
-def score_count_release(model: object, query: object, sensitive: str, scale: float, *,
+def score_count_release(model: object, query: CountQuery, sensitive: str, scale: float, *,
                         member: int = 0) -> Scorecard:
     """Score a Laplace-noised count on a hyperparameter network: guessing ``phi_sensitive``.
 
@@ -403,7 +411,7 @@ def score_count_release(model: object, query: object, sensitive: str, scale: flo
     from quiltpriv.queries.network_laws import count_laws, undeclared_domain_error
     from quiltpriv.queries.query import CountQuery
 
-    theta = as_theta(model)
+    theta = as_theta(model)  # model: untrusted (any object), checked here
     if not isinstance(query, CountQuery):
         raise ParameterError("score_count_release scores count queries")
     if not 0 <= member < len(theta.members):

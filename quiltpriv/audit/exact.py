@@ -98,7 +98,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
@@ -264,7 +264,8 @@ def _fmt(x: float) -> str:
 # -- laws of F ----------------------------------------------------------------------------
 
 
-def _law_builder(query: Query, n: int):
+def _law_builder(query: Query, n: int
+                 ) -> tuple[tuple[str, ...], Callable[[tuple[Fraction, ...]], Law] | None]:
     """Return (attributes, function phi_A -> law of F | phi) for a supported query.
 
     For a count the function is None: its law is ``Binomial(n, pi(phi_A))`` with ``pi`` from
@@ -341,6 +342,7 @@ def _query_laws(theta: Any, query: Query, sensitive: str, n: int, max_table: int
             return {Fraction(k): pr for k, pr in enumerate(binomial_pmf(n, pi(key))) if pr}
 
         return parameter_mixture(theta, attrs, i, count_law, max_table=max_table)
+    assert law_of is not None  # _law_builder gives one for every query but a count
     params = {a: bernoulli_parameters(theta, a) for a in attrs}
     return parameter_mixture(
         theta, attrs, i,
@@ -556,11 +558,12 @@ def audit(
             notes.append(f"the loss is in [{_fmt(lower)}, {_fmt(loss)}]: within the audit's "
                          f"error bound of epsilon + tolerance = {eps + tol:.9g}; neither MET nor "
                          "VIOLATED is proven")
-    _, _, node, member, pair, out = best
+    _, _, worst_node, worst_member, pair, out = best
     return AuditResult(
         loss=loss, epsilon=eps, met=verdict == "MET", margin=eps - loss,
         tolerance=tol, scale=s, records=n, query=query.to_dict(), sensitive=sens,
-        worst_node=node, worst_member=None if member is None else theta.names[member],
+        worst_node=worst_node,
+        worst_member=None if worst_member is None else theta.names[worst_member],
         worst_pair=pair, worst_output=out, pairs_audited=pairs, loss_lower=lower,
         verdict=verdict, arithmetic="exact" if exact else "certified float64",
         complete=complete, notes=tuple(notes),

@@ -37,8 +37,10 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
@@ -77,7 +79,7 @@ __all__ = [
 GAUSSIAN_AUDIT_TOLERANCE = 1e-9
 
 #: attribute -> one mapping per theta of secret -> (mean, covariance) of F given the secret.
-GaussianLaws = Mapping[Hashable, Sequence[Mapping[Hashable, tuple[object, object]]]]
+GaussianLaws = Mapping[Any, Sequence[Mapping[Any, tuple[ArrayLike, ArrayLike]]]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +205,7 @@ class GaussianAuditResult(JSONResult):
     notes: tuple[str, ...] = field(default=())
 
 
-def _as_cov(x: object, k: int, what: str) -> np.ndarray:
+def _as_cov(x: ArrayLike, k: int, what: str) -> np.ndarray:
     return check_covariance(x, what, k, error=ModelError)
 
 
@@ -234,7 +236,8 @@ def audit_gaussian_release(
     dl = check_delta(delta)
     if not laws:
         raise ParameterError("no protected attribute given")
-    worst = (0.0, None, None, None)
+    worst: tuple[float, Hashable | None, int | None, tuple[Hashable, Hashable] | None] = (
+        0.0, None, None, None)
     count, closed = 0, True
     for attr, thetas in laws.items():
         for t, secret_laws in enumerate(thetas):
@@ -276,7 +279,7 @@ def audit_gaussian_release(
         notes=tuple(notes))
 
 
-def _check_result(result: object) -> APGMResult:
+def _check_result(result: object) -> APGMResult:  # untrusted: any object
     if not isinstance(result, APGMResult):
         raise ParameterError("result must be the APGMResult the mechanism returned")
     return result
@@ -287,7 +290,7 @@ def audit_apgm(
     result: APGMResult,
     *,
     pairs: Mapping[Hashable, Sequence[tuple[Hashable, Hashable]]] | None = None,
-    variances: Mapping[Hashable, Sequence[Mapping[Hashable, object]]] | None = None,
+    variances: Mapping[Hashable, Sequence[Mapping[Hashable, ArrayLike]]] | None = None,
 ) -> GaussianAuditResult:
     """Audit the plan of :func:`quiltpriv.mechanisms.apgm.apgm` ([ZOC22, Alg. 1]) exactly.
 
@@ -298,7 +301,7 @@ def audit_apgm(
     variance) replaces it per secret, to audit a model where that assumption fails.
     """
     res = _check_result(result)
-    laws: dict[Hashable, list[dict[Hashable, tuple[object, object]]]] = {}
+    laws: dict[Hashable, list[dict[Hashable, tuple[ArrayLike, ArrayLike]]]] = {}
     for attr, thetas in moments.items():
         if isinstance(thetas, ConditionalMoments):
             thetas = [thetas]

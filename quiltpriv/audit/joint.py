@@ -58,7 +58,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
@@ -168,7 +168,8 @@ class JointAuditResult:
 # -- per-record contributions -----------------------------------------------------------------
 
 
-def _contribution(theta: Theta, query: Query, n: int, attrs: tuple[str, ...]):
+def _contribution(theta: Theta, query: Query, n: int,
+                  attrs: tuple[str, ...]) -> Callable[[tuple[int, ...]], Fraction]:
     """A function: record categories over ``attrs`` -> this query's addend (a Fraction)."""
     pos = {a: k for k, a in enumerate(attrs)}
     if isinstance(query, CountQuery):

@@ -45,14 +45,16 @@ a relative 1e-9, so floating-point rounding never reduces the noise.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import permutations
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import integrate, special
 
-from quiltpriv.distances import wasserstein_line
+from quiltpriv.distances import NumbersLike, wasserstein_line
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, c_gaussian, gaussian_budget
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
@@ -67,6 +69,17 @@ from quiltpriv.utils.validation import (
     check_square_matrix,
     check_vector,
 )
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import Seed
+
+#: Per theta (any hashable label), the mean vector of F (or a covariance matrix: ArrayLike).
+#: The private ``_matrix``, ``_matrix_any``, ``_check_probability`` and ``_unit_direction``
+#: check such untrusted input.
+PerTheta = Mapping[Any, ArrayLike]
+#: A mean difference per pair of thetas: the dict ``_means`` builds, and the pairs of Psi.
+_Vectors = Mapping[Any, NDArray[np.float64]]
+_Pairs = Sequence[tuple[Any, Any]]
 
 __all__ = [
     "DistributionPrivacyResult",
@@ -159,7 +172,7 @@ class DistributionPrivacyResult(JSONResult):
         if self.noise == "none":
             return 0.0
         if self.noise == "gaussian":
-            return expected_l2_norm_gaussian(self.covariance)
+            return expected_l2_norm_gaussian(cast(np.ndarray, self.covariance))
         if self.noise == "laplace-direction":
             return self.laplace_scale
         if self.dimension == 1:
@@ -174,11 +187,11 @@ class DistributionPrivacyResult(JSONResult):
         if self.noise == "laplace":
             return self.dimension * self.laplace_scale
         if self.noise == "laplace-direction":
-            return self.laplace_scale * float(np.abs(self.direction).sum())
-        return float(np.sqrt(2 / np.pi) * np.sqrt(np.clip(np.diag(self.covariance), 0, None))
-                     .sum())
+            return self.laplace_scale * float(np.abs(cast(np.ndarray, self.direction)).sum())
+        cov = cast(np.ndarray, self.covariance)  # set for Gaussian noise
+        return float(np.sqrt(2 / np.pi) * np.sqrt(np.clip(np.diag(cov), 0, None)).sum())
 
-    def sample_noise(self, size: int | None = None, *, seed: object = None) -> np.ndarray:
+    def sample_noise(self, size: int | None = None, *, seed: Seed = None) -> np.ndarray:
         """Noise vectors from :mod:`quiltpriv.mechanisms.noise` (exact discrete samplers on a fine
         grid).
 
@@ -197,9 +210,9 @@ class DistributionPrivacyResult(JSONResult):
             out = np.asarray(noise.laplace(self.laplace_scale, (n, m), seed=rng), dtype=float)
         elif self.noise == "laplace-direction":
             y = np.asarray(noise.laplace(self.laplace_scale, n, seed=rng), dtype=float)
-            out = y[:, None] * self.direction[None, :]
+            out = y[:, None] * cast(np.ndarray, self.direction)[None, :]
         else:
-            lam, u = np.linalg.eigh(self.covariance)
+            lam, u = np.linalg.eigh(cast(np.ndarray, self.covariance))
             lam = np.clip(lam, 0, None)
             keep = lam > 0
             z = np.zeros((n, m))
@@ -210,7 +223,7 @@ class DistributionPrivacyResult(JSONResult):
             out = z @ u.T
         return out[0] if size is None else out
 
-    def release(self, value: object, *, seed: object = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, seed: Seed = None) -> np.ndarray:
         """F(Data) + noise. Secure randomness by default; a seed is for experiments only."""
         x = check_vector(value, "value", self.dimension)
         return x + self.sample_noise(seed=seed)
@@ -247,7 +260,7 @@ def _matrix(x: object, name: str, m: int) -> np.ndarray:
     return 0.5 * (a + a.T)
 
 
-def _means(means: Mapping[Hashable, object]) -> tuple[dict, int]:
+def _means(means: PerTheta) -> tuple[dict[Any, NDArray[np.float64]], int]:
     if not isinstance(means, Mapping) or len(means) < 1:
         raise ParameterError("means must be a non-empty mapping theta -> mean vector of F")
     out = {}
@@ -255,10 +268,12 @@ def _means(means: Mapping[Hashable, object]) -> tuple[dict, int]:
     for k, v in means.items():
         out[k] = check_vector(v, f"mean of F under theta {k!r}", m)
         m = out[k].size
+    assert m is not None  # means is not empty
     return out, m
 
 
-def _pairs(pairs: Sequence[tuple[Hashable, Hashable]] | None, keys) -> list[tuple]:
+def _pairs(pairs: Sequence[tuple[Hashable, Hashable]] | None,
+           keys: Iterable[Any]) -> list[tuple[Any, Any]]:
     """Psi; default every ordered pair of distinct thetas."""
     if pairs is None:
         ps = list(permutations(keys, 2))
@@ -279,7 +294,8 @@ def _pairs(pairs: Sequence[tuple[Hashable, Hashable]] | None, keys) -> list[tupl
     return ps
 
 
-def _covariances(covariances: Mapping[Hashable, object], keys, m: int) -> dict:
+def _covariances(covariances: PerTheta, keys: Iterable[Any],
+                 m: int) -> dict[Any, NDArray[np.float64]]:
     if not isinstance(covariances, Mapping):
         raise ParameterError("covariances must be a mapping theta -> covariance of F")
     out = {}
@@ -295,7 +311,7 @@ def _covariances(covariances: Mapping[Hashable, object], keys, m: int) -> dict:
     return out
 
 
-def _check_equal_covariance(cov: dict, pairs, rtol: float) -> None:
+def _check_equal_covariance(cov: _Vectors, pairs: _Pairs, rtol: float) -> None:
     """Theorem 4.4 assumes Sigma_i = Sigma_j within each pair of Psi."""
     for a, b in pairs:
         ca, cb = cov[a], cov[b]
@@ -308,7 +324,7 @@ def _check_equal_covariance(cov: dict, pairs, rtol: float) -> None:
                 f"(e.g. pooled) and account for the approximation with Theorem 4.6/4.7")
 
 
-def mean_difference_norm(means: Mapping[Hashable, object],
+def mean_difference_norm(means: PerTheta,
                          pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
                          ord: float = 2) -> float:
     """Delta_E,p = max over Psi of ||E f_theta_i - E f_theta_j||_p (Section 4.1), rounded up."""
@@ -336,7 +352,7 @@ def mahalanobis_budget(epsilon: float, delta: float, calibration: str = "classic
     return budget.ratio, budget.note
 
 
-def expected_l2_norm_gaussian(covariance: object) -> float:
+def expected_l2_norm_gaussian(covariance: ArrayLike) -> float:
     """E ||Z||_2 for Z ~ N(0, covariance): the L2 error reported in Table 2.
 
     Isotropic sigma^2 I_m: sigma sqrt(2) Gamma((m+1)/2) / Gamma(m/2) (chi distribution).
@@ -367,7 +383,8 @@ def expected_l2_norm_gaussian(covariance: object) -> float:
 # Section 3: Wasserstein mechanisms (scalar F with finitely supported laws)
 
 
-def _laws_1d(laws: Mapping[Hashable, tuple[Sequence[object], Sequence[object]]]) -> dict:
+def _laws_1d(laws: Mapping[Any, tuple[NumbersLike, NumbersLike]]
+             ) -> dict[Any, tuple[NumbersLike, NumbersLike]]:
     if not isinstance(laws, Mapping) or len(laws) < 2:
         raise ParameterError("laws must map at least two thetas to (support, probabilities)")
     out = {}
@@ -381,7 +398,7 @@ def _laws_1d(laws: Mapping[Hashable, tuple[Sequence[object], Sequence[object]]])
     return out
 
 
-def wasserstein_mechanism_1d(laws: Mapping[Hashable, tuple[Sequence[object], Sequence[object]]],
+def wasserstein_mechanism_1d(laws: Mapping[Any, tuple[NumbersLike, NumbersLike]],
                              epsilon: float, *,
                              pairs: Sequence[tuple[Hashable, Hashable]] | None = None
                              ) -> DistributionPrivacyResult:
@@ -400,8 +417,8 @@ def wasserstein_mechanism_1d(laws: Mapping[Hashable, tuple[Sequence[object], Seq
         notes=(f"Delta_W = max W_inf over {len(ps)} pairs = {w:g} (exact, rounded up)",))
 
 
-def closeness_1d(xs: Sequence[object], p: Sequence[object], ys: Sequence[object],
-                 q: Sequence[object], delta: float) -> float:
+def closeness_1d(xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike,
+                 delta: float) -> float:
     """A W such that the two laws are (W, delta)-close (Definition 3.2), via the quantile coupling.
 
     The quantile coupling is a valid coupling, so the W it certifies (the smallest W with at
@@ -419,7 +436,7 @@ def _check_probability(x: object, name: str = "delta") -> float:
 
 
 def approximate_wasserstein_mechanism_1d(
-        laws: Mapping[Hashable, tuple[Sequence[object], Sequence[object]]], epsilon: float,
+        laws: Mapping[Any, tuple[NumbersLike, NumbersLike]], epsilon: float,
         delta: float, *, pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
 ) -> DistributionPrivacyResult:
     """Approximate Wasserstein Mechanism (Theorem 3.2): F + Lap(W / eps), (eps, delta).
@@ -438,7 +455,7 @@ def approximate_wasserstein_mechanism_1d(
                f"upper bound on the least such W)",))
 
 
-def bounded_query_mechanism(means: Mapping[Hashable, object], bound: float, epsilon: float,
+def bounded_query_mechanism(means: PerTheta, bound: float, epsilon: float,
                             delta: float, *,
                             pairs: Sequence[tuple[Hashable, Hashable]] | None = None
                             ) -> DistributionPrivacyResult:
@@ -465,7 +482,8 @@ def bounded_query_mechanism(means: Mapping[Hashable, object], bound: float, epsi
 # Section 4.1-4.2: Expected Value Mechanisms
 
 
-def _translation_assumption(covariances, mu, ps, m) -> tuple[str, ...]:
+def _translation_assumption(covariances: PerTheta | None, mu: _Vectors, ps: _Pairs,
+                            m: int) -> tuple[str, ...]:
     if covariances is None:
         return ("f_theta_i is a translation of f_theta_j for every pair (not checked: no "
                 "covariances given)",)
@@ -475,9 +493,9 @@ def _translation_assumption(covariances, mu, ps, m) -> tuple[str, ...]:
             "checked: equal covariances within pairs)",)
 
 
-def expm_laplace(means: Mapping[Hashable, object], epsilon: float, *,
+def expm_laplace(means: PerTheta, epsilon: float, *,
                  pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-                 covariances: Mapping[Hashable, object] | None = None
+                 covariances: PerTheta | None = None
                  ) -> DistributionPrivacyResult:
     """ExpM(L), Theorem 4.1: F + Lap(Delta_E,1 / eps) per coordinate, (eps, 0).
 
@@ -495,9 +513,9 @@ def expm_laplace(means: Mapping[Hashable, object], epsilon: float, *,
                                      notes=(f"Delta_E,1 = {d1:g}",))
 
 
-def expm_gaussian(means: Mapping[Hashable, object], epsilon: float, delta: float, *,
+def expm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
                   pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-                  covariances: Mapping[Hashable, object] | None = None,
+                  covariances: PerTheta | None = None,
                   calibration: str = "classical") -> DistributionPrivacyResult:
     """ExpM(G), Theorem 4.2: F + N(0, sigma^2 I), sigma = c_G Delta_E,2 / eps, (eps, delta).
 
@@ -527,7 +545,7 @@ def _unit_direction(direction: object, m: int) -> np.ndarray:
     return v / n
 
 
-def _check_direction(mu, ps, v, rtol: float) -> float:
+def _check_direction(mu: _Vectors, ps: _Pairs, v: NDArray[np.float64], rtol: float) -> float:
     """All mean differences parallel to v (Theorem 4.3); returns max |alpha| = |d . v|."""
     worst = 0.0
     for a, b in ps:
@@ -543,7 +561,7 @@ def _check_direction(mu, ps, v, rtol: float) -> float:
     return worst * (1 + _SAFETY)
 
 
-def _default_direction(mu, ps) -> np.ndarray:
+def _default_direction(mu: _Vectors, ps: _Pairs) -> np.ndarray:
     for a, b in ps:
         d = mu[a] - mu[b]
         if np.linalg.norm(d) > 0:
@@ -551,10 +569,10 @@ def _default_direction(mu, ps) -> np.ndarray:
     raise ParameterError("all pairs have equal means: no direction to infer; pass direction=")
 
 
-def dirm_laplace(means: Mapping[Hashable, object], epsilon: float, *,
-                 direction: object | None = None,
+def dirm_laplace(means: PerTheta, epsilon: float, *,
+                 direction: ArrayLike | None = None,
                  pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-                 covariances: Mapping[Hashable, object] | None = None,
+                 covariances: PerTheta | None = None,
                  direction_rtol: float = 1e-9) -> DistributionPrivacyResult:
     """DirM(L), Theorem 4.3: F + Y v, Y ~ Lap(Delta_E,2 / eps), (eps, 0).
 
@@ -575,10 +593,10 @@ def dirm_laplace(means: Mapping[Hashable, object], epsilon: float, *,
                                             f"parallel to v (checked)",))
 
 
-def dirm_gaussian(means: Mapping[Hashable, object], epsilon: float, delta: float, *,
-                  direction: object | None = None,
+def dirm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
+                  direction: ArrayLike | None = None,
                   pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-                  covariances: Mapping[Hashable, object] | None = None,
+                  covariances: PerTheta | None = None,
                   calibration: str = "classical",
                   direction_rtol: float = 1e-9) -> DistributionPrivacyResult:
     """DirM(G) (Gaussian form of Theorem 4.3): F + Y v, Y ~ N(0, (c_G Delta_E,2 / eps)^2)."""
@@ -625,9 +643,9 @@ def _mahalanobis(d: np.ndarray, a: np.ndarray) -> float:
     return float(np.sum(z[pos] ** 2 / lam[pos]))
 
 
-def gaussian_noise_check(means: Mapping[Hashable, object],
-                         covariances: Mapping[Hashable, object], epsilon: float, delta: float,
-                         noise_covariance: object | None = None, *,
+def gaussian_noise_check(means: PerTheta,
+                         covariances: PerTheta, epsilon: float, delta: float,
+                         noise_covariance: ArrayLike | None = None, *,
                          pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
                          calibration: str = "classical",
                          covariance_rtol: float = 1e-9) -> MechanismCheck:
@@ -654,16 +672,17 @@ def gaussian_noise_check(means: Mapping[Hashable, object],
                            "Corollary A.1"))
 
 
-def no_noise_check(means: Mapping[Hashable, object], covariances: Mapping[Hashable, object],
-                   epsilon: float, delta: float, **kwargs) -> MechanismCheck:
+def no_noise_check(means: PerTheta, covariances: PerTheta,
+                   epsilon: float, delta: float, **kwargs: Any) -> MechanismCheck:
     """Theorem 4.4: is releasing F with no noise (eps, delta)-distribution private?"""
     return gaussian_noise_check(means, covariances, epsilon, delta, None, **kwargs)
 
 
-def _release_checked(result: DistributionPrivacyResult, mu, cov, ps, r
-                     ) -> DistributionPrivacyResult:
+def _release_checked(result: DistributionPrivacyResult, mu: _Vectors, cov: _Vectors,
+                     ps: _Pairs, r: float) -> DistributionPrivacyResult:
     """Re-verify a Gaussian plan with Corollary A.1 (defence in depth); refuse if it fails."""
-    worst = max(_mahalanobis(mu[a] - mu[b], cov[a] + result.covariance) for a, b in ps)
+    noise_cov = cast(np.ndarray, result.covariance)  # a Gaussian plan has one
+    worst = max(_mahalanobis(mu[a] - mu[b], cov[a] + noise_cov) for a, b in ps)
     if not worst <= r * r:
         raise ModelError(f"{result.mechanism}: internal check of Corollary A.1 failed "
                          f"({worst:.6g} > {r * r:.6g}); not releasing")
@@ -675,10 +694,10 @@ def _release_checked(result: DistributionPrivacyResult, mu, cov, ps, r
                               f"<= (eps/c)^2 = {r * r:.6g}",))
 
 
-def eigm_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashable, object],
+def eigm_gaussian(means: PerTheta, covariances: PerTheta,
                   epsilon: float, delta: float, *,
                   pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-                  eigenvectors: object | None = None, calibration: str = "classical",
+                  eigenvectors: ArrayLike | None = None, calibration: str = "classical",
                   covariance_rtol: float = 1e-9,
                   eigenvector_rtol: float = 1e-8) -> DistributionPrivacyResult:
     """EigM(G), Theorem 4.5: F + N(0, sum_k s_k^2 v_k v_k^T).
@@ -739,8 +758,8 @@ def _inverse_quadratic(c: np.ndarray, v: np.ndarray) -> float:
     return (1.0 / float(np.sum(z * z / lam))) * (1 - _SAFETY)
 
 
-def daum_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashable, object],
-                  epsilon: float, delta: float, *, direction: object | None = None,
+def daum_gaussian(means: PerTheta, covariances: PerTheta,
+                  epsilon: float, delta: float, *, direction: ArrayLike | None = None,
                   pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
                   calibration: str = "classical", covariance_rtol: float = 1e-9,
                   direction_rtol: float = 1e-9) -> DistributionPrivacyResult:
@@ -772,8 +791,8 @@ def daum_gaussian(means: Mapping[Hashable, object], covariances: Mapping[Hashabl
     return _release_checked(res, mu, cov, ps, r)
 
 
-def daum_variance_bisection(covariance: object, direction: object, alpha: float, epsilon: float,
-                            delta: float, *, calibration: str = "classical",
+def daum_variance_bisection(covariance: ArrayLike, direction: ArrayLike, alpha: float,
+                            epsilon: float, delta: float, *, calibration: str = "classical",
                             iterations: int = 200) -> float:
     """Reference for DauM: the least s^2 >= 0 with Sigma + (s^2 - (alpha/r)^2) v v^T positive
     definite, by bisection on the smallest eigenvalue (as the paper's code does). Slow and

@@ -32,17 +32,19 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from quiltpriv import distances
 from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.calibration import laplace_scale
-from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.mechanisms.noise import Seed, make_rng
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_cost_matrix,
@@ -84,7 +86,7 @@ _ROW_ATOL = 1e-9
 # validation
 
 
-def _mechanism(mechanism: object) -> np.ndarray:
+def _mechanism(mechanism: ArrayLike) -> np.ndarray:
     """Return the mechanism as a float matrix whose rows are probability vectors."""
     try:
         a = np.asarray(mechanism, dtype=float)
@@ -105,7 +107,7 @@ def _mechanism(mechanism: object) -> np.ndarray:
     return a
 
 
-def _distribution(lam: object, size: int, name: str) -> np.ndarray:
+def _distribution(lam: ArrayLike, size: int, name: str) -> np.ndarray:
     p = check_probability_vector(lam, name)
     if p.size != size:
         raise ParameterError(f"{name} has {p.size} entries, the mechanism has {size} inputs")
@@ -113,6 +115,7 @@ def _distribution(lam: object, size: int, name: str) -> np.ndarray:
 
 
 def _pairs(pairs: object, size: int, symmetric: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    # pairs: untrusted (any object); this is its check.
     try:
         items = list(pairs)  # type: ignore[call-overload]
     except TypeError:
@@ -137,7 +140,7 @@ def _delta(delta: object) -> float:
     return check_delta(delta, allow_zero=True)
 
 
-def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
+def _output_pair(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     a = check_probability_vector(p, "p")
     b = check_probability_vector(q, "q")
     if a.size != b.size:
@@ -149,7 +152,7 @@ def _output_pair(p: object, q: object) -> tuple[np.ndarray, np.ndarray]:
 # lifting and divergences
 
 
-def lift(mechanism: object, lam: object) -> np.ndarray:
+def lift(mechanism: ArrayLike, lam: ArrayLike) -> np.ndarray:
     """The lifting A#(lambda) = sum_x lambda[x] A(x), the output law when x ~ lambda.
 
     Section II-A of Kawamoto and Murakami; ``mechanism`` has one row per input.
@@ -158,7 +161,7 @@ def lift(mechanism: object, lam: object) -> np.ndarray:
     return _distribution(lam, a.shape[0], "lambda") @ a
 
 
-def approximate_max_divergence(p: object, q: object, delta: float = 0.0) -> float:
+def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float = 0.0) -> float:
     """The delta-approximate max-divergence D_inf^delta(p || q) on a finite space, exactly.
 
     Definition 1: the smallest eps >= 0 with p(R) <= e^eps q(R) + delta for every R. On a finite
@@ -191,7 +194,7 @@ def approximate_max_divergence(p: object, q: object, delta: float = 0.0) -> floa
     return 0.0  # pragma: no cover - the last segment always has a root (t >= 0)
 
 
-def probabilistic_epsilon(p: object, q: object, delta: float) -> float:
+def probabilistic_epsilon(p: ArrayLike, q: ArrayLike, delta: float) -> float:
     """The smallest eps >= 0 of probabilistic DP for one ordered pair (Definition 13).
 
     There must be an output set Omega with p(Omega) <= delta and q(Omega) <= delta such that
@@ -217,7 +220,7 @@ def probabilistic_epsilon(p: object, q: object, delta: float) -> float:
     return 0.0
 
 
-def f_divergence(p: object, q: object, divergence: str = "kl") -> float:
+def f_divergence(p: ArrayLike, q: ArrayLike, divergence: str = "kl") -> float:
     """The f-divergence D_f(p || q) of Definition 2 / Table I.
 
     ``divergence`` is one of :data:`F_DIVERGENCES`: ``kl`` (f = t ln t), ``reverse_kl``
@@ -287,7 +290,7 @@ def _result(notion: str, values: list[float], delta: float,
                                distances)
 
 
-def distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def distp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                   delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, delta)-DistP on ``pairs`` (Definition 11).
 
@@ -301,7 +304,7 @@ def distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result("DistP", vals, d)
 
 
-def pdistp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def pdistp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                    delta: float, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, delta)-PDistP on ``pairs`` (Definition 13).
 
@@ -315,7 +318,7 @@ def pdistp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result("PDistP", vals, d)
 
 
-def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[object, object]],
+def xdistp_epsilon(mechanism: ArrayLike, metric: ArrayLike, pairs: Sequence[tuple[object, object]],
                    delta: float = 0.0, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, d, delta)-XDistP on ``pairs`` (Def. 12).
 
@@ -341,7 +344,7 @@ def xdistp_epsilon(mechanism: object, metric: object, pairs: Sequence[tuple[obje
     return _result("XDistP", vals, d, tuple(dists))
 
 
-def f_distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
+def f_distp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                     divergence: str = "kl", *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps with D_f(A#lambda || A#lambda') <= eps on every pair (Definition 16)."""
     if divergence not in F_DIVERGENCES:
@@ -352,7 +355,7 @@ def f_distp_epsilon(mechanism: object, pairs: Sequence[tuple[object, object]],
     return _result(f"{divergence}-DistP", vals, 0.0)
 
 
-def point_privacy_epsilon(mechanism: object, adjacency: object | None = None,
+def point_privacy_epsilon(mechanism: ArrayLike, adjacency: ArrayLike | None = None,
                           delta: float = 0.0) -> float:
     """Smallest eps for which ``mechanism`` is (eps, delta)-DP on inputs (Definition 3).
 
@@ -396,7 +399,7 @@ class LaplaceCalibration(JSONResult):
     epsilon: float
 
 
-def _line_law(xs: object, lam: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _line_law(xs: ArrayLike, lam: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
     p = check_probability_vector(lam, name)
     x = np.asarray(xs, dtype=float)
     if x.shape != p.shape:
@@ -406,7 +409,7 @@ def _line_law(xs: object, lam: object, name: str) -> tuple[np.ndarray, np.ndarra
     return x, p
 
 
-def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object,
+def laplace_scale_for_distp(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam1: ArrayLike,
                             epsilon: float) -> LaplaceCalibration:
     """The Laplace scale W_inf(lambda0, lambda1) / eps that gives eps-DistP for the pair.
 
@@ -418,12 +421,14 @@ def laplace_scale_for_distp(xs0: object, lam0: object, xs1: object, lam1: object
     eps = check_epsilon(epsilon)
     _line_law(xs0, lam0, "lambda0")
     _line_law(xs1, lam1, "lambda1")
-    w = float(distances.wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), list(lam0),
-                                             list(np.asarray(xs1, dtype=float)), list(lam1)))
+    # lam0 and lam1 as given (Fractions stay exact); _line_law has checked them.
+    p0, p1 = list(cast(Iterable[Any], lam0)), list(cast(Iterable[Any], lam1))
+    w = float(distances.wasserstein_inf_line(list(np.asarray(xs0, dtype=float)), p0,
+                                             list(np.asarray(xs1, dtype=float)), p1))
     return LaplaceCalibration(laplace_scale(w, eps), w, eps)
 
 
-def laplace_max_divergence(xs0: object, lam0: object, xs1: object, lam1: object,
+def laplace_max_divergence(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam1: ArrayLike,
                            scale: float) -> float:
     """Exact D_inf(A#lambda0 || A#lambda1) for the Laplace mechanism of ``scale`` on the line.
 
@@ -457,9 +462,9 @@ def randomised_response_matrix(k: int, epsilon: float) -> np.ndarray:
     return a
 
 
-def exponential_mechanism_matrix(utility: object, epsilon: float,
+def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
                                  sensitivity: float | None = None,
-                                 adjacency: object | None = None) -> np.ndarray:
+                                 adjacency: ArrayLike | None = None) -> np.ndarray:
     """The exponential mechanism P(y | x) proportional to exp(eps u(x, y) / (2 Delta u)).
 
     Example 1 of the paper. ``utility`` is the |X| x |Y| matrix u(x, y). ``sensitivity`` is
@@ -517,13 +522,13 @@ def _categorical(probs: np.ndarray, rng: random.Random) -> int:
     return min(k, last)  # guard rounding at the top end
 
 
-def _seed_record(seed: object) -> int | None:
+def _seed_record(seed: Seed) -> int | None:
     """The int seed to record (None for the secure default or a caller-supplied stream)."""
     return int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
         else None
 
 
-def sample_mechanism(mechanism: object, x: int, *,
+def sample_mechanism(mechanism: ArrayLike, x: int, *,
                      seed: int | random.Random | None = None) -> LocalRelease:
     """Release one output of ``mechanism`` on input index ``x``.
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from quiltpriv.distribution import distribution_privacy as dp
 from quiltpriv.errors import DataError, ParameterError, QueryError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_records
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ADULT_QUERY_NAMES",
@@ -41,7 +45,7 @@ ADULT_QUERY_NAMES = ("average age", "average years of education", "number never 
 ADULT_QUERY_SENSITIVITIES = (0.73, 0.15, 1.0, 1.0, 0.98)
 
 
-def adult_features(df) -> tuple[np.ndarray, np.ndarray]:
+def adult_features(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Per-record features and weights for the Adult query; F = weights * column sums.
 
     Returns (features (N, 5), weights_per_n) where weights_per_n[k] is 1 for an average (to be
@@ -117,7 +121,8 @@ class PropertyModel(JSONResult):
 
 
 def estimate_property_model(
-        df, has_property: Sequence[bool] | np.ndarray | Callable, proportions: Sequence[float],
+        df: pd.DataFrame, has_property: Sequence[bool] | np.ndarray | Callable,
+        proportions: Sequence[float],
         subset_size: int, *, features: Callable = adult_features, n_samples: int = 1000,
         seed: int | None = None) -> PropertyModel:
     """Estimate mean and covariance of F under each proportion by resampling (App. C.1).

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import gammaln, logsumexp
 
 from quiltpriv.distribution.local_distribution_privacy import (
@@ -68,12 +69,13 @@ MAX_TYPES = 2_000_000
 
 
 def _k(k: object) -> int:
+    # k: untrusted (any object); this is its check.
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
         raise ParameterError(f"k (the number of dummies) must be an integer >= 1, got {k!r}")
     return int(k)
 
 
-def _dummy_law(dummy_law: object | None, m: int) -> np.ndarray:
+def _dummy_law(dummy_law: ArrayLike | None, m: int) -> np.ndarray:
     if dummy_law is None:
         return np.full(m, 1.0 / m)
     nu = check_probability_vector(dummy_law, "dummy_law")
@@ -107,7 +109,7 @@ class TuplingRelease(JSONResult):
     seed: int | None
 
 
-def tupling_sample(base: object, x: int, k: int, *, dummy_law: object | None = None,
+def tupling_sample(base: ArrayLike, x: int, k: int, *, dummy_law: ArrayLike | None = None,
                    seed: int | random.Random | None = None) -> TuplingRelease:
     """Release the tuple of the tupling mechanism for input index ``x`` (Section VI).
 
@@ -158,7 +160,7 @@ class TuplingGuarantee(JSONResult):
     n_outputs: int
 
 
-def _lifted(a: np.ndarray, distributions: Sequence[object]) -> list[np.ndarray]:
+def _lifted(a: np.ndarray, distributions: Sequence[ArrayLike]) -> list[np.ndarray]:
     try:
         items = list(distributions)
     except TypeError:
@@ -169,7 +171,7 @@ def _lifted(a: np.ndarray, distributions: Sequence[object]) -> list[np.ndarray]:
             for i, lam in enumerate(items)]
 
 
-def tupling_guarantee(base: object, distributions: Sequence[object], k: int,
+def tupling_guarantee(base: ArrayLike, distributions: Sequence[ArrayLike], k: int,
                       alpha: float) -> TuplingGuarantee:
     """eps_alpha and delta_alpha for the protected input ``distributions`` (uniform dummies).
 
@@ -208,8 +210,8 @@ def _count_vectors(total: int, m: int) -> np.ndarray:
     return np.diff(edges, axis=1) - 1
 
 
-def tupling_output_law(base: object, lam: object, k: int, *,
-                       dummy_law: object | None = None) -> tuple[np.ndarray, np.ndarray]:
+def tupling_output_law(base: ArrayLike, lam: ArrayLike, k: int, *,
+                       dummy_law: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The exact output law of the tupling mechanism when x ~ lam, by count vector.
 
     Returns ``(counts, probs)``: ``counts[r]`` is a count vector over Y (summing to k + 1) and
@@ -273,9 +275,9 @@ def _pdistp_delta(p: np.ndarray, q: np.ndarray, eps: float) -> float:
     return float(max(p[violating].sum(), q[violating].sum()))
 
 
-def tupling_exact_privacy(base: object, lam0: object, lam1: object, k: int, *,
+def tupling_exact_privacy(base: ArrayLike, lam0: ArrayLike, lam1: ArrayLike, k: int, *,
                           delta: float = 0.0, epsilon: float | None = None,
-                          dummy_law: object | None = None) -> TuplingExactPrivacy:
+                          dummy_law: ArrayLike | None = None) -> TuplingExactPrivacy:
     """Exact DistP and PDistP parameters of the tupling mechanism for (lam0, lam1).
 
     Enumerates the output law over count vectors (:func:`tupling_output_law`); since every

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
 
@@ -79,9 +79,9 @@ class Job:
                 self._in_work = False
                 self.state = outcome[0]
                 if outcome[0] == "done":
-                    self.result = outcome[1]
+                    self.result = cast("dict[str, Any]", outcome[1])
                 elif outcome[0] == "error":
-                    self.error = outcome[1]
+                    self.error = cast(str, outcome[1])
                 self.finished = time.monotonic()
         except KeyboardInterrupt:  # a cancel that arrived after the work had ended
             with self._lock:

@@ -86,7 +86,8 @@ class HTTPError(Exception):
 
 
 def _static(name: str) -> bytes:
-    return resources.files("quiltpriv.explorer").joinpath("static", name).read_bytes()
+    # One name per joinpath: Python 3.10's Traversable takes one.
+    return resources.files("quiltpriv.explorer").joinpath("static").joinpath(name).read_bytes()
 
 
 class Explorer:
@@ -149,10 +150,10 @@ class Explorer:
                                  f"= {edit.value:g} in member {edit.member}")
                 return 200, model_summary(self.state)
             if parts == ["edit", "strength"]:
-                edit = parse_strength_edit(body, self.state.theta)
-                self.state.apply(lambda t: scale_strength(t, edit),
-                                 f"strength of {edit.parent} -> {edit.child} x {edit.factor:g}"
-                                 f" in member {edit.member}")
+                strength = parse_strength_edit(body, self.state.theta)
+                self.state.apply(lambda t: scale_strength(t, strength),
+                                 f"strength of {strength.parent} -> {strength.child} x "
+                                 f"{strength.factor:g} in member {strength.member}")
                 return 200, model_summary(self.state)
             if parts == ["undo"]:
                 _empty(body, "undo")

@@ -41,8 +41,10 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.gap.privatizers import (
@@ -65,7 +67,10 @@ __all__ = [
     "sample_gaussian",
 ]
 
-_CONSTRAINTS = ("penalty", "augmented_lagrangian")
+#: How the distortion budget is enforced, and which binary privatizer is learned.
+Constraint = Literal["penalty", "augmented_lagrangian"]
+PrivatizerKind = Literal["PDD", "PDI"]
+_CONSTRAINTS: tuple[Constraint, ...] = ("penalty", "augmented_lagrangian")
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ class MinimaxSettings(JSONResult):
     average_fraction: float = 0.25
 
     @classmethod
-    def for_constraint(cls, constraint: str, **overrides) -> MinimaxSettings:
+    def for_constraint(cls, constraint: str, **overrides: Any) -> MinimaxSettings:
         """Defaults tuned per constraint method (used when ``settings`` is ``None``).
 
         The penalty method wants a gentle, slowly growing ``rho`` (Adam normalises gradient
@@ -219,7 +224,7 @@ def _resolve_seed(seed: int | None) -> int:
     return int(seed)
 
 
-def _check_rows(x: object, y: object, binary_x: bool) -> tuple[np.ndarray, np.ndarray]:
+def _check_rows(x: ArrayLike, y: ArrayLike, binary_x: bool) -> tuple[np.ndarray, np.ndarray]:
     xa = check_array(x, "x").ravel()
     ya = check_array(y, "y").ravel()
     if xa.size != ya.size or xa.size < 2:
@@ -233,7 +238,8 @@ def _check_rows(x: object, y: object, binary_x: bool) -> tuple[np.ndarray, np.nd
     return xa, ya
 
 
-def sample_binary(model: BinaryModel, n: int, *, seed: int | None = None):
+def sample_binary(model: BinaryModel, n: int, *,
+                  seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``n`` i.i.d. rows ``(x, y)`` from a binary model (synthetic data for experiments)."""
     n = check_records(n, "n")
     rng = np.random.default_rng(seed)
@@ -241,7 +247,8 @@ def sample_binary(model: BinaryModel, n: int, *, seed: int | None = None):
     return (cells // 2).astype(float), (cells % 2).astype(float)
 
 
-def sample_gaussian(model: GaussianMixtureModel, n: int, *, seed: int | None = None):
+def sample_gaussian(model: GaussianMixtureModel, n: int, *,
+                    seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``n`` i.i.d. rows ``(x, y)`` from a binary Gaussian mixture (synthetic data)."""
     n = check_records(n, "n")
     rng = np.random.default_rng(seed)
@@ -255,8 +262,8 @@ def sample_gaussian(model: GaussianMixtureModel, n: int, *, seed: int | None = N
 
 
 def learn_binary_privatizer(
-    x: object, y: object, distortion: object, *, kind: str = "PDD",
-    constraint: str = "penalty", settings: MinimaxSettings | None = None,
+    x: ArrayLike, y: ArrayLike, distortion: float, *, kind: PrivatizerKind = "PDD",
+    constraint: Constraint = "penalty", settings: MinimaxSettings | None = None,
     model: BinaryModel | None = None, seed: int | None = None,
 ) -> LearnedBinaryPrivatizer:
     """Learn a binary PDD or PDI privatizer from rows ``(x_i, y_i)`` by [HKCSR17, Alg. 1].
@@ -347,7 +354,8 @@ def learn_binary_privatizer(
 
 
 def learn_gaussian_privatizer(
-    x: object, y: object, distortion: object, *, constraint: str = "augmented_lagrangian",
+    x: ArrayLike, y: ArrayLike, distortion: float, *,
+    constraint: Constraint = "augmented_lagrangian",
     settings: MinimaxSettings | None = None, model: GaussianMixtureModel | None = None,
     seed: int | None = None,
 ) -> LearnedGaussianPrivatizer:

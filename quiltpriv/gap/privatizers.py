@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
 from quiltpriv.audit.adversary import Scorecard, score_finite, score_gaussian
@@ -67,6 +68,7 @@ __all__ = [
 _LP_TOL = 1e-9
 
 
+# _check_unit and _check_budget take ``object``: they check untrusted input into a float.
 def _check_unit(x: object, name: str, *, open_interval: bool = False) -> float:
     return float(check_scalar(x, name, min_val=0.0, max_val=1.0,
                               include_boundaries="neither" if open_interval else "both"))
@@ -86,7 +88,7 @@ class BinaryModel(JSONResult):
     joint: tuple[tuple[float, float], tuple[float, float]]
 
     @classmethod
-    def from_joint(cls, joint: object) -> BinaryModel:
+    def from_joint(cls, joint: ArrayLike) -> BinaryModel:
         arr = np.asarray(joint, dtype=float)
         if arr.shape != (2, 2):
             raise ParameterError("the joint law of (X, Y) must be a 2 x 2 array joint[x, y]")
@@ -98,7 +100,7 @@ class BinaryModel(JSONResult):
         return cls(((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1]))))
 
     @classmethod
-    def from_xor(cls, p: object, q: object) -> BinaryModel:
+    def from_xor(cls, p: float, q: float) -> BinaryModel:
         """``X ~ Bern(p)``, ``Y = X xor N`` with ``N ~ Bern(q)`` independent (Section 3.1.2)."""
         p = _check_unit(p, "p")
         q = _check_unit(q, "q")
@@ -147,7 +149,7 @@ def _pdd_output_joint(model: BinaryModel, s: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_flips(s: object, n: int) -> np.ndarray:
+def _check_flips(s: ArrayLike, n: int) -> np.ndarray:
     arr = check_array(s, "the mechanism").ravel()
     if arr.size != n:
         raise ParameterError(f"the mechanism must have {n} probabilities, got {arr.size}")
@@ -156,7 +158,7 @@ def _check_flips(s: object, n: int) -> np.ndarray:
     return arr
 
 
-def binary_pdd_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
+def binary_pdd_score(model: BinaryModel, s: ArrayLike) -> tuple[Scorecard, float]:
     """Scorecard and expected Hamming distortion of the PDD mechanism ``s = (s00, s01, s10, s11)``.
 
     ``s_xy = P(X^ = x | X = x, Y = y)``; distortion ``sum p_xy (1 - s_xy)`` (Eq. (20)).
@@ -168,7 +170,7 @@ def binary_pdd_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
     return score_finite(out / out.sum()), dist
 
 
-def binary_pdi_score(model: BinaryModel, s: object) -> tuple[Scorecard, float]:
+def binary_pdi_score(model: BinaryModel, s: ArrayLike) -> tuple[Scorecard, float]:
     """Scorecard and distortion of the PDI mechanism ``s = (s0, s1)``, ``s_x = P(X^=x | X=x)``."""
     check_instance(model, BinaryModel, "model")
     s0, s1 = _check_flips(s, 2)
@@ -214,12 +216,12 @@ def _solve_binary_lp(model: BinaryModel, d: float, pdi: bool) -> BinaryOptimum:
                          "linear programme Eq. (21) (HiGHS); accuracy recomputed exactly")
 
 
-def binary_pdd_optimum(model: BinaryModel, distortion: object) -> BinaryOptimum:
+def binary_pdd_optimum(model: BinaryModel, distortion: float) -> BinaryOptimum:
     """Optimal PDD binary privatizer at budget ``D`` by the linear programme Eq. (21)."""
     return _solve_binary_lp(model, _check_budget(distortion), pdi=False)
 
 
-def binary_pdi_optimum(model: BinaryModel, distortion: object) -> BinaryOptimum:
+def binary_pdi_optimum(model: BinaryModel, distortion: float) -> BinaryOptimum:
     """Optimal PDI binary privatizer (``X^`` depends on ``X`` only) for any joint law.
 
     The MAP accuracy Eq. (29) is a sum of maxima of linear functions of ``(s0, s1)``, so the
@@ -228,13 +230,13 @@ def binary_pdi_optimum(model: BinaryModel, distortion: object) -> BinaryOptimum:
     return _solve_binary_lp(model, _check_budget(distortion), pdi=True)
 
 
-def binary_pdd_closed_form(model: BinaryModel, distortion: object) -> float:
+def binary_pdd_closed_form(model: BinaryModel, distortion: float) -> float:
     """Value of the PDD optimum: ``max(sum_x max_y p_xy - D, max_y P(Y = y))``."""
     d = _check_budget(distortion)
     return max(model.undistorted_accuracy - d, model.prior_accuracy)
 
 
-def binary_pdi_theorem1(p: object, q: object, distortion: object) -> BinaryOptimum:
+def binary_pdi_theorem1(p: float, q: float, distortion: float) -> BinaryOptimum:
     """Theorem 1: optimal PDI privatizer for ``X ~ Bern(p)``, ``Y = X xor N``, ``N ~ Bern(q)``.
 
     Accuracy ``max(|1 - 2q| (1 - D) + min(q, 1 - q), max_y P(Y = y))``; one optimal mechanism is
@@ -317,7 +319,7 @@ class GaussianOptimum(JSONResult):
     method: str
 
 
-def map_accuracy_equal_variance(prior1: object, alpha: object) -> float:
+def map_accuracy_equal_variance(prior1: float, alpha: float) -> float:
     """GAP Eq. (37): MAP accuracy between ``N(-a/2, 1)`` and ``N(a/2, 1)`` with prior ``p~``.
 
     ``P_d = p~ Q(-alpha/2 + eta/alpha) + (1 - p~) Q(-alpha/2 - eta/alpha)``,
@@ -334,7 +336,8 @@ def map_accuracy_equal_variance(prior1: object, alpha: object) -> float:
     return float(p * special.ndtr(a / 2 - eta / a) + (1 - p) * special.ndtr(a / 2 + eta / a))
 
 
-def _two_gaussian_accuracy(p1, m0, s0, m1, s1) -> np.ndarray:
+def _two_gaussian_accuracy(p1: ArrayLike, m0: ArrayLike, s0: ArrayLike, m1: ArrayLike,
+                           s1: ArrayLike) -> np.ndarray:
     """Exact MAP accuracy of ``(1-p1) N(m0, s0^2)`` vs ``p1 N(m1, s1^2)``, vectorised.
 
     ``acc = (1-p1) + p1 P1(R) - (1-p1) P0(R)`` with ``R = {log w1 - log w0 > 0}``, the set where a
@@ -404,12 +407,13 @@ def _require_equal_variances(model: GaussianMixtureModel, which: str) -> float:
     return model.sigma0
 
 
-def _optimum(model, mech, d, method) -> GaussianOptimum:
+def _optimum(model: GaussianMixtureModel, mech: GaussianNoisePrivatizer, d: float,
+             method: str) -> GaussianOptimum:
     return GaussianOptimum(gaussian_mechanism_accuracy(model, mech), mech,
                            mech.distortion(model), d, method)
 
 
-def gaussian_theorem2_pdi(model: GaussianMixtureModel, distortion: object) -> GaussianOptimum:
+def gaussian_theorem2_pdi(model: GaussianMixtureModel, distortion: float) -> GaussianOptimum:
     """Theorem 2 (PDI ``X^ = X + beta + gamma N``): ``beta = 0``, ``gamma = sqrt(D)``.
 
     Accuracy Eq. (37) with ``alpha = 2 mu / sqrt(D + sigma^2)``.
@@ -431,7 +435,7 @@ def _shift_only(model: GaussianMixtureModel, d: float) -> GaussianNoisePrivatize
 
 
 def gaussian_theorem3_pdd_shift(model: GaussianMixtureModel,
-                                distortion: object) -> GaussianOptimum:
+                                distortion: float) -> GaussianOptimum:
     """Theorem 3 (PDD shift only): ``beta0 = sqrt(p~ D/(1-p~))``, ``beta1 = sqrt((1-p~) D/p~)``.
 
     Accuracy Eq. (37) with ``alpha = (2 mu - beta0 - beta1) / sigma``. The total shift is capped
@@ -443,7 +447,7 @@ def gaussian_theorem3_pdd_shift(model: GaussianMixtureModel,
 
 
 def gaussian_theorem4_pdd_shift_noise(model: GaussianMixtureModel,
-                                      distortion: object) -> GaussianOptimum:
+                                      distortion: float) -> GaussianOptimum:
     """Theorem 4 (PDD shift + common noise ``gamma N``).
 
     Interior optimum when ``(D + s^2)/sqrt(p~(1-p~)) < 2 mu sqrt(D)``:
@@ -464,7 +468,9 @@ def gaussian_theorem4_pdd_shift_noise(model: GaussianMixtureModel,
     return _optimum(model, _shift_only(model, d), d, "Theorem 4 (boundary: Theorem 3)")
 
 
-def _boundary_mechanisms(model: GaussianMixtureModel, d: float, theta, phi0, phi1):
+def _boundary_mechanisms(model: GaussianMixtureModel, d: float, theta: NDArray[np.float64],
+                         phi0: NDArray[np.float64], phi1: NDArray[np.float64]
+                         ) -> tuple[NDArray[np.float64], ...]:
     """Points of the distortion boundary ``(1-p) e0^2 + p e1^2 = D`` (Proposition 1).
 
     ``e0 = sqrt(D/(1-p)) sin(theta)``, ``e1 = sqrt(D/p) cos(theta)``,
@@ -478,7 +484,7 @@ def _boundary_mechanisms(model: GaussianMixtureModel, d: float, theta, phi0, phi
     return e0 * np.cos(phi0), e1 * np.cos(phi1), e0 * np.sin(phi0), e1 * np.sin(phi1)
 
 
-def gaussian_pdd_optimum(model: GaussianMixtureModel, distortion: object, *,
+def gaussian_pdd_optimum(model: GaussianMixtureModel, distortion: float, *,
                          grid: int = 25, refine: int = 6) -> GaussianOptimum:
     """General PDD optimum (Section 4.1.2) by search over the three-parameter boundary cube.
 

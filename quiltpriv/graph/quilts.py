@@ -20,7 +20,7 @@ from itertools import combinations
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import Theta, check_theta
-from quiltpriv.utils.validation import check_scalar
+from quiltpriv.utils.validation import check_instance, check_scalar
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,7 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
 
 def quilt_html(quilt: Quilt) -> str:
     """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
+    check_instance(quilt, Quilt, "quilt")
     from quiltpriv.utils.format import escape, html_set, kv_table
 
     kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""

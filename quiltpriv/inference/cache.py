@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     import numpy as np
 
+    from quiltpriv.inference.influence import _Prepared
     from quiltpriv.inference.junction_tree import JunctionTree, TreeStructure
     from quiltpriv.model.network import Theta
 
@@ -48,20 +49,20 @@ class Entries(Generic[K, V]):
 
     def get(self, key: K) -> V | None:
         """The cached value, or None when there is none (yet, or evicted)."""
-        return self._store.get(_store_key(self._name, key))  # type: ignore[no-any-return]
+        return self._store.get(_store_key(self._name, key))
 
     def __contains__(self, key: K) -> bool:
         return _store_key(self._name, key) in self._store
 
     def __getitem__(self, key: K) -> V:
-        return self._store[_store_key(self._name, key)]  # type: ignore[no-any-return]
+        return self._store[_store_key(self._name, key)]
 
     def __setitem__(self, key: K, value: V) -> None:
         self._store[_store_key(self._name, key)] = value
 
     def setdefault(self, key: K, default: V) -> V:
         """The cached value, storing ``default`` first when there is none (one dict step)."""
-        return self._store.setdefault(_store_key(self._name, key), default)  # type: ignore[no-any-return]
+        return self._store.setdefault(_store_key(self._name, key), default)
 
 
 class Value(Generic[V]):
@@ -74,7 +75,7 @@ class Value(Generic[V]):
         self._key = (name,)
 
     def get(self) -> V | None:
-        return self._store.get(self._key)  # type: ignore[no-any-return]
+        return self._store.get(self._key)
 
     def set(self, value: V) -> V:
         """Store ``value`` and return it."""
@@ -97,8 +98,9 @@ class InferenceCache:
         The operation depth bounding float64 rounding errors.
     exact_tables : Entries[member, dict]
         Per node, its CPD as exact integers and a power-of-two exponent.
-    prepared : Entries[member, tuple]
-        Everything variable elimination reads for one member, in one entry.
+    prepared : Entries[member, NamedTuple]
+        Everything variable elimination reads for one member, in one entry (a named tuple of
+        :mod:`quiltpriv.inference.influence`).
     kernel : Entries[member, compiled network]
         The compiled kernel's network of one member.
     folded : Entries[member, tuple]
@@ -145,7 +147,7 @@ class InferenceCache:
         return Entries(self._store, "exact_tables")
 
     @property
-    def prepared(self) -> Entries[int, tuple[Any, ...]]:
+    def prepared(self) -> Entries[int, _Prepared]:
         return Entries(self._store, "prepared")
 
     @property

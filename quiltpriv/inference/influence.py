@@ -46,7 +46,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -62,6 +62,7 @@ from quiltpriv.inference.junction_tree import (
     tree_structure,
 )
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.validation import check_instance
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
@@ -134,7 +135,8 @@ FLOAT64 = "float64"
 EXACT = "exact"
 
 #: Ways to compute a joint marginal (see :func:`joint_marginal`).
-INFERENCE_METHODS = ("auto", "junction_tree", "elimination")
+InferenceMethod = Literal["auto", "junction_tree", "elimination"]
+INFERENCE_METHODS: tuple[InferenceMethod, ...] = ("auto", "junction_tree", "elimination")
 
 #: With ``inference="auto"``, a query whose bucket elimination in the global order would build
 #: a table above this many entries is redone in a greedy order of its own (measured on the
@@ -192,7 +194,7 @@ def joint_marginal(
     member: int = 0,
     *,
     max_table: int = DEFAULT_MAX_TABLE,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
 ) -> np.ndarray:
     """Exact ``P(phi_nodes)`` under one member of Theta, axes in the order of ``nodes``.
 
@@ -258,7 +260,7 @@ def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> No
 
 
 def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
-           max_table: int, inference: str) -> np.ndarray:
+           max_table: int, inference: InferenceMethod) -> np.ndarray:
     """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit)."""
     if inference == "junction_tree":
         tree = junction_tree(theta, member)
@@ -283,12 +285,16 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
     return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
 
 
-def check_inference(inference: object) -> str:
-    """``inference`` if it names a method of :data:`INFERENCE_METHODS`, else ParameterError."""
-    if inference not in INFERENCE_METHODS:
-        raise ParameterError(f"inference must be one of {', '.join(INFERENCE_METHODS)}; "
-                             f"got {inference!r}")
-    return inference  # type: ignore[return-value]
+def check_inference(inference: object) -> InferenceMethod:
+    """``inference`` if it names a method of :data:`INFERENCE_METHODS`, else ParameterError.
+
+    ``inference`` is untrusted (any object): this is the check that makes it a method name.
+    """
+    for method in INFERENCE_METHODS:
+        if inference == method:
+            return method
+    raise ParameterError(f"inference must be one of {', '.join(INFERENCE_METHODS)}; "
+                         f"got {inference!r}")
 
 
 def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
@@ -308,9 +314,9 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     factors: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
     where: dict[str, set[int]] = {v: set() for v in anc}
     for k, v in enumerate(sorted(anc, key=rank.__getitem__)):
-        scope = (v, *theta.parents[v])
-        factors[k] = (scope, cpds[v].table if tables is None else tables[v])
-        for u in scope:
+        family = (v, *theta.parents[v])
+        factors[k] = (family, cpds[v].table if tables is None else tables[v])
+        for u in family:
             where[u].add(k)
     next_id = len(factors)
 
@@ -484,7 +490,7 @@ def max_influence(
     quilt: Iterable[str],
     *,
     max_table: int = DEFAULT_MAX_TABLE,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
 ) -> Influence:
     """Exact max-influence ``e_Theta(Q | node)`` (Definition 8), rounded upwards.
 
@@ -538,7 +544,7 @@ def max_influence(
 
 
 def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
-                      inference: str) -> tuple[float, tuple[Any, Any], str]:
+                      inference: InferenceMethod) -> tuple[float, tuple[Any, Any], str]:
     """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
     nodes = (node, *q)
     _check_output_size(theta, nodes, max_table)
@@ -558,14 +564,15 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         arithmetic, bound = EXACT, 0.0
     else:
         where = [theta.index[v] for v in nodes]
-        found = None
+        found: tuple[float, int, int] | None = None
         if _KERNEL is not None and inference == "auto":
             # joint and Definition 8 in one call; None: no order fits max_table
             found = _kernel_network(theta, m).influence(where, max_table)
-            joint = None if found else _eliminate_if_it_fits(theta, nodes, m, max_table)
+            if not found:
+                found = _influence_from_joint(_eliminate_if_it_fits(theta, nodes, m, max_table))
         else:
-            joint = _joint(theta, nodes, where, m, max_table, inference)
-        value, a, b = found or _influence_from_joint(joint)
+            found = _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))
+        value, a, b = found
         arithmetic = FLOAT64
         # the network's size bounds the ancestral set's (no per-query walk on the fast path)
         bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes),
@@ -613,7 +620,7 @@ def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
     return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
 
 
-def _rounding_bound(theta: Theta, out_size: int, inference: str) -> float:
+def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod) -> float:
     """Upper bound on ``|computed - exact|`` of a float64 Definition 8 (see the module text).
 
     ``K`` bounds the number of roundings on any path from a CPD entry to a joint entry: each
@@ -742,7 +749,7 @@ def influence_upper_bound(
     quilt: Iterable[str],
     *,
     max_table: int = DEFAULT_MAX_TABLE,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
 ) -> Influence:
     """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
 
@@ -779,6 +786,73 @@ def influence_upper_bound(
         return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep)
 
 
+#: A factor of bucket elimination: its variables (node indices) and its table (one axis each).
+_Factor = tuple[tuple[int, ...], np.ndarray]
+
+
+class _FoldedFactor(NamedTuple):
+    """A node's CPD with its private ancestors folded in (see ``_folded_factors``)."""
+
+    private: frozenset[int]
+    """The private ancestors summed out (usable only when none of them is queried)."""
+    scope: tuple[int, ...]
+    table: np.ndarray
+    order: tuple[int, ...]
+    """The elimination positions of ``scope``, ascending."""
+    parents: tuple[int, ...]
+    """The folded factor's variables other than the node (where the ancestral walk goes on)."""
+
+
+class _Prepared(NamedTuple):
+    """Everything bucket elimination reads about one member, computed once per Theta."""
+
+    position: tuple[int, ...]
+    """Per variable, its step in the global elimination order."""
+    elimination_order: tuple[int, ...]
+    scopes: tuple[tuple[int, ...], ...]
+    """Per node, its CPD's variables in increasing index (the table's axis order)."""
+    tables: tuple[np.ndarray, ...]
+    by_position: tuple[tuple[int, ...], ...]
+    """Per node, the elimination positions of its CPD's variables, ascending."""
+    parents: tuple[tuple[int, ...], ...]
+    cards: tuple[int, ...]
+    folded: tuple[_FoldedFactor | None, ...]
+
+
+class _Item(NamedTuple):
+    """A factor of one query's ancestral set, with its variables' elimination positions."""
+
+    scope: tuple[int, ...]
+    table: np.ndarray
+    order: tuple[int, ...]
+
+
+@dataclass
+class _Schedule:
+    """Factors placed in buckets: bucket ``p`` eliminates the variable ``var_at[p]``."""
+
+    buckets: dict[int, list[_Factor]]
+    final: list[_Factor]
+    """Factors over queried nodes only (multiplied together at the end)."""
+    rank: Mapping[int, int] | Sequence[int]
+    """Per variable, its bucket."""
+    var_at: Sequence[int]
+    end: int
+    """The rank past every bucket (a factor with no variable left to eliminate)."""
+
+
+class _Step(NamedTuple):
+    """One elimination step: the factors multiplied and the variables summed out."""
+
+    factors: list[_Factor]
+    gone: set[int]
+    scope: set[int]
+    size: int
+    """Entries of the product of ``factors``."""
+    next: int
+    """The bucket that receives the result (``end``: the final factors)."""
+
+
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                       max_table: int, *, greedy: bool = False,
                       merge_limit: int | None = None) -> np.ndarray | None:
@@ -795,124 +869,173 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     """
     prepared = InferenceCache.of(theta).prepared.get(member)
     if prepared is None:  # everything a query reads, in one cache entry
-        structure = tree_structure(theta)
-        pos = structure.position
-        folded = tuple(None if f is None else
-                       (f[0], f[1], f[2], tuple(sorted(pos[w] for w in f[1])), f[3])
-                       for f in _folded_factors(theta, member))
-        prepared = InferenceCache.of(theta).prepared[member] = (
-            pos, structure.elimination_order, *sorted_tables(theta, member),
-            _scopes_by_position(theta), parent_indices(theta), cardinalities(theta), folded)
-    position, elimination_order, scopes, tables, by_pos, parents, cards, folded = prepared
+        prepared = InferenceCache.of(theta).prepared[member] = _prepare(theta, member)
     keep = set(nodes)
     if merge_limit is None:
         merge_limit = MERGE_LIMIT
-    items: list[tuple[tuple[int, ...], np.ndarray, tuple[int, ...]]] = []
-    seen: set[int] = set()
-    stack = list(nodes)
-    while stack:  # the ancestral set, with private ancestors folded where none is queried
-        v = stack.pop()
-        if v in seen:
-            continue
-        seen.add(v)
-        f = folded[v]
-        if f is not None and keep.isdisjoint(f[0]):
-            _, scope, table, order, ups = f
-        else:
-            scope, table, order, ups = scopes[v], tables[v], by_pos[v], parents[v]
-        stack.extend(ups)
-        items.append((scope, table, order))
-    buckets: dict[int, list[tuple[tuple[int, ...], np.ndarray]]] = {}
-    final: list[tuple[tuple[int, ...], np.ndarray]] = []
-    rank: Any
+    items, seen = _ancestral_items(prepared, nodes, keep)
     if greedy or len(items) >= GREEDY_FROM:
-        rank, var_at = _greedy_rank(items, keep, cards)
-        n = len(var_at)
-        for scope, table, _ in items:  # each factor goes to the bucket of its first variable
-            first = min((rank[u] for u in scope if u not in keep), default=n)
-            (final if first == n else buckets.setdefault(first, [])).append((scope, table))
+        schedule = _greedy_schedule(items, keep, prepared.cards)
     else:
-        rank, var_at = position, elimination_order
-        n = len(rank)
-        for scope, table, order in items:
-            for p in order:
-                if var_at[p] not in keep:
-                    buckets.setdefault(p, []).append((scope, table))
-                    break
-            else:
-                final.append((scope, table))
+        schedule = _global_schedule(items, keep, prepared)
+    buckets, final = schedule.buckets, schedule.final
     # One einsum label per variable of the query (einsum takes at most 52), else per step.
     label = {u: k for k, u in enumerate(seen)} if len(seen) <= len(_LETTERS) else None
     heap = list(buckets)
     heapq.heapify(heap)
     while heap:
-        p = heapq.heappop(heap)
-        factors = buckets.pop(p)
-        gone = {var_at[p]}
-        scope_set: set[int] = set()
-        size = 1
-        for vs, _ in factors:
-            scope_set.update(vs)
-        for u in scope_set:
-            size *= cards[u]
-        first = n
-        for u in scope_set:
-            if u not in keep and u not in gone and rank[u] < first:
-                first = rank[u]
-        # Chain merging: when this step's result would go straight into the next bucket,
-        # eliminate both in one einsum (same output, one call and one placement fewer),
-        # while the product stays small.
-        while heap and heap[0] == first:
-            extra = set()
-            for vs, _ in buckets[first]:
-                extra.update(vs)
-            extra -= scope_set
-            grown = size
-            for u in extra:
-                grown *= cards[u]
-            if grown > merge_limit:
-                break
-            heapq.heappop(heap)
-            factors = factors + buckets.pop(first)
-            gone.add(var_at[first])
-            scope_set |= extra
-            size = grown
-            first = n
-            for u in scope_set:
-                if u not in keep and u not in gone and rank[u] < first:
-                    first = rank[u]
-        if size > max_table:
+        step = _merged_step(schedule, heapq.heappop(heap), heap, keep, prepared.cards,
+                            merge_limit)
+        if step.size > max_table:
             return None
-        if len(factors) == 1:
-            vs, t = factors[0]
-            (v,) = gone
-            out = tuple(u for u in vs if u != v)
-            table = t.sum(axis=vs.index(v))
-        else:
-            scope = tuple(scope_set)  # any fixed axis order will do
-            out = tuple(u for u in scope if u not in gone)
-            if label is None:
-                table = _einsum(factors, scope, out)
-            else:
-                operands: list[object] = []
-                for vs, t in factors:
-                    operands.append(t)
-                    operands.append([label[u] for u in vs])
-                table = _c_einsum(*operands, [label[u] for u in out])
-        if first == n:
+        out, table = _product_sum_step(step, label)
+        if step.next == schedule.end:
             final.append((out, table))
-        elif first in buckets:
-            buckets[first].append((out, table))
+        elif step.next in buckets:
+            buckets[step.next].append((out, table))
         else:
-            buckets[first] = [(out, table)]
-            heapq.heappush(heap, first)
+            buckets[step.next] = [(out, table)]
+            heapq.heappush(heap, step.next)
     if label is None:
         return _einsum(final, sorted(keep), nodes)
-    operands = []
-    for vs, t in final:
+    return _labelled_einsum(final, label, nodes)
+
+
+def _prepare(theta: Theta, member: int) -> _Prepared:
+    """The per-member data of :func:`_bucket_eliminate` (the caller caches it)."""
+    structure = tree_structure(theta)
+    pos = structure.position
+    folded = tuple(None if f is None else
+                   _FoldedFactor(f[0], f[1], f[2], tuple(sorted(pos[w] for w in f[1])), f[3])
+                   for f in _folded_factors(theta, member))
+    scopes, tables = sorted_tables(theta, member)
+    return _Prepared(pos, structure.elimination_order, scopes, tables,
+                     _scopes_by_position(theta), parent_indices(theta), cardinalities(theta),
+                     folded)
+
+
+def _ancestral_items(prepared: _Prepared, nodes: Sequence[int],
+                     keep: set[int]) -> tuple[list[_Item], set[int]]:
+    """The factors of the ancestral set of ``nodes``, and the set of its variables.
+
+    A node enters with its private ancestors folded in when none of them is queried.
+    """
+    items: list[_Item] = []
+    seen: set[int] = set()
+    stack = list(nodes)
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        f = prepared.folded[v]
+        if f is not None and keep.isdisjoint(f.private):
+            scope, table, order, ups = f.scope, f.table, f.order, f.parents
+        else:
+            scope, table = prepared.scopes[v], prepared.tables[v]
+            order, ups = prepared.by_position[v], prepared.parents[v]
+        stack.extend(ups)
+        items.append(_Item(scope, table, order))
+    return items, seen
+
+
+def _greedy_schedule(items: Sequence[_Item], keep: set[int],
+                     cards: Sequence[int]) -> _Schedule:
+    """Buckets in this query's own greedy min-weight order."""
+    buckets: dict[int, list[_Factor]] = {}
+    final: list[_Factor] = []
+    rank, var_at = _greedy_rank(items, keep, cards)
+    n = len(var_at)
+    for scope, table, _ in items:  # each factor goes to the bucket of its first variable
+        first = min((rank[u] for u in scope if u not in keep), default=n)
+        (final if first == n else buckets.setdefault(first, [])).append((scope, table))
+    return _Schedule(buckets, final, rank, var_at, n)
+
+
+def _global_schedule(items: Sequence[_Item], keep: set[int], prepared: _Prepared) -> _Schedule:
+    """Buckets in the global elimination order restricted to the query's ancestral set."""
+    buckets: dict[int, list[_Factor]] = {}
+    final: list[_Factor] = []
+    rank, var_at = prepared.position, prepared.elimination_order
+    for scope, table, order in items:
+        for p in order:
+            if var_at[p] not in keep:
+                buckets.setdefault(p, []).append((scope, table))
+                break
+        else:
+            final.append((scope, table))
+    return _Schedule(buckets, final, rank, var_at, len(rank))
+
+
+def _next_bucket(scope: set[int], keep: set[int], gone: set[int], schedule: _Schedule) -> int:
+    """The first bucket of a product over ``scope`` once ``gone`` is summed out."""
+    rank = schedule.rank
+    first = schedule.end
+    for u in scope:
+        if u not in keep and u not in gone and rank[u] < first:
+            first = rank[u]
+    return first
+
+
+def _merged_step(schedule: _Schedule, p: int, heap: list[int], keep: set[int],
+                 cards: Sequence[int], merge_limit: int) -> _Step:
+    """Bucket ``p`` (removed from the schedule), chained with the buckets it feeds.
+
+    Chain merging: when this step's result would go straight into the next bucket, eliminate
+    both in one einsum (same output, one call and one placement fewer), while the product
+    stays small. Merged buckets are popped from ``heap``.
+    """
+    buckets, var_at = schedule.buckets, schedule.var_at
+    factors = buckets.pop(p)
+    gone = {var_at[p]}
+    scope_set: set[int] = set()
+    size = 1
+    for vs, _ in factors:
+        scope_set.update(vs)
+    for u in scope_set:
+        size *= cards[u]
+    first = _next_bucket(scope_set, keep, gone, schedule)
+    while heap and heap[0] == first:
+        extra: set[int] = set()
+        for vs, _ in buckets[first]:
+            extra.update(vs)
+        extra -= scope_set
+        grown = size
+        for u in extra:
+            grown *= cards[u]
+        if grown > merge_limit:
+            break
+        heapq.heappop(heap)
+        factors = factors + buckets.pop(first)
+        gone.add(var_at[first])
+        scope_set |= extra
+        size = grown
+        first = _next_bucket(scope_set, keep, gone, schedule)
+    return _Step(factors, gone, scope_set, size, first)
+
+
+def _product_sum_step(step: _Step, label: dict[int, int] | None) -> _Factor:
+    """Multiply a step's factors and sum out its eliminated variables."""
+    factors, gone = step.factors, step.gone
+    if len(factors) == 1:
+        vs, t = factors[0]
+        (v,) = gone
+        return tuple(u for u in vs if u != v), t.sum(axis=vs.index(v))
+    scope = tuple(step.scope)  # any fixed axis order will do
+    out = tuple(u for u in scope if u not in gone)
+    if label is None:
+        return out, _einsum(factors, scope, out)
+    return out, _labelled_einsum(factors, label, out)
+
+
+def _labelled_einsum(factors: Sequence[_Factor], label: dict[int, int],
+                     out: Sequence[int]) -> np.ndarray:
+    """Multiply ``factors`` and keep ``out``, with one fixed einsum label per variable."""
+    operands: list[object] = []
+    for vs, t in factors:
         operands.append(t)
         operands.append([label[u] for u in vs])
-    return _c_einsum(*operands, [label[u] for u in nodes])
+    return _c_einsum(*operands, [label[u] for u in out])
 
 
 def _kernel_network(theta: Theta, member: int) -> Any:
@@ -1004,7 +1127,8 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
     single = [len(theta.children[v]) == 1 for v in theta.nodes]
     out: list[Any] = [None] * len(theta.nodes)
     for c in range(len(theta.nodes)):  # topological: a parent's fold is ready before its child's
-        scope, table, private = scopes[c], tables[c], frozenset()
+        scope, table = scopes[c], tables[c]
+        private: frozenset[int] = frozenset()
         for u in parents[c]:
             if not single[u]:
                 continue
@@ -1040,7 +1164,7 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
     if len(every) > len(_LETTERS):
         raise InfluenceTooExpensive("an elimination step involves over 52 variables")
     label = {u: k for k, u in enumerate(every)}
-    operands: list[object] = []
+    operands: list[Any] = []
     for vs, t in factors:
         operands += [t, [label[u] for u in vs]]
     return np.einsum(*operands, [label[u] for u in out])
@@ -1048,6 +1172,7 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
 
 def influence_html(infl: Influence) -> str:
     """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    check_instance(infl, Influence, "infl")
     from quiltpriv.utils.format import escape, fmt_number, html_set, kv_table
 
     rows = [("max-influence e(Q | i)", escape(fmt_number(infl.value))),

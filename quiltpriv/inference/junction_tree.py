@@ -40,6 +40,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -150,9 +151,70 @@ def tree_structure(theta: Theta) -> TreeStructure:
     hit = InferenceCache.of(theta).junction_structure.get()
     if hit is not None:
         return hit
-    n = len(theta.nodes)
-    card = cardinalities(theta)
-    parents = parent_indices(theta)
+    structure = _build_tree_structure(cardinalities(theta), parent_indices(theta))
+    return InferenceCache.of(theta).junction_structure.set(structure)
+
+
+class _Elimination(NamedTuple):
+    """A greedy min-weight elimination of the moral graph."""
+
+    cliques: tuple[tuple[int, ...], ...]
+    """Per step, the eliminated variable with its neighbours at that time, sorted."""
+    variables: tuple[int, ...]
+    """The variable eliminated at each step."""
+    position: tuple[int, ...]
+    """Per variable, its step (the inverse of ``variables``)."""
+
+
+class _Absorbed(NamedTuple):
+    """The elimination tree after non-maximal cliques were absorbed."""
+
+    representative: tuple[int, ...]
+    """Per elimination clique, the kept clique that absorbed it (itself if kept)."""
+    parent: tuple[int, ...]
+    """Per elimination clique, its parent elimination clique (``-1``: none)."""
+
+
+class _RootedTree(NamedTuple):
+    """The kept cliques as one rooted tree."""
+
+    cliques: tuple[tuple[int, ...], ...]
+    parent: tuple[int, ...]
+    """Parent of each kept clique, ``-1`` for the root."""
+    root: int
+    renumber: dict[int, int]
+    """Elimination clique index -> kept clique index, for the kept ones."""
+
+
+def _build_tree_structure(card: Sequence[int],
+                         parents: Sequence[Sequence[int]]) -> TreeStructure:
+    """The junction tree of a network given per node index its cardinality and parents."""
+    elimination = _greedy_elimination(card, _moral_adjacency(parents))
+    absorbed = _absorb_nonmaximal(elimination.cliques,
+                                 _elimination_tree(elimination))
+    tree = _rooted_tree(elimination.cliques, absorbed)
+    cliques, par = tree.cliques, tree.parent
+    seps = tuple(
+        () if p < 0 else tuple(sorted(set(cliques[j]) & set(cliques[p])))
+        for j, p in enumerate(par)
+    )
+    order, depth = _distribute_order(par, tree.root)
+    sizes = [math.prod(card[u] for u in c) for c in cliques]
+    pos = elimination.position
+    assign = tuple(
+        tree.renumber[absorbed.representative[pos[min((v, *parents[v]), key=pos.__getitem__)]]]
+        for v in range(len(card)))
+    size = sum(sizes) + sum(math.prod(card[u] for u in s) for s in seps)
+    return TreeStructure(
+        cliques=cliques, parent=par, separators=seps, depth=depth,
+        order=order, home=_clique_homes(cliques, sizes, len(card)), assign=assign, size=size,
+        width=max(sizes), position=pos, elimination_order=elimination.variables,
+    )
+
+
+def _moral_adjacency(parents: Sequence[Sequence[int]]) -> list[set[int]]:
+    """Per node index, its neighbours in the moral graph (each family made a clique)."""
+    n = len(parents)
     adj: list[set[int]] = [set() for _ in range(n)]
     for v in range(n):
         fam = [v, *parents[v]]
@@ -160,6 +222,16 @@ def tree_structure(theta: Theta) -> TreeStructure:
             adj[a].update(fam)
     for v in range(n):
         adj[v].discard(v)
+    return adj
+
+
+def _greedy_elimination(card: Sequence[int], adj: list[set[int]]) -> _Elimination:
+    """Eliminate every variable in greedy min-weight order (``adj`` is consumed).
+
+    The weight is the product of the cardinalities of a variable and its current neighbours,
+    ties by node index; a popped heap entry whose weight changed is pushed back (lazy heap).
+    """
+    n = len(adj)
 
     def weight(v: int) -> int:
         w = card[v]
@@ -192,18 +264,33 @@ def tree_structure(theta: Theta) -> TreeStructure:
         for a in nb:
             heapq.heappush(heap, (weight(a), a))
         adj[v] = set()
+    return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
 
-    # Elimination tree: the clique of v hangs below the clique of the first-eliminated of its
-    # other members (all of which were v's neighbours when v went).
-    m = len(elim_cliques)
-    raw_parent = [-1] * m
-    for k, (v, cl) in enumerate(zip(elim_var, elim_cliques, strict=True)):
+
+def _elimination_tree(elimination: _Elimination) -> list[int]:
+    """Per elimination clique, its parent in the elimination tree (``-1``: a root).
+
+    The clique of v hangs below the clique of the first-eliminated of its other members (all
+    of which were v's neighbours when v went).
+    """
+    pos = elimination.position
+    raw_parent = [-1] * len(elimination.cliques)
+    for k, (v, cl) in enumerate(zip(elimination.variables, elimination.cliques, strict=True)):
         rest = [pos[u] for u in cl if u != v]
         if rest:
             raw_parent[k] = min(rest)
-    # Absorb non-maximal cliques: a clique contained in its parent, or a parent contained in
-    # one of its children (then that child takes its place). Children come before parents in
-    # elimination order, so one pass in that order sees every child first.
+    return raw_parent
+
+
+def _absorb_nonmaximal(elim_cliques: Sequence[tuple[int, ...]],
+                      raw_parent: Sequence[int]) -> _Absorbed:
+    """Absorb non-maximal cliques of the elimination tree.
+
+    A clique contained in its parent, or a parent contained in one of its children (then that
+    child takes its place), is absorbed. Children come before parents in elimination order, so
+    one pass in that order sees every child first.
+    """
+    m = len(elim_cliques)
     alias = list(range(m))
 
     def find(k: int) -> int:
@@ -230,32 +317,39 @@ def tree_structure(theta: Theta) -> TreeStructure:
                 alias[k] = c
                 parent[c] = p
                 break
-    kept = [k for k in range(m) if alias[k] == k]
+    return _Absorbed(tuple(find(k) for k in range(m)), tuple(parent))
+
+
+def _rooted_tree(elim_cliques: Sequence[tuple[int, ...]], absorbed: _Absorbed) -> _RootedTree:
+    """The kept cliques, renumbered, with one root (the last-eliminated clique).
+
+    Other components hang below the root with an empty separator.
+    """
+    find, parent = absorbed.representative, absorbed.parent
+    kept = [k for k in range(len(elim_cliques)) if find[k] == k]
     new_id = {k: j for j, k in enumerate(kept)}
-    cliques = tuple(elim_cliques[k] for k in kept)
     par = []
     for k in kept:
         p = parent[k]
-        while p >= 0 and find(p) == k:  # cannot happen, but never point at oneself
+        while p >= 0 and find[p] == k:  # cannot happen, but never point at oneself
             p = parent[p]
-        par.append(new_id[find(p)] if p >= 0 else -1)
-    # One root (the last-eliminated clique): other components hang below it with an empty
-    # separator.
+        par.append(new_id[find[p]] if p >= 0 else -1)
     roots = [j for j, p in enumerate(par) if p < 0]
     root = roots[-1]
     for j in roots:
         if j != root:
             par[j] = root
-    seps = tuple(
-        () if p < 0 else tuple(sorted(set(cliques[j]) & set(cliques[p])))
-        for j, p in enumerate(par)
-    )
-    kids: list[list[int]] = [[] for _ in cliques]
+    return _RootedTree(tuple(elim_cliques[k] for k in kept), tuple(par), root, new_id)
+
+
+def _distribute_order(par: Sequence[int], root: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Cliques root first, every clique after its parent; and each clique's depth."""
+    kids: list[list[int]] = [[] for _ in par]
     for j, p in enumerate(par):
         if p >= 0:
             kids[p].append(j)
     order: list[int] = []
-    depth = [0] * len(cliques)
+    depth = [0] * len(par)
     stack = [root]
     while stack:
         j = stack.pop()
@@ -263,24 +357,17 @@ def tree_structure(theta: Theta) -> TreeStructure:
         for c in kids[j]:
             depth[c] = depth[j] + 1
             stack.append(c)
-    sizes = [math.prod(card[u] for u in c) for c in cliques]
+    return tuple(order), tuple(depth)
+
+
+def _clique_homes(cliques: Sequence[tuple[int, ...]], sizes: Sequence[int],
+                 n: int) -> tuple[tuple[int, ...], ...]:
+    """Per variable, the cliques containing it, smallest table first (ties by index)."""
     home_lists: list[list[int]] = [[] for _ in range(n)]
     for j, c in enumerate(cliques):
         for u in c:
             home_lists[u].append(j)
-    home = tuple(tuple(sorted(h, key=lambda j: (sizes[j], j))) for h in home_lists)
-    assign = []
-    for v in range(n):
-        fam = [v, *parents[v]]
-        first = min(fam, key=pos.__getitem__)
-        assign.append(new_id[find(pos[first])])
-    size = sum(sizes) + sum(math.prod(card[u] for u in s) for s in seps)
-    structure = TreeStructure(
-        cliques=cliques, parent=tuple(par), separators=seps, depth=tuple(depth),
-        order=tuple(order), home=home, assign=tuple(assign), size=size, width=max(sizes),
-        position=tuple(pos), elimination_order=tuple(elim_var),
-    )
-    return InferenceCache.of(theta).junction_structure.set(structure)
+    return tuple(tuple(sorted(h, key=lambda j: (sizes[j], j))) for h in home_lists)
 
 
 @dataclass(frozen=True, eq=False)

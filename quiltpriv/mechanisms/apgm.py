@@ -37,13 +37,20 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
 from quiltpriv.utils.serialize import JSONResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from quiltpriv.mechanisms.noise import NoisyValue, Seed
 from quiltpriv.utils.validation import (
     check_array,
     check_covariance,
@@ -91,8 +98,8 @@ class ConditionalMoments(JSONResult):
         needs it to be the same for every value of g_i (and F | g_i to be Gaussian).
     """
 
-    means: Mapping[Hashable, object]
-    variance: object
+    means: Mapping[Hashable, ArrayLike]
+    variance: ArrayLike
 
 
 @dataclass(frozen=True)
@@ -150,7 +157,8 @@ class APGMResult(JSONResult):
             return float(self.sigma * stats.norm.ppf(1 - b / 2))
         return float(self.sigma * math.sqrt(stats.chi2.ppf(1 - b, self.dimension)))
 
-    def release(self, value: object, *, seed: object = None):
+    def release(self, value: ArrayLike, *,
+                seed: Seed = None) -> NoisyValue | tuple[NoisyValue, ...]:
         """Return F(X) + N(0, sigma2), or F(X) itself when sigma2 = 0.
 
         Noise is exact discrete Gaussian noise from :mod:`quiltpriv.mechanisms.noise` (secure by
@@ -174,7 +182,7 @@ class APGMResult(JSONResult):
         return tuple(noise.gaussian_release(float(v), self.sigma, sens, seed=rng) for v in arr)
 
 
-def _min_eigen_psd(cov: object, k: int, name: str) -> float:
+def _min_eigen_psd(cov: ArrayLike, k: int, name: str) -> float:
     """Smallest eigenvalue of a covariance (scalar or k x k), after checking it is PSD."""
     m = check_covariance(cov, name, k, error=ModelError)
     lam = float(np.linalg.eigvalsh((m + m.T) / 2).min())
@@ -330,7 +338,8 @@ class GaussianRecordModel(JSONResult):
         object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
 
     @classmethod
-    def from_dataframe(cls, df, columns: Sequence[str] | None = None) -> GaussianRecordModel:
+    def from_dataframe(cls, df: pd.DataFrame,
+                       columns: Sequence[str] | None = None) -> GaussianRecordModel:
         """Estimate mean and (unbiased) covariance from a pandas DataFrame.
 
         The estimate is itself computed from the data and is not private; the guarantee holds
@@ -352,12 +361,20 @@ class GaussianRecordModel(JSONResult):
         return cls(x.mean(axis=0), np.atleast_2d(np.cov(x, rowvar=False)), tuple(cols))
 
 
-def query_weights(query: object, columns: tuple[str, ...]) -> np.ndarray:
+def query_weights(query: str | Sequence[str] | Mapping[str, float],
+                  columns: tuple[str, ...]) -> np.ndarray:
     """F = W @ column_means: a column name, a list of names (vector F) or {name: weight}."""
+    if not isinstance(query, str | Sequence | Mapping):
+        raise QueryError(f"query must be a column name, a list of names or {{name: weight}}, "
+                         f"got {type(query).__name__}")
+    if (isinstance(columns, str) or not isinstance(columns, Sequence)
+            or not all(isinstance(c, str) for c in columns)):
+        raise ParameterError(f"columns must be a sequence of column names, got "
+                             f"{type(columns).__name__}")
     idx = {c: k for k, c in enumerate(columns)}
 
-    def col(name: object) -> int:
-        if name not in idx:
+    def col(name: str) -> int:
+        if not isinstance(name, str) or name not in idx:
             raise QueryError(f"query column {name!r} is not in the model {list(columns)}")
         return idx[name]
 
@@ -370,10 +387,9 @@ def query_weights(query: object, columns: tuple[str, ...]) -> np.ndarray:
             raise QueryError("the query weights are empty")
         w = np.zeros((1, len(columns)))
         for name, weight in query.items():
-            w[0, col(name)] += check_positive(abs(weight), f"weight of {name!r}",
-                                              allow_zero=True) * np.sign(weight)
+            w[0, col(name)] += check_scalar(weight, f"weight of {name!r}")
         return w
-    names = list(query)  # type: ignore[call-overload]
+    names = list(query)
     if not names:
         raise QueryError("the query names no column")
     w = np.zeros((len(names), len(columns)))
@@ -467,8 +483,12 @@ def apgm_gaussian_columns(
 # [ZOC22, Alg. 2]: non-Gaussian data
 
 
+#: Per-cell density bounds: upper, lower, mass per cell, and the mass outside the cells.
+_CellBounds = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]
+
+
 def _hockey_stick_bound_tables(xs: np.ndarray, ps: np.ndarray, s: float, mu: float, tau: float,
-                               cells: int):
+                               cells: int) -> tuple[float, _CellBounds, _CellBounds]:
     """Per-cell bounds of the densities p = sum_k ps_k N(xs_k, s^2) and q = N(mu, tau^2)."""
     half = 14.0 * tau  # tails beyond [lo, hi] are charged in full (their mass is ~1e-44)
     lo = min(xs.min(), mu) - half
@@ -498,7 +518,7 @@ def _hockey_stick_bound_tables(xs: np.ndarray, ps: np.ndarray, s: float, mu: flo
     return width, (p_up, p_lo, p_mass, p_out), (q_up, q_lo, q_mass, q_out)
 
 
-def _hockey_upper(width: float, num, den, c: float) -> float:
+def _hockey_upper(width: float, num: _CellBounds, den: _CellBounds, c: float) -> float:
     """Upper bound on int (num - c den)_+ from per-cell density bounds (see module notes)."""
     n_up, n_lo, n_mass, n_out = num
     d_up, d_lo, d_mass, _ = den
@@ -604,7 +624,7 @@ class APGMNonGaussianResult(JSONResult):
     approximations: Mapping[Hashable, tuple[Mapping[Hashable, tuple[float, float]], ...]]
     notes: tuple[str, ...]
 
-    def release(self, value: float, *, seed: object = None):
+    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
         """F(X) + N(0, sigma^2) with exact discrete Gaussian noise from
         quiltpriv.mechanisms.noise."""
         from quiltpriv.mechanisms import noise

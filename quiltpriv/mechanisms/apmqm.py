@@ -40,7 +40,8 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from numbers import Real
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -54,12 +55,13 @@ from quiltpriv.graph.quilts import (
 )
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
+    InferenceMethod,
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
     joint_marginal,
 )
-from quiltpriv.mechanisms.protocol import Calibration, Guarantee
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import describe_query as _describe_query
@@ -76,7 +78,7 @@ from quiltpriv.utils.validation import (
 )
 
 #: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
-GUARANTEE_KIND = "distributional attribute privacy"
+GUARANTEE_KIND: GuaranteeKind = "distributional attribute privacy"
 
 #: The assumptions of [ZOC22, Thm. 4], in plain words.
 APMQM_ASSUMPTIONS = (
@@ -613,7 +615,15 @@ def _jsonable(x: Any) -> Any:
 
 
 def quilt_scale(delta: float, e: float, eps: float) -> float:
-    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps."""
+    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps.
+
+    ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``eps`` > 0;
+    anything else is refused (ParameterError).
+    """
+    delta = check_positive(delta, "delta", allow_zero=True)
+    if isinstance(e, bool) or not isinstance(e, Real) or not e >= 0:  # NaN fails e >= 0
+        raise ParameterError(f"e must be an influence >= 0 (inf allowed), got {e!r}")
+    eps = check_epsilon(eps, "eps")
     if delta == 0.0:
         return 0.0 if e <= eps else math.inf
     if e < eps:
@@ -632,8 +642,9 @@ def was_interrupted(plan_: Plan) -> bool:
 
 def _check_query(query: object) -> Query:
     """``query`` if it is one of quiltpriv's query classes, else QueryError."""
-    return check_instance(query, Query, "query", error=QueryError,
-                          hint=" (CountQuery, SumQuery, ... from quiltpriv.queries.query)")
+    return cast(Query, check_instance(query, Query, "query", error=QueryError,
+                                      hint=" (CountQuery, SumQuery, ... from "
+                                      "quiltpriv.queries.query)"))
 
 
 def _check_sensitivity_finite(query: Query) -> None:
@@ -742,7 +753,7 @@ class _Candidates:
     """
 
     def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
-                 max_table: int, deadline: float | None, inference: str,
+                 max_table: int, deadline: float | None, inference: InferenceMethod,
                  max_candidates: int) -> None:
         self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
         self.max_table, self.deadline, self.inference = max_table, deadline, inference
@@ -815,7 +826,7 @@ class _Candidates:
 
 
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
-            max_table: int, deadline: float | None, inference: str,
+            max_table: int, deadline: float | None, inference: InferenceMethod,
             max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
     """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
 
@@ -868,42 +879,8 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
     # Additive: an attribute of weight 0 never lowers Delta, so keeping it out only costs.
     items = [a for a in others if weight[a] > 0] if additive else list(others)
     w_node = query.sensitivity((node,)) if additive else 0.0
-    attrs = ctx.attrs
-
-    def left(kept: frozenset[str], excluded: float, rest: list[tuple[str, float]]) -> list[float]:
-        """``Delta(A - kept - S_k)`` for ``S_k`` = the first ``k`` items of ``rest``."""
-        if additive:
-            suffix = [0.0] * (len(rest) + 1)
-            for k in range(len(rest) - 1, -1, -1):
-                suffix[k] = weight[rest[k][0]] + suffix[k + 1]
-            return [excluded + x for x in suffix]
-        out, s = [], set(attrs - kept)
-        out.append(query.sensitivity(s))
-        for j, _ in rest:
-            s.discard(j)
-            out.append(query.sensitivity(s))
-        return out
-
-    def bound(kept: frozenset[str], e_kept: float, excluded: float,
-              rest: list[tuple[str, float]]) -> tuple[float, int]:
-        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``, and
-        the ``k`` attaining it.
-
-        ``rest`` holds ``(j, lower bound on e(kept + j))``, sorted by that bound; if the
-        largest bound in ``S`` is the ``k``-th, then ``S`` lies in the first ``k`` items.
-        ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
-        """
-        deltas = left(kept, excluded, rest)
-        lb, arg = quilt_scale(deltas[0], e_kept, eps), 0
-        for k, (_, e_j) in enumerate(rest, start=1):
-            x = quilt_scale(deltas[k], max(e_kept, e_j), eps)
-            if x < lb:
-                lb, arg = x, k
-        return lb, arg
-
-    # Stack entries: (t, e lower bound of t, available items, Delta excluded, pre-bound).
-    stack: list[tuple[frozenset[str], float, tuple[str, ...], float, float]] = [
-        (frozenset(), 0.0, tuple(items), w_node, 0.0)]
+    bounds = _ScaleBound(query, ctx.attrs, eps, additive, weight)
+    stack = [_SearchNode(frozenset(), 0.0, tuple(items), w_node, 0.0)]
     # The pair bound costs a walk of the whole moral graph and one small joint per item:
     # worth it on wide queries only.
     pairs = _PairBound(ctx, items, weight) if additive and len(items) >= PAIR_MIN_ITEMS else None
@@ -913,49 +890,130 @@ def _branch_and_bound(ctx: _Candidates, others: list[str]) -> None:
             continue
         if pairs is not None and pairs.excludes(t, avail, excluded, best.scale, eps):
             continue
-        ext = []
-        floors = pairs.floors(t, avail) if pairs is not None else [0.0] * len(avail)
-        blocks = pairs.blocks_of(t) if pairs is not None else None
-        for j, floor in zip(avail, floors, strict=True):
-            if floor > eps:
-                continue  # independent parts alone exceed eps: no need for its influence
-            # With one attribute per block the floor is the influence itself: a candidate
-            # it shows cannot win needs no influence of its own (nor gives a better bound).
-            exact = blocks is not None and pairs.block[j] not in blocks
-            e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=exact)
-            if e_j <= eps:
-                ext.append((j, e_j))
-        ext.sort(key=lambda x: x[1])
+        ext = _extensions(ctx, pairs, t, e_t, avail)
         if additive:
             kept_on = {j for j, _ in ext}
             excluded += sum(weight[j] for j in avail if j not in kept_on)
-        lb, arg = bound(t, e_t, excluded, ext)
+        lb, arg = bounds.bound(t, e_t, excluded, ext)
         if lb < best.scale and arg == len(ext) > 1:
             # The bound points at keeping everything available out: try that target first
             # (unless independent parts already show it is not that good); when its influence
             # is as low as the bound hoped (influences that saturate, as through a hub), it
             # closes the whole subtree at once.
-            full = t | {j for j, _ in ext}
-            floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
-            q = least_influence_quilt(ctx.theta, node, full)
-            fits = math.prod(ctx.theta.cardinality[v] for v in (node, *q)) <= ctx.max_table
-            if fits and quilt_scale(excluded, max(ext[-1][1], floor), eps) < best.scale:
-                ctx.evaluate(full, max(ext[-1][1], floor))
+            _try_all_kept(ctx, pairs, t, ext, excluded)
         if lb >= best.scale:
             continue
-        children = []
-        order = sorted(ext, key=lambda x: -x[1])  # largest influence: largest subtree
-        for k, (j, e_j) in enumerate(order):
-            # The child t + j stands for the targets whose first item (in this order) is j.
-            later = {x for x, _ in order[k + 1:]}
-            rest = [x for x in ext if x[0] in later]
-            lb = bound(t | {j}, e_j, excluded, rest)[0]
-            if lb < best.scale:
-                children.append((lb, k, (t | {j}, e_j, tuple(x for x, _ in rest), excluded, lb)))
-            if additive:
-                excluded += weight[j]  # below the later children, j is left in N
-        children.sort(key=lambda c: (c[0], c[1]), reverse=True)  # least bound popped first
-        stack.extend(c[2] for c in children)
+        stack.extend(_children(bounds, best.scale, t, ext, excluded))
+
+
+class _SearchNode(NamedTuple):
+    """A node of the set-enumeration tree: the targets ``kept + S``, ``S`` inside ``avail``."""
+
+    kept: frozenset[str]
+    e_kept: float
+    """A lower bound on ``e(Q*(kept))``."""
+    avail: tuple[str, ...]
+    excluded: float
+    """``Delta`` of what every target below keeps out (additive case only)."""
+    pre_bound: float
+    """The lower bound on the scales below, as computed when the node was pushed."""
+
+
+@dataclass(frozen=True)
+class _ScaleBound:
+    """Lower bounds on the scales of the targets below a node of the search."""
+
+    query: Query
+    attrs: frozenset[str]
+    eps: float
+    additive: bool
+    weight: Mapping[str, float]
+
+    def left(self, kept: frozenset[str], excluded: float,
+             rest: Sequence[tuple[str, float]]) -> list[float]:
+        """``Delta(A - kept - S_k)`` for ``S_k`` = the first ``k`` items of ``rest``."""
+        if self.additive:
+            weight = self.weight
+            suffix = [0.0] * (len(rest) + 1)
+            for k in range(len(rest) - 1, -1, -1):
+                suffix[k] = weight[rest[k][0]] + suffix[k + 1]
+            return [excluded + x for x in suffix]
+        query = self.query
+        out, s = [], set(self.attrs - kept)
+        out.append(query.sensitivity(s))
+        for j, _ in rest:
+            s.discard(j)
+            out.append(query.sensitivity(s))
+        return out
+
+    def bound(self, kept: frozenset[str], e_kept: float, excluded: float,
+              rest: Sequence[tuple[str, float]]) -> tuple[float, int]:
+        """Lower bound on the scale of every target ``kept + S``, ``S`` inside ``rest``, and
+        the ``k`` attaining it.
+
+        ``rest`` holds ``(j, lower bound on e(kept + j))``, sorted by that bound; if the
+        largest bound in ``S`` is the ``k``-th, then ``S`` lies in the first ``k`` items.
+        ``excluded`` is ``Delta`` of what no such target keeps out (additive case only).
+        """
+        eps = self.eps
+        deltas = self.left(kept, excluded, rest)
+        lb, arg = quilt_scale(deltas[0], e_kept, eps), 0
+        for k, (_, e_j) in enumerate(rest, start=1):
+            x = quilt_scale(deltas[k], max(e_kept, e_j), eps)
+            if x < lb:
+                lb, arg = x, k
+        return lb, arg
+
+
+def _extensions(ctx: _Candidates, pairs: _PairBound | None, t: frozenset[str], e_t: float,
+                avail: Sequence[str]) -> list[tuple[str, float]]:
+    """``(j, e(t + j))`` for each available ``j`` whose target stays within eps, least first."""
+    eps = ctx.eps
+    ext = []
+    floors = pairs.floors(t, avail) if pairs is not None else [0.0] * len(avail)
+    blocks = pairs.blocks_of(t) if pairs is not None else None
+    for j, floor in zip(avail, floors, strict=True):
+        if floor > eps:
+            continue  # independent parts alone exceed eps: no need for its influence
+        # With one attribute per block the floor is the influence itself: a candidate
+        # it shows cannot win needs no influence of its own (nor gives a better bound).
+        exact = pairs is not None and blocks is not None and pairs.block[j] not in blocks
+        e_j = ctx.evaluate(t | {j}, max(e_t, floor), lazy=exact)
+        if e_j <= eps:
+            ext.append((j, e_j))
+    ext.sort(key=lambda x: x[1])
+    return ext
+
+
+def _try_all_kept(ctx: _Candidates, pairs: _PairBound | None, t: frozenset[str],
+                  ext: Sequence[tuple[str, float]], excluded: float) -> None:
+    """Evaluate the target that keeps every extension out, if it fits and could win."""
+    full = t | {j for j, _ in ext}
+    floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
+    q = least_influence_quilt(ctx.theta, ctx.node, full)
+    fits = math.prod(ctx.theta.cardinality[v] for v in (ctx.node, *q)) <= ctx.max_table
+    if fits and quilt_scale(excluded, max(ext[-1][1], floor), ctx.eps) < ctx.best.scale:
+        ctx.evaluate(full, max(ext[-1][1], floor))
+
+
+def _children(bounds: _ScaleBound, best_scale: float, t: frozenset[str],
+              ext: Sequence[tuple[str, float]], excluded: float) -> list[_SearchNode]:
+    """The children of a node that may hold a scale below ``best_scale``, in push order (the
+    least bound is popped first)."""
+    children = []
+    order = sorted(ext, key=lambda x: -x[1])  # largest influence: largest subtree
+    for k, (j, e_j) in enumerate(order):
+        # The child t + j stands for the targets whose first item (in this order) is j.
+        later = {x for x, _ in order[k + 1:]}
+        rest = [x for x in ext if x[0] in later]
+        lb = bounds.bound(t | {j}, e_j, excluded, rest)[0]
+        if lb < best_scale:
+            children.append((lb, k, _SearchNode(t | {j}, e_j, tuple(x for x, _ in rest),
+                                                excluded, lb)))
+        if bounds.additive:
+            excluded += bounds.weight[j]  # below the later children, j is left in N
+    children.sort(key=lambda c: (c[0], c[1]), reverse=True)  # least bound popped first
+    return [c[2] for c in children]
 
 
 def _blocks(theta: Theta, node: str) -> dict[str, int]:
@@ -1108,7 +1166,7 @@ def plan_node(
     *,
     max_table: int = DEFAULT_MAX_TABLE,
     deadline: float | None = None,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
@@ -1132,7 +1190,7 @@ def _check_max_candidates(max_candidates: object) -> int:
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-               deadline: float | None, inference: str = "auto",
+               deadline: float | None, inference: InferenceMethod = "auto",
                max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, bool]:
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
@@ -1162,7 +1220,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
 
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
-                wall_deadline: float | None, inference: str,
+                wall_deadline: float | None, inference: InferenceMethod,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
@@ -1249,8 +1307,8 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
 
 
 def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
-                   max_table: int, wall_deadline: float | None, inference: str, n_jobs: int,
-                   notes: list[str],
+                   max_table: int, wall_deadline: float | None, inference: InferenceMethod,
+                   n_jobs: int, notes: list[str],
                    max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, ...]:
     """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
 
@@ -1295,7 +1353,7 @@ def plan(
     time_limit: float | None = None,
     n_jobs: int | None = None,
     progress: bool = False,
-    inference: str = "auto",
+    inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
 ) -> Plan:
     """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
@@ -1365,7 +1423,7 @@ def plan(
     max_candidates = _check_max_candidates(max_candidates)
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
-    notes = []
+    notes: list[str] = []
     if n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates)
@@ -1423,6 +1481,7 @@ def _trusted(p: Plan) -> Plan:
 
 def plan_html(plan: Plan) -> str:
     """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    check_instance(plan, Plan, "plan")
     from quiltpriv.utils.format import badge, escape, html_set, query_html
 
     rows = "".join(
@@ -1451,6 +1510,7 @@ def plan_html(plan: Plan) -> str:
 
 def sensitive_plan_html(sp: SensitivePlan) -> str:
     """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    check_instance(sp, SensitivePlan, "sp")
     from quiltpriv.utils.format import escape, html_set, kv_table
 
     where = ""

@@ -23,6 +23,7 @@ from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.validation import check_instance
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
@@ -228,6 +229,7 @@ def release(
 
 def release_html(release: Release) -> str:
     """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
+    check_instance(release, Release, "release")
     from quiltpriv.utils.format import escape, fmt_number
 
     value = list(release.value) if isinstance(release.value, tuple) else release.value

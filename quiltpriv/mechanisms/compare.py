@@ -37,7 +37,7 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from quiltpriv.errors import ModelError, QueryError
 from quiltpriv.inference.influence import InfluenceTooExpensive
@@ -52,7 +52,7 @@ from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive
+from quiltpriv.utils.validation import check_epsilon, check_instance, check_positive
 
 __all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare"]
 
@@ -126,7 +126,7 @@ class Comparison:
     def best(self) -> MechanismRow | None:
         """The applicable row with the least standard deviation (first on ties)."""
         ok = [r for r in self.rows if r.applicable and r.std is not None]
-        return min(ok, key=lambda r: r.std) if ok else None
+        return min(ok, key=lambda r: cast(float, r.std)) if ok else None
 
     def to_dict(self) -> dict[str, Any]:
         b = self.best
@@ -290,6 +290,7 @@ def compare(
 
 def comparison_html(comparison: Comparison) -> str:
     """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
+    check_instance(comparison, Comparison, "comparison")
     from quiltpriv.utils.format import escape, fmt_number, query_html
 
     best = comparison.best
@@ -302,7 +303,7 @@ def comparison_html(comparison: Comparison) -> str:
         f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
         f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
     least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
-                                     f"(std {escape(fmt_number(best.std))})")
+                                     f"(std {escape(fmt_number(cast(float, best.std)))})")
     return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
             f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
             f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "

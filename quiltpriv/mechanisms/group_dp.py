@@ -24,10 +24,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from quiltpriv.mechanisms.calibration import gaussian_budget, laplace_scale
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import NoisyValue, Seed
 
 __all__ = ["GroupPrivacyResult", "group_gaussian", "group_laplace"]
 
@@ -56,7 +60,7 @@ class GroupPrivacyResult(JSONResult):
     delta: float
     notes: tuple[str, ...] = field(default=())
 
-    def release(self, value: float, *, seed: object = None):
+    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
         """F(X) plus exact discrete Laplace/Gaussian noise from
         :mod:`quiltpriv.mechanisms.noise`.
 

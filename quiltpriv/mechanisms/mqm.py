@@ -41,7 +41,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
@@ -49,6 +49,9 @@ from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensi
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import NoisyValue, Seed
 
 __all__ = [
     "MQMPlan",
@@ -166,7 +169,7 @@ class MQMPlan:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
-    def release(self, value: float, *, seed: Any = None):
+    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
         """``F(Y) + Lap(L * b_max)`` with exact discrete Laplace noise
         (:mod:`quiltpriv.mechanisms.noise`).
 

@@ -77,16 +77,22 @@ import math
 import random
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Rational, Real
 from typing import Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive
+
+#: What a ``seed`` parameter accepts (see :func:`make_rng`). The ``_check_*`` helpers below
+#: take ``object``: they validate untrusted input into these types.
+Seed = int | random.Random | None
 
 __all__ = [
     "DEFAULT_RELATIVE_GRANULARITY_BITS",
@@ -199,7 +205,7 @@ def make_rng(seed: int | random.Random | None = None) -> random.Random:
     return random.Random(int(seed))
 
 
-def _is_secure(rng: object) -> bool:
+def _is_secure(rng: RandomBits) -> bool:
     return isinstance(rng, random.SystemRandom)
 
 
@@ -214,7 +220,7 @@ def noise_source(seed: int | random.Random | None = None, *, distribution: str =
     return _describe(make_rng(seed), distribution)
 
 
-def _describe(rng: object, distribution: str) -> NoiseSource:
+def _describe(rng: RandomBits, distribution: str) -> NoiseSource:
     algo = f"CKS exact discrete {distribution}"
     if _is_secure(rng):
         return NoiseSource(secure=True, sampler=f"{algo}, {_SECURE_SOURCE}")
@@ -309,7 +315,7 @@ def _as_fraction(x: object, name: str, *, allow_zero: bool) -> Fraction:
     if isinstance(x, bool) or not isinstance(x, Real | np.number):
         raise ParameterError(f"{name} must be a number, got {x!r}")
     if isinstance(x, Rational):
-        f = Fraction(x.numerator, x.denominator)
+        f = Fraction(int(x.numerator), int(x.denominator))
     else:
         check_positive(x, name, allow_zero=True)  # NaN / inf / negative messages
         f = Fraction(float(x))
@@ -469,7 +475,8 @@ def _grid(scale: float, granularity: object) -> tuple[Fraction, int]:
     return Fraction(g), math.frexp(g)[1] - 1  # g == 2**exponent
 
 
-def _draw(sample, exponent: int, size: tuple[int, ...] | None):
+def _draw(sample: Callable[[], int], exponent: int,
+          size: tuple[int, ...] | None) -> float | NDArray[np.float64]:
     # float(g*K) = ldexp(K, exponent): exact for |K| < 2**53, a deterministic function of K
     # otherwise (post-processing either way).
     if size is None:
@@ -481,12 +488,13 @@ def _draw(sample, exponent: int, size: tuple[int, ...] | None):
     return out.reshape(size)
 
 
-def _zeros(size: tuple[int, ...] | None):
+def _zeros(size: tuple[int, ...] | None) -> float | NDArray[np.float64]:
     return 0.0 if size is None else np.zeros(size, dtype=float)
 
 
 def laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
-            seed: int | random.Random | None = None, granularity: float | None = None):
+            seed: int | random.Random | None = None,
+            granularity: float | None = None) -> float | NDArray[np.float64]:
     """Laplace-like noise ``g * K`` with ``K`` exact discrete Laplace of ``t = scale / g``.
 
     Parameters
@@ -521,7 +529,8 @@ def laplace(scale: float, size: int | tuple[int, ...] | None = None, *,
 
 
 def gaussian(sigma: float, size: int | tuple[int, ...] | None = None, *,
-             seed: int | random.Random | None = None, granularity: float | None = None):
+             seed: int | random.Random | None = None,
+             granularity: float | None = None) -> float | NDArray[np.float64]:
     """Gaussian-like noise ``g * K`` with ``K`` exact discrete Gaussian of variance ``(sigma/g)^2``.
 
     Parameters as in :func:`laplace` (``sigma`` is the standard-deviation parameter). For a

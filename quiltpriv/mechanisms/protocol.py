@@ -41,6 +41,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.releases import records
+from quiltpriv.utils.validation import check_instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -359,6 +360,13 @@ class QueryMechanism:
     rows: int | None = None
 
     def __post_init__(self) -> None:
+        from quiltpriv.queries.query import Query
+
+        check_instance(self.name, str, "name")
+        check_instance(self.query, Query, "query", error=QueryError)
+        check_instance(self.guarantee, Guarantee, "guarantee")
+        check_instance(self.calibration, Calibration, "calibration")
+        check_instance(self.query_fingerprint, str, "query_fingerprint")
         if self.calibration.noise not in ("laplace", "gaussian"):
             raise ParameterError(f"{self.name}: a query mechanism adds Laplace or Gaussian "
                                  f"noise, not {self.calibration.noise!r}")

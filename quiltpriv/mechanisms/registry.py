@@ -51,7 +51,7 @@ from quiltpriv.mechanisms.protocol import (
 )
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery
-from quiltpriv.utils.validation import check_delta, check_epsilon
+from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,6 +157,7 @@ def group_sensitivity(query: Query) -> tuple[float, int]:
     per changed record, over at most ``n = records`` records; for other queries ``Delta`` is
     already the largest change of ``F`` when every column changes (``n = 1``).
     """
+    check_instance(query, Query, "query", error=QueryError)
     if isinstance(query, CountQuery):
         return 1.0, query.records
     if isinstance(query, SumQuery):

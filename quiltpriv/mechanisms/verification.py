@@ -42,6 +42,7 @@ from quiltpriv.graph.quilts import d_connected
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
     ROUNDING_MARGIN,
+    InferenceMethod,
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
@@ -269,7 +270,7 @@ class PlanVerification:
 
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
-                     max_table: int, inference: str) -> AttributeCheck:
+                     max_table: int, inference: InferenceMethod) -> AttributeCheck:
     """Recompute one attribute's quilt, influence, sensitivity, scale and optimality."""
     node = sp.node
     found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
@@ -348,7 +349,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
 
 def check_plan(plan: Plan, model: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-               max_table: int = DEFAULT_MAX_TABLE, inference: str = "auto") -> PlanVerification:
+               max_table: int = DEFAULT_MAX_TABLE,
+               inference: InferenceMethod = "auto") -> PlanVerification:
     """Verify ``plan`` against ``model`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
@@ -392,58 +394,27 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
                 rows: tuple[AttributeCheck, ...] = ()) -> PlanVerification:
         return PlanVerification(failure is None, failure, kind, rows, plan, definition)
 
-    fingerprint = theta.fingerprint()
-    if plan.model != fingerprint:
-        return verdict("model", f"it was made for another model (model fingerprint "
-                                f"{plan.model[:16]}..., this model's is {fingerprint[:16]}...)")
-    if plan.theta_size != len(theta):
-        return verdict("model", f"it states |Theta| = {plan.theta_size}, the model has "
-                                f"{len(theta)} member(s)")
-    from quiltpriv.model.provenance import provenance_dict
-
-    if (None if plan.provenance is None else dict(plan.provenance)) != provenance_dict(theta):
-        return verdict("model", "its provenance (where Theta came from) is not this model's")
+    failure = _model_mismatch(plan, theta)
+    if failure is not None:
+        return verdict("model", failure)
     try:
         eps = check_epsilon(plan.epsilon)
     except ParameterError as exc:
         return verdict("plan", str(exc))
-    unknown = [sp.node for sp in plan.sensitive if sp.node not in theta]
-    if unknown:
-        return verdict("plan", f"sensitive attribute(s) {fmt_set(unknown)} not in the network")
-    nodes = [sp.node for sp in plan.sensitive]
-    if len(set(nodes)) != len(nodes) or not nodes:
-        return verdict("plan", "its sensitive attributes are empty or repeated")
-    if sensitive is not None:
-        left_out = [s for s in theta.check_sensitive(sensitive) if s not in nodes]
-        if left_out:
-            return verdict("plan", f"it does not protect {fmt_set(left_out)} (it protects "
-                                   f"{fmt_set(nodes)})")
-    if epsilon is not None and eps > check_epsilon(epsilon):
-        return verdict("plan", f"it is made for epsilon = {eps:g}, weaker than the required "
-                               f"{float(epsilon):g}")
-    unknown = [a for a in query.attributes if a not in theta]
-    if unknown:
-        return verdict("query", f"query attribute(s) {fmt_set(unknown)} not in the network")
-    try:
-        mine, theirs = canonical_json(definition), canonical_json(plan.query)
-    except QueryError as exc:
-        return verdict("query", str(exc))
-    if mine != theirs:
-        return verdict("query", f"it was made for another query: {theirs} in the plan, "
-                                f"{mine} given")
+    failure = _protection_mismatch(plan, theta, eps, sensitive, epsilon)
+    if failure is not None:
+        return verdict("plan", failure)
+    failure = _query_mismatch(plan, theta, query, definition)
+    if failure is not None:
+        return verdict("query", failure)
     rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference)
                  for sp in plan.sensitive)
     for c in rows:
         if not c.ok:
             return verdict("plan", f"sensitive attribute {c.node!r}: {c.reason}", rows)
-    top = max(sp.scale for sp in plan.sensitive)
-    if plan.scale != top:
-        return verdict("plan", f"it states the overall scale {plan.scale:.17g}, but the "
-                               f"largest per-attribute scale is {top:.17g}", rows)
-    every = all(sp.optimal for sp in plan.sensitive)
-    if plan.optimal != every:
-        return verdict("plan", f"it states optimal = {str(plan.optimal).lower()}, but the "
-                               f"attributes say {str(every).lower()}", rows)
+    failure = _summary_mismatch(plan)
+    if failure is not None:
+        return verdict("plan", failure, rows)
     if query_fingerprint(query, [sp.nearby for sp in plan.sensitive]) != plan.query_fingerprint:
         return verdict("query", "the plan's query fingerprint does not match this query "
                                 "(its definition and the sensitivities Delta_A and Delta_{A&N} "
@@ -453,9 +424,72 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     return PlanVerification(True, None, None, rows, verified, definition)
 
 
+def _model_mismatch(plan: Plan, theta: Theta) -> str | None:
+    """Why ``plan`` was not made for ``theta`` (fingerprint, size, provenance), or None."""
+    fingerprint = theta.fingerprint()
+    if plan.model != fingerprint:
+        return (f"it was made for another model (model fingerprint "
+                f"{plan.model[:16]}..., this model's is {fingerprint[:16]}...)")
+    if plan.theta_size != len(theta):
+        return f"it states |Theta| = {plan.theta_size}, the model has {len(theta)} member(s)"
+    from quiltpriv.model.provenance import provenance_dict
+
+    if (None if plan.provenance is None else dict(plan.provenance)) != provenance_dict(theta):
+        return "its provenance (where Theta came from) is not this model's"
+    return None
+
+
+def _protection_mismatch(plan: Plan, theta: Theta, eps: float,
+                         sensitive: str | Iterable[str] | None,
+                         epsilon: float | None) -> str | None:
+    """Why the plan's sensitive attributes or epsilon are wrong or too weak, or None."""
+    unknown = [sp.node for sp in plan.sensitive if sp.node not in theta]
+    if unknown:
+        return f"sensitive attribute(s) {fmt_set(unknown)} not in the network"
+    nodes = [sp.node for sp in plan.sensitive]
+    if len(set(nodes)) != len(nodes) or not nodes:
+        return "its sensitive attributes are empty or repeated"
+    if sensitive is not None:
+        left_out = [s for s in theta.check_sensitive(sensitive) if s not in nodes]
+        if left_out:
+            return f"it does not protect {fmt_set(left_out)} (it protects {fmt_set(nodes)})"
+    if epsilon is not None and eps > check_epsilon(epsilon):
+        return (f"it is made for epsilon = {eps:g}, weaker than the required "
+                f"{float(epsilon):g}")
+    return None
+
+
+def _query_mismatch(plan: Plan, theta: Theta, query: Query,
+                    definition: dict[str, Any]) -> str | None:
+    """Why the plan was made for another query (or one over unknown attributes), or None."""
+    unknown = [a for a in query.attributes if a not in theta]
+    if unknown:
+        return f"query attribute(s) {fmt_set(unknown)} not in the network"
+    try:
+        mine, theirs = canonical_json(definition), canonical_json(plan.query)
+    except QueryError as exc:
+        return str(exc)
+    if mine != theirs:
+        return f"it was made for another query: {theirs} in the plan, {mine} given"
+    return None
+
+
+def _summary_mismatch(plan: Plan) -> str | None:
+    """Why the plan's overall scale or optimality disagrees with its attributes, or None."""
+    top = max(sp.scale for sp in plan.sensitive)
+    if plan.scale != top:
+        return (f"it states the overall scale {plan.scale:.17g}, but the "
+                f"largest per-attribute scale is {top:.17g}")
+    every = all(sp.optimal for sp in plan.sensitive)
+    if plan.optimal != every:
+        return (f"it states optimal = {str(plan.optimal).lower()}, but the "
+                f"attributes say {str(every).lower()}")
+    return None
+
+
 def verify_plan(plan: Plan, model: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-                max_table: int = DEFAULT_MAX_TABLE, inference: str = "auto") -> Plan:
+                max_table: int = DEFAULT_MAX_TABLE, inference: InferenceMethod = "auto") -> Plan:
     """The plan, verified against ``model`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from

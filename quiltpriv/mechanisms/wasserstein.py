@@ -40,13 +40,22 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Rational, Real
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from quiltpriv.distances import quantile_shift, wasserstein_inf_exact, wasserstein_line
+from quiltpriv.distances import (
+    NumbersLike,
+    quantile_shift,
+    wasserstein_inf_exact,
+    wasserstein_line,
+)
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import NoisyValue, Seed
 
 __all__ = [
     "Interval",
@@ -59,7 +68,14 @@ __all__ = [
     "wasserstein_scale",
 ]
 
-Law = tuple[list[Fraction], list[Fraction]]
+#: An exact law of a count: its support 0..n and a Fraction probability per point.
+Law = tuple[list[int], list[Fraction]]
+#: A probability as given (checked by ``_probability``, which, like ``_rational`` and
+#: ``_prob_range``, takes ``object``: it is the check of untrusted input): a float read as the
+#: decimal it prints as, an int, a Fraction or a decimal string.
+ProbabilityLike = float | Fraction | str
+#: A secret's name in a law mapping.
+S = TypeVar("S", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,10 @@ class Interval(JSONResult):
 
     lo: float | Fraction | str
     hi: float | Fraction | str
+
+
+#: A probability or, for a box Theta, an :class:`Interval` of them.
+ProbabilityRange = ProbabilityLike | Interval
 
 
 @dataclass(frozen=True)
@@ -103,7 +123,7 @@ class WassersteinResult(JSONResult):
     worst_case: str
     notes: tuple[str, ...] = field(default=())
 
-    def release(self, value: float, *, seed: object = None):
+    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
         """F(X) + Lap(scale) with exact discrete Laplace noise from
         :mod:`quiltpriv.mechanisms.noise`.
 
@@ -183,7 +203,13 @@ def _w_inf_exact(a: Law, b: Law) -> Fraction:
 
 
 def wasserstein_scale(w: Fraction, eps: float) -> float:
-    """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up."""
+    """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up.
+
+    ``w`` must be exact (a Fraction or an int) and >= 0, ``eps`` a number > 0.
+    """
+    if isinstance(w, bool) or not isinstance(w, Rational) or w < 0:
+        raise ParameterError(f"w must be an exact distance >= 0 (a Fraction), got {w!r}")
+    eps = check_epsilon(eps, "eps")
     return _ceil(w / Fraction(eps))  # exact quotient rounded up: never below W / eps
 
 
@@ -197,12 +223,12 @@ def _ceil(w: Fraction) -> float:
 
 
 def wasserstein_mechanism(
-    laws: Mapping[Hashable, tuple[Sequence[object], Sequence[object]]]
-    | Sequence[Mapping[Hashable, tuple[Sequence[object], Sequence[object]]]],
+    laws: Mapping[S, tuple[NumbersLike, NumbersLike]]
+    | Sequence[Mapping[S, tuple[NumbersLike, NumbersLike]]],
     epsilon: float,
     *,
-    pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
-    secret_probabilities: Sequence[Mapping[Hashable, float]] | None = None,
+    pairs: Sequence[tuple[S, S]] | None = None,
+    secret_probabilities: Sequence[Mapping[S, float]] | None = None,
     theta_is_grid: bool = False,
 ) -> WassersteinResult:
     """Wasserstein Mechanism ([ZOC22, Alg. 4]) for a finite Theta and user-supplied laws of F.
@@ -357,7 +383,7 @@ def _bb_result(lower: Fraction, upper: Fraction, where: str, cells: int, eps: fl
 # Example 2: dataset attribute privacy with two binary attributes
 
 
-def two_binary_dataset_law(n: int, a: int, p1: object, p2: object) -> Law:
+def two_binary_dataset_law(n: int, a: int, p1: ProbabilityLike, p2: ProbabilityLike) -> Law:
     """Exact law of F = sum of X1 given g = sum of X2 = a (Example 2): Bin(a, p1) + Bin(n-a, p2).
 
     p1 = P(X1 = 1 | X2 = 1), p2 = P(X1 = 1 | X2 = 0); records i.i.d. Returns the support
@@ -372,8 +398,8 @@ def two_binary_dataset_law(n: int, a: int, p1: object, p2: object) -> Law:
 
 def two_binary_dataset_mechanism(
     n: int,
-    p1: object,
-    p2: object,
+    p1: ProbabilityRange,
+    p2: ProbabilityRange,
     epsilon: float,
     *,
     secrets: Sequence[int] | None = None,
@@ -435,7 +461,8 @@ def two_binary_dataset_mechanism(
 # Example 3: distributional attribute privacy with two binary attributes
 
 
-def two_binary_distributional_law(n: int, phi2: object, p1: object, p2: object) -> Law:
+def two_binary_distributional_law(n: int, phi2: ProbabilityLike, p1: ProbabilityLike,
+                                  p2: ProbabilityLike) -> Law:
     """Exact law of F = sum of X1 given phi2 (Example 3): Bin(n, p1 phi2 + p2 (1 - phi2)).
 
     phi2 = P(X2 = 1) is the protected hyperparameter; with p1 = 0.4, p2 = 0.6 this is the
@@ -449,9 +476,9 @@ def two_binary_distributional_law(n: int, phi2: object, p1: object, p2: object) 
 
 def two_binary_distributional_mechanism(
     n: int,
-    phi2: Sequence[object] | Interval,
-    p1: object,
-    p2: object,
+    phi2: Sequence[ProbabilityLike] | Interval,
+    p1: ProbabilityRange,
+    p2: ProbabilityRange,
     epsilon: float,
     *,
     max_cells: int = 2000,

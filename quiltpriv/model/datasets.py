@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import Any
 
 __all__ = ["ADULT_COLUMNS", "STAR98_COLUMNS", "load_adult", "load_star98"]
 
@@ -42,10 +43,10 @@ def load_adult():
 
     ref = resources.files("quiltpriv.data").joinpath("adult.csv.gz")
     with resources.as_file(ref) as path:
-        df = pd.read_csv(path, compression="gzip",
-                         dtype={"age": "int64", "education_num": "int64",
-                                "hours_per_week": "int64", "workclass": str,
-                                "marital_status": str, "sex": str, "income": str})
+        dtype: dict[str, Any] = {"age": "int64", "education_num": "int64",
+                                 "hours_per_week": "int64", "workclass": str,
+                                 "marital_status": str, "sex": str, "income": str}
+        df = pd.read_csv(path, compression="gzip", dtype=dtype)
     return df[list(ADULT_COLUMNS)]
 
 

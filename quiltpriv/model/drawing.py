@@ -170,12 +170,67 @@ def layered_layout(theta: Theta, sweeps: int = 8) -> Layout:
     nodes = check_theta(theta).nodes
     sweeps = int(check_scalar(sweeps, "sweeps", integer=True, min_val=0))
     n = len(nodes)
+    layer = _layers(theta)
+    depth = max(layer.values()) + 1
+    items = _items(theta, layer)
+    rows = _ordered_rows(items, depth, sweeps)
+    x = _x_positions(items, rows, n, depth, sweeps)
+    width = items.width
+    m = len(x)
+    left = min(x[k] - width[k] / 2 for k in range(m))
+    x = [round(v - left + MARGIN, 1) for v in x]
+    canvas_w = max(x[k] + width[k] / 2 for k in range(m)) + MARGIN
+    routes: dict[tuple[str, str], tuple[Point, ...]] = {}
+    h = BOX_H / 2
+    for (p, c), chain in items.chains.items():
+        pts: list[Point] = [(x[chain[0]], _y_of(layer[p]) + h)]
+        for k in chain[1:-1]:
+            yd = _y_of(items.layer[k])
+            pts += [(x[k], yd - h), (x[k], yd + h)]
+        pts.append((x[chain[-1]], _y_of(layer[c]) - h))
+        routes[(p, c)] = tuple(pts)
+    return Layout(
+        x=MappingProxyType({v: x[k] for k, v in enumerate(nodes)}),
+        y=MappingProxyType({v: _y_of(layer[v]) for v in nodes}),
+        width=MappingProxyType({v: width[k] for k, v in enumerate(nodes)}),
+        layer=MappingProxyType(dict(layer)),
+        canvas=(round(canvas_w, 1), _y_of(depth - 1) + 30.0),
+        routes=MappingProxyType(routes),
+    )
+
+
+def _y_of(d: int) -> float:
+    """The vertical centre of layer ``d``."""
+    return 30.0 + d * LAYER_GAP
+
+
+def _layers(theta: Theta) -> dict[str, int]:
+    """Each node's layer: one below its lowest parent (roots on layer 0)."""
     layer: dict[str, int] = {}
-    for v in nodes:  # topological, so parents come first
+    for v in theta.nodes:  # topological, so parents come first
         ps = theta.parents[v]
         layer[v] = 1 + max(layer[p] for p in ps) if ps else 0
-    depth = max(layer.values()) + 1
-    # Items 0..n-1 are the nodes; the rest are dummy points of long edges.
+    return layer
+
+
+@dataclass(frozen=True)
+class _Items:
+    """The items laid out: 0..n-1 are the nodes, the rest dummy points of long edges."""
+
+    layer: list[int]
+    width: list[float]
+    seed: list[float]
+    """Initial order key (topological position; a dummy's lies between its edge's ends)."""
+    up: list[list[int]]
+    down: list[list[int]]
+    chains: dict[tuple[str, str], list[int]]
+    """Per edge, its items from parent to child."""
+
+
+def _items(theta: Theta, layer: Mapping[str, int]) -> _Items:
+    """The nodes and a dummy item per layer crossed by a long edge, with their links."""
+    nodes = theta.nodes
+    n = len(nodes)
     item_layer = [layer[v] for v in nodes]
     width = [_text_width(v) for v in nodes]
     seed = [float(k) for k in range(n)]  # initial order key: topological position
@@ -198,18 +253,20 @@ def layered_layout(theta: Theta, sweeps: int = 8) -> Layout:
             down[a].append(b)
             up[b].append(a)
         chains[(p, c)] = chain
-    m = len(item_layer)
+    return _Items(item_layer, width, seed, up, down, chains)
+
+
+def _ordered_rows(items: _Items, depth: int, sweeps: int) -> list[list[int]]:
+    """The items of each layer in order: barycentre sweeps, keeping the fewest crossings."""
+    up, down = items.up, items.down
+    m = len(items.layer)
     rows: list[list[int]] = [[] for _ in range(depth)]
-    for k in sorted(range(m), key=lambda k: (seed[k], k)):
-        rows[item_layer[k]].append(k)
+    for k in sorted(range(m), key=lambda k: (items.seed[k], k)):
+        rows[items.layer[k]].append(k)
     pos = [0] * m
-
-    def renumber() -> None:
-        for row in rows:
-            for k, v in enumerate(row):
-                pos[v] = k
-
-    renumber()
+    for row in rows:
+        for k, v in enumerate(row):
+            pos[v] = k
 
     def reorder(row: list[int], neighbours: list[list[int]]) -> list[int]:
         def bary(v: int) -> tuple[float, int]:
@@ -230,14 +287,20 @@ def layered_layout(theta: Theta, sweeps: int = 8) -> Layout:
         c = _crossings(rows, down, pos)
         if c < best:
             best, best_rows = c, [list(r) for r in rows]
-    rows = best_rows
-    renumber()
+    return best_rows
+
+
+def _x_positions(items: _Items, rows: list[list[int]], n: int, depth: int,
+                 sweeps: int) -> list[float]:
+    """Horizontal centres: packed left to right, then pulled towards the neighbours' mean
+    (isotonic regression keeps the order and the gaps)."""
+    width, up, down = items.width, items.up, items.down
 
     def gap(a: int, b: int) -> float:
         g = NODE_GAP if a < n and b < n else DUMMY_GAP
         return (width[a] + width[b]) / 2 + g
 
-    x = [0.0] * m
+    x = [0.0] * len(width)
     for row in rows:  # packed left to right, to start
         cur = 0.0
         for k, v in enumerate(row):
@@ -253,30 +316,7 @@ def layered_layout(theta: Theta, sweeps: int = 8) -> Layout:
             gaps = [gap(a, b) for a, b in zip(row, row[1:], strict=False)]
             for v, xv in zip(row, _isotonic(target, gaps), strict=True):
                 x[v] = xv
-    left = min(x[v] - width[v] / 2 for v in range(m))
-    x = [round(v - left + MARGIN, 1) for v in x]
-    canvas_w = max(x[v] + width[v] / 2 for v in range(m)) + MARGIN
-
-    def y_of(d: int) -> float:
-        return 30.0 + d * LAYER_GAP
-
-    routes: dict[tuple[str, str], tuple[Point, ...]] = {}
-    h = BOX_H / 2
-    for (p, c), chain in chains.items():
-        pts: list[Point] = [(x[chain[0]], y_of(layer[p]) + h)]
-        for k in chain[1:-1]:
-            yd = y_of(item_layer[k])
-            pts += [(x[k], yd - h), (x[k], yd + h)]
-        pts.append((x[chain[-1]], y_of(layer[c]) - h))
-        routes[(p, c)] = tuple(pts)
-    return Layout(
-        x=MappingProxyType({v: x[k] for k, v in enumerate(nodes)}),
-        y=MappingProxyType({v: y_of(layer[v]) for v in nodes}),
-        width=MappingProxyType({v: width[k] for k, v in enumerate(nodes)}),
-        layer=MappingProxyType(dict(layer)),
-        canvas=(round(canvas_w, 1), y_of(depth - 1) + 30.0),
-        routes=MappingProxyType(routes),
-    )
+    return x
 
 
 def _e(x: Any) -> str:

@@ -44,7 +44,7 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -71,8 +71,10 @@ MAX_BINS = 50
 #: Most bootstrap resamples.
 MAX_BOOTSTRAP = 1000
 
-METHODS = ("hill_climb", "pc")
-SCORES = ("bdeu", "bic", "k2")
+LearningMethod = Literal["hill_climb", "pc"]
+Score = Literal["bdeu", "bic", "k2"]
+METHODS: tuple[LearningMethod, ...] = ("hill_climb", "pc")
+SCORES: tuple[Score, ...] = ("bdeu", "bic", "k2")
 
 
 @dataclass(frozen=True)
@@ -354,8 +356,8 @@ def _edge_list(edges: Iterable[Any] | None, params: Sequence[str], what: str
     return out
 
 
-def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: str, score: str,
-                     ess: float, max_indegree: int, max_iter: int,
+def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMethod,
+                     score: Score, ess: float, max_indegree: int, max_iter: int,
                      required: list[tuple[int, int]], forbidden: list[tuple[int, int]],
                      significance: float) -> list[tuple[int, int]]:
     """Edges (as integer node indices) learned by pgmpy. Integers, not names: pgmpy breaks
@@ -440,8 +442,8 @@ def learn_theta(
     population: str | None = None,
     bins: Mapping[str, Any] | None = None,
     quantiles: int | None = None,
-    method: str = "hill_climb",
-    score: str = "bdeu",
+    method: LearningMethod = "hill_climb",
+    score: Score = "bdeu",
     required_edges: Iterable[tuple[str, str]] | None = None,
     forbidden_edges: Iterable[tuple[str, str]] | None = None,
     max_indegree: int = 2,
@@ -504,24 +506,8 @@ def learn_theta(
     """
     data = _check_frame(data, "the data")
     params = _check_parameters(parameters)
-    if method not in METHODS:
-        raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
-    if score not in SCORES:
-        raise ParameterError(f"score must be one of {SCORES}, got {score!r}")
-    for label, value, lo in (("max_indegree", max_indegree, 0), ("max_iter", max_iter, 1),
-                             ("n_bootstrap", n_bootstrap, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-            raise ParameterError(f"{label} must be an integer >= {lo}, got {value!r}")
-    if n_bootstrap > MAX_BOOTSTRAP:
-        raise ParameterError(f"n_bootstrap must be at most {MAX_BOOTSTRAP}, got {n_bootstrap}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ParameterError(f"seed must be an integer, got {seed!r}")
-    ess = float(equivalent_sample_size)
-    if not (math.isfinite(ess) and ess > 0):
-        raise ParameterError(f"equivalent_sample_size must be > 0, got {equivalent_sample_size}")
-    alpha = float(significance_level)
-    if not 0 < alpha < 1:
-        raise ParameterError(f"significance_level must be in (0, 1), got {significance_level}")
+    ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
+                                 equivalent_sample_size, significance_level)
     names = list(params)
     required = _edge_list(required_edges, names, "required_edges")
     forbidden = _edge_list(forbidden_edges, names, "forbidden_edges")
@@ -543,19 +529,8 @@ def learn_theta(
     as_int = [(idx[a], idx[b]) for a, b in required]
     edges_int = _learn_structure(codes, cards, method, score, ess, max_indegree, max_iter,
                                  as_int, [(idx[a], idx[b]) for a, b in forbidden], alpha)
-    parents_int: dict[int, list[int]] = {k: [] for k in range(len(names))}
-    for a, b in edges_int:
-        parents_int[b].append(a)
-    for k in parents_int:
-        parents_int[k].sort()
-
-    rng = np.random.default_rng(seed)
-    samples = [codes] + [codes[rng.integers(0, len(codes), len(codes))]
-                         for _ in range(n_bootstrap)]
-    members = []
-    for sample in samples:
-        tables = _bdeu_tables(sample, cards, parents_int, ess)
-        members.append({names[k]: t for k, t in tables.items()})
+    parents_int = _parents_of(edges_int, len(names))
+    members = _bootstrap_members(codes, cards, parents_int, ess, names, n_bootstrap, seed)
     member_names = [name] + [f"{name}-bootstrap-{b}" for b in range(1, n_bootstrap + 1)]
     edges = [(names[a], names[b]) for a, b in edges_int]
     states = {p: binning[p].states for p in names}
@@ -567,8 +542,58 @@ def learn_theta(
         alpha, required, forbidden, edges, n_bootstrap, seed))
 
 
+def _check_settings(method: object, score: object, max_indegree: int, max_iter: int,
+                    n_bootstrap: int, seed: int, equivalent_sample_size: float,
+                    significance_level: float) -> tuple[float, float]:
+    """Refuse bad learning settings (untrusted: a caller may pass anything); the BDeu weight
+    and the test level."""
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {METHODS}, got {method!r}")
+    if score not in SCORES:
+        raise ParameterError(f"score must be one of {SCORES}, got {score!r}")
+    for label, value, lo in (("max_indegree", max_indegree, 0), ("max_iter", max_iter, 1),
+                             ("n_bootstrap", n_bootstrap, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise ParameterError(f"{label} must be an integer >= {lo}, got {value!r}")
+    if n_bootstrap > MAX_BOOTSTRAP:
+        raise ParameterError(f"n_bootstrap must be at most {MAX_BOOTSTRAP}, got {n_bootstrap}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ParameterError(f"seed must be an integer, got {seed!r}")
+    ess = float(equivalent_sample_size)
+    if not (math.isfinite(ess) and ess > 0):
+        raise ParameterError(f"equivalent_sample_size must be > 0, got {equivalent_sample_size}")
+    alpha = float(significance_level)
+    if not 0 < alpha < 1:
+        raise ParameterError(f"significance_level must be in (0, 1), got {significance_level}")
+    return ess, alpha
+
+
+def _parents_of(edges: Sequence[tuple[int, int]], n: int) -> dict[int, list[int]]:
+    """Per node index, its parents' indices in increasing order."""
+    parents: dict[int, list[int]] = {k: [] for k in range(n)}
+    for a, b in edges:
+        parents[b].append(a)
+    for k in parents:
+        parents[k].sort()
+    return parents
+
+
+def _bootstrap_members(codes: np.ndarray, cards: Sequence[int],
+                       parents: Mapping[int, Sequence[int]], ess: float, names: Sequence[str],
+                       n_bootstrap: int, seed: int) -> list[dict[str, np.ndarray]]:
+    """The BDeu tables of the data and of ``n_bootstrap`` resamples of its populations."""
+    rng = np.random.default_rng(seed)
+    samples = [codes] + [codes[rng.integers(0, len(codes), len(codes))]
+                         for _ in range(n_bootstrap)]
+    members = []
+    for sample in samples:
+        tables = _bdeu_tables(sample, cards, parents, ess)
+        members.append({names[k]: t for k, t in tables.items()})
+    return members
+
+
 def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population: str | None,
-                binning: Mapping[str, Bins], method: str, score: str, ess: float,
+                binning: Mapping[str, Bins], method: LearningMethod, score: Score, ess: float,
                 max_indegree: int, max_iter: int, alpha: float,
                 required: list[tuple[str, str]], forbidden: list[tuple[str, str]],
                 edges: list[tuple[str, str]], n_bootstrap: int, seed: int) -> dict[str, Any]:

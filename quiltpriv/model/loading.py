@@ -23,10 +23,10 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.network import (
@@ -206,11 +206,14 @@ def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: An
     raise ModelError(f"no bundled model named {name!r} (bundled: {names})")
 
 
+#: A model file reader's name (see :data:`READERS`).
+ModelReader = Literal["quiltpriv", "pgmpy"]
+
 #: The model file readers :func:`load_model` offers: quiltpriv's own
 # (:mod:`quiltpriv.model.readers`)
 #: and pgmpy's ``BIFReader``/``XMLBIFReader`` followed by :func:`theta_from_pgmpy` (slower; kept
 #: as a cross-check and a fallback).
-READERS = ("quiltpriv", "pgmpy")
+READERS: tuple[ModelReader, ...] = ("quiltpriv", "pgmpy")
 
 
 def _file_kind(path: Path) -> str | None:
@@ -243,7 +246,7 @@ def _read_model_text(path: Path, kind: str) -> str:
         raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
 
 
-def _read_model_file(path: Path, reader: str, tolerance: float) -> Theta:
+def _read_model_file(path: Path, reader: ModelReader, tolerance: float) -> Theta:
     """Theta of a BIF or XMLBIF file, read by ``reader`` (one of :data:`READERS`)."""
     kind = _file_kind(path)
     if kind is None:
@@ -341,6 +344,35 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
+    doc = _json_document(text, path)
+    nodes = doc.get("nodes")
+    members = doc.get("members")
+    if not isinstance(nodes, dict) or not nodes:
+        raise ModelError(f"{path}: 'nodes' must be a non-empty object")
+    if not isinstance(members, list) or not members:
+        raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
+    states: dict[str, list[str]] = {}
+    parents: dict[str, list[str]] = {}
+    for v, spec in nodes.items():
+        states[v], parents[v] = _json_node(v, spec, nodes, path)
+    edges = [(p, v) for v in nodes for p in parents[v]]
+    tables, names = [], []
+    for k, m in enumerate(members):
+        if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
+            raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
+        names.append(str(m.get("name") or f"{path.stem}[{k}]"))
+        tables.append(m["cpds"])
+    provenance = doc.get("provenance")
+    if provenance is not None and not isinstance(provenance, dict):
+        raise ModelError(f"{path}: 'provenance' must be an object")
+    theta = theta_from_tables(edges, states, tables, names, parents_order=parents,
+                              tolerance=tolerance)
+    # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
+    return theta if provenance is None else theta.with_provenance(provenance)
+
+
+def _json_document(text: str, path: Path) -> dict[str, Any]:
+    """The JSON model's top-level object, of the expected format."""
     import json
 
     try:
@@ -358,50 +390,33 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
     if doc.get("format") != JSON_FORMAT:
         raise ModelError(f"{path}: unknown JSON model format {doc.get('format')!r} "
                          f"(expected {JSON_FORMAT!r})")
-    nodes = doc.get("nodes")
-    members = doc.get("members")
-    if not isinstance(nodes, dict) or not nodes:
-        raise ModelError(f"{path}: 'nodes' must be a non-empty object")
-    if not isinstance(members, list) or not members:
-        raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
-    states: dict[str, list[str]] = {}
-    parents: dict[str, list[str]] = {}
-    for v, spec in nodes.items():
-        if not isinstance(spec, dict):
-            raise ModelError(f"{path}: node {v!r} must be an object with states and parents")
-        st, pa = spec.get("states"), spec.get("parents", [])
-        if not isinstance(st, list) or not st or not all(isinstance(x, str) for x in st):
-            raise ModelError(f"{path}: node {v!r} needs a non-empty list of state names")
-        if len(st) > MAX_STATES:
-            raise ModelError(f"{path}: node {v!r} has {len(st)} states (at most {MAX_STATES})")
-        if len(set(st)) != len(st):
-            raise ModelError(f"{path}: node {v!r} lists a state twice")
-        if not isinstance(pa, list) or not all(isinstance(x, str) for x in pa):
-            raise ModelError(f"{path}: the parents of {v!r} must be a list of node names")
-        unknown = [x for x in pa if x not in nodes]
-        if unknown:
-            raise ModelError(f"{path}: node {v!r} has unknown parent(s) {unknown}")
-        if len(set(pa)) != len(pa):
-            raise ModelError(f"{path}: node {v!r} lists a parent twice")
-        states[v], parents[v] = st, pa
-    edges = [(p, v) for v in nodes for p in parents[v]]
-    tables, names = [], []
-    for k, m in enumerate(members):
-        if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
-            raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
-        names.append(str(m.get("name") or f"{path.stem}[{k}]"))
-        tables.append(m["cpds"])
-    provenance = doc.get("provenance")
-    if provenance is not None and not isinstance(provenance, dict):
-        raise ModelError(f"{path}: 'provenance' must be an object")
-    theta = theta_from_tables(edges, states, tables, names, parents_order=parents,
-                              tolerance=tolerance)
-    # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
-    return theta if provenance is None else theta.with_provenance(provenance)
+    return doc
+
+
+def _json_node(v: str, spec: object, nodes: Mapping[str, object],
+               path: Path) -> tuple[list[str], list[str]]:
+    """A node's entry (untrusted: any JSON value) as its states and parents, checked."""
+    if not isinstance(spec, dict):
+        raise ModelError(f"{path}: node {v!r} must be an object with states and parents")
+    st, pa = spec.get("states"), spec.get("parents", [])
+    if not isinstance(st, list) or not st or not all(isinstance(x, str) for x in st):
+        raise ModelError(f"{path}: node {v!r} needs a non-empty list of state names")
+    if len(st) > MAX_STATES:
+        raise ModelError(f"{path}: node {v!r} has {len(st)} states (at most {MAX_STATES})")
+    if len(set(st)) != len(st):
+        raise ModelError(f"{path}: node {v!r} lists a state twice")
+    if not isinstance(pa, list) or not all(isinstance(x, str) for x in pa):
+        raise ModelError(f"{path}: the parents of {v!r} must be a list of node names")
+    unknown = [x for x in pa if x not in nodes]
+    if unknown:
+        raise ModelError(f"{path}: node {v!r} has unknown parent(s) {unknown}")
+    if len(set(pa)) != len(pa):
+        raise ModelError(f"{path}: node {v!r} lists a parent twice")
+    return st, pa
 
 
 def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE,
-               reader: str = "quiltpriv") -> Theta:
+               reader: ModelReader = "quiltpriv") -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
 
     A model whose states do not look like distribution parameters (not numbers, like the
@@ -437,7 +452,7 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
     return theta
 
 
-def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> Theta:
+def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelReader) -> Theta:
     text = os.fspath(spec)
     function = None
     base = text
@@ -476,7 +491,7 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: str) -> 
 
 def load_theta(
     specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
-    reader: str = "quiltpriv",
+    reader: ModelReader = "quiltpriv",
 ) -> Theta:
     """Load several specs and join them into one Theta (they must share one DAG)."""
     if isinstance(specs, str | os.PathLike) or not isinstance(specs, Sequence):

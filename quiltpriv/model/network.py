@@ -396,18 +396,18 @@ def theta_from_tables(
     ``parents_order`` fixes the parent axis order per node (default: parents in the order their
     edges are listed). ``cpds`` may be one mapping (|Theta| = 1) or a sequence of them.
     """
-    edges, states = _check_edges(edges), _check_states(states)
+    edge_list, states = _check_edges(edges), _check_states(states)
     if not isinstance(cpds, Mapping | Sequence) or isinstance(cpds, str):
         raise ModelError(f"cpds must map each node to its table (or be a list of such maps, one "
                          f"per member), got {type(cpds).__name__}")
     nodes_in_order = list(states)
-    for a, b in edges:
+    for a, b in edge_list:
         for x in (a, b):
             if x not in states:
                 raise ModelError(f"edge {a!r} -> {b!r} names node {x!r} that has no states")
     parents: dict[str, list[str]] = {v: [] for v in nodes_in_order}
     seen = set()
-    for a, b in edges:
+    for a, b in edge_list:
         if (a, b) in seen:
             raise ModelError(f"duplicate edge {a!r} -> {b!r}")
         seen.add((a, b))
@@ -657,7 +657,7 @@ def as_theta(model: Any) -> Theta:
 MAX_LISTED_NODES = 12
 
 
-def _known_hint(missing: list[object], nodes: tuple[str, ...]) -> str:
+def _known_hint(missing: Sequence[object], nodes: tuple[str, ...]) -> str:
     """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
     if len(nodes) <= MAX_LISTED_NODES:
         return f"(nodes: {', '.join(nodes)})"
@@ -683,6 +683,7 @@ def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
 
 def theta_html(theta: Theta) -> str:
     """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
+    check_theta(theta)
     from quiltpriv.model.drawing import dag_svg
     from quiltpriv.utils.format import escape, html_set, inline_style
 

@@ -50,8 +50,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -122,6 +122,13 @@ _NAN_OR_INF = re.compile(r"(?i)[-+]?(nan|inf(inity)?)")
 _TINY = 2.2250738585072014e-308
 #: More digits than any sane count of states (int() of a 5,000-digit number raises).
 _MAX_COUNT_DIGITS = 9
+
+
+def _after_space(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not white space."""
+    match = _SPACE.match(text, pos)
+    assert match is not None  # \s* matches everywhere
+    return match.end()
 
 
 class _Source:
@@ -225,7 +232,7 @@ def _parse_bif(text: str, where: str) -> tuple[
     variables: dict[str, tuple[tuple[str, ...], int]] = {}
     blocks: list[_Block] = []
     network_seen = False
-    pos = _SPACE.match(text, 0).end()
+    pos = _after_space(text, 0)
     while pos < n:
         if text.startswith("variable", pos):
             name, states, pos_next = _bif_variable(src, pos)
@@ -246,7 +253,7 @@ def _parse_bif(text: str, where: str) -> tuple[
             pos = _properties_then_close(src, m.end(), "the network block")
         else:
             raise src.expected(pos, "'network', 'variable' or 'probability'", "the file")
-        pos = _SPACE.match(text, pos).end()
+        pos = _after_space(text, pos)
     if not variables:
         raise ModelError(f"{where}: the BIF file declares no variables")
     return src, variables, blocks
@@ -255,7 +262,7 @@ def _parse_bif(text: str, where: str) -> tuple[
 def _properties_then_close(src: _Source, pos: int, context: str) -> int:
     text = src.text
     while True:
-        pos = _SPACE.match(text, pos).end()
+        pos = _after_space(text, pos)
         if text.startswith("}", pos):
             return pos + 1
         m = _PROPERTY.match(text, pos)
@@ -284,7 +291,7 @@ def _bif_variable(src: _Source, pos: int) -> tuple[str, tuple[str, ...], int]:
     states: tuple[str, ...] | None = None
     pos = m.end()
     while True:
-        pos = _SPACE.match(text, pos).end()
+        pos = _after_space(text, pos)
         if text.startswith("}", pos):
             pos += 1
             break
@@ -372,7 +379,7 @@ def _scan_body(src: _Source, pos: int, context: str) -> None:
     """Raise the error of a probability block body that is not a sequence of statements."""
     text = src.text
     while True:
-        pos = _SPACE.match(text, pos).end()
+        pos = _after_space(text, pos)
         if text.startswith("}", pos):
             raise src.error(pos, f"{context} is malformed")  # pragma: no cover - see caller
         for pattern in (_ROW, _TABLE, _PROPERTY):
@@ -385,7 +392,7 @@ def _scan_body(src: _Source, pos: int, context: str) -> None:
                                context)
 
 
-def _resolver(variables: Mapping[str, Any], src: _Source):
+def _resolver(variables: Mapping[str, Any], src: _Source) -> Callable[[str, str, int], str]:
     """Map a name in a header to its declared variable: exact, else unique ignoring case."""
     folded: dict[str, list[str]] = {}
     for v in variables:
@@ -694,7 +701,7 @@ def _parse_xmlbif(text: str, where: str) -> tuple[list[_XmlItem], list[_XmlItem]
     collecting: list[str | None] = [None]
     networks = [0]
 
-    def no_entities(*args: Any) -> None:
+    def no_entities(*args: Any) -> NoReturn:
         raise ModelError(f"{where}, line {parser.CurrentLineNumber}: the file declares XML "
                          "entities, which a model file may not")
 

@@ -67,7 +67,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from numbers import Rational
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -91,7 +92,17 @@ from quiltpriv.queries.law_bounds import (
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
+from quiltpriv.utils.validation import (
+    check_epsilon,
+    check_positive,
+    check_records,
+    check_scalar,
+)
+
+if TYPE_CHECKING:
+    import random
+
+    from quiltpriv.mechanisms.noise import NoisyValue
 
 __all__ = [
     "EXACT_RECORDS",
@@ -160,7 +171,10 @@ def bernoulli_parameters_of_states(node: str, states: Sequence[Any]) -> tuple[Fr
 
 
 def binomial_pmf(n: int, p: Fraction) -> list[Fraction]:
-    """The exact pmf of Binomial(n, p) at 0..n."""
+    """The exact pmf of Binomial(n, p) at 0..n (``n`` whole >= 0, ``p`` exact in [0, 1])."""
+    n = int(check_scalar(n, "n", integer=True, min_val=0))
+    if isinstance(p, bool) or not isinstance(p, Rational) or not 0 <= p <= 1:
+        raise ParameterError(f"p must be an exact probability (a Fraction in [0, 1]), got {p!r}")
     q = 1 - p
     return [math.comb(n, k) * p**k * q ** (n - k) for k in range(n + 1)]
 
@@ -252,8 +266,8 @@ def _fmt_values(values: Sequence[Any], limit: int = 8) -> str:
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
-def undeclared_domain_error(theta: Theta, attrs: Sequence[str], where: str, what: str
-                            ) -> QueryError:
+def undeclared_domain_error(theta: Theta, attrs: Sequence[str], where: str | Predicate | None,
+                            what: str) -> QueryError:
     """The refusal for a predicate over data values with no declared link to the model."""
     cats = ", ".join(f"{a}: {_fmt_values(range(record_categories(theta, a)))}" for a in attrs)
     first = attrs[0]
@@ -286,13 +300,14 @@ def _category_map(theta: Theta, a: str, domain: tuple[Any, ...] | None,
         return values, mapped
     if domain is None:
         return cats, cats
-    keys = {}
+    keys: dict[int, Any] = {}
+    integral = True
     for v in domain:
         if isinstance(v, str) or float(v) != int(float(v)):
-            keys = None
+            integral = False
             break
         keys[int(float(v))] = v
-    if keys is None or sorted(keys) != list(cats) or len(keys) != len(domain):
+    if not integral or sorted(keys) != list(cats) or len(keys) != len(domain):
         raise QueryError(
             f"the declared domain of {a!r} {_fmt_values(domain)} is not the model's record "
             f"categories {list(cats)}: map each declared value to a category with "
@@ -355,7 +370,24 @@ def record_truth(
 def record_probability(
     laws: Sequence[tuple[Fraction, ...]], truth: Mapping[tuple[int, ...], bool]
 ) -> Fraction:
-    """P(a record satisfies the predicate) given each attribute's per-record law."""
+    """P(a record satisfies the predicate) given each attribute's per-record law.
+
+    ``laws[j]`` is attribute ``j``'s law (a sequence of probabilities by state index);
+    ``truth`` maps each record (a tuple of state indices, one per law) to whether it satisfies
+    the predicate.
+    """
+    if isinstance(laws, str) or not isinstance(laws, Sequence) or not all(
+            isinstance(law, Sequence) and not isinstance(law, str) for law in laws):
+        raise ParameterError(f"laws must be a sequence of per-attribute laws, got {laws!r}")
+    if not isinstance(truth, Mapping):
+        raise ParameterError(f"truth must map records (tuples of state indices) to bool, got "
+                             f"{type(truth).__name__}")
+    for x in truth:
+        if (not isinstance(x, tuple) or len(x) != len(laws)
+                or not all(isinstance(xj, int) and 0 <= xj < len(law)
+                           for xj, law in zip(x, laws, strict=True))):
+            raise ParameterError(f"truth: record {x!r} is not a tuple of {len(laws)} state "
+                                 "indices within the laws")
     total = Fraction(0)
     for x, ok in truth.items():
         if ok:
@@ -645,7 +677,7 @@ class NetworkWassersteinResult(JSONResult):
     def sensitivity(self) -> float:
         return self.result.sensitivity
 
-    def release(self, value: float, *, seed: Any = None):
+    def release(self, value: float, *, seed: int | random.Random | None = None) -> NoisyValue:
         """``F(X) + Lap(W / eps)`` (see :meth:`WassersteinResult.release`)."""
         return self.result.release(value, seed=seed)
 
@@ -707,6 +739,7 @@ def network_wasserstein(
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
     limit = _time_limit(time_limit)
+    attr: str | tuple[str, ...]
     if isinstance(query, str):
         if records is None:
             raise ParameterError("give records (n) with an attribute name")

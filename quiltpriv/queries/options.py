@@ -23,7 +23,7 @@ from quiltpriv.queries.query import (
     Query,
     SumQuery,
 )
-from quiltpriv.utils.validation import Boundaries, check_scalar
+from quiltpriv.utils.validation import Boundaries, check_records, check_scalar
 
 __all__ = ["QUERY_KINDS", "domain_from_options", "parse_number", "query_from_options",
            "record_states_from_options", "split_list"]
@@ -34,11 +34,15 @@ QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
 
 def split_list(text: str | None) -> list[str]:
     """``A1,A2,...`` as a list of the non-empty, stripped items."""
+    if text is not None and not isinstance(text, str):
+        raise ParameterError(f"expected a comma-separated text, got {type(text).__name__}")
     return [s.strip() for s in (text or "").split(",") if s.strip()]
 
 
 def _parse_number(text: str, option: str, integer: bool) -> float:
     """The number TEXT spells: an int when it is one (exact, however long), else a float."""
+    if not isinstance(text, str):
+        raise ParameterError(f"{option} must be a number's text, got {type(text).__name__}")
     if integer:
         try:
             return int(text)
@@ -112,8 +116,29 @@ def _per_attribute(text: str, what: str) -> dict[str, str]:
     return out
 
 
+#: The attributes every options object has (the last three of the module text may be missing).
+OPTIONS = ("query", "attributes", "records", "where", "bounds", "weights")
+
+
+def _check_options(args: Any) -> None:
+    """Refuse an ``args`` that is not an options object (a dict, say, whose keys would be
+    silently read as "not given"), and option values that are not texts."""
+    missing = [o for o in OPTIONS if not hasattr(args, o)]
+    if missing:
+        raise ParameterError(f"options must be an object with the attributes {', '.join(OPTIONS)}"
+                             f" (argparse namespace or SimpleNamespace); {type(args).__name__} "
+                             f"lacks {', '.join(missing)}")
+    for o in ("query", "attributes", "where", "bounds", "weights", "domain", "record_states",
+              "catch_all"):
+        value = getattr(args, o, None)
+        if value is not None and not isinstance(value, str):
+            raise ParameterError(f"--{o.replace('_', '-')} must be a text, got "
+                                 f"{type(value).__name__}")
+
+
 def domain_from_options(args: Any) -> dict[str, list[Any]] | None:
     """``--domain``/``--categories A=V1|V2,B=W1|W2`` as attribute -> values (or None)."""
+    _check_options(args)
     if getattr(args, "domain", None) is None:
         return None
     return {a: _values(v, f"--domain {a}")
@@ -122,6 +147,7 @@ def domain_from_options(args: Any) -> dict[str, list[Any]] | None:
 
 def record_states_from_options(args: Any) -> dict[str, dict[Any, int]] | None:
     """``--record-states A=V1:K1|V2:K2`` as attribute -> {value: category} (or None)."""
+    _check_options(args)
     if getattr(args, "record_states", None) is None:
         return None
     out: dict[str, dict[Any, int]] = {}
@@ -143,9 +169,14 @@ def record_states_from_options(args: Any) -> dict[str, dict[Any, int]] | None:
 
 def query_from_options(args: Any) -> Query:
     """The query the options ``args`` describe (see the module text), checked."""
+    _check_options(args)
     kind = args.query
     attrs = split_list(args.attributes)
     records = args.records
+    if records is not None:
+        check_records(records, "--records")
+    if kind not in QUERY_KINDS:
+        raise QueryError(f"--query must be one of {', '.join(QUERY_KINDS)}, got {kind!r}")
     domain = domain_from_options(args)
     states = record_states_from_options(args)
     catch_all = getattr(args, "catch_all", None)
@@ -185,7 +216,8 @@ def query_from_options(args: Any) -> Query:
     # linear
     if not args.weights or not args.bounds:
         raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")
-    weights, bounds = {}, {}
+    weights: dict[str, float] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for item in split_list(args.weights):
         a, sep, w = item.partition("=")
         if not sep:

@@ -53,7 +53,7 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -76,13 +76,14 @@ MAX_PREDICATE_DEPTH = 48
 #: Integers (literals and data) are exact as doubles up to this magnitude.
 MAX_EXACT_INTEGER = 2**53
 
-_COMPARE_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
-                ast.GtE: ">="}
-_ARITH_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
-_REFUSED_OPS = {ast.Mod: "'%'", ast.Pow: "'**'", ast.FloorDiv: "'//'", ast.MatMult: "'@'",
-                ast.BitXor: "'^'", ast.LShift: "'<<'", ast.RShift: "'>>'",
-                ast.BitAnd: "'&' on numbers", ast.BitOr: "'|' on numbers",
-                ast.Is: "'is'", ast.IsNot: "'is not'", ast.UAdd: "unary '+'"}
+_COMPARE_OPS: dict[type[ast.AST], str] = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_ARITH_OPS: dict[type[ast.AST], str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_REFUSED_OPS: dict[type[ast.AST], str] = {
+    ast.Mod: "'%'", ast.Pow: "'**'", ast.FloorDiv: "'//'", ast.MatMult: "'@'",
+    ast.BitXor: "'^'", ast.LShift: "'<<'", ast.RShift: "'>>'",
+    ast.BitAnd: "'&' on numbers", ast.BitOr: "'|' on numbers",
+    ast.Is: "'is'", ast.IsNot: "'is not'", ast.UAdd: "unary '+'"}
 _REFUSED_NODES = {
     ast.Attribute: "attribute access", ast.Call: "a function call", ast.Subscript: "subscripting",
     ast.Lambda: "a lambda", ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
@@ -179,7 +180,7 @@ def _prec(node: Node) -> int:
         return _PREC[node.op]
     if isinstance(node, Negate):
         return _PREC["neg"]
-    if isinstance(node, Literal) and node.kind == "number" and node.value < 0:
+    if isinstance(node, Literal) and node.kind == "number" and cast(float, node.value) < 0:
         return _PREC["neg"]
     return _PREC["atom"]
 
@@ -384,7 +385,7 @@ class _Converter:
             inner = self.literal(node.operand)
             if inner.kind != "number":
                 raise self.refuse(node, "minus on a non-number")
-            return _number(-inner.value, self, node)
+            return _number(-cast(float, inner.value), self, node)
         if not isinstance(node, ast.Constant):
             raise self.refuse(node, "a value that is not a literal inside a list")
         return self.constant(node)
@@ -422,31 +423,31 @@ class _Converter:
             if isinstance(node.op, ast.USub):
                 inner = self.convert(node.operand)
                 if isinstance(inner, Literal) and inner.kind == "number":
-                    return _number(-inner.value, self, node)
+                    return _number(-cast(float, inner.value), self, node)
                 return Negate(inner)
             raise self.refuse(node, _REFUSED_OPS.get(type(node.op), "this operator"))
         if isinstance(node, ast.BinOp):
-            op = _ARITH_OPS.get(type(node.op))
-            if op is None:
+            arith = _ARITH_OPS.get(type(node.op))
+            if arith is None:
                 raise self.refuse(node, _REFUSED_OPS.get(type(node.op), "this operator"))
-            return Arithmetic(op, self.convert(node.left), self.convert(node.right))
+            return Arithmetic(arith, self.convert(node.left), self.convert(node.right))
         if isinstance(node, ast.Compare):
-            parts: list[Node] = []
+            parts = []
             left = self.convert(node.left)
             last = len(node.ops) - 1
-            for k, (op, right_ast) in enumerate(zip(node.ops, node.comparators, strict=True)):
-                if isinstance(op, ast.In | ast.NotIn):
+            for k, (cmp, right_ast) in enumerate(zip(node.ops, node.comparators, strict=True)):
+                if isinstance(cmp, ast.In | ast.NotIn):
                     if not isinstance(right_ast, ast.List | ast.Tuple):
                         raise self.refuse(right_ast, "'in' with something other than a list "
                                                      "of literals")
                     if k != last:
                         raise self.refuse(node, "a comparison chained after 'in [...]'")
                     values = tuple(self.literal(e) for e in right_ast.elts)
-                    parts.append(Membership(left, values, isinstance(op, ast.NotIn)))
+                    parts.append(Membership(left, values, isinstance(cmp, ast.NotIn)))
                     continue
-                sym = _COMPARE_OPS.get(type(op))
+                sym = _COMPARE_OPS.get(type(cmp))
                 if sym is None:
-                    raise self.refuse(node, _REFUSED_OPS.get(type(op), "this comparison"))
+                    raise self.refuse(node, _REFUSED_OPS.get(type(cmp), "this comparison"))
                 right = self.convert(right_ast)
                 parts.append(Comparison(sym, left, right))
                 left = right
@@ -614,6 +615,7 @@ def _column(values: Any, name: str) -> tuple[str, np.ndarray]:
 
 
 def _numbers(raw: np.ndarray, name: str) -> np.ndarray:
+    big: np.ndarray | list[Any]
     if raw.dtype.kind in "iu":
         big = raw[(raw > MAX_EXACT_INTEGER) | (raw < -MAX_EXACT_INTEGER)]
     elif raw.dtype == object:
@@ -682,9 +684,9 @@ class _Evaluator:
             (kl, a), (kr, b) = self.operand(node.left), self.operand(node.right)
             if kl != kr:
                 raise self.err(self.mismatch(node, node.left, kl, node.right, kr))
-            f = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-                 ">": np.greater, ">=": np.greater_equal}[node.op]
-            return np.asarray(f(a, b), dtype=bool)
+            compare = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+                       ">": np.greater, ">=": np.greater_equal}[node.op]
+            return np.asarray(compare(a, b), dtype=bool)
         if isinstance(node, Membership):
             kind, a = self.operand(node.operand)
             want = {"number" if v.kind == "bool" else v.kind for v in node.values}
@@ -774,11 +776,12 @@ class Predicate:
         (``height > 66`` over ``{0, 1}`` is refused: 66 is not a value ``height`` can take),
         and numbers are never compared with text. ``where`` prefixes the message.
         """
-        kinds = {}
-        for a, values in domain.items():
-            ks = {_value_kind(v) for v in values}
-            if len(ks) == 1 and None not in ks:
-                kinds[a] = ks.pop()
+        kinds: dict[str, str] = {}
+        for a, vals in domain.items():
+            ks = {_value_kind(v) for v in vals}
+            kind = ks.pop() if len(ks) == 1 else None
+            if kind is not None:
+                kinds[a] = kind
         prefix = f"{where}: " if where else ""
         try:
             _check_kinds(self.root, _infer_kinds(self.root, kinds, self.text), self.text)

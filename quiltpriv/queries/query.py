@@ -162,12 +162,12 @@ def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
     """Index of each data value in ``domain`` (``fallback`` for others, else an error)."""
     import pandas as pd
 
-    index = {_value_key(v): k for k, v in enumerate(domain)}
+    index: dict[tuple[str, Any] | None, int] = {_value_key(v): k for k, v in enumerate(domain)}
     numeric = pd.api.types.is_numeric_dtype(values.dtype) or \
         pd.api.types.is_bool_dtype(values.dtype)
     raw = values.to_numpy()
     if numeric:
-        lookup = {key[1]: k for key, k in index.items() if key[0] == "number"}
+        lookup = {key[1]: k for key, k in index.items() if key is not None and key[0] == "number"}
         mapped = pd.Series(raw.astype(float)).map(lookup)
         codes = mapped.fillna(-1).to_numpy(dtype=np.int64)
     else:
@@ -336,49 +336,65 @@ def _declared_domain(
     if domain is None and record_states is None:
         return None, None
     for name, given in (("domain", domain), ("record_states", record_states)):
-        if given is not None and not isinstance(given, Mapping):
-            raise QueryError(f"count query: {name} must be a mapping attribute -> "
-                             f"{'values' if name == 'domain' else '{value: category}'}")
-        unknown = [a for a in (given or {}) if a not in attrs]
-        if unknown:
-            raise QueryError(f"count query: {name} names {unknown}, which are not among the "
-                             f"attributes {list(attrs)}")
+        _check_attribute_mapping(name, given, attrs)
     out: dict[str, tuple[Any, ...]] = {}
     for a, values in (domain or {}).items():
         out[a] = _domain(values, f"count query: domain of {a!r}")
     states: dict[str, dict[Any, int]] = {}
     for a, mapping in (record_states or {}).items():
         what = f"count query: record_states of {a!r}"
-        if not isinstance(mapping, Mapping):
-            raise QueryError(f"{what}: give a mapping data value -> record category")
-        keys = _domain(list(mapping), what)
-        m: dict[Any, int] = {}
-        for v, k in zip(keys, mapping.values(), strict=True):
-            if isinstance(k, np.integer):
-                k = int(k)
-            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-                raise QueryError(f"{what}: {v!r} maps to {k!r}; a record category is a whole "
-                                 "number >= 0 (0/1 for a Bernoulli node, 0..k-1 for a "
-                                 "categorical one)")
-            m[v] = k
+        keys, states[a] = _record_state_map(mapping, what)
         if a in out:
-            declared = {_value_key(v) for v in out[a]}
-            mapped = {_value_key(v) for v in keys}
-            unmapped = [v for v in out[a] if _value_key(v) not in mapped]
-            undeclared = [v for v in keys if _value_key(v) not in declared]
-            if unmapped or undeclared:
-                raise QueryError(
-                    f"{what}: every declared value must be mapped, and only those"
-                    + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
-                    + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
+            _check_all_mapped(out[a], keys, what)
         else:
             out[a] = keys
-        states[a] = m
     missing = [a for a in attrs if a not in out]
     if missing:
         raise QueryError(f"count query: declare the domain of every attribute (missing: "
                          f"{', '.join(map(repr, missing))})")
     return {a: out[a] for a in attrs}, (states or None)
+
+
+def _check_attribute_mapping(name: str, given: object, attrs: tuple[str, ...]) -> None:
+    """``given`` (untrusted: any object) is None or a mapping over some of ``attrs``."""
+    if given is not None and not isinstance(given, Mapping):
+        raise QueryError(f"count query: {name} must be a mapping attribute -> "
+                         f"{'values' if name == 'domain' else '{value: category}'}")
+    unknown = [a for a in (given or {}) if a not in attrs]
+    if unknown:
+        raise QueryError(f"count query: {name} names {unknown}, which are not among the "
+                         f"attributes {list(attrs)}")
+
+
+def _record_state_map(mapping: object, what: str) -> tuple[tuple[Any, ...], dict[Any, int]]:
+    """One attribute's ``record_states`` (untrusted: any object): its data values, and each
+    one's record category (a whole number >= 0)."""
+    if not isinstance(mapping, Mapping):
+        raise QueryError(f"{what}: give a mapping data value -> record category")
+    keys = _domain(list(mapping), what)
+    m: dict[Any, int] = {}
+    for v, k in zip(keys, mapping.values(), strict=True):
+        if isinstance(k, np.integer):
+            k = int(k)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise QueryError(f"{what}: {v!r} maps to {k!r}; a record category is a whole "
+                             "number >= 0 (0/1 for a Bernoulli node, 0..k-1 for a "
+                             "categorical one)")
+        m[v] = k
+    return keys, m
+
+
+def _check_all_mapped(declared_values: Sequence[Any], keys: Sequence[Any], what: str) -> None:
+    """Refuse record_states that do not map exactly the declared values."""
+    declared = {_value_key(v) for v in declared_values}
+    mapped = {_value_key(v) for v in keys}
+    unmapped = [v for v in declared_values if _value_key(v) not in mapped]
+    undeclared = [v for v in keys if _value_key(v) not in declared]
+    if unmapped or undeclared:
+        raise QueryError(
+            f"{what}: every declared value must be mapped, and only those"
+            + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
+            + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
 
 
 @dataclass(frozen=True)

@@ -276,9 +276,10 @@ def _notes(facts: Sequence[_Facts]) -> list[str]:
     else:
         out.append(f"the releases were planned against {len(models)} different models")
     shas = {f.data_sha for f in facts}
-    if len(shas) == 1 and None not in shas:
+    sha = next(iter(shas))
+    if len(shas) == 1 and sha is not None:
         out.append(f"every release read the same data columns (sha256 "
-                   f"{next(iter(shas))[:12]}...)")
+                   f"{sha[:12]}...)")
     else:
         out.append("the releases read different data columns or different data (the hash "
                    "covers only the columns each query read)")
@@ -325,6 +326,9 @@ def composition(entries: Iterable[Any]) -> Composition:
     LedgerError
         No releases, or a record that is malformed (the release named).
     """
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+        raise LedgerError(f"composition: expected a sequence of ledger entries or release "
+                          f"records, got {type(entries).__name__}")
     items = [_record_of(e) for e in entries]
     if not items:
         raise LedgerError("composition: no releases given")
@@ -358,8 +362,9 @@ def _alone(f: _Facts, labels: tuple[str, ...], alone: tuple[tuple[str, float, tu
         "the release is an APMQM release ([ZOC22, Alg. 3]) with delta = 0 and epsilon "
         f"{_num(f.epsilon)}, protecting {_names(f.quilts)}",
     )
-    assumed = ("its plan's quilts, influences and sensitivities, verified when the release "
-               "was made, hold for the model it names",)
+    assumed: tuple[str, ...] = (
+        "its plan's quilts, influences and sensitivities, verified when the release was made, "
+        "hold for the model it names",)
     if f.source == "seeded":
         assumed += ("the seed is secret (a record holding its seed reveals the noise: seeded "
                     "noise is for experiments)",)

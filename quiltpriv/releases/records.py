@@ -92,7 +92,7 @@ def check_seed(seed: object) -> int | random.Random | None:
                          "convert it to an int yourself")
 
 
-def noise_source(secure: bool, scale: float, seed: object) -> str:
+def noise_source(secure: bool, scale: float, seed: int | random.Random | None) -> str:
     """``"secure"``, ``"seeded"`` or ``"none"`` (the plan needed no noise)."""
     if scale == 0:
         return "none"

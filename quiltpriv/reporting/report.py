@@ -242,8 +242,8 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
                 truncated = True
                 break
             count += 1
-            q = least_influence_quilt(theta, node, t)
-            add(markov_quilt(theta, node, q), f"least influence keeping {_set(t)} out of N")
+            least = least_influence_quilt(theta, node, t)
+            add(markov_quilt(theta, node, least), f"least influence keeping {_set(t)} out of N")
         if truncated:
             break
     if len(theta.nodes) <= SMALL_NETWORK_NODES:
@@ -272,6 +272,9 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
 
 def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
     """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
+    check_instance(chosen, Candidate, "chosen")
+    if not isinstance(ranked, Sequence) or not all(isinstance(c, Candidate) for c in ranked):
+        raise ParameterError("ranked must be a list of Candidate (candidate_quilts)")
     rated = [c for c in ranked if c.scale is not None]
     better = [c for c in rated if c.scale is not None and chosen.scale is not None
               and c.scale < chosen.scale and not is_tie(c.scale, chosen.scale)]
@@ -281,7 +284,7 @@ def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str
                 f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
                 f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
     ties = [c for c in rated if c is not chosen and chosen.scale is not None
-            and is_tie(c.scale, chosen.scale)]
+            and c.scale is not None and is_tie(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
     text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
             f"of the {len(rated)} candidates evaluated")
@@ -549,6 +552,9 @@ def _provenance_html(prov: Mapping[str, Any] | None) -> str:
 
 def model_files(specs: Sequence[str]) -> list[str]:
     """The specs that are files on disk (``file.py:function`` counts as ``file.py``)."""
+    if isinstance(specs, str) or not isinstance(specs, Sequence) or not all(
+            isinstance(s, str) for s in specs):
+        raise ParameterError("specs must be a list of model specs (texts)")
     out = []
     for s in specs:
         base = s

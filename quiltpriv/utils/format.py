@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -49,7 +49,7 @@ def fmt_set(xs: Iterable[str]) -> str:
     return "{" + ", ".join(xs) + "}" if xs else "{}"
 
 
-def text_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """Left-aligned columns under a header and a rule, one string per line."""
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
               for k, h in enumerate(header)]

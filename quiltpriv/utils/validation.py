@@ -15,6 +15,7 @@ from numbers import Integral, Real
 from typing import Literal, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
 
@@ -24,6 +25,8 @@ MAX_RECORDS = 2**53
 Boundaries = Literal["both", "left", "right", "neither"]
 
 T = TypeVar("T")
+# Every check_* below takes ``object``: its argument is untrusted input, and the check is what
+# turns it into a value of the returned type (or raises ParameterError).
 
 
 def _interval(min_val: float | None, max_val: float | None, closed: Boundaries) -> str:
@@ -152,7 +155,7 @@ def check_n_jobs(n_jobs: object, name: str = "n_jobs") -> int | None:
     return k
 
 
-def check_vector(x: object, name: str, length: int | None = None) -> np.ndarray:
+def check_vector(x: object, name: str, length: int | None = None) -> NDArray[np.float64]:
     """Return ``x`` (a number or a 1-d sequence) as a finite, non-empty float vector.
 
     ``length``, when given, is the required number of entries.
@@ -171,7 +174,8 @@ def check_vector(x: object, name: str, length: int | None = None) -> np.ndarray:
     return arr
 
 
-def check_probability_vector(p: object, name: str, *, atol: float = 1e-9) -> np.ndarray:
+def check_probability_vector(p: object, name: str, *,
+                             atol: float = 1e-9) -> NDArray[np.float64]:
     """Return ``p`` as a float array that is finite, non-negative and sums to one."""
     try:
         arr = np.asarray(p, dtype=float)
