@@ -95,13 +95,16 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         old = spec.name.partition(".")[2]
         _warn(old, MOVED[old])
         module = importlib.import_module(f"quiltpriv.{MOVED[old]}")
-        # The import system stamps the alias's spec on the module it gets back; keep the real
-        # one so that the module still knows its own (new) name.
-        self._real_spec = module.__spec__
+        # The import system stamps the alias's spec on the module it gets back; the alias
+        # spec carries the real one, put back by exec_module, so that the module still knows
+        # its own (new) name (per spec, not on this shared finder: imports may run in threads).
+        spec.loader_state = module.__spec__
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        module.__spec__ = self._real_spec
+        alias = module.__spec__
+        if alias is not None and alias.loader_state is not None:
+            module.__spec__ = alias.loader_state
 
 
 def install() -> None:
