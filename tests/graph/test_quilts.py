@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import reference as ref
 
-from quiltpriv.graph.quilts import d_connected, least_influence_quilt
+from quiltpriv.graph.quilts import d_connected, least_influence_quilt, markov_quilt
 from quiltpriv.model.network import theta_from_tables
 
 ABS = 1e-12  # as in tests/mechanisms/test_bruteforce.py: sums in different orders
@@ -58,3 +58,27 @@ def test_d_connected_matches_networkx(seed):
         got = d_connected(theta, src, z)
         want = {src} | {v for v in rest if v not in z and not nx.is_d_separator(g, {src}, {v}, z)}
         assert got == want, (seed, src, sorted(z), edges)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_markov_quilt_partition_matches_sorted_reference(seed):
+    """The one-pass split of N and R equals the sort-based partition it replaced (each set in
+    the network's order, N from networkx's d-separation) on random networks and quilts."""
+    net = ref.random_network(70_000 + seed)
+    theta = net.to_theta()
+    g = nx.DiGraph()
+    g.add_nodes_from(theta.nodes)
+    g.add_edges_from(theta.edges)
+    rng = np.random.default_rng(seed)
+    for node in theta.nodes:
+        rest = [v for v in theta.nodes if v != node]
+        k = int(rng.integers(0, len(rest) + 1))
+        q = set(rng.choice(rest, size=k, replace=False).tolist()) if k else set()
+        got = markov_quilt(theta, node, q)
+        near = {node} | {v for v in rest
+                         if v not in q and not nx.is_d_separator(g, {node}, {v}, q)}
+        remote = set(theta.nodes) - near - q
+        assert got.quilt == theta.sort(q)
+        assert got.nearby == theta.sort(near), (seed, node, sorted(q))
+        assert got.remote == theta.sort(remote), (seed, node, sorted(q))
+        assert type(got.nearby) is tuple and type(got.remote) is tuple
