@@ -371,11 +371,12 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
 
 def _eliminate_if_it_fits(theta: Theta, nodes: tuple[str, ...], member: int,
                           max_table: int) -> np.ndarray:
-    """:func:`_eliminate` after the compiled kernel found no order within ``max_table``.
+    """:func:`_eliminate`, its greedy order priced on the scopes first.
 
-    Its greedy order is priced on the scopes first: a query it cannot do either (the usual
-    case) is refused at once instead of after the arithmetic of every step up to the one too
-    large (seconds on dense networks). Same order, same refusals, same values.
+    Used where a refusal is likely (the compiled kernel found no order within ``max_table``)
+    or its arithmetic is slow (exact rational tables): a query too large is refused at once
+    instead of after the arithmetic of every step up to the one too large (seconds on dense
+    networks). Same order, same refusals, same values.
     """
     anc = theta.ancestral_set(nodes)
     _eliminate(theta, nodes, anc, member, max_table, price_only=True)
@@ -559,7 +560,7 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         if floating:
             joint, _ = _exact_joint(theta, nodes, m, max_table)
         else:
-            joint = _eliminate(theta, nodes, theta.ancestral_set(nodes), m, max_table)
+            joint = _eliminate_if_it_fits(theta, nodes, m, max_table)
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
@@ -681,9 +682,13 @@ def _exact_joint(theta: Theta, nodes: tuple[str, ...], member: int,
     limited to :data:`EXACT_MAX_TABLE` entries (and ``max_table``).
     """
     anc = theta.ancestral_set(nodes)
+    limit = min(max_table, EXACT_MAX_TABLE)
+    # Price the order first: a query too large is refused before any big-integer arithmetic
+    # (which took seconds to minutes a refusal on diabetes); the same order, same refusals.
+    _eliminate(theta, nodes, anc, member, limit, price_only=True)
     exact = _exact_tables(theta, member, anc)
     tables = {v: t for v, (t, _) in exact.items()}
-    joint = _eliminate(theta, nodes, anc, member, min(max_table, EXACT_MAX_TABLE), tables)
+    joint = _eliminate(theta, nodes, anc, member, limit, tables)
     return np.asarray(joint, dtype=object), sum(e for _, e in exact.values())
 
 

@@ -195,6 +195,42 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
+def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch):
+    monkeypatch.setattr(infl, "SAFE_LOG2_FLOOR", 1)  # every query takes the exact path
+    monkeypatch.setattr(infl, "EXACT_MAX_TABLE", 27)
+    real = infl._exact_tables
+    converted: list[int] = []
+
+    def spy(*args, **kwargs):
+        converted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(infl, "_exact_tables", spy)
+    answered = refused = 0
+    for seed in range(8):
+        net = ref.random_network(9850 + seed, min_nodes=6, max_nodes=12, edge_prob=0.6,
+                                 max_card=4)
+        theta = net.to_theta()
+        joints = [ref.full_joint(net, m) for m in range(len(net.members))]
+        rng = np.random.default_rng(seed)
+        for nodes in ref.random_node_sets(net.nodes, rng, 8):
+            if len(nodes) < 2:
+                continue
+            converted.clear()
+            theta._cache.clear()
+            try:
+                got = qp.max_influence(theta, nodes[0], nodes[1:])
+            except qp.InfluenceTooExpensive:
+                refused += 1
+                assert converted == []  # refused by the pricing alone
+                continue
+            answered += 1
+            assert got.arithmetic == "exact" and converted
+            want = max(ref.influence_from_joint(ref.marginal(net, j, nodes)) for j in joints)
+            assert got.value >= want and got.value == pytest.approx(want, rel=1e-9, abs=1e-9)
+    assert answered and refused
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_junction_tree_is_a_junction_tree(seed):
     """Running intersection, families covered, tables are the marginals of their cliques."""
