@@ -191,19 +191,44 @@ def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
 
 
 def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: Any) -> Any:
-    """What a bundled model module's ``function`` builds, with the given arguments.
+    """The pgmpy network (or list of networks) a bundled model module builds.
 
-    The bundled modules' ``model()`` (and ``theta()``, ``chain()``) give a :class:`Theta`
-    built without pgmpy, e.g. ``bundled_network("chain", 24, stay=0.5, function="chain")``;
-    their ``network()`` gives the pgmpy ``DiscreteBayesianNetwork``, for inspecting or changing
-    a bundled model before planning (then :func:`theta_from_pgmpy`).
+    For inspecting or changing a bundled model before planning, e.g.
+    ``net = bundled_network("chain", 24, stay=0.5, function="chain")`` then
+    ``theta_from_pgmpy(net)``. Arguments go to the module's function. The bundled modules
+    build a :class:`Theta` without pgmpy (what :func:`load_model` uses); here it becomes one
+    pgmpy network per member of Theta (a list when there are several), which imports pgmpy.
     """
     for d in model_dirs():
         candidate = d / f"{name}.py"
         if candidate.is_file() and not name.startswith("_"):
-            return _call_module(candidate, function, args, kwargs)
+            return _as_pgmpy(_call_module(candidate, function, args, kwargs))
     names = ", ".join(bundled_models()) or "none found"
     raise ModelError(f"no bundled model named {name!r} (bundled: {names})")
+
+
+def _as_pgmpy(built: Any) -> Any:
+    """``built`` as pgmpy network(s) when it is a :class:`Theta` (one per member), else as is."""
+    if not isinstance(built, Theta):
+        return built
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    nets = []
+    for label, member in zip(built.names, built.members, strict=True):
+        net = DiscreteBayesianNetwork()
+        net.add_nodes_from(built.nodes)  # Theta's order: theta_from_pgmpy gives it back
+        net.add_edges_from(built.edges)
+        net.name = label
+        for v in built.nodes:
+            parents = list(built.parents[v])
+            table = member[v].table
+            net.add_cpds(TabularCPD(
+                v, table.shape[0], table.reshape(table.shape[0], -1), evidence=parents or None,
+                evidence_card=[built.cardinality[p] for p in parents] or None,
+                state_names={u: list(built.states[u]) for u in (v, *parents)}))
+        nets.append(net)
+    return nets[0] if len(nets) == 1 else nets
 
 
 #: A model file reader's name (see :data:`READERS`).

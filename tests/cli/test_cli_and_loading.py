@@ -133,15 +133,18 @@ def test_bundled_bif_fixture_matches_module():
     ("student", [{}]), ("student:theta", [{}, {"strong": True}]), ("example3", [{}]),
     ("chain", [{}]), ("chain:chain", [{}])])
 def test_bundled_models_equal_their_pgmpy_networks(name, members):
-    # The bundled modules declare their tables with NetworkBuilder (no pgmpy); read through
-    # pgmpy, the same declarations give the same Theta, member names included.
+    # The bundled modules declare their tables with NetworkBuilder (no pgmpy); built by
+    # pgmpy from the same declarations (network()), or converted to pgmpy by bundled_network,
+    # they give the same Theta, member names included.
     theta = qp.load_model(name)
-    base = name.split(":")[0]
+    base, _, function = name.partition(":")
     nets = [qp.bundled_network(base, function="network", **kw) for kw in members]
-    ref = qp.theta_from_pgmpy(nets, [n.name for n in nets])
-    assert theta.fingerprint() == ref.fingerprint()
-    assert (theta.nodes, theta.names) == (ref.nodes, ref.names)
-    assert dict(theta.parents) == dict(ref.parents) and theta.provenance is None
+    converted = qp.bundled_network(base, function=function or "model")
+    for ref in (qp.theta_from_pgmpy(nets, [n.name for n in nets]), qp.theta_from_pgmpy(
+            converted if isinstance(converted, list) else [converted])):
+        assert theta.fingerprint() == ref.fingerprint()
+        assert (theta.nodes, theta.names) == (ref.nodes, ref.names)
+        assert dict(theta.parents) == dict(ref.parents) and theta.provenance is None
 
 
 def test_models_command(capsys):
@@ -152,10 +155,8 @@ def test_models_command(capsys):
 
 
 def test_bundled_network_with_arguments():
-    theta = qp.bundled_network("chain", 5, stay=0.5, function="chain")
-    assert isinstance(theta, qp.Theta)
-    net = qp.bundled_network("chain", 5, stay=0.5, function="network")
-    assert qp.theta_from_pgmpy(net).fingerprint() == theta.fingerprint()
+    net = qp.bundled_network("chain", 5, stay=0.5, function="chain")
+    theta = qp.theta_from_pgmpy(net)
     assert theta.nodes == ("x01", "x02", "x03", "x04", "x05")
     # Persistence 0.5 with 3 states: P(x_{t+1} | x_t) has diagonal 0.5, off-diagonal 0.25.
     assert qp.max_influence(theta, "x01", ["x02"]).value == pytest.approx(2 * 0.34657359, rel=1e-6)
