@@ -1227,26 +1227,10 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
     The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
     comparable between processes or machines) and becomes a local monotonic deadline here.
     """
-    _leave_ctrl_c_to_the_parent()
     deadline = (None if wall_deadline is None
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
     return [plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
                       inference=inference, max_candidates=max_candidates) for node in nodes]
-
-
-def _leave_ctrl_c_to_the_parent() -> None:
-    """In a joblib (loky) worker process, ignore SIGINT from now on.
-
-    A terminal's Ctrl-C reaches the whole process group. The parent turns it into a flagged
-    best-so-far plan and stops the workers; a worker that took the signal itself while idle
-    would print a traceback after the command's one-line message. Other backends' processes
-    (a Dask cluster's workers) are left alone.
-    """
-    import multiprocessing
-    import signal
-
-    if multiprocessing.current_process().name.startswith("LokyProcess"):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,

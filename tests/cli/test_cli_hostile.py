@@ -515,12 +515,33 @@ def slow(theta, query, nodes, *args):
     if "gender" in nodes:  # this batch never finishes before Ctrl-C
         open(sys.argv[1], "w").close()
         time.sleep(600)
-    return real(theta, query, nodes, *args)
+    out = real(theta, query, nodes, *args)
+    open(sys.argv[1] + ".other", "w").close()  # the other worker is past its start-up too
+    return out
 
 mech._plan_batch = slow
 sys.exit(main(["plan", "student", "--sensitive", "income,gender", "--attributes", "height",
                "--records", "10", "--epsilon", "1", "--jobs", "2", "--json"]))
 """
+
+
+def _without_loky_worker_noise(err: str) -> str:
+    """``err`` less what joblib's (loky's) worker processes print themselves.
+
+    The terminal's Ctrl-C reaches every process of the group. A loky worker that takes it
+    outside a task (starting up, or measuring its memory between tasks) prints its own
+    traceback, which quiltpriv's process does not write and cannot suppress (a known
+    limitation, in the README); what quiltpriv itself writes must still be one line.
+    """
+    kept, skipping = [], False
+    for line in err.splitlines(keepends=True):
+        if line.startswith(("Process LokyProcess", "Traceback (most recent call last)")):
+            skipping = True
+        elif skipping and not line.startswith(("  ", "KeyboardInterrupt")):
+            skipping = False
+        if not skipping and not line.startswith("KeyboardInterrupt"):
+            kept.append(line)
+    return "".join(kept)
 
 
 def test_sigint_during_a_parallel_plan(tmp_path):
@@ -532,15 +553,19 @@ def test_sigint_during_a_parallel_plan(tmp_path):
                             cwd=ROOT, env=_python_env(), start_new_session=True)
     try:
         deadline = time.monotonic() + HANG_SECONDS
-        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+        # Both workers are running (one stuck in its batch, one done with its own): the
+        # interrupt comes mid-plan, not while a worker process is still importing.
+        other = tmp_path / "started.other"
+        while not (mark.exists() and other.exists()) and proc.poll() is None \
+                and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert mark.exists(), proc.communicate(timeout=5)
+        assert mark.exists() and other.exists(), proc.communicate(timeout=5)
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=HANG_SECONDS)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-    _one_line_error(proc.returncode, err, status=EXIT_INTERRUPTED,
+    _one_line_error(proc.returncode, _without_loky_worker_noise(err), status=EXIT_INTERRUPTED,
                     prefix="quiltpriv: interrupted:")
     d = json.loads(out)
     assert d["optimal"] is False and mech.INTERRUPTED_NOTE in d["notes"]
