@@ -142,6 +142,27 @@ def forward_attribute(package: str, submodules: frozenset[str], name: str) -> ob
     return value
 
 
+def renamed_attribute(module: str, renamed: dict[str, tuple[str, str]], name: str) -> object:
+    """A class of ``module`` under the name it had before, with a deprecation warning.
+
+    Parameters
+    ----------
+    module : str
+        The module (``"quiltpriv.subset_privacy"``).
+    renamed : dict of str to (str, str)
+        Old name -> (its new name in the same module, why it was renamed).
+    name : str
+        The attribute asked for.
+    """
+    if name not in renamed:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    _FORWARDING_FILES.add(sys.modules[module].__file__ or "")
+    new, why = renamed[name]
+    warnings.warn(f"{module}.{name} is renamed {new} ({why}); the old name will be removed",
+                  DeprecationWarning, stacklevel=_caller_stacklevel())
+    return getattr(sys.modules[module], new)
+
+
 def moved_attribute(module: str, moved: dict[str, str], name: str) -> object:
     """A public name that moved out of ``module`` (for its ``__getattr__``), with a warning.
 

@@ -367,12 +367,11 @@ def consistent_count_table(counts: ArrayLike, epsilon: float, *,
     )
 
 
-def __getattr__(name: str) -> object:
-    if name != "Release":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import warnings
+#: Names this module had before, for one release: old name -> (new name, why).
+_RENAMED = {"Release": ("AccountedRelease", "quiltpriv.Release is an APMQM release")}
 
-    warnings.warn("quiltpriv.subset_privacy.Release is renamed AccountedRelease "
-                  "(quiltpriv.Release is an APMQM release); the old name will be removed",
-                  DeprecationWarning, stacklevel=2)
-    return AccountedRelease
+
+def __getattr__(name: str) -> object:
+    from quiltpriv._compat import renamed_attribute
+
+    return renamed_attribute(__name__, _RENAMED, name)

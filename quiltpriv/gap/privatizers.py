@@ -526,17 +526,13 @@ def gaussian_pdd_optimum(model: GaussianMixtureModel, distortion: float, *,
     return _optimum(model, mech, d, f"boundary search: {grid}^3 grid + Nelder-Mead x{refine}")
 
 
-#: Names this module had before, for one release: old name -> new name.
-_RENAMED = {"GaussianMechanism": "GaussianNoisePrivatizer"}
+#: Names this module had before, for one release: old name -> (new name, why).
+_RENAMED = {"GaussianMechanism": (
+    "GaussianNoisePrivatizer",
+    "a GAP privatizer, not the Gaussian mechanism of differential privacy")}
 
 
 def __getattr__(name: str) -> object:
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import warnings
+    from quiltpriv._compat import renamed_attribute
 
-    warnings.warn(f"quiltpriv.gap.privatizers.{name} is renamed {new} (a GAP privatizer, not "
-                  "the Gaussian mechanism of differential privacy); the old name will be removed",
-                  DeprecationWarning, stacklevel=2)
-    return globals()[new]
+    return renamed_attribute(__name__, _RENAMED, name)
