@@ -76,3 +76,29 @@ def cli(capsys) -> Callable[[Sequence[object]], CliResult]:
         return CliResult(rc, out, err)
 
     return run
+
+
+class _AlwaysUnderflows:
+    """A compiled network that reports an underflow for every query it computes."""
+
+    def __init__(self, net):
+        self.net = net
+
+    def influence(self, *args):
+        found = self.net.influence(*args)
+        return None if found is None else (*found[:3], True)
+
+    def joint(self, *args):
+        code = self.net.joint(*args)
+        return 2 if code else 0
+
+
+@pytest.fixture
+def exact_arithmetic(monkeypatch):
+    """Every floating-point query takes the exact-integer path: no static underflow bound
+    holds, and the compiled kernel (when built) reports an underflow on every query."""
+    import quiltpriv.inference.influence as infl
+
+    monkeypatch.setattr(infl, "SAFE_LOG2_FLOOR", 1)
+    real = infl._kernel_network
+    monkeypatch.setattr(infl, "_kernel_network", lambda *args: _AlwaysUnderflows(real(*args)))

@@ -22,16 +22,27 @@
  * also applies Definition 8 to the joint, so the planner's query is one call. Python builds one
  * Network per member of Theta (the tables' buffers are held, not copied) and validates queries
  * before calling; the checks here guard memory safety.
+ *
+ * Underflow. The rounding bound quiltpriv applies to a float64 result (relative error gamma_K
+ * per entry) holds only if no operation underflowed: a product or quotient that falls below
+ * float64's normal range loses relative precision, and one flushed to zero can turn a large
+ * ratio of tiny conditionals into 0/0. IEEE 754 raises the underflow flag for every tiny
+ * inexact result (also when the processor flushes it to zero), so joint() and influence()
+ * clear the flag, compute, and report whether it was raised; quiltpriv then redoes that query
+ * in exact arithmetic. A tiny result that is exact loses nothing and needs no flag. The flag
+ * is per thread, and nothing else runs on this thread in between.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <fenv.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define KERNEL_ABI 1
+#define KERNEL_ABI 2
 #ifndef KERNEL_SOURCE_SHA256 /* set by setup.py: the SHA-256 of this file */
 #define KERNEL_SOURCE_SHA256 ""
 #endif
@@ -980,6 +991,33 @@ done:
     return rc;
 }
 
+/* Whether this thread's floating-point environment keeps subnormal numbers: neither
+   flush-to-zero nor denormals-are-zero (which a library built with -ffast-math may switch on
+   for the whole process). Under denormals-are-zero a subnormal operand counts as zero without
+   raising the underflow flag, so the flag is a complete check only when this holds. */
+static int
+keeps_subnormals(void)
+{
+    volatile double least_normal = DBL_MIN, half = 0.5, two = 2.0;
+    volatile double sub = least_normal * half; /* exact: 2**-1023 */
+    volatile double back = sub * two;
+    return sub != 0.0 && back == DBL_MIN;
+}
+
+/* Clear the underflow flag before a computation; see underflowed(). */
+static void
+start_underflow_watch(void)
+{
+    feclearexcept(FE_UNDERFLOW);
+}
+
+/* Whether an operation since start_underflow_watch() underflowed (or might have, unseen). */
+static int
+underflowed(void)
+{
+    return fetestexcept(FE_UNDERFLOW) != 0 || !keeps_subnormals();
+}
+
 static int
 parse_nodes(Network *self, PyObject *nodes_obj, int mode, int **q, int *m, Py_ssize_t *osize)
 {
@@ -1029,34 +1067,39 @@ Network_joint(Network *self, PyObject *args)
         PyMem_Free(q);
         return NULL;
     }
-    int rc = -1;
+    int rc = -1, underflow = 0;
     if (!is_float64(&obuf) || obuf.len != osize * 8)
         PyErr_SetString(PyExc_ValueError, "out must be a C-contiguous float64 table "
                                           "with one entry per joint state of nodes");
-    else
+    else {
+        start_underflow_watch();
         rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode);
+        underflow = underflowed();
+    }
     PyMem_Free(q);
     PyBuffer_Release(&obuf);
     if (rc < 0)
         return NULL;
-    return PyBool_FromLong(rc);
+    return PyLong_FromLong(rc == 1 ? (underflow ? 2 : 1) : 0);
 }
 
 static PyObject *Network_influence(Network *self, PyObject *args);
 
 static PyMethodDef Network_methods[] = {
     {"joint", (PyCFunction)Network_joint, METH_VARARGS,
-     "joint(nodes, out, max_table, mode=0) -> bool\n\n"
-     "Write P(nodes) into out (float64, C order, axes in the order of nodes). False, with out\n"
+     "joint(nodes, out, max_table, mode=0) -> 0, 1 or 2\n\n"
+     "Write P(nodes) into out (float64, C order, axes in the order of nodes) and return 1, or\n"
+     "2 when some operation underflowed (out is then not to be trusted). 0, with out\n"
      "untouched, when every order considered would build a table above max_table entries.\n"
      "mode: 0 the cheapest of the candidate orders (sum of the tables they build, priced\n"
      "symbolically), 1 the order given at construction, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
      "cheapest of four randomised greedy orders."},
     {"influence", (PyCFunction)Network_influence, METH_VARARGS,
-     "influence(nodes, max_table, mode=0) -> (value, a, b) or None\n\n"
+     "influence(nodes, max_table, mode=0) -> (value, a, b, underflow) or None\n\n"
      "Definition 8 (see definition8) of P(nodes), nodes[0] the sensitive attribute: the\n"
-     "influence of nodes[1:] on it, unrounded, and the pair of its states attaining it. None\n"
-     "when the joint cannot be computed within max_table (as joint() returning False)."},
+     "influence of nodes[1:] on it, unrounded, the pair of its states attaining it, and whether\n"
+     "some operation underflowed (the value is then not to be trusted). None when the joint\n"
+     "cannot be computed within max_table (as joint() returning 0)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1187,6 +1230,7 @@ Network_influence(Network *self, PyObject *args)
         return NULL;
     PyObject *result = NULL;
     double *out = malloc(sizeof(double) * (size_t)osize);
+    start_underflow_watch();
     int rc = out ? compute_joint(self, q, m, out, max_table, mode) : -1;
     if (out == NULL)
         PyErr_NoMemory();
@@ -1194,8 +1238,11 @@ Network_influence(Network *self, PyObject *args)
         result = Py_NewRef(Py_None);
     else if (rc == 1) {
         Py_ssize_t rows = self->card[q[0]];
-        if (definition8_core(out, rows, osize / rows, &value, &a, &b) == 0)
-            result = Py_BuildValue("(dnn)", value, a, b);
+        if (definition8_core(out, rows, osize / rows, &value, &a, &b) == 0) {
+            /* read after Definition 8 too: its quotients of tiny entries can underflow */
+            int underflow = underflowed();
+            result = Py_BuildValue("(dnnO)", value, a, b, underflow ? Py_True : Py_False);
+        }
     }
     free(out);
     PyMem_Free(q);

@@ -14,15 +14,24 @@ queries); see :func:`joint_marginal` for the paths.
 
 Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
 
-* *Underflow.* Every intermediate of an elimination (and of Definition 8) is a sum of products
-  of CPD entries of the query's ancestral set (or ratios of such sums, in the junction tree), so
-  none is below ``L = prod over those CPDs of their least positive entry``. Per query and member
-  the exponent of ``L`` is summed exactly from ``frexp`` exponents; when ``L >= 2**-1000``
-  (:data:`SAFE_LOG2_FLOOR`, far above the subnormal range that starts at ``2**-1022``) no
-  intermediate can underflow and a computed zero is an exact zero. Otherwise the joint is
-  computed in exact integer arithmetic (every float is ``m * 2**e``, so each CPD becomes
-  integers with one power-of-two scale, and the elimination is exact) and Definition 8 is
-  evaluated on those integers; the result records ``arithmetic="exact"`` and the plan says so.
+* *Underflow.* The rounding bound below holds only if no operation underflowed (a result
+  below float64's normal range loses relative precision; one flushed to zero can turn a large
+  ratio of tiny conditionals into ``0/0``). The compiled kernel watches the IEEE underflow flag
+  over the whole query (elimination and Definition 8), which is raised for every tiny inexact
+  result, and also reports a floating-point environment that flushes subnormals to zero; a
+  query it computed without an underflow is trusted at any magnitude. Otherwise, and on the
+  pure-Python paths, which cannot read the flag, a static bound decides: every intermediate of
+  an elimination (and of Definition 8) is a sum of products of CPD entries of the query's
+  ancestral set (or ratios of such sums, in the junction tree), so none is below ``L = prod
+  over those CPDs of their least positive entry``. Per query and member the exponent of ``L``
+  is summed exactly from ``frexp`` exponents; when ``L >= 2**-1000`` (:data:`SAFE_LOG2_FLOOR`,
+  far above the subnormal range that starts at ``2**-1022``) no intermediate can underflow and
+  a computed zero is an exact zero. The per-Theta folds of private ancestors (numpy, before the
+  kernel's watch starts) are made only where this bound holds for them. When neither the flag
+  nor the bound clears a query, the joint is computed in exact integer arithmetic (every float
+  is ``m * 2**e``, so each CPD becomes integers with one power-of-two scale, and the
+  elimination is exact) and Definition 8 is evaluated on those integers; the result records
+  ``arithmetic="exact"`` and the plan says so.
 * *Rounding.* On the float path every value has a relative error of at most ``gamma_K = K u /
   (1 - K u)`` (``u = 2**-53``), with ``K`` the depth of the arithmetic: at most the network's
   size (which bounds any ancestral set's) times (the largest summed block plus two), plus the
@@ -69,7 +78,11 @@ try:  # numpy's C einsum without the Python wrapper (sublist form); same results
 except ImportError:  # pragma: no cover - a numpy that moved it
     _c_einsum = np.einsum
 
-_KERNEL_ABI = 1
+_KERNEL_ABI = 2
+
+# What the kernel's Network.joint returns: no order fits max_table; the joint; the joint, but
+# some operation underflowed (the IEEE flag), so it is trusted only where it cannot have.
+_KERNEL_NO_FIT, _KERNEL_OK, _KERNEL_UNDERFLOW = 0, 1, 2
 
 
 def _load_kernel() -> Any:
@@ -239,13 +252,23 @@ def joint_marginal(
     _check_output_size(theta, nodes, max_table)
     if not nodes:
         return np.ones(())
-    if is_floating(theta, member):
-        scope = theta.nodes if inference == "junction_tree" else theta.ancestral_set(nodes)
-        if not _float_safe(theta, member, scope):
-            # float64 could underflow: compute exactly, then round each entry once
-            ints, exponent = _exact_joint(theta, nodes, member, max_table)
-            return _ints_to_float(ints, exponent)
-    return _joint(theta, nodes, [theta.index[v] for v in nodes], member, max_table, inference)
+    index = [theta.index[v] for v in nodes]
+    if not is_floating(theta, member):
+        return _joint(theta, nodes, index, member, max_table, inference)
+    if _KERNEL is not None and inference == "auto":
+        out = np.empty([theta.cardinality[v] for v in nodes])
+        code = _kernel_network(theta, member).joint(index, out, max_table)
+        if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
+                                  and _float_safe_for(theta, member, nodes, inference)):
+            return out
+        if code == _KERNEL_NO_FIT and _float_safe_for(theta, member, nodes, inference):
+            # no order the kernel prices fits max_table: the Python order may still fit
+            return _eliminate_if_it_fits(theta, nodes, member, max_table)
+    elif _float_safe_for(theta, member, nodes, inference):
+        return _joint(theta, nodes, index, member, max_table, inference)
+    # float64 underflowed, or could: compute exactly, then round each entry once
+    ints, exponent = _exact_joint(theta, nodes, member, max_table)
+    return _ints_to_float(ints, exponent)
 
 
 def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> None:
@@ -270,13 +293,6 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
     if inference == "auto" and is_floating(theta, member):
-        if _KERNEL is not None:
-            card = theta.cardinality
-            out = np.empty([card[v] for v in nodes])
-            if _kernel_network(theta, member).joint(index, out, max_table):
-                return out
-            # no order the kernel prices fits max_table: the Python order may still fit
-            return _eliminate_if_it_fits(theta, nodes, member, max_table)
         table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
         if table is None:  # the global order suits this query badly: order it greedily
             table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
@@ -549,30 +565,16 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
     """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
     nodes = (node, *q)
     _check_output_size(theta, nodes, max_table)
-    floating = is_floating(theta, m)
-    # The whole member's bound (cached) settles most models at once; only a model with tiny
-    # probabilities needs the query's own ancestral set.
-    safe = floating and _float_safe(theta, m, theta.nodes)
-    if floating and not safe and inference != "junction_tree":
-        safe = _float_safe(theta, m, theta.ancestral_set(nodes))
-    if not safe:
-        # Exact rational tables, or probabilities so small that float64 could underflow.
-        if floating:
+    found = _float_influence(theta, nodes, m, max_table, inference)
+    if found is None:
+        # Exact rational tables, or float64 underflowed (or could have).
+        if is_floating(theta, m):
             joint, _ = _exact_joint(theta, nodes, m, max_table)
         else:
             joint = _eliminate_if_it_fits(theta, nodes, m, max_table)
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
-        where = [theta.index[v] for v in nodes]
-        found: tuple[float, int, int] | None = None
-        if _KERNEL is not None and inference == "auto":
-            # joint and Definition 8 in one call; None: no order fits max_table
-            found = _kernel_network(theta, m).influence(where, max_table)
-            if not found:
-                found = _influence_from_joint(_eliminate_if_it_fits(theta, nodes, m, max_table))
-        else:
-            found = _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))
         value, a, b = found
         arithmetic = FLOAT64
         # the network's size bounds the ancestral set's (no per-query walk on the fast path)
@@ -584,6 +586,48 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         value = value * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, bound)
     states = theta.states[node]
     return value, (states[a], states[b]), arithmetic
+
+
+def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
+                     inference: InferenceMethod) -> tuple[float, int, int] | None:
+    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, or None where float64 is not
+    trusted: the member's tables are exact rationals, or an operation underflowed, or could.
+
+    The compiled kernel reports whether any of its operations underflowed (the IEEE flag), so
+    its result is trusted whenever none did; the pure-Python paths, which cannot read the flag,
+    are trusted only where no intermediate can underflow (:func:`_float_safe`).
+    """
+    if not is_floating(theta, m):
+        return None
+    where = [theta.index[v] for v in nodes]
+    if _KERNEL is not None and inference == "auto":
+        # joint and Definition 8 in one call; None: no order the kernel prices fits max_table
+        found = _kernel_network(theta, m).influence(where, max_table)
+        if found is not None:
+            value, a, b, underflow = found
+            if not underflow or _float_safe_for(theta, m, nodes, inference):
+                return value, a, b
+            return None
+        if not _float_safe_for(theta, m, nodes, inference):
+            return None
+        # the Python order may still fit; priced first, so a query too large is refused at once
+        return _influence_from_joint(_eliminate_if_it_fits(theta, nodes, m, max_table))
+    if not _float_safe_for(theta, m, nodes, inference):
+        return None
+    return _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))
+
+
+def _float_safe_for(theta: Theta, member: int, nodes: tuple[str, ...],
+                    inference: InferenceMethod) -> bool:
+    """Whether no float64 intermediate of the query over ``nodes`` can underflow.
+
+    The whole member's bound (cached) settles most models at once; only a model with tiny
+    probabilities needs the query's own ancestral set (the junction tree touches every CPD).
+    """
+    if _float_safe(theta, member, theta.nodes):
+        return True
+    return inference != "junction_tree" and _float_safe(
+        theta, member, theta.ancestral_set(nodes))
 
 
 def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
@@ -1122,6 +1166,12 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
     replaces both CPDs: it is the elimination of ``u``, done once per Theta instead of per query.
     Applied recursively (``u``'s own private parents first) while the folded table stays within
     :data:`FOLD_LIMIT` entries. Entries: ``(private, scope, table, parents)``.
+
+    The folds run in numpy, which cannot report an underflow, and the kernel's underflow check
+    starts after them; so a fold is made only where none of its intermediates can underflow:
+    the product of the least positive entries of the CPDs it multiplies is at least
+    ``2**SAFE_LOG2_FLOOR`` (see :func:`_float_safe`). Where it is not, the query eliminates the
+    parent itself, under the kernel's check (or the Python path's own bound).
     """
     hit = InferenceCache.of(theta).folded.get(member)
     if hit is not None:
@@ -1129,19 +1179,23 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
     scopes, tables = sorted_tables(theta, member)
     parents = parent_indices(theta)
     cards = cardinalities(theta)
+    floors = _log2_floors(theta, member) if is_floating(theta, member) else None
     single = [len(theta.children[v]) == 1 for v in theta.nodes]
     out: list[Any] = [None] * len(theta.nodes)
+    # per node, the summed log2 floors of the CPDs its table (folded or not) multiplies
+    depth = list(floors) if floors is not None else [0] * len(theta.nodes)
     for c in range(len(theta.nodes)):  # topological: a parent's fold is ready before its child's
         scope, table = scopes[c], tables[c]
         private: frozenset[int] = frozenset()
         for u in parents[c]:
-            if not single[u]:
+            if not single[u] or depth[c] + depth[u] < SAFE_LOG2_FLOOR:
                 continue
             fu = out[u]
             u_scope, u_table = (fu[1], fu[2]) if fu is not None else (scopes[u], tables[u])
             union = sorted(set(scope) | set(u_scope))
             if math.prod(cards[w] for w in union) > FOLD_LIMIT:
                 continue
+            depth[c] += depth[u]
             new_scope = tuple(w for w in union if w != u)
             table = _einsum([(scope, table), (u_scope, u_table)], union, new_scope)
             scope = new_scope

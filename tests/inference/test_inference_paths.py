@@ -195,8 +195,8 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
-def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch):
-    monkeypatch.setattr(infl, "SAFE_LOG2_FLOOR", 1)  # every query takes the exact path
+def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_arithmetic):
+    # every query takes the exact path
     monkeypatch.setattr(infl, "EXACT_MAX_TABLE", 27)
     real = infl._exact_tables
     converted: list[int] = []

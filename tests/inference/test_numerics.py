@@ -119,6 +119,70 @@ def test_underflowing_joint_state_is_not_skipped(path):
     check_not_below(theta, "i", ["X"], path)
 
 
+def _tiny_chain() -> qp.Theta:
+    """i -> A -> B: P(B = 1 | i) = 1e-400 or 1e-390, below float64's range, so e = log 1e10."""
+    states = {"i": ["0.1", "0.2"], "A": ["0", "1"], "B": ["0", "1"]}
+    cpds = {"i": [0.5, 0.5], "A": [[1 - 1e-200, 1 - 1e-190], [1e-200, 1e-190]],
+            "B": [[1.0, 1 - 1e-200], [0.0, 1e-200]]}
+    return qp.theta_from_tables([("i", "A"), ("A", "B")], states, cpds)
+
+
+def test_the_kernel_reports_an_underflow_and_the_exact_path_answers():
+    if infl._KERNEL is None:
+        pytest.skip("compiled kernel not built")
+    theta = _tiny_chain()
+    index = [theta.index["i"], theta.index["B"]]
+    # in float64 both P(B = 1, i) are 0: the column would be skipped and e read as ~0
+    value, _, _, underflow = infl._kernel_network(theta, 0).influence(index, 2.0**25)
+    assert underflow and value < 1e-6
+    assert infl._kernel_network(theta, 0).joint(index, np.empty((2, 2)), 2.0**25) == 2
+    e = qp.max_influence(theta, "i", ["B"])
+    assert e.arithmetic == "exact"
+    assert e.value >= 10 * math.log(10) and e.value == pytest.approx(10 * math.log(10), rel=1e-9)
+    check_not_below(theta, "i", ["B"], "auto")
+
+
+def _long_chain(length: int, seed: int) -> qp.Theta:
+    """A chain whose CPDs' least entries multiply to far below 2**-1000, though every marginal
+    stays moderate: the static bound refuses float64, nothing actually underflows."""
+    rng = np.random.default_rng(seed)
+    names = [f"C{k}" for k in range(length)]
+    states = {v: ["0", "1", "2"] for v in names}
+    cpds = {names[0]: [0.2, 0.3, 0.5]}
+    for v in names[1:]:
+        cols = rng.dirichlet(np.ones(3), size=3)
+        cols[:, 0] = 0.01  # every column's least entry is 0.01: 2**-7 floors, 250 nodes
+        cols[:, 1:] *= 0.99 / cols[:, 1:].sum(axis=1, keepdims=True)
+        cols[:, 2] = 1.0 - cols[:, 0] - cols[:, 1]
+        cpds[v] = cols.T
+    return qp.theta_from_tables(list(zip(names, names[1:], strict=False)), states, cpds)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_past_the_static_bound_float64_runs_when_nothing_underflowed(seed, request):
+    if infl._KERNEL is None:
+        pytest.skip("compiled kernel not built")
+    theta = _long_chain(250, seed)
+    assert not infl._float_safe(theta, 0, theta.nodes)
+    node = theta.nodes[200]
+    quilts = [[theta.nodes[199]], [theta.nodes[199], theta.nodes[201]], [theta.nodes[240]]]
+    got = [qp.max_influence(theta, node, q) for q in quilts]
+    assert [e.arithmetic for e in got] == ["float64"] * 3
+    for q, e in zip(quilts, got, strict=True):
+        # the joint in exact integers (the elimination is exact), Definition 8 in rationals
+        ints, _ = infl._exact_joint(theta, (node, *q), 0, 2**25)
+        rows = [[Fraction(int(x)) for x in r] for r in ints.reshape(ints.shape[0], -1)]
+        conds = [[x / sum(r) for x in r] for r in rows]
+        exact = exact_log(max(max(c) / min(c) for c in zip(*conds, strict=True)))
+        TRIED["exact comparisons"] += 1
+        assert Decimal(e.value) >= exact, (q, e.value, exact)
+        assert Decimal(e.value) <= exact * Decimal(1 + 1e-9) + Decimal(1e-9)
+    request.getfixturevalue("exact_arithmetic")  # from here on, exact integers only
+    theta._cache.clear()
+    for q in quilts:
+        assert qp.max_influence(theta, node, q).arithmetic == "exact"
+
+
 def test_planner_does_not_release_without_noise_on_underflow():
     theta = and_network(1e-300, 2e-300)
     query = qp.CountQuery(["X"], records=10)
