@@ -58,6 +58,12 @@
 #define TRIES 4
 #define RANDOM_FROM 100000.0
 
+/* mode 0 prices HARD_TRIES randomised greedy orders when no deterministic order fits
+   max_table, before giving up on the query (pricing is symbolic: on diabetes, the largest
+   bundled network for this, a try costs well under a millisecond, and a refusal sends the
+   planner to a bound or to the trivial quilt, which costs noise) */
+#define HARD_TRIES 64
+
 /* mode 0 re-prices the two cheapest orders with price_by_factors when the second costs at most
    NEAR_TIE times the first (pathfinder: orders within 1% by tables differ 1.4x in time) */
 #define NEAR_TIE 1.25
@@ -795,7 +801,7 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
             continue;
         int tries = 1;
         if (c == 4)
-            tries = mode || (have && best_cost >= RANDOM_FROM) ? TRIES : 0;
+            tries = mode || (have && best_cost >= RANDOM_FROM) ? TRIES : (have ? 0 : HARD_TRIES);
         for (int t = 0; t < tries; t++) {
             double c_cost, c_big;
             if (c == 1) {

@@ -608,10 +608,14 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
             if not underflow or _float_safe_for(theta, m, nodes, inference):
                 return value, a, b
             return None
+        # No order the kernel prices fits: the Python order may still. Priced first, so that a
+        # query too large is refused at once, naming its float64 limit (the exact path's
+        # smaller limit would refuse it too, with a less telling message).
+        anc = theta.ancestral_set(nodes)
+        _eliminate(theta, nodes, anc, m, max_table, price_only=True)
         if not _float_safe_for(theta, m, nodes, inference):
             return None
-        # the Python order may still fit; priced first, so a query too large is refused at once
-        return _influence_from_joint(_eliminate_if_it_fits(theta, nodes, m, max_table))
+        return _influence_from_joint(_eliminate(theta, nodes, anc, m, max_table))
     if not _float_safe_for(theta, m, nodes, inference):
         return None
     return _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))

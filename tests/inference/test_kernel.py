@@ -281,3 +281,47 @@ def test_a_half_built_network_is_refused():
         net.__init__([2], [0], [((0,), np.full(2, 0.5), ())], [None])
     with pytest.raises(ValueError, match="out of range"):
         infl._KERNEL.Network([2**40], [0], [((0,), np.full(2, 0.5), ())], [None])
+
+
+def _least_fitting_limit(theta, nodes, mode):
+    """The least power-of-two ``max_table`` under which ``mode`` computes the joint."""
+    for k in range(1, 26):
+        if _kernel_joint(theta, nodes, mode, max_table=2**k) is not None:
+            return 2**k
+    return None
+
+
+def _check_randomised_only_queries(seed):
+    """Check the queries of one seeded network that only a randomised order fits; their count.
+
+    Such a query's given, min-weight and min-fill orders all build a table above max_table,
+    while a randomised greedy order does not: mode 0 must answer it (exactly as the full joint
+    says) instead of refusing."""
+    net = ref.random_network(31_000 + seed, min_nodes=10, max_nodes=13, edge_prob=0.45,
+                             max_card=3)
+    theta = net.to_theta()
+    joint = None
+    answered = 0
+    rng = np.random.default_rng(seed)
+    for nodes in ref.random_node_sets(net.nodes, rng, 6):
+        if len(nodes) < 2:
+            continue
+        limit = _least_fitting_limit(theta, nodes, 0)
+        if limit >= min(_least_fitting_limit(theta, nodes, m) for m in (1, 2, 3)):
+            continue
+        joint = ref.full_joint(net) if joint is None else joint
+        _assert_same(_kernel_joint(theta, nodes, 0, max_table=limit),
+                     ref.marginal(net, joint, nodes), (seed, nodes, limit))
+        answered += 1
+    return answered
+
+
+@pytest.mark.parametrize("seed", [69, 133, 145, 221])
+def test_when_no_deterministic_order_fits_randomised_orders_are_tried(seed):
+    # seeds where a search over range(300) (the slow test below) found such queries
+    assert _check_randomised_only_queries(seed) >= 1
+
+
+@pytest.mark.slow
+def test_randomised_orders_over_300_networks():
+    assert sum(_check_randomised_only_queries(seed) for seed in range(300)) >= 8
