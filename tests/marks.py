@@ -42,3 +42,10 @@ def fewer_examples(test: Callable[..., None], max_examples: int,
     return settings(derandomize=True, max_examples=max_examples, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])(
         given(**strategies)(test.hypothesis.inner_test))
+
+
+def fast_and_full(fast: Any, full: Any) -> list[Any]:
+    """Parameters of a long test split in two: its ``fast`` size (a prefix or sub-grid of the
+    full case: fewer seeded trials, a coarser grid) runs by default, the ``full`` size, the test
+    as it was, is marked slow."""
+    return [fast, pytest.param(full, marks=pytest.mark.slow)]
