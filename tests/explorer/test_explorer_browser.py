@@ -134,6 +134,10 @@ def _ready_with(driver, attr, value):
     return done
 
 
+# ~12 s (starting Chromium through its driver, then every edit): slow. By default the explorer's
+# server and planner are checked over HTTP (test_explorer_api.py) and a page in a real browser
+# by test_report_browser.py.
+@pytest.mark.slow
 def test_the_page_follows_the_python_planner(explorer, browser):
     server, theta, folder = explorer
     d = browser

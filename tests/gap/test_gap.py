@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from marks import fast_sample
+from marks import fast_and_full, fast_sample
 
 from quiltpriv.audit.adversary import score_gaussian
 from quiltpriv.errors import ParameterError
@@ -59,9 +59,11 @@ def test_binary_oracles(p, q, pdi, pdd):
             assert expected == floor
 
 
-def test_binary_lp_matches_closed_form_on_random_joints():
+# The first 10 of the 40 seeded joints by default, all 40 slow.
+@pytest.mark.parametrize("joints", fast_and_full(10, 40))
+def test_binary_lp_matches_closed_form_on_random_joints(joints):
     rng = np.random.default_rng(3)
-    for _ in range(40):
+    for _ in range(joints):
         model = BinaryModel.from_joint(rng.dirichlet(np.ones(4) * 0.8).reshape(2, 2))
         for d in D_GRID[::4]:
             opt = binary_pdd_optimum(model, d)
@@ -72,10 +74,12 @@ def test_binary_lp_matches_closed_form_on_random_joints():
             assert dist == pytest.approx(opt.distortion, abs=1e-15)
 
 
-def test_binary_pdd_lp_beats_brute_force_grid():
+# A 6^4 grid by default (a sub-grid of the 11^4 one, which is slow: ~3 s).
+@pytest.mark.parametrize("points", fast_and_full(6, 11))
+def test_binary_pdd_lp_beats_brute_force_grid(points):
     # The LP optimum is no worse than any mechanism on a grid of flips within budget.
     model = BinaryModel.from_xor(0.6, 0.2)
-    axis = np.linspace(0, 1, 11)
+    axis = np.linspace(0, 1, points)
     for d in (0.05, 0.15, 0.3):
         best = 1.0
         for s in np.array(np.meshgrid(axis, axis, axis, axis)).reshape(4, -1).T:
@@ -172,9 +176,11 @@ def test_equal_variance_formula_agrees_with_exact_regions():
                                                                           abs=1e-13)
 
 
-def test_vectorised_two_gaussian_accuracy_matches_scorecard():
+# The first 15 of the 60 seeded cases by default, all 60 slow (~2 s).
+@pytest.mark.parametrize("cases", fast_and_full(15, 60))
+def test_vectorised_two_gaussian_accuracy_matches_scorecard(cases):
     rng = np.random.default_rng(5)
-    for _ in range(60):
+    for _ in range(cases):
         model = GaussianMixtureModel(float(rng.uniform(0.05, 0.95)), float(rng.uniform(0, 4)),
                                      float(rng.uniform(0.3, 3)), float(rng.uniform(0.3, 3)))
         mech = GaussianNoisePrivatizer(*rng.normal(0, 2, 2), *rng.uniform(0, 2, 2))

@@ -24,10 +24,14 @@ from quiltpriv.gap.privatizers import (
     gaussian_pdd_optimum,
 )
 
+# ~1 s each. By default one model, each kind and each constraint once (PDD with the penalty,
+# PDI with the augmented Lagrangian); the other six combinations are slow.
+_BINARY = [(p, q, kind, constraint) for p, q in [(0.5, 0.25), (0.75, 0.25)]
+           for kind in ["PDD", "PDI"] for constraint in ["penalty", "augmented_lagrangian"]]
 
-@pytest.mark.parametrize("constraint", ["penalty", "augmented_lagrangian"])
-@pytest.mark.parametrize("kind", ["PDD", "PDI"])
-@pytest.mark.parametrize(("p", "q"), fast_sample([(0.5, 0.25), (0.75, 0.25)], 1, unpack=True))
+
+@pytest.mark.parametrize(("p", "q", "kind", "constraint"), fast_sample(_BINARY, (0, 3),
+                                                                       unpack=True))
 def test_binary_learned_within_003_of_theory(p, q, kind, constraint):
     model = BinaryModel.from_xor(p, q)
     x, y = sample_binary(model, 4000, seed=11)
@@ -47,8 +51,12 @@ def test_binary_learned_within_003_of_theory(p, q, kind, constraint):
         assert card.map_accuracy == pytest.approx(res.accuracy, abs=1e-15)
 
 
-@pytest.mark.parametrize("constraint", ["penalty", "augmented_lagrangian"])
-@pytest.mark.parametrize(("p", "s0"), fast_sample([(0.5, 1.0), (0.75, 2.0)], 1, unpack=True))
+# ~1.4 s each: one by default (the binary tests above run both constraints), three slow.
+_GAUSSIAN = [(p, s0, constraint) for p, s0 in [(0.5, 1.0), (0.75, 2.0)]
+             for constraint in ["penalty", "augmented_lagrangian"]]
+
+
+@pytest.mark.parametrize(("p", "s0", "constraint"), fast_sample(_GAUSSIAN, 1, unpack=True))
 def test_gaussian_learned_within_006_of_theory(p, s0, constraint):
     model = GaussianMixtureModel(p, 3.0, sigma0=s0, sigma1=1.0)
     x, y = sample_gaussian(model, 8000, seed=5)

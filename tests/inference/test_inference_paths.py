@@ -72,8 +72,8 @@ def _exact_influences(seed):
     return tuple(zip(sets, wants, strict=True))
 
 
-# Seeds 1 and 35 draw the largest joints (~3 s of brute force): slow.
-@pytest.mark.parametrize("seed", fast_sample(range(40), set(range(40)) - {1, 35}))
+# Seeds 1, 14 and 35 draw the largest joints (~3 s of brute force each): slow.
+@pytest.mark.parametrize("seed", fast_sample(range(40), set(range(40)) - {1, 14, 35}))
 def test_influences_agree_across_methods(seed, kernel):
     theta = _network_9300(seed).to_theta()  # a fresh Theta (and cache) for each kernel
     for nodes, want in _exact_influences(seed):

@@ -283,7 +283,9 @@ def _wild_network(seed: int) -> qp.Theta | None:
     return theta
 
 
-@pytest.mark.parametrize("seed", fast_sample(range(40), 12))
+# Seeds 1-9 and 11 by default; seeds 0 and 10 (the largest networks, ~0.2 s per path) and
+# 12-39 are slow.
+@pytest.mark.parametrize("seed", fast_sample(range(40), set(range(1, 12)) - {10}))
 def test_random_wild_magnitudes_never_below_exact(path, seed):
     theta = _wild_network(seed)
     if theta is None:

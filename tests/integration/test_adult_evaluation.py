@@ -26,6 +26,9 @@ def adult():
     return load_adult()
 
 
+# The tiny evaluation costs ~4.5 s of CPU: the four tests that read it are slow. By default the
+# example's parts run here one by one (the declared network's plan, the budget split, the
+# Laplace vector mechanism's error).
 @pytest.fixture(scope="module")
 def tiny(adult):
     config = ae.EvaluationConfig(model_samples=150, repetitions=2, epsilons=(1.0, 5.0),
@@ -33,11 +36,13 @@ def tiny(adult):
     return ae.run_evaluation(config, df=adult)
 
 
+@pytest.mark.slow
 def test_no_defence_attack_is_well_above_chance(tiny):
     # The paper reports about 0.75 with no defence; 2 repetitions of 200 test subsets.
     assert 0.68 < tiny.no_defence < 0.85
 
 
+@pytest.mark.slow
 def test_releases_have_the_predicted_error_scale(tiny):
     # Measured mean noise norm over 400 releases vs closed form / Monte Carlo expectation:
     # relative standard error <= 4 % (one-dimensional DauM noise), so 15 % is > 3.5 SE.
@@ -49,6 +54,7 @@ def test_releases_have_the_predicted_error_scale(tiny):
     assert tiny.expected_error[groupdp, 1] == pytest.approx(301.33, abs=0.01)
 
 
+@pytest.mark.slow
 def test_heavy_noise_defeats_the_attack_and_light_noise_does_not(tiny):
     m = tiny.mechanisms
     # GroupDP at eps 1 adds noise ~1500 in L2 against mean differences ~3: chance level.
@@ -96,6 +102,7 @@ def test_laplace_vector_expected_error_matches_draws():
     assert one.expected_l2_error(draws=40000) == pytest.approx(2.5, rel=0.02)
 
 
+@pytest.mark.slow
 def test_report_mentions_every_mechanism(tiny):
     text = ae.format_report(tiny)
     assert "No defence" in text and "EXPERIMENT MODE" in text

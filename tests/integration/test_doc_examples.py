@@ -176,3 +176,29 @@ def test_paper_index_names_real_functions_and_tests():
         assert re.search(rf"^def {name}\(", source, flags=re.M), (file, name)
     for path in re.findall(r"`(examples/[\w./]+\.py)`", text):
         assert (ROOT / path).is_file(), path
+
+
+def test_cli_reference_hook_lists_every_subcommand():
+    """docs/gen_cli.py, the MkDocs hook, fills docs/cli.md's marker with every subcommand's
+    help and options, without MkDocs (test_docs.py checks the built page, with the slow
+    tests)."""
+    import argparse
+    from types import SimpleNamespace
+
+    from quiltpriv.cli import build_parser
+
+    spec = importlib.util.spec_from_file_location("gen_cli", ROOT / "docs" / "gen_cli.py")
+    gen_cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_cli)
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert gen_cli.MARKER in page
+    md = gen_cli.on_page_markdown(page, SimpleNamespace(file=SimpleNamespace(src_uri="cli.md")))
+    assert gen_cli.MARKER not in md
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert len(sub.choices) >= 5
+    for name, p in sub.choices.items():
+        assert f"## `quiltpriv {name}`" in md, name
+        assert f"usage: quiltpriv {name}" in md, name
+        for action in p._actions:
+            for opt in action.option_strings:
+                assert opt in md, (name, opt)

@@ -14,6 +14,11 @@ pytest.importorskip("mkdocstrings_handlers.python")
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# Building the site takes ~6 s: slow. CI builds it in its optional-tools step (.ci/run) and these
+# checks of the built pages run with its slow tests. By default test_doc_examples.py runs the
+# pages' examples, checks the paper index and the CLI reference that the build's hook inserts.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):

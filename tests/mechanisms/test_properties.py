@@ -15,6 +15,7 @@ import networkx as nx
 import reference as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from marks import fewer_examples
 
 from quiltpriv.graph.quilts import least_influence_quilt
 from quiltpriv.inference.influence import ROUNDING_MARGIN, max_influence
@@ -155,3 +156,22 @@ def test_plan_agrees_with_brute_force(seed, data, eps):
                              + ROUNDING_MARGIN)
     got = plan(theta, query, node, eps).scale
     assert lo - 1e-9 * max(1.0, lo) <= got <= hi + 1e-9 * max(1.0, hi), (lo, got, hi)
+
+
+# -- the default run's samples ------------------------------------------------------------------
+# The full runs above (~8 s of CPU) are marked slow; by default each property is checked on
+# fewer derandomised examples (~1.5 s), drawn by the same strategies (tests/marks.py).
+_eps = st.floats(0.05, 5.0, allow_nan=False)
+test_influence_monotone_in_quilt_sample = fewer_examples(
+    test_influence_monotone_in_quilt, 25, seed=seeds, data=st.data())
+test_data_processing_bound_sample = fewer_examples(
+    test_data_processing_bound, 25, seed=seeds, data=st.data())
+test_scale_non_increasing_in_epsilon_sample = fewer_examples(
+    test_scale_non_increasing_in_epsilon, 25, seed=seeds, data=st.data(),
+    eps1=st.floats(0.01, 5.0, allow_nan=False), factor=st.floats(1.0, 10.0))
+test_plan_deterministic_and_json_round_trip_sample = fewer_examples(
+    test_plan_deterministic_and_json_round_trip, 15, seed=seeds, data=st.data(), eps=_eps)
+test_least_influence_quilt_feasible_sample = fewer_examples(
+    test_least_influence_quilt_feasible, 25, seed=seeds, data=st.data())
+test_plan_agrees_with_brute_force_sample = fewer_examples(
+    test_plan_agrees_with_brute_force, 15, seed=seeds, data=st.data(), eps=_eps)

@@ -88,13 +88,21 @@ def test_learning_is_deterministic_across_hash_seeds():
             "d = sample_populations(planted(), 60, seed=3)\n"
             "t = qp.learn_theta(d, SHARES, bins=BINS, n_bootstrap=2, seed=5)\n"
             "print(t.fingerprint(), sorted(t.edges))\n")
+    # Both interpreters start at once (~2.5 s each, mostly importing pgmpy): half the wait.
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={"PYTHONHASHSEED": hash_seed, "PATH": "/usr/bin"})
+             for hash_seed in ("1", "2")]
     outs = set()
-    for hash_seed in ("1", "2"):
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              cwd=ROOT, env={"PYTHONHASHSEED": hash_seed, "PATH": "/usr/bin"},
-                              timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        outs.add(proc.stdout)
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+            outs.add(out)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
     assert len(outs) == 1
 
 

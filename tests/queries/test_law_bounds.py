@@ -14,6 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from marks import fast_and_full
 
 import quiltpriv.queries.law_bounds as lb
 from quiltpriv.audit.exact import audit
@@ -213,10 +214,11 @@ def _exact_w(n: int, pa: list[Fraction], pb: list[Fraction]) -> int:
     return int(max(pc.gap for pc in quantile_coupling(support, pa, support, pb)))
 
 
-def test_w_inf_bracket_contains_the_exact_value():
+# The first 30 seeded pairs by default, all 120 slow (~1.4 s).
+@pytest.mark.parametrize("cases", fast_and_full(30, 120))
+def test_w_inf_bracket_contains_the_exact_value(cases):
     rng = random.Random(21)
     closed = 0
-    cases = 120
     for _ in range(cases):
         n = rng.randint(1, 90)
         table = BinomialLogPmf(n)
@@ -263,9 +265,11 @@ def _random_theta(rng: random.Random):
     return theta_from_tables(edges, states, members)
 
 
-def test_network_wasserstein_certified_matches_exact_on_random_networks():
+# The first 10 seeded networks by default, all 40 slow (~1.1 s).
+@pytest.mark.parametrize("cases", fast_and_full(10, 40))
+def test_network_wasserstein_certified_matches_exact_on_random_networks(cases):
     rng = random.Random(4)
-    closed, cases = 0, 40
+    closed = 0
     for _ in range(cases):
         theta = _random_theta(rng)
         attrs = rng.sample(theta.nodes, rng.choice([1, 1, 2]))
@@ -324,9 +328,11 @@ def test_student_at_large_n_is_exact_and_linear_in_structure():
 # -- the audit --------------------------------------------------------------------------------
 
 
-def test_certified_audit_brackets_the_exact_loss():
+# The first 10 seeded networks by default, all 40 slow (~1.5 s).
+@pytest.mark.parametrize("cases", fast_and_full(10, 40))
+def test_certified_audit_brackets_the_exact_loss(cases):
     rng = random.Random(8)
-    widest, cases = 0.0, 40
+    widest = 0.0
     for _ in range(cases):
         theta = _random_theta(rng)
         attrs = tuple(rng.sample(theta.nodes, rng.choice([1, 2])))

@@ -76,6 +76,7 @@ def test_rendered_dom_has_drawing_and_candidate_rows(report_file, tmp_path):
     assert dom.rects >= 5  # one box per node, plus the legend
 
 
+@pytest.mark.slow  # ~2 s; the rendered page itself is checked by the test above by default
 def test_screenshot_is_not_blank_and_shows_the_roles(report_file, tmp_path):
     import matplotlib.image as mpimg
 
