@@ -353,7 +353,8 @@ eliminate_symbolic(word *adj, int W, int x)
     memset(row, 0, sizeof(word) * (size_t)W);
 }
 
-/* Cost (sum of tables built) and largest table of eliminating `order` on a copy of adj. */
+/* Cost (sum of the products' sizes) and largest table built (a step's result, its summed
+   variable gone) of eliminating `order` on a copy of adj. */
 static void
 simulate(const word *adj0, word *adj, int k, int W, const int *order, int m, const int *lcard,
          double *cost, double *biggest)
@@ -363,8 +364,10 @@ simulate(const word *adj0, word *adj, int k, int W, const int *order, int m, con
     for (int i = 0; i < m; i++) {
         double w = weight(adj, W, order[i], lcard);
         c += w;
-        if (w > big)
-            big = w;
+        /* the table built is the step's result, without x: product_sum sums x out as it
+           multiplies (as the Python path's max_table counts it) */
+        if (w / lcard[order[i]] > big)
+            big = w / lcard[order[i]];
         eliminate_symbolic(adj, W, order[i]);
     }
     *cost = c;
@@ -431,8 +434,8 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
         }
         double w = (kind == BY_WEIGHT && !noise) ? score[best] : weight(adj, W, best, lcard);
         c += w;
-        if (w > big)
-            big = w;
+        if (w / lcard[best] > big) /* the step's result, as in simulate() */
+            big = w / lcard[best];
         order[step] = best;
         done[best] = 1;
         /* Scores that change: a weight, of the neighbours; a fill-in, also of their

@@ -316,7 +316,7 @@ def _check_randomised_only_queries(seed):
     return answered
 
 
-@pytest.mark.parametrize("seed", [69, 133, 145, 221])
+@pytest.mark.parametrize("seed", [5, 7, 16, 20])
 def test_when_no_deterministic_order_fits_randomised_orders_are_tried(seed):
     # seeds where a search over range(300) (the slow test below) found such queries
     assert _check_randomised_only_queries(seed) >= 1
@@ -324,4 +324,4 @@ def test_when_no_deterministic_order_fits_randomised_orders_are_tried(seed):
 
 @pytest.mark.slow
 def test_randomised_orders_over_300_networks():
-    assert sum(_check_randomised_only_queries(seed) for seed in range(300)) >= 8
+    assert sum(_check_randomised_only_queries(seed) for seed in range(300)) >= 50
