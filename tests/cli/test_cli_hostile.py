@@ -544,13 +544,20 @@ def _without_loky_worker_noise(err: str) -> str:
     return "".join(kept)
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C's default handling, even when pytest itself was started as a
+    background job (which starts its children with SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_during_a_parallel_plan(tmp_path):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) during ``plan --jobs 2``."""
     TRIED["interrupt"] += 1
     mark = tmp_path / "started"
     proc = subprocess.Popen([sys.executable, "-c", SLOW_PARALLEL_PLAN, str(mark)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT, env=_python_env(), start_new_session=True)
+                            cwd=ROOT, env=_python_env(), start_new_session=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + HANG_SECONDS
         # Both workers are running (one stuck in its batch, one done with its own): the

@@ -582,7 +582,10 @@ def test_cli_serves_and_stops_cleanly_on_ctrl_c():
     proc = subprocess.Popen([sys.executable, "-m", "quiltpriv.cli", "explore", "student",
                              "--sensitive", "income", "--attributes", "sat", "--records",
                              "10", "--epsilon", "1"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # Ctrl-C's default handling even when pytest runs as a
+                            # background job (whose children start with SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         assert line.startswith("quiltpriv explorer: http://127.0.0.1:"), line
