@@ -28,9 +28,10 @@
  * float64's normal range loses relative precision, and one flushed to zero can turn a large
  * ratio of tiny conditionals into 0/0. IEEE 754 raises the underflow flag for every tiny
  * inexact result (also when the processor flushes it to zero), so joint() and influence()
- * clear the flag, compute, and report whether it was raised; quiltpriv then redoes that query
- * in exact arithmetic. A tiny result that is exact loses nothing and needs no flag. The flag
- * is per thread, and nothing else runs on this thread in between.
+ * clear the flag, compute, and report whether it was raised; quiltpriv then trusts the result
+ * only where its static bound shows that nothing could underflow, and otherwise redoes the
+ * query in exact arithmetic. A tiny result that is exact loses nothing and needs no flag. The
+ * flag is per thread, and nothing else runs on this thread in between.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
