@@ -16,15 +16,47 @@ from typing import NamedTuple
 import pytest
 
 
-def pytest_terminal_summary(terminalreporter):
-    # Test modules that fuzz inputs keep a TRIED counter; report the totals in every run.
-    lines = []
+def _tried_counts() -> dict[str, dict[str, int]]:
+    """The TRIED counters of the fuzzing test modules this process ran, by module."""
+    out: dict[str, dict[str, int]] = {}
     for name, module in sorted(sys.modules.items()):
         tried = getattr(module, "TRIED", None)
-        if name.split(".")[-1].startswith("test_") and isinstance(tried, dict) and tried:
-            total = sum(v for v in tried.values() if isinstance(v, int))
-            lines.append(f"{name.split('.')[-1]}: {total} hostile cases tried "
-                         f"({', '.join(f'{k} {v}' for k, v in sorted(tried.items()))})")
+        short = name.split(".")[-1]
+        if short.startswith("test_") and isinstance(tried, dict) and tried:
+            out[short] = {k: v for k, v in tried.items() if isinstance(v, int)}
+    return out
+
+
+#: Under pytest-xdist, the counts the workers hand back (the controller runs no test).
+_WORKER_TRIED: list[dict[str, dict[str, int]]] = []
+
+
+def pytest_sessionfinish(session):
+    # A pytest-xdist worker hands its counts to the controller (workeroutput is JSON-able).
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["quiltpriv_tried"] = _tried_counts()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    # pytest-xdist's controller: a worker finished; keep its counts for the summary.
+    tried = getattr(node, "workeroutput", {}).get("quiltpriv_tried")
+    if tried:
+        _WORKER_TRIED.append(tried)
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Test modules that fuzz inputs keep a TRIED counter; report the totals in every run.
+    totals: dict[str, dict[str, int]] = {}
+    for counts in (_tried_counts(), *_WORKER_TRIED):
+        for module, tried in counts.items():
+            mine = totals.setdefault(module, {})
+            for k, v in tried.items():
+                mine[k] = mine.get(k, 0) + v
+    lines = [f"{module}: {sum(tried.values())} hostile cases tried "
+             f"({', '.join(f'{k} {v}' for k, v in sorted(tried.items()))})"
+             for module, tried in sorted(totals.items())]
     if lines:
         terminalreporter.write_sep("-", "hostile input")
         for line in lines:
