@@ -2,9 +2,9 @@
 
 The default run (``python -m pytest -q``; the README adds ``-n auto``) deselects ``slow``;
 ``python -m pytest -q -m slow`` runs the rest, as CI does, so together they cover every
-parameter. ``fast_sample`` samples the
-parameters of a parametrized test; ``fewer_examples`` gives a hypothesis test a default-run
-copy that draws fewer examples, the full test (unchanged) being slow.
+parameter. ``fast_sample`` samples the parameters of a parametrized test; ``fewer_examples``
+gives a hypothesis test a default-run copy that draws fewer examples, the full test
+(unchanged) being slow.
 """
 
 from __future__ import annotations
