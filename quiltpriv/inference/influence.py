@@ -261,9 +261,10 @@ def joint_marginal(
         if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
                                   and _float_safe_for(theta, member, nodes, inference)):
             return out
-        if code == _KERNEL_NO_FIT and _float_safe_for(theta, member, nodes, inference):
-            # no order the kernel prices fits max_table: the Python order may still fit
-            return _eliminate_if_it_fits(theta, nodes, member, max_table)
+        if code == _KERNEL_NO_FIT:
+            table = _python_float_joint(theta, nodes, member, max_table)
+            if table is not None:
+                return table
     elif _float_safe_for(theta, member, nodes, inference):
         return _joint(theta, nodes, index, member, max_table, inference)
     # float64 underflowed, or could: compute exactly, then round each entry once
@@ -389,8 +390,8 @@ def _eliminate_if_it_fits(theta: Theta, nodes: tuple[str, ...], member: int,
                           max_table: int) -> np.ndarray:
     """:func:`_eliminate`, its greedy order priced on the scopes first.
 
-    Used where a refusal is likely (the compiled kernel found no order within ``max_table``)
-    or its arithmetic is slow (exact rational tables): a query too large is refused at once
+    Used where its arithmetic is slow (exact rational tables; :func:`_python_float_joint` does
+    the same for float64 after the kernel found no order): a query too large is refused at once
     instead of after the arithmetic of every step up to the one too large (seconds on dense
     networks). Same order, same refusals, same values.
     """
@@ -608,17 +609,26 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
             if not underflow or _float_safe_for(theta, m, nodes, inference):
                 return value, a, b
             return None
-        # No order the kernel prices fits: the Python order may still. Priced first, so that a
-        # query too large is refused at once, naming its float64 limit (the exact path's
-        # smaller limit would refuse it too, with a less telling message).
-        anc = theta.ancestral_set(nodes)
-        _eliminate(theta, nodes, anc, m, max_table, price_only=True)
-        if not _float_safe_for(theta, m, nodes, inference):
-            return None
-        return _influence_from_joint(_eliminate(theta, nodes, anc, m, max_table))
+        joint = _python_float_joint(theta, nodes, m, max_table)
+        return None if joint is None else _influence_from_joint(joint)
     if not _float_safe_for(theta, m, nodes, inference):
         return None
     return _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))
+
+
+def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
+                        max_table: int) -> np.ndarray | None:
+    """``P(phi_nodes)`` by the Python order, for a query no order of the kernel fits; None where
+    float64 is not provably free of underflow (the caller then computes exactly).
+
+    The order is priced first, so that a query too large is refused at once, naming its
+    float64 limit (the exact path's smaller limit would refuse it too, less tellingly).
+    """
+    anc = theta.ancestral_set(nodes)
+    _eliminate(theta, nodes, anc, member, max_table, price_only=True)
+    if not (_float_safe(theta, member, theta.nodes) or _float_safe(theta, member, anc)):
+        return None
+    return _eliminate(theta, nodes, anc, member, max_table)
 
 
 def _float_safe_for(theta: Theta, member: int, nodes: tuple[str, ...],
