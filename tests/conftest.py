@@ -3,8 +3,9 @@
 Fixtures used by test files in several directories live here: the paper's student model (one
 member, and the two-member Theta) and a runner of the ``quiltpriv`` command line. Helpers that
 are plain functions (brute-force references, the JSON-schema check, fast samples of long
-sweeps) are modules next to this file (reference.py, schema_check.py, marks.py); pyproject's
-``pythonpath`` puts this directory on ``sys.path``.
+sweeps, the command line's subcommands and options) are modules next to this file
+(reference.py, schema_check.py, marks.py, cli_parser.py); pyproject's ``pythonpath`` puts this
+directory on ``sys.path``.
 """
 
 from __future__ import annotations
