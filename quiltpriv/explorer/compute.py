@@ -16,7 +16,6 @@ from typing import Any
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.explorer.state import ModelState, PlanRequest
-from quiltpriv.graph.quilts import Quilt
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.model.drawing import dag_svg, layered_layout
 from quiltpriv.model.network import Theta
@@ -37,7 +36,7 @@ Progress = Callable[[str, int, int], None]
 
 def _candidates(theta: Theta, req: PlanRequest, sp: Any) -> dict[str, Any]:
     """The audit report's candidate table for one sensitive attribute, as JSON."""
-    chosen_q = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+    chosen_q = sp.partition(theta)
     ranked, truncated = candidate_quilts(theta, req.query, sp.node, req.epsilon)
     chosen = next((c for c in ranked if c.quilt == chosen_q), None)
     if chosen is None:  # not in the listed family: shown with the plan's own numbers
@@ -80,7 +79,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
         else:
             notes.append(f"candidate quilts of {sp.node!r} not listed: the time budget was "
                          "spent")
-        quilt = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+        quilt = sp.partition(theta)
         sections.append(dict(_jsonable(sp.to_dict()), candidates=cands,
                              svg=dag_svg(theta, quilt, svg_id=f"dag-{k}", layout=layout)))
     comparison = None

@@ -63,6 +63,7 @@ from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.junction_tree import (
     TreeStepTooLarge,
+    TreeStructure,
     cardinalities,
     is_floating,
     junction_tree,
@@ -687,19 +688,37 @@ def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod) -> 
     the network's ``n`` nodes: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest
     cardinality)`` terms; the
     row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
-    passes touch each of its tables a bounded number of times. Entries then err by at most
-    ``gamma_K``, a ratio of two conditionals (four entries) by ``4 gamma_K``, and the two logs of
-    values above ``2**-1000`` by ``2 * 745 u``.
+    passes touch each of its tables a bounded number of times (``_junction_tree_depth``).
     """
     depths = InferenceCache.of(theta).rounding_depth
     depth = depths.get(inference)
     if depth is None:  # the network's size bounds any ancestral set's
-        c_max = max(theta.cardinality.values())
-        depth = len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
-        if inference == "junction_tree":
-            depth = max(depth, 6 * tree_structure(theta).size + 16)
+        depth = (_junction_tree_depth(theta, tree_structure(theta))
+                 if inference == "junction_tree" else _elimination_depth(theta))
         depths[inference] = depth
-    k = depth + out_size
+    return _rounding_bound_k(depth + out_size)
+
+
+def _elimination_depth(theta: Theta) -> int:
+    """``K`` of variable elimination over any ancestral set of ``theta`` (module text)."""
+    c_max = max(theta.cardinality.values())
+    return len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
+
+
+def _junction_tree_depth(theta: Theta, structure: TreeStructure) -> int:
+    """``K`` of a Hugin propagation over ``structure`` and a read of one clique: each of its
+    table entries is touched at most six times on any path (the collect product and sum, the
+    distribute sum, ratio and product, the read), and never less than elimination's ``K``."""
+    return max(_elimination_depth(theta), 6 * structure.size + 16)
+
+
+def _rounding_bound_k(k: int) -> float:
+    """Upper bound on ``|computed - exact|`` of a float64 log-ratio of two conditionals whose
+    four entries were each computed with at most ``k`` roundings of non-negative numbers.
+
+    Entries err by at most ``gamma_K``, a ratio of two conditionals (four entries) by ``4
+    gamma_K``, and the two logs of values above ``2**-1000`` by ``2 * 745 u``.
+    """
     if k * _U >= 0.25:
         return math.inf  # pragma: no cover - would need ~10**15 operations
     gamma = k * _U / (1 - k * _U)

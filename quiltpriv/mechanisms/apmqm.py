@@ -48,14 +48,21 @@ import numpy as np
 from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.graph.quilts import (
     Quilt,
+    QuiltIndex,
     least_influence_quilt,
     markov_quilt,
     moral_ancestral_graph,
     trivial_quilt,
 )
+from quiltpriv.inference.attribute_joints import (
+    AttributeJoints,
+    attribute_joints,
+    joint_influence,
+)
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
     InferenceMethod,
+    Influence,
     InfluenceTooExpensive,
     check_inference,
     influence_upper_bound,
@@ -96,8 +103,11 @@ class SensitivePlan(JSONResult):
     ----------
     node : str
         The sensitive attribute ``i``.
-    quilt, nearby, remote : tuple of str
-        The chosen quilt's ``Q``, ``N`` and ``R`` (network order).
+    quilt : tuple of str
+        The chosen quilt ``Q`` (network order).
+    nearby, remote : tuple of str or None
+        Its nearby set ``N`` and remote set ``R`` (network order), or None in a plan too large
+        to list them (:data:`LIST_SETS_LIMIT`); :meth:`partition` gives them on demand.
     influence : float
         ``e_Theta(Q | i)``, rounded upwards by at least 1e-10 relative plus 1e-10 absolute and
         by a proven bound on float64's rounding (never below the exact value).
@@ -121,12 +131,16 @@ class SensitivePlan(JSONResult):
         ``"exact"`` when the influence was computed in exact integer arithmetic (the model's
         probabilities are too small for float64, or float64 could not tell a tiny influence
         from 0).
+    nearby_attributes : tuple of str or None
+        In a plan that does not list ``nearby`` (and then only), the query's attributes in
+        ``N`` (network order): all ``Delta_{A and N}`` reads. :meth:`nearby_in` answers
+        either way.
     """
 
     node: str
     quilt: tuple[str, ...]
-    nearby: tuple[str, ...]
-    remote: tuple[str, ...]
+    nearby: tuple[str, ...] | None
+    remote: tuple[str, ...] | None
     influence: float
     sensitivity: float
     scale: float
@@ -137,11 +151,36 @@ class SensitivePlan(JSONResult):
     influence_pair: tuple[Any, Any] | None = None
     influence_bound_via: tuple[str, ...] | None = None
     influence_arithmetic: str = "float64"
+    nearby_attributes: tuple[str, ...] | None = None
+
+    @property
+    def sets_listed(self) -> bool:
+        """Whether ``nearby`` and ``remote`` are listed (see :data:`LIST_SETS_LIMIT`)."""
+        return self.nearby is not None
+
+    def nearby_in(self, attributes: Iterable[str]) -> tuple[str, ...]:
+        """The query attributes (``attributes``, the plan's query's) that are in ``N``."""
+        near = set(self.nearby if self.nearby is not None else self.nearby_attributes or ())
+        return tuple(a for a in attributes if a in near)
+
+    def partition(self, model: Any) -> Quilt:
+        """The quilt ``(Q, N, R)``: as listed, or recomputed from ``model`` (linear in it).
+
+        The remote set of an unlisted plan is the largest one ``Q`` d-separates (how
+        :func:`plan` chooses it); for the trivial quilt (``Q = {}``, every query attribute
+        nearby) that is the quilt ``Q = {}`` with its remote set, which needs no more noise.
+        """
+        if self.nearby is not None and self.remote is not None:
+            return Quilt(self.node, self.quilt, self.nearby, self.remote)
+        return markov_quilt(as_theta(model), self.node, self.quilt)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["quilt"], d["nearby"], d["remote"] = list(self.quilt), list(self.nearby), list(
-            self.remote)
+        d["quilt"] = list(self.quilt)
+        d["nearby"] = None if self.nearby is None else list(self.nearby)
+        d["remote"] = None if self.remote is None else list(self.remote)
+        d["nearby_attributes"] = (None if self.nearby_attributes is None
+                                  else list(self.nearby_attributes))
         d["influence_pair"] = None if self.influence_pair is None else [
             _jsonable(x) for x in self.influence_pair]
         d["influence_bound_via"] = None if self.influence_bound_via is None else list(
@@ -154,7 +193,18 @@ class SensitivePlan(JSONResult):
 
 #: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
 #: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
-PLAN_FORMAT = "quiltpriv-plan/1"
+PLAN_FORMAT = "quiltpriv-plan/2"
+
+#: The previous format, still read: it lists ``nearby`` and ``remote`` for every attribute and
+#: has no ``nearby_attributes``.
+PLAN_FORMAT_1 = "quiltpriv-plan/1"
+
+#: A plan lists every sensitive attribute's ``nearby`` and ``remote`` sets when the network's
+#: size times the number of sensitive attributes is at most this (about a million names);
+#: above it they are ``null``, so that a plan, its JSON and its text stay linear in the
+#: network, and ``nearby_attributes`` (the query attributes in ``N``, all the noise depends
+#: on) and :meth:`SensitivePlan.partition` stand for them. ``plan(list_sets=...)`` overrides.
+LIST_SETS_LIMIT = 2**20
 
 _QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
 
@@ -238,14 +288,13 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     if mine != theirs:
         return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
                 "plan")
-    attrs = set(query.attributes)
     for sp in plan_.sensitive:
-        delta = query.sensitivity(attrs & set(sp.nearby))
+        near = sp.nearby_in(query.attributes)
+        delta = query.sensitivity(near)
         if delta != sp.sensitivity:
             return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
-                    f"{_set(a for a in query.attributes if a in set(sp.nearby))}) is "
-                    f"{delta:.17g}, the plan used {sp.sensitivity:.17g}")
-    if query_fingerprint(query, [sp.nearby for sp in plan_.sensitive]) != \
+                    f"{_set(near)}) is {delta:.17g}, the plan used {sp.sensitivity:.17g}")
+    if query_fingerprint(query, [sp.nearby_in(query.attributes) for sp in plan_.sensitive]) != \
             plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None
@@ -387,7 +436,8 @@ class Plan:
         ]
         header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
                   "scale", "quilts")
-        rows = [(sp.node, _set(sp.quilt), _set(sp.nearby), _set(sp.remote),
+        rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
+                 _shown_set(sp.remote, None),
                  _fmt(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
                  str(sp.quilts_considered)) for sp in self.sensitive]
         lines += _table(header, rows)
@@ -407,11 +457,20 @@ class Plan:
         return plan_html(self)
 
 
+def _shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+    """A listed set, or what an unlisted one shows: its query attributes, if known."""
+    if names is not None:
+        return _set(names)
+    return "(not listed)" if attrs is None else f"{_set(attrs)} + ... (not listed)"
+
+
 _PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
               "query_fingerprint", "model", "theta_size", "notes", "provenance")
 _SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
                    "quilts_considered", "optimal", "explanation", "influence_member",
-                   "influence_pair", "influence_bound_via", "influence_arithmetic")
+                   "influence_pair", "influence_bound_via", "influence_arithmetic",
+                   "nearby_attributes")
+_SENSITIVE_KEYS_1 = _SENSITIVE_KEYS[:-1]
 
 
 # -- strict parsing ------------------------------------------------------------------------
@@ -483,14 +542,26 @@ def _keys(d: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
     return d
 
 
-def _sensitive(node: Any, s: Any) -> SensitivePlan:
+def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
     if not isinstance(node, str) or not node:
         raise _fail("a key of 'sensitive'", "a node name", node)
     where = f"sensitive[{node!r}]"
-    s = _keys(s, _SENSITIVE_KEYS, where)
+    s = _keys(s, _SENSITIVE_KEYS if version == 2 else _SENSITIVE_KEYS_1, where)
     if s["node"] != node:
         raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
-    quilt, nearby, remote = (_names(s[k], f"{where}.{k}") for k in ("quilt", "nearby", "remote"))
+    quilt = _names(s["quilt"], f"{where}.quilt")
+    near_attrs = None
+    if version == 2 and s["nearby_attributes"] is not None:
+        near_attrs = _names(s["nearby_attributes"], f"{where}.nearby_attributes")
+    if version == 2 and s["nearby"] is None and s["remote"] is None:
+        if near_attrs is None:
+            raise PlanError(f"plan: {where} lists neither nearby nor nearby_attributes")
+        nearby = remote = None
+    else:
+        nearby, remote = (_names(s[k], f"{where}.{k}") for k in ("nearby", "remote"))
+        if near_attrs is not None:
+            raise PlanError(f"plan: {where} lists nearby, so its nearby_attributes must be "
+                            "null (they are the query attributes of nearby)")
     member = s["influence_member"]
     if member is not None:
         member = _text(member, f"{where}.influence_member")
@@ -515,7 +586,7 @@ def _sensitive(node: Any, s: Any) -> SensitivePlan:
         optimal=_bool(s["optimal"], f"{where}.optimal"),
         explanation=_text(s["explanation"], f"{where}.explanation"),
         influence_member=member, influence_pair=pair, influence_bound_via=via,
-        influence_arithmetic=arithmetic,
+        influence_arithmetic=arithmetic, nearby_attributes=near_attrs,
     )
 
 
@@ -535,9 +606,10 @@ def plan_from_dict(d: Any) -> Plan:
     if "format" not in d:
         raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
                         f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
-    if d["format"] != PLAN_FORMAT:
+    if d["format"] not in (PLAN_FORMAT, PLAN_FORMAT_1):
         raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
-                        f"{PLAN_FORMAT!r}); plan it again")
+                        f"{PLAN_FORMAT!r} and {PLAN_FORMAT_1!r}); plan it again")
+    version = 2 if d["format"] == PLAN_FORMAT else 1
     d = _keys(d, _PLAN_KEYS, "the plan")
     if d["mechanism"] != "APMQM":
         raise _fail("mechanism", "'APMQM'", d["mechanism"])
@@ -562,7 +634,7 @@ def plan_from_dict(d: Any) -> Plan:
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),
         optimal=_bool(d["optimal"], "optimal"),
-        sensitive=tuple(_sensitive(k, v) for k, v in sensitive.items()),
+        sensitive=tuple(_sensitive(k, v, version) for k, v in sensitive.items()),
         query=query,
         model=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),
@@ -708,7 +780,10 @@ def candidate_key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> t
 class _Search:
     """Mutable state of one node's candidate search (kept when the search is interrupted)."""
 
-    quilt: Quilt
+    quilt: tuple[str, ...] | None
+    """The chosen ``Q``; None for the trivial quilt (``Q = R = {}``, every attribute nearby)."""
+    nearby_attributes: tuple[str, ...]
+    """The query's attributes in the chosen quilt's nearby set ``N``."""
     scale: float
     delta: float
     key: tuple
@@ -741,6 +816,67 @@ PAIR_MIN_ITEMS = 8
 PAIR_CHECK_SIZE = 2**16
 
 
+#: A plan shares its graph walks and inference over the sensitive attributes (:class:`_Shared`)
+#: when it has at least this many sensitive attributes and the query at most
+#: :data:`SHARED_MAX_ATTRIBUTES` attributes.
+SHARED_MIN_SENSITIVE = 256
+SHARED_MAX_ATTRIBUTES = 6
+
+
+class _Shared:
+    """What the searches of one plan share: candidate quilts, nearby query attributes and
+    influences.
+
+    Each candidate is ``Q*(T)`` for a set ``T`` of query attributes, a subset of ``A``. Alone
+    (``shared=False``), a search walks the graph and eliminates per candidate, in time that
+    grows with the network. Shared, the answers for every sensitive attribute come from a
+    few walks from the attributes of ``A`` (:class:`~quiltpriv.graph.quilts.QuiltIndex`) and,
+    with the default inference, from one propagation per member of Theta that gives ``P(phi_v,
+    phi_A)`` for every ``v`` (:mod:`quiltpriv.inference.attribute_joints`); the influences are
+    rounded upwards by that propagation's own bound. Where the propagation cannot be trusted
+    or afforded, influences are computed one by one, as alone.
+    """
+
+    def __init__(self, theta: Theta, query: Query, max_table: int,
+                 inference: InferenceMethod, shared: bool) -> None:
+        self.theta, self.max_table, self.inference = theta, max_table, inference
+        self.attrs = frozenset(query.attributes)
+        self.index = QuiltIndex(theta, query.attributes) if shared else None
+        self._joints: list[AttributeJoints] | None = None
+        self._tried = not (shared and inference == "auto")
+
+    def quilt(self, node: str, targets: Iterable[str]) -> tuple[str, ...]:
+        """``Q*(targets)`` (:func:`~quiltpriv.graph.quilts.least_influence_quilt`)."""
+        if self.index is not None:
+            return self.index.least_influence_quilt(node, targets)
+        return least_influence_quilt(self.theta, node, targets)
+
+    def nearby_attributes(self, node: str, quilt: tuple[str, ...]) -> tuple[str, ...]:
+        """The query attributes in the nearby set of ``markov_quilt(node, quilt)``."""
+        if self.index is not None:
+            return self.index.nearby_attributes(node, quilt)
+        return tuple(v for v in markov_quilt(self.theta, node, quilt).nearby
+                     if v in self.attrs)
+
+    def influence(self, node: str, quilt: tuple[str, ...]) -> Influence:
+        """``e(Q | node)``, exact and rounded upwards, or a proven upper bound."""
+        if quilt:
+            joints = self._shared_joints()
+            if joints is not None:
+                return joint_influence(self.theta, joints, node, quilt)
+        return influence_upper_bound(self.theta, node, quilt, max_table=self.max_table,
+                                     inference=self.inference)
+
+    def _shared_joints(self) -> list[AttributeJoints] | None:
+        if not self._tried:
+            self._tried = True
+            found = [attribute_joints(self.theta, sorted(self.attrs), m)
+                     for m in range(len(self.theta.members))]
+            if all(j is not None for j in found):
+                self._joints = cast(list[AttributeJoints], found)
+        return self._joints
+
+
 class _Stop(Exception):
     """The search must stop now (time limit or candidate budget); the message says which."""
 
@@ -754,8 +890,9 @@ class _Candidates:
 
     def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
                  max_table: int, deadline: float | None, inference: InferenceMethod,
-                 max_candidates: int) -> None:
+                 max_candidates: int, shared: _Shared) -> None:
         self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
+        self.shared = shared
         self.max_table, self.deadline, self.inference = max_table, deadline, inference
         self.max_candidates = max_candidates
         self.attrs = frozenset(query.attributes)
@@ -787,18 +924,17 @@ class _Candidates:
             raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets")
         self.evaluated += 1
         theta, node, eps, best = self.theta, self.node, self.eps, self.best
-        q = least_influence_quilt(theta, node, target)
+        q = self.shared.quilt(node, target)
         if q in self.memo:
             known = self.memo[q]
             return floor if known is None else max(floor, known)
-        quilt = markov_quilt(theta, node, q)
-        delta = self.query.sensitivity(self.attrs & set(quilt.nearby))
+        near = self.shared.nearby_attributes(node, q)
+        delta = self.query.sensitivity(near)
         if lazy and quilt_scale(delta, floor, eps) >= best.scale:
             return floor
         self.memo[q] = None
         try:
-            infl = influence_upper_bound(theta, node, q, max_table=self.max_table,
-                                         inference=self.inference)
+            infl = self.shared.influence(node, q)
         except InfluenceTooExpensive as exc:
             self.unresolved.append((quilt_scale(delta, floor, eps),
                                     f"quilt {_set(q)} skipped: {exc}"))
@@ -817,7 +953,8 @@ class _Candidates:
                                     f"processing inequality via {_set(infl.bound_via or ())})"))
         key = candidate_key(scale, e, q, theta) + (0,)
         if key < best.key:
-            best.key, best.quilt, best.scale, best.e, best.delta = key, quilt, scale, e, delta
+            best.key, best.quilt, best.scale, best.e, best.delta = key, q, scale, e, delta
+            best.nearby_attributes = near
             best.via = infl.bound_via
             best.arithmetic = infl.arithmetic
             best.member = theta.names[infl.member] if infl.member is not None else None
@@ -827,14 +964,14 @@ class _Candidates:
 
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
             max_table: int, deadline: float | None, inference: InferenceMethod,
-            max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
+            max_candidates: int, shared: _Shared) -> None:
     """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
 
     ``T = {}`` (the quilt ``Q = {}``) first; then, by the query's sensitivity structure, the
     one other candidate an all-or-nothing sensitivity needs, or a branch and bound.
     """
     ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, inference,
-                      max_candidates)
+                      max_candidates, shared)
     others = [a for a in theta.sort(query.attributes) if a != node]
     try:
         ctx.evaluate(frozenset(), 0.0)
@@ -847,7 +984,7 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
             if support and not query.sensitivity((node,)) > 0:
                 # Its scale is 0 or infinite; before a large joint, independent parts may
                 # already show that it is infinite.
-                q = least_influence_quilt(theta, node, support)
+                q = shared.quilt(node, support)
                 big = math.prod(theta.cardinality[v] for v in (node, *q)) > PAIR_CHECK_SIZE
                 pairs = _PairBound(ctx, support, {}) if big else None
                 if pairs is None or pairs.floors(support[1:], support[:1])[0] <= eps:
@@ -990,7 +1127,7 @@ def _try_all_kept(ctx: _Candidates, pairs: _PairBound | None, t: frozenset[str],
     """Evaluate the target that keeps every extension out, if it fits and could win."""
     full = t | {j for j, _ in ext}
     floor = pairs.floors(full, [ext[-1][0]])[0] if pairs is not None else 0.0
-    q = least_influence_quilt(ctx.theta, ctx.node, full)
+    q = ctx.shared.quilt(ctx.node, full)
     fits = math.prod(ctx.theta.cardinality[v] for v in (ctx.node, *q)) <= ctx.max_table
     if fits and quilt_scale(excluded, max(ext[-1][1], floor), ctx.eps) < ctx.best.scale:
         ctx.evaluate(full, max(ext[-1][1], floor))
@@ -1191,26 +1328,33 @@ def _check_max_candidates(max_candidates: object) -> int:
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
                deadline: float | None, inference: InferenceMethod = "auto",
-               max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, bool]:
+               max_candidates: int = DEFAULT_MAX_CANDIDATES, shared: _Shared | None = None,
+               list_sets: bool = True) -> tuple[SensitivePlan, bool]:
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
+    if shared is None:
+        shared = _Shared(theta, query, max_table, inference, False)
     delta_all = query.sensitivity(query.attributes)
     scale_all = quilt_scale(delta_all, 0.0, eps)
-    best = _Search(quilt=trivial_quilt(theta, node), scale=scale_all, delta=delta_all,
+    best = _Search(quilt=None, nearby_attributes=theta.sort(set(query.attributes)),
+                   scale=scale_all, delta=delta_all,
                    # the trivial quilt loses ties to Q = {}
                    key=candidate_key(scale_all, 0.0, (), theta) + (1,))
     try:
-        _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates)
+        _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates,
+                shared)
     except KeyboardInterrupt:
         interrupted = True
         best.optimal = False
         best.reasons.append("the search was interrupted; this is the best quilt found so far")
-    explanation = _explain(theta, query, best.quilt, best.e, best.delta, best.scale, eps,
-                           best.member, best.pair, best.optimal, best.reasons, best.via,
-                           best.arithmetic)
-    q = best.quilt
+    full = _partition(theta, node, best.quilt) if list_sets else None
+    explanation = _explain(theta, query, node, best.quilt, full, best.nearby_attributes,
+                           best.e, best.delta, best.scale, eps, best.member, best.pair,
+                           best.optimal, best.reasons, best.via, best.arithmetic)
     return SensitivePlan(
-        node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+        node=node, quilt=best.quilt or (), nearby=None if full is None else full.nearby,
+        remote=None if full is None else full.remote,
+        nearby_attributes=best.nearby_attributes if full is None else None,
         influence=best.e, sensitivity=best.delta, scale=best.scale,
         quilts_considered=best.considered, optimal=best.optimal, explanation=explanation,
         influence_member=best.member,
@@ -1221,7 +1365,8 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
                 wall_deadline: float | None, inference: InferenceMethod,
-                max_candidates: int = DEFAULT_MAX_CANDIDATES) -> list[SensitivePlan]:
+                max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                list_sets: bool = True) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
     The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
@@ -1229,52 +1374,64 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
     """
     deadline = (None if wall_deadline is None
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
-    return [plan_node(theta, query, node, eps, max_table=max_table, deadline=deadline,
-                      inference=inference, max_candidates=max_candidates) for node in nodes]
+    return [_plan_node(theta, query, node, eps, max_table, deadline, inference, max_candidates,
+                       None, list_sets)[0] for node in nodes]
+
+
+def _partition(theta: Theta, node: str, quilt: tuple[str, ...] | None) -> Quilt:
+    """The chosen quilt's ``(Q, N, R)``; ``quilt`` None is the trivial quilt."""
+    return trivial_quilt(theta, node) if quilt is None else markov_quilt(theta, node, quilt)
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
-                  reason: str) -> SensitivePlan:
+                  reason: str, list_sets: bool = True) -> SensitivePlan:
     """The always-valid trivial quilt (every attribute nearby), flagged as not optimal."""
-    q = trivial_quilt(theta, node)
+    q = trivial_quilt(theta, node) if list_sets else None
     delta = query.sensitivity(query.attributes)
     scale = quilt_scale(delta, 0.0, eps)
-    text = _explain(theta, query, q, 0.0, delta, scale, eps, None, None, False, [reason])
-    return SensitivePlan(node=node, quilt=q.quilt, nearby=q.nearby, remote=q.remote,
+    a_n = theta.sort(set(query.attributes))
+    text = _explain(theta, query, node, None, q, a_n, 0.0, delta, scale, eps, None, None,
+                    False, [reason])
+    return SensitivePlan(node=node, quilt=(), nearby=None if q is None else q.nearby,
+                         remote=None if q is None else q.remote,
+                         nearby_attributes=a_n if q is None else None,
                          influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,
                          optimal=False, explanation=text)
 
 
-def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, scale: float,
+def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
+             full: Quilt | None, a_n: tuple[str, ...], e: float, delta: float, scale: float,
              eps: float, member: str | None, pair: Any, optimal: bool,
              reasons: list[str], via: tuple[str, ...] | None = None,
              arithmetic: str = "float64") -> str:
-    a_n = theta.sort(set(query.attributes) & set(quilt.nearby))
-    if quilt.is_trivial:
+    """One paragraph on the chosen quilt ``q`` (None: trivial); ``full`` is its listed
+    partition, or None in a plan too large to list it (then ``R`` is named, not listed)."""
+    if q is None or (not q and full is not None and full.is_trivial):
+        # Q = {} with R = {} is the trivial quilt itself
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
                 f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
     else:
-        if not quilt.quilt:
-            sep = (f"{quilt.node!r} is d-separated from R = {_set(quilt.remote)} with nothing "
-                   f"observed (Q = {{}})")
-        elif not quilt.remote:
-            sep = (f"the quilt Q = {_set(quilt.quilt)} is held fixed, which takes its nodes out "
+        remote = "R (not listed in a plan this large)" if full is None else \
+            f"R = {_set(full.remote)}"
+        if not q:
+            sep = f"{node!r} is d-separated from {remote} with nothing observed (Q = {{}})"
+        elif full is not None and not full.remote:
+            sep = (f"the quilt Q = {_set(q)} is held fixed, which takes its nodes out "
                    f"of N (it separates nothing else: R = {{}})")
         else:
-            sep = (f"Q = {_set(quilt.quilt)} d-separates {quilt.node!r} from R = "
-                   f"{_set(quilt.remote)}")
+            sep = f"Q = {_set(q)} d-separates {node!r} from {remote}"
         where = ""
         if member is not None and pair is not None:
             where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
-        infl = f"max-influence e(Q|{quilt.node}) = {_fmt(e)}{where}"
+        infl = f"max-influence e(Q|{node}) = {_fmt(e)}{where}"
         if via is not None:
-            infl = (f"max-influence e(Q|{quilt.node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
-                    f"too expensive): e(S|{quilt.node}) for the separator S = {_set(via)}")
+            infl = (f"max-influence e(Q|{node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
+                    f"too expensive): e(S|{node}) for the separator S = {_set(via)}")
         if arithmetic == "exact":
             infl += " (computed in exact integer arithmetic, where float64 could not be trusted)"
         if delta == 0:
             cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
-                    f"noise is needed for {quilt.node!r}")
+                    f"noise is needed for {node!r}")
         else:
             cost = (f"the query reads nearby {_set(a_n)}, Delta_{{A&N}} F = {_fmt(delta)}, "
                     f"scale = {_fmt(delta)} / ({eps:g} - {_fmt(e)}) = {_fmt(scale)}")
@@ -1282,7 +1439,7 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
     if optimal:
         m = len(theta.nodes) - 1
         total = f"{2**m}" if m <= 40 else f"2^{m}"
-        text += (f" Least scale over all {total} quilts of {quilt.node!r} (exact: every other "
+        text += (f" Least scale over all {total} quilts of {node!r} (exact: every other "
                  f"quilt is dominated by an evaluated candidate or ruled out by a bound; see "
                  f"docs/concepts.md).")
     else:
@@ -1293,7 +1450,8 @@ def _explain(theta: Theta, query: Query, quilt: Quilt, e: float, delta: float, s
 def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
                    max_table: int, wall_deadline: float | None, inference: InferenceMethod,
                    n_jobs: int, notes: list[str],
-                   max_candidates: int = DEFAULT_MAX_CANDIDATES) -> tuple[SensitivePlan, ...]:
+                   max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                   list_sets: bool = True) -> tuple[SensitivePlan, ...]:
     """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
 
     Results are collected as batches finish, so on Ctrl-C (KeyboardInterrupt in this process;
@@ -1315,7 +1473,8 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
     by_node: dict[str, SensitivePlan] = {}
     try:
         for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
-                                                 wall_deadline, inference, max_candidates)
+                                                 wall_deadline, inference, max_candidates,
+                                                 list_sets)
                             for b in batches):
             by_node.update((sp.node, sp) for sp in batch)
     except KeyboardInterrupt:
@@ -1323,7 +1482,8 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
         for s in sens:
             if s not in by_node:
                 by_node[s] = _trivial_plan(theta, query, s, eps, "planning was interrupted "
-                                           "before the search of this attribute finished")
+                                           "before the search of this attribute finished",
+                                           list_sets)
     return tuple(by_node[s] for s in sens)
 
 
@@ -1339,6 +1499,7 @@ def plan(
     progress: bool = False,
     inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    list_sets: bool | None = None,
 ) -> Plan:
     """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
 
@@ -1374,6 +1535,12 @@ def plan(
         one influence). Count and histogram queries need two; additive (linear) and general
         (custom) sensitivities are searched by branch and bound, which stops here with the
         best quilt found so far, flagged as not proven optimal.
+    list_sets : bool, optional
+        List every sensitive attribute's nearby and remote sets. By default they are listed
+        when the network's size times the number of sensitive attributes is at most
+        :data:`LIST_SETS_LIMIT`; otherwise ``nearby_attributes`` and
+        :meth:`SensitivePlan.partition` stand for them, and the plan stays linear in the
+        network.
 
     Returns
     -------
@@ -1405,13 +1572,20 @@ def plan(
         time_limit = check_positive(time_limit, "time_limit")
     check_inference(inference)
     max_candidates = _check_max_candidates(max_candidates)
+    if list_sets is None:
+        list_sets = len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT
+    elif not isinstance(list_sets, bool):
+        raise ParameterError(f"list_sets must be True, False or None, got {list_sets!r}")
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes: list[str] = []
     if n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
-                               n_jobs, notes, max_candidates)
+                               n_jobs, notes, max_candidates, list_sets)
     else:
+        shared = _Shared(theta, query, max_table, inference,
+                         len(sens) >= SHARED_MIN_SENSITIVE
+                         and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES)
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:
@@ -1421,7 +1595,7 @@ def plan(
         try:
             for s in nodes:
                 sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
-                                             inference, max_candidates)
+                                             inference, max_candidates, shared, list_sets)
                 done.append(sp)
                 if interrupted:
                     raise KeyboardInterrupt
@@ -1429,7 +1603,7 @@ def plan(
             notes.append(INTERRUPTED_NOTE)
         for s in sens[len(done):]:
             done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
-                                      "this attribute was searched"))
+                                      "this attribute was searched", list_sets))
         plans = tuple(done)
     _check_scale_finite(plans, eps)
     for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
@@ -1449,7 +1623,8 @@ def plan(
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
-        query_fingerprint=query_fingerprint(query, [sp.nearby for sp in plans]),
+        query_fingerprint=query_fingerprint(query, [sp.nearby_in(query.attributes)
+                                                    for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))
 
@@ -1470,7 +1645,8 @@ def plan_html(plan: Plan) -> str:
 
     rows = "".join(
         f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
-        f"<td>{html_set(sp.nearby)}</td><td>{html_set(sp.remote)}</td>"
+        f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
+        f"<td>{_html_shown(sp.remote, None)}</td>"
         f"<td>{escape(_fmt(sp.influence))}</td>"
         f"<td>{escape(_fmt(sp.sensitivity))}</td>"
         f"<td>{escape(_fmt(sp.scale))}</td>"
@@ -1492,6 +1668,14 @@ def plan_html(plan: Plan) -> str:
             "</div>")
 
 
+def _html_shown(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+    from quiltpriv.utils.format import escape, html_set
+
+    if names is not None:
+        return html_set(names)
+    return escape(_shown_set(None, attrs))
+
+
 def sensitive_plan_html(sp: SensitivePlan) -> str:
     """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
     check_instance(sp, SensitivePlan, "sp")
@@ -1505,8 +1689,9 @@ def sensitive_plan_html(sp: SensitivePlan) -> str:
     bound = "" if sp.influence_bound_via is None else (
         f" <b>upper bound</b> via the separator {html_set(sp.influence_bound_via)}")
     facts = kv_table([
-        ("quilt Q", html_set(sp.quilt)), ("nearby N", html_set(sp.nearby)),
-        ("remote R", html_set(sp.remote)),
+        ("quilt Q", html_set(sp.quilt)), ("nearby N", _html_shown(sp.nearby,
+                                                                     sp.nearby_attributes)),
+        ("remote R", _html_shown(sp.remote, None)),
         ("max-influence e(Q | i)", escape(_fmt(sp.influence)) + where + bound),
         ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
         ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),

@@ -281,23 +281,11 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     def fail(reason: str) -> AttributeCheck:
         return AttributeCheck(ok=False, reason=reason, **found)
 
-    q, n, r = set(sp.quilt), set(sp.nearby), set(sp.remote)
-    unknown = [v for v in (*sp.quilt, *sp.nearby, *sp.remote) if v not in theta]
-    if unknown:
-        return fail(f"its quilt names {fmt_set(unknown)}, not in the network")
-    if node not in n:
-        return fail(f"{node!r} is not in its own nearby set N")
-    both = (q & n) | (q & r) | (n & r)
-    if both:
-        return fail(f"{fmt_set(theta.sort(both))} is in more than one of Q, N and R")
-    missing = set(theta.nodes) - q - n - r
-    if missing:
-        return fail(f"Q, N and R do not cover the network: {fmt_set(theta.sort(missing))} is in "
-                    "none of them")
-    reached = d_connected(theta, node, q) & r
-    if reached:
-        return fail(f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from "
-                    f"{fmt_set(theta.sort(reached))}, which the plan puts in the remote set R")
+    problem = (_listed_problem(theta, sp) if sp.sets_listed
+               else _unlisted_problem(theta, query, sp))
+    if problem is not None:
+        return fail(problem)
+    q = set(sp.quilt)
     try:
         infl = influence_upper_bound(theta, node, theta.sort(q), max_table=max_table,
                                      inference=inference)
@@ -309,7 +297,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         what = "exact" if infl.exact else "an upper bound (the exact value is too expensive)"
         return fail(f"it states influence e(Q|{node}) = {sp.influence:.17g}, below the "
                     f"recomputed {infl.value:.17g} ({what})")
-    delta = query.sensitivity(set(query.attributes) & n)
+    delta = query.sensitivity(sp.nearby_in(query.attributes))
     found.update(sensitivity=delta)
     if sp.sensitivity != delta:
         return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
@@ -345,6 +333,60 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         if unknown:
             return fail(f"its influence_bound_via names {fmt_set(unknown)}, not in the network")
     return AttributeCheck(ok=True, reason=None, **found)
+
+
+def _listed_problem(theta: Theta, sp: SensitivePlan) -> str | None:
+    """What is wrong with a listed partition ``(Q, N, R)`` of ``sp.node``, if anything."""
+    node = sp.node
+    q, n, r = set(sp.quilt), set(sp.nearby or ()), set(sp.remote or ())
+    unknown = [v for v in (*sp.quilt, *(sp.nearby or ()), *(sp.remote or ())) if v not in theta]
+    if unknown:
+        return f"its quilt names {fmt_set(unknown)}, not in the network"
+    if node not in n:
+        return f"{node!r} is not in its own nearby set N"
+    both = (q & n) | (q & r) | (n & r)
+    if both:
+        return f"{fmt_set(theta.sort(both))} is in more than one of Q, N and R"
+    missing = set(theta.nodes) - q - n - r
+    if missing:
+        return (f"Q, N and R do not cover the network: {fmt_set(theta.sort(missing))} is in "
+                "none of them")
+    reached = d_connected(theta, node, q) & r
+    if reached:
+        return (f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from "
+                f"{fmt_set(theta.sort(reached))}, which the plan puts in the remote set R")
+    return None
+
+
+def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan) -> str | None:
+    """What is wrong with an unlisted quilt of ``sp.node``, if anything.
+
+    Its remote set is the largest ``Q`` d-separates, so what must hold is that every query
+    attribute d-connected to the node given ``Q`` is among ``nearby_attributes`` (a larger
+    set only makes the sensitivity, and so the noise, larger).
+    """
+    node = sp.node
+    named = (*sp.quilt, *(sp.nearby_attributes or ()))
+    unknown = [v for v in named if v not in theta]
+    if unknown:
+        return f"its quilt names {fmt_set(unknown)}, not in the network"
+    if node in sp.quilt:
+        return f"its quilt Q = {fmt_set(sp.quilt)} contains {node!r} itself"
+    stated = set(sp.nearby_attributes or ())
+    attrs = set(query.attributes)
+    if stated - attrs:
+        return (f"its nearby_attributes name {fmt_set(theta.sort(stated - attrs))}, not "
+                "attributes of the query")
+    if set(sp.quilt) & stated:
+        return (f"{fmt_set(theta.sort(set(sp.quilt) & stated))} is both in Q and among the "
+                "nearby attributes")
+    near = d_connected(theta, node, sp.quilt) & attrs
+    missed = near - stated
+    if missed:
+        return (f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from the query "
+                f"attribute(s) {fmt_set(theta.sort(missed))}, which nearby_attributes leaves "
+                "out")
+    return None
 
 
 def check_plan(plan: Plan, model: Any, query: Query, *,
@@ -415,7 +457,8 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     failure = _summary_mismatch(plan)
     if failure is not None:
         return verdict("plan", failure, rows)
-    if query_fingerprint(query, [sp.nearby for sp in plan.sensitive]) != plan.query_fingerprint:
+    if query_fingerprint(query, [sp.nearby_in(query.attributes) for sp in plan.sensitive]) \
+            != plan.query_fingerprint:
         return verdict("query", "the plan's query fingerprint does not match this query "
                                 "(its definition and the sensitivities Delta_A and Delta_{A&N} "
                                 "the plan uses): the query differs from the one the plan was "

@@ -378,7 +378,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     sensitive: dict[str, Any] = {}
     sections: list[str] = []
     for k, sp in enumerate(plan.sensitive):
-        chosen_q = Quilt(sp.node, sp.quilt, sp.nearby, sp.remote)
+        chosen_q = sp.partition(theta)
         ranked, truncated = candidate_quilts(theta, query, sp.node, eps)
         chosen = next((c for c in ranked if c.quilt == chosen_q), None)
         if chosen is None:  # not in the listed family: show it with the plan's own numbers
@@ -389,7 +389,8 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
             shown.append(chosen)
         why = why_chosen(chosen, ranked, sp.optimal)
         sensitive[sp.node] = {
-            "quilt": list(sp.quilt), "nearby": list(sp.nearby), "remote": list(sp.remote),
+            "quilt": list(sp.quilt), "nearby": list(chosen_q.nearby),
+            "remote": list(chosen_q.remote),
             "influence": _num(sp.influence), "sensitivity": _num(sp.sensitivity),
             "scale": _num(sp.scale), "optimal": sp.optimal, "explanation": sp.explanation,
             "influence_member": sp.influence_member,
@@ -452,8 +453,8 @@ def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candi
         where = (f" (attained under member {_e(sp.influence_member)}, "
                  f"\u03c6 = {_e(a)} vs {_e(b)})")
     facts = _kv_table([
-        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(sp.nearby)),
-        ("remote R", _sset(sp.remote)),
+        ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(chosen_q.nearby)),
+        ("remote R", _sset(chosen_q.remote)),
         ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where),
         ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
         ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),

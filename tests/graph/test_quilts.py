@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import reference as ref
 
+from quiltpriv.errors import ParameterError
 from quiltpriv.graph.quilts import d_connected, least_influence_quilt, markov_quilt
 from quiltpriv.model.network import theta_from_tables
 
@@ -82,3 +83,36 @@ def test_markov_quilt_partition_matches_sorted_reference(seed):
         assert got.nearby == theta.sort(near), (seed, node, sorted(q))
         assert got.remote == theta.sort(remote), (seed, node, sorted(q))
         assert type(got.nearby) is tuple and type(got.remote) is tuple
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_quilt_index_answers_as_the_per_node_functions(seed):
+    """QuiltIndex (walks from the attributes, shared by every node) gives exactly
+    least_influence_quilt and the attributes of markov_quilt's N, for every node and target."""
+    from itertools import combinations
+
+    from quiltpriv.graph.quilts import QuiltIndex
+
+    net = ref.random_network(70_000 + seed, min_nodes=3, max_nodes=12)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    attrs = [str(v) for v in rng.choice(net.nodes, min(4, len(net.nodes)), replace=False)]
+    index = QuiltIndex(theta, attrs)
+    checked = 0
+    for node in theta.nodes:
+        others = [a for a in attrs if a != node]
+        for r in range(len(others) + 1):
+            for targets in combinations(others, r):
+                q = index.least_influence_quilt(node, targets)
+                assert q == least_influence_quilt(theta, node, targets), (node, targets)
+                near = markov_quilt(theta, node, q).nearby
+                assert index.nearby_attributes(node, q) == theta.sort(
+                    set(near) & set(attrs)), (node, q)
+                checked += 1
+    assert checked >= len(theta.nodes)
+    with pytest.raises(ParameterError):
+        index.least_influence_quilt(attrs[0], attrs[:1])
+    outside = [v for v in theta.nodes if v not in attrs]
+    if outside:
+        with pytest.raises(ParameterError):
+            index.least_influence_quilt(attrs[0], outside[:1])

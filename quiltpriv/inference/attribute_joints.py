@@ -1,0 +1,327 @@
+"""``P(phi_v, phi_A)`` for every node ``v`` at once: one batched propagation per plan.
+
+Every candidate quilt of the planner is a subset of the query's attributes ``A``
+([ZOC22, Alg. 3]; :func:`quiltpriv.graph.quilts.least_influence_quilt` returns a subset of its
+targets), so a plan over many sensitive attributes asks for ``P(phi_i, phi_Q)`` with ``Q``
+inside one small set ``A``, for every ``i``. Answering each by its own elimination costs the
+size of ``i``'s ancestral set, so a plan over every node of a long network is quadratic. Here
+one Hugin propagation over the junction tree of :func:`quiltpriv.inference.junction_tree.
+tree_structure` (Lauritzen and Spiegelhalter 1988; Jensen, Lauritzen and Olesen 1990), with
+the evidence ``phi_A = a`` entered for every joint state ``a`` of ``A`` at once (a leading
+batch axis on every table; a table no evidence reaches keeps a batch axis of size one), leaves
+every clique table equal to ``P(phi_C, phi_A = a)``; summing each node's smallest clique gives
+``P(phi_v = x, phi_A = a)`` for every ``v``, ``x`` and ``a``. The work is the tree's size
+times the number of joint states of ``A``: linear in the network for bounded treewidth.
+
+Floating point, at every magnitude, as in :mod:`quiltpriv.inference.influence`:
+
+* *Underflow.* Every operation is a product, a sum of non-negative numbers or a division by a
+  positive number, run as numpy ufuncs under ``numpy.errstate(under="raise")``: numpy reads
+  the IEEE underflow flag after each of them, so a result below the normal range stops the
+  propagation (a sum of non-negative numbers cannot underflow unless an input did). A
+  floating-point environment that flushes subnormals to zero, or treats them as zero, is
+  detected first. In either case :func:`attribute_joints` returns None and the planner
+  computes each influence on its own (exact integers where float64 cannot be trusted).
+* *Rounding.* Per joint state of ``A`` this is the Hugin propagation of the network with the
+  evidence's CPDs multiplied by 0 and 1 (exact), so each entry errs by at most ``gamma_K``
+  with ``K`` the junction tree's depth bound of :func:`quiltpriv.inference.influence.
+  max_influence` (six roundings per table entry of the tree, plus the network's size times
+  the largest summed block); :attr:`AttributeJoints.depth` carries ``K`` and the influence
+  adds the sums over ``A`` and Definition 8's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from quiltpriv.errors import ParameterError
+from quiltpriv.inference.influence import (
+    ROUNDING_MARGIN,
+    Influence,
+    _influence_from_joint,
+    _junction_tree_depth,
+    _rounding_bound_k,
+)
+from quiltpriv.inference.junction_tree import (
+    TreeStructure,
+    cardinalities,
+    is_floating,
+    sorted_tables,
+    tree_structure,
+)
+from quiltpriv.model.network import Theta, check_theta
+
+#: Most table entries the batched propagation may touch (the junction tree's size times the
+#: number of joint states of ``A``); beyond it the planner computes influences one by one.
+DEFAULT_MAX_WORK = 2**32
+
+#: Most table entries the propagation may hold at once (8 bytes each: 2**27 is 1 GiB).
+DEFAULT_MAX_HELD = 2**27
+
+
+@dataclass(frozen=True, eq=False)
+class AttributeJoints:
+    """``P(phi_v = x, phi_A = a)`` for every node ``v`` of one member of Theta.
+
+    Attributes
+    ----------
+    attributes : tuple of int
+        The node indices of ``A``, increasing (the network's order).
+    tables : tuple of numpy.ndarray
+        Per node index ``v``, an array of shape ``(card(v), *card(A))``.
+    depth : int
+        ``K``: every entry errs by at most ``gamma_K`` relative (module text).
+    """
+
+    attributes: tuple[int, ...]
+    tables: tuple[np.ndarray, ...]
+    depth: int
+
+    def joint(self, node: int, quilt: Sequence[int]) -> np.ndarray:
+        """``P(phi_node, phi_quilt)`` (axes: ``node``, then ``quilt`` in the network's order);
+        ``quilt`` is a subset of :attr:`attributes` without ``node``."""
+        keep = set(quilt)
+        axes = tuple(1 + k for k, a in enumerate(self.attributes) if a not in keep)
+        table = self.tables[node]
+        return table.sum(axis=axes) if axes else table
+
+
+def subnormals_kept() -> bool:
+    """Whether numpy's arithmetic here keeps subnormal numbers (no flush-to-zero, no
+    denormals-are-zero): the underflow flag then marks every result that lost precision."""
+    with np.errstate(all="ignore"):
+        tiny = np.array([2.0**-1070])
+        kept_in = (tiny * 4.0)[0] == 2.0**-1068  # denormals-are-zero reads tiny as 0
+        kept_out = (np.array([2.0**-1000]) * np.array([2.0**-30]))[0] == 2.0**-1030
+    return bool(kept_in and kept_out)
+
+
+def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
+                     max_work: int = DEFAULT_MAX_WORK,
+                     max_held: int = DEFAULT_MAX_HELD) -> AttributeJoints | None:
+    """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
+
+    Returns None when the result could not be trusted or afforded: the member's tables are
+    exact rationals, an operation underflowed, the floating-point environment flushes
+    subnormals, or the propagation would touch more than ``max_work`` entries or hold more
+    than ``max_held`` at once.
+    """
+    theta = check_theta(theta)
+    member = theta.check_member(member)
+    attrs = tuple(sorted(theta.index[a] for a in theta.check_nodes(attributes, "attribute")))
+    if not attrs or not is_floating(theta, member) or not subnormals_kept():
+        return None
+    structure = tree_structure(theta)
+    cards = cardinalities(theta)
+    batch = math.prod(cards[a] for a in attrs)
+    if 2 * structure.size * batch > max_work:
+        return None
+    rooted = _Rooted(structure, attrs, cards)
+    if rooted.held + 4 * structure.width * batch > max_held:
+        return None
+    try:
+        with np.errstate(under="raise", over="raise", invalid="raise"):
+            tables = _propagate(structure, cards, sorted_tables(theta, member), attrs, rooted)
+    except FloatingPointError:
+        return None
+    return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))
+
+
+class _Rooted:
+    """The junction tree re-rooted at the clique where the attributes' evidence meets, so that
+    each stored upward message is batched only over the attributes below it."""
+
+    def __init__(self, structure: TreeStructure, attrs: Sequence[int],
+                 cards: Sequence[int]) -> None:
+        cliques = structure.cliques
+        adj: list[list[int]] = [[] for _ in cliques]
+        for c, p in enumerate(structure.parent):
+            if p >= 0:
+                adj[c].append(p)
+                adj[p].append(c)
+        homes = [structure.home[a][0] for a in attrs]
+        best: tuple[int, int] | None = None
+        for root in dict.fromkeys(homes):
+            parent, order = _orient(adj, root)
+            below = _below(parent, order, homes)
+            held = sum(math.prod(cards[u] for u in _meet(cliques[c], cliques[parent[c]]))
+                       * math.prod(cards[attrs[k]] for k in below[c])
+                       for c in order[1:])
+            if best is None or held < best[0]:
+                best = (held, root)
+        assert best is not None
+        self.held, root = best
+        self.parent, self.order = _orient(adj, root)
+        self.separators = tuple(() if p < 0 else _meet(cliques[c], cliques[p])
+                                for c, p in enumerate(self.parent))
+
+
+def _orient(adj: Sequence[Sequence[int]], root: int) -> tuple[list[int], list[int]]:
+    """Parents and a depth-first preorder of the tree ``adj`` rooted at ``root``."""
+    parent = [-1] * len(adj)
+    order: list[int] = []
+    stack = [root]
+    seen = [False] * len(adj)
+    seen[root] = True
+    while stack:
+        c = stack.pop()
+        order.append(c)
+        for k in adj[c]:
+            if not seen[k]:
+                seen[k] = True
+                parent[k] = c
+                stack.append(k)
+    return parent, order
+
+
+def _below(parent: Sequence[int], order: Sequence[int],
+           homes: Sequence[int]) -> list[frozenset[int]]:
+    """Per clique, the attributes (positions in ``homes``) whose evidence is in its subtree."""
+    below: list[set[int]] = [set() for _ in parent]
+    for k, h in enumerate(homes):
+        below[h].add(k)
+    for c in reversed(order):
+        if parent[c] >= 0:
+            below[parent[c]] |= below[c]
+    return [frozenset(b) for b in below]
+
+
+def _meet(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    sb = set(b)
+    return tuple(u for u in a if u in sb)
+
+
+def _shape(sub: Sequence[int], full: Sequence[int], cards: Sequence[int],
+           batch: Sequence[int]) -> list[int]:
+    """A table's shape over the batch axes ``batch`` and ``sub`` (a subsequence of ``full``),
+    broadcastable over the tables of ``full``."""
+    shape = [*batch] + [1] * len(full)
+    j, off = 0, len(batch)
+    for k, u in enumerate(full):
+        if j < len(sub) and sub[j] == u:
+            shape[k + off] = cards[u]
+            j += 1
+    return shape
+
+
+def _sum_to(table: np.ndarray, vars_: Sequence[int], keep: Sequence[int],
+            n_batch: int) -> np.ndarray:
+    """Sum a table over every variable not in ``keep`` (the batch axes stay)."""
+    kept = set(keep)
+    axes = tuple(n_batch + k for k, u in enumerate(vars_) if u not in kept)
+    return table.sum(axis=axes) if axes else table
+
+
+def _propagate(structure: TreeStructure, cards: Sequence[int],
+               cpds: tuple[tuple[tuple[int, ...], ...], tuple[np.ndarray, ...]],
+               attrs: tuple[int, ...], rooted: _Rooted) -> tuple[np.ndarray, ...]:
+    """Shafer-Shenoy propagation with one batch axis per attribute (size one where its
+    evidence has not arrived); per node, ``P(phi_v, phi_A)`` as ``(card, *card(A))``.
+
+    Clique tables are rebuilt from their CPDs when needed and dropped at once: only the upward
+    messages are kept between the passes, and the downward ones wait on a depth-first stack.
+    """
+    cliques = structure.cliques
+    parent, seps, order = rooted.parent, rooted.separators, rooted.order
+    nb = len(attrs)
+    ones = [1] * nb
+    mine: list[list[int]] = [[] for _ in cliques]
+    for v, c in enumerate(structure.assign):
+        mine[c].append(v)
+    evidence: dict[int, list[np.ndarray]] = {}
+    for k, a in enumerate(attrs):
+        c = structure.home[a][0]
+        batch = list(ones)
+        batch[k] = cards[a]
+        ind = np.eye(cards[a]).reshape(_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
+        evidence.setdefault(c, []).append(ind.reshape(_shape((a,), cliques[c], cards, batch)))
+    scopes, tables = cpds
+    children: list[list[int]] = [[] for _ in cliques]
+    for c in order[1:]:
+        children[parent[c]].append(c)
+
+    def local(c: int) -> np.ndarray:
+        """The clique's own table: its CPDs and evidence, batch axes in front."""
+        table = np.ones(_shape((), cliques[c], cards, ones))
+        for v in mine[c]:
+            table = table * tables[v].reshape(_shape(scopes[v], cliques[c], cards, ones))
+        for ind in evidence.get(c, ()):
+            table = table * ind
+        return table
+
+    def times(table: np.ndarray, msg: np.ndarray, sep: Sequence[int], c: int) -> np.ndarray:
+        return table * msg.reshape(_shape(sep, cliques[c], cards, msg.shape[:nb]))
+
+    up: list[np.ndarray | None] = [None] * len(cliques)
+    for c in reversed(order):  # collect: children before parents
+        if parent[c] < 0:
+            continue
+        table = local(c)
+        for k in children[c]:
+            table = times(table, up[k], seps[k], c)  # type: ignore[arg-type]
+        up[c] = _sum_to(table, cliques[c], seps[c], nb)
+    out: list[np.ndarray | None] = [None] * len(cards)
+    homed: list[list[int]] = [[] for _ in cliques]
+    for v in range(len(cards)):
+        homed[structure.home[v][0]].append(v)
+    full = [cards[a] for a in attrs]
+    down: list[np.ndarray | None] = [None] * len(cliques)
+    for c in order:  # distribute: parents before children, depth first
+        table = local(c)
+        if parent[c] >= 0:
+            table = times(table, down[c], seps[c], c)  # type: ignore[arg-type]
+            down[c] = None
+        for k in children[c]:
+            table = times(table, up[k], seps[k], c)  # type: ignore[arg-type]
+        for v in homed[c]:
+            m = np.broadcast_to(_sum_to(table, cliques[c], (v,), nb), [*full, cards[v]])
+            out[v] = np.ascontiguousarray(np.moveaxis(m, -1, 0))
+        for k in children[c]:
+            msg = up[k]
+            up[k] = None
+            # what the rest of the tree tells k: the belief divided by k's own message
+            # (0 / 0 := 0: where k's message is zero, so is every entry it multiplied)
+            new = _sum_to(table, cliques[c], seps[k], nb)
+            den = msg.reshape(_shape(seps[k], seps[k], cards, msg.shape[:nb]))  # type: ignore[union-attr]
+            ratio = np.zeros(np.broadcast_shapes(new.shape, den.shape))
+            np.divide(new, den, out=ratio, where=den > 0)
+            down[k] = ratio
+    return tuple(out)  # type: ignore[arg-type]
+
+
+def joint_influence(theta: Theta, joints: Sequence[AttributeJoints], node: str,
+                    quilt: Sequence[str]) -> Influence:
+    """``e_Theta(Q | node)`` ([ZOC22, Def. 8]) from each member's :class:`AttributeJoints`,
+    rounded upwards as :func:`quiltpriv.inference.influence.max_influence` rounds it.
+
+    ``quilt`` is a non-empty subset of the joints' attributes without ``node``; the bound on
+    rounding adds the sum over the attributes outside ``Q`` and Definition 8's row totals to
+    the propagation's depth.
+    """
+    theta = check_theta(theta)
+    node = theta.check_node(node, "sensitive attribute")
+    quilt = theta.sort(theta.check_nodes(quilt, "quilt node"))
+    joints = list(joints)
+    if len(joints) != len(theta.members) or not all(
+            isinstance(j, AttributeJoints) for j in joints):
+        raise ParameterError("joints must hold one AttributeJoints per member of Theta")
+    where = theta.index[node]
+    q = [theta.index[v] for v in quilt]
+    if not quilt or node in quilt or not set(q) <= set(joints[0].attributes):
+        raise ParameterError(f"the quilt {list(quilt)} must be a non-empty subset of the "
+                             f"joints' attributes without {node!r}")
+    best: tuple[float, int, int, int] = (-1.0, 0, 0, 0)
+    for m, aj in enumerate(joints):
+        joint = np.ascontiguousarray(aj.joint(where, q))
+        value, a, b = _influence_from_joint(joint)
+        if math.isfinite(value):
+            k = aj.depth + joint.size + aj.tables[where].size
+            value = value * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, _rounding_bound_k(k))
+        if value > best[0]:
+            best = (value, m, a, b)
+    states = theta.states[node]
+    return Influence(node, tuple(quilt), best[0], best[1], (states[best[2]], states[best[3]]))

@@ -1,0 +1,113 @@
+"""The batched propagation of ``P(phi_v, phi_A)`` for every node against the full joint."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from marks import fast_sample
+from reference import full_joint, marginal, random_network, reference_influence
+
+from quiltpriv.errors import ParameterError
+from quiltpriv.inference.attribute_joints import (
+    attribute_joints,
+    joint_influence,
+    subnormals_kept,
+)
+from quiltpriv.inference.influence import max_influence
+from quiltpriv.model.network import theta_from_tables
+
+
+def _attributes(net, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed + 1000)
+    k = int(rng.integers(1, min(3, len(net.nodes)) + 1))
+    return [str(v) for v in rng.choice(list(net.nodes), k, replace=False)]
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(60), 15))
+def test_every_node_joint_equals_the_full_joint(seed):
+    net = random_network(seed, min_nodes=2, max_nodes=8)
+    theta = net.to_theta()
+    attrs = theta.sort(_attributes(net, seed))
+    for m in range(len(theta.members)):
+        aj = attribute_joints(theta, attrs, m)
+        assert aj is not None  # the reference networks have no tiny entries
+        joint = full_joint(net, m)
+        for v in theta.nodes:
+            if v in attrs:  # the table keeps v's own axis among A's: its diagonal
+                got = aj.tables[theta.index[v]]
+                k = attrs.index(v)
+                want = marginal(net, joint, list(attrs))
+                diag = np.moveaxis(np.diagonal(got, axis1=0, axis2=1 + k), -1, k)
+                np.testing.assert_allclose(diag, want, rtol=1e-12, atol=1e-300)
+                continue
+            want = marginal(net, joint, [v, *attrs])
+            np.testing.assert_allclose(aj.tables[theta.index[v]], want, rtol=1e-12,
+                                       atol=1e-300)
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(60), 15))
+def test_joint_influence_is_never_below_the_definition(seed):
+    net = random_network(seed, min_nodes=2, max_nodes=8)
+    theta = net.to_theta()
+    attrs = theta.sort(_attributes(net, seed))
+    joints = [attribute_joints(theta, attrs, m) for m in range(len(theta.members))]
+    exact = [full_joint(net, m) for m in range(len(theta.members))]
+    checked = 0
+    for v in theta.nodes:
+        q = [a for a in attrs if a != v]
+        if not q:
+            continue
+        got = joint_influence(theta, joints, v, q)
+        ref = reference_influence(net, v, q, exact)
+        one = max_influence(theta, v, q)
+        if math.isinf(ref):
+            assert math.isinf(got.value) and math.isinf(one.value)
+            continue
+        assert ref <= got.value <= ref + 1e-6 * (1 + ref)
+        assert got.value == pytest.approx(one.value, rel=1e-6, abs=1e-6)
+        assert got.member is not None and got.pair is not None
+        checked += 1
+    assert checked or len(attrs) == 1
+
+
+def _tiny_chain(p: float):
+    """i -> a -> b with P(a=1 | i) = p * (1, 2) and P(b=1 | a=1) = p: ``P(a=1, b=1)`` is about
+    ``p**2``, which underflows for tiny ``p``."""
+    edges = [("i", "a"), ("a", "b")]
+    states = {"i": [0, 1], "a": [0, 1], "b": [0, 1]}
+    tables = {"i": np.array([0.5, 0.5]),
+              "a": np.array([[1 - p, 1 - 2 * p], [p, 2 * p]]),
+              "b": np.array([[0.5, 1 - p], [0.5, p]])}
+    return theta_from_tables(edges, states, tables)
+
+
+def test_an_underflow_stops_the_propagation():
+    # P(a=1, b=1) = 1.5 p^2 (~1e-400) is below float64's range: the IEEE flag stops it
+    assert subnormals_kept()
+    assert attribute_joints(_tiny_chain(1e-200), ["a", "b"], 0) is None
+    # the same network with moderate numbers propagates, and agrees with elimination
+    theta = _tiny_chain(1e-3)
+    aj = attribute_joints(theta, ["a", "b"], 0)
+    assert aj is not None
+    got = joint_influence(theta, [aj], "i", ["a", "b"])
+    assert got.value == pytest.approx(max_influence(theta, "i", ["a", "b"]).value, rel=1e-9)
+    assert got.value >= math.log(2)  # P(a=1|i=1) / P(a=1|i=0) = 2, and b adds to it
+
+
+def test_budgets_refuse_rather_than_grow():
+    theta = _tiny_chain(1e-3)
+    assert attribute_joints(theta, ["a", "b"], 0, max_work=10) is None
+    assert attribute_joints(theta, ["a", "b"], 0, max_held=10) is None
+
+
+def test_bad_arguments_are_refused():
+    theta = _tiny_chain(1e-3)
+    aj = attribute_joints(theta, ["a"], 0)
+    with pytest.raises(ParameterError):
+        joint_influence(theta, [aj], "i", ["b"])  # b is not among the joints' attributes
+    with pytest.raises(ParameterError):
+        joint_influence(theta, [aj], "a", ["a"])
+    with pytest.raises(ParameterError):
+        joint_influence(theta, [], "i", ["a"])

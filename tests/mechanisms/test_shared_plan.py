@@ -1,0 +1,150 @@
+"""Plans over many sensitive attributes: shared inference and unlisted quilt sets.
+
+A plan shares its graph walks and one batched propagation over its sensitive attributes
+(``_Shared``); it must choose what planning each attribute alone chooses, with influences that
+differ only by their (upward) rounding. A plan too large to list ``N`` and ``R`` stores the
+query attributes in ``N`` instead; it must verify, round-trip and refuse tampering as a listed
+plan does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from marks import fast_sample
+from reference import random_network
+
+import quiltpriv.mechanisms.apmqm as apmqm
+from quiltpriv.mechanisms.apmqm import Plan, plan, plan_node
+from quiltpriv.mechanisms.verification import check_plan
+from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
+
+
+def _query(net, seed: int, kind: str):
+    rng = np.random.default_rng(seed + 7)
+    k = min(len(net.nodes), int(rng.integers(1, 4)))
+    attrs = [str(v) for v in rng.choice(list(net.nodes), k, replace=False)]
+    if kind == "count":
+        return CountQuery(attrs, 100)
+    if kind == "histogram":
+        return HistogramQuery(attrs, 100, categories={a: (0, 1) for a in attrs})
+    weights = {a: float(w) for a, w in zip(attrs, rng.uniform(0.5, 2.0, k), strict=True)}
+    return LinearQuery(weights, {a: (0.0, 1.0) for a in attrs})
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(40), 10))
+@pytest.mark.parametrize("kind", ["count", "histogram", "linear"])
+def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed, kind):
+    net = random_network(3000 + seed, min_nodes=3, max_nodes=9)
+    theta = net.to_theta()
+    query = _query(net, seed, kind)
+    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    calls = []
+    real = apmqm.joint_influence
+    monkeypatch.setattr(apmqm, "joint_influence", lambda *a: calls.append(a) or real(*a))
+    shared = plan(theta, query, theta.nodes, 1.0)
+    # every non-empty candidate's influence came from the shared propagation
+    assert calls or all(not sp.quilt for sp in shared.sensitive)
+    for sp in shared.sensitive:
+        alone = plan_node(theta, query, sp.node, 1.0)
+        assert sp.sensitivity == alone.sensitivity, sp.node
+        assert sp.optimal == alone.optimal
+        if math.isinf(alone.influence):
+            assert math.isinf(sp.influence)
+        else:
+            assert sp.influence == pytest.approx(alone.influence, rel=1e-6, abs=1e-6)
+        assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
+        if sp.quilt != alone.quilt:  # only a tie of scales may choose another quilt
+            assert sp.scale == pytest.approx(alone.scale, rel=1e-9)
+
+
+def _listed_and_unlisted(seed: int):
+    net = random_network(4000 + seed, min_nodes=4, max_nodes=9)
+    theta = net.to_theta()
+    query = _query(net, seed, "count")
+    listed = plan(theta, query, theta.nodes, 1.0)
+    unlisted = plan(theta, query, theta.nodes, 1.0, list_sets=False)
+    return theta, query, listed, unlisted
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_unlisted_plan_keeps_what_the_noise_depends_on(seed):
+    theta, query, listed, unlisted = _listed_and_unlisted(seed)
+    assert unlisted.scale == listed.scale and unlisted.optimal == listed.optimal
+    assert unlisted.query_fingerprint == listed.query_fingerprint
+    for a, b in zip(listed.sensitive, unlisted.sensitive, strict=True):
+        assert b.nearby is None and b.remote is None and not b.sets_listed
+        assert a.nearby_attributes is None and a.sets_listed
+        assert b.nearby_attributes == theta.sort(set(a.nearby) & set(query.attributes))
+        assert b.nearby_in(query.attributes) == a.nearby_in(query.attributes)
+        assert (a.quilt, a.influence, a.sensitivity, a.scale) == (
+            b.quilt, b.influence, b.sensitivity, b.scale)
+        # N and R on demand: the listed ones (the trivial quilt comes back as Q = {}'s own)
+        part = b.partition(theta)
+        if a.quilt or a.remote:
+            assert (part.nearby, part.remote) == (a.nearby, a.remote)
+        assert set(part.nearby) & set(query.attributes) <= set(b.nearby_attributes)
+    d = unlisted.to_dict()
+    entry = next(iter(d["sensitive"].values()))
+    assert entry["nearby"] is None and entry["remote"] is None
+    assert isinstance(entry["nearby_attributes"], list)
+    assert "(not listed)" in unlisted.explain()
+    assert "R (not listed in a plan this large)" in unlisted.explain() or all(
+        sp.quilt == () and sp.nearby_attributes == theta.sort(set(query.attributes))
+        for sp in unlisted.sensitive)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_unlisted_plan_round_trips_verifies_and_refuses_edits(seed):
+    theta, query, _, unlisted = _listed_and_unlisted(seed)
+    back = Plan.from_json(unlisted.to_json())
+    assert not back.verified and back.to_dict() == unlisted.to_dict()
+    assert check_plan(back, theta, query).ok
+    for sp in unlisted.sensitive:
+        if not sp.nearby_attributes:
+            continue
+        d = json.loads(unlisted.to_json())
+        # hiding a nearby attribute would hide a sensitivity
+        d["sensitive"][sp.node]["nearby_attributes"] = list(sp.nearby_attributes[1:])
+        result = check_plan(Plan.from_dict(d), theta, query)
+        assert not result.ok
+        assert ("leaves out" in result.failure or "sensitivity" in result.failure
+                or "Delta" in result.failure), result.failure
+        break
+
+
+def test_list_sets_rule_and_old_format():
+    net = random_network(4100, min_nodes=5, max_nodes=5)
+    theta = net.to_theta()
+    query = _query(net, 1, "count")
+    listed = plan(theta, query, theta.nodes, 1.0)
+    assert all(sp.sets_listed for sp in listed.sensitive)
+    old = apmqm.LIST_SETS_LIMIT
+    try:
+        apmqm.LIST_SETS_LIMIT = len(theta.nodes) * len(theta.nodes) - 1
+        assert not any(sp.sets_listed for sp in plan(theta, query, theta.nodes, 1.0).sensitive)
+    finally:
+        apmqm.LIST_SETS_LIMIT = old
+    with pytest.raises(apmqm.ParameterError):
+        plan(theta, query, theta.nodes, 1.0, list_sets="yes")
+    # a plan of the previous format (always listed, no nearby_attributes) is still read
+    d = listed.to_dict()
+    d["format"] = "quiltpriv-plan/1"
+    for entry in d["sensitive"].values():
+        del entry["nearby_attributes"]
+    back = Plan.from_dict(d)
+    assert check_plan(back, theta, query).ok
+    # in the new format, listing N and nearby_attributes both is refused (one truth only)
+    d = listed.to_dict()
+    entry = next(iter(d["sensitive"].values()))
+    entry["nearby_attributes"] = []
+    with pytest.raises(apmqm.PlanError, match="nearby_attributes must be null"):
+        Plan.from_dict(d)
+    d = listed.to_dict()
+    entry = next(iter(d["sensitive"].values()))
+    entry["nearby"] = None
+    with pytest.raises(apmqm.PlanError):
+        Plan.from_dict(d)
