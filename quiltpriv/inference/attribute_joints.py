@@ -33,6 +33,7 @@ Floating point, at every magnitude, as in :mod:`quiltpriv.inference.influence`:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -100,15 +101,19 @@ def subnormals_kept() -> bool:
     return bool(kept_in and kept_out)
 
 
+class _Late(Exception):
+    """The deadline passed during the propagation."""
+
+
 def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
-                     max_work: int = DEFAULT_MAX_WORK,
-                     max_held: int = DEFAULT_MAX_HELD) -> AttributeJoints | None:
+                     max_work: int = DEFAULT_MAX_WORK, max_held: int = DEFAULT_MAX_HELD,
+                     deadline: float | None = None) -> AttributeJoints | None:
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
 
     Returns None when the result could not be trusted or afforded: the member's tables are
     exact rationals, an operation underflowed, the floating-point environment flushes
-    subnormals, or the propagation would touch more than ``max_work`` entries or hold more
-    than ``max_held`` at once.
+    subnormals, the propagation would touch more than ``max_work`` entries or hold more
+    than ``max_held`` at once, or ``deadline`` (``time.monotonic()``) passed before it ended.
     """
     theta = check_theta(theta)
     member = theta.check_member(member)
@@ -125,8 +130,9 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
         return None
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
-            tables = _propagate(structure, cards, sorted_tables(theta, member), attrs, rooted)
-    except FloatingPointError:
+            tables = _propagate(structure, cards, sorted_tables(theta, member), attrs, rooted,
+                                deadline)
+    except (FloatingPointError, _Late):
         return None
     return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))
 
@@ -218,7 +224,8 @@ def _sum_to(table: np.ndarray, vars_: Sequence[int], keep: Sequence[int],
 
 def _propagate(structure: TreeStructure, cards: Sequence[int],
                cpds: tuple[tuple[tuple[int, ...], ...], tuple[np.ndarray, ...]],
-               attrs: tuple[int, ...], rooted: _Rooted) -> tuple[np.ndarray, ...]:
+               attrs: tuple[int, ...], rooted: _Rooted,
+               deadline: float | None = None) -> tuple[np.ndarray, ...]:
     """Shafer-Shenoy propagation with one batch axis per attribute (size one where its
     evidence has not arrived); per node, ``P(phi_v, phi_A)`` as ``(card, *card(A))``.
 
@@ -260,6 +267,8 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     for c in reversed(order):  # collect: children before parents
         if parent[c] < 0:
             continue
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Late
         table = local(c)
         for k in children[c]:
             table = times(table, up[k], seps[k], c)  # type: ignore[arg-type]
@@ -271,6 +280,8 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     full = [cards[a] for a in attrs]
     down: list[np.ndarray | None] = [None] * len(cliques)
     for c in order:  # distribute: parents before children, depth first
+        if deadline is not None and time.monotonic() > deadline:
+            raise _Late
         table = local(c)
         if parent[c] >= 0:
             table = times(table, down[c], seps[c], c)  # type: ignore[arg-type]

@@ -838,8 +838,10 @@ class _Shared:
     """
 
     def __init__(self, theta: Theta, query: Query, max_table: int,
-                 inference: InferenceMethod, shared: bool) -> None:
+                 inference: InferenceMethod, shared: bool,
+                 deadline: float | None = None) -> None:
         self.theta, self.max_table, self.inference = theta, max_table, inference
+        self.deadline = deadline
         self.attrs = frozenset(query.attributes)
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
@@ -860,7 +862,7 @@ class _Shared:
 
     def influence(self, node: str, quilt: tuple[str, ...]) -> Influence:
         """``e(Q | node)``, exact and rounded upwards, or a proven upper bound."""
-        if quilt:
+        if quilt and self.attrs.issuperset(quilt):
             joints = self._shared_joints()
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
@@ -870,11 +872,23 @@ class _Shared:
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:
             self._tried = True
-            found = [attribute_joints(self.theta, sorted(self.attrs), m)
+            # a propagation the deadline stops leaves each influence to its own elimination,
+            # and the search's own deadline checks then stop the plan with its best so far
+            found = [attribute_joints(self.theta, sorted(self.attrs), m,
+                                      deadline=self.deadline)
                      for m in range(len(self.theta.members))]
             if all(j is not None for j in found):
                 self._joints = cast(list[AttributeJoints], found)
         return self._joints
+
+
+def _shared_context(theta: Theta, query: Query, n_sensitive: int, max_table: int,
+                   inference: InferenceMethod, deadline: float | None = None) -> _Shared:
+    """The work a plan of ``n_sensitive`` attributes shares (:class:`_Shared`), decided as
+    :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
+    return _Shared(theta, query, max_table, inference,
+                   n_sensitive >= SHARED_MIN_SENSITIVE
+                   and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline)
 
 
 class _Stop(Exception):
@@ -1583,9 +1597,7 @@ def plan(
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates, list_sets)
     else:
-        shared = _Shared(theta, query, max_table, inference,
-                         len(sens) >= SHARED_MIN_SENSITIVE
-                         and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES)
+        shared = _shared_context(theta, query, len(sens), max_table, inference, deadline)
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:

@@ -45,18 +45,20 @@ from quiltpriv.inference.influence import (
     InferenceMethod,
     InfluenceTooExpensive,
     check_inference,
-    influence_upper_bound,
 )
 from quiltpriv.mechanisms.apmqm import (
+    DEFAULT_MAX_CANDIDATES,
     Plan,
     SensitivePlan,
     _jsonable,
+    _plan_node,
+    _Shared,
+    _shared_context,
     _trusted,
     canonical_json,
     is_tie,
     plan_from_dict,
     plan_from_json,
-    plan_node,
     query_fingerprint,
     quilt_scale,
 )
@@ -270,8 +272,10 @@ class PlanVerification:
 
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
-                     max_table: int, inference: InferenceMethod) -> AttributeCheck:
-    """Recompute one attribute's quilt, influence, sensitivity, scale and optimality."""
+                     max_table: int, inference: InferenceMethod,
+                     shared: _Shared) -> AttributeCheck:
+    """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, with the
+    work the planner shares for a plan of this size (``shared``)."""
     node = sp.node
     found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
                              "stated_influence": sp.influence,
@@ -282,13 +286,12 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         return AttributeCheck(ok=False, reason=reason, **found)
 
     problem = (_listed_problem(theta, sp) if sp.sets_listed
-               else _unlisted_problem(theta, query, sp))
+               else _unlisted_problem(theta, query, sp, shared))
     if problem is not None:
         return fail(problem)
     q = set(sp.quilt)
     try:
-        infl = influence_upper_bound(theta, node, theta.sort(q), max_table=max_table,
-                                     inference=inference)
+        infl = shared.influence(node, theta.sort(q))
     except InfluenceTooExpensive as exc:
         return fail(f"the influence of Q = {fmt_set(sp.quilt)} cannot be recomputed within "
                     f"max_table = {max_table}: {exc}")
@@ -311,7 +314,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         return fail(f"it states scale {sp.scale:.17g}, below Delta / (eps - e) = "
                     f"{need:.17g}")
     if sp.optimal:
-        best = plan_node(theta, query, node, eps, max_table=max_table, inference=inference)
+        best = _plan_node(theta, query, node, eps, max_table, None, inference,
+                          DEFAULT_MAX_CANDIDATES, shared, list_sets=False)[0]
         found.update(least_scale=best.scale)
         if not best.optimal:
             return fail("it claims the least scale over all quilts, which could not be "
@@ -358,7 +362,8 @@ def _listed_problem(theta: Theta, sp: SensitivePlan) -> str | None:
     return None
 
 
-def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan) -> str | None:
+def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
+                      shared: _Shared) -> str | None:
     """What is wrong with an unlisted quilt of ``sp.node``, if anything.
 
     Its remote set is the largest ``Q`` d-separates, so what must hold is that every query
@@ -380,7 +385,10 @@ def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan) -> str | No
     if set(sp.quilt) & stated:
         return (f"{fmt_set(theta.sort(set(sp.quilt) & stated))} is both in Q and among the "
                 "nearby attributes")
-    near = d_connected(theta, node, sp.quilt) & attrs
+    if shared.index is not None and attrs.issuperset(sp.quilt):
+        near = set(shared.index.nearby_attributes(node, sp.quilt))
+    else:
+        near = d_connected(theta, node, sp.quilt) & attrs
     missed = near - stated
     if missed:
         return (f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from the query "
@@ -449,7 +457,8 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     failure = _query_mismatch(plan, theta, query, definition)
     if failure is not None:
         return verdict("query", failure)
-    rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference)
+    shared = _shared_context(theta, query, len(plan.sensitive), max_table, inference)
+    rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, shared)
                  for sp in plan.sensitive)
     for c in rows:
         if not c.ok:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -100,6 +101,8 @@ def test_budgets_refuse_rather_than_grow():
     theta = _tiny_chain(1e-3)
     assert attribute_joints(theta, ["a", "b"], 0, max_work=10) is None
     assert attribute_joints(theta, ["a", "b"], 0, max_held=10) is None
+    assert attribute_joints(theta, ["a", "b"], 0, deadline=time.monotonic() - 1) is None
+    assert attribute_joints(theta, ["a", "b"], 0, deadline=time.monotonic() + 60) is not None
 
 
 def test_bad_arguments_are_refused():

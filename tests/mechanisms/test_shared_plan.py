@@ -59,6 +59,9 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
         assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
         if sp.quilt != alone.quilt:  # only a tie of scales may choose another quilt
             assert sp.scale == pytest.approx(alone.scale, rel=1e-9)
+    # verification shares the same work, so it recomputes the shared plan's own numbers
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query)
+    assert check.ok, check.failure
 
 
 def _listed_and_unlisted(seed: int):
