@@ -209,7 +209,8 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
     p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
              n_jobs=getattr(args, "jobs", None),
              progress=len(sensitive) > 1 and sys.stderr.isatty(),
-             inference=getattr(args, "inference", "auto"))
+             inference=getattr(args, "inference", "auto"),
+             list_sets={"yes": True, "no": False}.get(getattr(args, "list_sets", "auto")))
     if was_interrupted(p) and not partial_ok:
         raise KeyboardInterrupt
     return theta, query, p
@@ -379,6 +380,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
                    help="how exact influences are computed (all exact and differing only "
                         "in rounding; default: auto, the fastest measured)")
+    p.add_argument("--list-sets", choices=("auto", "yes", "no"), default="auto",
+                   help="list each sensitive attribute's nearby and remote sets (auto: when "
+                        "nodes x sensitive attributes <= 2^20; otherwise only the query "
+                        "attributes in N, so the plan stays linear in the network)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_plan)

@@ -27,6 +27,22 @@ def test_plan_json_contract(capsys):
     assert d["scale"] == pytest.approx(1000.0)
 
 
+def test_plan_list_sets_option(capsys):
+    """--list-sets no keeps the contract's fields with N and R null (the large-plan form)."""
+    assert main([*PLAN, "--attributes", "height,sat", "--json", "--list-sets", "no"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    s = d["sensitive"]["income"]
+    assert d["format"] == "quiltpriv-plan/2"
+    assert s["nearby"] is None and s["remote"] is None and isinstance(s["quilt"], list)
+    assert set(s["nearby_attributes"]) <= {"height", "sat"}
+    assert main([*PLAN, "--attributes", "height,sat", "--json", "--list-sets", "yes"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sensitive"]["income"]
+    assert listed["nearby_attributes"] is None
+    assert sorted(s["nearby_attributes"]) == sorted(
+        set(listed["nearby"]) & {"height", "sat"})
+    assert d["scale"] == pytest.approx(1000.0)
+
+
 def test_plan_table(capsys):
     assert main([*PLAN, "--attributes", "height"]) == 0
     out = capsys.readouterr().out
