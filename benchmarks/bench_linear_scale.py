@@ -10,8 +10,9 @@ records, eps = 1, the default inference):
 
 Cardinalities 2-3, CPD columns Dirichlet(1). Each (family, size) runs in its own subprocess
 under ``--budget`` seconds (a run that exceeds it is reported as such, with the sizes above it
-skipped); it reports the build, plan and JSON times, the JSON size, peak RSS (``RUSAGE_SELF``)
-and, for the largest size each family reaches, the top of a cProfile of the plan.
+skipped); it reports the build, plan and JSON times, the JSON size, peak RSS (``RUSAGE_SELF``),
+the whole worker process's wall time (imports, build, plan, JSON) and, for the largest size
+each family reaches, the top of a cProfile of the plan.
 
 Usage::
 
@@ -120,11 +121,14 @@ def run(family: str, n: int, width: int, budget: float, profile: bool) -> dict[s
     cmd = [sys.executable, __file__, "--worker", family, str(n), str(width)]
     if profile:
         cmd.append("--profile")
+    t0 = time.perf_counter()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=budget, check=True)
     except subprocess.TimeoutExpired:
         return {"family": family, "n": n, "width": width, "timeout_s": budget}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    # the whole worker process: imports, building the network, planning, writing the JSON
+    return {**json.loads(r.stdout.strip().splitlines()[-1]),
+            "process_s": time.perf_counter() - t0}
 
 
 def main() -> None:
@@ -160,7 +164,7 @@ def main() -> None:
     lines = [f"# all-nodes planning, three families (width {args.width}); {code_version()}",
              f"# machine: {json.dumps(facts)}", "",
              f"{'family':8} {'n':>7} {'plan s':>9} {'ms/node':>8} {'json s':>7} "
-             f"{'json MB':>8} {'RSS MB':>7}"]
+             f"{'json MB':>8} {'RSS MB':>7} {'process s':>9}"]
     for r in rows:
         if r.get("profiled"):
             continue
@@ -170,7 +174,7 @@ def main() -> None:
         else:
             lines.append(f"{r['family']:8} {r['n']:>7} {r['plan_s']:9.2f} "
                          f"{r['ms_per_node']:8.2f} {r['json_s']:7.2f} {r['json_mb']:8.2f} "
-                         f"{r['peak_rss_mb']:7.0f}")
+                         f"{r['peak_rss_mb']:7.0f} {r.get('process_s', math.nan):9.2f}")
     for r in rows:
         if r.get("profiled") and "profile" in r:
             lines += ["", f"## profile (tottime): {r['family']} n = {r['n']}", r["profile"]]
