@@ -5,8 +5,8 @@ Every candidate quilt of the planner is a subset of the query's attributes ``A``
 targets), so a plan over many sensitive attributes asks for ``P(phi_i, phi_Q)`` with ``Q``
 inside one small set ``A``, for every ``i``. Answering each by its own elimination costs the
 size of ``i``'s ancestral set, so a plan over every node of a long network is quadratic. Here
-one Hugin propagation over the junction tree of :func:`quiltpriv.inference.junction_tree.
-tree_structure` (Lauritzen and Spiegelhalter 1988; Jensen, Lauritzen and Olesen 1990), with
+one propagation over the junction tree of :func:`quiltpriv.inference.junction_tree.
+fill_tree_structure` (Shafer and Shenoy 1990; Lauritzen and Spiegelhalter 1988), with
 the evidence ``phi_A = a`` entered for every joint state ``a`` of ``A`` at once (a leading
 batch axis on every table; a table no evidence reaches keeps a batch axis of size one), leaves
 every clique table equal to ``P(phi_C, phi_A = a)``; summing each node's smallest clique gives
@@ -22,7 +22,7 @@ Floating point, at every magnitude, as in :mod:`quiltpriv.inference.influence`:
   floating-point environment that flushes subnormals to zero, or treats them as zero, is
   detected first. In either case :func:`attribute_joints` returns None and the planner
   computes each influence on its own (exact integers where float64 cannot be trusted).
-* *Rounding.* Per joint state of ``A`` this is the Hugin propagation of the network with the
+* *Rounding.* Per joint state of ``A`` this is the propagation of the network with the
   evidence's CPDs multiplied by 0 and 1 (exact), so each entry errs by at most ``gamma_K``
   with ``K`` the junction tree's depth bound of :func:`quiltpriv.inference.influence.
   max_influence` (six roundings per table entry of the tree, plus the network's size times
@@ -50,9 +50,9 @@ from quiltpriv.inference.influence import (
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
     cardinalities,
+    fill_tree_structure,
     is_floating,
     sorted_tables,
-    tree_structure,
 )
 from quiltpriv.model.network import Theta, check_theta
 
@@ -120,7 +120,7 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     attrs = tuple(sorted(theta.index[a] for a in theta.check_nodes(attributes, "attribute")))
     if not attrs or not is_floating(theta, member) or not subnormals_kept():
         return None
-    structure = tree_structure(theta)
+    structure = fill_tree_structure(theta)
     cards = cardinalities(theta)
     batch = math.prod(cards[a] for a in attrs)
     if 2 * structure.size * batch > max_work:

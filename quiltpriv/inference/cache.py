@@ -113,6 +113,8 @@ class InferenceCache:
         One member's calibrated junction tree (None: too large, or not floating point).
     scopes_by_position, parent_indices, cardinalities, junction_structure : Value
         Structures of the DAG shared by every member.
+    fill_structure : Value
+        The junction tree of a greedy min-fill triangulation (the shared propagation's).
     """
 
     __slots__ = ("_store",)
@@ -186,3 +188,7 @@ class InferenceCache:
     @property
     def junction_structure(self) -> Value[TreeStructure]:
         return Value(self._store, "junction_structure")
+
+    @property
+    def fill_structure(self) -> Value[TreeStructure]:
+        return Value(self._store, "fill_structure")

@@ -186,10 +186,31 @@ class _RootedTree(NamedTuple):
     """Elimination clique index -> kept clique index, for the kept ones."""
 
 
-def _build_tree_structure(card: Sequence[int],
-                         parents: Sequence[Sequence[int]]) -> TreeStructure:
+def fill_tree_structure(theta: Theta) -> TreeStructure:
+    """:func:`tree_structure` with a greedy min-fill order (cached on ``theta``).
+
+    The order eliminates, at each step, the variable whose elimination adds the fewest edges
+    to the moral graph (ties by min-weight, then node index). On long networks of bounded
+    treewidth it builds far smaller trees than min-weight: measured on 10,000-node seeded
+    networks (``benchmarks/bench_linear_scale.py``), 9.9 million clique entries instead of
+    184 million (banded), 1.3 instead of 3.4 (layered) and 0.95 instead of 6.9 (lattice).
+    The shared propagation of :mod:`quiltpriv.inference.attribute_joints` uses it; the global
+    order of variable elimination stays min-weight (the per-query orders it gives were
+    measured on the bundled networks).
+    """
+    check_theta(theta)
+    hit = InferenceCache.of(theta).fill_structure.get()
+    if hit is not None:
+        return hit
+    structure = _build_tree_structure(cardinalities(theta), parent_indices(theta), fill=True)
+    return InferenceCache.of(theta).fill_structure.set(structure)
+
+
+def _build_tree_structure(card: Sequence[int], parents: Sequence[Sequence[int]],
+                          fill: bool = False) -> TreeStructure:
     """The junction tree of a network given per node index its cardinality and parents."""
-    elimination = _greedy_elimination(card, _moral_adjacency(parents))
+    elimination = (_min_fill_elimination if fill else _greedy_elimination)(
+        card, _moral_adjacency(parents))
     absorbed = _absorb_nonmaximal(elimination.cliques,
                                  _elimination_tree(elimination))
     tree = _rooted_tree(elimination.cliques, absorbed)
@@ -263,6 +284,53 @@ def _greedy_elimination(card: Sequence[int], adj: list[set[int]]) -> _Eliminatio
             adj[a].update(u for u in nb if u != a)
         for a in nb:
             heapq.heappush(heap, (weight(a), a))
+        adj[v] = set()
+    return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
+
+
+def _min_fill_elimination(card: Sequence[int], adj: list[set[int]]) -> _Elimination:
+    """Eliminate every variable in greedy min-fill order (``adj`` is consumed).
+
+    The key is the number of fill-in edges, then the weight of :func:`_greedy_elimination`,
+    then the node index; a popped heap entry whose key changed is pushed back (lazy heap).
+    """
+    n = len(adj)
+
+    def key(v: int) -> tuple[int, int]:
+        nb = list(adj[v])
+        fill = 0
+        for i, a in enumerate(nb):
+            near = adj[a]
+            fill += sum(1 for b in nb[i + 1:] if b not in near)
+        w = card[v]
+        for u in nb:
+            w *= card[u]
+        return fill, w
+
+    heap = [(*key(v), v) for v in range(n)]
+    heapq.heapify(heap)
+    eliminated = [False] * n
+    pos = [0] * n
+    elim_cliques: list[tuple[int, ...]] = []
+    elim_var: list[int] = []
+    while heap:
+        f, w, v = heapq.heappop(heap)
+        if eliminated[v]:
+            continue
+        actual = key(v)
+        if actual != (f, w):
+            heapq.heappush(heap, (*actual, v))
+            continue
+        nb = adj[v]
+        pos[v] = len(elim_cliques)
+        elim_cliques.append(tuple(sorted((v, *nb))))
+        elim_var.append(v)
+        eliminated[v] = True
+        for a in nb:
+            adj[a].discard(v)
+            adj[a].update(u for u in nb if u != a)
+        for a in nb:
+            heapq.heappush(heap, (*key(a), a))
         adj[v] = set()
     return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
 

@@ -18,7 +18,7 @@ from marks import fast_sample
 
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
-from quiltpriv.inference.junction_tree import junction_tree, tree_structure
+from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
 
 METHODS = ("auto", "elimination", "junction_tree")
 
@@ -231,12 +231,14 @@ def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_
     assert answered and refused
 
 
+@pytest.mark.parametrize("fill", [False, True])
 @pytest.mark.parametrize("seed", range(30))
-def test_junction_tree_is_a_junction_tree(seed):
-    """Running intersection, families covered, tables are the marginals of their cliques."""
+def test_junction_tree_is_a_junction_tree(seed, fill):
+    """Running intersection, families covered, tables are the marginals of their cliques (the
+    min-weight tree; the min-fill one, for the structure)."""
     net = ref.random_network(9500 + seed, min_nodes=1, max_nodes=14)
     theta = net.to_theta()
-    st = tree_structure(theta)
+    st = fill_tree_structure(theta) if fill else tree_structure(theta)
     n = len(theta.nodes)
     # Every variable's cliques form a connected subtree: exactly one of them has its parent
     # outside the set (or is the root).
@@ -253,12 +255,31 @@ def test_junction_tree_is_a_junction_tree(seed):
     for a in range(len(sets)):
         for b in range(len(sets)):
             assert a == b or not sets[a] <= sets[b], (seed, a, b)
+    if fill:
+        return
     tree = junction_tree(theta)
     joint = ref.full_joint(net)
     for c, clique in enumerate(st.cliques):
         names = [theta.nodes[u] for u in clique]
         np.testing.assert_allclose(tree.tables[c], ref.marginal(net, joint, names),
                                    rtol=1e-12, atol=1e-300)
+
+
+def test_min_fill_builds_smaller_trees_on_long_networks():
+    """The shared propagation's tree (min-fill) against the global min-weight one, on the
+    benchmark's seeded families at 2,000 nodes: real sizes, measured."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_linear_scale import build
+
+    for family in ("banded", "layered", "lattice"):
+        theta = build(family, 2000, 4)
+        fill, weight = fill_tree_structure(theta), tree_structure(theta)
+        assert fill.size < weight.size, family
+        if family == "banded":  # moral bandwidth 8: cliques of at most 9 or 10 variables
+            assert max(map(len, fill.cliques)) <= 10 < max(map(len, weight.cliques))
 
 
 def test_disconnected_network_components_multiply():
