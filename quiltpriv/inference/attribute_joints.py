@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,13 +107,15 @@ class _Late(Exception):
 
 def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
                      max_work: int = DEFAULT_MAX_WORK, max_held: int = DEFAULT_MAX_HELD,
-                     deadline: float | None = None) -> AttributeJoints | None:
+                     deadline: float | None = None,
+                     progress: bool = False) -> AttributeJoints | None:
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
 
     Returns None when the result could not be trusted or afforded: the member's tables are
     exact rationals, an operation underflowed, the floating-point environment flushes
     subnormals, the propagation would touch more than ``max_work`` entries or hold more
     than ``max_held`` at once, or ``deadline`` (``time.monotonic()``) passed before it ended.
+    ``progress`` shows a bar over the cliques of each of the two passes.
     """
     theta = check_theta(theta)
     member = theta.check_member(member)
@@ -131,7 +133,7 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
             tables = _propagate(structure, cards, sorted_tables(theta, member), attrs, rooted,
-                                deadline)
+                                deadline, progress)
     except (FloatingPointError, _Late):
         return None
     return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))
@@ -225,7 +227,8 @@ def _sum_to(table: np.ndarray, vars_: Sequence[int], keep: Sequence[int],
 def _propagate(structure: TreeStructure, cards: Sequence[int],
                cpds: tuple[tuple[tuple[int, ...], ...], tuple[np.ndarray, ...]],
                attrs: tuple[int, ...], rooted: _Rooted,
-               deadline: float | None = None) -> tuple[np.ndarray, ...]:
+               deadline: float | None = None,
+               progress: bool = False) -> tuple[np.ndarray, ...]:
     """Shafer-Shenoy propagation with one batch axis per attribute (size one where its
     evidence has not arrived); per node, ``P(phi_v, phi_A)`` as ``(card, *card(A))``.
 
@@ -263,8 +266,15 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     def times(table: np.ndarray, msg: np.ndarray, sep: Sequence[int], c: int) -> np.ndarray:
         return table * msg.reshape(_shape(sep, cliques[c], cards, msg.shape[:nb]))
 
+    def passing(cliques_: Sequence[int], which: str) -> Iterable[int]:
+        if not progress:
+            return cliques_
+        from quiltpriv.utils.progress import progress_bar
+
+        return progress_bar(cliques_, desc=f"shared inference, {which}", unit="clique")
+
     up: list[np.ndarray | None] = [None] * len(cliques)
-    for c in reversed(order):  # collect: children before parents
+    for c in passing(order[::-1], "pass 1/2"):  # collect: children before parents
         if parent[c] < 0:
             continue
         if deadline is not None and time.monotonic() > deadline:
@@ -279,7 +289,7 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
         homed[structure.home[v][0]].append(v)
     full = [cards[a] for a in attrs]
     down: list[np.ndarray | None] = [None] * len(cliques)
-    for c in order:  # distribute: parents before children, depth first
+    for c in passing(order, "pass 2/2"):  # distribute: parents before children, depth first
         if deadline is not None and time.monotonic() > deadline:
             raise _Late
         table = local(c)

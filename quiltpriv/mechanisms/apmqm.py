@@ -839,9 +839,9 @@ class _Shared:
 
     def __init__(self, theta: Theta, query: Query, max_table: int,
                  inference: InferenceMethod, shared: bool,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, progress: bool = False) -> None:
         self.theta, self.max_table, self.inference = theta, max_table, inference
-        self.deadline = deadline
+        self.deadline, self.progress = deadline, progress
         self.attrs = frozenset(query.attributes)
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
@@ -875,7 +875,7 @@ class _Shared:
             # a propagation the deadline stops leaves each influence to its own elimination,
             # and the search's own deadline checks then stop the plan with its best so far
             found = [attribute_joints(self.theta, sorted(self.attrs), m,
-                                      deadline=self.deadline)
+                                      deadline=self.deadline, progress=self.progress)
                      for m in range(len(self.theta.members))]
             if all(j is not None for j in found):
                 self._joints = cast(list[AttributeJoints], found)
@@ -883,12 +883,13 @@ class _Shared:
 
 
 def _shared_context(theta: Theta, query: Query, n_sensitive: int, max_table: int,
-                   inference: InferenceMethod, deadline: float | None = None) -> _Shared:
+                   inference: InferenceMethod, deadline: float | None = None,
+                   progress: bool = False) -> _Shared:
     """The work a plan of ``n_sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
     return _Shared(theta, query, max_table, inference,
                    n_sensitive >= SHARED_MIN_SENSITIVE
-                   and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline)
+                   and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress)
 
 
 class _Stop(Exception):
@@ -1597,7 +1598,8 @@ def plan(
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates, list_sets)
     else:
-        shared = _shared_context(theta, query, len(sens), max_table, inference, deadline)
+        shared = _shared_context(theta, query, len(sens), max_table, inference, deadline,
+                                 progress)
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:

@@ -114,3 +114,15 @@ def test_bad_arguments_are_refused():
         joint_influence(theta, [aj], "a", ["a"])
     with pytest.raises(ParameterError):
         joint_influence(theta, [], "i", ["a"])
+
+
+def test_progress_is_reported_per_pass():
+    from quiltpriv.inference.junction_tree import fill_tree_structure
+    from quiltpriv.utils.progress import observe
+
+    theta = _tiny_chain(1e-3)
+    seen = []
+    with observe(lambda done, total: seen.append((done, total))):
+        assert attribute_joints(theta, ["a", "b"], 0, progress=True) is not None
+    cliques = len(fill_tree_structure(theta).cliques)
+    assert seen.count((cliques, cliques)) == 2 and seen.count((0, cliques)) == 2
