@@ -29,6 +29,13 @@ columns (``Query.sensitivity_structure``), and the search uses it instead of try
   The search stops at ``max_candidates`` targets or the time limit with a valid plan flagged
   as not proven optimal.
 
+A plan over many sensitive attributes shares its work across them (:class:`_Shared`): a few
+graph walks from the query's attributes give every attribute's candidates and nearby query
+attributes (:class:`~quiltpriv.graph.quilts.QuiltIndex`), and one batched propagation gives
+every influence (:mod:`quiltpriv.inference.attribute_joints`), so a plan of every node of a
+long network of bounded treewidth is linear in it; a plan too large to list each attribute's
+``N`` and ``R`` keeps the query attributes in ``N`` instead (:data:`LIST_SETS_LIMIT`).
+
 docs/concepts.md has the proofs; tests check the planner against brute force.
 """
 
