@@ -42,6 +42,7 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
     theta = net.to_theta()
     query = _query(net, seed, kind)
     monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)
     calls = []
     real = apmqm.joint_influence
     monkeypatch.setattr(apmqm, "joint_influence", lambda *a: calls.append(a) or real(*a))
@@ -117,6 +118,27 @@ def test_unlisted_plan_round_trips_verifies_and_refuses_edits(seed):
         assert ("leaves out" in result.failure or "sensitivity" in result.failure
                 or "Delta" in result.failure), result.failure
         break
+
+
+def test_propagation_only_where_it_costs_less(monkeypatch):
+    """The shared propagation is skipped when its work exceeds SHARED_WORK_RATIO times the
+    sensitive attributes times the nodes; the plan is then the per-attribute one, exactly."""
+    net = random_network(3007, min_nodes=6, max_nodes=6)
+    theta = net.to_theta()
+    query = _query(net, 7, "count")
+    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    calls = []
+    real = apmqm.joint_influence
+    monkeypatch.setattr(apmqm, "joint_influence", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 0)
+    skipped = plan(theta, query, theta.nodes, 1.0)
+    assert not calls
+    for sp in skipped.sensitive:
+        alone = plan_node(theta, query, sp.node, 1.0)
+        assert (sp.quilt, sp.influence, sp.scale) == (alone.quilt, alone.influence, alone.scale)
+    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)
+    shared = plan(theta, query, theta.nodes, 1.0)
+    assert calls or all(not sp.quilt for sp in shared.sensitive)
 
 
 def test_list_sets_rule_and_old_format():
