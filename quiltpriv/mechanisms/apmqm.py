@@ -1559,6 +1559,8 @@ def plan(
         the work over a Dask cluster with nothing else changed. The attributes go out in a few
         batches per worker (each batch ships Theta once). ``time_limit`` is one overall
         budget, passed to workers as a wall-clock deadline (a cluster's clocks must agree).
+        A plan that shares its work across attributes (:data:`SHARED_MIN_SENSITIVE`) runs in
+        one process, whatever ``n_jobs`` says, and a note says so.
     progress : bool
         Show a progress bar (tqdm) over the sensitive attributes.
     inference : {"auto", "junction_tree", "elimination"}
@@ -1614,12 +1616,16 @@ def plan(
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes: list[str] = []
+    shared = _shared_context(theta, query, len(sens), max_table, inference, deadline, progress)
+    if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
+        # Workers would each redo the work this plan shares: one process is faster.
+        notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
+                     "shares its graph walks and inference across them in one process")
+        n_jobs = None
     if n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates, list_sets)
     else:
-        shared = _shared_context(theta, query, len(sens), max_table, inference, deadline,
-                                 progress)
         done: list[SensitivePlan] = []
         nodes: Iterable[str] = sens
         if progress:

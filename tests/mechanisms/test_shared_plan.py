@@ -173,3 +173,14 @@ def test_list_sets_rule_and_old_format():
     entry["nearby"] = None
     with pytest.raises(apmqm.PlanError):
         Plan.from_dict(d)
+
+
+def test_a_shared_plan_runs_in_one_process(monkeypatch):
+    net = random_network(4200, min_nodes=6, max_nodes=6)
+    theta = net.to_theta()
+    query = _query(net, 3, "count")
+    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm, "_plan_parallel", None)  # would fail if called
+    p = plan(theta, query, theta.nodes, 1.0, n_jobs=2)
+    assert any("n_jobs=2 not used" in n for n in p.notes)
+    assert p.to_dict()["sensitive"] == plan(theta, query, theta.nodes, 1.0).to_dict()["sensitive"]
