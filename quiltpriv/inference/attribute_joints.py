@@ -46,6 +46,7 @@ from quiltpriv.inference.influence import (
     _influence_from_joint,
     _junction_tree_depth,
     _rounding_bound_k,
+    subnormals_kept,
 )
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
@@ -89,16 +90,6 @@ class AttributeJoints:
         axes = tuple(1 + k for k, a in enumerate(self.attributes) if a not in keep)
         table = self.tables[node]
         return table.sum(axis=axes) if axes else table
-
-
-def subnormals_kept() -> bool:
-    """Whether numpy's arithmetic here keeps subnormal numbers (no flush-to-zero, no
-    denormals-are-zero): the underflow flag then marks every result that lost precision."""
-    with np.errstate(all="ignore"):
-        tiny = np.array([2.0**-1070])
-        kept_in = (tiny * 4.0)[0] == 2.0**-1068  # denormals-are-zero reads tiny as 0
-        kept_out = (np.array([2.0**-1000]) * np.array([2.0**-30]))[0] == 2.0**-1030
-    return bool(kept_in and kept_out)
 
 
 class _Late(Exception):

@@ -317,7 +317,8 @@ def check_inference(inference: object) -> InferenceMethod:
 
 def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
                max_table: int, tables: Mapping[str, np.ndarray] | None = None,
-               *, price_only: bool = False) -> np.ndarray:
+               *, price_only: bool = False, fixed: Mapping[str, int] | None = None,
+               checked: bool = False, sizes: list[int] | None = None) -> np.ndarray:
     """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
 
     ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
@@ -325,18 +326,18 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     add will do. ``price_only``: walk the same order on the factors' scopes alone, raising
     :class:`InfluenceTooExpensive` exactly where the elimination would (the order and every
     refusal depend on the scopes only), without any arithmetic; returns an empty array.
+    ``fixed`` conditions on variables (never in ``nodes``): each factor is sliced at their
+    values and loses their axes, so the result is ``P(phi_nodes, fixed)``. ``checked``
+    multiplies with numpy ufuncs instead of einsum, so that ``numpy.errstate`` sees every
+    operation (:func:`_conditioned_joint`). A refusal's exception carries the refused step's
+    variables as ``scope``. ``sizes``, when given, receives each step's table size.
     """
     card = theta.cardinality
-    cpds = theta.members[member]
     rank = theta.index
-    factors: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
-    where: dict[str, set[int]] = {v: set() for v in anc}
-    for k, v in enumerate(sorted(anc, key=rank.__getitem__)):
-        family = (v, *theta.parents[v])
-        factors[k] = (family, cpds[v].table if tables is None else tables[v])
-        for u in family:
-            where[u].add(k)
+    fixed = fixed or {}
+    factors, where = _elimination_factors(theta, anc, member, tables, fixed, price_only)
     next_id = len(factors)
+    contract = _checked_contract if checked and not price_only else _contract
 
     def cost(v: str) -> tuple[int, set[str]]:
         scope: set[str] = set()
@@ -348,7 +349,7 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     # Greedy min-size elimination order, kept incrementally: a heap of (cost, rank, var) with
     # lazy re-evaluation (a popped entry whose cost changed is pushed back), and fresh entries
     # for the neighbours of each eliminated variable.
-    remaining = anc - set(nodes)
+    remaining = anc - set(nodes) - set(fixed)
     heap = [(cost(v)[0], rank[v], v) for v in remaining]
     heapq.heapify(heap)
     while heap:
@@ -359,23 +360,17 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
         if actual != c:
             heapq.heappush(heap, (actual, r, v))
             continue
-        if actual > max_table:
-            raise InfluenceTooExpensive(
-                f"exact elimination needs a factor of {actual} entries (limit {max_table})"
-            )
-        ks = sorted(where.pop(v))
-        involved = [factors.pop(k) for k in ks]
-        for vs, _ in involved:
-            for u in vs:
-                if u != v:
-                    where[u].difference_update(ks)
+        _check_step(actual, max_table, scope)
+        if sizes is not None:
+            sizes.append(actual)
+        involved = _take_factors(factors, where, v)
         if len(involved) == 1:  # summing one factor out needs no product
             vs, t = involved[0]
             out_vars = tuple(u for u in vs if u != v)
             table = _PRICED if price_only else t.sum(axis=vs.index(v))
         else:
             out_vars = theta.sort(scope)
-            table = _contract(involved, out_vars, price_only)
+            table = contract(involved, out_vars, price_only)
         factors[next_id] = (out_vars, table)
         for u in out_vars:
             where[u].add(next_id)
@@ -384,7 +379,140 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
         for u in out_vars:
             if u in remaining:
                 heapq.heappush(heap, (cost(u)[0], rank[u], u))
-    return _contract(list(factors.values()), nodes, price_only)
+    return contract(list(factors.values()), nodes, price_only)
+
+
+def _elimination_factors(theta: Theta, anc: set[str], member: int,
+                         tables: Mapping[str, np.ndarray] | None, fixed: Mapping[str, int],
+                         price_only: bool) -> tuple[dict[int, tuple[tuple[str, ...], np.ndarray]],
+                                                    dict[str, set[int]]]:
+    """:func:`_eliminate`'s factors (each CPD of ``anc``, sliced at ``fixed``) and, per
+    variable, the factors holding it."""
+    cpds = theta.members[member]
+    factors: dict[int, tuple[tuple[str, ...], np.ndarray]] = {}
+    where: dict[str, set[int]] = {v: set() for v in anc if v not in fixed}
+    for k, v in enumerate(sorted(anc, key=theta.index.__getitem__)):
+        family = (v, *theta.parents[v])
+        table = cpds[v].table if tables is None else tables[v]
+        if fixed and not price_only and any(u in fixed for u in family):
+            table = table[tuple(fixed.get(u, slice(None)) for u in family)]
+        family = tuple(u for u in family if u not in fixed)
+        factors[k] = (family, table)
+        for u in family:
+            where[u].add(k)
+    return factors, where
+
+
+def _check_step(size: int, max_table: int, scope: set[str]) -> None:
+    """Refuse a step above ``max_table``; the exception carries its variables (``scope``)."""
+    if size > max_table:
+        refused = InfluenceTooExpensive(
+            f"exact elimination needs a factor of {size} entries (limit {max_table})")
+        refused.scope = frozenset(scope)  # type: ignore[attr-defined]
+        raise refused
+
+
+def _take_factors(factors: dict[int, tuple[tuple[str, ...], np.ndarray]],
+                  where: dict[str, set[int]], v: str) -> list[tuple[tuple[str, ...], np.ndarray]]:
+    """Remove and return the factors holding ``v``, unregistering them from their variables."""
+    ks = sorted(where.pop(v))
+    involved = [factors.pop(k) for k in ks]
+    for vs, _ in involved:
+        for u in vs:
+            if u != v:
+                where[u].difference_update(ks)
+    return involved
+
+
+def _checked_contract(factors: Sequence[tuple[tuple[str, ...], np.ndarray]],
+                      out_vars: Sequence[str], price_only: bool = False) -> np.ndarray:
+    """:func:`_contract` by broadcast products and sums (numpy ufuncs, which report underflow
+    to ``numpy.errstate``; einsum does not). Same values up to rounding, same table sizes.
+    ``price_only`` is there for the same signature: pricing walks use :func:`_contract`."""
+    every: list[str] = []
+    for vs, _ in factors:
+        every.extend(u for u in vs if u not in every)
+    product: np.ndarray = np.ones(())
+    for vs, t in factors:
+        shape = [1] * len(every)
+        for u, n in zip(vs, np.shape(t), strict=True):
+            shape[every.index(u)] = n
+        order = sorted(range(len(vs)), key=lambda k: every.index(vs[k]))
+        product = product * np.transpose(np.asarray(t, dtype=np.float64), order).reshape(shape)
+    gone = tuple(k for k, u in enumerate(every) if u not in set(out_vars))
+    if gone:
+        product = product.sum(axis=gone)
+    kept = [u for u in every if u in set(out_vars)]
+    return np.transpose(product, [kept.index(u) for u in out_vars])
+
+
+#: Most joint states of the cutset :func:`_conditioned_joint` conditions on (each one
+#: elimination), and most table entries its eliminations may build in all (2**31: about 20 s
+#: of numpy on the 2-core test machine): beyond either the query is refused.
+MAX_CUTSET_STATES = 256
+MAX_CUTSET_WORK = 2**31
+
+
+def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int,
+                       max_table: int) -> tuple[np.ndarray, int] | None:
+    """``P(phi_nodes)`` for a query no elimination order fits ``max_table``: conditioning on
+    a cutset (Pearl 1986) trades memory for time, ``P(nodes) = sum over states c of the
+    cutset C of P(nodes, C = c)``, each term an elimination with ``C`` fixed.
+
+    ``C`` grows greedily by the variable of least cardinality in the refused step (never a
+    queried one) until the Python order fits, at most :data:`MAX_CUTSET_STATES` states and
+    :data:`MAX_CUTSET_WORK` table entries in all (priced before any arithmetic). Every
+    operation runs under ``numpy.errstate(under="raise")`` (and subnormals must be kept), so
+    float64 is trusted at any magnitude. Returns the joint and the number of terms summed
+    (for the rounding bound), or None when no such cutset fits or an operation underflowed.
+    """
+    anc = theta.ancestral_set(nodes)
+    card = theta.cardinality
+    fixed: dict[str, int] = {}
+    sizes: list[int] = []
+    while True:
+        try:
+            sizes.clear()
+            _eliminate(theta, nodes, anc, member, max_table, price_only=True, fixed=fixed,
+                       sizes=sizes)
+            break
+        except InfluenceTooExpensive as exc:
+            scope = [u for u in getattr(exc, "scope", ()) if u not in nodes and u not in fixed]
+            if not scope:
+                return None
+            # the least cardinality: fewest extra eliminations per variable conditioned on (on
+            # diabetes' hardest query it finds 30 states where the largest-first rule needs
+            # 6,336: small shared variables tend to sit in many of the large steps)
+            pick = min(scope, key=lambda u: (card[u], theta.index[u]))
+            if math.prod(card[u] for u in (*fixed, pick)) > MAX_CUTSET_STATES:
+                return None
+            fixed[pick] = 0
+    if not fixed or not subnormals_kept():
+        return None
+    if sum(sizes) * math.prod(card[u] for u in fixed) > MAX_CUTSET_WORK:
+        return None
+    names = list(fixed)
+    total: np.ndarray | None = None
+    try:
+        with np.errstate(under="raise", over="raise", invalid="raise"):
+            for states in np.ndindex(*(card[u] for u in names)):
+                term = _eliminate(theta, nodes, anc, member, max_table,
+                                  fixed=dict(zip(names, states, strict=True)), checked=True)
+                total = term if total is None else total + term
+    except FloatingPointError:
+        return None
+    assert total is not None
+    return total, math.prod(card[u] for u in names)
+
+
+def subnormals_kept() -> bool:
+    """Whether numpy's arithmetic here keeps subnormal numbers (no flush-to-zero, no
+    denormals-are-zero): the underflow flag then marks every result that lost precision."""
+    with np.errstate(all="ignore"):
+        tiny = np.array([2.0**-1070])
+        kept_in = (tiny * 4.0)[0] == 2.0**-1068  # denormals-are-zero reads tiny as 0
+        kept_out = (np.array([2.0**-1000]) * np.array([2.0**-30]))[0] == 2.0**-1030
+    return bool(kept_in and kept_out)
 
 
 def _eliminate_if_it_fits(theta: Theta, nodes: tuple[str, ...], member: int,
@@ -577,10 +705,11 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
-        value, a, b = found
+        value, a, b, terms = found
         arithmetic = FLOAT64
-        # the network's size bounds the ancestral set's (no per-query walk on the fast path)
-        bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes),
+        # the network's size bounds the ancestral set's (no per-query walk on the fast path);
+        # a conditioned joint sums `terms` eliminations: that many more roundings per entry
+        bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes) + terms,
                                 inference)
     if math.isfinite(value):
         # Raised even from 0: float64 equality is not exact equality, and a model's columns
@@ -591,9 +720,11 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
 
 
 def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
-                     inference: InferenceMethod) -> tuple[float, int, int] | None:
-    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, or None where float64 is not
-    trusted: the member's tables are exact rationals, or an operation underflowed, or could.
+                     inference: InferenceMethod) -> tuple[float, int, int, int] | None:
+    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, and the number of conditioned
+    terms summed into the joint (0 unless :func:`_conditioned_joint` was needed); or None
+    where float64 is not trusted: the member's tables are exact rationals, or an operation
+    underflowed, or could.
 
     The compiled kernel reports whether any of its operations underflowed (the IEEE flag), so
     its result is trusted whenever none did; the pure-Python paths, which cannot read the flag,
@@ -608,13 +739,21 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
         if found is not None:
             value, a, b, underflow = found
             if not underflow or _float_safe_for(theta, m, nodes, inference):
-                return value, a, b
+                return value, a, b, 0
             return None
-        joint = _python_float_joint(theta, nodes, m, max_table)
-        return None if joint is None else _influence_from_joint(joint)
+        try:
+            joint = _python_float_joint(theta, nodes, m, max_table)
+        except InfluenceTooExpensive:
+            conditioned = _conditioned_joint(theta, nodes, m, max_table)
+            if conditioned is None:
+                raise
+            joint, terms = conditioned
+            value, a, b = _influence_from_joint(np.ascontiguousarray(joint))
+            return value, a, b, terms
+        return None if joint is None else (*_influence_from_joint(joint), 0)
     if not _float_safe_for(theta, m, nodes, inference):
         return None
-    return _influence_from_joint(_joint(theta, nodes, where, m, max_table, inference))
+    return (*_influence_from_joint(_joint(theta, nodes, where, m, max_table, inference)), 0)
 
 
 def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,

@@ -14,9 +14,8 @@ from quiltpriv.errors import ParameterError
 from quiltpriv.inference.attribute_joints import (
     attribute_joints,
     joint_influence,
-    subnormals_kept,
 )
-from quiltpriv.inference.influence import max_influence
+from quiltpriv.inference.influence import max_influence, subnormals_kept
 from quiltpriv.model.network import theta_from_tables
 
 

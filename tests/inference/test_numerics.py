@@ -422,3 +422,60 @@ def test_json_round_trip_keeps_the_model_bit_for_bit(tmp_path, name):
     path = tmp_path / "m.json"
     path.write_text(__import__("json").dumps(qp.theta_to_dict(theta)))
     assert qp.load_model(path).fingerprint() == theta.fingerprint()
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(80), 20))
+def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
+    """With a table limit no elimination order fits, the query is answered by conditioning on
+    a cutset: never below the definition on the full joint, and equal to it up to rounding."""
+    import reference as ref_
+
+    import quiltpriv.inference.influence as infl
+
+    net = ref_.random_network(6100 + seed, min_nodes=5, max_nodes=9, edge_prob=0.6)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    node = str(rng.choice(net.nodes))
+    others = [v for v in net.nodes if v != node]
+    quilt = [str(v) for v in rng.choice(others, int(rng.integers(1, 3)), replace=False)]
+    out = int(np.prod([theta.cardinality[v] for v in (node, *quilt)]))
+    calls = []
+    real = infl._conditioned_joint
+    monkeypatch.setattr(infl, "_conditioned_joint",
+                        lambda *a: calls.append(a) or real(*a))
+    # measured: every one of these 80 queries is answered; most need a cutset at this limit
+    got = infl.max_influence(theta, node, quilt, max_table=out)
+    want = ref_.reference_influence(net, node, quilt)
+    if np.isinf(want):
+        assert np.isinf(got.value)
+    else:
+        assert want <= got.value <= want + 1e-6 * (1 + want)
+    if calls:
+        assert got.arithmetic == "float64"
+
+
+def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
+    """Beyond MAX_CUTSET_WORK (or MAX_CUTSET_STATES) the query is refused after pricing only:
+    no elimination runs."""
+    import reference as ref_
+
+    import quiltpriv.inference.influence as infl
+
+    net = ref_.random_network(6102, min_nodes=5, max_nodes=9, edge_prob=0.6)  # it needs one
+    theta = net.to_theta()
+    rng = np.random.default_rng(2)
+    node = str(rng.choice(net.nodes))
+    others = [v for v in net.nodes if v != node]
+    quilt = [str(v) for v in rng.choice(others, int(rng.integers(1, 3)), replace=False)]
+    out = int(np.prod([theta.cardinality[v] for v in (node, *quilt)]))
+    ran = []
+    real = infl._checked_contract
+    monkeypatch.setattr(infl, "_checked_contract", lambda *a: ran.append(1) or real(*a))
+    for name in ("MAX_CUTSET_WORK", "MAX_CUTSET_STATES"):
+        with monkeypatch.context() as m:
+            m.setattr(infl, name, 1)
+            with pytest.raises(infl.InfluenceTooExpensive):
+                infl.max_influence(theta, node, quilt, max_table=out)
+    assert not ran
+    infl.max_influence(theta, node, quilt, max_table=out)  # within budget: answered
+    assert ran
