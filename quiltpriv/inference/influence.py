@@ -10,7 +10,9 @@ is needed. It is computed exactly by variable elimination on the ancestral subgr
 cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination over CPDs
 with single-child ancestors folded in once per Theta, run by the optional compiled kernel in a
 per-query order when it is built (else in Python, in a global min-weight order for small
-queries); see :func:`joint_marginal` for the paths.
+queries); see :func:`joint_marginal` for the paths. A query that no elimination order fits
+within ``max_table`` is answered by conditioning on a small cutset, one elimination per state
+(:func:`_conditioned_joint`), before it is refused.
 
 Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
 
