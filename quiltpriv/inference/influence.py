@@ -847,10 +847,16 @@ def _elimination_depth(theta: Theta) -> int:
 
 
 def _junction_tree_depth(theta: Theta, structure: TreeStructure) -> int:
-    """``K`` of a Hugin propagation over ``structure`` and a read of one clique: each of its
-    table entries is touched at most six times on any path (the collect product and sum, the
-    distribute sum, ratio and product, the read), and never less than elimination's ``K``."""
-    return max(_elimination_depth(theta), 6 * structure.size + 16)
+    """``K`` of a propagation over ``structure`` and a read of one clique.
+
+    A path from a CPD entry to a result visits each clique at most twice (collect, then
+    distribute). Per visit it sums at most the clique's entries, and multiplies at most once
+    per CPD, evidence table and message entering the clique, with one division on the way
+    down. Over all cliques that is at most twice the tables' entries plus four per clique
+    (both below ``6 * size``), plus two per CPD and per attribute, which elimination's ``K``
+    (:func:`_elimination_depth`, over 250 per node) covers; the two are added.
+    """
+    return _elimination_depth(theta) + 6 * structure.size + 16
 
 
 def _rounding_bound_k(k: int) -> float:
