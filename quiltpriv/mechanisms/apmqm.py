@@ -45,6 +45,7 @@ import hashlib
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from numbers import Real
@@ -656,11 +657,12 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # counted, not searched: a large plan has 10^5 keys in one object
+        counts = Counter(k for k, _ in pairs)
+        dup = sorted(k for k, c in counts.items() if c > 1)
         raise PlanError(f"plan: the JSON names {', '.join(map(repr, dup))} twice in one object")
-    return dict(pairs)
+    return out
 
 
 def plan_from_json(text: str | bytes) -> Plan:

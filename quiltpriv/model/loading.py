@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -80,7 +81,7 @@ def _check_bif_text(text: str, path: Path) -> None:
     names = _BIF_VARIABLE_NAME.findall(text)
     if not names:
         raise ModelError(f"{path}: the BIF file declares no variables")
-    dup = sorted({n for n in names if names.count(n) > 1})
+    dup = sorted(n for n, c in Counter(names).items() if c > 1)  # linear, not quadratic
     if dup:
         raise ModelError(f"{path}: variable(s) declared twice: {', '.join(dup)}")
     for name, card, states in _BIF_VARIABLE.findall(text):
@@ -95,7 +96,7 @@ def _check_bif_text(text: str, path: Path) -> None:
         if len(set(listed)) != len(listed):
             raise ModelError(f"{path}: variable {name!r} lists a state twice")
     probs = _BIF_PROBABILITY.findall(text)
-    dup = sorted({n for n in probs if probs.count(n) > 1})
+    dup = sorted(n for n, c in Counter(probs).items() if c > 1)  # linear, not quadratic
     if dup:
         raise ModelError(f"{path}: more than one probability block for {', '.join(dup)}")
     for block in re.split(r"probability\s*\(", text)[1:]:
@@ -361,11 +362,12 @@ def _parse_int(text: str) -> int:
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # counted, not searched: linear in a large model's objects
+        counts = Counter(k for k, _ in pairs)
+        dup = sorted(k for k, c in counts.items() if c > 1)
         raise ModelError(f"the JSON model names {', '.join(map(repr, dup))} twice")
-    return dict(pairs)
+    return out
 
 
 def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
