@@ -315,16 +315,19 @@ class Plan:
 
     ``to_json()`` gives the command line's JSON contract::
 
-        {"format": "quiltpriv-plan/1", "mechanism": "APMQM", "epsilon": E, "scale": b,
+        {"format": "quiltpriv-plan/2", "mechanism": "APMQM", "epsilon": E, "scale": b,
          "optimal": true,
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
+                              "nearby_attributes": null,
                               "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
          "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
          "theta_size": t, "notes": [...], "provenance": {...} or null}
 
     ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
     it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
-    model's fingerprint (:meth:`~quiltpriv.model.network.Theta.fingerprint`).
+    model's fingerprint (:meth:`~quiltpriv.model.network.Theta.fingerprint`). Above
+    :data:`LIST_SETS_LIMIT` names, ``nearby`` and ``remote`` are ``null`` and
+    ``nearby_attributes`` lists the query attributes in ``N`` (docs/trust-boundary.md).
 
     ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
     :func:`quiltpriv.mechanisms.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or

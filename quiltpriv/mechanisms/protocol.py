@@ -229,7 +229,7 @@ class ReleaseRecord:
     command, timestamp, version
         The command line of a command-line release, the UTC time, quiltpriv's version.
     plan : mapping or None
-        An APMQM release's plan (format ``quiltpriv-plan/1``).
+        An APMQM release's plan (format ``quiltpriv-plan/2``).
     details : mapping or None
         Another mechanism's own result (``MQMPlan``, ``WassersteinResult``, ... as JSON).
     cells : tuple or None
