@@ -209,8 +209,7 @@ def fill_tree_structure(theta: Theta) -> TreeStructure:
 def _build_tree_structure(card: Sequence[int], parents: Sequence[Sequence[int]],
                           fill: bool = False) -> TreeStructure:
     """The junction tree of a network given per node index its cardinality and parents."""
-    elimination = (_min_fill_elimination if fill else _greedy_elimination)(
-        card, _moral_adjacency(parents))
+    elimination = _greedy_elimination(card, _moral_adjacency(parents), fill)
     absorbed = _absorb_nonmaximal(elimination.cliques,
                                  _elimination_tree(elimination))
     tree = _rooted_tree(elimination.cliques, absorbed)
@@ -246,32 +245,42 @@ def _moral_adjacency(parents: Sequence[Sequence[int]]) -> list[set[int]]:
     return adj
 
 
-def _greedy_elimination(card: Sequence[int], adj: list[set[int]]) -> _Elimination:
-    """Eliminate every variable in greedy min-weight order (``adj`` is consumed).
+def _greedy_elimination(card: Sequence[int], adj: list[set[int]],
+                        fill: bool = False) -> _Elimination:
+    """Eliminate every variable in a greedy order (``adj`` is consumed).
 
-    The weight is the product of the cardinalities of a variable and its current neighbours,
-    ties by node index; a popped heap entry whose weight changed is pushed back (lazy heap).
+    Min-weight by default: the weight is the product of the cardinalities of a variable and
+    its current neighbours. With ``fill``, min-fill: the number of fill-in edges first, then
+    the weight. Ties by node index; a popped heap entry whose key changed is pushed back (lazy
+    heap).
     """
     n = len(adj)
 
-    def weight(v: int) -> int:
+    def key(v: int) -> tuple[int, ...]:
         w = card[v]
         for u in adj[v]:
             w *= card[u]
-        return w
+        if not fill:
+            return (w,)
+        nb = list(adj[v])
+        added = 0
+        for i, a in enumerate(nb):
+            near = adj[a]
+            added += sum(1 for b in nb[i + 1:] if b not in near)
+        return added, w
 
-    heap = [(weight(v), v) for v in range(n)]
+    heap = [(key(v), v) for v in range(n)]
     heapq.heapify(heap)
     eliminated = [False] * n
     pos = [0] * n
     elim_cliques: list[tuple[int, ...]] = []
     elim_var: list[int] = []
     while heap:
-        w, v = heapq.heappop(heap)
+        k, v = heapq.heappop(heap)
         if eliminated[v]:
             continue
-        actual = weight(v)
-        if actual != w:
+        actual = key(v)
+        if actual != k:
             heapq.heappush(heap, (actual, v))
             continue
         nb = adj[v]
@@ -283,54 +292,7 @@ def _greedy_elimination(card: Sequence[int], adj: list[set[int]]) -> _Eliminatio
             adj[a].discard(v)
             adj[a].update(u for u in nb if u != a)
         for a in nb:
-            heapq.heappush(heap, (weight(a), a))
-        adj[v] = set()
-    return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
-
-
-def _min_fill_elimination(card: Sequence[int], adj: list[set[int]]) -> _Elimination:
-    """Eliminate every variable in greedy min-fill order (``adj`` is consumed).
-
-    The key is the number of fill-in edges, then the weight of :func:`_greedy_elimination`,
-    then the node index; a popped heap entry whose key changed is pushed back (lazy heap).
-    """
-    n = len(adj)
-
-    def key(v: int) -> tuple[int, int]:
-        nb = list(adj[v])
-        fill = 0
-        for i, a in enumerate(nb):
-            near = adj[a]
-            fill += sum(1 for b in nb[i + 1:] if b not in near)
-        w = card[v]
-        for u in nb:
-            w *= card[u]
-        return fill, w
-
-    heap = [(*key(v), v) for v in range(n)]
-    heapq.heapify(heap)
-    eliminated = [False] * n
-    pos = [0] * n
-    elim_cliques: list[tuple[int, ...]] = []
-    elim_var: list[int] = []
-    while heap:
-        f, w, v = heapq.heappop(heap)
-        if eliminated[v]:
-            continue
-        actual = key(v)
-        if actual != (f, w):
-            heapq.heappush(heap, (*actual, v))
-            continue
-        nb = adj[v]
-        pos[v] = len(elim_cliques)
-        elim_cliques.append(tuple(sorted((v, *nb))))
-        elim_var.append(v)
-        eliminated[v] = True
-        for a in nb:
-            adj[a].discard(v)
-            adj[a].update(u for u in nb if u != a)
-        for a in nb:
-            heapq.heappush(heap, (*key(a), a))
+            heapq.heappush(heap, (key(a), a))
         adj[v] = set()
     return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
 
