@@ -424,13 +424,10 @@ def test_json_round_trip_keeps_the_model_bit_for_bit(tmp_path, name):
     assert qp.load_model(path).fingerprint() == theta.fingerprint()
 
 
-@pytest.mark.parametrize("seed", fast_sample(range(80), 20))
-def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
-    """With a table limit no elimination order fits, the query is answered by conditioning on
-    a cutset: never below the definition on the full joint, and equal to it up to rounding."""
+def _tight_query(seed: int):
+    """A seeded random network and query ``e(quilt | node)`` with the table limit set to the
+    query's own joint size, so that most elimination orders do not fit."""
     import reference as ref_
-
-    import quiltpriv.inference.influence as infl
 
     net = ref_.random_network(6100 + seed, min_nodes=5, max_nodes=9, edge_prob=0.6)
     theta = net.to_theta()
@@ -439,6 +436,18 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
     others = [v for v in net.nodes if v != node]
     quilt = [str(v) for v in rng.choice(others, int(rng.integers(1, 3)), replace=False)]
     out = int(np.prod([theta.cardinality[v] for v in (node, *quilt)]))
+    return net, theta, node, quilt, out
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(80), 20))
+def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
+    """With a table limit no elimination order fits, the query is answered by conditioning on
+    a cutset: never below the definition on the full joint, and equal to it up to rounding."""
+    import reference as ref_
+
+    import quiltpriv.inference.influence as infl
+
+    net, theta, node, quilt, out = _tight_query(seed)
     calls = []
     real = infl._conditioned_joint
     monkeypatch.setattr(infl, "_conditioned_joint",
@@ -457,17 +466,9 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
 def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
     """Beyond MAX_CUTSET_WORK (or MAX_CUTSET_STATES) the query is refused after pricing only:
     no elimination runs."""
-    import reference as ref_
-
     import quiltpriv.inference.influence as infl
 
-    net = ref_.random_network(6102, min_nodes=5, max_nodes=9, edge_prob=0.6)  # it needs one
-    theta = net.to_theta()
-    rng = np.random.default_rng(2)
-    node = str(rng.choice(net.nodes))
-    others = [v for v in net.nodes if v != node]
-    quilt = [str(v) for v in rng.choice(others, int(rng.integers(1, 3)), replace=False)]
-    out = int(np.prod([theta.cardinality[v] for v in (node, *quilt)]))
+    _, theta, node, quilt, out = _tight_query(2)  # a query that needs a cutset
     ran = []
     real = infl._checked_contract
     monkeypatch.setattr(infl, "_checked_contract", lambda *a: ran.append(1) or real(*a))
