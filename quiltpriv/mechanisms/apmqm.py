@@ -844,6 +844,10 @@ SHARED_MAX_ATTRIBUTES = 6
 SHARED_WORK_RATIO = 100
 
 
+#: Most partitions (each as large as the network) a search walking alone keeps for reuse.
+_WALKED_KEPT = 64
+
+
 class _Shared:
     """What the searches of one plan share: candidate quilts, nearby query attributes and
     influences.
@@ -868,6 +872,10 @@ class _Shared:
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
         self._tried = not (shared and inference == "auto")
+        # the partitions computed for the node being searched (walking alone), reused when
+        # the chosen quilt is listed
+        self._walked: dict[tuple[str, ...], Quilt] = {}
+        self._walked_node: str | None = None
 
     def quilt(self, node: str, targets: Iterable[str]) -> tuple[str, ...]:
         """``Q*(targets)`` (:func:`~quiltpriv.graph.quilts.least_influence_quilt`)."""
@@ -879,8 +887,23 @@ class _Shared:
         """The query attributes in the nearby set of ``markov_quilt(node, quilt)``."""
         if self.index is not None:
             return self.index.nearby_attributes(node, quilt)
-        return tuple(v for v in markov_quilt(self.theta, node, quilt).nearby
-                     if v in self.attrs)
+        return tuple(v for v in self.partition(node, quilt).nearby if v in self.attrs)
+
+    def partition(self, node: str, quilt: tuple[str, ...] | None) -> Quilt:
+        """``(Q, N, R)`` of ``quilt`` (None: the trivial quilt); walked once per node and
+        quilt when the search walks alone."""
+        if quilt is None:
+            return trivial_quilt(self.theta, node)
+        if node != self._walked_node:
+            self._walked, self._walked_node = {}, node
+        hit = self._walked.get(quilt)
+        if hit is None:
+            hit = markov_quilt(self.theta, node, quilt)
+            if self.index is None:  # a shared plan lists few partitions: keep none
+                if len(self._walked) >= _WALKED_KEPT:  # a long search: memory stays bounded
+                    self._walked.clear()
+                self._walked[quilt] = hit
+        return hit
 
     def influence(self, node: str, quilt: tuple[str, ...]) -> Influence:
         """``e(Q | node)``, exact and rounded upwards, or a proven upper bound."""
@@ -1387,7 +1410,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         interrupted = True
         best.optimal = False
         best.reasons.append("the search was interrupted; this is the best quilt found so far")
-    full = _partition(theta, node, best.quilt) if list_sets else None
+    full = shared.partition(node, best.quilt) if list_sets else None
     explanation = _explain(theta, query, node, best.quilt, full, best.nearby_attributes,
                            best.e, best.delta, best.scale, eps, best.member, best.pair,
                            best.optimal, best.reasons, best.via, best.arithmetic)
@@ -1416,11 +1439,6 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
     return [_plan_node(theta, query, node, eps, max_table, deadline, inference, max_candidates,
                        None, list_sets)[0] for node in nodes]
-
-
-def _partition(theta: Theta, node: str, quilt: tuple[str, ...] | None) -> Quilt:
-    """The chosen quilt's ``(Q, N, R)``; ``quilt`` None is the trivial quilt."""
-    return trivial_quilt(theta, node) if quilt is None else markov_quilt(theta, node, quilt)
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
