@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KERNEL_ABI 2
+#define KERNEL_ABI 3
 #ifndef KERNEL_SOURCE_SHA256 /* set by setup.py: the SHA-256 of this file */
 #define KERNEL_SOURCE_SHA256 ""
 #endif
@@ -688,8 +688,12 @@ grow(void **buf, size_t *cap, size_t need, size_t item)
    or every order considered would build a table above max_table (out untouched), -1 with an
    exception set.
    q: m distinct node indices in range (checked by the callers). */
+/* P(q) into out, by the cheapest candidate order whose tables fit max_table: 1 done, 0 no
+   order fits (out untouched), -1 a Python error is set. With out NULL nothing is computed:
+   1 when an order fits, its cost (the entries of the tables it builds) in *cost. */
 static int
-compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode)
+compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode,
+              double *cost)
 {
     int n = self->n;
     double out_size = 1;
@@ -866,6 +870,11 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
     }
     if (!have) {
         rc = 0;
+        goto done;
+    }
+    if (out == NULL) {
+        *cost = best_cost;
+        rc = 1;
         goto done;
     }
     order = best_order;
@@ -1101,7 +1110,7 @@ Network_joint(Network *self, PyObject *args)
                                           "with one entry per joint state of nodes");
     else {
         start_underflow_watch();
-        rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode);
+        rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode, NULL);
         underflow = underflowed();
     }
     PyMem_Free(q);
@@ -1109,6 +1118,26 @@ Network_joint(Network *self, PyObject *args)
     if (rc < 0)
         return NULL;
     return PyLong_FromLong(rc == 1 ? (underflow ? 2 : 1) : 0);
+}
+
+static PyObject *
+Network_price(Network *self, PyObject *args)
+{
+    PyObject *nodes_obj;
+    double max_table, cost = 0;
+    int mode = 0, m = 0, *q = NULL;
+    Py_ssize_t osize;
+    if (!PyArg_ParseTuple(args, "Od|i", &nodes_obj, &max_table, &mode))
+        return NULL;
+    if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
+        return NULL;
+    int rc = compute_joint(self, q, m, NULL, max_table, mode, &cost);
+    PyMem_Free(q);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(cost);
 }
 
 static PyObject *Network_influence(Network *self, PyObject *args);
@@ -1122,6 +1151,10 @@ static PyMethodDef Network_methods[] = {
      "mode: 0 the cheapest of the candidate orders (sum of the tables they build, priced\n"
      "symbolically), 1 the order given at construction, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
      "cheapest of four randomised greedy orders."},
+    {"price", (PyCFunction)Network_price, METH_VARARGS,
+     "price(nodes, max_table, mode=0) -> float or None\n\n"
+     "The order joint() would use, priced symbolically, with no arithmetic: the entries of the\n"
+     "tables it builds, or None when no order considered fits max_table."},
     {"influence", (PyCFunction)Network_influence, METH_VARARGS,
      "influence(nodes, max_table, mode=0) -> (value, a, b, underflow) or None\n\n"
      "Definition 8 (see definition8) of P(nodes), nodes[0] the sensitive attribute: the\n"
@@ -1259,7 +1292,7 @@ Network_influence(Network *self, PyObject *args)
     PyObject *result = NULL;
     double *out = malloc(sizeof(double) * (size_t)osize);
     start_underflow_watch();
-    int rc = out ? compute_joint(self, q, m, out, max_table, mode) : -1;
+    int rc = out ? compute_joint(self, q, m, out, max_table, mode, NULL) : -1;
     if (out == NULL)
         PyErr_NoMemory();
     if (rc == 0)

@@ -103,6 +103,8 @@ class InferenceCache:
         :mod:`quiltpriv.inference.influence`).
     kernel : Entries[member, compiled network]
         The compiled kernel's network of one member.
+    kernel_unfolded : Entries[member, compiled network]
+        The same without folded CPDs (tried when no order of the folded one fits).
     folded : Entries[member, tuple]
         Per node, its CPD with its private ancestors summed out (or None).
     sorted_tables : Entries[member, (scopes, tables)]
@@ -155,6 +157,10 @@ class InferenceCache:
     @property
     def kernel(self) -> Entries[int, Any]:
         return Entries(self._store, "kernel")
+
+    @property
+    def kernel_unfolded(self) -> Entries[int, Any]:
+        return Entries(self._store, "kernel_unfolded")
 
     @property
     def folded(self) -> Entries[int, tuple[Any, ...]]:

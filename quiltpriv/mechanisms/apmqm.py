@@ -912,7 +912,7 @@ class _Shared:
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
         return influence_upper_bound(self.theta, node, quilt, max_table=self.max_table,
-                                     inference=self.inference)
+                                     inference=self.inference, deadline=self.deadline)
 
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:

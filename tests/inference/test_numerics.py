@@ -439,19 +439,31 @@ def _tight_query(seed: int):
     return net, theta, node, quilt, out
 
 
+def _engines():
+    """The engines a conditioned term can run on here: the compiled kernel (when built) and
+    the Python order (numpy ufuncs)."""
+    import quiltpriv.inference.influence as infl
+
+    return ["kernel", "python"] if infl.compiled_kernel() else ["python"]
+
+
+@pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("seed", fast_sample(range(80), 20))
-def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
+def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, engine, monkeypatch):
     """With a table limit no elimination order fits, the query is answered by conditioning on
-    a cutset: never below the definition on the full joint, and equal to it up to rounding."""
+    a cutset: never below the definition on the full joint, and equal to it up to rounding;
+    its terms run on the compiled kernel when it is built, else in Python."""
     import reference as ref_
 
     import quiltpriv.inference.influence as infl
 
+    if engine == "python":
+        monkeypatch.setattr(infl, "_KERNEL", None)
     net, theta, node, quilt, out = _tight_query(seed)
-    calls = []
-    real = infl._conditioned_joint
-    monkeypatch.setattr(infl, "_conditioned_joint",
-                        lambda *a: calls.append(a) or real(*a))
+    used = []
+    real = infl._conditioned_term
+    monkeypatch.setattr(infl, "_conditioned_term",
+                        lambda *a: used.append(a[-1].kernel) or real(*a))
     # measured: every one of these 80 queries is answered; most need a cutset at this limit
     got = infl.max_influence(theta, node, quilt, max_table=out)
     want = ref_.reference_influence(net, node, quilt)
@@ -459,24 +471,52 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, monkeypatch):
         assert np.isinf(got.value)
     else:
         assert want <= got.value <= want + 1e-6 * (1 + want)
-    if calls:
+    if used:
         assert got.arithmetic == "float64"
+        assert set(used) == {engine == "kernel"}
 
 
 def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
-    """Beyond MAX_CUTSET_WORK (or MAX_CUTSET_STATES) the query is refused after pricing only:
-    no elimination runs."""
+    """Beyond its work budget (MAX_CUTSET_WORK for the Python order, MAX_CUTSET_KERNEL_WORK
+    for the kernel) or MAX_CUTSET_STATES the query is refused after pricing only: no
+    elimination runs."""
     import quiltpriv.inference.influence as infl
 
     _, theta, node, quilt, out = _tight_query(2)  # a query that needs a cutset
     ran = []
-    real = infl._checked_contract
-    monkeypatch.setattr(infl, "_checked_contract", lambda *a: ran.append(1) or real(*a))
-    for name in ("MAX_CUTSET_WORK", "MAX_CUTSET_STATES"):
+    real = infl._conditioned_term
+    monkeypatch.setattr(infl, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
+    for names in (("MAX_CUTSET_WORK", "MAX_CUTSET_KERNEL_WORK"), ("MAX_CUTSET_STATES",)):
         with monkeypatch.context() as m:
-            m.setattr(infl, name, 1)
+            for name in names:
+                m.setattr(infl, name, 1)
             with pytest.raises(infl.InfluenceTooExpensive):
                 infl.max_influence(theta, node, quilt, max_table=out)
     assert not ran
     infl.max_influence(theta, node, quilt, max_table=out)  # within budget: answered
     assert ran
+
+
+def test_a_passed_deadline_stops_a_conditioned_query_between_terms(monkeypatch):
+    """Conditioning checks the caller's deadline between its eliminations: one already past
+    refuses the query (naming the time limit) before any term, and the refusal is not cached,
+    so the same query without a deadline is answered."""
+    import time
+
+    import quiltpriv.inference.influence as infl
+
+    _, theta, node, quilt, out = _tight_query(2)
+    ran = []
+    real = infl._conditioned_term
+    monkeypatch.setattr(infl, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
+    with pytest.raises(infl.InfluenceTooExpensive, match="time limit passed after 0 of"):
+        infl.max_influence(theta, node, quilt, max_table=out, deadline=time.monotonic() - 1)
+    with pytest.raises(infl.InfluenceTooExpensive, match="time limit"):
+        infl.influence_upper_bound(theta, node, quilt, max_table=out,
+                                   deadline=time.monotonic() - 1)
+    assert not ran
+    far = time.monotonic() + 3600
+    assert infl.max_influence(theta, node, quilt, max_table=out, deadline=far).value >= 0
+    assert ran
+    with pytest.raises(qp.ParameterError, match="deadline"):
+        infl.max_influence(theta, node, quilt, deadline="soon")
