@@ -10,8 +10,9 @@ is needed. It is computed exactly by variable elimination on the ancestral subgr
 cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination over CPDs
 with single-child ancestors folded in once per Theta, run by the optional compiled kernel in a
 per-query order when it is built (else in Python, in a global min-weight order for small
-queries); see :func:`joint_marginal` for the paths. A query that no elimination order fits
-within ``max_table`` is answered by conditioning on a small cutset, one elimination per state
+queries); see :func:`joint_marginal` for the paths. A query that no order of the folded CPDs
+fits within ``max_table`` is priced again unfolded (:func:`_kernel_call`), and one no order
+fits at all is answered by conditioning on a small cutset, one elimination per state
 (:func:`_conditioned_joint`), before it is refused.
 
 Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
@@ -233,12 +234,12 @@ def joint_marginal(
         randomised orders of the query's own, priced symbolically. In pure Python, small
         queries use the network's global min-weight order (computed once per Theta), queries
         of :data:`GREEDY_FROM` factors or more, or whose global order would build a table
-        above :data:`BUCKET_LIMIT` entries, a greedy min-weight order of their own.
-        ``"elimination"``: variable elimination
-        with a greedy min-size order chosen per query (the core's original path; also used
-        for exact rational tables). ``"junction_tree"``: from the member's calibrated
-        junction tree (:mod:`quiltpriv.inference.junction_tree`, built once per member; slower for
-        the
+        above :data:`BUCKET_LIMIT` entries, a greedy min-weight order of their own. A query
+        no order fits is conditioned on a cutset (:func:`_conditioned_joint`) before it is
+        refused. ``"elimination"``: variable elimination with a greedy min-size order chosen
+        per query (the core's original path; also used for exact rational tables).
+        ``"junction_tree"``: from the member's calibrated junction tree
+        (:mod:`quiltpriv.inference.junction_tree`, built once per member; slower for the
         planner's queries, kept as an independent cross-check and for clique-local
         marginals), falling back to elimination when the tree would be too large.
 
@@ -259,6 +260,26 @@ def joint_marginal(
     index = [theta.index[v] for v in nodes]
     if not is_floating(theta, member):
         return _joint(theta, nodes, index, member, max_table, inference)
+    try:
+        table = _float_joint(theta, nodes, index, member, max_table, inference)
+    except InfluenceTooExpensive:
+        if inference != "auto":
+            raise
+        conditioned = _conditioned_joint(theta, nodes, member, max_table)
+        if conditioned is None:
+            raise
+        return conditioned[0]
+    if table is not None:
+        return table
+    # float64 underflowed, or could: compute exactly, then round each entry once
+    ints, exponent = _exact_joint(theta, nodes, member, max_table)
+    return _ints_to_float(ints, exponent)
+
+
+def _float_joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
+                 max_table: int, inference: InferenceMethod) -> np.ndarray | None:
+    """:func:`joint_marginal` of a floating member by one elimination (or the junction tree);
+    None where float64 underflowed or could have."""
     if _KERNEL is not None and inference == "auto":
         out = np.empty([theta.cardinality[v] for v in nodes])
         code = _kernel_call(theta, member, "joint", index, out, max_table)
@@ -266,14 +287,11 @@ def joint_marginal(
                                   and _float_safe_for(theta, member, nodes, inference)):
             return out
         if code == _KERNEL_NO_FIT:
-            table = _python_float_joint(theta, nodes, member, max_table)
-            if table is not None:
-                return table
-    elif _float_safe_for(theta, member, nodes, inference):
+            return _python_float_joint(theta, nodes, member, max_table)
+        return None
+    if _float_safe_for(theta, member, nodes, inference):
         return _joint(theta, nodes, index, member, max_table, inference)
-    # float64 underflowed, or could: compute exactly, then round each entry once
-    ints, exponent = _exact_joint(theta, nodes, member, max_table)
-    return _ints_to_float(ints, exponent)
+    return None
 
 
 def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> None:

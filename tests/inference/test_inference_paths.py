@@ -186,11 +186,15 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
             try:
                 got = qp.joint_marginal(theta, nodes, max_table=limit)
             except qp.InfluenceTooExpensive:
-                # refused by the kernel's pricing, then by the Python order's: no arithmetic
-                assert calls == [True], (nodes, limit)
+                # refused by the kernel's pricing, then by the Python order's, then by the
+                # cutset search's: no arithmetic
+                assert calls and all(calls), (nodes, limit)
                 continue
-            # answered by the kernel (no call) or by the Python order after pricing it
-            assert calls in ([], [True, False]), (nodes, limit)
+            # answered by the kernel (no call), by the Python order after pricing it, or by
+            # conditioning after its cutset search priced it (terms in the kernel, or in
+            # Python once the pricing is over)
+            assert calls in ([], [True, False]) or (
+                calls[0] and sorted(calls, reverse=True) == calls), (nodes, limit)
             np.testing.assert_array_equal(got == 0, want == 0)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 

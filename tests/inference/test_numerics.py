@@ -520,3 +520,16 @@ def test_a_passed_deadline_stops_a_conditioned_query_between_terms(monkeypatch):
     assert ran
     with pytest.raises(qp.ParameterError, match="deadline"):
         infl.max_influence(theta, node, quilt, deadline="soon")
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(40), 10))
+def test_joint_marginal_conditions_where_no_order_fits(seed):
+    """``joint_marginal`` answers a query no order fits by the same conditioning as
+    ``max_influence``: the full joint's marginal, to rounding."""
+    import reference as ref_
+
+    net, theta, node, quilt, out = _tight_query(seed)
+    nodes = [node, *quilt]
+    got = qp.joint_marginal(theta, nodes, max_table=out)
+    want = ref_.marginal(net, ref_.full_joint(net), nodes)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-300)
