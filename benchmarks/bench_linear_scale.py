@@ -12,12 +12,15 @@ Cardinalities 2-3, CPD columns Dirichlet(1). Each (family, size) runs in its own
 under ``--budget`` seconds (a run that exceeds it is reported as such, with the sizes above it
 skipped); it reports the build, plan and JSON times, the JSON size, peak RSS (``RUSAGE_SELF``),
 the whole worker process's wall time (imports, build, plan, JSON) and, for the largest size
-each family reaches, the top of a cProfile of the plan.
+each family reaches, the top of a cProfile of the plan (``--no-profile``: none). ``--verify``
+also reads the plan back from its JSON (``Plan.from_json``) and verifies it against the model
+and query (``check_plan``, which recomputes every quilt's influence), timing both.
 
 Usage::
 
     python benchmarks/bench_linear_scale.py                     # writes results/linear-DATE.*
     python benchmarks/bench_linear_scale.py --sizes 200,1000 --budget 60 --out /tmp/lin
+    python benchmarks/bench_linear_scale.py --verify --no-profile --out results/verify-DATE
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ for _p in (HERE, HERE.parent):
 
 from bench_core import code_version, machine_facts  # noqa: E402
 
-from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
+from quiltpriv.mechanisms.apmqm import Plan, plan  # noqa: E402
+from quiltpriv.mechanisms.verification import check_plan  # noqa: E402
 from quiltpriv.model.network import Theta, theta_from_tables  # noqa: E402
 from quiltpriv.queries.query import CountQuery  # noqa: E402
 
@@ -88,7 +92,8 @@ def build(family: str, n: int, width: int, seed: int = 1) -> Theta:
                                                     for j in range(n)})
 
 
-def worker(family: str, n: int, width: int, profile: bool) -> dict[str, Any]:
+def worker(family: str, n: int, width: int, profile: bool,
+           verify: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
     theta = build(family, n, width)
     t1 = time.perf_counter()
@@ -110,6 +115,15 @@ def worker(family: str, n: int, width: int, profile: bool) -> dict[str, Any]:
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
         "scale": p.scale, "optimal": p.optimal,
     }
+    if verify:
+        del p  # as a verifier holds it: the saved text only
+        t4 = time.perf_counter()
+        back = Plan.from_json(text)
+        t5 = time.perf_counter()
+        checked = check_plan(back, theta, query)
+        t6 = time.perf_counter()
+        out.update(read_s=t5 - t4, verify_s=t6 - t5, verified=checked.ok,
+                   peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3)
     if prof:
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
@@ -117,10 +131,13 @@ def worker(family: str, n: int, width: int, profile: bool) -> dict[str, Any]:
     return out
 
 
-def run(family: str, n: int, width: int, budget: float, profile: bool) -> dict[str, Any]:
+def run(family: str, n: int, width: int, budget: float, profile: bool,
+        verify: bool = False) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", family, str(n), str(width)]
     if profile:
         cmd.append("--profile")
+    if verify:
+        cmd.append("--verify")
     t0 = time.perf_counter()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=budget, check=True)
@@ -139,32 +156,36 @@ def main() -> None:
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--width", type=int, default=4)
     ap.add_argument("--budget", type=float, default=120.0, help="seconds per run")
+    ap.add_argument("--verify", action="store_true",
+                    help="also read each plan back from JSON and verify it")
+    ap.add_argument("--no-profile", action="store_true", help="no profiled rerun")
     ap.add_argument("--out", default=str(HERE / "results" /
                                           f"linear-{datetime.date.today().isoformat()}"))
     args = ap.parse_args()
     if args.worker:
         fam, n, w = args.worker
-        print(json.dumps(worker(fam, int(n), int(w), args.profile)))
+        print(json.dumps(worker(fam, int(n), int(w), args.profile, args.verify)))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
     for fam in args.families.split(","):
         reached: dict[str, Any] | None = None
         for n in sizes:
-            r = run(fam, n, args.width, args.budget, False)
+            r = run(fam, n, args.width, args.budget, False, args.verify)
             rows.append(r)
             print(json.dumps({k: v for k, v in r.items() if k != "profile"}), flush=True)
             if "timeout_s" in r:
                 break
             reached = r
-        if reached is not None:
+        if reached is not None and not args.no_profile:
             prof = run(fam, reached["n"], args.width, args.budget * 2, True)
             rows.append({**prof, "profiled": True})
     facts = machine_facts()
     lines = [f"# all-nodes planning, three families (width {args.width}); {code_version()}",
              f"# machine: {json.dumps(facts)}", "",
              f"{'family':8} {'n':>7} {'plan s':>9} {'ms/node':>8} {'json s':>7} "
-             f"{'json MB':>8} {'RSS MB':>7} {'process s':>9}"]
+             f"{'json MB':>8} {'RSS MB':>7} {'process s':>9}"
+             + (f" {'read s':>7} {'verify s':>8} verified" if args.verify else "")]
     for r in rows:
         if r.get("profiled"):
             continue
@@ -174,7 +195,9 @@ def main() -> None:
         else:
             lines.append(f"{r['family']:8} {r['n']:>7} {r['plan_s']:9.2f} "
                          f"{r['ms_per_node']:8.2f} {r['json_s']:7.2f} {r['json_mb']:8.2f} "
-                         f"{r['peak_rss_mb']:7.0f} {r.get('process_s', math.nan):9.2f}")
+                         f"{r['peak_rss_mb']:7.0f} {r.get('process_s', math.nan):9.2f}"
+                         + (f" {r['read_s']:7.2f} {r['verify_s']:8.2f} {r['verified']}"
+                            if args.verify else ""))
     for r in rows:
         if r.get("profiled") and "profile" in r:
             lines += ["", f"## profile (tottime): {r['family']} n = {r['n']}", r["profile"]]

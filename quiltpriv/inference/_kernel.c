@@ -686,11 +686,9 @@ grow(void **buf, size_t *cap, size_t need, size_t item)
 
 /* P(q) into out (C order, axes in the order of q). Returns 1 when computed, 0 when the output
    or every order considered would build a table above max_table (out untouched), -1 with an
-   exception set.
+   exception set. With out NULL nothing is computed (pricing only): 1 when an order fits, with
+   its cost (the entries of the tables it builds) in *cost.
    q: m distinct node indices in range (checked by the callers). */
-/* P(q) into out, by the cheapest candidate order whose tables fit max_table: 1 done, 0 no
-   order fits (out untouched), -1 a Python error is set. With out NULL nothing is computed:
-   1 when an order fits, its cost (the entries of the tables it builds) in *cost. */
 static int
 compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode,
               double *cost)

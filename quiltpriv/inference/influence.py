@@ -474,8 +474,7 @@ def _checked_contract(factors: Sequence[tuple[tuple[str, ...], np.ndarray]],
 #: Most joint states of the cutset :func:`_conditioned_joint` conditions on (each one
 #: elimination), and most table entries its eliminations may build in all, by the Python order
 #: (2**31: about 20 s of numpy on the 2-core test machine) or by the compiled kernel (2**34:
-#: about 20 s there too, measured at 1.1 ns an entry on diabetes): beyond any the query is
-#: refused.
+#: 20-35 s there, measured at 1.1-2 ns an entry on diabetes): beyond any the query is refused.
 MAX_CUTSET_STATES = 256
 MAX_CUTSET_WORK = 2**31
 MAX_CUTSET_KERNEL_WORK = 2**34
