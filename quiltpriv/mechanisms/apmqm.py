@@ -1396,7 +1396,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
     if shared is None:
-        shared = _Shared(theta, query, max_table, inference, False)
+        shared = _Shared(theta, query, max_table, inference, False, deadline)
     delta_all = query.sensitivity(query.attributes)
     scale_all = quilt_scale(delta_all, 0.0, eps)
     best = _Search(quilt=None, nearby_attributes=theta.sort(set(query.attributes)),

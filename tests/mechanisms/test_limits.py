@@ -106,3 +106,40 @@ def test_time_limit_in_parallel_is_one_overall_budget(student, monkeypatch):
     exact = qp.plan(student, query, student.nodes, 1.0, n_jobs=2)
     assert exact.optimal and exact.to_dict()["sensitive"] == qp.plan(
         student, query, student.nodes, 1.0).to_dict()["sensitive"]
+
+
+@pytest.mark.parametrize("entry", ["plan", "plan_node"])
+def test_the_time_limit_reaches_a_conditioned_influence(entry, monkeypatch):
+    """A candidate whose influence needs conditioning on a cutset (seconds of work on large
+    networks) receives the plan's deadline, from plan and from plan_node (which plan's
+    workers run); a plan without a time limit passes none."""
+    import time
+
+    import numpy as np
+    import reference as ref
+
+    import quiltpriv.inference.influence as infl
+    from quiltpriv.mechanisms.apmqm import plan_node
+
+    # seed 58 at max_table=8: found by a search; one candidate needs a cutset
+    net = ref.random_network(6158, min_nodes=5, max_nodes=9, edge_prob=0.6)
+    node = str(np.random.default_rng(58).choice(net.nodes))
+    query = qp.CountQuery([v for v in net.nodes if v != node][:3], 10)
+    deadlines = []
+    real = infl._conditioned_joint
+    monkeypatch.setattr(infl, "_conditioned_joint",
+                        lambda *a: deadlines.append(a[-1]) or real(*a))
+    for limit in (None, 60.0):
+        theta = net.to_theta()  # fresh: no cached influences
+        deadlines.clear()
+        start = time.monotonic()
+        if entry == "plan_node":
+            plan_node(theta, query, node, 1.0, max_table=8,
+                         deadline=None if limit is None else start + limit)
+        else:
+            qp.plan(theta, query, [node], 1.0, max_table=8, time_limit=limit)
+        assert deadlines, "the query was meant to need a cutset"
+        if limit is None:
+            assert deadlines == [None] * len(deadlines)
+        else:
+            assert all(start < d <= time.monotonic() + limit for d in deadlines)
