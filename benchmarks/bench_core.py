@@ -302,9 +302,8 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
     return out
 
 
-def code_version() -> str:
-    """The commit the benchmark ran on, and whether quiltpriv/ had uncommitted changes (the
-    working tree is shared, so a result must say exactly what code it measured)."""
+def _describe_code() -> str:
+    """This checkout's commit and whether quiltpriv/ has uncommitted changes, now."""
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", "-C", str(HERE.parent), *args], capture_output=True,
@@ -319,6 +318,20 @@ def code_version() -> str:
              .splitlines() if ln.strip()]
     return head + (f" + uncommitted changes in {', '.join(dirty)}" if dirty else
                    " (quiltpriv/ clean)")
+
+
+# read when a benchmark starts (it imports this module first): the code it measures
+_CODE_AT_START = _describe_code()
+
+
+def code_version() -> str:
+    """The commit the benchmark ran on, and whether quiltpriv/ had uncommitted changes (the
+    working tree is shared, so a result must say exactly what code it measured): as at the
+    start of the run, and as at the end too when the checkout changed meanwhile."""
+    now = _describe_code()
+    return _CODE_AT_START if now == _CODE_AT_START else (
+        f"{_CODE_AT_START} at the start of the run (the checkout changed during it: {now} "
+        "at the end)")
 
 
 def add_code_option(ap: argparse.ArgumentParser) -> None:
