@@ -92,6 +92,20 @@ class AttributeJoints:
         return table.sum(axis=axes) if axes else table
 
 
+def propagation_work(theta: Theta, attributes: Sequence[str]) -> int:
+    """The table entries :func:`attribute_joints` of ``attributes`` may touch (the number its
+    ``max_work`` is compared with): twice the min-fill junction tree's size times the joint
+    states of the attributes."""
+    theta = check_theta(theta)
+    attrs = {theta.index[a] for a in theta.check_nodes(attributes, "attribute")}
+    cards = cardinalities(theta)
+    return _work(fill_tree_structure(theta), math.prod(cards[a] for a in attrs))
+
+
+def _work(structure: TreeStructure, batch: int) -> int:
+    return 2 * structure.size * batch
+
+
 class _Late(Exception):
     """The deadline passed during the propagation."""
 
@@ -104,8 +118,10 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
 
     Returns None when the result could not be trusted or afforded: the member's tables are
     exact rationals, an operation underflowed, the floating-point environment flushes
-    subnormals, the propagation would touch more than ``max_work`` entries or hold more
-    than ``max_held`` at once, or ``deadline`` (``time.monotonic()``) passed before it ended.
+    subnormals, the propagation would touch more than ``max_work`` entries
+    (:func:`propagation_work`) or hold more than ``max_held`` at once (its messages, a
+    clique's tables and the result), or ``deadline`` (``time.monotonic()``) passed before it
+    ended.
     ``progress`` shows a bar over the cliques of each of the two passes.
     """
     theta = check_theta(theta)
@@ -116,10 +132,12 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     structure = fill_tree_structure(theta)
     cards = cardinalities(theta)
     batch = math.prod(cards[a] for a in attrs)
-    if 2 * structure.size * batch > max_work:
+    if _work(structure, batch) > max_work:
         return None
     rooted = _Rooted(structure, attrs, cards)
-    if rooted.held + 4 * structure.width * batch > max_held:
+    # held at once: the upward messages, a clique's tables while it is visited, and the
+    # result, one table of card(v) x batch entries per node
+    if rooted.held + 4 * structure.width * batch + sum(cards) * batch > max_held:
         return None
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):

@@ -294,6 +294,29 @@ def _float_joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member:
     return None
 
 
+def elimination_work(theta: Theta, nodes: Sequence[str], *,
+                     max_table: int = DEFAULT_MAX_TABLE) -> float:
+    """Table entries variable elimination builds for ``P(phi_nodes)``, priced on the factors'
+    scopes alone (no arithmetic; the same for every member of Theta).
+
+    The order is the greedy min-size one of ``inference="elimination"``. A deterministic
+    estimate of a query's cost that does not depend on whether the compiled kernel is built
+    (the kernel's own orders may be cheaper). ``inf`` when a step would exceed ``max_table``.
+    """
+    theta = check_theta(theta)
+    nodes = theta.check_nodes(nodes, "node")
+    if len(set(nodes)) != len(nodes):
+        raise ParameterError("elimination_work needs distinct nodes")
+    max_table = int(check_scalar(max_table, "max_table", integer=True, min_val=1))
+    sizes: list[int] = []
+    try:
+        _eliminate(theta, tuple(nodes), theta.ancestral_set(nodes), 0, max_table,
+                   price_only=True, sizes=sizes)
+    except InfluenceTooExpensive:
+        return math.inf
+    return float(sum(sizes))
+
+
 def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> None:
     """Refuse a joint over ``nodes`` that would itself exceed ``max_table`` entries."""
     card = theta.cardinality

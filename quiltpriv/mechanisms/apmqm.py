@@ -67,6 +67,7 @@ from quiltpriv.inference.attribute_joints import (
     AttributeJoints,
     attribute_joints,
     joint_influence,
+    propagation_work,
 )
 from quiltpriv.inference.influence import (
     DEFAULT_MAX_TABLE,
@@ -74,6 +75,7 @@ from quiltpriv.inference.influence import (
     Influence,
     InfluenceTooExpensive,
     check_inference,
+    elimination_work,
     influence_upper_bound,
     joint_marginal,
 )
@@ -831,17 +833,33 @@ PAIR_CHECK_SIZE = 2**16
 
 #: A plan shares its graph walks and inference over the sensitive attributes (:class:`_Shared`)
 #: when it has at least this many sensitive attributes and the query at most
-#: :data:`SHARED_MAX_ATTRIBUTES` attributes.
+#: :data:`SHARED_MAX_ATTRIBUTES` attributes (the propagation's own budgets bound its tables,
+#: which grow with the joint states of the query's attributes).
 SHARED_MIN_SENSITIVE = 256
-SHARED_MAX_ATTRIBUTES = 6
+SHARED_MAX_ATTRIBUTES = 16
 
-#: The shared propagation is run only when its work (table entries touched: twice the
-#: junction tree's size times the joint states of ``A``) is at most this many times the number
-#: of sensitive attributes times the network's size, a deterministic stand-in for what
-#: eliminating per attribute would cost. Measured: on the long benchmark networks the ratio is
-#: 0.7-73 and sharing is 10-1000x faster; on pgmpy's pigs (441 nodes, shallow ancestral sets)
-#: it is 230, and the propagation (0.8 s) would cost more than every elimination (0.16 s).
+#: The shared propagation is run when its work (table entries touched: twice the junction
+#: tree's size times the joint states of ``A``) is at most this many times the number of
+#: sensitive attributes times the network's size, a cheap stand-in for what eliminating per
+#: attribute would cost. Measured: on the long benchmark networks with a 3-attribute query the
+#: ratio is 0.7-73 and sharing is 10-1000x faster; on pgmpy's pigs (441 nodes, shallow
+#: ancestral sets) it is 230, and the propagation (0.8 s) would cost more than every
+#: elimination (0.16 s).
 SHARED_WORK_RATIO = 100
+
+#: Where the ratio refuses, the eliminations are priced (:func:`_per_node_work`, on at most
+#: :data:`SHARED_PRICE_SAMPLE` sensitive attributes) and the propagation is run when its work
+#: is at most their total. Per priced entry the two cost about the same: the propagation's
+#: numpy products are slower than the kernel, and its work is an upper bound, while a search
+#: eliminates several candidates per attribute. Measured with 7- and 8-attribute counts (every
+#: node sensitive): banded, 2,000 nodes: propagation 1.8e9 entries in 12 s, eliminations
+#: priced at 6e10, stopped by a 300 s time limit; lattice, 2,000 nodes: 1.0e9 in 8.1 s against
+#: 2.5e9 in 79 s; banded, 500 nodes: 2.1e9 in 14.4 s against 7.7e9 in 15.0 s. On pigs, munin,
+#: link and diabetes (every node sensitive, 3, 6 and 10 random attributes, four draws each) it
+#: chose the propagation once, on diabetes: 9.2 s against 10.4 s. Both are priced by the
+#: Python order, so the choice does not depend on whether the compiled kernel is built, and a
+#: verification makes the plan's own.
+SHARED_PRICE_SAMPLE = 8
 
 
 #: Most partitions (each as large as the network) a search walking alone keeps for reuse.
@@ -865,9 +883,10 @@ class _Shared:
     def __init__(self, theta: Theta, query: Query, max_table: int,
                  inference: InferenceMethod, shared: bool,
                  deadline: float | None = None, progress: bool = False,
-                 n_sensitive: int = 1) -> None:
+                 sensitive: Sequence[str] = ()) -> None:
         self.theta, self.max_table, self.inference = theta, max_table, inference
-        self.deadline, self.progress, self.n_sensitive = deadline, progress, n_sensitive
+        self.deadline, self.progress = deadline, progress
+        self.sensitive = theta.sort(sensitive)
         self.attrs = frozenset(query.attributes)
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
@@ -919,8 +938,12 @@ class _Shared:
             self._tried = True
             # a propagation the deadline stops leaves each influence to its own elimination,
             # and the search's own deadline checks then stop the plan with its best so far
-            budget = SHARED_WORK_RATIO * self.n_sensitive * len(self.theta.nodes)
-            found = [attribute_joints(self.theta, sorted(self.attrs), m, max_work=min(
+            attrs = self.theta.sort(self.attrs)
+            budget = SHARED_WORK_RATIO * len(self.sensitive) * len(self.theta.nodes)
+            if budget < propagation_work(self.theta, attrs) <= DEFAULT_MAX_WORK:
+                budget = max(budget, int(min(DEFAULT_MAX_WORK, _per_node_work(
+                    self.theta, attrs, self.sensitive, self.max_table))))
+            found = [attribute_joints(self.theta, attrs, m, max_work=min(
                          budget, DEFAULT_MAX_WORK), deadline=self.deadline,
                          progress=self.progress)
                      for m in range(len(self.theta.members))]
@@ -929,15 +952,28 @@ class _Shared:
         return self._joints
 
 
-def _shared_context(theta: Theta, query: Query, n_sensitive: int, max_table: int,
+def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
                    inference: InferenceMethod, deadline: float | None = None,
                    progress: bool = False) -> _Shared:
-    """The work a plan of ``n_sensitive`` attributes shares (:class:`_Shared`), decided as
+    """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
     return _Shared(theta, query, max_table, inference,
-                   n_sensitive >= SHARED_MIN_SENSITIVE
+                   len(sensitive) >= SHARED_MIN_SENSITIVE
                    and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress,
-                   n_sensitive)
+                   sensitive)
+
+
+def _per_node_work(theta: Theta, attrs: Sequence[str], sensitive: Sequence[str],
+                   max_table: int) -> float:
+    """Table entries eliminating ``P(phi_v, phi_A)`` for every sensitive ``v`` would build,
+    estimated from :data:`SHARED_PRICE_SAMPLE` of them evenly spaced in the network's order
+    (each priced on scopes alone by :func:`~quiltpriv.inference.influence.elimination_work`;
+    ``inf`` where one does not fit ``max_table``)."""
+    step = max(1, len(sensitive) // SHARED_PRICE_SAMPLE)
+    sample = sensitive[::step][:SHARED_PRICE_SAMPLE]
+    total = sum(elimination_work(theta, (v, *(a for a in attrs if a != v)),
+                                 max_table=max_table) for v in sample)
+    return total / len(sample) * len(sensitive)
 
 
 class _Stop(Exception):
@@ -1639,7 +1675,7 @@ def plan(
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes: list[str] = []
-    shared = _shared_context(theta, query, len(sens), max_table, inference, deadline, progress)
+    shared = _shared_context(theta, query, sens, max_table, inference, deadline, progress)
     if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
         # Workers would each redo the work this plan shares: one process is faster.
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "

@@ -457,7 +457,8 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     failure = _query_mismatch(plan, theta, query, definition)
     if failure is not None:
         return verdict("query", failure)
-    shared = _shared_context(theta, query, len(plan.sensitive), max_table, inference)
+    shared = _shared_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
+                             inference)
     rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, shared)
                  for sp in plan.sensitive)
     for c in rows:

@@ -104,6 +104,35 @@ def test_budgets_refuse_rather_than_grow():
     assert attribute_joints(theta, ["a", "b"], 0, deadline=time.monotonic() + 60) is not None
 
 
+def test_the_result_counts_against_max_held():
+    """The result (one table of card(v) x joint states of A per node) is held too: on a long
+    chain it outweighs the messages, and a budget below it refuses."""
+    from quiltpriv.inference.attribute_joints import _Rooted, propagation_work
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    n = 300
+    names = [f"x{k}" for k in range(n)]
+    rng = np.random.default_rng(5)
+    tables = {names[0]: np.array([0.3, 0.7])}
+    for k in range(1, n):
+        tables[names[k]] = rng.dirichlet(np.ones(2), size=2).T
+    theta = theta_from_tables([(names[k - 1], names[k]) for k in range(1, n)],
+                              {v: [0, 1] for v in names}, tables)
+    attrs = [names[10], names[150], names[290]]
+    structure = fill_tree_structure(theta)
+    cards = cardinalities(theta)
+    idx = sorted(theta.index[a] for a in attrs)
+    result = sum(cards) * 8
+    rooted = _Rooted(structure, idx, cards)
+    working = rooted.held + 4 * structure.width * 8
+    assert working < result  # the case this test is for
+    assert propagation_work(theta, attrs) == 2 * structure.size * 8
+    assert attribute_joints(theta, attrs, 0, max_held=working + result - 1) is None
+    aj = attribute_joints(theta, attrs, 0, max_held=working + result)
+    assert aj is not None
+    assert sum(t.size for t in aj.tables) == result
+
+
 def test_bad_arguments_are_refused():
     theta = _tiny_chain(1e-3)
     aj = attribute_joints(theta, ["a"], 0)

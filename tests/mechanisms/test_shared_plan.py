@@ -184,3 +184,49 @@ def test_a_shared_plan_runs_in_one_process(monkeypatch):
     p = plan(theta, query, theta.nodes, 1.0, n_jobs=2)
     assert any("n_jobs=2 not used" in n for n in p.notes)
     assert p.to_dict()["sensitive"] == plan(theta, query, theta.nodes, 1.0).to_dict()["sensitive"]
+
+
+def _wide(seed: int):
+    """A network with a query over 7 of its attributes (above the former limit of 6)."""
+    net = random_network(5000 + seed, n_nodes=10, max_card=3, edge_prob=0.3)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    attrs = [str(v) for v in rng.choice(list(net.nodes), 7, replace=False)]
+    return theta, CountQuery(attrs, 100)
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(12), 4))
+def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(monkeypatch,
+                                                                               seed):
+    """Where the work ratio refuses the propagation, the eliminations per attribute are priced
+    and the propagation runs when its work is at most theirs: the plan then matches planning
+    each attribute alone and verifies. Priced one entry less than the propagation's work, the
+    per-attribute path is kept."""
+    theta, query = _wide(seed)
+    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 0)
+    need = apmqm.propagation_work(theta, query.attributes)
+    priced = []
+    real_price = apmqm._per_node_work
+    monkeypatch.setattr(apmqm, "_per_node_work",
+                        lambda *a: priced.append(real_price(*a)) or priced[-1])
+    ran = []
+    real = apmqm.attribute_joints
+    monkeypatch.setattr(apmqm, "attribute_joints",
+                        lambda *a, **k: ran.append(real(*a, **k) is not None) or real(*a, **k))
+    plan(theta, query, theta.nodes, 1.0)
+    # on networks this small the eliminations are priced far below the propagation
+    assert priced and ran and set(ran) == {need <= priced[0]}  # one run per member
+    for price, used in ((need - 1, False), (need, True)):
+        monkeypatch.setattr(apmqm, "_per_node_work", lambda *a, p=price: p)
+        ran.clear()
+        shared = plan(theta, query, theta.nodes, 1.0)
+        assert ran and set(ran) == {used}, price
+    for sp in shared.sensitive:  # the propagated plan
+        alone = plan_node(theta, query, sp.node, 1.0)
+        assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
+    # verification prices as the planner did, so it recomputes the plan's own numbers
+    ran.clear()
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query)
+    assert check.ok, check.failure
+    assert ran and set(ran) == {True}
