@@ -1,7 +1,7 @@
 """All-nodes planning on growing networks of bounded in-degree and bounded treewidth.
 
-Three seeded families (every node sensitive, a count over 3 seeded attributes, ``n = 1000``
-records, eps = 1, the default inference):
+Three seeded families (every node sensitive, a count over ``--attributes`` seeded attributes,
+default 3, ``n = 1000`` records, eps = 1, the default inference):
 
 - ``layered``: layers of ``--width`` nodes; each node draws 1-3 parents in the layer before;
 - ``lattice``: a grid ``--width`` nodes wide, each node's parents its upper and left neighbours;
@@ -21,6 +21,7 @@ Usage::
     python benchmarks/bench_linear_scale.py                     # writes results/linear-DATE.*
     python benchmarks/bench_linear_scale.py --sizes 200,1000 --budget 60 --out /tmp/lin
     python benchmarks/bench_linear_scale.py --verify --no-profile --out results/verify-DATE
+    python benchmarks/bench_linear_scale.py --attributes 7 --no-profile --out results/wide-DATE
 """
 
 from __future__ import annotations
@@ -93,12 +94,12 @@ def build(family: str, n: int, width: int, seed: int = 1) -> Theta:
 
 
 def worker(family: str, n: int, width: int, profile: bool,
-           verify: bool = False) -> dict[str, Any]:
+           verify: bool = False, k: int = 3) -> dict[str, Any]:
     t0 = time.perf_counter()
     theta = build(family, n, width)
     t1 = time.perf_counter()
     rng = np.random.default_rng(7)
-    attrs = tuple(theta.nodes[int(k)] for k in rng.choice(n, 3, replace=False))
+    attrs = tuple(theta.nodes[int(j)] for j in rng.choice(n, k, replace=False))
     query = CountQuery(attrs, 1000)
     prof = cProfile.Profile() if profile else None
     if prof:
@@ -110,7 +111,9 @@ def worker(family: str, n: int, width: int, profile: bool,
     text = p.to_json()
     t3 = time.perf_counter()
     out: dict[str, Any] = {
-        "family": family, "n": n, "width": width, "build_s": t1 - t0, "plan_s": t2 - t1,
+        "family": family, "n": n, "width": width, "attributes": k,
+        "joint_states": math.prod(theta.cardinality[a] for a in attrs),
+        "build_s": t1 - t0, "plan_s": t2 - t1,
         "ms_per_node": 1e3 * (t2 - t1) / n, "json_s": t3 - t2, "json_mb": len(text) / 1e6,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
         "scale": p.scale, "optimal": p.optimal,
@@ -132,8 +135,9 @@ def worker(family: str, n: int, width: int, profile: bool,
 
 
 def run(family: str, n: int, width: int, budget: float, profile: bool,
-        verify: bool = False) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--worker", family, str(n), str(width)]
+        verify: bool = False, k: int = 3) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", family, str(n), str(width), "--attributes",
+           str(k)]
     if profile:
         cmd.append("--profile")
     if verify:
@@ -142,7 +146,8 @@ def run(family: str, n: int, width: int, budget: float, profile: bool,
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=budget, check=True)
     except subprocess.TimeoutExpired:
-        return {"family": family, "n": n, "width": width, "timeout_s": budget}
+        return {"family": family, "n": n, "width": width, "attributes": k,
+                "timeout_s": budget}
     # the whole worker process: imports, building the network, planning, writing the JSON
     return {**json.loads(r.stdout.strip().splitlines()[-1]),
             "process_s": time.perf_counter() - t0}
@@ -159,41 +164,45 @@ def main() -> None:
     ap.add_argument("--verify", action="store_true",
                     help="also read each plan back from JSON and verify it")
     ap.add_argument("--no-profile", action="store_true", help="no profiled rerun")
+    ap.add_argument("--attributes", type=int, default=3, help="the count's attributes")
     ap.add_argument("--out", default=str(HERE / "results" /
                                           f"linear-{datetime.date.today().isoformat()}"))
     args = ap.parse_args()
     if args.worker:
         fam, n, w = args.worker
-        print(json.dumps(worker(fam, int(n), int(w), args.profile, args.verify)))
+        print(json.dumps(worker(fam, int(n), int(w), args.profile, args.verify,
+                                args.attributes)))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
     for fam in args.families.split(","):
         reached: dict[str, Any] | None = None
         for n in sizes:
-            r = run(fam, n, args.width, args.budget, False, args.verify)
+            r = run(fam, n, args.width, args.budget, False, args.verify, args.attributes)
             rows.append(r)
             print(json.dumps({k: v for k, v in r.items() if k != "profile"}), flush=True)
             if "timeout_s" in r:
                 break
             reached = r
         if reached is not None and not args.no_profile:
-            prof = run(fam, reached["n"], args.width, args.budget * 2, True)
+            prof = run(fam, reached["n"], args.width, args.budget * 2, True, False,
+                       args.attributes)
             rows.append({**prof, "profiled": True})
     facts = machine_facts()
-    lines = [f"# all-nodes planning, three families (width {args.width}); {code_version()}",
+    lines = [f"# all-nodes planning, three families (width {args.width}), a count over "
+             f"{args.attributes} attributes; {code_version()}",
              f"# machine: {json.dumps(facts)}", "",
-             f"{'family':8} {'n':>7} {'plan s':>9} {'ms/node':>8} {'json s':>7} "
+             f"{'family':8} {'n':>7} {'states':>6} {'plan s':>9} {'ms/node':>8} {'json s':>7} "
              f"{'json MB':>8} {'RSS MB':>7} {'process s':>9}"
              + (f" {'read s':>7} {'verify s':>8} verified" if args.verify else "")]
     for r in rows:
         if r.get("profiled"):
             continue
         if "timeout_s" in r:
-            lines.append(f"{r['family']:8} {r['n']:>7} {'> ' + str(r['timeout_s']):>9} "
+            lines.append(f"{r['family']:8} {r['n']:>7} {'':>6} {'> ' + str(r['timeout_s']):>9} "
                          "(over the budget; larger sizes skipped)")
         else:
-            lines.append(f"{r['family']:8} {r['n']:>7} {r['plan_s']:9.2f} "
+            lines.append(f"{r['family']:8} {r['n']:>7} {r['joint_states']:>6} {r['plan_s']:9.2f} "
                          f"{r['ms_per_node']:8.2f} {r['json_s']:7.2f} {r['json_mb']:8.2f} "
                          f"{r['peak_rss_mb']:7.0f} {r.get('process_s', math.nan):9.2f}"
                          + (f" {r['read_s']:7.2f} {r['verify_s']:8.2f} {r['verified']}"
