@@ -295,23 +295,27 @@ def _float_joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member:
 
 
 def elimination_work(theta: Theta, nodes: Sequence[str], *,
-                     max_table: int = DEFAULT_MAX_TABLE) -> float:
+                     max_table: int = DEFAULT_MAX_TABLE, stop_above: float = math.inf) -> float:
     """Table entries variable elimination builds for ``P(phi_nodes)``, priced on the factors'
     scopes alone (no arithmetic; the same for every member of Theta).
 
     The order is the greedy min-size one of ``inference="elimination"``. A deterministic
     estimate of a query's cost that does not depend on whether the compiled kernel is built
     (the kernel's own orders may be cheaper). ``inf`` when a step would exceed ``max_table``.
+    ``stop_above``: stop pricing once the work passes it (the result is then the work so far,
+    above ``stop_above``; enough to decide a comparison at a fraction of the cost).
     """
     theta = check_theta(theta)
     nodes = theta.check_nodes(nodes, "node")
     if len(set(nodes)) != len(nodes):
         raise ParameterError("elimination_work needs distinct nodes")
     max_table = int(check_scalar(max_table, "max_table", integer=True, min_val=1))
+    if not (isinstance(stop_above, (int, float)) and stop_above >= 0):
+        raise ParameterError(f"stop_above must be a non-negative number, got {stop_above!r}")
     sizes: list[int] = []
     try:
         _eliminate(theta, tuple(nodes), theta.ancestral_set(nodes), 0, max_table,
-                   price_only=True, sizes=sizes)
+                   price_only=True, sizes=sizes, stop_above=stop_above)
     except InfluenceTooExpensive:
         return math.inf
     return float(sum(sizes))
@@ -363,7 +367,7 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
                max_table: int, tables: Mapping[str, np.ndarray] | None = None,
                *, price_only: bool = False, fixed: Mapping[str, int] | None = None,
                checked: bool = False, sizes: list[int] | None = None,
-               order: list[str] | None = None) -> np.ndarray:
+               order: list[str] | None = None, stop_above: float = math.inf) -> np.ndarray:
     """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
 
     ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
@@ -376,7 +380,8 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     multiplies with numpy ufuncs instead of einsum, so that ``numpy.errstate`` sees every
     operation (:func:`_conditioned_joint`). A refusal's exception carries the refused step's
     variables as ``scope``. ``sizes`` and ``order``, when given, receive each step's table
-    size and eliminated variable.
+    size and eliminated variable. ``stop_above`` (pricing only): stop once the steps' sizes
+    sum above it.
     """
     card = theta.cardinality
     rank = theta.index
@@ -396,6 +401,7 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     # lazy re-evaluation (a popped entry whose cost changed is pushed back), and fresh entries
     # for the neighbours of each eliminated variable.
     remaining = anc - set(nodes) - set(fixed)
+    priced = 0
     heap = [(cost(v)[0], rank[v], v) for v in remaining]
     heapq.heapify(heap)
     while heap:
@@ -411,6 +417,9 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
             sizes.append(actual)
         if order is not None:
             order.append(v)
+        priced += actual
+        if price_only and priced > stop_above:
+            return _PRICED
         involved = _take_factors(factors, where, v)
         if len(involved) == 1:  # summing one factor out needs no product
             vs, t = involved[0]

@@ -939,13 +939,15 @@ class _Shared:
             # a propagation the deadline stops leaves each influence to its own elimination,
             # and the search's own deadline checks then stop the plan with its best so far
             attrs = self.theta.sort(self.attrs)
-            budget = SHARED_WORK_RATIO * len(self.sensitive) * len(self.theta.nodes)
-            if budget < propagation_work(self.theta, attrs) <= DEFAULT_MAX_WORK:
-                budget = max(budget, int(min(DEFAULT_MAX_WORK, _per_node_work(
-                    self.theta, attrs, self.sensitive, self.max_table))))
-            found = [attribute_joints(self.theta, attrs, m, max_work=min(
-                         budget, DEFAULT_MAX_WORK), deadline=self.deadline,
-                         progress=self.progress)
+            cheap = min(DEFAULT_MAX_WORK,
+                        SHARED_WORK_RATIO * len(self.sensitive) * len(self.theta.nodes))
+            need = propagation_work(self.theta, attrs)
+            # beyond the cheap rule, only where eliminating per attribute costs more (then no
+            # fixed cap: the alternative is the costlier one; memory and the deadline bound it)
+            run = need <= cheap or _per_node_work(
+                self.theta, attrs, self.sensitive, self.max_table, need) >= need
+            found = [attribute_joints(self.theta, attrs, m, max_work=need if run else cheap,
+                                      deadline=self.deadline, progress=self.progress)
                      for m in range(len(self.theta.members))]
             if all(j is not None for j in found):
                 self._joints = cast(list[AttributeJoints], found)
@@ -964,16 +966,23 @@ def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_ta
 
 
 def _per_node_work(theta: Theta, attrs: Sequence[str], sensitive: Sequence[str],
-                   max_table: int) -> float:
+                   max_table: int, enough: float = math.inf) -> float:
     """Table entries eliminating ``P(phi_v, phi_A)`` for every sensitive ``v`` would build,
     estimated from :data:`SHARED_PRICE_SAMPLE` of them evenly spaced in the network's order
     (each priced on scopes alone by :func:`~quiltpriv.inference.influence.elimination_work`;
-    ``inf`` where one does not fit ``max_table``)."""
+    ``inf`` where one does not fit ``max_table``). Pricing stops once the estimate reaches
+    ``enough`` (then some value at least ``enough``): on a long network one elimination's
+    pricing is as long as the network, and the caller only compares."""
     step = max(1, len(sensitive) // SHARED_PRICE_SAMPLE)
     sample = sensitive[::step][:SHARED_PRICE_SAMPLE]
-    total = sum(elimination_work(theta, (v, *(a for a in attrs if a != v)),
-                                 max_table=max_table) for v in sample)
-    return total / len(sample) * len(sensitive)
+    scale = len(sensitive) / len(sample)
+    total = 0.0
+    for v in sample:
+        total += elimination_work(theta, (v, *(a for a in attrs if a != v)),
+                                  max_table=max_table, stop_above=enough / scale - total)
+        if total * scale >= enough:
+            break
+    return total * scale
 
 
 class _Stop(Exception):
