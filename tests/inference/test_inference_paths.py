@@ -377,3 +377,30 @@ def test_chain_merging_at_any_limit_matches_the_full_joint(merge_limit):
                 np.testing.assert_array_equal(got == 0, want == 0)
                 np.testing.assert_allclose(got, want, rtol=1e-12, atol=0,
                                            err_msg=str((seed, nodes, greedy)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_elimination_work_prices_the_python_order_and_stops_when_told(seed):
+    """elimination_work is the sum of the table sizes the pricing walk of the Python order
+    reports; with stop_above it stops at the first step past it, returning a partial sum above
+    stop_above and never above the whole; a query no order fits costs inf."""
+    net = ref.random_network(9900 + seed, min_nodes=6, max_nodes=12, edge_prob=0.5)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    for nodes in ref.random_node_sets(net.nodes, rng, 5):
+        sizes: list[int] = []
+        infl._eliminate(theta, tuple(nodes), theta.ancestral_set(nodes), 0, 2**25,
+                        price_only=True, sizes=sizes)
+        whole = infl.elimination_work(theta, nodes)
+        assert whole == sum(sizes)
+        if len(sizes) > 1:
+            cut = sizes[0] + sizes[1] / 2
+            part = infl.elimination_work(theta, nodes, stop_above=cut)
+            assert cut < part <= whole
+            assert part == sizes[0] + sizes[1]
+        if sizes and max(sizes) > 1:
+            assert infl.elimination_work(theta, nodes, max_table=max(sizes) - 1) == math.inf
+    with pytest.raises(qp.ParameterError):
+        infl.elimination_work(theta, [net.nodes[0]], stop_above=-1)
+    with pytest.raises(qp.ParameterError):
+        infl.elimination_work(theta, [net.nodes[0], net.nodes[0]])
