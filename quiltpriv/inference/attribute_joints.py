@@ -135,9 +135,11 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     if _work(structure, batch) > max_work:
         return None
     rooted = _Rooted(structure, attrs, cards)
-    # held at once: the upward messages, a clique's tables while it is visited, and the
-    # result, one table of card(v) x batch entries per node
-    if rooted.held + 4 * structure.width * batch + sum(cards) * batch > max_held:
+    # held at once: the upward messages; while a clique is visited, its belief with the full
+    # batch (one array, multiplied in place), a message summed out of it and a node's
+    # marginal (each at most the belief's size); and the result, card(v) x batch per node
+    visit = 2 * structure.width * batch + structure.width + 2 * max(cards) * batch
+    if rooted.held + visit + sum(cards) * batch > max_held:
         return None
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
@@ -272,8 +274,17 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             table = table * ind
         return table
 
-    def times(table: np.ndarray, msg: np.ndarray, sep: Sequence[int], c: int) -> np.ndarray:
-        return table * msg.reshape(_shape(sep, cliques[c], cards, msg.shape[:nb]))
+    def belief(c: int, msgs: Sequence[tuple[np.ndarray, Sequence[int]]]) -> np.ndarray:
+        """The clique's table times ``msgs``, multiplied in place into one array of the
+        final shape: one clique table with the full batch is held, not one per product."""
+        views = [m.reshape(_shape(sep, cliques[c], cards, m.shape[:nb])) for m, sep in msgs]
+        first = local(c)
+        acc = np.empty(np.broadcast_shapes(first.shape, *(v.shape for v in views)))
+        acc[...] = first
+        del first
+        for v in views:
+            np.multiply(acc, v, out=acc)
+        return acc
 
     def passing(cliques_: Sequence[int], which: str) -> Iterable[int]:
         if not progress:
@@ -288,9 +299,7 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             continue
         if deadline is not None and time.monotonic() > deadline:
             raise _Late
-        table = local(c)
-        for k in children[c]:
-            table = times(table, up[k], seps[k], c)  # type: ignore[arg-type]
+        table = belief(c, [(up[k], seps[k]) for k in children[c]])  # type: ignore[misc]
         up[c] = _sum_to(table, cliques[c], seps[c], nb)
     out: list[np.ndarray | None] = [None] * len(cards)
     homed: list[list[int]] = [[] for _ in cliques]
@@ -301,12 +310,11 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     for c in passing(order, "pass 2/2"):  # distribute: parents before children, depth first
         if deadline is not None and time.monotonic() > deadline:
             raise _Late
-        table = local(c)
+        msgs = [(up[k], seps[k]) for k in children[c]]
         if parent[c] >= 0:
-            table = times(table, down[c], seps[c], c)  # type: ignore[arg-type]
+            msgs.append((down[c], seps[c]))
             down[c] = None
-        for k in children[c]:
-            table = times(table, up[k], seps[k], c)  # type: ignore[arg-type]
+        table = belief(c, msgs)  # type: ignore[arg-type]
         for v in homed[c]:
             m = np.broadcast_to(_sum_to(table, cliques[c], (v,), nb), [*full, cards[v]])
             out[v] = np.ascontiguousarray(np.moveaxis(m, -1, 0))
@@ -317,9 +325,10 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             # (0 / 0 := 0: where k's message is zero, so is every entry it multiplied)
             new = _sum_to(table, cliques[c], seps[k], nb)
             den = msg.reshape(_shape(seps[k], seps[k], cards, msg.shape[:nb]))  # type: ignore[union-attr]
-            ratio = np.zeros(np.broadcast_shapes(new.shape, den.shape))
-            np.divide(new, den, out=ratio, where=den > 0)
-            down[k] = ratio
+            # in place: new has the full batch, den only the attributes below k (where den
+            # is 0, new is 0 already and stays so)
+            np.divide(new, den, out=new, where=den > 0)
+            down[k] = new
     return tuple(out)  # type: ignore[arg-type]
 
 

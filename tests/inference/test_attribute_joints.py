@@ -124,7 +124,8 @@ def test_the_result_counts_against_max_held():
     idx = sorted(theta.index[a] for a in attrs)
     result = sum(cards) * 8
     rooted = _Rooted(structure, idx, cards)
-    working = rooted.held + 4 * structure.width * 8
+    working = (rooted.held + 2 * structure.width * 8 + structure.width
+               + 2 * max(cards) * 8)
     assert working < result  # the case this test is for
     assert propagation_work(theta, attrs) == 2 * structure.size * 8
     assert attribute_joints(theta, attrs, 0, max_held=working + result - 1) is None
