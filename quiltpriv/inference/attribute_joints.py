@@ -152,7 +152,13 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
 
 class _Rooted:
     """The junction tree re-rooted at the clique where the attributes' evidence meets, so that
-    each stored upward message is batched only over the attributes below it."""
+    each stored upward message is batched only over the attributes below it.
+
+    ``held`` is the most message entries :func:`_propagate` holds at once: the upward
+    messages (each batched over the attributes below it) and, in the downward pass, the
+    messages waiting for their clique (each with the full batch), simulated over the same
+    depth-first order. The root is the attribute clique that keeps it least.
+    """
 
     def __init__(self, structure: TreeStructure, attrs: Sequence[int],
                  cards: Sequence[int]) -> None:
@@ -163,13 +169,27 @@ class _Rooted:
                 adj[c].append(p)
                 adj[p].append(c)
         homes = [structure.home[a][0] for a in attrs]
+        full = math.prod(cards[a] for a in attrs)
         best: tuple[int, int] | None = None
         for root in dict.fromkeys(homes):
             parent, order = _orient(adj, root)
             below = _below(parent, order, homes)
-            held = sum(math.prod(cards[u] for u in _meet(cliques[c], cliques[parent[c]]))
-                       * math.prod(cards[attrs[k]] for k in below[c])
-                       for c in order[1:])
+            sep = [0 if parent[c] < 0 else
+                   math.prod(cards[u] for u in _meet(cliques[c], cliques[parent[c]]))
+                   for c in range(len(cliques))]
+            up = [sep[c] * math.prod(cards[attrs[k]] for k in below[c]) for c in order]
+            ups, pending = sum(up[1:]), 0
+            held = ups
+            children: list[list[int]] = [[] for _ in cliques]
+            for c in order[1:]:
+                children[parent[c]].append(c)
+            position = {c: j for j, c in enumerate(order)}
+            for c in order:  # the downward pass: c's message is used, its children's made
+                pending -= sep[c] * full if parent[c] >= 0 else 0
+                for k in children[c]:
+                    ups -= up[position[k]]
+                    pending += sep[k] * full
+                held = max(held, ups + pending)
             if best is None or held < best[0]:
                 best = (held, root)
         assert best is not None

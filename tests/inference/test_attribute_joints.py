@@ -155,3 +155,36 @@ def test_progress_is_reported_per_pass():
         assert attribute_joints(theta, ["a", "b"], 0, progress=True) is not None
     cliques = len(fill_tree_structure(theta).cliques)
     assert seen.count((cliques, cliques)) == 2 and seen.count((0, cliques)) == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
+    """numpy reports its allocations to tracemalloc: the propagation's peak stays within the
+    entries ``max_held`` is compared with (messages up and down, a clique's visit, the
+    result), eight bytes each, plus the fixed cost of the Python objects around them."""
+    import tracemalloc
+
+    from quiltpriv.inference.attribute_joints import _Rooted
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    net = random_network(7700 + seed, n_nodes=60, edge_prob=0.08, max_card=3)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    attrs = theta.sort([str(v) for v in rng.choice(list(net.nodes), 4, replace=False)])
+    structure = fill_tree_structure(theta)
+    cards = cardinalities(theta)
+    idx = sorted(theta.index[a] for a in attrs)
+    batch = math.prod(cards[a] for a in idx)
+    estimate = (_Rooted(structure, idx, cards).held
+                + 2 * structure.width * batch + structure.width + 2 * max(cards) * batch
+                + sum(cards) * batch)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        aj = attribute_joints(theta, attrs, 0)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert aj is not None
+    assert peak <= 8 * estimate + 2**20, (peak, 8 * estimate)
