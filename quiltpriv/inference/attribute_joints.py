@@ -32,10 +32,12 @@ Floating point, at every magnitude, as in :mod:`quiltpriv.inference.influence`:
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,7 +97,8 @@ class AttributeJoints:
 def propagation_work(theta: Theta, attributes: Sequence[str]) -> int:
     """The table entries :func:`attribute_joints` of ``attributes`` may touch (the number its
     ``max_work`` is compared with): twice the min-fill junction tree's size times the joint
-    states of the attributes."""
+    states of the attributes. Splitting the joint states into chunks does not change it (each
+    chunk touches at most its share)."""
     theta = check_theta(theta)
     attrs = {theta.index[a] for a in theta.check_nodes(attributes, "attribute")}
     cards = cardinalities(theta)
@@ -104,6 +107,13 @@ def propagation_work(theta: Theta, attributes: Sequence[str]) -> int:
 
 def _work(structure: TreeStructure, batch: int) -> int:
     return 2 * structure.size * batch
+
+
+def _visit(structure: TreeStructure, cards: Sequence[int], batch: int) -> int:
+    """Entries held while one clique is visited: its belief with the batch (one array,
+    multiplied in place), a message summed out of it and a node's marginal (each at most the
+    belief's size)."""
+    return 2 * structure.width * batch + structure.width + 2 * max(cards) * batch
 
 
 class _Late(Exception):
@@ -116,13 +126,19 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
                      progress: bool = False) -> AttributeJoints | None:
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
 
+    When the propagation over every joint state of ``A`` at once would hold more than
+    ``max_held`` entries, the joint states are split into chunks (ranges of the values of the
+    attributes with the most states, halved until a chunk fits; at most
+    :data:`MAX_CHUNKS`), and one propagation per chunk fills its part of the result. Each
+    joint state's arithmetic is the same as in one propagation, so the rounding bound is too.
+
     Returns None when the result could not be trusted or afforded: the member's tables are
     exact rationals, an operation underflowed, the floating-point environment flushes
     subnormals, the propagation would touch more than ``max_work`` entries
     (:func:`propagation_work`) or hold more than ``max_held`` at once (its messages, a
-    clique's tables and the result), or ``deadline`` (``time.monotonic()``) passed before it
-    ended.
-    ``progress`` shows a bar over the cliques of each of the two passes.
+    clique's tables and the whole result) even split into :data:`MAX_CHUNKS` chunks, or
+    ``deadline`` (``time.monotonic()``) passed before it ended.
+    ``progress`` shows a bar over the cliques of each pass.
     """
     theta = check_theta(theta)
     member = theta.check_member(member)
@@ -131,33 +147,76 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
         return None
     structure = fill_tree_structure(theta)
     cards = cardinalities(theta)
-    batch = math.prod(cards[a] for a in attrs)
-    if _work(structure, batch) > max_work:
+    if _work(structure, math.prod(cards[a] for a in attrs)) > max_work:
         return None
-    rooted = _Rooted(structure, attrs, cards)
-    # held at once: the upward messages; while a clique is visited, its belief with the full
-    # batch (one array, multiplied in place), a message summed out of it and a node's
-    # marginal (each at most the belief's size); and the result, card(v) x batch per node
-    visit = 2 * structure.width * batch + structure.width + 2 * max(cards) * batch
-    if rooted.held + visit + sum(cards) * batch > max_held:
+    split = _split(structure, attrs, cards, max_held)
+    if split is None:
         return None
+    sizes, rooting = split
+    chunks = list(itertools.product(*(
+        [range(lo, min(lo + s, cards[a])) for lo in range(0, cards[a], s)]
+        for a, s in zip(attrs, sizes, strict=True))))
+    tables = tuple(np.empty((cards[v], *(cards[a] for a in attrs))) for v in range(len(cards)))
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
-            tables = _propagate(structure, cards, sorted_tables(theta, member), attrs, rooted,
-                                deadline, progress)
+            for j, chunk in enumerate(chunks):
+                label = f"chunk {j + 1}/{len(chunks)}, " if len(chunks) > 1 else ""
+                _propagate(structure, cards, sorted_tables(theta, member), attrs, chunk,
+                           rooting, tables, deadline, label if progress else None)
     except (FloatingPointError, _Late):
         return None
     return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))
 
 
-class _Rooted:
-    """The junction tree re-rooted at the clique where the attributes' evidence meets, so that
-    each stored upward message is batched only over the attributes below it.
+#: Most chunks the joint states of ``A`` are split into to fit ``max_held``: each chunk is a
+#: whole propagation, so its fixed cost per clique (Python and numpy calls, about 10
+#: microseconds) is paid once per chunk; beyond this the planner eliminates per attribute.
+MAX_CHUNKS = 64
 
-    ``held`` is the most message entries :func:`_propagate` holds at once: the upward
-    messages (each batched over the attributes below it) and, in the downward pass, the
-    messages waiting for their clique (each with the full batch), simulated over the same
-    depth-first order. The root is the attribute clique that keeps it least.
+
+def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int],
+           max_held: int) -> tuple[tuple[int, ...], _Rooting] | None:
+    """Per attribute, how many of its values one chunk takes (all of them where the whole
+    propagation fits ``max_held``), and the rooting for a chunk of that shape; None when no
+    split into at most :data:`MAX_CHUNKS` chunks fits.
+
+    The result (``card(v)`` times every joint state, per node) is held whole whatever the
+    split. The attribute with the most values in a chunk is halved until a chunk fits.
+    """
+    result = sum(cards) * math.prod(cards[a] for a in attrs)
+    if result + _visit(structure, cards, 1) > max_held:
+        return None
+    roots = _Roots(structure, attrs, cards)
+    sizes = [cards[a] for a in attrs]
+    while math.prod(-(-cards[a] // s) for a, s in zip(attrs, sizes, strict=True)) <= MAX_CHUNKS:
+        rooting = roots.best(sizes)
+        if rooting.held + _visit(structure, cards, math.prod(sizes)) + result <= max_held:
+            return tuple(sizes), rooting
+        k = max(range(len(sizes)), key=sizes.__getitem__)
+        if sizes[k] == 1:
+            break
+        sizes[k] = -(-sizes[k] // 2)
+    return None
+
+
+class _Rooting(NamedTuple):
+    """The junction tree rooted for one propagation: ``held`` is the most message entries it
+    holds at once (:class:`_Roots`)."""
+
+    held: int
+    parent: list[int]
+    order: list[int]
+    separators: tuple[tuple[int, ...], ...]
+
+
+class _Roots:
+    """The junction tree oriented from each clique where an attribute's evidence enters, so
+    that each stored upward message is batched only over the attributes below it.
+
+    :meth:`best` gives, for a chunk of ``sizes`` values per attribute, the rooting whose
+    propagation holds the fewest message entries at once: the upward messages (each batched
+    over the attributes below it) and, in the downward pass, the messages waiting for their
+    clique (each with the whole chunk), simulated over the same depth-first order.
     """
 
     def __init__(self, structure: TreeStructure, attrs: Sequence[int],
@@ -169,34 +228,48 @@ class _Rooted:
                 adj[c].append(p)
                 adj[p].append(c)
         homes = [structure.home[a][0] for a in attrs]
-        full = math.prod(cards[a] for a in attrs)
-        best: tuple[int, int] | None = None
+        self._oriented: list[tuple[list[int], list[int], list[frozenset[int]], list[int]]] = []
         for root in dict.fromkeys(homes):
             parent, order = _orient(adj, root)
             below = _below(parent, order, homes)
             sep = [0 if parent[c] < 0 else
                    math.prod(cards[u] for u in _meet(cliques[c], cliques[parent[c]]))
                    for c in range(len(cliques))]
-            up = [sep[c] * math.prod(cards[attrs[k]] for k in below[c]) for c in order]
-            ups, pending = sum(up[1:]), 0
-            held = ups
-            children: list[list[int]] = [[] for _ in cliques]
-            for c in order[1:]:
-                children[parent[c]].append(c)
-            position = {c: j for j, c in enumerate(order)}
-            for c in order:  # the downward pass: c's message is used, its children's made
-                pending -= sep[c] * full if parent[c] >= 0 else 0
-                for k in children[c]:
-                    ups -= up[position[k]]
-                    pending += sep[k] * full
-                held = max(held, ups + pending)
+            self._oriented.append((parent, order, below, sep))
+        self._cliques = cliques
+
+    def best(self, sizes: Sequence[int]) -> _Rooting:
+        best: tuple[int, int] | None = None
+        for j, (parent, order, below, sep) in enumerate(self._oriented):
+            held = _held(parent, order, below, sep, sizes)
             if best is None or held < best[0]:
-                best = (held, root)
+                best = (held, j)
         assert best is not None
-        self.held, root = best
-        self.parent, self.order = _orient(adj, root)
-        self.separators = tuple(() if p < 0 else _meet(cliques[c], cliques[p])
-                                for c, p in enumerate(self.parent))
+        parent, order = self._oriented[best[1]][:2]
+        cliques = self._cliques
+        return _Rooting(best[0], parent, order,
+                        tuple(() if p < 0 else _meet(cliques[c], cliques[p])
+                              for c, p in enumerate(parent)))
+
+
+def _held(parent: Sequence[int], order: Sequence[int], below: Sequence[frozenset[int]],
+          sep: Sequence[int], sizes: Sequence[int]) -> int:
+    """The most message entries one propagation over this rooting holds at once."""
+    full = math.prod(sizes)
+    up = [sep[c] * math.prod(sizes[k] for k in below[c]) for c in range(len(parent))]
+    ups = sum(up[c] for c in order[1:])
+    pending = 0
+    held = ups
+    children: list[list[int]] = [[] for _ in parent]
+    for c in order[1:]:
+        children[parent[c]].append(c)
+    for c in order:  # the downward pass: c's message is used, its children's made
+        pending -= sep[c] * full if parent[c] >= 0 else 0
+        for k in children[c]:
+            ups -= up[k]
+            pending += sep[k] * full
+        held = max(held, ups + pending)
+    return held
 
 
 def _orient(adj: Sequence[Sequence[int]], root: int) -> tuple[list[int], list[int]]:
@@ -257,17 +330,20 @@ def _sum_to(table: np.ndarray, vars_: Sequence[int], keep: Sequence[int],
 
 def _propagate(structure: TreeStructure, cards: Sequence[int],
                cpds: tuple[tuple[tuple[int, ...], ...], tuple[np.ndarray, ...]],
-               attrs: tuple[int, ...], rooted: _Rooted,
-               deadline: float | None = None,
-               progress: bool = False) -> tuple[np.ndarray, ...]:
+               attrs: tuple[int, ...], chunk: Sequence[range], rooting: _Rooting,
+               out: tuple[np.ndarray, ...], deadline: float | None = None,
+               progress: str | None = None) -> None:
     """Shafer-Shenoy propagation with one batch axis per attribute (size one where its
-    evidence has not arrived); per node, ``P(phi_v, phi_A)`` as ``(card, *card(A))``.
+    evidence has not arrived), over the values ``chunk[k]`` of attribute ``attrs[k]``: writes
+    ``P(phi_v, phi_A = a)`` for the chunk's joint states ``a`` into ``out[v]``, of shape
+    ``(card(v), *card(A))``.
 
     Clique tables are rebuilt from their CPDs when needed and dropped at once: only the upward
     messages are kept between the passes, and the downward ones wait on a depth-first stack.
+    ``progress`` (None: no bar) starts the bars' descriptions.
     """
     cliques = structure.cliques
-    parent, seps, order = rooted.parent, rooted.separators, rooted.order
+    parent, seps, order = rooting.parent, rooting.separators, rooting.order
     nb = len(attrs)
     ones = [1] * nb
     mine: list[list[int]] = [[] for _ in cliques]
@@ -277,8 +353,9 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     for k, a in enumerate(attrs):
         c = structure.home[a][0]
         batch = list(ones)
-        batch[k] = cards[a]
-        ind = np.eye(cards[a]).reshape(_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
+        batch[k] = len(chunk[k])
+        ind = np.eye(cards[a])[chunk[k].start:chunk[k].stop]
+        ind = ind.reshape(_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
         evidence.setdefault(c, []).append(ind.reshape(_shape((a,), cliques[c], cards, batch)))
     scopes, tables = cpds
     children: list[list[int]] = [[] for _ in cliques]
@@ -307,11 +384,12 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
         return acc
 
     def passing(cliques_: Sequence[int], which: str) -> Iterable[int]:
-        if not progress:
+        if progress is None:
             return cliques_
         from quiltpriv.utils.progress import progress_bar
 
-        return progress_bar(cliques_, desc=f"shared inference, {which}", unit="clique")
+        return progress_bar(cliques_, desc=f"shared inference, {progress}{which}",
+                            unit="clique")
 
     up: list[np.ndarray | None] = [None] * len(cliques)
     for c in passing(order[::-1], "pass 1/2"):  # collect: children before parents
@@ -321,11 +399,10 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             raise _Late
         table = belief(c, [(up[k], seps[k]) for k in children[c]])  # type: ignore[misc]
         up[c] = _sum_to(table, cliques[c], seps[c], nb)
-    out: list[np.ndarray | None] = [None] * len(cards)
+    at = (slice(None), *(slice(r.start, r.stop) for r in chunk))
     homed: list[list[int]] = [[] for _ in cliques]
     for v in range(len(cards)):
         homed[structure.home[v][0]].append(v)
-    full = [cards[a] for a in attrs]
     down: list[np.ndarray | None] = [None] * len(cliques)
     for c in passing(order, "pass 2/2"):  # distribute: parents before children, depth first
         if deadline is not None and time.monotonic() > deadline:
@@ -335,9 +412,8 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             msgs.append((down[c], seps[c]))
             down[c] = None
         table = belief(c, msgs)  # type: ignore[arg-type]
-        for v in homed[c]:
-            m = np.broadcast_to(_sum_to(table, cliques[c], (v,), nb), [*full, cards[v]])
-            out[v] = np.ascontiguousarray(np.moveaxis(m, -1, 0))
+        for v in homed[c]:  # broadcast over the batch axes its marginal lacks
+            out[v][at] = np.moveaxis(_sum_to(table, cliques[c], (v,), nb), -1, 0)
         for k in children[c]:
             msg = up[k]
             up[k] = None
@@ -349,7 +425,6 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             # is 0, new is 0 already and stays so)
             np.divide(new, den, out=new, where=den > 0)
             down[k] = new
-    return tuple(out)  # type: ignore[arg-type]
 
 
 def joint_influence(theta: Theta, joints: Sequence[AttributeJoints], node: str,

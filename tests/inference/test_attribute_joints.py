@@ -104,34 +104,107 @@ def test_budgets_refuse_rather_than_grow():
     assert attribute_joints(theta, ["a", "b"], 0, deadline=time.monotonic() + 60) is not None
 
 
-def test_the_result_counts_against_max_held():
-    """The result (one table of card(v) x joint states of A per node) is held too: on a long
-    chain it outweighs the messages, and a budget below it refuses."""
-    from quiltpriv.inference.attribute_joints import _Rooted, propagation_work
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
-
-    n = 300
+def _chain(n: int, seed: int) -> object:
     names = [f"x{k}" for k in range(n)]
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     tables = {names[0]: np.array([0.3, 0.7])}
     for k in range(1, n):
         tables[names[k]] = rng.dirichlet(np.ones(2), size=2).T
-    theta = theta_from_tables([(names[k - 1], names[k]) for k in range(1, n)],
-                              {v: [0, 1] for v in names}, tables)
-    attrs = [names[10], names[150], names[290]]
+    return theta_from_tables([(names[k - 1], names[k]) for k in range(1, n)],
+                             {v: [0, 1] for v in names}, tables)
+
+
+def test_the_result_counts_against_max_held():
+    """The result (one table of card(v) x joint states of A per node) is held whole whatever
+    the split: on a long chain it outweighs the messages, and a budget below it plus one
+    clique's visit refuses; one entry more is answered (in single joint states)."""
+    from quiltpriv.inference.attribute_joints import _split, _visit, propagation_work
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    theta = _chain(300, 5)
+    attrs = ["x10", "x150", "x290"]
     structure = fill_tree_structure(theta)
     cards = cardinalities(theta)
-    idx = sorted(theta.index[a] for a in attrs)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
     result = sum(cards) * 8
-    rooted = _Rooted(structure, idx, cards)
-    working = (rooted.held + 2 * structure.width * 8 + structure.width
-               + 2 * max(cards) * 8)
-    assert working < result  # the case this test is for
     assert propagation_work(theta, attrs) == 2 * structure.size * 8
-    assert attribute_joints(theta, attrs, 0, max_held=working + result - 1) is None
+    whole = _split(structure, idx, cards, 2**40)
+    assert whole is not None and whole[0] == (2, 2, 2)  # no split when it fits
+    working = whole[1].held + _visit(structure, cards, 8)
+    assert working < result  # the case this test is for
+    least = result + _visit(structure, cards, 1)
+    assert attribute_joints(theta, attrs, 0, max_held=least - 1) is None
+    if _split(structure, idx, cards, least) is not None:  # the messages of one state fit
+        assert attribute_joints(theta, attrs, 0, max_held=least) is not None
     aj = attribute_joints(theta, attrs, 0, max_held=working + result)
     assert aj is not None
     assert sum(t.size for t in aj.tables) == result
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(24), 8))
+def test_a_split_propagation_gives_the_whole_ones_tables(seed):
+    """Below the memory the whole propagation needs, the joint states of A are split into
+    chunks: every table equals the unsplit propagation's (the same arithmetic per joint
+    state, up to the order numpy sums in) and the full joint's, and the split fits the
+    budget it was made for."""
+    from quiltpriv.inference.attribute_joints import _split, _visit
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    net = random_network(8100 + seed, n_nodes=9, edge_prob=0.3, max_card=3)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    attrs = theta.sort([str(v) for v in rng.choice(list(net.nodes), 3, replace=False)])
+    structure = fill_tree_structure(theta)
+    cards = cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
+    batch = math.prod(cards[a] for a in idx)
+    whole = _split(structure, idx, cards, 2**40)
+    assert whole is not None
+    result = sum(cards) * batch
+    need = whole[1].held + _visit(structure, cards, batch) + result
+    budget = result + (need - result) // 3  # a third of the working memory
+    split = _split(structure, idx, cards, budget)
+    if split is None:  # not even single joint states fit: refused, as documented
+        assert attribute_joints(theta, attrs, 0, max_held=budget) is None
+        return
+    sizes, rooting = split
+    assert sizes != tuple(cards[a] for a in idx)  # it did split
+    assert rooting.held + _visit(structure, cards, math.prod(sizes)) + result <= budget
+    for m in range(len(theta.members)):
+        one = attribute_joints(theta, attrs, m)
+        parts = attribute_joints(theta, attrs, m, max_held=budget)
+        assert one is not None and parts is not None
+        joint = full_joint(net, m)
+        for v in theta.nodes:
+            k = theta.index[v]
+            np.testing.assert_allclose(parts.tables[k], one.tables[k], rtol=1e-13, atol=0)
+            if v not in attrs:
+                np.testing.assert_allclose(parts.tables[k], marginal(net, joint, [v, *attrs]),
+                                           rtol=1e-12, atol=1e-300)
+        assert parts.depth == one.depth
+
+
+def test_a_split_is_refused_beyond_max_chunks(monkeypatch):
+    """Below the least budget that a split into at most MAX_CHUNKS chunks fits, the
+    propagation is refused, although single joint states of its eight binary attributes (256
+    chunks) would fit: refused for the number of chunks alone, not run chunk by chunk."""
+    import quiltpriv.inference.attribute_joints as module
+    from quiltpriv.inference.attribute_joints import MAX_CHUNKS, _split, _visit
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    theta = _chain(40, 6)
+    attrs = [f"x{k}" for k in range(0, 40, 5)]
+    structure = fill_tree_structure(theta)
+    cards = cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
+    assert 2 ** len(attrs) > MAX_CHUNKS
+    base = sum(cards) * 256 + _visit(structure, cards, 1)  # the result and one visit
+    least = next(b for b in range(base, base + 4096) if _split(structure, idx, cards, b))
+    assert attribute_joints(theta, attrs, 0, max_held=least) is not None
+    assert _split(structure, idx, cards, least - 1) is None
+    assert attribute_joints(theta, attrs, 0, max_held=least - 1) is None
+    monkeypatch.setattr(module, "MAX_CHUNKS", 2 ** len(attrs))
+    assert _split(structure, idx, cards, least - 1) is not None
 
 
 def test_bad_arguments_are_refused():
@@ -164,7 +237,7 @@ def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
     result), eight bytes each, plus the fixed cost of the Python objects around them."""
     import tracemalloc
 
-    from quiltpriv.inference.attribute_joints import _Rooted
+    from quiltpriv.inference.attribute_joints import _split, _visit
     from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
 
     net = random_network(7700 + seed, n_nodes=60, edge_prob=0.08, max_card=3)
@@ -175,9 +248,9 @@ def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
     cards = cardinalities(theta)
     idx = sorted(theta.index[a] for a in attrs)
     batch = math.prod(cards[a] for a in idx)
-    estimate = (_Rooted(structure, idx, cards).held
-                + 2 * structure.width * batch + structure.width + 2 * max(cards) * batch
-                + sum(cards) * batch)
+    whole = _split(structure, tuple(idx), cards, 2**40)
+    assert whole is not None
+    estimate = whole[1].held + _visit(structure, cards, batch) + sum(cards) * batch
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
@@ -188,3 +261,64 @@ def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
         tracemalloc.stop()
     assert aj is not None
     assert peak <= 8 * estimate + 2**20, (peak, 8 * estimate)
+
+
+def _banded(n: int, seed: int):
+    """Node j draws 2-4 parents among the 8 before it, 2-3 states each: the benchmarks'
+    banded family, whose wide cliques make the propagation's messages outweigh its result."""
+    rng = np.random.default_rng(seed)
+    names = [f"X{k}" for k in range(n)]
+    card = [int(rng.integers(2, 4)) for _ in range(n)]
+    parents: list[list[int]] = [[]]
+    for j in range(1, n):
+        lo = max(0, j - 8)
+        k = min(j - lo, int(rng.integers(2, 5)))
+        parents.append(sorted(int(a) for a in rng.choice(np.arange(lo, j), k, replace=False)))
+    tables = {}
+    for j, v in enumerate(names):
+        cols = rng.dirichlet(np.ones(card[j]), size=math.prod(card[p] for p in parents[j])).T
+        tables[v] = cols.reshape([card[j], *(card[p] for p in parents[j])])
+    return theta_from_tables([(names[p], names[j]) for j in range(n) for p in parents[j]],
+                             {v: list(range(card[j])) for j, v in enumerate(names)}, tables,
+                             parents_order={names[j]: [names[p] for p in parents[j]]
+                                            for j in range(n)})
+
+
+def test_a_split_propagation_stays_within_its_budget():
+    """On a banded network whose messages and cliques hold far more than the result, a budget
+    of a quarter of the working memory splits the joint states; tracemalloc's peak stays
+    within that budget (eight bytes an entry, plus the Python objects around them), and the
+    tables equal the unsplit propagation's."""
+    import tracemalloc
+
+    from quiltpriv.inference.attribute_joints import _split, _visit
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    theta = _banded(300, 3)
+    attrs = theta.sort([f"X{j}" for j in (0, 74, 149, 224, 299)])
+    structure = fill_tree_structure(theta)
+    cards = cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
+    batch = math.prod(cards[a] for a in idx)
+    whole = _split(structure, idx, cards, 2**40)
+    assert whole is not None
+    result = sum(cards) * batch
+    working = whole[1].held + _visit(structure, cards, batch)
+    assert working > 4 * result  # the case this test is for
+    budget = result + working // 4
+    split = _split(structure, idx, cards, budget)
+    assert split is not None and math.prod(split[0]) < batch
+    one = attribute_joints(theta, attrs, 0)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        parts = attribute_joints(theta, attrs, 0, max_held=budget)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert one is not None and parts is not None
+    assert peak <= 8 * budget + 2**20, (peak, 8 * budget)
+    assert peak < 8 * (result + working) / 2  # the split saved memory
+    for a, b in zip(parts.tables, one.tables, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)

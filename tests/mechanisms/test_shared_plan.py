@@ -230,3 +230,42 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     check = check_plan(Plan.from_json(shared.to_json()), theta, query)
     assert check.ok, check.failure
     assert ran and set(ran) == {True}
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(12), 4))
+def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
+    """With a memory budget that makes the shared propagation split the query's joint states
+    into chunks, the plan chooses the same quilts, with the same scales, as with the whole
+    propagation, and verifies."""
+    from quiltpriv.inference.attribute_joints import _split, _visit
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    theta, query = _wide(seed)
+    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)  # the propagation always runs
+    structure, cards = fill_tree_structure(theta), cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in query.attributes))
+    batch = math.prod(cards[a] for a in idx)
+    whole = _split(structure, idx, cards, 2**40)
+    assert whole is not None
+    result = sum(cards) * batch
+    budget = result + (whole[1].held + _visit(structure, cards, batch)) // 3
+    split = _split(structure, idx, cards, budget)
+    assert split is not None and math.prod(split[0]) < batch
+    ran = []
+    real = apmqm.attribute_joints
+
+    def budgeted(*a, **k):
+        found = real(*a, **k, max_held=budget)
+        ran.append(found is not None)
+        return found
+
+    reference = plan(theta, query, theta.nodes, 1.0)
+    monkeypatch.setattr(apmqm, "attribute_joints", budgeted)
+    got = plan(theta, query, theta.nodes, 1.0)
+    assert ran and all(ran)
+    for a, b in zip(got.sensitive, reference.sensitive, strict=True):
+        assert (a.node, a.quilt) == (b.node, b.quilt)
+        assert a.scale == pytest.approx(b.scale, rel=1e-12, abs=0)
+    check = check_plan(Plan.from_json(got.to_json()), theta, query)
+    assert check.ok, check.failure
