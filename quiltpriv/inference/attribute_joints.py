@@ -130,7 +130,8 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     ``max_held`` entries, the joint states are split into chunks (ranges of the values of the
     attributes with the most states, halved until a chunk fits; at most
     :data:`MAX_CHUNKS`), and one propagation per chunk fills its part of the result. Each
-    joint state's arithmetic is the same as in one propagation, so the rounding bound is too.
+    entry comes from the same products and sums as in one propagation (numpy may sum in
+    another order), so :attr:`AttributeJoints.depth` bounds its rounding all the same.
 
     Returns None when the result could not be trusted or afforded: the member's tables are
     exact rationals, an operation underflowed, the floating-point environment flushes
