@@ -127,8 +127,8 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
 
     When the propagation over every joint state of ``A`` at once would hold more than
-    ``max_held`` entries, the joint states are split into chunks (ranges of the values of the
-    attributes with the most states, halved until a chunk fits; at most
+    ``max_held`` entries, the joint states are split into chunks (ranges of some attributes'
+    values, cut as evenly as their numbers of states allow until a chunk fits; at most
     :data:`MAX_CHUNKS`), and one propagation per chunk fills its part of the result. Each
     entry comes from the same products and sums as in one propagation (numpy may sum in
     another order), so :attr:`AttributeJoints.depth` bounds its rounding all the same.
@@ -182,7 +182,8 @@ def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int
     split into at most :data:`MAX_CHUNKS` chunks fits.
 
     The result (``card(v)`` times every joint state, per node) is held whole whatever the
-    split. The attribute with the most values in a chunk is halved until a chunk fits.
+    split. Until a chunk fits, one attribute's values per chunk are cut
+    (:func:`_finer`): chunks are sized for the largest of them, so even cuts waste least.
     """
     result = sum(cards) * math.prod(cards[a] for a in attrs)
     if result + _visit(structure, cards, 1) > max_held:
@@ -193,11 +194,30 @@ def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int
         rooting = roots.best(sizes)
         if rooting.held + _visit(structure, cards, math.prod(sizes)) + result <= max_held:
             return tuple(sizes), rooting
-        k = max(range(len(sizes)), key=sizes.__getitem__)
-        if sizes[k] == 1:
+        finer = _finer([cards[a] for a in attrs], sizes)
+        if finer is None:
             break
-        sizes[k] = -(-sizes[k] // 2)
+        sizes[finer[0]] = finer[1]
     return None
+
+
+def _finer(cards: Sequence[int], sizes: Sequence[int]) -> tuple[int, int] | None:
+    """The cut that shrinks the largest chunk most for the chunks it multiplies: ``(k, s)``,
+    attribute ``k`` to take ``s`` values per chunk (``ceil(card / s)`` ranges), maximising
+    ``log(shrink) / log(growth)``, then the least growth; None when every size is 1.
+
+    A three-state attribute is cut into thirds (3 chunks, each a third), not into two values
+    and one (2 chunks, the larger two thirds)."""
+    best: tuple[float, float, int, int] | None = None
+    for k, (c, s) in enumerate(zip(cards, sizes, strict=True)):
+        ranges = -(-c // s)
+        # for r ranges the least size is ceil(card / r): no larger one gives as few ranges
+        for t in sorted({-(-c // r) for r in range(ranges + 1, c + 1)} - {s}, reverse=True):
+            more = -(-c // t)
+            key = (-math.log(s / t) / math.log(more / ranges), more / ranges, k, t)
+            if best is None or key < best:
+                best = key
+    return None if best is None else (best[2], best[3])
 
 
 class _Rooting(NamedTuple):

@@ -207,6 +207,22 @@ def test_a_split_is_refused_beyond_max_chunks(monkeypatch):
     assert _split(structure, idx, cards, least - 1) is not None
 
 
+@pytest.mark.parametrize(("cards", "sizes", "cut"), [
+    ((3,), (3,), (0, 1)),  # thirds: 3 chunks of a third, not 2 of which one is two thirds
+    ((4,), (4,), (0, 2)),  # halves before quarters (as even, fewer chunks)
+    ((6,), (6,), (0, 3)),
+    ((6,), (3,), (0, 2)),
+    ((5,), (5,), (0, 1)),  # 5 = 3 + 2 or 2 + 2 + 1 would leave chunks of 3 or 2 values
+    ((2, 3, 4), (2, 3, 4), (0, 1)),  # even cuts first, the least growth among them
+    ((2, 3, 4), (1, 3, 4), (2, 2)),
+    ((1, 2), (1, 1), None),
+])
+def test_the_finest_cut_is_the_most_even(cards, sizes, cut):
+    from quiltpriv.inference.attribute_joints import _finer
+
+    assert _finer(cards, list(sizes)) == cut
+
+
 def test_bad_arguments_are_refused():
     theta = _tiny_chain(1e-3)
     aj = attribute_joints(theta, ["a"], 0)
