@@ -157,13 +157,16 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     chunks = list(itertools.product(*(
         [range(lo, min(lo + s, cards[a])) for lo in range(0, cards[a], s)]
         for a, s in zip(attrs, sizes, strict=True))))
+    # every entry is written: each node is summed out of one clique, which every chunk's
+    # second pass visits, and the chunks partition the joint states
     tables = tuple(np.empty((cards[v], *(cards[a] for a in attrs))) for v in range(len(cards)))
+    cpds = sorted_tables(theta, member)
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
             for j, chunk in enumerate(chunks):
                 label = f"chunk {j + 1}/{len(chunks)}, " if len(chunks) > 1 else ""
-                _propagate(structure, cards, sorted_tables(theta, member), attrs, chunk,
-                           rooting, tables, deadline, label if progress else None)
+                _propagate(structure, cards, cpds, attrs, chunk, rooting, tables, deadline,
+                           label if progress else None)
     except (FloatingPointError, _Late):
         return None
     return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))

@@ -246,6 +246,28 @@ def test_progress_is_reported_per_pass():
     assert seen.count((cliques, cliques)) == 2 and seen.count((0, cliques)) == 2
 
 
+def test_progress_covers_every_chunk():
+    """A split propagation shows both passes of every chunk."""
+    from quiltpriv.inference.attribute_joints import MAX_CHUNKS, _split
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+    from quiltpriv.utils.progress import observe
+
+    theta = _chain(40, 6)
+    attrs = [f"x{k}" for k in range(0, 40, 8)]
+    structure, cards = fill_tree_structure(theta), cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
+    budget = next(b for b in range(sum(cards) * 32, sum(cards) * 32 + 4096)
+                  if _split(structure, idx, cards, b))
+    sizes = _split(structure, idx, cards, budget)[0]  # type: ignore[index]
+    chunks = math.prod(-(-cards[a] // s) for a, s in zip(idx, sizes, strict=True))
+    assert 1 < chunks <= MAX_CHUNKS
+    seen = []
+    with observe(lambda done, total: seen.append((done, total))):
+        assert attribute_joints(theta, attrs, 0, max_held=budget, progress=True) is not None
+    cliques = len(structure.cliques)
+    assert seen.count((cliques, cliques)) == 2 * chunks
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
     """numpy reports its allocations to tracemalloc: the propagation's peak stays within the
