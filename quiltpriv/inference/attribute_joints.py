@@ -188,16 +188,17 @@ def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int
     split. Until a chunk fits, one attribute's values per chunk are cut
     (:func:`_finer`): chunks are sized for the largest of them, so even cuts waste least.
     """
-    result = sum(cards) * math.prod(cards[a] for a in attrs)
+    states = [cards[a] for a in attrs]
+    result = sum(cards) * math.prod(states)
     if result + _visit(structure, cards, 1) > max_held:
         return None
     roots = _Roots(structure, attrs, cards)
-    sizes = [cards[a] for a in attrs]
-    while math.prod(-(-cards[a] // s) for a, s in zip(attrs, sizes, strict=True)) <= MAX_CHUNKS:
-        rooting = roots.best(sizes)
-        if rooting.held + _visit(structure, cards, math.prod(sizes)) + result <= max_held:
-            return tuple(sizes), rooting
-        finer = _finer([cards[a] for a in attrs], sizes)
+    sizes = list(states)
+    while math.prod(-(-c // s) for c, s in zip(states, sizes, strict=True)) <= MAX_CHUNKS:
+        held, j = roots.least(sizes)
+        if held + _visit(structure, cards, math.prod(sizes)) + result <= max_held:
+            return tuple(sizes), roots.rooting(j, held)
+        finer = _finer(states, sizes)
         if finer is None:
             break
         sizes[finer[0]] = finer[1]
@@ -230,6 +231,7 @@ class _Rooting(NamedTuple):
     held: int
     parent: list[int]
     order: list[int]
+    children: list[list[int]]
     separators: tuple[tuple[int, ...], ...]
 
 
@@ -237,10 +239,11 @@ class _Roots:
     """The junction tree oriented from each clique where an attribute's evidence enters, so
     that each stored upward message is batched only over the attributes below it.
 
-    :meth:`best` gives, for a chunk of ``sizes`` values per attribute, the rooting whose
+    :meth:`least` finds, for a chunk of ``sizes`` values per attribute, the rooting whose
     propagation holds the fewest message entries at once: the upward messages (each batched
     over the attributes below it) and, in the downward pass, the messages waiting for their
-    clique (each with the whole chunk), simulated over the same depth-first order.
+    clique (each with the whole chunk), simulated over the same depth-first order
+    (:func:`_held`). The orientations are built once; a split tries several chunk shapes.
     """
 
     def __init__(self, structure: TreeStructure, attrs: Sequence[int],
@@ -252,41 +255,51 @@ class _Roots:
                 adj[c].append(p)
                 adj[p].append(c)
         homes = [structure.home[a][0] for a in attrs]
-        self._oriented: list[tuple[list[int], list[int], list[frozenset[int]], list[int]]] = []
+        self._oriented: list[_Oriented] = []
         for root in dict.fromkeys(homes):
             parent, order = _orient(adj, root)
-            below = _below(parent, order, homes)
+            children: list[list[int]] = [[] for _ in cliques]
+            for c in order[1:]:
+                children[parent[c]].append(c)
             sep = [0 if parent[c] < 0 else
                    math.prod(cards[u] for u in _meet(cliques[c], cliques[parent[c]]))
                    for c in range(len(cliques))]
-            self._oriented.append((parent, order, below, sep))
+            self._oriented.append(_Oriented(parent, order, children,
+                                            _below(parent, order, homes), sep))
         self._cliques = cliques
 
-    def best(self, sizes: Sequence[int]) -> _Rooting:
-        best: tuple[int, int] | None = None
-        for j, (parent, order, below, sep) in enumerate(self._oriented):
-            held = _held(parent, order, below, sep, sizes)
-            if best is None or held < best[0]:
-                best = (held, j)
-        assert best is not None
-        parent, order = self._oriented[best[1]][:2]
-        cliques = self._cliques
-        return _Rooting(best[0], parent, order,
+    def least(self, sizes: Sequence[int]) -> tuple[int, int]:
+        """The fewest entries held at once, and the orientation (its index) that holds them;
+        the first root of the attributes' order on ties."""
+        return min((_held(o, sizes), j) for j, o in enumerate(self._oriented))
+
+    def rooting(self, j: int, held: int) -> _Rooting:
+        """Orientation ``j`` as a :class:`_Rooting`, with its separators' variables."""
+        tree, cliques = self._oriented[j], self._cliques
+        return _Rooting(held, tree.parent, tree.order, tree.children,
                         tuple(() if p < 0 else _meet(cliques[c], cliques[p])
-                              for c, p in enumerate(parent)))
+                              for c, p in enumerate(tree.parent)))
 
 
-def _held(parent: Sequence[int], order: Sequence[int], below: Sequence[frozenset[int]],
-          sep: Sequence[int], sizes: Sequence[int]) -> int:
-    """The most message entries one propagation over this rooting holds at once."""
+class _Oriented(NamedTuple):
+    """The junction tree oriented from one root: per clique its parent, children, the
+    attributes (positions) whose evidence is in its subtree and its separator's states."""
+
+    parent: list[int]
+    order: list[int]
+    children: list[list[int]]
+    below: list[frozenset[int]]
+    sep: list[int]
+
+
+def _held(tree: _Oriented, sizes: Sequence[int]) -> int:
+    """The most message entries one propagation over this orientation holds at once."""
+    parent, order, children, below, sep = tree
     full = math.prod(sizes)
     up = [sep[c] * math.prod(sizes[k] for k in below[c]) for c in range(len(parent))]
     ups = sum(up[c] for c in order[1:])
     pending = 0
     held = ups
-    children: list[list[int]] = [[] for _ in parent]
-    for c in order[1:]:
-        children[parent[c]].append(c)
     for c in order:  # the downward pass: c's message is used, its children's made
         pending -= sep[c] * full if parent[c] >= 0 else 0
         for k in children[c]:
@@ -367,7 +380,8 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     ``progress`` (None: no bar) starts the bars' descriptions.
     """
     cliques = structure.cliques
-    parent, seps, order = rooting.parent, rooting.separators, rooting.order
+    parent, seps, order, children = (rooting.parent, rooting.separators, rooting.order,
+                                     rooting.children)
     nb = len(attrs)
     ones = [1] * nb
     mine: list[list[int]] = [[] for _ in cliques]
@@ -382,9 +396,6 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
         ind = ind.reshape(_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
         evidence.setdefault(c, []).append(ind.reshape(_shape((a,), cliques[c], cards, batch)))
     scopes, tables = cpds
-    children: list[list[int]] = [[] for _ in cliques]
-    for c in order[1:]:
-        children[parent[c]].append(c)
 
     def local(c: int) -> np.ndarray:
         """The clique's own table: its CPDs and evidence, batch axes in front."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pytest
@@ -12,11 +14,19 @@ from reference import full_joint, marginal, random_network, reference_influence
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.attribute_joints import (
+    MAX_CHUNKS,
+    _finer,
+    _split,
+    _visit,
     attribute_joints,
     joint_influence,
+    propagation_work,
 )
 from quiltpriv.inference.influence import max_influence, subnormals_kept
-from quiltpriv.model.network import theta_from_tables
+from quiltpriv.inference.junction_tree import TreeStructure, cardinalities, fill_tree_structure
+from quiltpriv.model.network import Theta, theta_from_tables
+
+T = TypeVar("T")
 
 
 def _attributes(net, seed: int) -> list[str]:
@@ -104,7 +114,7 @@ def test_budgets_refuse_rather_than_grow():
     assert attribute_joints(theta, ["a", "b"], 0, deadline=time.monotonic() + 60) is not None
 
 
-def _chain(n: int, seed: int) -> object:
+def _chain(n: int, seed: int) -> Theta:
     names = [f"x{k}" for k in range(n)]
     rng = np.random.default_rng(seed)
     tables = {names[0]: np.array([0.3, 0.7])}
@@ -114,23 +124,43 @@ def _chain(n: int, seed: int) -> object:
                              {v: [0, 1] for v in names}, tables)
 
 
+class _Needs(NamedTuple):
+    """What the unsplit propagation of ``attrs`` holds, as ``max_held`` counts it."""
+
+    structure: TreeStructure
+    cards: list[int]
+    idx: tuple[int, ...]
+    batch: int
+    result: int  # the result: card(v) x the joint states of A, per node
+    working: int  # the messages at their peak and one clique's visit
+
+
+def _needs(theta: Theta, attrs: Sequence[str]) -> _Needs:
+    structure, cards = fill_tree_structure(theta), cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in attrs))
+    batch = math.prod(cards[a] for a in idx)
+    whole = _split(structure, idx, cards, 2**40)
+    assert whole is not None and whole[0] == tuple(cards[a] for a in idx)  # not split
+    return _Needs(structure, cards, idx, batch, sum(cards) * batch,
+                  whole[1].held + _visit(structure, cards, batch))
+
+
+def _least_budget(structure: TreeStructure, idx: tuple[int, ...], cards: list[int],
+                  result: int) -> int:
+    """The least ``max_held`` any split fits: at least the result and one clique's visit."""
+    base = result + _visit(structure, cards, 1)
+    return next(b for b in range(base, base + 4096) if _split(structure, idx, cards, b))
+
+
 def test_the_result_counts_against_max_held():
     """The result (one table of card(v) x joint states of A per node) is held whole whatever
     the split: on a long chain it outweighs the messages, and a budget below it plus one
     clique's visit refuses; one entry more is answered (in single joint states)."""
-    from quiltpriv.inference.attribute_joints import _split, _visit, propagation_work
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
-
     theta = _chain(300, 5)
     attrs = ["x10", "x150", "x290"]
-    structure = fill_tree_structure(theta)
-    cards = cardinalities(theta)
-    idx = tuple(sorted(theta.index[a] for a in attrs))
-    result = sum(cards) * 8
+    structure, cards, idx, batch, result, working = _needs(theta, attrs)  # not split
+    assert batch == 8 and result == sum(cards) * 8
     assert propagation_work(theta, attrs) == 2 * structure.size * 8
-    whole = _split(structure, idx, cards, 2**40)
-    assert whole is not None and whole[0] == (2, 2, 2)  # no split when it fits
-    working = whole[1].held + _visit(structure, cards, 8)
     assert working < result  # the case this test is for
     least = result + _visit(structure, cards, 1)
     assert attribute_joints(theta, attrs, 0, max_held=least - 1) is None
@@ -147,22 +177,12 @@ def test_a_split_propagation_gives_the_whole_ones_tables(seed):
     chunks: every table equals the unsplit propagation's (the same arithmetic per joint
     state, up to the order numpy sums in) and the full joint's, and the split fits the
     budget it was made for."""
-    from quiltpriv.inference.attribute_joints import _split, _visit
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
-
     net = random_network(8100 + seed, n_nodes=9, edge_prob=0.3, max_card=3)
     theta = net.to_theta()
     rng = np.random.default_rng(seed)
     attrs = theta.sort([str(v) for v in rng.choice(list(net.nodes), 3, replace=False)])
-    structure = fill_tree_structure(theta)
-    cards = cardinalities(theta)
-    idx = tuple(sorted(theta.index[a] for a in attrs))
-    batch = math.prod(cards[a] for a in idx)
-    whole = _split(structure, idx, cards, 2**40)
-    assert whole is not None
-    result = sum(cards) * batch
-    need = whole[1].held + _visit(structure, cards, batch) + result
-    budget = result + (need - result) // 3  # a third of the working memory
+    structure, cards, idx, _, result, working = _needs(theta, attrs)
+    budget = result + working // 3  # a third of the working memory
     split = _split(structure, idx, cards, budget)
     if split is None:  # not even single joint states fit: refused, as documented
         assert attribute_joints(theta, attrs, 0, max_held=budget) is None
@@ -189,17 +209,12 @@ def test_a_split_is_refused_beyond_max_chunks(monkeypatch):
     propagation is refused, although single joint states of its eight binary attributes (256
     chunks) would fit: refused for the number of chunks alone, not run chunk by chunk."""
     import quiltpriv.inference.attribute_joints as module
-    from quiltpriv.inference.attribute_joints import MAX_CHUNKS, _split, _visit
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
 
     theta = _chain(40, 6)
     attrs = [f"x{k}" for k in range(0, 40, 5)]
-    structure = fill_tree_structure(theta)
-    cards = cardinalities(theta)
-    idx = tuple(sorted(theta.index[a] for a in attrs))
+    structure, cards, idx, _, result, _ = _needs(theta, attrs)
     assert 2 ** len(attrs) > MAX_CHUNKS
-    base = sum(cards) * 256 + _visit(structure, cards, 1)  # the result and one visit
-    least = next(b for b in range(base, base + 4096) if _split(structure, idx, cards, b))
+    least = _least_budget(structure, idx, cards, result)
     assert attribute_joints(theta, attrs, 0, max_held=least) is not None
     assert _split(structure, idx, cards, least - 1) is None
     assert attribute_joints(theta, attrs, 0, max_held=least - 1) is None
@@ -218,8 +233,6 @@ def test_a_split_is_refused_beyond_max_chunks(monkeypatch):
     ((1, 2), (1, 1), None),
 ])
 def test_the_finest_cut_is_the_most_even(cards, sizes, cut):
-    from quiltpriv.inference.attribute_joints import _finer
-
     assert _finer(cards, list(sizes)) == cut
 
 
@@ -235,7 +248,6 @@ def test_bad_arguments_are_refused():
 
 
 def test_progress_is_reported_per_pass():
-    from quiltpriv.inference.junction_tree import fill_tree_structure
     from quiltpriv.utils.progress import observe
 
     theta = _tiny_chain(1e-3)
@@ -248,16 +260,12 @@ def test_progress_is_reported_per_pass():
 
 def test_progress_covers_every_chunk():
     """A split propagation shows both passes of every chunk."""
-    from quiltpriv.inference.attribute_joints import MAX_CHUNKS, _split
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
     from quiltpriv.utils.progress import observe
 
     theta = _chain(40, 6)
     attrs = [f"x{k}" for k in range(0, 40, 8)]
-    structure, cards = fill_tree_structure(theta), cardinalities(theta)
-    idx = tuple(sorted(theta.index[a] for a in attrs))
-    budget = next(b for b in range(sum(cards) * 32, sum(cards) * 32 + 4096)
-                  if _split(structure, idx, cards, b))
+    structure, cards, idx, _, result, _ = _needs(theta, attrs)
+    budget = _least_budget(structure, idx, cards, result)
     sizes = _split(structure, idx, cards, budget)[0]  # type: ignore[index]
     chunks = math.prod(-(-cards[a] // s) for a, s in zip(idx, sizes, strict=True))
     assert 1 < chunks <= MAX_CHUNKS
@@ -268,35 +276,33 @@ def test_progress_covers_every_chunk():
     assert seen.count((cliques, cliques)) == 2 * chunks
 
 
+def _traced_peak(run: Callable[[], T]) -> tuple[T, int]:
+    """``run()`` and the most bytes it held at once beyond what was held before it, as
+    tracemalloc sees them (numpy reports its allocations to it)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = run()
+        return out, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_memory_estimate_bounds_what_the_propagation_allocates(seed):
     """numpy reports its allocations to tracemalloc: the propagation's peak stays within the
     entries ``max_held`` is compared with (messages up and down, a clique's visit, the
     result), eight bytes each, plus the fixed cost of the Python objects around them."""
-    import tracemalloc
-
-    from quiltpriv.inference.attribute_joints import _split, _visit
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
-
     net = random_network(7700 + seed, n_nodes=60, edge_prob=0.08, max_card=3)
     theta = net.to_theta()
     rng = np.random.default_rng(seed)
     attrs = theta.sort([str(v) for v in rng.choice(list(net.nodes), 4, replace=False)])
-    structure = fill_tree_structure(theta)
-    cards = cardinalities(theta)
-    idx = sorted(theta.index[a] for a in attrs)
-    batch = math.prod(cards[a] for a in idx)
-    whole = _split(structure, tuple(idx), cards, 2**40)
-    assert whole is not None
-    estimate = whole[1].held + _visit(structure, cards, batch) + sum(cards) * batch
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        aj = attribute_joints(theta, attrs, 0)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+    needs = _needs(theta, attrs)
+    estimate = needs.working + needs.result
+    aj, peak = _traced_peak(lambda: attribute_joints(theta, attrs, 0))
     assert aj is not None
     assert peak <= 8 * estimate + 2**20, (peak, 8 * estimate)
 
@@ -327,34 +333,15 @@ def test_a_split_propagation_stays_within_its_budget():
     of a quarter of the working memory splits the joint states; tracemalloc's peak stays
     within that budget (eight bytes an entry, plus the Python objects around them), and the
     tables equal the unsplit propagation's."""
-    import tracemalloc
-
-    from quiltpriv.inference.attribute_joints import _split, _visit
-    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
-
     theta = _banded(300, 3)
     attrs = theta.sort([f"X{j}" for j in (0, 74, 149, 224, 299)])
-    structure = fill_tree_structure(theta)
-    cards = cardinalities(theta)
-    idx = tuple(sorted(theta.index[a] for a in attrs))
-    batch = math.prod(cards[a] for a in idx)
-    whole = _split(structure, idx, cards, 2**40)
-    assert whole is not None
-    result = sum(cards) * batch
-    working = whole[1].held + _visit(structure, cards, batch)
+    structure, cards, idx, batch, result, working = _needs(theta, attrs)
     assert working > 4 * result  # the case this test is for
     budget = result + working // 4
     split = _split(structure, idx, cards, budget)
     assert split is not None and math.prod(split[0]) < batch
     one = attribute_joints(theta, attrs, 0)
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        parts = attribute_joints(theta, attrs, 0, max_held=budget)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+    parts, peak = _traced_peak(lambda: attribute_joints(theta, attrs, 0, max_held=budget))
     assert one is not None and parts is not None
     assert peak <= 8 * budget + 2**20, (peak, 8 * budget)
     assert peak < 8 * (result + working) / 2  # the split saved memory
