@@ -21,6 +21,7 @@ import contextlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -173,9 +174,19 @@ def read_data(path: str, query: Query | None = None) -> Any:
     declared = getattr(query, "domain", None) or getattr(query, "categories", None) or {}
     text = {a: str for a, values in declared.items() if values and isinstance(values[0], str)}
     try:
-        return pd.read_csv(path, dtype=text or None)
+        # pandas renames a repeated header name ("a", "a.1"), which would hide a duplicated
+        # column from the query's own check: read the header as written first.
+        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+        data = pd.read_csv(path, dtype=text or None)
     except (OSError, ValueError) as exc:
         raise QueryError(f"cannot read data file {path}: {exc}") from exc
+    names = Counter(str(v) for v in header.iloc[0].tolist()) if len(header) else Counter()
+    dup = sorted(c for c, k in names.items() if k > 1)
+    if dup:
+        raise QueryError(f"data file {path}: more than one column named "
+                         f"{', '.join(map(repr, dup))}; a query reads exactly one column per "
+                         "attribute")
+    return data
 
 
 def emit(text: str, output: str | None) -> None:

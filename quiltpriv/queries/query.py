@@ -63,27 +63,88 @@ def _attrs(attributes: Iterable[str], what: str) -> tuple[str, ...]:
     return out
 
 
-def _bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
+def _number(v: Any, what: str) -> float:
+    """``v`` as a finite float; a non-number, or one beyond the float range (a huge integer
+    or Fraction), is refused with the query's error rather than an OverflowError."""
     try:
-        lo_f, hi_f = float(lo), float(hi)
-    except (TypeError, ValueError) as exc:
-        raise QueryError(f"{what}: bounds must be numbers, got {lo!r}, {hi!r}") from exc
-    if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
-        raise QueryError(f"{what}: bounds must be finite, got [{lo_f}, {hi_f}]")
+        out = float(v)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise QueryError(f"{what}: {v!r} is not a number" if not isinstance(exc, OverflowError)
+                         else f"{what}: {_short(v)} is beyond the floating-point range "
+                         "(about 1.8e308)") from None
+    if not math.isfinite(out):
+        raise QueryError(f"{what}: {_short(v)} is not finite")
+    return out
+
+
+def _short(v: Any) -> str:
+    """``v`` for an error line: a huge integer is shown by its number of digits only."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        # str() of an integer over 4,300 digits raises; its length follows from its bits.
+        return f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
+    lo_f = _number(lo, f"{what}: lower bound")
+    hi_f = _number(hi, f"{what}: upper bound")
     if lo_f > hi_f:
         raise QueryError(f"{what}: lower bound {lo_f} exceeds upper bound {hi_f}")
+    if not math.isfinite(hi_f - lo_f):
+        raise QueryError(f"{what}: the width of [{lo_f:g}, {hi_f:g}] is not a finite float "
+                         "(it overflows); its sensitivity would be infinite")
     return lo_f, hi_f
 
 
-def _columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
+def _pair(bounds: Any, what: str) -> tuple[Any, Any]:
+    """Untrusted ``(lo, hi)``: exactly two values."""
+    if isinstance(bounds, str | bytes) or not isinstance(bounds, Sequence) or len(bounds) != 2:
+        raise QueryError(f"{what}: bounds must be a pair (lower, upper), got {_short(bounds)}")
+    return bounds[0], bounds[1]
+
+
+def _finite_sensitivity(value: float, what: str, hint: str = "narrow the bounds") -> float:
+    """Refuse a query whose sensitivity overflows (no finite noise could protect it)."""
+    if not math.isfinite(value):
+        raise QueryError(f"{what}: its sensitivity is not a finite float (it overflows); {hint}")
+    return value
+
+
+def query_columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.DataFrame:
+    """The one place that decides which columns of ``data`` a query may read.
+
+    Exactly one column per declared attribute, in declared order: a frame whose columns are
+    not flat names, or that holds a declared attribute's name more than once, is refused
+    (reading both copies of a summed column would double its privacy loss; [ZOC22],
+    Section 5.1 bounds one column per attribute).
+    """
     import pandas as pd
 
     if not isinstance(data, pd.DataFrame):
         raise QueryError(f"{what}: data must be a pandas DataFrame, got {type(data).__name__}")
-    missing = [c for c in columns if c not in data.columns]
+    if isinstance(data.columns, pd.MultiIndex):
+        raise QueryError(f"{what}: the data's columns must be plain names, not a MultiIndex")
+    names = list(data.columns)
+    wanted = set(columns)
+    counts: dict[Any, int] = {}
+    for c in names:
+        if isinstance(c, str) and c in wanted:
+            counts[c] = counts.get(c, 0) + 1
+    dup = [c for c in columns if counts.get(c, 0) > 1]
+    if dup:
+        raise QueryError(f"{what}: the data have more than one column named "
+                         f"{', '.join(map(repr, dup))}; a query reads exactly one column per "
+                         "attribute")
+    missing = [c for c in columns if counts.get(c, 0) == 0]
     if missing:
         raise QueryError(f"{what}: the data has no column(s) {', '.join(map(repr, missing))}")
-    return data[list(columns)]
+    # Positions, not labels: the frame returned holds exactly the declared columns once each.
+    pos = {c: k for k, c in enumerate(names) if isinstance(c, str) and c in wanted}
+    return data.iloc[:, [pos[c] for c in columns]]
+
+
+_columns = query_columns
 
 
 def _bounded_values(data: pd.DataFrame, col: str, lo: float, hi: float, what: str) -> np.ndarray:
@@ -413,6 +474,7 @@ class SumQuery(_RecordBound):
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
         object.__setattr__(self, "records", check_records(self.records))
+        _finite_sensitivity(self.records * (hi - lo), "sum query")
 
     @property
     def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -497,13 +559,11 @@ class LinearQuery(Query):
             raise QueryError(f"linear query: bounds for unweighted {', '.join(map(repr, extra))}")
         w = {}
         for a in attrs:
-            try:
-                w[a] = float(self.weights[a])
-            except (TypeError, ValueError) as exc:
-                raise QueryError(f"linear query: weight of {a!r} is not a number") from exc
-            if not math.isfinite(w[a]):
-                raise QueryError(f"linear query: weight of {a!r} is not finite")
-        b = {a: _bounds(*self.bounds[a], f"linear query ({a!r})") for a in attrs}
+            w[a] = _number(self.weights[a], f"linear query: weight of {a!r}")
+        b = {a: _bounds(*_pair(self.bounds[a], f"linear query ({a!r})"),
+                        f"linear query ({a!r})") for a in attrs}
+        _finite_sensitivity(sum(abs(w[a]) * (b[a][1] - b[a][0]) for a in attrs),
+                            "linear query", "narrow the bounds or the weights")
         object.__setattr__(self, "weights", dict(w))
         object.__setattr__(self, "bounds", dict(b))
 

@@ -390,6 +390,7 @@ def test_cli_release_hostile_data(capsys, tmp_path):
         "too_many_rows": "height\n1\n0\n1\n1\n",
         "strings": "height\na\nb\nc\n",
         "ragged": "height,sat\n1\n0,1,2,3\n",
+        "duplicated_column": "height,sat,height\n1,0,1\n0,1,0\n",
     }
     for name, content in datasets.items():
         TRIED["cli-release"] += 1
