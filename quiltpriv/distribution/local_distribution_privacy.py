@@ -34,6 +34,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, cast
 
 import numpy as np
@@ -43,6 +44,7 @@ from scipy.special import logsumexp
 from quiltpriv import distances
 from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.mechanisms import noise
 from quiltpriv.mechanisms.calibration import laplace_scale
 from quiltpriv.mechanisms.noise import Seed, make_rng
 from quiltpriv.utils.serialize import JSONResult
@@ -60,6 +62,7 @@ __all__ = [
     "F_DIVERGENCES",
     "LaplaceCalibration",
     "LocalRelease",
+    "MechanismMatrix",
     "approximate_max_divergence",
     "distp_epsilon",
     "exponential_mechanism_matrix",
@@ -448,10 +451,15 @@ def laplace_max_divergence(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam1
     return max(0.0, float(np.max(log0 - log1)))
 
 
-def randomised_response_matrix(k: int, epsilon: float) -> np.ndarray:
+def randomised_response_matrix(k: int, epsilon: float) -> MechanismMatrix:
     """k-ary randomised response: keep the input w.p. e^eps / (e^eps + k - 1).
 
-    eps-DP on every pair of inputs (hence eps-DistP on every pair of distributions).
+    eps-DP on every pair of inputs (hence eps-DistP on every pair of distributions). The
+    result is a :class:`MechanismMatrix`: the floats for analysis, and the exact law
+    (``P(y | x)`` proportional to ``exp(-eps [y != x])``, eps taken exactly) that
+    :func:`sample_mechanism` samples, so the ratio ``e^eps`` holds exactly at any eps (the
+    floats alone round ``1 / (e^eps + k - 1)`` at every eps and lose all precision of the
+    keep probability from about eps 37).
     """
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise ParameterError(f"k must be an integer >= 2, got {k!r}")
@@ -459,18 +467,25 @@ def randomised_response_matrix(k: int, epsilon: float) -> np.ndarray:
     denom = math.exp(eps) + k - 1
     a = np.full((k, k), 1.0 / denom)
     np.fill_diagonal(a, math.exp(eps) / denom)
-    return a
+    e = Fraction(eps)
+    gammas = tuple(tuple(Fraction(0) if y == x else e for y in range(int(k)))
+                   for x in range(int(k)))
+    return MechanismMatrix.with_exact_law(a, gammas)
 
 
 def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
                                  sensitivity: float | None = None,
-                                 adjacency: ArrayLike | None = None) -> np.ndarray:
+                                 adjacency: ArrayLike | None = None) -> MechanismMatrix:
     """The exponential mechanism P(y | x) proportional to exp(eps u(x, y) / (2 Delta u)).
 
     Example 1 of the paper. ``utility`` is the |X| x |Y| matrix u(x, y). ``sensitivity`` is
     Delta u w.r.t. ``adjacency`` (Definition 5: max over adjacent x, x' and all y of
     |u(x, y) - u(x', y)|); if omitted it is computed from ``adjacency`` (default: every pair of
-    inputs). The result is eps-DP on the adjacency relation.
+    inputs), exactly. The result is eps-DP on the adjacency relation: a
+    :class:`MechanismMatrix` whose exact law (the utilities, eps and Delta u as exact
+    rationals) is what :func:`sample_mechanism` samples, so the ratio bound ``e^eps`` holds
+    exactly even where the floats round a probability (e.g. ``[[74.4, 0], [73.4, 1]]`` at eps 1,
+    whose smallest entries are about 1e-16).
     """
     eps = check_epsilon(epsilon)
     try:
@@ -492,7 +507,58 @@ def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
     logits = eps * u / (2.0 * delta_u)
     logits -= logits.max(axis=1, keepdims=True)
     w = np.exp(logits)
-    return w / w.sum(axis=1, keepdims=True)
+    return MechanismMatrix.with_exact_law(
+        w / w.sum(axis=1, keepdims=True),
+        _exponential_gammas(u, Fraction(eps), phi, sensitivity))
+
+
+def _exponential_gammas(u: np.ndarray, eps: Fraction, phi: np.ndarray,
+                        sensitivity: float | None) -> tuple[tuple[Fraction, ...], ...]:
+    """Exact log-weights of the exponential mechanism: ``gamma(x, y) = c (max_y u(x) - u(x, y))``.
+
+    ``c = eps / (2 Delta u)`` with ``Delta u`` the exact maximum of ``|u(x, y) - u(x', y)|``
+    over adjacent inputs, computed in rationals (a float subtraction could round it down),
+    or the caller's ``sensitivity`` taken exactly. Then ``P(y | x) / P(y | x')`` is at most
+    ``exp(2 c Delta u) = e^eps`` exactly.
+    """
+    exact = [[Fraction(float(v)) for v in row] for row in u]
+    if sensitivity is None:
+        du = max((abs(exact[i][y] - exact[j][y]) for i, j in zip(*np.nonzero(phi), strict=True)
+                  for y in range(u.shape[1])), default=Fraction(0))
+        if du == 0:
+            du = Fraction(1)
+    else:
+        du = Fraction(float(sensitivity))
+    c = eps / (2 * du)
+    return tuple(tuple(c * (max(row) - v) for v in row) for row in exact)
+
+
+class MechanismMatrix(np.ndarray):
+    """A local mechanism's row-stochastic float matrix that also carries its exact law.
+
+    It is an ordinary read-only ``numpy.ndarray`` of floats (every function of this module
+    accepts it); :func:`sample_mechanism` and
+    :func:`~quiltpriv.distribution.tupling.tupling_sample` sample its *exact* law instead of
+    the rounded floats: ``P(y | x)`` proportional to ``exp(-gamma[x][y])`` with rational
+    ``gamma`` (:func:`quiltpriv.mechanisms.noise.exponential_categorical`). Any array derived
+    from it (a slice, a copy, arithmetic) is plain floats.
+    """
+
+    exact_gammas: tuple[tuple[Fraction, ...], ...] | None
+
+    @classmethod
+    def with_exact_law(cls, floats: np.ndarray,
+                       gammas: tuple[tuple[Fraction, ...], ...]) -> MechanismMatrix:
+        obj = np.array(floats, dtype=float).view(cls)
+        obj.exact_gammas = gammas
+        obj.flags.writeable = False  # the floats stay the rounding of the exact law
+        return obj
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.exact_gammas = None  # derived arrays are plain floats
+
+    def __reduce__(self) -> Any:
+        return (np.array, (np.asarray(self),))  # pickles (e.g. to workers) as plain floats
 
 
 @dataclass(frozen=True)
@@ -515,11 +581,25 @@ class LocalRelease(JSONResult):
     seed: int | None
 
 
-def _categorical(probs: np.ndarray, rng: random.Random) -> int:
-    cum = np.cumsum(probs)
-    k = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
-    last = int(np.flatnonzero(probs > 0)[-1])
-    return min(k, last)  # guard rounding at the top end
+def _categorical(row: np.ndarray, rng: noise.RandomBits,
+                 gammas: tuple[Fraction, ...] | None = None) -> int:
+    """One output index from a mechanism row, sampled exactly by the noise module.
+
+    With ``gammas`` (a :class:`MechanismMatrix` row) the exact law ``exp(-gamma)``; otherwise
+    the row's floats taken as exact rationals (``P(y) = a_y / sum a``, no float cumulative sum:
+    every positive entry is possible with exactly its weight, every zero entry impossible).
+    """
+    if gammas is not None:
+        return noise.exponential_categorical(gammas, rng)
+    return noise.categorical(row.tolist(), rng)
+
+
+def _exact_row(mechanism: object, a: np.ndarray, x: int) -> tuple[Fraction, ...] | None:
+    """The exact law of row ``x`` if ``mechanism`` is an intact :class:`MechanismMatrix`."""
+    if isinstance(mechanism, MechanismMatrix) and mechanism.exact_gammas is not None \
+            and mechanism.shape == a.shape:
+        return mechanism.exact_gammas[x]
+    return None
 
 
 def _seed_record(seed: Seed) -> int | None:
@@ -532,6 +612,13 @@ def sample_mechanism(mechanism: ArrayLike, x: int, *,
                      seed: int | random.Random | None = None) -> LocalRelease:
     """Release one output of ``mechanism`` on input index ``x``.
 
+    Sampled exactly (:mod:`quiltpriv.mechanisms.noise`, integers from ``getrandbits`` only):
+    a :class:`MechanismMatrix` (from :func:`randomised_response_matrix` or
+    :func:`exponential_mechanism_matrix`) by its exact law; any other matrix with
+    ``P(y | x) = a[x, y] / sum_y a[x, y]`` exactly, the floats taken as exact rationals (the
+    row is renormalised exactly: it may sum to 1 within 1e-9). No output's probability is
+    rounded, so the privacy loss is exactly that of the law sampled.
+
     Secure by default (``secrets.SystemRandom``); ``seed`` (an int, or a ``random.Random``
     stream) makes the draw reproducible for experiments only, and the result records it.
     """
@@ -539,8 +626,8 @@ def sample_mechanism(mechanism: ArrayLike, x: int, *,
     if isinstance(x, bool) or not isinstance(x, int | np.integer) or not 0 <= x < a.shape[0]:
         raise QueryError(f"input index x must be an integer in [0, {a.shape[0]}), got {x!r}")
     rng = make_rng(seed)
-    return LocalRelease(_categorical(a[int(x)], rng), isinstance(rng, random.SystemRandom),
-                        _seed_record(seed))
+    out = _categorical(a[int(x)], rng, _exact_row(mechanism, a, int(x)))
+    return LocalRelease(out, isinstance(rng, random.SystemRandom), _seed_record(seed))
 
 
 #: Distances moved to :mod:`quiltpriv.distances` (old names still work, with a warning).

@@ -44,13 +44,14 @@ from quiltpriv.distribution.local_distribution_privacy import (
     _categorical,
     _delta,
     _distribution,
+    _exact_row,
     _mechanism,
     _seed_record,
     approximate_max_divergence,
     probabilistic_epsilon,
 )
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.mechanisms.noise import make_rng
+from quiltpriv.mechanisms.noise import make_rng, uniform_index
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive, check_probability_vector
 
@@ -113,8 +114,13 @@ def tupling_sample(base: ArrayLike, x: int, k: int, *, dummy_law: ArrayLike | No
                    seed: int | random.Random | None = None) -> TuplingRelease:
     """Release the tuple of the tupling mechanism for input index ``x`` (Section VI).
 
-    ``base`` is the base mechanism A (rows: inputs). Secure randomness by default; ``seed`` is
-    for reproducible experiments only and is recorded in the result.
+    ``base`` is the base mechanism A (rows: inputs). Every draw is exact
+    (:mod:`quiltpriv.mechanisms.noise`): uniform dummies and the insertion slot by
+    :func:`~quiltpriv.mechanisms.noise.uniform_index`, a ``dummy_law`` and the real report by
+    :func:`~quiltpriv.mechanisms.noise.categorical` on the floats taken as exact rationals (or,
+    for a :class:`~quiltpriv.distribution.local_distribution_privacy.MechanismMatrix` base, its
+    exact law). Secure randomness by default; ``seed`` is for reproducible experiments only and
+    is recorded in the result.
     """
     a = _mechanism(base)
     kk = _k(k)
@@ -123,11 +129,11 @@ def tupling_sample(base: ArrayLike, x: int, k: int, *, dummy_law: ArrayLike | No
         raise QueryError(f"input index x must be an integer in [0, {a.shape[0]}), got {x!r}")
     rng = make_rng(seed)
     if dummy_law is None:  # uniform dummies: exact integer draws
-        dummies = [rng.randrange(a.shape[1]) for _ in range(kk)]
+        dummies = [uniform_index(a.shape[1], rng) for _ in range(kk)]
     else:
         dummies = [_categorical(nu, rng) for _ in range(kk)]
-    real = _categorical(a[int(x)], rng)
-    dummies.insert(rng.randrange(kk + 1), real)
+    real = _categorical(a[int(x)], rng, _exact_row(base, a, int(x)))
+    dummies.insert(uniform_index(kk + 1, rng), real)
     return TuplingRelease(tuple(dummies), isinstance(rng, random.SystemRandom),
                           _seed_record(seed))
 

@@ -102,17 +102,23 @@ __all__ = [
     "NoisyValue",
     "RandomBits",
     "bernoulli_exp_neg",
+    "categorical",
     "check_noise_scale",
     "default_granularity",
     "discrete_gaussian",
     "discrete_laplace",
+    "exponential_categorical",
     "gaussian",
     "gaussian_release",
+    "gaussian_release_vector",
     "laplace",
     "laplace_release",
+    "laplace_release_vector",
     "make_rng",
     "noise_source",
     "snap",
+    "sqrt_upper",
+    "uniform_index",
 ]
 
 #: The default grid step is the largest power of two <= (scale * 2**-20), capped at 1, so the
@@ -601,8 +607,7 @@ def laplace_release(value: float, scale: float, sensitivity: float, *,
     x = _check_finite(value, "value")
     b = check_noise_scale(scale, "scale")
     delta = check_positive(sensitivity, "sensitivity", allow_zero=True)
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise ParameterError(f"dimension must be a whole number >= 1, got {dimension!r}")
+    dimension = _check_dimension(dimension)
     if b == 0:
         return _no_noise(x)
     g = _release_grid(b, delta, granularity, dimension)
@@ -618,7 +623,7 @@ def laplace_release(value: float, scale: float, sensitivity: float, *,
 
 def gaussian_release(value: float, sigma: float, sensitivity: float, *,
                      seed: int | random.Random | None = None,
-                     granularity: float | None = None) -> NoisyValue:
+                     granularity: float | None = None, dimension: int = 1) -> NoisyValue:
     """Release ``value`` with exact discrete Gaussian noise, as private as ``sigma`` promises.
 
     As :func:`laplace_release`: ``value`` is snapped to ``g * Z`` (sensitivity ``Delta + g``)
@@ -626,16 +631,23 @@ def gaussian_release(value: float, sigma: float, sensitivity: float, *,
     (exactly), so the zCDP parameter ``(Delta + g)^2 / (2 sigma'^2) = Delta^2 / (2 sigma^2)`` is
     what ``sigma`` promised for ``Delta``. ``K`` is discrete Gaussian with variance parameter
     ``(sigma'/g)^2``; ``noise_scale_used`` reports ``sigma'``.
+
+    ``dimension`` (``d``): the coordinates of a vector query whose L2 sensitivity is
+    ``Delta``, released by ``d`` calls with one ``sigma`` (see :func:`gaussian_release_vector`).
+    Snapping each coordinate by at most ``g/2`` moves an L2 distance by at most ``sqrt(d) g``,
+    so ``sigma' = sigma (Delta + R g) / Delta`` with ``R = sqrt_upper(d) >= sqrt(d)`` (exact when
+    ``d`` is a square): the snapped vectors' L2 shift over ``sigma'`` is at most
+    ``Delta / sigma``, and the d independent discrete Gaussians are ``Delta^2/(2 sigma^2)``-zCDP
+    ([CKS20], multivariate discrete Gaussian), as the continuous mechanism with ``sigma`` was.
     """
     x = _check_finite(value, "value")
     s = check_noise_scale(sigma, "sigma")
     delta = check_positive(sensitivity, "sensitivity", allow_zero=True)
+    d = _check_dimension(dimension)
     if s == 0:
         return _no_noise(x)
-    g = _release_grid(s, delta, granularity)
-    sf, df = Fraction(s), Fraction(delta)
-    sigma_used = sf * (df + g) / df if delta > 0 else sf
-    _check_drawable(sigma_used, "the inflated sigma", slack=2)  # coarse grid inflates it
+    g = _release_grid(s, delta, granularity, d)
+    sigma_used = _inflated_sigma(Fraction(s), Fraction(delta), g, d)
     sigma2 = (sigma_used / g) ** 2
     rng = make_rng(seed)
     k = _discrete_gaussian(sigma2.numerator, sigma2.denominator, rng)
@@ -643,3 +655,161 @@ def gaussian_release(value: float, sigma: float, sensitivity: float, *,
     return NoisyValue(value=_to_float(_snap_exact(x, g) + g * k),
                       noise_scale_used=float(sigma_used), granularity=float(g),
                       secure=src.secure, sampler=src.sampler)
+
+
+def _check_dimension(dimension: object) -> int:
+    if isinstance(dimension, bool) or not isinstance(dimension, int | np.integer) \
+            or dimension < 1:
+        raise ParameterError(f"dimension must be a whole number >= 1, got {dimension!r}")
+    return int(dimension)
+
+
+def _inflated_sigma(sigma: Fraction, delta: Fraction, g: Fraction, dimension: int) -> Fraction:
+    """sigma (Delta + sqrt_upper(d) g) / Delta, exactly; refused when not drawable."""
+    used = sigma * (delta + sqrt_upper(dimension) * g) / delta if delta > 0 else sigma
+    _check_drawable(used, "the inflated sigma", slack=2)  # a coarse grid inflates it
+    return used
+
+
+def sqrt_upper(n: int) -> Fraction:
+    """A rational ``R >= sqrt(n)``: exact for a perfect square, else within ``2**-40`` above.
+
+    ``R = (isqrt(n * 4**40) + 1) / 2**40`` when ``n`` is not a square (``isqrt`` is exact
+    integer arithmetic, so ``R^2 > n`` holds without any rounding).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ParameterError(f"sqrt_upper needs a whole number >= 0, got {n!r}")
+    r = math.isqrt(n)
+    if r * r == n:
+        return Fraction(r)
+    return Fraction(math.isqrt(n << 80) + 1, 1 << 40)
+
+
+def gaussian_release_vector(values: object, sigma: float, sensitivity: float, *,
+                            seed: int | random.Random | None = None,
+                            granularity: float | None = None) -> tuple[NoisyValue, ...]:
+    """Release a vector of L2 sensitivity ``sensitivity`` with i.i.d. exact discrete Gaussians.
+
+    Every coordinate is snapped to one grid and charged for the vector:
+    :func:`gaussian_release` with ``dimension = len(values)`` and one randomness source (a
+    seeded stream gives the coordinates independent noise). The release is
+    ``Delta^2/(2 sigma^2)``-zCDP, and (eps, delta)-DP whenever the continuous Gaussian
+    mechanism with ``sigma`` and L2 sensitivity ``Delta`` is.
+    """
+    xs = _check_vector_values(values)
+    rng = make_rng(seed)
+    return tuple(gaussian_release(x, sigma, sensitivity, seed=rng, granularity=granularity,
+                                  dimension=len(xs)) for x in xs)
+
+
+def laplace_release_vector(values: object, scale: float, sensitivity: float, *,
+                           seed: int | random.Random | None = None,
+                           granularity: float | None = None) -> tuple[NoisyValue, ...]:
+    """Release a vector of L1 sensitivity ``sensitivity`` with i.i.d. exact discrete Laplace.
+
+    :func:`laplace_release` per coordinate with ``dimension = len(values)`` (the snapping is
+    paid in L1: ``Delta + d g``) and one randomness source. ``(sensitivity / scale)``-DP.
+    """
+    xs = _check_vector_values(values)
+    rng = make_rng(seed)
+    return tuple(laplace_release(x, scale, sensitivity, seed=rng, granularity=granularity,
+                                 dimension=len(xs)) for x in xs)
+
+
+def _check_vector_values(values: object) -> list[float]:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("values must be a 1-d sequence of finite numbers") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError(f"values must be a non-empty 1-d sequence, got shape {arr.shape}")
+    return [_check_finite(v, "value") for v in arr.tolist()]
+
+
+# --------------------------------------------------------------------------------------------
+# Categorical outputs (randomised response, exponential mechanism, tupling)
+# --------------------------------------------------------------------------------------------
+
+
+def uniform_index(n: int, rng: RandomBits | None = None) -> int:
+    """A uniform integer in ``[0, n)``, exactly (rejection from ``getrandbits``).
+
+    ``rng``: ``None`` -> ``secrets.SystemRandom()``; any object with ``getrandbits``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(f"n must be a whole number >= 1, got {n!r}")
+    return _uniform_below(int(n), _check_rng(rng))
+
+
+def _exact_weights(weights: object, name: str) -> list[Fraction]:
+    try:
+        items = list(weights)  # type: ignore[call-overload]
+    except TypeError:
+        raise ParameterError(f"{name} must be a sequence of numbers") from None
+    if not items:
+        raise ParameterError(f"{name} is empty")
+    return [_as_fraction(w, f"{name}[{i}]", allow_zero=True) for i, w in enumerate(items)]
+
+
+def categorical(weights: object, rng: RandomBits | None = None) -> int:
+    """Index ``i`` with probability exactly ``w_i / sum_j w_j``.
+
+    ``weights`` are non-negative exact rationals (ints, Fractions, or floats taken exactly with
+    ``Fraction(x)``), not all zero. They are put over a common denominator ``L`` and one
+    uniform integer ``U`` in ``[0, sum_j w_j L)`` picks the index by integer comparisons: no
+    float cumulative sum, so every outcome of positive weight is possible and has exactly its
+    probability (a weight-0 outcome never occurs).
+    """
+    ws = _exact_weights(weights, "weights")
+    den = math.lcm(*(w.denominator for w in ws))
+    ints = [w.numerator * (den // w.denominator) for w in ws]
+    total = sum(ints)
+    if total == 0:
+        raise ParameterError("weights are all zero: no outcome to sample")
+    u = _uniform_below(total, _check_rng(rng))
+    for i, w in enumerate(ints):
+        if u < w:
+            return i
+        u -= w
+    raise AssertionError("unreachable: u < total")  # pragma: no cover
+
+
+def exponential_categorical(gammas: object, rng: RandomBits | None = None) -> int:
+    """Index ``i`` with probability exactly ``exp(-gamma_i) / sum_j exp(-gamma_j)``.
+
+    ``gammas`` are exact rationals (a float is taken exactly); ``math.inf`` means weight 0.
+    Rejection sampling: shift by ``m = min gamma``, propose ``i`` uniformly, accept with an
+    exact Bernoulli(``exp(-(gamma_i - m))``) ([CKS20, Alg. 1]). An accepted ``i`` has
+    probability proportional to ``exp(-gamma_i)``, with no rounding anywhere, so ratios such as
+    the exponential mechanism's ``P(y | x) / P(y | x') <= e^eps`` hold exactly, however small
+    the probabilities. At least one proposal in ``n`` is accepted on average (the minimum has
+    ``gamma_i - m = 0``).
+    """
+    try:
+        items = list(gammas)  # type: ignore[call-overload]
+    except TypeError:
+        raise ParameterError("gammas must be a sequence of numbers") from None
+    if not items:
+        raise ParameterError("gammas is empty")
+    finite: list[Fraction | None] = []
+    for i, g in enumerate(items):
+        if isinstance(g, float | np.floating) and math.isinf(g) and g > 0:
+            finite.append(None)
+        else:
+            if isinstance(g, bool) or not isinstance(g, Real | np.number):
+                raise ParameterError(f"gammas[{i}] must be a number, got {g!r}")
+            if not isinstance(g, Rational) and not math.isfinite(float(g)):
+                raise ParameterError(f"gammas[{i}] must be finite or +inf, got {g!r}")
+            finite.append(Fraction(g) if isinstance(g, Rational) else Fraction(float(g)))
+    present = [g for g in finite if g is not None]
+    if not present:
+        raise ParameterError("every gamma is +inf: no outcome to sample")
+    low = min(present)
+    shifted = [None if g is None else g - low for g in finite]
+    src = _check_rng(rng)
+    n = len(shifted)
+    while True:
+        i = _uniform_below(n, src)
+        gi = shifted[i]
+        if gi is not None and _bern_exp_neg(gi.numerator, gi.denominator, src):
+            return i
