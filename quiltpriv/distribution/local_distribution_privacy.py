@@ -546,13 +546,33 @@ class MechanismMatrix(np.ndarray):
 
     exact_gammas: tuple[tuple[Fraction, ...], ...] | None
 
+    def __new__(cls, floats: ArrayLike,
+                gammas: Sequence[Sequence[Fraction | int]]) -> MechanismMatrix:
+        a = _mechanism(floats)
+        try:
+            rows = tuple(tuple(Fraction(g) for g in row) for row in gammas)
+        except (TypeError, ValueError):
+            raise ParameterError("gammas must be a matrix of exact rationals (Fraction or int)"
+                                 ) from None
+        if len(rows) != a.shape[0] or any(len(r) != a.shape[1] for r in rows):
+            raise ParameterError(f"gammas must have the matrix's shape {a.shape}")
+        for x, row in enumerate(rows):
+            low = min(row)
+            w = np.exp(-np.array([float(g - low) for g in row]))
+            if not np.allclose(a[x], w / w.sum(), rtol=1e-9, atol=1e-300):
+                raise ParameterError(f"row {x} of the matrix is not the rounding of its exact "
+                                     "law exp(-gamma) (the analysis and the sampler would "
+                                     "differ)")
+        obj = np.array(a, dtype=float).view(cls)
+        obj.exact_gammas = rows
+        obj.flags.writeable = False  # the floats stay the rounding of the exact law
+        return obj
+
     @classmethod
     def with_exact_law(cls, floats: np.ndarray,
                        gammas: tuple[tuple[Fraction, ...], ...]) -> MechanismMatrix:
-        obj = np.array(floats, dtype=float).view(cls)
-        obj.exact_gammas = gammas
-        obj.flags.writeable = False  # the floats stay the rounding of the exact law
-        return obj
+        """The matrix ``floats`` (rows sum to 1) with the exact law ``exp(-gammas)`` per row."""
+        return cls(floats, gammas)
 
     def __array_finalize__(self, obj: object) -> None:
         self.exact_gammas = None  # derived arrays are plain floats

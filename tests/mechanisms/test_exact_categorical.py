@@ -242,6 +242,15 @@ def test_sample_mechanism_samples_the_exact_law(monkeypatch):
     assert calls == []
 
 
+def test_mechanism_matrix_refuses_floats_that_are_not_its_exact_law():
+    with pytest.raises(ParameterError, match="not the rounding"):
+        ldp.MechanismMatrix([[0.5, 0.5], [0.5, 0.5]], [[0, 1], [0, 0]])
+    with pytest.raises(ParameterError, match="shape"):
+        ldp.MechanismMatrix([[0.5, 0.5]], [[0, 0, 0]])
+    m = ldp.MechanismMatrix([[0.5, 0.5], [0.5, 0.5]], [[0, 0], [1, 1]])
+    assert m.exact_gammas == ((0, 0), (1, 1))
+
+
 def test_mechanism_matrix_is_read_only_and_pickles_as_floats():
     a = ldp.randomised_response_matrix(3, 1.0)
     with pytest.raises(ValueError):
