@@ -393,7 +393,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "in rounding; default: auto, the fastest measured)")
     p.add_argument("--list-sets", choices=("auto", "yes", "no"), default="auto",
                    help="list each sensitive attribute's nearby and remote sets (auto: when "
-                        "nodes x sensitive attributes <= 2^20; otherwise only the query "
+                        "nodes x sensitive attributes <= 2^20 and nodes <= 2^16; otherwise "
+                        "only the query "
                         "attributes in N, so the plan stays linear in the network)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")

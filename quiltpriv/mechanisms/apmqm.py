@@ -217,6 +217,11 @@ PLAN_FORMAT_1 = "quiltpriv-plan/1"
 #: on) and :meth:`SensitivePlan.partition` stand for them. ``plan(list_sets=...)`` overrides.
 LIST_SETS_LIMIT = 2**20
 
+#: ... and the network has at most this many nodes: a plan of one attribute of a year-long
+#: series (500,000 steps) would otherwise list 13 MB of names nobody asked for, and cost more
+#: than a plan of every step.
+LIST_SETS_MAX_NODES = 2**16
+
 _QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
 
 #: The note of a plan that is not verified (read from a file or built by hand).
@@ -275,12 +280,29 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     _check_query(query)
     attrs = tuple(query.attributes)
     pos = {a: k for k, a in enumerate(attrs)}
-    sets = {tuple(a for a in attrs if a in set(b)) for b in column_sets} | {attrs}
+    if len(pos) == len(attrs):
+        # each set's query attributes in the query's order, in time linear in the set (not in
+        # |A| per set: a plan of every step of a long series has as many sets as steps)
+        sets = {tuple(attrs[k] for k in sorted({pos[a] for a in b if a in pos}))
+                for b in column_sets} | {attrs}
+    else:  # repeated attributes (kept in every set as the query repeats them)
+        sets = {tuple(a for a in attrs if a in frozenset(b)) for b in column_sets} | {attrs}
     table = [[list(b), float(query.sensitivity(b))]
              for b in sorted(sets, key=lambda b: (len(b), [pos[a] for a in b]))]
     doc = {"format": _QUERY_FINGERPRINT_FORMAT, "query": query.to_dict(),
            "sensitivities": table}
     return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
+
+
+def nearby_query_attributes(sp: SensitivePlan, attributes: frozenset[str]) -> tuple[str, ...]:
+    """The query attributes (the set ``attributes``) in ``sp``'s ``N``, in network order.
+
+    :meth:`SensitivePlan.nearby_in` for a set given once: linear in ``N`` (or in the listed
+    ``nearby_attributes``), not in ``A``, so that checking every attribute of a plan over every
+    step of a long series stays linear in it.
+    """
+    near = sp.nearby if sp.nearby is not None else sp.nearby_attributes or ()
+    return tuple(v for v in near if v in attributes)
 
 
 def query_mismatch(plan_: Plan, query: Query) -> str | None:
@@ -299,14 +321,14 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     if mine != theirs:
         return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
                 "plan")
-    for sp in plan_.sensitive:
-        near = sp.nearby_in(query.attributes)
+    attrs = frozenset(query.attributes)
+    nears = [nearby_query_attributes(sp, attrs) for sp in plan_.sensitive]
+    for sp, near in zip(plan_.sensitive, nears, strict=True):
         delta = query.sensitivity(near)
         if delta != sp.sensitivity:
             return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
                     f"{_set(near)}) is {delta:.17g}, the plan used {sp.sensitivity:.17g}")
-    if query_fingerprint(query, [sp.nearby_in(query.attributes) for sp in plan_.sensitive]) != \
-            plan_.query_fingerprint:
+    if query_fingerprint(query, nears) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None
 
@@ -888,6 +910,8 @@ class _Shared:
         self.deadline, self.progress = deadline, progress
         self.sensitive = theta.sort(sensitive)
         self.attrs = frozenset(query.attributes)
+        self._query = query
+        self._trivial: tuple[tuple[str, ...], float] | None = None
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
         self._tried = not (shared and inference == "auto")
@@ -895,6 +919,15 @@ class _Shared:
         # the chosen quilt is listed
         self._walked: dict[tuple[str, ...], Quilt] = {}
         self._walked_node: str | None = None
+
+    def trivial_terms(self) -> tuple[tuple[str, ...], float]:
+        """The query's attributes (network order) and ``Delta_A F``, computed once per plan
+        (every attribute starts from the trivial quilt, and those the deadline leaves
+        unsearched must cost O(1) each)."""
+        if self._trivial is None:
+            self._trivial = (self.theta.sort(self.attrs),
+                             self._query.sensitivity(self._query.attributes))
+        return self._trivial
 
     def quilt(self, node: str, targets: Iterable[str]) -> tuple[str, ...]:
         """``Q*(targets)`` (:func:`~quiltpriv.graph.quilts.least_influence_quilt`)."""
@@ -1080,9 +1113,9 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
     """
     ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, inference,
                       max_candidates, shared)
-    others = [a for a in theta.sort(query.attributes) if a != node]
     try:
-        ctx.evaluate(frozenset(), 0.0)
+        ctx.evaluate(frozenset(), 0.0)  # first: after the deadline it stops here, in O(1)
+        others = [a for a in shared.trivial_terms()[0] if a != node]
         if query.sensitivity_structure == "all-or-nothing":
             # Delta_B is one value c whenever B meets the support A' (the attributes with
             # Delta_{j} > 0), else 0. A quilt with A' nearby has scale c / (eps - e) >= c / eps,
@@ -1442,9 +1475,9 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     interrupted = False
     if shared is None:
         shared = _Shared(theta, query, max_table, inference, False, deadline)
-    delta_all = query.sensitivity(query.attributes)
+    all_attrs, delta_all = shared.trivial_terms()
     scale_all = quilt_scale(delta_all, 0.0, eps)
-    best = _Search(quilt=None, nearby_attributes=theta.sort(set(query.attributes)),
+    best = _Search(quilt=None, nearby_attributes=all_attrs,
                    scale=scale_all, delta=delta_all,
                    # the trivial quilt loses ties to Q = {}
                    key=candidate_key(scale_all, 0.0, (), theta) + (1,))
@@ -1487,12 +1520,18 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
-                  reason: str, list_sets: bool = True) -> SensitivePlan:
-    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal."""
+                  reason: str, list_sets: bool = True,
+                  terms: tuple[tuple[str, ...], float] | None = None) -> SensitivePlan:
+    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal.
+
+    ``terms``: the query's attributes in network order and ``Delta_A F``
+    (:meth:`_Shared.trivial_terms`), when already known.
+    """
     q = trivial_quilt(theta, node) if list_sets else None
-    delta = query.sensitivity(query.attributes)
+    if terms is None:
+        terms = (theta.sort(set(query.attributes)), query.sensitivity(query.attributes))
+    a_n, delta = terms
     scale = quilt_scale(delta, 0.0, eps)
-    a_n = theta.sort(set(query.attributes))
     text = _explain(theta, query, node, None, q, a_n, 0.0, delta, scale, eps, None, None,
                     False, [reason])
     return SensitivePlan(node=node, quilt=(), nearby=None if q is None else q.nearby,
@@ -1582,11 +1621,12 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
             by_node.update((sp.node, sp) for sp in batch)
     except KeyboardInterrupt:
         notes.append(INTERRUPTED_NOTE)
+        terms = (theta.sort(set(query.attributes)), query.sensitivity(query.attributes))
         for s in sens:
             if s not in by_node:
                 by_node[s] = _trivial_plan(theta, query, s, eps, "planning was interrupted "
                                            "before the search of this attribute finished",
-                                           list_sets)
+                                           list_sets, terms)
     return tuple(by_node[s] for s in sens)
 
 
@@ -1643,7 +1683,8 @@ def plan(
     list_sets : bool, optional
         List every sensitive attribute's nearby and remote sets. By default they are listed
         when the network's size times the number of sensitive attributes is at most
-        :data:`LIST_SETS_LIMIT`; otherwise ``nearby_attributes`` and
+        :data:`LIST_SETS_LIMIT` and the network has at most :data:`LIST_SETS_MAX_NODES`
+        nodes; otherwise ``nearby_attributes`` and
         :meth:`SensitivePlan.partition` stand for them, and the plan stays linear in the
         network.
 
@@ -1678,7 +1719,8 @@ def plan(
     check_inference(inference)
     max_candidates = _check_max_candidates(max_candidates)
     if list_sets is None:
-        list_sets = len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT
+        list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
+                     and len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT)
     elif not isinstance(list_sets, bool):
         raise ParameterError(f"list_sets must be True, False or None, got {list_sets!r}")
     deadline = None if time_limit is None else time.monotonic() + time_limit
@@ -1711,7 +1753,8 @@ def plan(
             notes.append(INTERRUPTED_NOTE)
         for s in sens[len(done):]:
             done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
-                                      "this attribute was searched", list_sets))
+                                      "this attribute was searched", list_sets,
+                                      shared.trivial_terms()))
         plans = tuple(done)
     _check_scale_finite(plans, eps)
     for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
@@ -1728,10 +1771,11 @@ def plan(
     from quiltpriv.model.provenance import provenance_dict, state_problems
 
     notes.extend(state_problems(theta))
+    attrs_set = frozenset(query.attributes)
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
-        query_fingerprint=query_fingerprint(query, [sp.nearby_in(query.attributes)
+        query_fingerprint=query_fingerprint(query, [nearby_query_attributes(sp, attrs_set)
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))
