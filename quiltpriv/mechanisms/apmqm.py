@@ -294,7 +294,7 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
 
 
-def nearby_query_attributes(sp: SensitivePlan, attributes: frozenset[str]) -> tuple[str, ...]:
+def _nearby_query_attributes(sp: SensitivePlan, attributes: frozenset[str]) -> tuple[str, ...]:
     """The query attributes (the set ``attributes``) in ``sp``'s ``N``, in network order.
 
     :meth:`SensitivePlan.nearby_in` for a set given once: linear in ``N`` (or in the listed
@@ -322,7 +322,7 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
         return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
                 "plan")
     attrs = frozenset(query.attributes)
-    nears = [nearby_query_attributes(sp, attrs) for sp in plan_.sensitive]
+    nears = [_nearby_query_attributes(sp, attrs) for sp in plan_.sensitive]
     for sp, near in zip(plan_.sensitive, nears, strict=True):
         delta = query.sensitivity(near)
         if delta != sp.sensitivity:
@@ -1775,7 +1775,7 @@ def plan(
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
         query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
-        query_fingerprint=query_fingerprint(query, [nearby_query_attributes(sp, attrs_set)
+        query_fingerprint=query_fingerprint(query, [_nearby_query_attributes(sp, attrs_set)
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))

@@ -51,13 +51,13 @@ from quiltpriv.mechanisms.apmqm import (
     Plan,
     SensitivePlan,
     _jsonable,
+    _nearby_query_attributes,
     _plan_node,
     _Shared,
     _shared_context,
     _trusted,
     canonical_json,
     is_tie,
-    nearby_query_attributes,
     plan_from_dict,
     plan_from_json,
     query_fingerprint,
@@ -301,7 +301,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         what = "exact" if infl.exact else "an upper bound (the exact value is too expensive)"
         return fail(f"it states influence e(Q|{node}) = {sp.influence:.17g}, below the "
                     f"recomputed {infl.value:.17g} ({what})")
-    delta = query.sensitivity(nearby_query_attributes(sp, shared.attrs))
+    delta = query.sensitivity(_nearby_query_attributes(sp, shared.attrs))
     found.update(sensitivity=delta)
     if sp.sensitivity != delta:
         return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
@@ -468,7 +468,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     failure = _summary_mismatch(plan)
     if failure is not None:
         return verdict("plan", failure, rows)
-    if query_fingerprint(query, [nearby_query_attributes(sp, shared.attrs)
+    if query_fingerprint(query, [_nearby_query_attributes(sp, shared.attrs)
                                  for sp in plan.sensitive]) != plan.query_fingerprint:
         return verdict("query", "the plan's query fingerprint does not match this query "
                                 "(its definition and the sensitivities Delta_A and Delta_{A&N} "

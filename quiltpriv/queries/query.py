@@ -580,7 +580,7 @@ class LinearQuery(Query):
 
     @property
     def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
-        return self._attribute_tuple  # type: ignore[attr-defined, no-any-return]
+        return self._attribute_tuple  # type: ignore[attr-defined]
 
     def sensitivity(self, columns: Iterable[str]) -> float:
         # Summed in the weights' order (the same float as summing over every weight and
