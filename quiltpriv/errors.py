@@ -36,6 +36,12 @@ class LedgerError(QuiltPrivError):
     which entry and why)."""
 
 
+class BudgetError(LedgerError):
+    """A release was refused before any noise was drawn: the proved total privacy loss of the
+    ledger's releases on the same data would exceed the budget, or cannot be proved (the
+    message names the releases counted)."""
+
+
 class QuiltPrivWarning(UserWarning):
     """Base class of quiltpriv's warnings (filter them with ``warnings.filterwarnings``)."""
 
@@ -53,6 +59,16 @@ class ParameterStatesWarning(QuiltPrivWarning):
 
 class SeededNoiseWarning(QuiltPrivWarning):
     """A release drew its noise from a seeded, reproducible generator: NOT secure."""
+
+
+class ZeroNoiseWarning(QuiltPrivWarning):
+    """A release adds no noise: it publishes the exact value, which protects only the declared
+    states of the sensitive attributes and gives no record-level privacy."""
+
+
+class PrivateModelWarning(QuiltPrivWarning):
+    """Theta was learned from the data being released, or from data not declared public: its
+    parameters, printed without noise in plans and release records, come from private data."""
 
 
 class RepeatedReleaseWarning(QuiltPrivWarning):

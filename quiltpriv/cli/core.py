@@ -271,6 +271,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
                              f"{entry.name} (a pure guarantee)")
     if args.delta is None and entry.needs_delta:
         raise ParameterError(f"--mechanism {entry.name} needs --delta D")
+    check_booking_options(args)
     if args.ledger is not None:
         from quiltpriv.releases.ledger import check_writable
 
@@ -284,9 +285,29 @@ def _cmd_release(args: argparse.Namespace) -> int:
     # The ledger entry is written inside release(), before anything is printed here.
     with one_line_warnings():
         r = release(p, query, data, seed=args.seed, ledger=args.ledger,
-                    command=getattr(args, "argv", None))
+                    command=getattr(args, "argv", None), **_booking_options(args))
     emit(r.to_json(indent=2), args.output)
     return 0
+
+
+def _booking_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--dataset``, ``--budget`` and ``--allow-unproved`` as release() arguments."""
+    return {"dataset": getattr(args, "dataset", None), "budget": getattr(args, "budget", None),
+            "allow_unproved": bool(getattr(args, "allow_unproved", False))}
+
+
+def check_booking_options(args: argparse.Namespace) -> None:
+    """Refuse, before any work, ``--budget`` or ``--allow-unproved`` without ``--ledger``."""
+    from quiltpriv.releases.records import check_dataset
+
+    check_dataset(getattr(args, "dataset", None))
+    if getattr(args, "ledger", None) is None:
+        if getattr(args, "budget", None) is not None:
+            raise ParameterError("--budget counts the releases of a ledger: give --ledger PATH")
+        if getattr(args, "allow_unproved", False):
+            raise ParameterError("--allow-unproved applies with --budget and --ledger")
+    elif getattr(args, "allow_unproved", False) and getattr(args, "budget", None) is None:
+        raise ParameterError("--allow-unproved applies with --budget")
 
 
 def _release_mechanism(args: argparse.Namespace, name: str, query: Query, data: Any) -> int:
@@ -301,9 +322,27 @@ def _release_mechanism(args: argparse.Namespace, name: str, query: Query, data: 
                            time_limit=args.time_limit, progress=sys.stderr.isatty())
     with one_line_warnings():
         r = mech.release(data, seed=args.seed, ledger=args.ledger,  # type: ignore[call-arg]
-                         command=getattr(args, "argv", None))
+                         command=getattr(args, "argv", None), **_booking_options(args))
     emit(r.to_json(indent=2), args.output)
     return 0
+
+
+#: ``--budget``: a finite epsilon > 0.
+budget_type = number("--budget", min_val=0.0, include_boundaries="right")
+
+
+def add_booking_arguments(p: argparse.ArgumentParser) -> None:
+    """``--dataset NAME``, ``--budget EPS`` and ``--allow-unproved`` (with ``--ledger``)."""
+    p.add_argument("--dataset", metavar="NAME",
+                   help="declare the data set's name: recorded beside the whole table's hash; "
+                        "releases with the same name (or the same table) are on the same data, "
+                        "whatever columns they read")
+    p.add_argument("--budget", type=budget_type, metavar="EPS",
+                   help="with --ledger: refuse, before drawing, a release whose total epsilon "
+                        "on the same data, proved by a published result over the ledger's "
+                        "releases and this one, would exceed EPS, or cannot be proved")
+    p.add_argument("--allow-unproved", action="store_true",
+                   help="with --budget: release even when no published result proves a total")
 
 
 def _cmd_quilts(args: argparse.Namespace) -> int:
@@ -424,6 +463,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--ledger", metavar="PATH",
                    help="append the release record to this privacy ledger (created if "
                         "missing) before the value is printed; see 'quiltpriv ledger'")
+    add_booking_arguments(r)
     r.add_argument("-o", "--output", metavar="FILE", help="write the release record to FILE")
     r.set_defaults(func=_cmd_release)
 

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from quiltpriv.errors import LedgerError
-from quiltpriv.releases.composition import Composition, compositions_by_model
+from quiltpriv.releases.composition import Composition, compositions_by_data
 from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify
 
 
@@ -21,7 +21,7 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     if args.expect_count is not None and head.count < args.expect_count:
         raise LedgerError(f"ledger {head.path}: {head.count} entries, fewer than the "
                           f"{args.expect_count} expected: entries were deleted")
-    comps = compositions_by_model(entries)
+    comps = compositions_by_data(entries)
     if args.json:
         print(json.dumps({"format": LEDGER_FORMAT, "head": head.to_dict(),
                           "entries": [e.to_dict() for e in entries],

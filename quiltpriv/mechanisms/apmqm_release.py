@@ -54,6 +54,7 @@ class Release:
     data: Mapping[str, Any] | None = None
     command: tuple[str, ...] | None = None
     provenance: Any = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def cells(self) -> tuple[tuple[Any, ...], ...] | None:
@@ -76,7 +77,8 @@ class Release:
             granularity=self.granularity, secure=self.secure, sampler=self.sampler,
             seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
             data=self.data, model=model, command=self.command, timestamp=self.timestamp,
-            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query))
+            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query),
+            warnings=self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         """The release record (:meth:`to_record`)."""
@@ -92,7 +94,8 @@ class Release:
 def release(
     plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
     model: Any = None, ledger: str | os.PathLike[str] | None = None,
-    command: Sequence[str] | None = None,
+    command: Sequence[str] | None = None, dataset: str | None = None,
+    budget: float | None = None, allow_unproved: bool = False,
 ) -> Release:
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
@@ -129,6 +132,25 @@ def release(
         fails and its value is never returned.
     command : sequence of str, optional
         The command line that asked for this release (the command line passes its own).
+    dataset : str, optional
+        A declared name of the data set, recorded beside the data's hashes: releases with the
+        same name, or on the same whole table (``data.table_sha256``), are releases on the
+        same data whatever columns they read (:mod:`quiltpriv.releases.composition`).
+    budget : float, optional
+        With ``ledger``: refuse, before the noise is drawn, a release whose total epsilon on
+        the same data, proved by a published result over the ledger's releases and this one,
+        would exceed ``budget``, or cannot be proved at all
+        (:func:`quiltpriv.releases.composition.budget_check`). The check and the append are
+        one ledger transaction, so concurrent releases cannot both pass it.
+    allow_unproved : bool
+        With ``budget``: release even when no published result proves a total (a total that
+        is proved is still held to the budget).
+
+    A release without noise warns (:class:`~quiltpriv.errors.ZeroNoiseWarning`): it publishes
+    the exact value, which protects only the declared states of the sensitive attributes and
+    gives no record-level privacy. A Theta learned from the released data, or from data not
+    declared public, warns (:class:`~quiltpriv.errors.PrivateModelWarning`). Both go into the
+    record's ``warnings``.
 
     Raises
     ------
@@ -146,25 +168,24 @@ def release(
         ``random.Random``; refused before the data are read.
     LedgerError
         If ``ledger`` is not a ledger, fails verification, or cannot be written.
+    BudgetError
+        If the budget refuses the release (nothing drawn, nothing written).
     """
-    import warnings
-
     import pandas as pd
 
-    from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
     from quiltpriv.mechanisms import noise
+    from quiltpriv.releases import ledger as ledger_mod
     from quiltpriv.releases import records
 
     seed = records.check_seed(seed)
+    dataset = records.check_dataset(dataset)
+    budget = records.check_budget(budget, ledger)
     if not isinstance(plan_, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
-    if ledger is not None:
-        from quiltpriv.releases import ledger as ledger_mod
-
-        booked = ledger_mod.check_writable(ledger)  # verified now, before any work
+    booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
     theta = None if model is None else as_theta(model)
     if not plan_.verified:
         if theta is None:
@@ -183,47 +204,55 @@ def release(
         raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     query.check_records(len(data))
     value = query.evaluate(data)
-    data_record = records.query_data(data, query.attributes)
+    data_record = records.query_data(data, query.attributes, dataset=dataset)
     fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
-    earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
-    earlier = earlier or records.session_repeats(*fingerprints)
-    if earlier:
-        warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
+    ledger_mod.warn_repeats(booked, fingerprints)
     positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
     sensitivity = min(positive) if positive else 0.0
     vec = np.atleast_1d(np.asarray(value, dtype=float))
-    # One generator for every coordinate, so seeded coordinates get independent noise.
-    rng = noise.make_rng(seed)
-    # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid once
-    # per coordinate (dimension=).
-    draws = [noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
-                                   dimension=len(vec)) for v in vec]
-    out = tuple(float(d.value) for d in draws)
-    first = draws[0]
-    sampler, secure = str(first.sampler), bool(first.secure)
-    if plan_.scale == 0:
-        # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
-        sampler = "none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive attribute)"
-        secure = seed is None
     provenance = getattr(plan_, "provenance", None)
     if provenance is None and theta is not None:
         provenance = getattr(theta, "provenance", None)
-    r = Release(
-        value=out if np.ndim(value) else out[0],
-        scale=float(first.noise_scale_used), granularity=float(first.granularity),
-        secure=secure, sampler=sampler,
-        seed=seed if isinstance(seed, int) else None, plan=plan_,
-        sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
-        version=records.quiltpriv_version(), data=data_record,
-        command=None if command is None else tuple(str(c) for c in command),
-        provenance=provenance,
-    )
-    if ledger is not None:
-        # Before the value leaves this function: no ledger entry, no release.
-        ledger_mod.append(ledger, r.to_dict())
+    said = tuple(records.release_warnings(
+        scale=plan_.scale, kind=plan_.guarantee.kind, provenance=provenance,
+        table_sha256=data_record["table_sha256"]))
+
+    def make(draws: list[Any] | None) -> Release:
+        if draws is None:  # the record before drawing: for the budget's accounting
+            out, used, grid = tuple(0.0 for _ in vec), plan_.scale, 0.0
+            sampler, secure = "not drawn yet", seed is None
+        else:
+            out = tuple(float(d.value) for d in draws)
+            used, grid = float(draws[0].noise_scale_used), float(draws[0].granularity)
+            sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
+        if plan_.scale == 0:
+            # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
+            sampler = ("none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive "
+                       "attribute)")
+            secure = seed is None
+        return Release(
+            value=out if np.ndim(value) else out[0], scale=used, granularity=grid,
+            secure=secure, sampler=sampler,
+            seed=seed if isinstance(seed, int) else None, plan=plan_,
+            sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
+            version=records.quiltpriv_version(), data=data_record,
+            command=None if command is None else tuple(str(c) for c in command),
+            provenance=provenance, warnings=said,
+        )
+
+    def draw() -> Release:
+        # One generator for every coordinate, so seeded coordinates get independent noise.
+        rng = noise.make_rng(seed)
+        # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid
+        # once per coordinate (dimension=).
+        return make([noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
+                                           dimension=len(vec)) for v in vec])
+
+    r: Release = ledger_mod.book(ledger, lambda: make(None).to_dict(), draw,
+                              lambda rel: rel.to_dict(), budget=budget,
+                              allow_unproved=allow_unproved)
     records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
-    if not secure and r.scale > 0:
-        warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+    records.warn_release(said, secure=r.secure, scale=r.scale)
     return r
 
 

@@ -32,7 +32,6 @@ import json
 import math
 import os
 import random
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
@@ -234,6 +233,9 @@ class ReleaseRecord:
         Another mechanism's own result (``MQMPlan``, ``WassersteinResult``, ... as JSON).
     cells : tuple or None
         A histogram's cell labels.
+    warnings : tuple of str
+        What the release does not protect, in plain words (no noise; a Theta learned from
+        private data): :func:`quiltpriv.releases.records.release_warnings`.
     """
 
     mechanism: str
@@ -255,6 +257,7 @@ class ReleaseRecord:
     plan: Mapping[str, Any] | None = None
     details: Mapping[str, Any] | None = None
     cells: tuple[tuple[Any, ...], ...] | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -293,6 +296,7 @@ class ReleaseRecord:
             "seed": self.seed,
             "plan": None if self.plan is None else dict(self.plan),
             "details": None if self.details is None else jsonable(self.details),
+            "warnings": list(self.warnings),
         }
         if self.cells is not None:
             record["cells"] = [list(c) for c in self.cells]
@@ -411,7 +415,8 @@ class QueryMechanism:
 
     def release(self, data: pd.DataFrame, *, seed: int | random.Random | None = None,
                 ledger: str | os.PathLike[str] | None = None,
-                command: Any = None) -> ReleaseRecord:
+                command: Any = None, dataset: str | None = None,
+                budget: float | None = None, allow_unproved: bool = False) -> ReleaseRecord:
         """Release ``F(data)`` plus the calibrated noise (see the module docstring).
 
         Parameters
@@ -425,64 +430,86 @@ class QueryMechanism:
             the value is returned; if it cannot be written nothing is returned.
         command : sequence of str, optional
             The command line that asked for the release.
+        dataset : str, optional
+            A declared name of the data set (recorded; releases with the same name are on the
+            same data whatever columns they read).
+        budget : float, optional
+            With ``ledger``: refuse, before drawing, a release whose proved total epsilon on
+            the same data would exceed it, or cannot be proved
+            (:func:`quiltpriv.releases.composition.budget_check`).
+        allow_unproved : bool
+            With ``budget``: release even when no published result proves a total.
 
         Raises
         ------
         QueryError
             The data break the query's declared domain (:meth:`check_data`).
         ParameterError
-            A bad seed, or a scale too large to draw.
+            A bad seed, dataset name or budget, or a scale too large to draw.
         LedgerError
             ``ledger`` is not a ledger or cannot be written.
+        BudgetError
+            The budget refuses the release (nothing drawn, nothing written).
         """
-        from quiltpriv.errors import RepeatedReleaseWarning, SeededNoiseWarning
         from quiltpriv.mechanisms import noise
-        from quiltpriv.queries.query import histogram_cells
+        from quiltpriv.releases import ledger as ledger_mod
 
         seed = records.check_seed(seed)
+        dataset = records.check_dataset(dataset)
+        budget = records.check_budget(budget, ledger)
         cal = self.calibration
         noise.check_noise_scale(cal.scale, f"the {self.name} scale")
-        if ledger is not None:
-            from quiltpriv.releases import ledger as ledger_mod
-
-            booked = ledger_mod.check_writable(ledger)  # verified now, before any work
+        booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
         value = self.check_data(data)
-        data_record = records.query_data(data, self.query.attributes)
+        data_record = records.query_data(data, self.query.attributes, dataset=dataset)
         model_fp = self.query_fingerprint if self.model is None else self.model["fingerprint"]
         fingerprints = (data_record["sha256"], self.query_fingerprint, model_fp)
-        earlier = [] if ledger is None else ledger_mod.repeats(booked, *fingerprints)
-        earlier = earlier or records.session_repeats(*fingerprints)
-        if earlier:
-            warnings.warn(records.repeat_message(earlier), RepeatedReleaseWarning, stacklevel=2)
+        ledger_mod.warn_repeats(booked, fingerprints)
         vec = np.atleast_1d(np.asarray(value, dtype=float))
-        rng = noise.make_rng(seed)  # one generator: seeded coordinates get independent noise
-        if cal.noise == "gaussian":
-            draws = [noise.gaussian_release(float(vec[0]), cal.scale, cal.sensitivity,
-                                            seed=rng)]
-        else:
-            # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid
-            # once per coordinate (dimension=).
-            draws = [noise.laplace_release(float(v), cal.scale, cal.sensitivity, seed=rng,
-                                           dimension=len(vec)) for v in vec]
-        sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
-        if cal.scale == 0:
-            sampler, secure = NO_NOISE, seed is None
-        out = tuple(float(d.value) for d in draws)
-        definition = self.query.to_dict()
-        record = ReleaseRecord(
-            mechanism=self.name, value=out if np.ndim(value) else out[0],
-            guarantee=self.guarantee, calibration=cal,
-            noise_scale_used=float(draws[0].noise_scale_used),
-            granularity=float(draws[0].granularity), secure=secure, sampler=sampler,
-            seed=seed if isinstance(seed, int) else None, query=definition,
-            query_fingerprint=self.query_fingerprint, data=data_record, model=self.model,
-            command=None if command is None else tuple(str(c) for c in command),
-            timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
-            details=self.details, cells=histogram_cells(definition))
-        if ledger is not None:
-            ledger_mod.append(ledger, record.to_dict())  # no ledger entry, no release
+        provenance = None if self.model is None else self.model.get("provenance")
+        said = tuple(records.release_warnings(
+            scale=cal.scale, kind=self.guarantee.kind, provenance=provenance,
+            table_sha256=data_record["table_sha256"]))
+
+        def make(draws: list[Any] | None) -> ReleaseRecord:
+            from quiltpriv.queries.query import histogram_cells
+
+            if draws is None:  # the record before drawing: for the budget's accounting
+                out, used, grid = tuple(0.0 for _ in vec), cal.scale, 0.0
+                sampler, secure = "not drawn yet", seed is None
+            else:
+                out = tuple(float(d.value) for d in draws)
+                used, grid = float(draws[0].noise_scale_used), float(draws[0].granularity)
+                sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
+            if cal.scale == 0:
+                sampler, secure = NO_NOISE, seed is None
+            definition = self.query.to_dict()
+            return ReleaseRecord(
+                mechanism=self.name, value=out if np.ndim(value) else out[0],
+                guarantee=self.guarantee, calibration=cal, noise_scale_used=used,
+                granularity=grid, secure=secure, sampler=sampler,
+                seed=seed if isinstance(seed, int) else None, query=definition,
+                query_fingerprint=self.query_fingerprint, data=data_record, model=self.model,
+                command=None if command is None else tuple(str(c) for c in command),
+                timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
+                details=self.details, cells=histogram_cells(definition), warnings=said)
+
+        def draw() -> ReleaseRecord:
+            rng = noise.make_rng(seed)  # one generator: seeded coordinates get independent noise
+            if cal.noise == "gaussian":
+                draws = [noise.gaussian_release(float(vec[0]), cal.scale, cal.sensitivity,
+                                                seed=rng)]
+            else:
+                # One scale for every coordinate and an L1 sensitivity: the grid's rounding is
+                # paid once per coordinate (dimension=).
+                draws = [noise.laplace_release(float(v), cal.scale, cal.sensitivity, seed=rng,
+                                               dimension=len(vec)) for v in vec]
+            return make(draws)
+
+        record: ReleaseRecord = ledger_mod.book(ledger, lambda: make(None).to_dict(), draw,
+                                             lambda r: r.to_dict(), budget=budget,
+                                             allow_unproved=allow_unproved)
         records.remember_release(*fingerprints,
                                  f"released in this session at {record.timestamp}")
-        if not secure and record.noise_scale_used > 0:
-            warnings.warn(records.SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=2)
+        records.warn_release(said, secure=record.secure, scale=record.noise_scale_used)
         return record

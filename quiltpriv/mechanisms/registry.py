@@ -128,12 +128,14 @@ class APMQMMechanism:
 
     def release(self, data: pd.DataFrame, *, seed: int | random.Random | None = None,
                 ledger: str | os.PathLike[str] | None = None,
-                command: Any = None) -> ReleaseRecord:
+                command: Any = None, dataset: str | None = None,
+                budget: float | None = None, allow_unproved: bool = False) -> ReleaseRecord:
         """``F(data) + Lap(b)``: :func:`quiltpriv.mechanisms.apmqm_release.release` as a record."""
         from quiltpriv.mechanisms.apmqm_release import release
 
         return release(self.plan, self.query, data, seed=seed, model=self.model, ledger=ledger,
-                       command=command).to_record()
+                       command=command, dataset=dataset, budget=budget,
+                       allow_unproved=allow_unproved).to_record()
 
 
 def apmqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str], epsilon: float,

@@ -33,12 +33,14 @@ import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.records import READABLE_FORMATS
 
-__all__ = ["THEOREMS", "Composition", "Theorem", "composition"]
+__all__ = ["THEOREMS", "Composition", "DataIdentity", "Theorem", "budget_check", "composition",
+           "compositions_by_data", "data_identity", "same_data_groups"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,22 @@ THEOREMS: Mapping[str, Theorem] = {
         "composition of Pufferfish mechanisms, differential-privacy-style inequalities reached "
         "through (a, b)-influence curves (abstract). The statements could not be read, and "
         "quiltpriv computes no influence curves, so it claims nothing from them."),
+    "DR14, Thm. 3.16": Theorem(
+        "DR14, Thm. 3.16", True,
+        "Let M_i : N^|X| -> R_i be an (eps_i, delta_i)-differentially private algorithm for "
+        "i in [k]. Then if M_[k](x) = (M_1(x), ..., M_k(x)), M_[k] is (sum_i eps_i, "
+        "sum_i delta_i)-differentially private. (Dwork and Roth, The Algorithmic Foundations "
+        "of Differential Privacy, 2014; the mechanisms' randomness independent.)"),
+    "Tan, Prop. 3.4": Theorem(
+        "Tan, Prop. 3.4", True,
+        "Let V be a set of variables, U a subset of V and M_1 and M_2 be independent "
+        "randomised algorithms such that M_1 is eps_1-private on U and M_2 is eps_2-private "
+        "on U. Then M_12(D) = (M_1(D), M_2(D)) is (eps_1 + eps_2)-private on U. "
+        "(Prop. 3.5: an eps-differentially private algorithm is eps-private on U.)"),
+    "own guarantee": Theorem(
+        "own guarantee", True,
+        "One release has the guarantee its mechanism's published result gives it, as its "
+        "record states (guarantee.kind, epsilon, delta; calibration.why cites the formula)."),
 }
 
 #: The one sentence every refusal starts from.
@@ -93,16 +111,86 @@ NO_RESULT = ("no published composition result applies: attribute privacy does no
 
 
 @dataclass(frozen=True)
+class DataIdentity:
+    """What a record says about the data it was released on (never the data).
+
+    Attributes
+    ----------
+    table_sha256 : str or None
+        SHA-256 of the whole table as read (format 3 on); None in older records.
+    dataset : str or None
+        The declared data-set name, if any.
+    columns_sha256 : str or None
+        SHA-256 of the columns the query read.
+    rows : int or None
+    """
+
+    table_sha256: str | None
+    dataset: str | None
+    columns_sha256: str | None
+    rows: int | None
+
+    @property
+    def known(self) -> bool:
+        """Whether the record identifies its whole table (else it may be on any data)."""
+        return self.table_sha256 is not None or self.dataset is not None
+
+    def keys(self) -> tuple[tuple[str, str], ...]:
+        """Identities two records on the same data share (any one suffices)."""
+        out = []
+        if self.table_sha256 is not None:
+            out.append(("table", self.table_sha256))
+        if self.dataset is not None:
+            out.append(("dataset", self.dataset))
+        if self.columns_sha256 is not None:
+            out.append(("columns", self.columns_sha256))
+        return tuple(out)
+
+    def describe(self) -> str:
+        parts = []
+        if self.dataset is not None:
+            parts.append(f"data set {self.dataset!r}")
+        if self.table_sha256 is not None:
+            parts.append(f"table sha256 {self.table_sha256[:12]}...")
+        elif self.columns_sha256 is not None:
+            parts.append(f"columns sha256 {self.columns_sha256[:12]}... (whole table not "
+                         "recorded)")
+        return ", ".join(parts) or "data not recorded"
+
+
+def data_identity(record: Mapping[str, Any]) -> DataIdentity:
+    """The data identity a release record states (:class:`DataIdentity`)."""
+    if not isinstance(record, Mapping):
+        raise LedgerError(f"expected a release record (a mapping), got {type(record).__name__}")
+    data = record.get("data")
+    if not isinstance(data, Mapping):
+        return DataIdentity(None, None, None, None)
+
+    def text(key: str) -> str | None:
+        v = data.get(key)
+        return v if isinstance(v, str) and v else None
+
+    rows = data.get("rows")
+    return DataIdentity(text("table_sha256"), text("dataset"), text("sha256"),
+                        rows if isinstance(rows, int) and not isinstance(rows, bool) else None)
+
+
+@dataclass(frozen=True)
 class _Facts:
     """What composition reads from one release record, parsed and checked."""
 
     label: str
+    mechanism: str
+    kind: str
     epsilon: float
-    model: str
+    delta: float
+    sensitive: tuple[str, ...]
+    model: str | None
     source: str
     seed: int | None
-    data_sha: str | None
+    data: DataIdentity
     quilts: Mapping[str, tuple[str, ...]]
+    group_records: int | None
 
 
 @dataclass(frozen=True)
@@ -144,6 +232,9 @@ class Composition:
     notes: tuple[str, ...]
     sensitive: tuple[str, ...]
     alone: tuple[tuple[str, float, tuple[str, ...]], ...]
+    delta: float | None = 0.0
+    kind: str | None = "distributional attribute privacy"
+    alone_by: str = "by [ZOC22, Thm. 4]"
 
     @property
     def composed(self) -> bool:
@@ -151,7 +242,9 @@ class Composition:
 
     def to_dict(self) -> dict[str, Any]:
         return {"releases": list(self.releases), "epsilon": self.epsilon,
-                "theorem": self.theorem, "citation": self.citation,
+                "delta": self.delta if self.composed else None,
+                "kind": self.kind if self.composed else None, "theorem": self.theorem,
+                "citation": self.citation,
                 "conditions": list(self.conditions), "assumptions": list(self.assumptions),
                 "reasons": list(self.reasons), "notes": list(self.notes),
                 "sensitive": list(self.sensitive),
@@ -165,8 +258,11 @@ class Composition:
         n = len(self.releases)
         lines = [f"releases {', '.join(self.releases)} ({n} release{'s' if n != 1 else ''}):"]
         if self.composed:
-            lines.append(f"  together: epsilon = {_num(self.epsilon)} for secrets about "
-                         f"{_names(self.sensitive)}, by [{self.theorem}]")
+            about = (f"for secrets about {_names(self.sensitive)}" if self.sensitive else
+                     "for every property of the data")
+            delta = f", delta = {_num(self.delta)}" if self.delta else ""
+            lines.append(f"  together: epsilon = {_num(self.epsilon)}{delta} {about}, by "
+                         f"[{self.theorem}] ({self.kind})")
             lines += _wrap(f"[{self.theorem}] {self.citation}")
             lines += [w for c in self.conditions for w in _wrap(f"checked: {c}")]
             lines += [w for c in self.assumptions for w in _wrap(f"assumed: {c}")]
@@ -174,8 +270,10 @@ class Composition:
             lines.append("  together: NO joint guarantee.")
             lines += [w for r in self.reasons for w in _wrap(f"- {r}")]
         lines += [w for r in self.notes for w in _wrap(f"note: {r}")]
-        alone = "; ".join(f"{lab}: epsilon {_num(e)} for {_names(s)}" for lab, e, s in self.alone)
-        lines += _wrap(f"each alone, by [ZOC22, Thm. 4]: {alone}")
+        alone = "; ".join(f"{lab}: epsilon {_num(e)} for "
+                          f"{_names(s) if s else 'every property of the data'}"
+                          for lab, e, s in self.alone)
+        lines += _wrap(f"each alone, {self.alone_by}: {alone}")
         return "\n".join(lines)
 
 
@@ -232,57 +330,58 @@ def _facts(label: str, r: Mapping[str, Any]) -> _Facts:
     where = f"composition: release {label}"
     if not isinstance(r, Mapping) or r.get("format") not in READABLE_FORMATS:
         raise LedgerError(f"{where}: not a {' or '.join(READABLE_FORMATS)} record")
-    if r.get("mechanism") != "APMQM":
-        raise LedgerError(f"{where}: mechanism {r.get('mechanism')!r}; composition knows APMQM "
-                          "releases only")
+    mech = r.get("mechanism")
+    if not isinstance(mech, str) or not mech:
+        raise LedgerError(f"{where}: the record names no mechanism")
+    quilts: dict[str, tuple[str, ...]] = {}
+    group_records = None
     try:
-        plan, g, noise = r["plan"], r["guarantee"], r["noise"]
+        g, noise = r["guarantee"], r["noise"]
         eps = _number(g["epsilon"], f"{where}: epsilon", positive=True)
         delta = _number(g["delta"], f"{where}: delta")
-        quilts = {}
-        for node, sp in plan["sensitive"].items():
-            quilts[str(node)] = _names_list(sp["quilt"], f"{where}: the quilt of {node!r}")
-            _number(sp["influence"], f"{where}: the influence of {node!r}")
+        kind = g.get("kind", "distributional attribute privacy")  # format 1: APMQM only
+        if not isinstance(kind, str):
+            raise LedgerError(f"{where}: the guarantee's kind is not a text")
+        if mech == "APMQM":
+            plan = r["plan"]
+            if plan.get("mechanism") != "APMQM":
+                raise LedgerError(f"{where}: an APMQM record whose plan is not an APMQM plan")
+            for node, sp in plan["sensitive"].items():
+                quilts[str(node)] = _names_list(sp["quilt"], f"{where}: the quilt of {node!r}")
+                _number(sp["influence"], f"{where}: the influence of {node!r}")
+            sensitive = tuple(quilts)
+            if delta != 0:
+                raise LedgerError(f"{where}: delta = {delta}; APMQM releases have delta = 0")
+            if not quilts:
+                raise LedgerError(f"{where}: the plan protects no attribute")
+        else:
+            sensitive = _names_list(g.get("sensitive", []), f"{where}: the sensitive list")
+        if kind == "differential privacy (group)":
+            n = (r.get("calibration") or {}).get("records")
+            if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+                group_records = n
         seed = noise["seed"]
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise LedgerError(f"{where}: the seed {seed!r} is not an integer")
-        model, mech, source = r["model"]["fingerprint"], r["mechanism"], noise["source"]
+        source = noise["source"]
+        model = r.get("model")
+        model_fp = model.get("fingerprint") if isinstance(model, Mapping) else None
     except (KeyError, TypeError, AttributeError) as exc:
         raise LedgerError(f"{where}: the record lacks {exc}") from None
-    if mech != "APMQM" or plan.get("mechanism") != "APMQM":
-        raise LedgerError(f"{where}: mechanism {mech!r}; composition knows APMQM releases only")
-    if delta != 0:
-        raise LedgerError(f"{where}: delta = {delta}; APMQM releases have delta = 0")
     if source not in ("secure", "seeded", "none"):
         raise LedgerError(f"{where}: unknown noise source {source!r}")
-    if not quilts:
-        raise LedgerError(f"{where}: the plan protects no attribute")
-    data = r.get("data")
-    data_sha = data.get("sha256") if isinstance(data, Mapping) else None
-    return _Facts(label=label, epsilon=eps, model=str(model), source=source, seed=seed,
-                  data_sha=None if data_sha is None else str(data_sha), quilts=quilts)
+    return _Facts(label=label, mechanism=mech, kind=kind, epsilon=eps, delta=delta,
+                  sensitive=sensitive, model=None if model_fp is None else str(model_fp),
+                  source=source, seed=seed, data=data_identity(r), quilts=quilts,
+                  group_records=group_records)
 
 
 # -- the facts the records show ---------------------------------------------------------------
 
 
-def _notes(facts: Sequence[_Facts]) -> list[str]:
-    """Plain facts about a sequence of two or more releases (none of them a guarantee)."""
+def _independence(facts: Sequence[_Facts]) -> list[str]:
+    """Why the noise of the releases may not be independent (empty: independent)."""
     out = []
-    models = sorted({f.model for f in facts})
-    if len(models) == 1:
-        out.append(f"every release was planned against the same model (fingerprint "
-                   f"{models[0][:16]}...)")
-    else:
-        out.append(f"the releases were planned against {len(models)} different models")
-    shas = {f.data_sha for f in facts}
-    sha = next(iter(shas))
-    if len(shas) == 1 and sha is not None:
-        out.append(f"every release read the same data columns (sha256 "
-                   f"{sha[:12]}...)")
-    else:
-        out.append("the releases read different data columns or different data (the hash "
-                   "covers only the columns each query read)")
     seeds: dict[int, str] = {}
     for f in facts:
         if f.source == "seeded" and f.seed is None:
@@ -294,6 +393,37 @@ def _notes(facts: Sequence[_Facts]) -> list[str]:
                            f"{f.seed}: their noise is one draw, twice, not independent")
             else:
                 seeds[f.seed] = f.label
+    return out
+
+
+def _notes(facts: Sequence[_Facts]) -> list[str]:
+    """Plain facts about a sequence of two or more releases (none of them a guarantee)."""
+    out = []
+    models = sorted({f.model for f in facts if f.model is not None})
+    without = [f.label for f in facts if f.model is None]
+    if len(models) == 1 and not without:
+        out.append(f"every release was planned against the same model (fingerprint "
+                   f"{models[0][:16]}...)")
+    elif models:
+        out.append(f"the releases were planned against {len(models)} different model"
+                   f"{'s' if len(models) != 1 else ''}"
+                   f"{'; ' + ', '.join(without) + ' used no model' if without else ''}")
+    mechanisms = list(dict.fromkeys(f.mechanism for f in facts))
+    if len(mechanisms) > 1:
+        out.append(f"the releases used different mechanisms: {', '.join(mechanisms)}")
+    ids = {f.data.describe() for f in facts}
+    if len(ids) == 1:
+        out.append(f"every release is on the same data ({next(iter(ids))})")
+    else:
+        out.append("the releases are on the same data (the same whole table, declared data-set "
+                   "name or columns: " + "; ".join(f"{f.label}: {f.data.describe()}"
+                                                   for f in facts) + ")")
+    unknown = [f.label for f in facts if not f.data.known]
+    if unknown:
+        out.append(f"release{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} recorded "
+                   "no whole-table hash or data-set name (written before format 3): counted "
+                   "with every release, since it may be on the same data")
+    out += _independence(facts)
     for node in dict.fromkeys(n for f in facts for n in f.quilts):
         used = "; ".join(f"{f.label}: " + (_names(f.quilts[node]) if node in f.quilts
                                            else "not protected") for f in facts)
@@ -301,7 +431,58 @@ def _notes(facts: Sequence[_Facts]) -> list[str]:
     return out
 
 
-# -- composition ------------------------------------------------------------------------------
+# -- the composition results ------------------------------------------------------------------
+
+
+def _sum_up(xs: Iterable[float]) -> float:
+    """The exact sum of floats, rounded up to a float (a budget is never under-stated)."""
+    total = sum((Fraction(x) for x in xs), Fraction(0))
+    f = float(total)
+    return math.nextafter(f, math.inf) if Fraction(f) < total else f
+
+
+DP_KIND = "differential privacy (group)"
+SUBSET_KIND = "subset privacy"
+
+
+def _dp_sequential(facts: Sequence[_Facts]) -> tuple[list[str], list[str]] | None:
+    """[DR14, Thm. 3.16] for group-DP releases: (conditions, assumptions), or None."""
+    if not all(f.kind == DP_KIND for f in facts) or _independence(facts):
+        return None
+    conditions = [
+        "every release is differentially private for a group of all n records (its guarantee "
+        "kind is 'differential privacy (group)'): any two datasets of its size are "
+        "neighbours, so each release is (eps_j, delta_j)-DP for this data's every change",
+        "the noise of the releases is independent (secure noise, or distinct recorded seeds)",
+    ]
+    for f in facts:
+        if f.group_records is not None and f.data.rows is not None:
+            if f.data.rows > f.group_records:
+                return None
+            conditions.append(f"release {f.label}: the data's {f.data.rows} rows are within "
+                              f"its group of {f.group_records} records")
+    assumptions = ["the releases are on one dataset; (eps, delta)-DP over every change of it "
+                   "is (eps, delta) attribute privacy for every secret and every prior"]
+    return conditions, assumptions
+
+
+def _subset_sequential(facts: Sequence[_Facts]) -> tuple[list[str], list[str], tuple[str, ...]
+                                                         ] | None:
+    """[Tan, Prop. 3.4] (with Prop. 3.5 for DP releases) on one protected set U."""
+    if any(f.kind not in (SUBSET_KIND, DP_KIND) for f in facts) or _independence(facts):
+        return None
+    sets = {f.sensitive for f in facts if f.kind == SUBSET_KIND}
+    if len(sets) != 1 or not next(iter(sets)):
+        return None
+    if any(f.delta != 0 for f in facts):
+        return None
+    (u,) = sets
+    conditions = [f"every release is eps_j-private on the same protected set U = {_names(u)} "
+                  "(subset privacy), or eps_j-DP, hence eps_j-private on every U "
+                  "([Tan, Prop. 3.5])",
+                  "the releases are independent randomised algorithms on the same dataset "
+                  "(secure noise, or distinct recorded seeds)", "every delta is 0"]
+    return conditions, [], u
 
 
 def composition(entries: Iterable[Any]) -> Composition:
@@ -309,17 +490,21 @@ def composition(entries: Iterable[Any]) -> Composition:
 
     Parameters
     ----------
-    entries : iterable of LedgerEntry, Release or release record (dict)
-        The releases. From a ledger, pass verified entries (:func:`quiltpriv.releases.ledger.read`).
+    entries : iterable of LedgerEntry, Release, ReleaseRecord or release record (dict)
+        The releases, on the same data (:func:`compositions_by_data` groups a ledger's
+        entries). From a ledger, pass verified entries
+        (:func:`quiltpriv.releases.ledger.read`).
 
     Returns
     -------
     Composition
-        For one release: its own guarantee by [ZOC22, Thm. 4], with its conditions (an APMQM
-        record with delta = 0) checked. For two or more: ``epsilon`` None and ``reasons``
-        saying that no published composition result applies and why ([SC17] and [BHGKM26]
-        could not be read; see :data:`THEOREMS`), with each release's own guarantee and the
-        facts the records show in ``notes``.
+        For one release: its own guarantee (APMQM: by [ZOC22, Thm. 4], with its conditions
+        checked). For two or more, a joint epsilon only by a result whose conditions the
+        records meet: [DR14, Thm. 3.16] for group-DP releases with independent noise (the
+        epsilons and the deltas add up); [Tan, Prop. 3.4] (with Prop. 3.5) for subset-privacy
+        releases on one protected set U and DP releases. Any other sequence (two APMQM
+        releases; APMQM next to group DP; ...) has ``epsilon`` None and ``reasons`` saying
+        that no published composition result applies and why.
 
     Raises
     ------
@@ -334,57 +519,222 @@ def composition(entries: Iterable[Any]) -> Composition:
         raise LedgerError("composition: no releases given")
     facts = [_facts(lab or f"[{k}]", r) for k, (lab, r) in enumerate(items)]
     labels = tuple(f.label for f in facts)
-    alone = tuple((f.label, f.epsilon, tuple(f.quilts)) for f in facts)
-    sensitive = tuple(dict.fromkeys(n for f in facts for n in f.quilts))
+    alone = tuple((f.label, f.epsilon, f.sensitive) for f in facts)
+    sensitive = tuple(dict.fromkeys(n for f in facts for n in f.sensitive))
     if len(facts) == 1:
         return _alone(facts[0], labels, alone, sensitive)
-    reasons = (NO_RESULT,
-               "[SC17] (Song and Chaudhuri: the Markov Quilt Mechanism composes under stated "
-               "conditions): the statement of its theorem could not be read, so quiltpriv "
-               "claims nothing from it; and its setting differs (record values in a time "
-               "series or a Bayesian network of records, where APMQM protects the "
-               "distribution parameters of attributes over a hyperparameter network)",
-               "[BHGKM26] (Bai, He, Gu, Kifer and Maeng: necessary and sufficient conditions "
-               "for linear composition of Pufferfish mechanisms): its statements could not be "
-               "read and quiltpriv computes no (a, b)-influence curves, so it claims nothing "
-               "from it")
+    notes = tuple(_notes(facts))
+    dp = _dp_sequential(facts)
+    if dp is not None:
+        thm = THEOREMS["DR14, Thm. 3.16"]
+        eps, delta = _sum_up(f.epsilon for f in facts), _sum_up(f.delta for f in facts)
+        return Composition(releases=labels, epsilon=eps, theorem=thm.key,
+                           citation=thm.statement, conditions=tuple(dp[0]),
+                           assumptions=tuple(dp[1]), reasons=(), notes=notes,
+                           sensitive=(), alone=alone, delta=delta, kind=DP_KIND,
+                           alone_by=_alone_by(facts))
+    subset = _subset_sequential(facts)
+    if subset is not None:
+        thm = THEOREMS["Tan, Prop. 3.4"]
+        return Composition(releases=labels, epsilon=_sum_up(f.epsilon for f in facts),
+                           theorem=thm.key, citation=thm.statement,
+                           conditions=tuple(subset[0]), assumptions=tuple(subset[1]),
+                           reasons=(), notes=notes, sensitive=subset[2], alone=alone,
+                           delta=0.0, kind=SUBSET_KIND, alone_by=_alone_by(facts))
     return Composition(releases=labels, epsilon=None, theorem=None, citation=None,
-                       conditions=(), assumptions=(), reasons=reasons,
-                       notes=tuple(_notes(facts)), sensitive=sensitive, alone=alone)
+                       conditions=(), assumptions=(), reasons=tuple(_reasons(facts)),
+                       notes=notes, sensitive=sensitive, alone=alone, delta=None, kind=None,
+                       alone_by=_alone_by(facts))
+
+
+def _alone_by(facts: Sequence[_Facts]) -> str:
+    if all(f.mechanism == "APMQM" for f in facts):
+        return "by [ZOC22, Thm. 4]"
+    return "as each record states (its mechanism's result)"
+
+
+def _reasons(facts: Sequence[_Facts]) -> list[str]:
+    """Why no published result covers the sequence, in plain words."""
+    out = [NO_RESULT]
+    kinds = list(dict.fromkeys(f.kind for f in facts))
+    if len(kinds) > 1:
+        out.append("the releases give different kinds of guarantee (" + ", ".join(kinds) +
+                   "): no published result composes these kinds together")
+    if any(f.mechanism == "APMQM" for f in facts):
+        out += [
+            "[SC17] (Song and Chaudhuri: the Markov Quilt Mechanism composes under stated "
+            "conditions): the statement of its theorem could not be read, so quiltpriv "
+            "claims nothing from it; and its setting differs (record values in a time "
+            "series or a Bayesian network of records, where APMQM protects the "
+            "distribution parameters of attributes over a hyperparameter network)",
+            "[BHGKM26] (Bai, He, Gu, Kifer and Maeng: necessary and sufficient conditions "
+            "for linear composition of Pufferfish mechanisms): its statements could not be "
+            "read and quiltpriv computes no (a, b)-influence curves, so it claims nothing "
+            "from it"]
+    if all(f.kind in (DP_KIND, SUBSET_KIND) for f in facts):
+        why = _independence(facts)
+        if why:
+            out.append("sequential composition ([DR14, Thm. 3.16], [Tan, Prop. 3.4]) needs "
+                       "independent noise: " + "; ".join(why))
+    return out
 
 
 def _alone(f: _Facts, labels: tuple[str, ...], alone: tuple[tuple[str, float, tuple[str, ...]],
                                                                 ...],
            sensitive: tuple[str, ...]) -> Composition:
-    """A sequence of one release: its own guarantee, by the theorem it was planned under."""
+    """A sequence of one release: its own guarantee, by the result it was made under."""
+    assumed: tuple[str, ...] = ()
+    if f.source == "seeded":
+        assumed += ("the seed is secret (a record holding its seed reveals the noise: seeded "
+                    "noise is for experiments)",)
+    if f.mechanism != "APMQM":
+        thm = THEOREMS["own guarantee"]
+        conditions = (f"the release is a {f.mechanism} release with ({_num(f.epsilon)}, "
+                      f"{_num(f.delta)})-{f.kind}",)
+        return Composition(releases=labels, epsilon=f.epsilon, theorem=thm.key,
+                           citation=thm.statement, conditions=conditions, assumptions=assumed,
+                           reasons=(), notes=(), sensitive=sensitive, alone=alone,
+                           delta=f.delta, kind=f.kind, alone_by=_alone_by([f]))
     thm = THEOREMS["ZOC22, Thm. 4"]
     conditions = (
         "the release is an APMQM release ([ZOC22, Alg. 3]) with delta = 0 and epsilon "
         f"{_num(f.epsilon)}, protecting {_names(f.quilts)}",
     )
-    assumed: tuple[str, ...] = (
-        "its plan's quilts, influences and sensitivities, verified when the release was made, "
-        "hold for the model it names",)
-    if f.source == "seeded":
-        assumed += ("the seed is secret (a record holding its seed reveals the noise: seeded "
-                    "noise is for experiments)",)
+    assumed = ("its plan's quilts, influences and sensitivities, verified when the release was "
+               "made, hold for the model it names", *assumed)
     return Composition(releases=labels, epsilon=f.epsilon, theorem=thm.key,
                        citation=thm.statement, conditions=conditions, assumptions=assumed,
                        reasons=(), notes=(), sensitive=sensitive, alone=alone)
 
 
-def compositions_by_model(entries: Sequence[Any]) -> list[Composition | LedgerError]:
-    """:func:`composition` of ledger entries, one sequence per model (in order of first
-    appearance); a sequence whose records composition cannot read gives its error instead."""
-    groups: dict[str, list[Any]] = {}
-    for e in entries:
-        model = e.record.get("model")
-        fp = model.get("fingerprint") if isinstance(model, Mapping) else None
-        groups.setdefault(str(fp), []).append(e)
+# -- grouping a ledger by the data released ---------------------------------------------------
+
+
+def same_data_groups(records: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+    """Indices of ``records`` grouped by the data they were released on (first appearance
+    order).
+
+    Two releases are on the same data when they share the whole table's hash, the declared
+    data-set name, or the hash of the columns read (any one; transitively). A record that
+    identifies no whole table (written before format 3) may be on any data: it joins every
+    group. Grouping too much only withholds a joint guarantee; grouping too little would
+    claim one that does not hold.
+    """
+    if isinstance(records, str | bytes | Mapping) or not isinstance(records, Sequence):
+        raise LedgerError(f"expected a list of release records, got {type(records).__name__}")
+    parent = list(range(len(records)))
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    owner: dict[tuple[str, str], int] = {}
+    unknown = []
+    for k, r in enumerate(records):
+        ident = data_identity(r)
+        if not ident.known:
+            unknown.append(k)
+        for key in ident.keys():
+            if key in owner:
+                union(k, owner[key])
+            else:
+                owner[key] = k
+    for k in unknown:
+        for j in range(len(records)):
+            union(k, j)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(records)):
+        groups.setdefault(find(k), []).append(k)
+    return list(groups.values())
+
+
+def compositions_by_data(entries: Sequence[Any]) -> list[Composition | LedgerError]:
+    """:func:`composition` of ledger entries, one sequence per data set released on
+    (:func:`same_data_groups`: whatever the model or mechanism), in order of first
+    appearance; a sequence whose records composition cannot read gives its error instead."""
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+        raise LedgerError(f"composition: expected a sequence of ledger entries, got "
+                          f"{type(entries).__name__}")
+    items = list(entries)
+    recs = [_record_of(e)[1] for e in items]
     out: list[Composition | LedgerError] = []
-    for g in groups.values():
+    for g in same_data_groups(recs):
         try:
-            out.append(composition(g))
+            out.append(composition([items[k] for k in g]))
         except LedgerError as exc:
             out.append(exc)
     return out
+
+
+# -- a budget ---------------------------------------------------------------------------------
+
+
+def budget_check(entries: Sequence[Any], prospective: Mapping[str, Any], budget: float, *,
+                 allow_unproved: bool = False) -> Composition | None:
+    """Refuse a release, before it is drawn, that a budget does not allow.
+
+    The releases counted are the ledger's ``entries`` on the same data as ``prospective`` (the
+    new release's record before drawing; :func:`same_data_groups`) and the new release. Their
+    :func:`composition` must prove a total epsilon within ``budget``; a total that no
+    published result proves is refused unless ``allow_unproved``.
+
+    Returns
+    -------
+    Composition or None
+        The composition the check used; None when the records could not be read and
+        ``allow_unproved`` let the release through.
+
+    Raises
+    ------
+    BudgetError
+        The proved total exceeds ``budget``, or no total is proved and ``allow_unproved`` is
+        false; the message names the releases counted.
+    """
+    from quiltpriv.errors import BudgetError
+
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+        raise LedgerError(f"budget: expected a sequence of ledger entries, got "
+                          f"{type(entries).__name__}")
+    if not isinstance(prospective, Mapping):
+        raise LedgerError(f"budget: the new release's record must be a mapping, got "
+                          f"{type(prospective).__name__}")
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or \
+            not math.isfinite(budget) or budget <= 0:
+        raise LedgerError(f"budget must be a finite epsilon > 0, got {budget!r}")
+    items = list(entries)
+    recs = [_record_of(e)[1] for e in items] + [prospective]
+    new = len(recs) - 1
+    group = next(g for g in same_data_groups(recs) if new in g)
+    counted = [items[k] for k in group if k != new]
+    labels = [_record_of(e)[0] or f"[{k}]" for k, e in enumerate(counted)]
+    names = ", ".join([*labels, "this release"])
+    try:
+        c = composition([*counted, {"seq": len(items), "prev": "", "hash": "",
+                                    "record": dict(prospective)}])
+    except LedgerError as exc:
+        if allow_unproved:
+            return None
+        raise BudgetError(f"budget {_num(budget)}: the total of releases {names} on the same "
+                          f"data cannot be proved ({exc}); --allow-unproved (allow_unproved="
+                          "True) releases anyway") from None
+    if c.composed:
+        assert c.epsilon is not None
+        if c.epsilon > budget:
+            raise BudgetError(f"budget {_num(budget)} exceeded: releases {names} on the same "
+                              f"data total epsilon {_num(c.epsilon)} by [{c.theorem}]; "
+                              "nothing was drawn")
+        return c
+    if not allow_unproved:
+        why = c.reasons[min(1, len(c.reasons) - 1)]
+        raise BudgetError(f"budget {_num(budget)}: no published result proves a total for "
+                          f"releases {names} on the same data ({why}); "
+                          "nothing was drawn; --allow-unproved (allow_unproved=True) releases "
+                          "anyway")
+    return c

@@ -34,11 +34,12 @@ theorems.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ __all__ = [
     "LedgerEntry",
     "LedgerHead",
     "append",
+    "booking",
     "composition",
     "read",
     "repeats",
@@ -352,21 +354,67 @@ def check_writable(path: str | os.PathLike[str]) -> tuple[LedgerEntry, ...]:
     return ()
 
 
-def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEntry:
-    """Append one release record; create the ledger if the file does not exist.
+class Booking:
+    """An open write transaction on a ledger, holding its write lock (:func:`booking`).
 
-    The whole chain is verified first, inside the write transaction (a broken ledger is never
-    extended), then the entry and the new head are written in the same transaction.
-    Concurrent appenders wait for each other (up to :data:`BUSY_TIMEOUT` seconds).
+    ``entries`` are the verified entries before this release; call :meth:`append` once with
+    the release's record. The entry is written when the ``with`` block ends without an
+    exception.
+    """
+
+    def __init__(self, path: str, entries: Sequence[LedgerEntry], prev: str) -> None:
+        self.path = path
+        self.entries = tuple(entries)
+        self.prev = prev
+        self.record: dict[str, Any] | None = None
+        self.entry: LedgerEntry | None = None
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Stage ``record`` (written when the ``with`` block ends)."""
+        if self.record is not None:
+            raise LedgerError(f"ledger {self.path}: one release per booking")
+        if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
+            raise LedgerError(f"only {_FORMATS} records go into a ledger")
+        self.record = dict(record)
+
+
+def booking(path: str | os.PathLike[str], prospective: Mapping[str, Any] | None = None, *,
+            budget: float | None = None, allow_unproved: bool = False
+            ) -> contextlib.AbstractContextManager[Booking]:
+    """Hold the ledger's write lock while a release is checked, drawn and appended.
+
+    Inside one SQLite transaction (``BEGIN IMMEDIATE``: concurrent releases into the same
+    ledger wait for each other, up to :data:`BUSY_TIMEOUT` seconds): the whole chain is
+    verified (a broken ledger is never extended); with ``budget``, the release described by
+    ``prospective`` (its record before the noise is drawn) is refused with
+    :class:`~quiltpriv.errors.BudgetError` when the proved total on the same data would
+    exceed ``budget``, or cannot be proved and ``allow_unproved`` is false
+    (:func:`quiltpriv.releases.composition.budget_check`); then the ``with`` block draws and
+    calls :meth:`Booking.append`, and the entry and the new head are written in the same
+    transaction. The check and the append are one transaction, so two processes cannot both
+    pass the check on the same history.
+
+    An exception in the block, or no :meth:`Booking.append`, writes nothing.
 
     Raises
     ------
     LedgerError
         The ledger cannot be opened or written, or fails verification.
+    BudgetError
+        The budget refuses the release (nothing drawn, nothing written).
     """
     p = _ledger_path(path)
-    if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
-        raise LedgerError(f"only {_FORMATS} records go into a ledger")
+    if prospective is not None and not isinstance(prospective, Mapping):
+        raise LedgerError(f"the release's record must be a mapping, got "
+                          f"{type(prospective).__name__}")
+    if budget is not None and prospective is None:
+        raise LedgerError("a budget needs the release's record before drawing")
+    return _booking(p, prospective, budget, bool(allow_unproved))
+
+
+@contextlib.contextmanager
+def _booking(p: str, prospective: Mapping[str, Any] | None, budget: float | None,
+             allow_unproved: bool) -> Iterator[Booking]:
     con = _connect(p, create=True)
     try:
         try:
@@ -379,23 +427,56 @@ def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEnt
                             ) from None
             _initialise(con, p)
             entries, prev = _verified_entries(con, p)
-            seq = len(entries)
-            body = _canonical({"seq": seq, "prev": prev, "record": dict(record)})
-            digest = _sha(body)
-            con.execute("INSERT INTO entries (seq, prev, hash, body) VALUES (?, ?, ?, ?)",
-                        (seq, prev, digest, body))
-            con.execute("UPDATE head SET count = ?, hash = ? WHERE id = 0", (seq + 1, digest))
-            con.execute("COMMIT")
+            if budget is not None:
+                from quiltpriv.releases.composition import budget_check
+
+                assert prospective is not None
+                budget_check(entries, prospective, budget, allow_unproved=allow_unproved)
+            book = Booking(p, entries, prev)
+            yield book
+            if book.record is not None:
+                seq = len(entries)
+                try:
+                    body = _canonical({"seq": seq, "prev": prev, "record": book.record})
+                except ValueError as exc:  # a record that has no canonical JSON form
+                    raise _fail(p, f"the record cannot be written ({exc})") from None
+                digest = _sha(body)
+                con.execute("INSERT INTO entries (seq, prev, hash, body) VALUES (?, ?, ?, ?)",
+                            (seq, prev, digest, body))
+                con.execute("UPDATE head SET count = ?, hash = ? WHERE id = 0",
+                            (seq + 1, digest))
+                con.execute("COMMIT")
+                book.entry = LedgerEntry(seq=seq, prev=prev, hash=digest,
+                                         record=json.loads(body)["record"])
         except sqlite3.Error as exc:
             raise _fail(p, f"cannot write it ({exc})") from None
-        except ValueError as exc:  # a record that has no canonical JSON form
-            raise _fail(p, f"the record cannot be written ({exc})") from None
         finally:
             if con.in_transaction:
                 con.execute("ROLLBACK")
     finally:
         con.close()
-    return LedgerEntry(seq=seq, prev=prev, hash=digest, record=json.loads(body)["record"])
+
+
+def append(path: str | os.PathLike[str], record: Mapping[str, Any]) -> LedgerEntry:
+    """Append one release record; create the ledger if the file does not exist.
+
+    The whole chain is verified first, inside the write transaction (a broken ledger is never
+    extended), then the entry and the new head are written in the same transaction
+    (:func:`booking`). Concurrent appenders wait for each other (up to :data:`BUSY_TIMEOUT`
+    seconds).
+
+    Raises
+    ------
+    LedgerError
+        The ledger cannot be opened or written, or fails verification.
+    """
+    p = _ledger_path(path)
+    if not isinstance(record, Mapping) or record.get("format") not in READABLE_FORMATS:
+        raise LedgerError(f"only {_FORMATS} records go into a ledger")
+    with booking(p) as book:
+        book.append(record)
+    assert book.entry is not None
+    return book.entry
 
 
 def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_fp: str
@@ -418,6 +499,50 @@ def repeats(entries: Iterable[LedgerEntry], data_sha: str, query_fp: str, model_
             what = "same query" if same_query else "same model"
             out.append(f"ledger entry {e.seq} at {r.get('timestamp', '?')}, {what}")
     return out
+
+
+# -- the steps every mechanism's release shares ----------------------------------------------
+
+
+def ledger_entries(ledger: Any) -> tuple[Any, ...]:
+    """The verified entries of ``ledger`` (None: no ledger, no entries), refusing before any
+    work a ledger that cannot be appended to."""
+    if ledger is None:
+        return ()
+    return check_writable(ledger)
+
+
+def warn_repeats(booked: Sequence[Any], fingerprints: tuple[str, str, str]) -> None:
+    """Warn (:class:`~quiltpriv.errors.RepeatedReleaseWarning`) before drawing when the ledger's
+    entries or this process's releases read the same data columns with the same query or
+    model."""
+    import warnings
+
+    from quiltpriv.errors import RepeatedReleaseWarning
+    from quiltpriv.releases.records import repeat_message, session_repeats
+
+    earlier = repeats(booked, *fingerprints) if booked else []
+    earlier = earlier or session_repeats(*fingerprints)
+    if earlier:
+        warnings.warn(repeat_message(earlier), RepeatedReleaseWarning, stacklevel=4)
+
+
+def book(ledger: Any, prospective: Any, draw: Any, to_dict: Any, *,
+         budget: float | None = None, allow_unproved: bool = False) -> Any:
+    """Draw a release, through the ledger when one is given.
+
+    Without a ledger: ``draw()``. With one, inside one write transaction
+    (:func:`quiltpriv.releases.ledger.booking`): the budget's check on ``prospective()`` (the
+    record before drawing), then ``draw()``, then the append of ``to_dict(release)``; the
+    release is returned only after the entry is written.
+    """
+    if ledger is None:
+        return draw()
+    with booking(ledger, None if budget is None else prospective(), budget=budget,
+                            allow_unproved=allow_unproved) as entry:
+        release = draw()
+        entry.append(to_dict(release))  # before the value leaves: no ledger entry, no release
+    return release
 
 
 # -- display ----------------------------------------------------------------------------------

@@ -45,10 +45,17 @@ __all__ = ["READABLE_FORMATS", "RELEASE_FORMAT", "check_seed", "query_data", "re
            "utc_timestamp"]
 
 #: The ``"format"`` of the release records written now.
-RELEASE_FORMAT = "quiltpriv-release/2"
+RELEASE_FORMAT = "quiltpriv-release/3"
 
 #: The formats a reader accepts (a ledger keeps the records of older versions as written).
-READABLE_FORMATS = ("quiltpriv-release/1", RELEASE_FORMAT)
+READABLE_FORMATS = ("quiltpriv-release/1", "quiltpriv-release/2", RELEASE_FORMAT)
+
+#: Longest declared data-set name (``dataset=``, ``--dataset``).
+MAX_DATASET_NAME = 200
+
+#: What a release without noise protects, in the words plan, release, ledger and report use.
+ZERO_NOISE_MESSAGE = ("no noise was added: exact value; protects only the declared states of "
+                      "the sensitive attributes; no record-level privacy")
 
 #: The warning of a release with seeded noise (the command line prints the same words).
 SEEDED_MESSAGE = ("seeded noise is reproducible and NOT secure; use it only for experiments")
@@ -99,12 +106,37 @@ def noise_source(secure: bool, scale: float, seed: int | random.Random | None) -
     return "secure" if secure else "seeded"
 
 
-def query_data(data: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
-    """The record's ``data`` object: the SHA-256 and row count of exactly ``columns``.
+def check_dataset(name: object) -> str | None:
+    """A declared data-set name in checked form (None: not declared).
 
-    The hash is :func:`quiltpriv.model.provenance.data_sha256` of those columns: a canonical CSV
-    (columns sorted by name, rows in the given order, no index, ``\\n`` line ends, floats with
-    17 significant digits, missing values empty), the same form as a learned model's data hash.
+    Raises
+    ------
+    ParameterError
+        Not a string, empty or blank, longer than :data:`MAX_DATASET_NAME`, or holding a
+        control character.
+    """
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise ParameterError(f"dataset must be a name (str), got {type(name).__name__}")
+    text = name.strip()
+    if not text or len(text) > MAX_DATASET_NAME or not text.isprintable():
+        raise ParameterError(f"dataset must be a printable name of 1 to {MAX_DATASET_NAME} "
+                             f"characters, got {name!r}")
+    return text
+
+
+def query_data(data: pd.DataFrame, columns: Iterable[str], *,
+               dataset: str | None = None) -> dict[str, Any]:
+    """The record's ``data`` object: what identifies the data, never the data.
+
+    ``sha256`` and ``rows`` cover exactly ``columns`` (the columns the query read);
+    ``table_sha256`` covers the whole table as given (every column), so that releases reading
+    different columns of one table are seen as releases on the same data; ``dataset`` is the
+    declared name, if any. Both hashes are :func:`quiltpriv.model.provenance.data_sha256`: a
+    canonical CSV (columns sorted by name, rows in the given order, no index, ``\\n`` line
+    ends, floats with 17 significant digits, missing values empty), the same form as a learned
+    model's data hash.
     """
     import pandas as pd
 
@@ -121,7 +153,49 @@ def query_data(data: pd.DataFrame, columns: Iterable[str]) -> dict[str, Any]:
     missing = [c for c in cols if c not in data.columns]
     if missing:
         raise DataError(f"the data have no column {', '.join(map(repr, missing))}")
-    return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols}
+    return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols,
+            "table_sha256": data_sha256(data), "dataset": check_dataset(dataset)}
+
+
+def learned_from(provenance: Any, table_sha256: str | None = None) -> str | None:
+    """Why Theta's parameters may be private data, or None.
+
+    A learned Theta (provenance ``source == "learned"``) read its tables (and, with quantile
+    bins, its states and bin edges) off the data it was learned from. That is a problem when
+    those data are the data being released (``data_sha256`` equals ``table_sha256``), or when
+    they were not declared public (``data_public`` not true): then plans and release records,
+    which print those parameters without noise, disclose something about private data.
+    """
+    if not isinstance(provenance, Mapping) or provenance.get("source") != "learned":
+        return None
+    digest = provenance.get("data_sha256")
+    if table_sha256 is not None and digest == table_sha256:
+        where = "the very data being released (the hashes match)"
+    elif provenance.get("data_public") is not True:
+        where = "data not declared public"
+    else:
+        return None
+    return (f"Theta was learned from {where}: its tables (and any bins at the data's "
+            "quantiles, with their midpoint states) were read off those data without noise "
+            "and appear in every plan and release record; learn Theta on public or earlier "
+            "data (learn_theta(..., data_public=True)) to protect these data")
+
+
+def release_warnings(*, scale: float, kind: str | None, provenance: Any,
+                     table_sha256: str | None) -> list[str]:
+    """The warnings a release record carries (``"warnings"``), in plain words.
+
+    * zero noise for an attribute-privacy mechanism: :data:`ZERO_NOISE_MESSAGE`;
+    * a Theta learned from the released data, or from data not declared public
+      (:func:`learned_from`).
+    """
+    out = []
+    if scale == 0 and kind != "differential privacy (group)":
+        out.append(ZERO_NOISE_MESSAGE)
+    learned = learned_from(provenance, table_sha256)
+    if learned is not None:
+        out.append(learned)
+    return out
 
 
 def _json_ready(x: Any) -> Any:
@@ -203,3 +277,41 @@ def repeat_message(earlier: Sequence[str]) -> str:
             "guarantees do not add up in general; 'quiltpriv ledger show' "
             "(quiltpriv.releases.composition) says what the releases guarantee together, if "
             "anything")
+
+
+# -- the steps every mechanism's release shares -----------------------------------------------
+
+
+def check_budget(budget: object, ledger: object) -> float | None:
+    """A release's ``budget`` in checked form: None, or a finite epsilon > 0 with a ledger.
+
+    Raises
+    ------
+    ParameterError
+        Not a finite number > 0, or given without a ledger (a budget counts the ledger's
+        releases).
+    """
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or \
+            not math.isfinite(float(budget)) or float(budget) <= 0:
+        raise ParameterError(f"budget must be a finite epsilon > 0, got {budget!r}")
+    if ledger is None:
+        raise ParameterError("a budget counts the releases of a ledger: give ledger= (the "
+                             "command line: --ledger PATH) with budget=")
+    return float(budget)
+
+
+def warn_release(said: Iterable[str], *, secure: bool, scale: float) -> None:
+    """Issue a release's warnings from Python (the command line prints each as one line
+    ``quiltpriv: warning: ...``): what it does not protect (``said``, the record's
+    ``warnings``), and seeded noise."""
+    import warnings
+
+    from quiltpriv.errors import PrivateModelWarning, SeededNoiseWarning, ZeroNoiseWarning
+
+    for text in said:
+        kind = ZeroNoiseWarning if text == ZERO_NOISE_MESSAGE else PrivateModelWarning
+        warnings.warn(text, kind, stacklevel=3)
+    if not secure and scale > 0:
+        warnings.warn(SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=3)

@@ -183,7 +183,7 @@ def test_record_validates_and_says_what_the_mechanism_is(theta, name):
     d = r.to_dict()
     _valid(d)
     assert json.loads(r.to_json()) == d
-    assert d["format"] == records.RELEASE_FORMAT == "quiltpriv-release/2"
+    assert d["format"] == records.RELEASE_FORMAT == "quiltpriv-release/3"
     assert d["mechanism"] == m.name
     assert d["guarantee"] == m.guarantee.to_dict()
     assert {k: d["calibration"][k] for k in m.calibration.to_dict()} == \
@@ -220,8 +220,10 @@ def test_group_dp_release_goes_into_a_ledger(theta, tmp_path):
     r, _ = _quiet_release(m, _data("group-dp"), ledger=path)
     entries, head = ledger.read(path)
     assert head.count == 1 and entries[0].record == r.to_dict()
-    with pytest.raises(QuiltPrivError, match="APMQM releases only"):
-        ledger.composition(entries)
+    # one group-DP release: its own guarantee, as its record states
+    c = ledger.composition(entries)
+    assert c.composed and c.theorem == "own guarantee" and c.epsilon == r.guarantee.epsilon
+    assert c.kind == "differential privacy (group)" and c.sensitive == ()
 
 
 # ~1.5 s each: the Gaussian one is slow (Gaussian release noise is checked by default in

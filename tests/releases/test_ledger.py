@@ -71,7 +71,7 @@ def test_record_has_every_field_and_validates(student):
     after = datetime.now(timezone.utc)
     d = r.to_dict()
     _valid(d)
-    assert d["format"] == "quiltpriv-release/2" == records.RELEASE_FORMAT
+    assert d["format"] == "quiltpriv-release/3" == records.RELEASE_FORMAT
     t = datetime.strptime(d["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
     assert before <= t <= after
     assert d["quiltpriv_version"] == qp.__version__
@@ -132,7 +132,16 @@ def test_data_hash_covers_exactly_the_columns_read(student):
     df = _frame()
     base = records.query_data(df, ["sat", "height"])
     assert base == records.query_data(df[["weight", "sat", "height"]], ["height", "sat"])
-    assert records.query_data(df.assign(weight=0.0), ["sat", "height"]) == base
+    other = records.query_data(df.assign(weight=0.0), ["sat", "height"])
+    # the columns' hash ignores a column not read; the whole table's hash does not
+    assert {**other, "table_sha256": None} == {**base, "table_sha256": None}
+    assert other["table_sha256"] != base["table_sha256"] == records.query_data(
+        df, ["weight"])["table_sha256"]
+    assert base["dataset"] is None
+    assert records.query_data(df, ["sat"], dataset=" survey 2026 ")["dataset"] == "survey 2026"
+    for bad in ("", "  ", "a\nb", "x" * 201, 3):
+        with pytest.raises(ParameterError, match="dataset"):
+            records.query_data(df, ["sat"], dataset=bad)
     changed = df.copy()
     changed.loc[3, "sat"] += 1
     assert records.query_data(changed, ["sat", "height"])["sha256"] != base["sha256"]
@@ -142,6 +151,9 @@ def test_data_hash_covers_exactly_the_columns_read(student):
     text = "a,b\n1,0.10000000000000001\n7,2\n"
     assert records.query_data(tiny, ["b", "a"])["sha256"] == hashlib.sha256(
         text.encode()).hexdigest()
+    whole = "a,b,c\n1,0.10000000000000001,x\n7,2,y\n"
+    assert records.query_data(tiny, ["b", "a"])["table_sha256"] == hashlib.sha256(
+        whole.encode()).hexdigest()
 
 
 @pytest.mark.parametrize("seed", [3, np.int8(3), np.int16(3), np.int32(3), np.int64(3),
@@ -414,7 +426,8 @@ def test_release_writes_its_record_before_returning(student, tmp_path, monkeypat
     def broken(*args, **kwargs):
         raise LedgerError("ledger: disk full")
 
-    monkeypatch.setattr(ledger, "append", broken)
+    # the append fails after the noise is drawn: the value must not come out
+    monkeypatch.setattr(ledger.Booking, "append", broken)
     with pytest.raises(LedgerError, match="disk full"), pytest.warns(RepeatedReleaseWarning):
         qp.release(p, q, _frame(), ledger=path)
     monkeypatch.undo()
@@ -490,7 +503,7 @@ def test_cli_release_prints_nothing_when_the_ledger_write_fails(tmp_path, capsys
     def broken(*args, **kwargs):
         raise LedgerError("ledger l.db: cannot write it (disk I/O error)")
 
-    monkeypatch.setattr(ledger, "append", broken)
+    monkeypatch.setattr(ledger.Booking, "append", broken)
     assert _cli_release(csv, tmp_path / "l.db") == 2
     cap = capsys.readouterr()
     assert cap.out == "" and "disk I/O error" in cap.err
@@ -506,7 +519,9 @@ def test_schema_validator_catches_bad_records(student):
         {k: v for k, v in d.items() if k != "timestamp"},
         {**d, "seed": "3"},
         {**d, "noise": {**d["noise"], "source": "lucky"}},
-        {**d, "format": "quiltpriv-release/3"},
+        {**d, "format": "quiltpriv-release/4"},
+        {**d, "data": {k: v for k, v in d["data"].items() if k != "table_sha256"}},
+        {**d, "warnings": [""]},
         {**d, "extra": 1},
         {**d, "timestamp": "2026-01-01 00:00:00"},
         {**d, "data": {**d["data"], "sha256": "XYZ"}},
