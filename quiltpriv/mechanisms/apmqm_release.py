@@ -21,7 +21,7 @@ from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
 from quiltpriv.mechanisms.apmqm import Plan, plan_html, query_mismatch
 from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
-from quiltpriv.model.network import as_theta
+from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.validation import check_instance
 
@@ -194,8 +194,8 @@ def release(
                 "built by hand) and is not verified; verify it against the model first: "
                 "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
         plan_ = verify_plan(plan_, theta, query)
-    elif theta is not None and theta.fingerprint() != plan_.model:
-        raise ModelError("the plan was made for another model (fingerprints differ)")
+    elif theta is not None and (mismatch := model_mismatch(plan_.model, theta)) is not None:
+        raise ModelError(f"the plan does not match the model: {mismatch}")
     why = query_mismatch(plan_, query)
     if why is not None:
         raise QueryError(f"this query is not the one the plan was made for: {why}; "

@@ -63,7 +63,7 @@ from quiltpriv.mechanisms.apmqm import (
     query_fingerprint,
     quilt_scale,
 )
-from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.model.network import Theta, as_theta, model_mismatch
 from quiltpriv.queries.query import (
     CountQuery,
     CustomQuery,
@@ -325,7 +325,11 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
                                                        rel_tol=OPTIMALITY_RTOL)):
             return fail(f"it claims the least scale over all quilts, but quilt "
                         f"{fmt_set(best.quilt)} needs only {best.scale:.17g} < {sp.scale:.17g}")
-    if sp.influence_member is not None and sp.influence_member not in theta.names:
+    # Member names are labels, not part of the model's identity (the same network read from
+    # student.py and from student.bif is named "student" and "student.bif"): with one member
+    # the name can only mean that member.
+    if sp.influence_member is not None and sp.influence_member not in theta.names \
+            and len(theta) > 1:
         return fail(f"its influence_member {sp.influence_member!r} is not a member of Theta "
                     f"({', '.join(theta.names)})")
     if sp.influence_pair is not None:
@@ -480,10 +484,9 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
 
 def _model_mismatch(plan: Plan, theta: Theta) -> str | None:
     """Why ``plan`` was not made for ``theta`` (fingerprint, size, provenance), or None."""
-    fingerprint = theta.fingerprint()
-    if plan.model != fingerprint:
-        return (f"it was made for another model (model fingerprint "
-                f"{plan.model[:16]}..., this model's is {fingerprint[:16]}...)")
+    mismatch = model_mismatch(plan.model, theta)
+    if mismatch is not None:
+        return mismatch
     if plan.theta_size != len(theta):
         return f"it states |Theta| = {plan.theta_size}, the model has {len(theta)} member(s)"
     from quiltpriv.model.provenance import provenance_dict

@@ -35,13 +35,12 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
-from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterStatesWarning
-from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.model.network import Theta, state_name, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, state_problems
 
 __all__ = ["NetworkBuilder", "SUM_TOLERANCE", "state_name"]
@@ -49,25 +48,6 @@ __all__ = ["NetworkBuilder", "SUM_TOLERANCE", "state_name"]
 #: How far a row may be from summing to one (rows within it are renormalised when Theta is
 #: built; rows beyond it are an error naming the attribute and the parent state).
 SUM_TOLERANCE = 1e-6
-
-
-def state_name(value: Any) -> str:
-    """The state name of a parameter value: the shortest decimal that reads back as it.
-
-    ``0.35 -> "0.35"``, ``3.0 -> "3"``, ``1e-05 -> "1e-05"``; a string is kept as it is.
-    Distinct floats get distinct names (Python's ``repr`` of a float round-trips).
-    """
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, Real | np.number):
-        raise ModelError(f"a parameter value must be a number, got {value!r}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ModelError(f"a parameter value must be finite, got {value!r}")
-    if x == 0.0:
-        return "0"  # one name for 0.0 and -0.0
-    text = repr(x)
-    return text[:-2] if text.endswith(".0") else text
 
 
 @dataclass(frozen=True)
@@ -121,6 +101,8 @@ class NetworkBuilder:
         if kind is not None and kind not in PARAMETER_KINDS:
             raise ModelError(f"attribute {name!r}: kind must be one of {PARAMETER_KINDS}, "
                              f"got {kind!r}")
+        if isinstance(states, np.ndarray) and states.ndim == 1:
+            states = states.tolist()  # a numpy array of values is the list of them
         if isinstance(states, str) or not isinstance(states, Sequence) or len(states) < 2:
             raise ModelError(f"attribute {name!r}: give a list of at least two parameter values")
         names = tuple(state_name(s) for s in states)

@@ -322,7 +322,8 @@ JSON_FORMAT = "quiltpriv-network/1"
 def theta_to_dict(theta: Theta) -> dict[str, Any]:
     """Theta as a JSON-ready dict (format ``quiltpriv-network/1``; :func:`load_model` reads it).
 
-    ``nodes`` maps each node to its ``states`` (strings) and ``parents`` (the CPD axis order);
+    ``nodes`` maps each node to its ``states`` (their canonical names,
+    :func:`quiltpriv.model.network.state_name`) and ``parents`` (the CPD axis order);
     each member's ``cpds`` maps a node to its table as nested lists with axes
     ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.model.provenance`) also
     gets a ``provenance`` object, read back by :func:`load_model`.
@@ -332,7 +333,7 @@ def theta_to_dict(theta: Theta) -> dict[str, Any]:
     theta = check_theta(theta)
     out: dict[str, Any] = {
         "format": JSON_FORMAT,
-        "nodes": {v: {"states": [str(x) for x in theta.states[v]],
+        "nodes": {v: {"states": list(theta.states[v]),
                       "parents": list(theta.parents[v])} for v in theta.nodes},
         "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
                     for name, m in zip(theta.names, theta.members, strict=True)],

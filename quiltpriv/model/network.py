@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import math
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,52 @@ if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not
 #: Default tolerance for a CPD column to count as summing to one. Columns within it are
 #: renormalised exactly (BIF files print rounded probabilities); columns outside it are an error.
 CPD_SUM_TOLERANCE = 1e-6
+
+
+#: The ``"format"`` of the document :meth:`Theta.fingerprint` hashes. Version 1 (before
+#: quiltpriv 0.1.0's canonical fingerprint) hashed ``repr`` of the states in network order, so
+#: the same model read from two files with its nodes in another order, or saved and read back
+#: with float states, had two fingerprints.
+FINGERPRINT_FORMAT = "quiltpriv-model-fingerprint/2"
+
+
+def state_name(value: Any) -> str:
+    """The canonical name of a state: a string is kept, a number becomes its shortest decimal.
+
+    ``0.35 -> "0.35"``, ``3.0 -> "3"``, ``np.float64(0.4) -> "0.4"``, ``-0.0 -> "0"``.
+    Distinct floats get distinct names (Python's ``repr`` of a float round-trips). Every Theta
+    holds its states under these names, so a model declared with float states, with a numpy
+    array of them or with their names is the same model, and keeps its fingerprint through
+    :func:`quiltpriv.model.loading.theta_to_dict` (which writes the names).
+
+    Raises
+    ------
+    ModelError
+        For a value that is neither a string nor a finite number (booleans included).
+    """
+    if isinstance(value, str):
+        return str(value)  # np.str_ becomes str
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real | np.number):
+        raise ModelError(f"a state must be a string or a number, got {value!r}")
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    x = float(value)
+    if not math.isfinite(x):
+        raise ModelError(f"a state must be finite, got {value!r}")
+    if x == 0.0:
+        return "0"  # one name for 0.0 and -0.0
+    text = repr(x)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _state_names(node: str, states: Iterable[Any]) -> tuple[str, ...]:
+    """The canonical names of one node's states, refusing two states with one name."""
+    names = tuple(state_name(s) for s in states)
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ModelError(f"node {node!r}: state(s) {', '.join(dup)} listed twice (as names, "
+                         "numbers 1 and 1.0 are the same state)")
+    return names
 
 
 #: Most ``("influence", ...)`` entries a Theta's cache keeps (least recently used out first).
@@ -128,8 +176,9 @@ class Theta:
     ----------
     nodes : tuple of str
         Attribute names in a topological order of the DAG.
-    states : mapping of str to tuple
-        Hyperparameter values (state names) of each node.
+    states : mapping of str to tuple of str
+        Hyperparameter values of each node, by their canonical names (:func:`state_name`: a
+        number is kept as its shortest decimal, ``0.4 -> "0.4"``).
     parents : mapping of str to tuple of str
         Parents of each node, in the axis order of its CPD tables.
     members : tuple of mapping of str to CPD
@@ -171,7 +220,7 @@ class Theta:
         self.nodes: tuple[str, ...] = tuple(nodes)
         if not all(isinstance(v, str) for v in self.nodes):
             raise ModelError("node names must be strings")
-        self.states = MappingProxyType({v: tuple(states[v]) for v in self.nodes})
+        self.states = MappingProxyType({v: _state_names(v, states[v]) for v in self.nodes})
         self.parents = MappingProxyType({v: tuple(parents[v]) for v in self.nodes})
         self.members: tuple[Mapping[str, CPD], ...] = tuple(
             MappingProxyType(dict(m)) for m in members
@@ -189,6 +238,7 @@ class Theta:
                 children[p].append(v)
         self.children = MappingProxyType({v: tuple(c) for v, c in children.items()})
         self._graph: nx.DiGraph | None = None
+        self._fingerprint: str | None = None
         # Inference's cache, valid because Theta is immutable; read and written only through
         # quiltpriv.inference.cache.InferenceCache (one named, typed entry per kind).
         self._cache: dict[Any, Any] = ThetaCache()
@@ -290,14 +340,43 @@ class Theta:
         return tuple(sorted(set(nodes), key=self.index.__getitem__))
 
     def fingerprint(self) -> str:
-        """SHA-256 of the structure, states and every member's CPDs (for audit records)."""
-        h = hashlib.sha256()
-        for v in self.nodes:
-            h.update(repr((v, self.parents[v], self.states[v])).encode())
-        for m in self.members:
-            for v in self.nodes:
-                h.update(np.ascontiguousarray(m[v].table, dtype=np.float64).tobytes())
-        return h.hexdigest()
+        """SHA-256 of the model's canonical JSON: structure, states and every member's CPDs.
+
+        The hashed document (:data:`FINGERPRINT_FORMAT`, :meth:`canonical_document`) lists the
+        nodes by name, each with its canonical state names (:func:`state_name`) and its
+        parents sorted by name; each member's tables have their parent axes in that sorted
+        order, and the members are sorted by their own canonical JSON. So the fingerprint
+        does not depend on the order the nodes, parents or members were written in, nor on
+        the file format, nor on whether states were given as numbers, numpy values or names;
+        it changes with any state, edge or probability. Member names and provenance are
+        metadata, not part of it.
+        """
+        if self._fingerprint is None:
+            text = self.canonical_document()
+            self._fingerprint = hashlib.sha256(text.encode("ascii")).hexdigest()
+        return self._fingerprint
+
+    def canonical_document(self) -> str:
+        """The canonical JSON text :meth:`fingerprint` hashes (see there).
+
+        Sorted keys, no spaces, each probability as Python's shortest round-trip decimal
+        (``-0.0`` as ``0.0``).
+        """
+        order = {v: tuple(sorted(self.parents[v])) for v in self.nodes}
+
+        def dumps(x: Any) -> str:
+            return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                              allow_nan=False)
+
+        tables = [{v: (_align(m[v], order[v]).table + 0.0).tolist() for v in self.nodes}
+                  for m in self.members]
+        keyed = sorted((dumps(t), k) for k, t in enumerate(tables))
+        return dumps({
+            "format": FINGERPRINT_FORMAT,
+            "nodes": {v: {"states": list(self.states[v]), "parents": list(order[v])}
+                      for v in self.nodes},
+            "members": [tables[k] for _, k in keyed],
+        })
 
     def with_provenance(self, provenance: Mapping[str, Any] | None) -> Theta:
         """The same Theta (same members, same fingerprint) carrying ``provenance``."""
@@ -318,6 +397,41 @@ class Theta:
             self.nodes, self.states, self.parents,
             self.members + aligned, self.names + other.names,
         )
+
+
+def fingerprint_v1(theta: Theta) -> str:
+    """The model's fingerprint in the format before :data:`FINGERPRINT_FORMAT` (version 1).
+
+    Kept only to tell an old plan apart from a plan for another model: it hashed ``repr`` of
+    each node's name, parents and states in network order, then every table's bytes, so it
+    depends on node order. It matches what an older quiltpriv wrote for a model whose states
+    were names (BIF, XMLBIF, JSON, the builder, the learner), not for float states.
+    """
+    h = hashlib.sha256()
+    for v in theta.nodes:
+        h.update(repr((v, theta.parents[v], theta.states[v])).encode())
+    for m in theta.members:
+        for v in theta.nodes:
+            h.update(np.ascontiguousarray(m[v].table, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def model_mismatch(stated: str, theta: Theta, what: str = "it") -> str | None:
+    """Why a document stating model fingerprint ``stated`` was not made for ``theta``, or None.
+
+    A fingerprint of the old format that matches ``theta`` is still refused (two digests for
+    one model would bring back the false alarms the canonical fingerprint ends), with a message
+    saying so: make the plan again with this quiltpriv.
+    """
+    fingerprint = theta.fingerprint()
+    if stated == fingerprint:
+        return None
+    if stated == fingerprint_v1(theta):
+        return (f"{what} states this model's fingerprint in the old format (before "
+                f"{FINGERPRINT_FORMAT!r}, which no longer depends on node order): the "
+                "fingerprint format changed; make the plan again with this quiltpriv")
+    return (f"{what} was made for another model (model fingerprint {stated[:16]}..., this "
+            f"model's is {fingerprint[:16]}...)")
 
 
 def _frozen(x: Any) -> Any:

@@ -51,7 +51,7 @@ from quiltpriv.mechanisms.apmqm import (
 from quiltpriv.mechanisms.apmqm_release import Release, release_html
 from quiltpriv.mechanisms.compare import comparison_html
 from quiltpriv.model.drawing import Layout, dag_svg, layered_layout
-from quiltpriv.model.network import Theta, check_theta, theta_html
+from quiltpriv.model.network import Theta, check_theta, model_mismatch, theta_html
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import badge as _badge
@@ -356,8 +356,9 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
     fingerprint = theta.fingerprint()
-    if plan.model != fingerprint:
-        raise ModelError("the plan was made for another model (fingerprints differ)")
+    mismatch = model_mismatch(plan.model, theta, "the plan")
+    if mismatch is not None:
+        raise ModelError(mismatch)
     if not plan.verified:  # read from a file or built by hand: recompute what it claims
         from quiltpriv.mechanisms.verification import verify_plan
 
