@@ -407,6 +407,7 @@ def fingerprint_v1(theta: Theta) -> str:
     depends on node order. It matches what an older quiltpriv wrote for a model whose states
     were names (BIF, XMLBIF, JSON, the builder, the learner), not for float states.
     """
+    theta = check_theta(theta)
     h = hashlib.sha256()
     for v in theta.nodes:
         h.update(repr((v, theta.parents[v], theta.states[v])).encode())
@@ -423,7 +424,11 @@ def model_mismatch(stated: str, theta: Theta, what: str = "it") -> str | None:
     one model would bring back the false alarms the canonical fingerprint ends), with a message
     saying so: make the plan again with this quiltpriv.
     """
-    fingerprint = theta.fingerprint()
+    fingerprint = check_theta(theta).fingerprint()
+    if not isinstance(stated, str) or len(stated) != 64 \
+            or stated.strip("0123456789abcdef") != "":
+        raise ParameterError(f"a model fingerprint is 64 lowercase hexadecimal digits, got "
+                             f"{stated!r}"[:200])
     if stated == fingerprint:
         return None
     if stated == fingerprint_v1(theta):
