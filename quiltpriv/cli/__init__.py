@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from quiltpriv._version import __version__
 from quiltpriv.errors import QuiltPrivError
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
@@ -102,6 +103,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="quiltpriv",
         description="Attribute privacy with Markov quilts: plan and release noisy queries.",
     )
+    parser.add_argument("--version", action="version", version=f"quiltpriv {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
@@ -117,8 +119,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _command_of(argv: Sequence[str]) -> str:
     """The subcommand ``argv`` names: its first word that is not an option ("" if none).
 
-    The top-level parser has no option that takes a value, so this is the word argparse
-    dispatches on.
+    The top-level parser has no option that takes a value (``--version`` exits before any
+    command runs), so this is the word argparse dispatches on.
     """
     return next((a for a in argv if not a.startswith("-")), "")
 

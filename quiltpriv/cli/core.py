@@ -28,7 +28,12 @@ from typing import Any
 from quiltpriv.cli import EXIT_INTERRUPTED
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
-from quiltpriv.inference.influence import INFERENCE_METHODS, InfluenceTooExpensive, max_influence
+from quiltpriv.inference.influence import (
+    INFERENCE_METHODS,
+    InfluenceTooExpensive,
+    fmt_influence,
+    max_influence,
+)
 from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale, was_interrupted
 from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.model.loading import bundled_models, load_theta
@@ -74,7 +79,8 @@ def jobs_type(text: str) -> int:
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """MODEL and ``--theta`` (more members of Theta)."""
     p.add_argument("model", metavar="MODEL",
-                   help="BIF/XMLBIF file, Python model module, or bundled model name "
+                   help="BIF/XMLBIF file (.bif, .bif.gz, .xml, .xmlbif), quiltpriv JSON model "
+                        "(.json), Python model module (.py), or bundled model name "
                         f"({', '.join(bundled_models())})")
     p.add_argument("--theta", action="append", default=[], metavar="MODEL2",
                    help="another member of Theta (same DAG and states); repeatable")
@@ -391,7 +397,7 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
     for r in rows:
         cells = [("(trivial) " if r["trivial"] else "") + fmt_set(r["quilt"]),
                  fmt_set(r["nearby"]), fmt_set(r["remote"]),
-                 "too large" if r["influence"] is None else fmt_number(r["influence"])]
+                 "too large" if r["influence"] is None else fmt_influence(r["influence"])]
         if query is not None:
             cells += [fmt_number(r.get("sensitivity", math.nan)),
                       fmt_number(r["scale"]) if r.get("scale") is not None else "-"]

@@ -437,6 +437,9 @@ def model_bif(theta: Theta, member: int = 0) -> str:
     """
     import warnings
 
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
     from pgmpy.factors.discrete import TabularCPD
     from pgmpy.models import DiscreteBayesianNetwork
     from pgmpy.readwrite import BIFReader, BIFWriter

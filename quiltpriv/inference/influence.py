@@ -1599,12 +1599,27 @@ def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequen
     return np.einsum(*operands, [label[u] for u in out])
 
 
+def fmt_influence(value: float) -> str:
+    """An influence for people: ``0 (+1e-10 rounding margin)`` for a quilt found independent.
+
+    Every computed influence is raised by :data:`ROUNDING_MARGIN` (module docstring), so an
+    influence computed as exactly 0 is stored and used as the margin itself; a person reading
+    ``1e-10`` would look for a dependence that is not there. The value used for calibration is
+    unchanged: only its text says what it is.
+    """
+    from quiltpriv.utils.format import fmt_number
+
+    if value == ROUNDING_MARGIN:
+        return f"0 (+{ROUNDING_MARGIN:g} rounding margin)"
+    return fmt_number(value)
+
+
 def influence_html(infl: Influence) -> str:
     """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
     check_instance(infl, Influence, "infl")
-    from quiltpriv.utils.format import escape, fmt_number, html_set, kv_table
+    from quiltpriv.utils.format import escape, html_set, kv_table
 
-    rows = [("max-influence e(Q | i)", escape(fmt_number(infl.value))),
+    rows = [("max-influence e(Q | i)", escape(fmt_influence(infl.value))),
             ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
             ("quilt Q", html_set(infl.quilt))]
     if infl.member is not None:

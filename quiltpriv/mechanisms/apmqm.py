@@ -76,6 +76,7 @@ from quiltpriv.inference.influence import (
     InfluenceTooExpensive,
     check_inference,
     elimination_work,
+    fmt_influence,
     influence_upper_bound,
     joint_marginal,
 )
@@ -474,7 +475,7 @@ class Plan:
                   "scale", "quilts")
         rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
                  _shown_set(sp.remote, None),
-                 _fmt(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
+                 fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
                  str(sp.quilts_considered)) for sp in self.sensitive]
         lines += _table(header, rows)
         lines.append("")
@@ -1565,7 +1566,7 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
         where = ""
         if member is not None and pair is not None:
             where = f" (under {member}, phi = {pair[0]} vs {pair[1]})"
-        infl = f"max-influence e(Q|{node}) = {_fmt(e)}{where}"
+        infl = f"max-influence e(Q|{node}) = {fmt_influence(e)}{where}"
         if via is not None:
             infl = (f"max-influence e(Q|{node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
                     f"too expensive): e(S|{node}) for the separator S = {_set(via)}")
@@ -1799,7 +1800,7 @@ def plan_html(plan: Plan) -> str:
         f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
         f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
         f"<td>{_html_shown(sp.remote, None)}</td>"
-        f"<td>{escape(_fmt(sp.influence))}</td>"
+        f"<td>{escape(fmt_influence(sp.influence))}</td>"
         f"<td>{escape(_fmt(sp.sensitivity))}</td>"
         f"<td>{escape(_fmt(sp.scale))}</td>"
         f"<td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
@@ -1844,7 +1845,7 @@ def sensitive_plan_html(sp: SensitivePlan) -> str:
         ("quilt Q", html_set(sp.quilt)), ("nearby N", _html_shown(sp.nearby,
                                                                      sp.nearby_attributes)),
         ("remote R", _html_shown(sp.remote, None)),
-        ("max-influence e(Q | i)", escape(_fmt(sp.influence)) + where + bound),
+        ("max-influence e(Q | i)", escape(fmt_influence(sp.influence)) + where + bound),
         ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
         ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
         ("quilts evaluated", escape(sp.quilts_considered)),

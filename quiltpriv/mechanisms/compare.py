@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from quiltpriv.errors import ModelError, QueryError
-from quiltpriv.inference.influence import InfluenceTooExpensive
+from quiltpriv.inference.influence import InfluenceTooExpensive, fmt_influence
 from quiltpriv.mechanisms.apmqm import was_interrupted
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, Mechanism
 from quiltpriv.mechanisms.registry import (
@@ -241,8 +241,9 @@ def compare(
     p = apmqm.plan
     if was_interrupted(p):
         raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
-    detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, e = {_fmt(sp.influence)}, "
-                       f"b = {_fmt(sp.scale)}" for sp in p.sensitive)
+    detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, "
+                       f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale)}"
+                       for sp in p.sensitive)
     detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"
     rows.append(_row("apmqm", apmqm, "(eps, 0)-distributional attribute privacy (Theorem 4)",
                      detail))

@@ -206,6 +206,9 @@ class NetworkBuilder:
 
     def to_pgmpy(self) -> Any:
         """A checked pgmpy ``DiscreteBayesianNetwork`` with ``TabularCPD`` s and state names."""
+        from quiltpriv.utils.progress import quiet_tqdm_auto
+
+        quiet_tqdm_auto()
         from pgmpy.factors.discrete import TabularCPD
         from pgmpy.models import DiscreteBayesianNetwork
 

@@ -366,6 +366,9 @@ def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMe
         # pgmpy 1.1 warns about its own deprecations on import and use; not the user's concern.
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
+        from quiltpriv.utils.progress import quiet_tqdm_auto
+
+        quiet_tqdm_auto()
         from pgmpy.causal_discovery import PC, ExpertKnowledge, HillClimbSearch
         from pgmpy.structure_score import BIC, K2, BDeu
 
@@ -597,6 +600,9 @@ def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population
                 max_indegree: int, max_iter: int, alpha: float,
                 required: list[tuple[str, str]], forbidden: list[tuple[str, str]],
                 edges: list[tuple[str, str]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
     import pgmpy
 
     from quiltpriv._version import __version__

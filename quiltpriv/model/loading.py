@@ -212,6 +212,9 @@ def _as_pgmpy(built: Any) -> Any:
     """``built`` as pgmpy network(s) when it is a :class:`Theta` (one per member), else as is."""
     if not isinstance(built, Theta):
         return built
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
     from pgmpy.factors.discrete import TabularCPD
     from pgmpy.models import DiscreteBayesianNetwork
 
@@ -277,7 +280,7 @@ def _read_model_file(path: Path, reader: ModelReader, tolerance: float) -> Theta
     kind = _file_kind(path)
     if kind is None:
         raise ModelError(
-            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif or .py)")
+            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif, .json or .py)")
     text = _read_model_text(path, kind)
     if reader == "pgmpy":
         net = _read_pgmpy_text(text, path, kind)
@@ -296,6 +299,9 @@ def _read_model_file(path: Path, reader: ModelReader, tolerance: float) -> Theta
 
 def _read_pgmpy_text(text: str, path: Path, kind: str) -> Any:
     """pgmpy's reading of the model ``text``, after the checks pgmpy does not make."""
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
     from pgmpy.readwrite import BIFReader, XMLBIFReader
 
     try:

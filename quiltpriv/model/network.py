@@ -584,6 +584,9 @@ def _check_states(states: object) -> Mapping[str, Sequence[Any]]:
 
 
 def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
     try:
         from pgmpy.models import DiscreteBayesianNetwork
     except ImportError as exc:  # pragma: no cover - pgmpy is a dependency

@@ -48,8 +48,10 @@ nested deeper than :data:`MAX_PREDICATE_DEPTH`.
 from __future__ import annotations
 
 import ast
+import io
 import keyword
 import math
+import tokenize
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -285,6 +287,29 @@ def _string_end(text: str, i: int) -> int:
         j += 1
     raise QueryError(f"predicate {_short(text)!r}: unterminated string starting at "
                      f"{_short(text[i:], 20)!r}")
+
+
+def _syntax_hint(source: str) -> str:
+    """A hint for the usual slips of a predicate that does not parse: ``=`` for ``==`` (as in
+    SQL), ``=>`` / ``=<`` for ``>=`` / ``<=``; "" when none is seen.
+
+    Read from Python's tokens of the prepared source, so an ``=`` inside a quoted string or a
+    backtick name is never taken for one.
+    """
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                  if t.type == tokenize.OP]
+    except (tokenize.TokenError, SyntaxError, ValueError):  # no hint; the error stands
+        return ""
+    for k, t in enumerate(tokens):
+        if t.string != "=":
+            continue
+        after = tokens[k + 1] if k + 1 < len(tokens) else None
+        if after is not None and after.start == t.end and after.string in ("<", ">"):
+            meaning = {"<": "at most", ">": "at least"}[after.string]
+            return f" (use '{after.string}=' for '{meaning}', not '={after.string}')"
+        return " (use '==' to compare for equality; '=' is not an operator here)"
+    return ""
 
 
 def _prepare(text: str) -> tuple[str, dict[str, str]]:
@@ -889,7 +914,8 @@ def parse_predicate(
                 warnings.simplefilter("error")
                 tree = ast.parse(source.strip(), mode="eval")
         except SyntaxError as exc:
-            raise QueryError(f"predicate {_short(text)!r} is not valid: {exc.msg}") from None
+            raise QueryError(f"predicate {_short(text)!r} is not valid: {exc.msg}"
+                             f"{_syntax_hint(source)}") from None
         except (Warning, ValueError, RecursionError, MemoryError) as exc:
             raise QueryError(f"predicate {_short(text)!r} cannot be parsed: "
                              f"{type(exc).__name__}") from None

@@ -38,7 +38,12 @@ from quiltpriv.graph.quilts import (
     quilt_html,
     trivial_quilt,
 )
-from quiltpriv.inference.influence import InfluenceTooExpensive, influence_html, max_influence
+from quiltpriv.inference.influence import (
+    InfluenceTooExpensive,
+    fmt_influence,
+    influence_html,
+    max_influence,
+)
 from quiltpriv.mechanisms.apmqm import (
     Plan,
     candidate_key,
@@ -456,7 +461,7 @@ def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candi
     facts = _kv_table([
         ("quilt Q", _sset(sp.quilt)), ("nearby N", _sset(chosen_q.nearby)),
         ("remote R", _sset(chosen_q.remote)),
-        ("max-influence e(Q | i)", _e(_fmt(sp.influence)) + where),
+        ("max-influence e(Q | i)", _e(fmt_influence(sp.influence)) + where),
         ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
         ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
         ("optimal", _badge(sp.optimal, "proven least over all quilts", "not proven")),

@@ -3,6 +3,8 @@
 :func:`progress_bar` wraps an iterable in a tqdm bar. ``tqdm.auto`` picks a Jupyter widget in a
 notebook, but without ipywidgets it warns ``TqdmWarning: IProgress not found`` on import; the
 plain text bar is used instead when ipywidgets is not installed, so a notebook shows no warning.
+pgmpy imports ``tqdm.auto`` itself: :func:`quiet_tqdm_auto` is called before quiltpriv imports
+pgmpy, so that its import does not print the warning either.
 
 :func:`observe` replaces the bar, in the calling thread only, by a callback
 ``callback(done, total)``: the local explorer runs the planner on a worker thread and reports
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
@@ -31,6 +34,18 @@ def tqdm_class() -> Any:
     else:
         from tqdm.auto import tqdm
     return tqdm
+
+
+def quiet_tqdm_auto() -> None:
+    """Import ``tqdm.auto`` once with its "IProgress not found" warning silenced.
+
+    pgmpy imports ``tqdm.auto`` when it is imported; in a notebook without ipywidgets that
+    import warns (once per process: the module is then cached). Importing it here first, under
+    a filter for that one warning, keeps the notebook quiet; other warnings are untouched.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import tqdm.auto  # noqa: F401
 
 
 def progress_bar(items: Iterable[T], *, desc: str, unit: str) -> Iterable[T]:

@@ -69,3 +69,34 @@ def test_audit_through_main(capsys):
     # No noise at all on example3 leaks 4 log(0.56 / 0.44) = 0.965 > 0.5: exit status 1.
     assert main(["audit", "example3", "--sensitive", "x2", "--attributes", "x1",
                  "--records", "4", "--epsilon", "0.5", "--scale", "0"]) == 1
+
+
+def test_version_flag(capsys):
+    from quiltpriv import __version__
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"quiltpriv {__version__}"
+
+
+def test_python_dash_m_quiltpriv():
+    """``python -m quiltpriv`` is the ``quiltpriv`` script (version, help and a real command)."""
+    import subprocess
+    import sys
+
+    from quiltpriv import __version__
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "quiltpriv", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"quiltpriv {__version__}"
+    models = run("models")
+    assert models.returncode == 0 and "student" in models.stdout
+    bad = run("plan")
+    assert bad.returncode == 2 and bad.stderr.startswith("quiltpriv: error:")
+
+
+def test_model_help_names_json(capsys):
+    assert main(["plan", "--help"]) == 0
+    assert ".json" in capsys.readouterr().out

@@ -463,3 +463,22 @@ def test_ampersand_has_the_precedence_of_and():
                       ("a > 2 | b > 2 & a == 0", "a > 2 or b > 2 and a == 0"),
                       ("~(a > 1) & b > 0", "not a > 1 and b > 0")]:
         assert parse_predicate(alias).evaluate(df).tolist() == _reference(py, rows).tolist()
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("height = 66", "use '==' to compare for equality"),
+    ("height > 66 and sat = 1", "use '==' to compare for equality"),
+    ("height => 66", "use '>=' for 'at least', not '=>'"),
+    ("height =< 66", "use '<=' for 'at most', not '=<'"),
+])
+def test_single_equals_suggests_the_operator(text, hint):
+    with pytest.raises(QueryError, match="invalid syntax") as info:
+        parse_predicate(text)
+    assert hint in str(info.value)
+
+
+@pytest.mark.parametrize("text", ['height == "a=b" and', "`a=b` > 1 and", "height >"])
+def test_no_equals_hint_from_quoted_text(text):
+    with pytest.raises(QueryError) as info:
+        parse_predicate(text)
+    assert "'=='" not in str(info.value) and "use '" not in str(info.value)

@@ -90,6 +90,19 @@ def test_progress_bar_is_quiet_in_a_notebook_without_ipywidgets(monkeypatch, stu
     assert p.scale == qp.plan(student, qp.CountQuery(["sat"], 100), ["income", "sat"], 1.0).scale
 
 
+def test_quiet_tqdm_auto_silences_only_the_widget_warning(monkeypatch):
+    # pgmpy imports tqdm.auto itself (its structure learning, its readers): quiltpriv imports
+    # it first, quietly, so learning a Theta in a notebook prints no warning.
+    _fake_notebook(monkeypatch)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _progress.quiet_tqdm_auto()
+        import tqdm.auto  # noqa: F401  (what pgmpy's modules do)
+
+        warnings.warn("another warning", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["another warning"]
+
+
 def test_observe_reports_progress_of_this_thread_only(student):
     seen: list[tuple[int, int]] = []
     with _progress.observe(lambda done, total: seen.append((done, total))):
