@@ -1609,6 +1609,8 @@ def fmt_influence(value: float) -> str:
     """
     from quiltpriv.utils.format import fmt_number
 
+    if not (isinstance(value, float) and value == math.inf):  # inf: no quilt keeps i apart
+        value = check_scalar(value, "influence", min_val=0.0)
     if value == ROUNDING_MARGIN:
         return f"0 (+{ROUNDING_MARGIN:g} rounding margin)"
     return fmt_number(value)
