@@ -10,9 +10,12 @@ one record's U values; it does not model correlation between attributes.
 This module provides
 
 * :class:`SubsetPrivacyAccountant` -- per-subset accounting (Example 3.6, Table 1): a release
-  that is eps_t-DP and reads only the variables W_t costs eps_t for every U that meets W_t and 0
-  otherwise; eps(U) is the sum over releases. It is an upper bound (by the propositions), not
-  the exact loss.
+  reads the variables W_t and is eps_t-private on a protected set U_t (every set for an eps-DP
+  release; none for an exact release); on a protected set U it costs 0 if U misses W_t (Prop
+  3.3), eps_t if U meets W_t only inside U_t (Props 3.2, 3.5), and is not private at all
+  (infinite eps) otherwise (:func:`release_subset_epsilon`); eps(U) is the sum over releases
+  (:func:`compose_subset_epsilons`, Prop 3.4). An upper bound, never a finite figure for a set
+  some release publishes exactly.
 * :func:`consistent_count_table` -- [Tan, Alg. 1]: a U_1 x V_1 count table with integer cells,
   exact row (V_1) totals and unbiased cells, eps-private on U. Corrections to the paper: the noise
   law is P(Z = z) = tanh(eps/4) e^{-eps|z|/2} (the printed normaliser is negative); every row
@@ -38,11 +41,13 @@ from numpy.typing import ArrayLike
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_positive
+from quiltpriv.utils.validation import check_epsilon
 
 __all__ = [
     "ConsistentCountTable",
     "AccountedRelease",
+    "compose_subset_epsilons",
+    "release_subset_epsilon",
     "SubsetPrivacyAccountant",
     "SubsetPrivacyTable",
     "cell_moments",
@@ -54,12 +59,67 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# accounting (Example 3.6)
+# accounting (Props 3.2-3.5, Example 3.6)
+
+
+def compose_subset_epsilons(epsilons: Iterable[float]) -> float:
+    """[Tan, Prop. 3.4]: independent releases that are eps_t-private on the same U compose to
+    (sum of eps_t)-privacy on U.
+
+    Parameters
+    ----------
+    epsilons : iterable of float
+        Each release's eps on one and the same protected set U (each >= 0; ``math.inf`` for a
+        release that is not private on U, e.g. one that publishes a variable of U exactly).
+
+    Returns
+    -------
+    float
+        The sum, rounded up to the next float if the float sum falls below the exact one
+        (a privacy parameter is never rounded down); ``math.inf`` if any term is infinite.
+        The empty sum is 0 (no release: 0-private on every U).
+    """
+    # epsilons: untrusted (any object); this is its check.
+    if isinstance(epsilons, str | bytes) or not isinstance(epsilons, Iterable):
+        raise ParameterError(f"epsilons must be a list of numbers, got "
+                             f"{type(epsilons).__name__}")
+    exact = Fraction(0)
+    for e in epsilons:
+        if isinstance(e, bool) or not isinstance(e, int | float | Fraction | np.floating
+                                                 | np.integer):
+            raise ParameterError(f"an epsilon must be a number, got {e!r}")
+        if math.isnan(float(e)) or e < 0:
+            raise ParameterError(f"an epsilon must be >= 0, got {e!r}")
+        if math.isinf(float(e)):
+            return math.inf
+        exact += Fraction(e)
+    return _float_up(exact)
+
+
+def _float_up(x: Fraction) -> float:
+    """The least float >= x (x >= 0)."""
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
 @dataclass(frozen=True)
 class AccountedRelease(JSONResult):
-    """One registered release: eps_t-DP (or eps_t-private on V) and reading only ``reads``.
+    """One registered release and what it guarantees.
+
+    Attributes
+    ----------
+    name : str
+        The release's name (unique in its accountant).
+    epsilon : float
+        eps_t > 0, the release's guarantee on ``protected``; ``math.inf`` for an exact release.
+    reads : frozenset of str
+        W_t: the variables the output depends on (it ignores every other variable).
+    protected : frozenset of str
+        U_t: the release is eps_t-private on U_t (every variable for an eps-DP release, [Tan,
+        Prop. 3.5]; the empty set for an exact release, which protects nothing it reads).
+    exact : bool
+        True iff the release publishes what it reads without noise
+        (:meth:`SubsetPrivacyAccountant.register_exact`).
 
     Named ``Release`` before quiltpriv 0.2 (the same name as :class:`quiltpriv.Release`, an
     APMQM release); that name still works, with a :class:`DeprecationWarning`.
@@ -68,22 +128,57 @@ class AccountedRelease(JSONResult):
     name: str
     epsilon: float
     reads: frozenset[str]
+    protected: frozenset[str]
+    exact: bool = False
+
+    def epsilon_on(self, subset: Iterable[str]) -> float:
+        """This release's eps on the protected set U (see :func:`release_subset_epsilon`)."""
+        return release_subset_epsilon(self, subset)
+
+
+def release_subset_epsilon(release: AccountedRelease, subset: Iterable[str]) -> float:
+    """The eps of one release on a protected set U, from [Tan, Props. 3.2, 3.3, 3.5].
+
+    * 0 if U does not meet the variables W_t the release reads (Prop 3.3: its output ignores U);
+    * eps_t if every variable of U that it reads is one of its protected set U_t: two datasets
+      that are neighbours on U give the same output law as two that are neighbours on
+      U and W_t's common variables, a subset of U_t (Prop 3.2); an eps_t-DP release has
+      U_t = V (Prop 3.5), so this covers every U;
+    * ``math.inf`` otherwise: the propositions give no bound, and a release that publishes a
+      variable of U exactly (exact degree totals for U = {degree}) is not private on U at any
+      eps. An exact release is never given a finite eps on a set it reads.
+    """
+    if not isinstance(release, AccountedRelease):
+        raise ParameterError(f"release must be an AccountedRelease, got {type(release).__name__}")
+    if isinstance(subset, str):
+        subset = [subset]
+    elif not isinstance(subset, Iterable):
+        raise QueryError(f"the subset must be a list of variable names, got "
+                         f"{type(subset).__name__}")
+    u = frozenset(str(v) for v in subset)
+    touched = u & release.reads
+    if not touched:
+        return 0.0
+    if touched <= release.protected:
+        return release.epsilon
+    return math.inf
 
 
 @dataclass(frozen=True)
 class SubsetPrivacyTable(JSONResult):
-    """eps per release and in total for each column subset (Table 1 of the paper).
+    """eps per release and in total for each protected set (Table 1 of the paper).
 
     Attributes
     ----------
     columns : tuple of frozenset
-        The subsets U (singletons by default).
+        The protected sets U (singletons by default).
     releases : tuple of str
         Release names, one per row of ``values``.
     values : tuple of tuple of float
-        ``values[r][c]`` = eps of release r on ``columns[c]`` (eps_t or 0).
+        ``values[r][c]`` = eps of release r on ``columns[c]`` (:func:`release_subset_epsilon`:
+        0, eps_t, or ``math.inf`` = not protected).
     totals : tuple of float
-        eps(U) for each column: the sum over releases (an upper bound on the loss).
+        eps(U) for each column: the composition of all releases ([Tan, Prop. 3.4]).
     """
 
     columns: tuple[frozenset[str], ...]
@@ -92,7 +187,11 @@ class SubsetPrivacyTable(JSONResult):
     totals: tuple[float, ...]
 
     def format(self) -> str:
-        """The table as aligned text, last row the composition of all releases."""
+        """The table as aligned text, last row the composition of all releases.
+
+        An infinite eps (a set that some release publishes exactly, or reads without protecting
+        it) is printed as ``inf``: not protected at any eps.
+        """
         heads = ["{" + ", ".join(sorted(c)) + "}" for c in self.columns]
         names = [*self.releases, "all releases"]
         rows = [*self.values, self.totals]
@@ -107,12 +206,18 @@ class SubsetPrivacyTable(JSONResult):
 
 
 class SubsetPrivacyAccountant:
-    """Per-subset privacy accounting over a fixed set of dataset variables (Example 3.6).
+    """Per-subset privacy accounting over a fixed set of dataset variables ([Tan, Ex. 3.6]).
 
-    Each release t is eps_t-DP and depends only on the variables it reads (W_t). By Props
-    3.3-3.5 it is eps_t-private on every U that meets W_t and 0-private on every U that does
-    not; by composition (Prop 3.4) all releases together are eps(U)-private on U with
-    eps(U) = sum of eps_t over the releases whose W_t meets U. This is an upper bound.
+    Each release t reads the variables W_t (its output ignores every other variable) and is
+    eps_t-private on a protected set U_t: an eps_t-DP release (:meth:`register` without
+    ``protected``) is eps_t-private on every set (Prop 3.5); a release such as [Tan, Alg. 1]
+    is eps_t-private on the variables it protects and publishes the others it reads exactly
+    (``protected=``); an exact release (:meth:`register_exact`) protects nothing it reads. Its
+    eps on a protected set U is :func:`release_subset_epsilon` (0, eps_t or infinite), and all
+    releases together are eps(U)-private on U with eps(U) the sum over releases
+    (:func:`compose_subset_epsilons`, Prop 3.4), infinite as soon as one release is not
+    private on U. These are upper bounds (the propositions), never a finite figure for a set
+    some release publishes exactly.
 
     Parameters
     ----------
@@ -141,6 +246,9 @@ class SubsetPrivacyAccountant:
         return tuple(self._releases)
 
     def _subset(self, subset: Iterable[str] | str, what: str) -> frozenset[str]:
+        if not isinstance(subset, str) and not isinstance(subset, Iterable):
+            raise QueryError(f"{what} must be a variable name or a list of them, got "
+                             f"{type(subset).__name__}")
         items = frozenset([subset] if isinstance(subset, str) else (str(v) for v in subset))
         unknown = sorted(items - set(self._variables))
         if unknown:
@@ -148,31 +256,66 @@ class SubsetPrivacyAccountant:
                              f"the dataset variables are {list(self._variables)}")
         return items
 
-    def register(self, name: str, epsilon: float, reads: Iterable[str]) -> AccountedRelease:
-        """Record a release that is ``epsilon``-DP and reads only the variables ``reads``."""
-        if any(r.name == name for r in self._releases):
-            raise ParameterError(f"a release named {name!r} is already registered")
-        eps = check_positive(epsilon, f"epsilon of release {name!r}", allow_zero=True)
-        release = AccountedRelease(str(name), eps, self._subset(reads, f"release {name!r}"))
+    def _add(self, release: AccountedRelease) -> AccountedRelease:
+        if any(r.name == release.name for r in self._releases):
+            raise ParameterError(f"a release named {release.name!r} is already registered")
+        if not release.reads:
+            raise ParameterError(f"release {release.name!r} reads no variable; a release that "
+                                 "reads nothing costs nothing and need not be registered")
         self._releases.append(release)
         return release
 
+    def register(self, name: str, epsilon: float, reads: Iterable[str], *,
+                 protected: Iterable[str] | None = None) -> AccountedRelease:
+        """Record a release that reads only ``reads`` and is ``epsilon``-private on ``protected``.
+
+        Parameters
+        ----------
+        name : str
+            A name unique in this accountant.
+        epsilon : float
+            eps_t > 0 (finite). An exact release has no finite eps: use :meth:`register_exact`.
+        reads : iterable of str
+            W_t, every variable the output depends on, the exactly published ones included.
+        protected : iterable of str, optional
+            U_t. Default: every variable, i.e. the release is eps_t-DP ([Tan, Prop. 3.5]). For
+            [Tan, Alg. 1] on a U_1 x V_1 table, ``reads=[U_1, V_1], protected=[U_1]``: its V_1
+            totals are exact, so it is not private on any set containing V_1.
+        """
+        name = str(name)
+        eps = check_epsilon(epsilon, f"epsilon of release {name!r}")
+        w = self._subset(reads, f"release {name!r}")
+        u = frozenset(self._variables) if protected is None else \
+            self._subset(protected, f"the protected set of release {name!r}")
+        return self._add(AccountedRelease(name, eps, w, u, exact=False))
+
+    def register_exact(self, name: str, reads: Iterable[str]) -> AccountedRelease:
+        """Record a release that publishes a function of ``reads`` without noise.
+
+        It is 0-private on every set it does not read ([Tan, Prop. 3.3]) and not private at
+        any eps (infinite) on every set that meets ``reads``.
+        """
+        name = str(name)
+        w = self._subset(reads, f"release {name!r}")
+        return self._add(AccountedRelease(name, math.inf, w, frozenset(), exact=True))
+
     def release_epsilons(self, subset: Iterable[str] | str) -> dict[str, float]:
-        """eps of each release on U: eps_t if it reads a variable of U, else 0 (Prop 3.3)."""
+        """eps of each release on U (:func:`release_subset_epsilon`: 0, eps_t or inf)."""
         u = self._subset(subset, "the subset")
-        return {r.name: (r.epsilon if r.reads & u else 0.0) for r in self._releases}
+        return {r.name: release_subset_epsilon(r, u) for r in self._releases}
 
     def epsilon(self, subset: Iterable[str] | str) -> float:
-        """eps(U): the composed privacy parameter of all releases on U (an upper bound)."""
-        return math.fsum(self.release_epsilons(subset).values())
+        """eps(U): all releases composed on U ([Tan, Prop. 3.4]); inf = not protected."""
+        return compose_subset_epsilons(self.release_epsilons(subset).values())
 
     def table(self, subsets: Iterable[Iterable[str] | str] | None = None) -> SubsetPrivacyTable:
         """The per-release and total eps on each subset (default: each single variable)."""
         cols = [frozenset([v]) for v in self._variables] if subsets is None else \
             [self._subset(s, "a subset") for s in subsets]
-        values = tuple(tuple((r.epsilon if r.reads & c else 0.0) for c in cols)
+        values = tuple(tuple(release_subset_epsilon(r, c) for c in cols)
                        for r in self._releases)
-        totals = tuple(math.fsum(row[k] for row in values) for k in range(len(cols)))
+        totals = tuple(compose_subset_epsilons(row[k] for row in values)
+                       for k in range(len(cols)))
         return SubsetPrivacyTable(tuple(cols), tuple(r.name for r in self._releases), values,
                                   totals)
 

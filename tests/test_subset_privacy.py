@@ -6,6 +6,7 @@ import argparse
 import itertools
 import math
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
 from quiltpriv.subset_privacy import (
     SubsetPrivacyAccountant,
     cell_moments,
+    compose_subset_epsilons,
     consistent_count_table,
     pair_matrix,
     two_sided_geometric_pmf,
@@ -76,6 +78,92 @@ def test_accountant_is_monotone_and_subadditive():
     assert acc.epsilon(vs) == 3.25  # every release reads something: the plain DP total
 
 
+def brute_release_epsilon(reads, protected, exact, eps, u):
+    """Definition 2.2 by brute force on a model release over binary variables.
+
+    The release publishes one record's values on ``reads``: each variable in ``protected``
+    through randomised response at eps / |protected| (so the release is eps-private on
+    ``protected``), every other one exactly (all of them if ``exact``). Returns the largest
+    log-ratio of output probabilities over records that agree outside U.
+    """
+    names = sorted(reads)
+    share = eps / max(1, len(protected))
+    keep = math.exp(share) / (1 + math.exp(share))
+    best = 0.0
+    for a in itertools.product((0, 1), repeat=len(names)):
+        for b in itertools.product((0, 1), repeat=len(names)):
+            if any(x != y and v not in u for v, x, y in zip(names, a, b, strict=True)):
+                continue  # not neighbours on U
+            for out in itertools.product((0, 1), repeat=len(names)):
+                pa = pb = 1.0
+                for v, x, y, o in zip(names, a, b, out, strict=True):
+                    if v in protected and not exact:
+                        pa *= keep if o == x else 1 - keep
+                        pb *= keep if o == y else 1 - keep
+                    else:
+                        pa *= 1.0 if o == x else 0.0
+                        pb *= 1.0 if o == y else 0.0
+                if pa > 0 and pb == 0:
+                    return math.inf
+                if pa > 0:
+                    best = max(best, math.log(pa / pb))
+    return best
+
+
+def test_release_epsilons_agree_with_the_definition_by_brute_force():
+    vs = ["a", "b", "c"]
+    subsets = [set(s) for r in range(4) for s in itertools.combinations(vs, r)]
+    cases = [(["a", "b"], ["a", "b", "c"], False), (["a", "b"], ["a"], False),
+             (["b"], [], True), (["a", "c"], ["c"], False), (["a", "b", "c"], ["b", "c"], False)]
+    for reads, protected, exact in cases:
+        acc = SubsetPrivacyAccountant(vs)
+        rel = (acc.register_exact("r", reads) if exact else
+               acc.register("r", 0.75, reads, protected=protected))
+        for u in subsets:
+            brute = brute_release_epsilon(set(reads), set(protected) & set(reads), exact, 0.75, u)
+            got = acc.epsilon(u)
+            assert got == rel.epsilon_on(u)
+            # infinite exactly when the definition says so, zero exactly when the output
+            # ignores U, otherwise a finite upper bound (eps_t)
+            assert math.isinf(got) == math.isinf(brute), (reads, protected, u)
+            assert (got == 0) == (brute == 0), (reads, protected, u)
+            if math.isfinite(got):
+                assert brute <= got + 1e-12 and got in (0.0, 0.75)
+
+
+def test_exact_releases_are_never_finite():
+    # [Tan, Alg. 1] on degree x income: private on {income}, exact degree totals
+    acc = SubsetPrivacyAccountant(["degree", "income", "age"])
+    acc.register("alg1", 1.0, ["degree", "income"], protected=["income"])
+    acc.register_exact("degree totals", ["degree"])
+    acc.register("age x degree", 0.5, ["age", "degree"])
+    assert acc.release_epsilons("degree") == {"alg1": math.inf, "degree totals": math.inf,
+                                              "age x degree": 0.5}
+    assert math.isinf(acc.epsilon("degree"))
+    assert math.isinf(acc.epsilon(["degree", "income"]))
+    assert acc.epsilon("income") == 1.0
+    assert acc.epsilon("age") == 0.5
+    assert acc.epsilon(["age", "income"]) == 1.5
+    t = acc.table()
+    assert t.totals[0] == math.inf and "inf" in t.format().splitlines()[-1]
+    assert t.to_dict()["totals"][0] == "inf"
+    assert acc.releases[1].exact and acc.releases[1].protected == frozenset()
+
+
+def test_compose_subset_epsilons_rounds_up_and_handles_inf():
+    assert compose_subset_epsilons([]) == 0.0
+    assert compose_subset_epsilons([1, 2, 0]) == 3.0
+    assert math.isinf(compose_subset_epsilons([0.5, math.inf]))
+    vals = [0.1] * 10
+    total = compose_subset_epsilons(vals)
+    assert Fraction(total) >= sum(Fraction(v) for v in vals)
+    assert total == math.nextafter(1.0, 2) or Fraction(total) == sum(Fraction(v) for v in vals)
+    with pytest.raises(ParameterError):
+        compose_subset_epsilons([-1.0])
+    with pytest.raises(ParameterError):
+        compose_subset_epsilons([math.nan])
+
+
 def test_accountant_errors():
     acc = example_3_6()
     with pytest.raises(QueryError, match="unknown variables \\['income'\\]"):
@@ -86,6 +174,15 @@ def test_accountant_errors():
         acc.register("Table A", 1, ["age"])
     with pytest.raises(ParameterError, match="epsilon of release"):
         acc.register("F", -1, ["age"])
+    # an exact release has no finite eps: "epsilon 0" is refused, register_exact is the way
+    with pytest.raises(ParameterError, match="epsilon of release"):
+        acc.register("G", 0, ["age"])
+    with pytest.raises(ParameterError, match="epsilon of release"):
+        acc.register("G", math.inf, ["age"])
+    with pytest.raises(QueryError, match="protected set of release 'H'"):
+        acc.register("H", 1, ["age"], protected=["income"])
+    with pytest.raises(ParameterError, match="reads no variable"):
+        acc.register_exact("I", [])
     with pytest.raises(ParameterError, match="not distinct"):
         SubsetPrivacyAccountant(["a", "a"])
 

@@ -198,28 +198,34 @@ def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float = 0.0) -
 
 
 def probabilistic_epsilon(p: ArrayLike, q: ArrayLike, delta: float) -> float:
-    """The smallest eps >= 0 of probabilistic DP for one ordered pair (Definition 13).
+    """The smallest eps >= 0 of probabilistic DP for one pair of output laws (Definition 13).
 
-    There must be an output set Omega with p(Omega) <= delta and q(Omega) <= delta such that
-    p(y) <= e^eps q(y) outside Omega. For a given eps the best Omega is the set of violating
-    outputs {p > e^eps q}, which grows as eps falls; so eps is the ratio at which the set of
-    excluded top-ratio outputs (whole tie groups) would exceed delta under p or q.
+    There must be ONE output set Omega with p(Omega) <= delta and q(Omega) <= delta such that
+    outside Omega both p(R) <= e^eps q(R) and q(R) <= e^eps p(R) (the definition constrains
+    Omega's mass under both laws, so one set serves both directions; choosing a set per
+    direction would allow up to 2 delta of unbounded outputs and can report 0 where the
+    answer is ln 2). This is the safe reading: it is never below the per-direction values,
+    and it is symmetric in p and q.
+
+    For a given eps the least Omega is the set of outputs with |ln p(y)/q(y)| > eps, which
+    grows as eps falls; so eps is the log-ratio at which excluding the outputs of largest
+    |log-ratio| (whole tie groups) would exceed delta under p or q.
     """
     a, b = _output_pair(p, q)
     d = _delta(delta)
-    pos = a > 0
-    a, b = a[pos], b[pos]
-    ratio = np.full(a.size, math.inf)
-    np.divide(a, b, out=ratio, where=b > 0)
-    levels = np.unique(ratio)[::-1]  # distinct ratios, largest first
+    keep = (a > 0) | (b > 0)
+    a, b = a[keep], b[keep]
+    level = np.full(a.size, math.inf)  # max(p/q, q/p) >= 1; inf where one law is 0
+    both = (a > 0) & (b > 0)
+    level[both] = np.maximum(a[both] / b[both], b[both] / a[both])
     cum_p = cum_q = 0.0
-    for level in levels:
-        group = ratio == level
+    for lv in np.unique(level)[::-1]:  # distinct levels, largest first
+        group = level == lv
         cum_p += float(a[group].sum())
         cum_q += float(b[group].sum())
         if cum_p > d or cum_q > d:
-            # this tie group cannot all go into Omega: eps must cover its ratio
-            return max(0.0, math.log(level)) if level > 0 else 0.0
+            # this tie group cannot all go into Omega: eps must cover its log-ratio
+            return max(0.0, math.log(lv))
     return 0.0
 
 
@@ -311,8 +317,9 @@ def pdistp_epsilon(mechanism: ArrayLike, pairs: Sequence[tuple[object, object]],
                    delta: float, *, symmetric: bool = True) -> DistributionPrivacy:
     """Smallest eps for which ``mechanism`` is (eps, delta)-PDistP on ``pairs`` (Definition 13).
 
-    PDistP implies DistP with the same (eps, delta), so this is never below
-    :func:`distp_epsilon` at the same delta.
+    One excluded set Omega per pair serves both directions (:func:`probabilistic_epsilon`, the
+    safe reading of the definition). PDistP implies DistP with the same (eps, delta), so this
+    is never below :func:`distp_epsilon` at the same delta.
     """
     a = _mechanism(mechanism)
     d = _delta(delta)

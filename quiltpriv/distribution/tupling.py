@@ -276,8 +276,11 @@ class TuplingExactPrivacy(JSONResult):
 
 
 def _pdistp_delta(p: np.ndarray, q: np.ndarray, eps: float) -> float:
+    # Definition 13: one excluded set for both directions, the outputs whose likelihood ratio
+    # leaves [e^-eps, e^eps]; delta is its larger mass.
+    t = math.exp(eps)
     with np.errstate(divide="ignore", invalid="ignore"):
-        violating = p > math.exp(eps) * q
+        violating = (p > t * q) | (q > t * p)
     return float(max(p[violating].sum(), q[violating].sum()))
 
 

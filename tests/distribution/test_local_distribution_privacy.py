@@ -139,7 +139,29 @@ def brute_max_divergence(p, q, delta):
     return best
 
 
-def brute_probabilistic(p, q, delta):
+def brute_probabilistic(p, q, delta, *, one_set=True):
+    """Definition 13 by search over every excluded set Omega; one_set=False is the unsafe
+    reading (a set per direction), kept to show what it would report."""
+    if not one_set:
+        return max(brute_probabilistic_one_direction(p, q, delta),
+                   brute_probabilistic_one_direction(q, p, delta))
+    best = math.inf
+    n = len(p)
+    for r in range(n + 1):
+        for omega in itertools.combinations(range(n), r):
+            o = list(omega)
+            if p[o].sum() > delta or q[o].sum() > delta:
+                continue
+            e = 0.0
+            for y in range(n):
+                if y in omega or (p[y] == 0 and q[y] == 0):
+                    continue
+                e = max(e, math.inf if p[y] == 0 or q[y] == 0 else abs(math.log(p[y] / q[y])))
+            best = min(best, e)
+    return best
+
+
+def brute_probabilistic_one_direction(p, q, delta):
     best = math.inf
     n = len(p)
     for r in range(n + 1):
@@ -181,8 +203,23 @@ def test_probabilistic_epsilon_matches_brute_force():
             assert math.isinf(exact)
         else:
             assert exact == pytest.approx(brute, abs=1e-12)
-        # PDistP implies DistP at the same (eps, delta)
+        # PDistP implies DistP at the same (eps, delta); one set for both directions is
+        # symmetric and never below the per-direction reading
         assert approximate_max_divergence(p, q, delta) <= exact + 1e-12
+        assert probabilistic_epsilon(q, p, delta) == exact
+        assert brute_probabilistic(p, q, delta, one_set=False) <= exact + 1e-12
+
+
+def test_probabilistic_epsilon_one_excluded_set_for_both_directions():
+    # Each direction alone can exclude its one violating output (mass 0.2 and 0.1 <= delta
+    # under both laws), but one set must exclude both (mass 0.3 > delta): eps = ln 2, not 0.
+    p, q = np.array([0.2, 0.1, 0.7]), np.array([0.1, 0.2, 0.7])
+    assert brute_probabilistic(p, q, 0.2, one_set=False) == 0.0
+    assert brute_probabilistic(p, q, 0.2) == pytest.approx(math.log(2), abs=1e-15)
+    assert probabilistic_epsilon(p, q, 0.2) == pytest.approx(math.log(2), abs=1e-15)
+    a = np.array([[0.2, 0.1, 0.7], [0.1, 0.2, 0.7]])  # identity lifting of point masses
+    res = pdistp_epsilon(a, [([1, 0], [0, 1])], 0.2)
+    assert res.epsilon == pytest.approx(math.log(2), abs=1e-15)
 
 
 def test_f_divergences_known_values():
