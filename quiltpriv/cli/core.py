@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from quiltpriv.cli import EXIT_INTERRUPTED
@@ -218,16 +218,22 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
     nothing.
     """
     import sys
+    import warnings
+
+    from quiltpriv.errors import PrivateModelWarning
 
     if query is None:
         query = query_from_args(args)  # before the model: cheap checks first
     theta = theta_from_args(args)
     sensitive = sensitive_from_args(args)
-    p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
-             n_jobs=getattr(args, "jobs", None),
-             progress=len(sensitive) > 1 and sys.stderr.isatty(),
-             inference=getattr(args, "inference", "auto"),
-             list_sets={"yes": True, "no": False}.get(getattr(args, "list_sets", "auto")))
+    with warnings.catch_warnings():
+        # Said by the command itself (plan: print_warnings; release: the record's warnings).
+        warnings.simplefilter("ignore", PrivateModelWarning)
+        p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
+                 n_jobs=getattr(args, "jobs", None),
+                 progress=len(sensitive) > 1 and sys.stderr.isatty(),
+                 inference=getattr(args, "inference", "auto"),
+                 list_sets={"yes": True, "no": False}.get(getattr(args, "list_sets", "auto")))
     if was_interrupted(p) and not partial_ok:
         raise KeyboardInterrupt
     return theta, query, p
@@ -237,12 +243,22 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     import sys
 
     _, _, p = _plan_from_args(args, partial_ok=True)
+    print_warnings(p.warnings)
     emit(p.to_json() if args.json else p.explain(), args.output)
     if was_interrupted(p):
         print("quiltpriv: interrupted: the plan given is the best found so far (valid, not "
               "proven optimal)", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
+
+
+def print_warnings(texts: Iterable[str]) -> None:
+    """Each text as one line ``quiltpriv: warning: ...`` on stderr (a plan's warnings: no
+    noise, a Theta learned from private data)."""
+    import sys
+
+    for text in texts:
+        print(f"quiltpriv: warning: {text}", file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ import json
 
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.composition import Composition, compositions_by_data
-from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify
+from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify, warning_lines
 
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
@@ -30,6 +30,8 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
                          allow_nan=False, indent=2))
         return 0
     print(table(entries))
+    for line in warning_lines(entries):
+        print(line)
     print()
     print(head.explain())
     for c in comps:

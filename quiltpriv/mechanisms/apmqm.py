@@ -394,6 +394,16 @@ class Plan:
         return max(self.sensitive, key=lambda sp: sp.scale)
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a release of this plan would not protect, in plain words: no noise (an exact
+        value), or a Theta learned from data not declared public
+        (:func:`quiltpriv.releases.records.release_warnings`)."""
+        from quiltpriv.releases.records import release_warnings
+
+        return tuple(release_warnings(scale=self.scale, kind=GUARANTEE_KIND,
+                                      provenance=self.provenance, table_sha256=None))
+
+    @property
     def sampler_sensitivity(self) -> float:
         """The sensitivity a release gives the noise sampler: the least positive
         ``Delta_{A&N}`` of the plan (0 if none); the grid's snapping is paid against it."""
@@ -483,6 +493,8 @@ class Plan:
             lines.append(f"{sp.node}: {sp.explanation}")
         for note in self.notes:
             lines.append(f"note: {note}")
+        for warning in self.warnings:
+            lines.append(f"warning: {warning}")
         if not self.verified:
             lines.append(UNVERIFIED_NOTE)
         return "\n".join(lines)
@@ -1772,6 +1784,7 @@ def plan(
     from quiltpriv.model.provenance import provenance_dict, state_problems
 
     notes.extend(state_problems(theta))
+    _warn_private_model(theta)
     attrs_set = frozenset(query.attributes)
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
@@ -1780,6 +1793,19 @@ def plan(
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))
+
+
+def _warn_private_model(theta: Theta) -> None:
+    """Warn (:class:`~quiltpriv.errors.PrivateModelWarning`) when Theta was learned from data
+    not declared public: its parameters go, without noise, into the plan."""
+    import warnings
+
+    from quiltpriv.errors import PrivateModelWarning
+    from quiltpriv.releases.records import learned_from
+
+    why = learned_from(theta.provenance)
+    if why is not None:
+        warnings.warn(why, PrivateModelWarning, stacklevel=3)
 
 
 def _trusted(p: Plan) -> Plan:

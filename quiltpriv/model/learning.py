@@ -456,6 +456,7 @@ def learn_theta(
     n_bootstrap: int = 0,
     seed: int = 0,
     name: str = "learned",
+    data_public: bool = False,
 ) -> Theta:
     """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
 
@@ -494,6 +495,13 @@ def learn_theta(
         Seeds the bootstrap (structure learning itself is deterministic).
     name : str
         The point estimate's member name.
+    data_public : bool
+        Declare that ``data`` are public (or earlier data that are not the data to be
+        protected). Recorded in the provenance; when false (the default), every plan made with
+        this Theta and every release warns (:class:`~quiltpriv.errors.PrivateModelWarning`):
+        Theta's tables, and bins at the data's quantiles, were read off ``data`` without noise
+        and are printed in plans and release records. A release on the very data Theta was
+        learned from warns whatever this says.
 
     Returns
     -------
@@ -508,6 +516,8 @@ def learn_theta(
         contradictory edges.
     """
     data = _check_frame(data, "the data")
+    if not isinstance(data_public, bool):
+        raise ParameterError(f"data_public must be True or False, got {data_public!r}")
     params = _check_parameters(parameters)
     ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
                                  equivalent_sample_size, significance_level)
@@ -542,7 +552,7 @@ def learn_theta(
                               parents_order=parents_order)
     return theta.with_provenance(_provenance(
         digest, data, table, population, binning, method, score, ess, max_indegree, max_iter,
-        alpha, required, forbidden, edges, n_bootstrap, seed))
+        alpha, required, forbidden, edges, n_bootstrap, seed, data_public))
 
 
 def _check_settings(method: object, score: object, max_indegree: int, max_iter: int,
@@ -599,7 +609,8 @@ def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population
                 binning: Mapping[str, Bins], method: LearningMethod, score: Score, ess: float,
                 max_indegree: int, max_iter: int, alpha: float,
                 required: list[tuple[str, str]], forbidden: list[tuple[str, str]],
-                edges: list[tuple[str, str]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+                edges: list[tuple[str, str]], n_bootstrap: int, seed: int,
+                data_public: bool) -> dict[str, Any]:
     from quiltpriv.utils.progress import quiet_tqdm_auto
 
     quiet_tqdm_auto()
@@ -620,6 +631,7 @@ def _provenance(digest: str, data: pd.DataFrame, table: pd.DataFrame, population
     return {
         "source": "learned",
         "data_sha256": digest,
+        "data_public": data_public,
         "data_rows": len(data),
         "data_layout": "records" if population is not None else "populations",
         "population_column": population,

@@ -589,3 +589,21 @@ def table(entries: Sequence[LedgerEntry]) -> str:
                      _value_text(r.get("value")), src,
                      str(data.get("sha256", "-"))[:12], str(data.get("rows", "-"))))
     return "\n".join(text_table(header, rows))
+
+
+def warning_lines(entries: Sequence[LedgerEntry]) -> list[str]:
+    """One line per warning a record carries (``#k: warning: ...``): a release without noise,
+    a Theta learned from private data. Records written before format 3 carry none, so a
+    release without noise (noise source ``none``) is said from its noise source."""
+    from quiltpriv.releases.records import ZERO_NOISE_MESSAGE
+
+    out = []
+    for e in entries:
+        said = e.record.get("warnings")
+        texts = [w for w in said if isinstance(w, str)] if isinstance(said, list) else []
+        noise = e.record.get("noise")
+        if not texts and isinstance(noise, Mapping) and noise.get("source") == "none" and \
+                (e.record.get("guarantee") or {}).get("kind") != "differential privacy (group)":
+            texts = [ZERO_NOISE_MESSAGE]
+        out += [f"#{e.seq}: warning: {w}" for w in texts]
+    return out

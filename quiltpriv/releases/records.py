@@ -54,8 +54,8 @@ READABLE_FORMATS = ("quiltpriv-release/1", "quiltpriv-release/2", RELEASE_FORMAT
 MAX_DATASET_NAME = 200
 
 #: What a release without noise protects, in the words plan, release, ledger and report use.
-ZERO_NOISE_MESSAGE = ("no noise was added: exact value; protects only the declared states of "
-                      "the sensitive attributes; no record-level privacy")
+ZERO_NOISE_MESSAGE = ("no noise: exact value; protects only the declared states of the "
+                      "sensitive attributes; no record-level privacy")
 
 #: The warning of a release with seeded noise (the command line prints the same words).
 SEEDED_MESSAGE = ("seeded noise is reproducible and NOT secure; use it only for experiments")

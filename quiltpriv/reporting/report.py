@@ -328,7 +328,8 @@ def _cpd_summary(theta: Theta) -> list[dict[str, Any]]:
     return rows
 
 
-def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None = None,
+def audit_report(theta: Theta, query: Query, plan: Plan,
+                 release: Release | Mapping[str, Any] | None = None,
                  model_files: Iterable[str | os.PathLike[str]] | None = None) -> Report:
     """Build the audit report of an APMQM plan (and of its release, if given).
 
@@ -342,9 +343,10 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
         The output of :func:`quiltpriv.plan` ([ZOC22, Alg. 3]). A plan read from a file is
         verified against ``theta`` and ``query`` first
         (:func:`quiltpriv.mechanisms.verification.verify_plan`).
-    release : Release, optional
-        A release made with ``plan``; its record is included (value, scale, sampler, secure,
-        seed).
+    release : Release or release record (mapping), optional
+        A release made with ``plan``, or its saved record (``Release.to_dict()``, what
+        ``quiltpriv release -o`` writes, or a ledger entry's record): included as published
+        (value, scale, sampler, secure, seed, warnings). The report never draws noise.
     model_files : iterable of path, optional
         Files the model was read from; their SHA-256 is recorded next to the fingerprint.
 
@@ -372,10 +374,14 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
     if why is not None:
         raise QueryError(f"the plan was made for another query: {why}")
     if release is not None:
-        if not isinstance(release, Release):
-            raise ParameterError(f"release must be a quiltpriv Release, got "
+        if isinstance(release, Release):
+            made_with = release.plan.to_dict()
+        elif isinstance(release, Mapping):
+            made_with = _record_plan(release)
+        else:
+            raise ParameterError(f"release must be a quiltpriv Release or its record, got "
                                  f"{type(release).__name__}")
-        if release.plan.to_dict() != plan.to_dict():
+        if made_with != plan.to_dict():
             raise ParameterError("the release was made with another plan")
     files = [{"path": str(p), "sha256": _sha256_file(p)} for p in (model_files or ())]
     eps = plan.epsilon
@@ -422,13 +428,31 @@ def audit_report(theta: Theta, query: Query, plan: Plan, release: Release | None
         "sensitive": sensitive, "notes": list(plan.notes), "plan": _jsonable(plan.to_dict()),
         "release": None if release is None else _release_record(release),
     }
+    # What the release does not protect (no noise; Theta learned from private data), in the
+    # words of the plan and of the release record.
+    data["warnings"] = list(dict.fromkeys([*plan.warnings, *(
+        (data["release"] or {}).get("warnings") or [])]))
     page = _page(theta, data, sections, release)
     # Serialised now so that a value JSON cannot hold fails here, before anything is written.
     return Report(page, json.dumps(data, allow_nan=False, ensure_ascii=False))
 
 
-def _release_record(r: Release) -> dict[str, Any]:
-    d = r.to_dict()
+def _record_plan(record: Mapping[str, Any]) -> Any:
+    """The plan a saved APMQM release record holds, refusing any other record."""
+    from quiltpriv.releases.records import READABLE_FORMATS
+
+    if record.get("format") not in READABLE_FORMATS:
+        raise ParameterError(f"not a release record (format {record.get('format')!r}; "
+                             f"expected {' or '.join(READABLE_FORMATS)})")
+    if record.get("mechanism", "APMQM") != "APMQM" or not isinstance(record.get("plan"),
+                                                                     Mapping):
+        raise ParameterError(f"the audit report covers APMQM releases; this record is a "
+                             f"{record.get('mechanism')!r} release")
+    return dict(record["plan"])
+
+
+def _release_record(r: Release | Mapping[str, Any]) -> dict[str, Any]:
+    d = r.to_dict() if isinstance(r, Release) else json.loads(json.dumps(dict(r)))
     d.pop("plan")  # the plan is in the report already
     return _jsonable(d)
 
@@ -481,7 +505,7 @@ def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candi
 
 
 def _page(theta: Theta, data: dict[str, Any], sections: list[str],
-          release: Release | None) -> str:
+          release: Release | Mapping[str, Any] | None) -> str:
     m = data["model"]
     files = "".join(f"<li><code>{_e(f['path'])}</code> sha256 "
                     f"<code class=\"hash\">{_e(f['sha256'])}</code></li>" for f in m["files"])
@@ -500,6 +524,7 @@ def _page(theta: Theta, data: dict[str, Any], sections: list[str],
                        _e(_fmt(float(data["delta_A"])) if not isinstance(data["delta_A"], str)
                           else data["delta_A"])))
     notes = "".join(f"<li>{_e(n)}</li>" for n in data["notes"])
+    notes += "".join(f"<li><b>warning:</b> {_e(w)}</li>" for w in data["warnings"])
     summary = _kv_table([
         ("mechanism", "APMQM ([ZOC22, Alg. 3])"),
         ("\u03b5", _e(f"{data['epsilon']:g}")),

@@ -5,6 +5,7 @@ results whose conditions the records meet, and the budget."""
 from __future__ import annotations
 
 import itertools
+import json
 import warnings
 
 import numpy as np
@@ -149,3 +150,147 @@ def test_a_declared_data_set_name_joins_releases_and_other_tables_stay_apart(tmp
     cap = capsys.readouterr()
     assert cap.out == "" and "dataset must be a printable name" in cap.err
     assert ledger.verify(path).count == 3  # nothing written
+
+
+# -- hole 3: reports never draw outside the ledger --------------------------------------------
+
+
+def _report_args(csv=None):
+    args = ["report", "student", "--sensitive", "income", "--attributes", "height,sat",
+            "--records", "3", "--epsilon", "1", "--where", "height > 66 and sat > 1300"]
+    return args + (["--data", str(csv)] if csv else [])
+
+
+def test_a_report_without_a_ledger_entry_is_refused_or_recorded(tmp_path, capsys):
+    csv, path = _csv(tmp_path), tmp_path / "l.db"
+    out = tmp_path / "r.html"
+    # --data without --ledger: refused before any work, nothing written, nothing drawn
+    assert main([*_report_args(csv), "-o", str(out)]) == 2
+    cap = capsys.readouterr()
+    assert "give --ledger PATH" in cap.err and len(cap.err.splitlines()) == 1
+    assert not out.exists() and not path.exists()
+    # a release made and saved with 'release -o', then reported from its record
+    rec_file = tmp_path / "first.json"
+    assert main(["release", *_report_args(csv)[1:], "--ledger", str(path), "-o",
+                 str(rec_file)]) == 0
+    published = json.loads(rec_file.read_text())
+    assert main([*_report_args(), "--record", str(rec_file), "-o", str(out)]) == 0
+    shown = json.loads(out.with_suffix(".json").read_text())["release"]
+    assert shown["value"] == published["value"] and shown["timestamp"] == published["timestamp"]
+    # ... or from its ledger entry: the same value, nothing drawn
+    assert main([*_report_args(), "--ledger", str(path), "--entry", "0", "-o", str(out)]) == 0
+    assert json.loads(out.with_suffix(".json").read_text())["release"]["value"] == \
+        published["value"]
+    assert ledger.verify(path).count == 1
+    # --data with --ledger draws through the ledger: the entry holds the value shown
+    records.forget_releases()
+    assert _quiet(main, [*_report_args(csv), "--ledger", str(path), "-o", str(out)]) == 0
+    entries, _ = ledger.read(path)
+    assert len(entries) == 2
+    assert json.loads(out.with_suffix(".json").read_text())["release"]["timestamp"] == \
+        entries[1].record["timestamp"]
+    capsys.readouterr()
+    for bad, why in ((["--entry", "0"], "--entry K shows entry K of --ledger"),
+                     (["--ledger", str(path)], "give --entry K"),
+                     (["--ledger", str(path), "--entry", "7"], "no entry 7"),
+                     (["--record", str(csv)], "not valid JSON"),
+                     (["--record", str(rec_file), "--ledger", str(path)], "without --data")):
+        assert main([*_report_args(), *bad, "-o", str(out)]) == 2, bad
+        assert why in capsys.readouterr().err, bad
+    # a record made with another plan (epsilon 0.5) is refused
+    other = dict(published)
+    other["plan"] = dict(published["plan"], epsilon=0.5)
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert main([*_report_args(), "--record", str(tmp_path / "other.json"), "-o",
+                 str(out)]) == 2
+
+
+# -- hole 4: a release without noise says so --------------------------------------------------
+
+ZERO = records.ZERO_NOISE_MESSAGE
+
+
+def test_a_zero_noise_release_warns_on_the_cli_and_in_the_record(tmp_path, capsys):
+    assert ZERO == ("no noise: exact value; protects only the declared states of the "
+                    "sensitive attributes; no record-level privacy")
+    csv, path = _csv(tmp_path), tmp_path / "l.db"
+    args = ["student", "--sensitive", "income", "--attributes", "height", "--records", "3",
+            "--epsilon", "1", "--where", "height > 66"]  # income's quilt {height}: no noise
+    assert main(["plan", *args]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == f"quiltpriv: warning: {ZERO}\n" and f"warning: {ZERO}" in cap.out
+    assert main(["release", *args, "--data", str(csv), "--ledger", str(path)]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == f"quiltpriv: warning: {ZERO}\n"
+    rec = json.loads(cap.out)
+    assert rec["calibration"]["scale"] == 0 and rec["warnings"] == [ZERO]
+    assert main(["ledger", "show", str(path)]) == 0
+    assert f"#0: warning: {ZERO}" in capsys.readouterr().out
+    (tmp_path / "r.json").write_text(json.dumps(rec))
+    out = tmp_path / "rep.html"
+    assert main(["report", *args, "--record", str(tmp_path / "r.json"), "-o", str(out)]) == 0
+    assert ZERO in out.read_text() and \
+        json.loads(out.with_suffix(".json").read_text())["warnings"] == [ZERO]
+    # from Python: a ZeroNoiseWarning, and the record carries it
+    theta = qp.load_model("student")
+    q = qp.CountQuery(["height"], 3, where="height > 66")
+    p = qp.plan(theta, q, "income", 1.0)
+    assert p.scale == 0 and p.warnings == (ZERO,)
+    with pytest.warns(qp.errors.ZeroNoiseWarning, match="no record-level privacy"):
+        r = qp.release(p, q, pd.read_csv(csv))
+    assert r.to_dict()["warnings"] == [ZERO]
+    # a release with noise says nothing of the kind
+    noisy = qp.plan(theta, qp.CountQuery(["sat"], 3, where="sat > 1300"), "income", 1.0)
+    assert noisy.scale > 0 and noisy.warnings == () and "warning:" not in noisy.explain()
+
+
+# -- hole 5: a Theta learned from the data it protects ----------------------------------------
+
+
+def _populations(seed=0, n=14):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.05, 0.95, n).round(3)
+    return pd.DataFrame({"a": a, "b": np.clip(a + rng.normal(0, 0.1, n), 0, 1).round(3)})
+
+
+def test_a_theta_learned_from_the_released_data_warns(tmp_path, capsys):
+    pytest.importorskip("pgmpy")
+    from quiltpriv.errors import PrivateModelWarning
+
+    private = _populations()
+    q = qp.CountQuery(["b"], len(private), where="b > 0.5")
+    theta = qp.learn_theta(private, {"a": "share", "b": "share"}, quantiles=2)
+    assert theta.provenance["data_public"] is False
+    with pytest.warns(PrivateModelWarning, match="data not declared public"):
+        p = qp.plan(theta, q, "a", 1.0)
+    assert any("learned from data not declared public" in w for w in p.warnings)
+    with pytest.warns(PrivateModelWarning, match="the very data being released"):
+        r = qp.release(p, q, private)
+    assert any("the very data being released" in w for w in r.to_dict()["warnings"])
+    # declared public (learned on earlier data): no warning, unless released on those data
+    public = qp.learn_theta(_populations(seed=1), {"a": "share", "b": "share"}, quantiles=2,
+                            data_public=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivateModelWarning)
+        p2 = qp.plan(public, q, "a", 1.0)
+        r2 = _quiet(qp.release, p2, q, private)
+    assert p2.warnings == () and all("learned" not in w for w in r2.to_dict()["warnings"])
+    with pytest.warns(PrivateModelWarning, match="the very data being released"):
+        qp.release(p2, q, _populations(seed=1))
+    with pytest.raises(qp.errors.ParameterError, match="data_public"):
+        qp.learn_theta(private, {"a": "share", "b": "share"}, quantiles=2, data_public="yes")
+    # the command line: one warning line at plan time and at release time
+    model = tmp_path / "learned.json"
+    model.write_text(json.dumps(qp.theta_to_dict(theta)))
+    csv = tmp_path / "private.csv"
+    private.to_csv(csv, index=False)
+    args = [str(model), "--sensitive", "a", "--attributes", "b", "--records",
+            str(len(private)), "--epsilon", "1", "--where", "b > 0.5"]
+    assert main(["plan", *args]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(e.startswith("quiltpriv: warning: Theta was learned from data not declared "
+                            "public") for e in err)
+    assert main(["release", *args, "--data", str(csv)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert sum("learned from the very data being released" in e for e in err) == 1
+    assert all(e.startswith("quiltpriv: warning: ") for e in err)
