@@ -21,9 +21,18 @@ The results considered (:data:`THEOREMS`):
   theorem about the first transfers to the second only where its proof's assumptions hold,
   which cannot be checked without the statement.
 
-Hence two or more releases get no joint epsilon; the explanation says why, lists what each
-release guarantees alone, and notes the facts the records show (same model, same data
-columns, independent noise, the quilts each release used).
+* ``[DR14, Thm. 3.16]``: sequential composition of differential privacy; group-DP releases
+  with independent noise on one data set are (sum eps, sum delta)-DP.
+* ``[Tan, Prop. 3.4]`` (with Prop. 3.5): releases private on the same protected set U, and DP
+  releases, add up on U.
+* ``[KM19, Table III]``: on one input (the ledger's releases on one data set), distribution
+  privacy alone gives no bound; only point privacy composes.
+
+Hence two or more APMQM releases get no joint epsilon, nor does any mix no result covers;
+the explanation says why, lists what each release guarantees alone, and notes the facts the
+records show (same model, same data, independent noise, the quilts each release used).
+Releases are grouped by the data they were released on (:func:`same_data_groups`), never by
+model or mechanism; :func:`budget_check` refuses a release a budget does not allow.
 """
 
 from __future__ import annotations
@@ -92,6 +101,14 @@ THEOREMS: Mapping[str, Theorem] = {
         "i in [k]. Then if M_[k](x) = (M_1(x), ..., M_k(x)), M_[k] is (sum_i eps_i, "
         "sum_i delta_i)-differentially private. (Dwork and Roth, The Algorithmic Foundations "
         "of Differential Privacy, 2014; the mechanisms' randomness independent.)"),
+    "KM19, Table III": Theorem(
+        "KM19, Table III", True,
+        "Sequential composition of distribution privacy: with independent inputs (A1 x A0), "
+        "(eps_b, delta_b)-DistP mechanisms compose to (sum eps_b, sum delta_b)-DistP on the "
+        "product pairs; with one input given to both (A1 . A0), point privacy composes "
+        "((eps_b, delta_b)-DP on an adjacency gives (sum eps_b, sum delta_b)-DistP on its "
+        "lifting) but distribution privacy alone gives no bound "
+        "(quiltpriv.distribution.composition)."),
     "Tan, Prop. 3.4": Theorem(
         "Tan, Prop. 3.4", True,
         "Let V be a set of variables, U a subset of V and M_1 and M_2 be independent "
@@ -443,6 +460,7 @@ def _sum_up(xs: Iterable[float]) -> float:
 
 DP_KIND = "differential privacy (group)"
 SUBSET_KIND = "subset privacy"
+DISTP_KINDS = ("distribution privacy", "local distribution privacy")
 
 
 def _dp_sequential(facts: Sequence[_Facts]) -> tuple[list[str], list[str]] | None:
@@ -535,6 +553,8 @@ def composition(entries: Iterable[Any]) -> Composition:
                            alone_by=_alone_by(facts))
     subset = _subset_sequential(facts)
     if subset is not None:
+        # The sum rounded up, as quiltpriv.subset_privacy.compose_subset_epsilons gives it (a
+        # layer above this one; the tests check that both agree).
         thm = THEOREMS["Tan, Prop. 3.4"]
         return Composition(releases=labels, epsilon=_sum_up(f.epsilon for f in facts),
                            theorem=thm.key, citation=thm.statement,
@@ -571,6 +591,19 @@ def _reasons(facts: Sequence[_Facts]) -> list[str]:
             "for linear composition of Pufferfish mechanisms): its statements could not be "
             "read and quiltpriv computes no (a, b)-influence curves, so it claims nothing "
             "from it"]
+    if all(f.kind in DISTP_KINDS + (DP_KIND,) for f in facts) and \
+            any(f.kind in DISTP_KINDS for f in facts):
+        # The ledger's releases on one data set share ONE input: [KM19, Table III]'s
+        # A1 . A0, where distribution privacy alone gives no bound (only point privacy
+        # composes; quiltpriv.distribution.composition.compose_same_input, a layer above this
+        # one, gives inf; the tests check that both agree). Group DP is point privacy, the
+        # distribution-privacy releases are not.
+        out.append("[KM19, Table III] one input (A1 . A0): the releases read one input "
+                   "(the same data), and on one input distribution privacy does not compose "
+                   "(two releases that each leak nothing can together reveal the "
+                   "distribution); only point (differential) privacy of every release "
+                   "would, and " + ", ".join(f.label for f in facts if f.kind in DISTP_KINDS)
+                   + " state distribution privacy only")
     if all(f.kind in (DP_KIND, SUBSET_KIND) for f in facts):
         why = _independence(facts)
         if why:

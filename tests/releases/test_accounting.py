@@ -294,3 +294,108 @@ def test_a_theta_learned_from_the_released_data_warns(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert sum("learned from the very data being released" in e for e in err) == 1
     assert all(e.startswith("quiltpriv: warning: ") for e in err)
+
+
+# -- composition where the source papers prove it ---------------------------------------------
+
+STATES = (("0.2", "0.8"), ("0.1", "0.5", "0.9"), ("0.3", "0.6"))
+
+
+def _random_theta(rng, m, members=1):
+    nodes = [f"v{k}" for k in range(m)]
+    states = {v: STATES[rng.integers(len(STATES))] for v in nodes}
+    edges = [(nodes[a], nodes[b]) for a in range(m) for b in range(a + 1, m)
+             if rng.random() < 0.55]
+    parents = {v: [a for a, b in edges if b == v] for v in nodes}
+
+    def cpd(shape):
+        t = rng.gamma(0.8, 1.0, size=shape) + 1e-3
+        return t / t.sum(axis=0, keepdims=True)
+
+    tables = [{v: cpd((len(states[v]), *(len(states[p]) for p in parents[v])))
+               for v in nodes} for _ in range(members)]
+    return theta_from_tables(edges, states, tables)
+
+
+def test_group_dp_releases_compose_by_sequential_composition_confirmed_exactly():
+    # [DR14, Thm. 3.16]: k group-DP releases with independent noise on one dataset are
+    # (sum eps, sum delta)-DP, hence attribute private for every prior: the exact joint
+    # auditor never finds more, on random small models.
+    from quiltpriv.audit.joint import joint_audit
+    from quiltpriv.distribution.composition import compose_same_input
+
+    tight = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        theta = _random_theta(rng, int(rng.integers(2, 4)), int(rng.integers(1, 3)))
+        n = int(rng.integers(1, 4))
+        sens = [str(rng.choice(theta.nodes))]
+        data = pd.DataFrame({v: rng.integers(0, 2, n) for v in theta.nodes})
+        queries, recs = [], []
+        for _ in range(int(rng.integers(2, 4))):
+            attrs = sorted({str(a) for a in rng.choice(theta.nodes, 2)})
+            where = " or ".join(f"{a} == {int(rng.integers(0, 2))}" for a in attrs)
+            q = qp.CountQuery(attrs, n, where=where, domain={a: (0, 1) for a in attrs})
+            eps = float(rng.choice([0.25, 0.5, 1.0]))
+            recs.append(_quiet(build_mechanism("group-dp", theta, q, sens, eps).release, data))
+            queries.append(q)
+        c = composition(recs)
+        assert c.composed and c.theorem == "DR14, Thm. 3.16" and c.delta == 0, seed
+        total = sum(r.guarantee.epsilon for r in recs)
+        assert c.epsilon == pytest.approx(total, rel=1e-15) and c.epsilon >= total
+        # the same number as [KM19, Table III]'s one-input rule for point-private mechanisms
+        assert c.epsilon == compose_same_input(
+            [(r.guarantee.epsilon, 0.0) for r in recs], point_private=True).epsilon
+        audit = joint_audit(theta, queries, [r.calibration.scale for r in recs], sens,
+                            epsilon=c.epsilon)
+        assert audit.met, (seed, audit.explain())
+        tight += audit.loss > 0.2 * c.epsilon
+    assert tight >= 5
+    # conditions: noise drawn twice from one seed is not independent
+    theta = qp.load_model("example3")
+    q = qp.CountQuery(["x1"], 3, where="x1 == 1", domain={"x1": (0, 1)})
+    data = pd.DataFrame({"x1": [1, 0, 1]})
+    m = build_mechanism("group-dp", theta, q, "x2", 1.0)
+    same = [_quiet(m.release, data, seed=7), _quiet(m.release, data, seed=7)]
+    c = composition(same)
+    assert not c.composed and "same seed 7" in " ".join(c.reasons)
+    gauss = _quiet(build_mechanism("group-dp-gaussian", theta, q, "x2", 0.5, delta=1e-6)
+                   .release, data)
+    c = composition([_quiet(m.release, data), gauss])
+    assert c.composed and c.epsilon == 1.5 and c.delta == pytest.approx(1e-6)
+    assert "delta = 1e-06" in c.explain() and "every property of the data" in c.explain()
+
+
+def _as_kind(record, kind, sensitive=()):
+    r = json.loads(json.dumps(record))
+    r["guarantee"]["kind"], r["guarantee"]["sensitive"] = kind, list(sensitive)
+    return r
+
+
+def test_subset_privacy_and_distribution_privacy_compose_only_as_their_papers_say():
+    from quiltpriv.distribution.composition import compose_same_input
+    from quiltpriv.subset_privacy import compose_subset_epsilons
+
+    theta = qp.load_model("example3")
+    q = qp.CountQuery(["x1"], 3, where="x1 == 1", domain={"x1": (0, 1)})
+    data = pd.DataFrame({"x1": [1, 0, 1]})
+    dp = [_quiet(build_mechanism("group-dp", theta, q, "x2", e).release, data).to_dict()
+          for e in (0.3, 0.1, 0.7)]
+    # [Tan, Prop. 3.4] on one protected set U, with DP releases by Prop. 3.5
+    subset = [_as_kind(dp[0], "subset privacy", ["x1"]), _as_kind(dp[1], "subset privacy",
+                                                                  ["x1"]), dp[2]]
+    c = composition(subset)
+    assert c.composed and c.theorem == "Tan, Prop. 3.4" and c.sensitive == ("x1",)
+    assert c.epsilon == compose_subset_epsilons([0.3, 0.1, 0.7]) >= 1.1
+    other = _as_kind(dp[1], "subset privacy", ["x2"])
+    c = composition([subset[0], other])
+    assert not c.composed and c.reasons[0] == NO_RESULT
+    # [KM19, Table III]: the ledger's releases share one input; distribution privacy alone
+    # gives no bound there
+    distp = [_as_kind(dp[0], "distribution privacy"), _as_kind(dp[1], "distribution privacy")]
+    c = composition(distp)
+    assert not c.composed and "[KM19, Table III] one input" in " ".join(c.reasons)
+    assert compose_same_input([(0.3, 0.0), (0.1, 0.0)], point_private=False).epsilon == np.inf
+    c = composition([distp[0], dp[2]])
+    assert not c.composed and "#" not in c.releases[0]
+    assert "[0] state distribution privacy only" in " ".join(c.reasons)
