@@ -399,3 +399,117 @@ def test_subset_privacy_and_distribution_privacy_compose_only_as_their_papers_sa
     c = composition([distp[0], dp[2]])
     assert not c.composed and "#" not in c.releases[0]
     assert "[0] state distribution privacy only" in " ".join(c.reasons)
+
+
+# -- the budget -------------------------------------------------------------------------------
+
+BUDGET_Q = qp.CountQuery(["x1"], 3, where="x1 == 1", domain={"x1": (0, 1)})
+BUDGET_DATA = pd.DataFrame({"x1": [1, 0, 1]})
+
+
+def _group(eps):
+    return build_mechanism("group-dp", None, BUDGET_Q, (), eps)
+
+
+def test_the_budget_refuses_before_drawing_and_names_the_releases(tmp_path, monkeypatch):
+    from quiltpriv.errors import BudgetError
+    from quiltpriv.mechanisms import noise
+
+    path = tmp_path / "l.db"
+    _quiet(_group(1.0).release, BUDGET_DATA, ledger=path, budget=1.5)
+    _quiet(_group(0.25).release, BUDGET_DATA, ledger=path, budget=1.5)
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("noise was drawn for a refused release")
+
+    monkeypatch.setattr(noise, "laplace_release", no_draw)
+    with pytest.raises(BudgetError, match=r"releases #0, #1, this release on the same data "
+                                          r"total epsilon 1.75 by \[DR14, Thm. 3.16\]"):
+        _quiet(_group(0.5).release, BUDGET_DATA, ledger=path, budget=1.5)
+    monkeypatch.undo()
+    assert ledger.verify(path).count == 2
+    # another table is other data: its own budget (the same column with a column added
+    # would be the same data: the columns' hash matches)
+    _quiet(_group(1.0).release, pd.DataFrame({"x1": [0, 0, 1]}), ledger=path, budget=1.5)
+    # APMQM next to group DP: no total is proved; refused unless allowed
+    theta = qp.load_model("example3")
+    p = qp.plan(theta, BUDGET_Q, "x2", 0.1)
+    with pytest.raises(BudgetError, match=r"no published result proves a total for releases "
+                                          r"#0, #1, this release"):
+        _quiet(qp.release, p, BUDGET_Q, BUDGET_DATA, ledger=path, budget=5)
+    assert ledger.verify(path).count == 3
+    _quiet(qp.release, p, BUDGET_Q, BUDGET_DATA, ledger=path, budget=5, allow_unproved=True)
+    assert ledger.verify(path).count == 4
+    # one release over the budget alone is refused by its own guarantee
+    with pytest.raises(BudgetError, match="exceeded"):
+        _quiet(qp.release, qp.plan(theta, BUDGET_Q, "x2", 2.0), BUDGET_Q,
+               pd.DataFrame({"x1": [1, 1, 1]}), ledger=path, budget=1.0)
+    for bad in (0, -1, float("inf"), float("nan"), "1", True):
+        with pytest.raises(qp.errors.ParameterError, match="budget"):
+            _group(1.0).release(BUDGET_DATA, ledger=path, budget=bad)
+    with pytest.raises(qp.errors.ParameterError, match="give ledger="):
+        _group(1.0).release(BUDGET_DATA, budget=1.0)
+    assert ledger.verify(path).count == 4
+
+
+def test_the_budget_on_the_command_line(tmp_path, capsys):
+    csv, path = tmp_path / "d.csv", tmp_path / "l.db"
+    BUDGET_DATA.to_csv(csv, index=False)
+    args = ["release", "example3", "--sensitive", "x2", "--attributes", "x1", "--records", "3",
+            "--where", "x1 == 1", "--domain", "x1=0|1", "--data", str(csv), "--mechanism",
+            "group-dp", "--ledger", str(path), "--budget", "1"]
+    assert main([*args, "--epsilon", "0.75"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--epsilon", "0.5"]) == 2
+    cap = capsys.readouterr()
+    warning, error = cap.err.splitlines()  # the repeated-release warning, then the refusal
+    assert cap.out == "" and "same data as an earlier one" in warning
+    assert error.startswith("quiltpriv: error: budget 1 exceeded: releases #0, this release "
+                            "on the same data total epsilon 1.25 by [DR14, Thm. 3.16]")
+    assert ledger.verify(path).count == 1
+    assert main([*args[:-4], "--budget", "1", "--epsilon", "0.5"]) == 2
+    assert "--budget counts the releases of a ledger" in capsys.readouterr().err
+    assert main([*args[:-2], "--allow-unproved", "--epsilon", "0.5"]) == 2
+    assert "--allow-unproved applies with --budget" in capsys.readouterr().err
+
+
+def _budget_worker(path, attempts, barrier, out):
+    import warnings as w
+
+    from quiltpriv.errors import BudgetError
+
+    w.simplefilter("ignore")
+    barrier.wait()
+    done = 0
+    for _ in range(attempts):
+        try:
+            _group(0.5).release(BUDGET_DATA, ledger=path, budget=2.0)
+            done += 1
+        except BudgetError:
+            pass
+    out.put(done)
+
+
+def test_the_budget_holds_across_processes_without_losing_entries(tmp_path):
+    # The check and the append are one SQLite transaction (BEGIN IMMEDIATE): four processes
+    # making twelve attempts of eps 0.5 against a budget of 2 on the same data get exactly
+    # four releases through, and every one of them is in the verified ledger.
+    import multiprocessing
+
+    path = str(tmp_path / "l.db")
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    workers, attempts = 4, 3
+    barrier, out = ctx.Barrier(workers), ctx.Queue()
+    procs = [ctx.Process(target=_budget_worker, args=(path, attempts, barrier, out))
+             for _ in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0] * workers
+    done = [out.get(timeout=10) for _ in range(workers)]
+    entries, head = ledger.read(path)
+    assert sum(done) == head.count == 4
+    (c,) = compositions_by_data(entries)
+    assert c.composed and c.epsilon == 2.0
