@@ -1,5 +1,8 @@
 """Distribution privacy: the mechanisms of [CO23] (Wasserstein, Gaussian, property models) and
-local distribution privacy with tupling [KM19].
+local distribution privacy with tupling [KM19]; their compositions and interpretation
+([KM19, Table III, Sec. III-E/F]: :mod:`quiltpriv.distribution.composition`) and the vector
+forms of the [CO23] Wasserstein and directional mechanisms
+(:mod:`quiltpriv.distribution.vector_mechanisms`).
 """
 
 from quiltpriv.distribution.composition import (
@@ -16,6 +19,16 @@ from quiltpriv.distribution.composition import (
     product_distribution,
     same_input_mechanism,
 )
+from quiltpriv.distribution.vector_mechanisms import (
+    DirectionsLaplaceResult,
+    approximate_wasserstein_mechanism,
+    closeness,
+    dirm_gaussian_directions,
+    dirm_laplace_directions,
+    l1_cost_matrix,
+    wasserstein_inf_l1,
+    wasserstein_mechanism,
+)
 
 __all__ = [
     "BayesFactorBound",
@@ -30,4 +43,12 @@ __all__ = [
     "pre_process",
     "product_distribution",
     "same_input_mechanism",
+    "DirectionsLaplaceResult",
+    "approximate_wasserstein_mechanism",
+    "closeness",
+    "dirm_gaussian_directions",
+    "dirm_laplace_directions",
+    "l1_cost_matrix",
+    "wasserstein_inf_l1",
+    "wasserstein_mechanism",
 ]

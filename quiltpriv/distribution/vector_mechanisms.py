@@ -1,0 +1,390 @@
+"""[CO23] mechanisms for a vector query F in R^m: Wasserstein, approximate Wasserstein, closeness,
+and the Directional Expected Value Mechanism with several directions.
+
+The scalar forms are in :mod:`quiltpriv.distribution.distribution_privacy`
+(``wasserstein_mechanism_1d``, ``approximate_wasserstein_mechanism_1d``, ``closeness_1d``,
+``dirm_laplace``, ``dirm_gaussian``); the paper's query is a vector (the Adult query is in R^5),
+and these are its vector forms:
+
+* :func:`wasserstein_inf_l1` -- W_inf with the L1 ground norm between two finitely supported laws
+  in R^m ([CO23, Def. 3.1]), exact for the (rounded-up) L1 distances: a bottleneck search
+  decided by rational max-flow;
+* :func:`closeness` -- the least W for which two such laws are (W, delta)-close ([CO23, Def.
+  3.2]: some coupling puts mass >= 1 - delta on pairs at L1 distance <= W), exactly, by the
+  same max-flow with a slack of delta on each side;
+* :func:`wasserstein_mechanism` -- [CO23, Thm. 3.1]: F + Lap(Delta_W / eps) per coordinate,
+  (eps, 0), Delta_W = max over Psi of W_inf (L1);
+* :func:`approximate_wasserstein_mechanism` -- [CO23, Thm. 3.2]: F + Lap(W / eps) per
+  coordinate, (eps, delta), W = max over Psi of the least (W, delta)-closeness;
+* :func:`dirm_laplace_directions`, :func:`dirm_gaussian_directions` -- [CO23, Sec. 4.2] when
+  the mean differences are not all parallel: an orthonormal basis v_1..v_k of the directions
+  they span, noise only along those directions (Laplace: one Lap(b) per direction with
+  b = max over Psi of ||V^T (mu_i - mu_j)||_1 / eps; Gaussian: N(0, sigma^2 V V^T) with
+  sigma = max ||V^T (mu_i - mu_j)||_2 / r(eps, delta)). With one direction these are DirM(L)
+  and DirM(G).
+
+Why Laplace per coordinate with the L1 ground norm: the density of i.i.d. Lap(b) noise changes
+by at most exp(||s||_1 / b) under a shift s, so coupling the two laws of F within L1 distance W
+gives the e^eps bound with b = W / eps (and mass delta left over in Thm. 3.2).
+
+Every release is drawn through :mod:`quiltpriv.mechanisms.noise` (the results'
+``release``/``sample_noise``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from quiltpriv import distances
+from quiltpriv.distribution.distribution_privacy import (
+    _SAFETY,
+    DistributionPrivacyResult,
+    _means,
+    _pairs,
+    _translation_assumption,
+    mahalanobis_budget,
+)
+from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils.validation import (
+    check_array,
+    check_delta,
+    check_epsilon,
+    check_probability_vector,
+    check_records,
+)
+
+if TYPE_CHECKING:
+    from quiltpriv.mechanisms.noise import Seed
+
+__all__ = [
+    "DirectionsLaplaceResult",
+    "approximate_wasserstein_mechanism",
+    "closeness",
+    "dirm_gaussian_directions",
+    "dirm_laplace_directions",
+    "l1_cost_matrix",
+    "wasserstein_inf_l1",
+    "wasserstein_mechanism",
+]
+
+_U = 2.0 ** -53  # unit roundoff of float64
+#: Largest support product (points of one law x points of the other) accepted: the max-flow
+#: works on that many edges with exact rationals.
+MAX_PAIRS = 250_000
+
+
+# ---------------------------------------------------------------------------------------------
+# laws in R^m and their distances
+
+
+def _support(xs: object, p: object, name: str, m: int | None) -> tuple[np.ndarray, np.ndarray]:
+    pts = check_array(xs, f"support of {name}")
+    if pts.ndim == 1:
+        pts = pts.reshape(-1, 1) if m in (None, 1) else pts.reshape(1, -1)
+    if pts.ndim != 2 or pts.shape[0] == 0:
+        raise ParameterError(f"support of {name} must be a k x m array of points")
+    if not np.all(np.isfinite(pts)):
+        raise ParameterError(f"support of {name} has NaN or infinite coordinates")
+    if m is not None and pts.shape[1] != m:
+        raise ParameterError(f"support of {name} has points in R^{pts.shape[1]}, expected R^{m}")
+    prob = check_probability_vector(p, f"probabilities of {name}")
+    if prob.size != pts.shape[0]:
+        raise ParameterError(f"{name} has {pts.shape[0]} points but {prob.size} probabilities")
+    return pts.astype(float), prob
+
+
+def l1_cost_matrix(xs: ArrayLike, ys: ArrayLike) -> np.ndarray:
+    """L1 distances ||x_i - y_j||_1 between two point sets in R^m, never below the exact ones.
+
+    The float sum of m absolute differences is within a relative gamma_(m+1) = (m+1) u / (1 -
+    (m+1) u) of the exact value (u = 2^-53); each entry is inflated by that bound and one more
+    ulp, so it is an upper bound (0 stays 0: equal points).
+    """
+    a, b = check_array(xs, "xs"), check_array(ys, "ys")
+    if a.ndim == 1:
+        a = a.reshape(-1, 1)
+    if b.ndim == 1:
+        b = b.reshape(-1, 1)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ParameterError("xs and ys must be k x m and l x m arrays of points (same m)")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ParameterError("points must be finite")
+    m = a.shape[1]
+    d = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
+    big = max(float(np.abs(a).max(initial=0.0)), float(np.abs(b).max(initial=0.0)))
+    if np.all(a == np.round(a)) and np.all(b == np.round(b)) and 2 * m * big < 2.0 ** 52:
+        return d  # integer coordinates: every difference and partial sum is exact
+    gamma = (m + 1) * _U / (1 - (m + 1) * _U)
+    up = np.nextafter(d * (1 + 2 * gamma), np.inf)
+    return np.where(d == 0, 0.0, up)
+
+
+def _pair_costs(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    if xs.shape[0] * ys.shape[0] > MAX_PAIRS:
+        raise ParameterError(f"the supports have {xs.shape[0]} x {ys.shape[0]} pairs of points, "
+                             f"more than {MAX_PAIRS}: merge points or use a bound")
+    return l1_cost_matrix(xs, ys)
+
+
+def wasserstein_inf_l1(xs: ArrayLike, p: ArrayLike, ys: ArrayLike, q: ArrayLike) -> float:
+    """W_inf with the L1 ground norm ([CO23, Def. 3.1]) between two finite laws in R^m.
+
+    ``xs`` (k x m) with probabilities ``p``, ``ys`` (l x m) with ``q``. The least over couplings
+    of the largest L1 distance on the coupling's support: exact for the rounded-up distances of
+    :func:`l1_cost_matrix` (:func:`quiltpriv.distances.wasserstein_inf`), so never below the
+    true W_inf.
+    """
+    a, pa = _support(xs, p, "the first law", None)
+    b, qb = _support(ys, q, "the second law", a.shape[1])
+    return distances.wasserstein_inf(_pair_costs(a, b), pa, qb).distance
+
+
+def _close_at(pa: list[Fraction], qb: list[Fraction], allowed: np.ndarray, dl: Fraction) -> bool:
+    """Some coupling puts mass >= 1 - dl on ``allowed``: full transport of (p, dl) to (q, dl)
+    where the slack source reaches every target and every source reaches the slack target."""
+    if dl == 0:
+        return distances._transport_feasible(pa, qb, allowed) is not None
+    n, m = allowed.shape
+    ext = np.ones((n + 1, m + 1), dtype=bool)
+    ext[:n, :m] = allowed
+    return distances._transport_feasible([*pa, dl], [*qb, dl], ext) is not None
+
+
+def closeness(xs: ArrayLike, p: ArrayLike, ys: ArrayLike, q: ArrayLike, delta: float) -> float:
+    """The least W for which the two laws are (W, delta)-close ([CO23, Def. 3.2]), L1 norm.
+
+    (W, delta)-close: some coupling puts mass >= 1 - delta on pairs at L1 distance <= W. The
+    least W is one of the pairwise distances (or 0); it is found by binary search, each
+    candidate decided exactly by a rational max-flow, on the rounded-up distances of
+    :func:`l1_cost_matrix` (so never below the true least W). delta = 0 gives W_inf.
+    """
+    dl = check_delta(delta, allow_zero=True)
+    a, pa = _support(xs, p, "the first law", None)
+    b, qb = _support(ys, q, "the second law", a.shape[1])
+    ia, ib = np.flatnonzero(pa > 0), np.flatnonzero(qb > 0)
+    cost = _pair_costs(a[ia], b[ib])
+    fa, fb = distances._exact_law(pa[ia]), distances._exact_law(qb[ib])
+    fd = Fraction(dl)
+    levels = np.unique(np.concatenate([[0.0], cost.ravel()]))
+    lo, hi = 0, levels.size - 1  # the largest level allows every pair: always close
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _close_at(fa, fb, cost <= levels[mid], fd):
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(levels[lo])
+
+
+# ---------------------------------------------------------------------------------------------
+# [CO23, Thm. 3.1 and 3.2]
+
+Law = tuple[ArrayLike, ArrayLike]
+
+
+def _laws(laws: Mapping[Any, Law]) -> tuple[dict[Any, tuple[np.ndarray, np.ndarray]], int]:
+    if not isinstance(laws, Mapping) or len(laws) < 2:
+        raise ParameterError("laws must map at least two thetas to (support points, "
+                             "probabilities)")
+    out: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+    m: int | None = None
+    for k, law in laws.items():
+        try:
+            xs, p = law
+        except (TypeError, ValueError):
+            raise ParameterError(f"law of F under theta {k!r} must be (support points, "
+                                 "probabilities)") from None
+        out[k] = _support(xs, p, f"the law under theta {k!r}", m)
+        m = out[k][0].shape[1]
+    assert m is not None
+    return out, m
+
+
+def wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, *,
+                          pairs: Sequence[tuple[Hashable, Hashable]] | None = None
+                          ) -> DistributionPrivacyResult:
+    """Wasserstein Mechanism for F in R^m ([CO23, Thm. 3.1]): F + Lap(Delta_W / eps) per
+    coordinate, (eps, 0)-distribution private w.r.t. Psi.
+
+    Parameters
+    ----------
+    laws : mapping theta -> (points, probabilities)
+        The exact finite law of F under each theta: a k x m array of points (a 1-d array for
+        m = 1) and their probabilities.
+    epsilon : float
+    pairs : sequence of (theta_i, theta_j), optional
+        Psi; default every ordered pair of distinct thetas.
+
+    Notes
+    -----
+    Delta_W = max over Psi of W_inf with the L1 ground norm (:func:`wasserstein_inf_l1`, never
+    below the exact value), inflated by the package's relative safety margin.
+    """
+    eps = check_epsilon(epsilon)
+    lw, m = _laws(laws)
+    ps = _pairs(pairs, lw.keys())
+    w = max(wasserstein_inf_l1(*lw[a], *lw[b]) for a, b in ps) * (1 + _SAFETY)
+    return DistributionPrivacyResult(
+        "Wasserstein", "laplace", m, eps, 0.0, laplace_scale=w / eps * (1 + _SAFETY),
+        sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
+        notes=(f"Delta_W = max W_inf (L1 ground norm) over {len(ps)} pairs = {w:g} (exact "
+               f"bottleneck on rounded-up distances)",))
+
+
+def approximate_wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, delta: float, *,
+                                      pairs: Sequence[tuple[Hashable, Hashable]] | None = None
+                                      ) -> DistributionPrivacyResult:
+    """Approximate Wasserstein Mechanism for F in R^m ([CO23, Thm. 3.2]): F + Lap(W / eps) per
+    coordinate, (eps, delta), W = max over Psi of the least (W, delta)-closeness
+    (:func:`closeness`, exact, L1 norm)."""
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta)
+    lw, m = _laws(laws)
+    ps = _pairs(pairs, lw.keys())
+    w = max(closeness(*lw[a], *lw[b], dl) for a, b in ps) * (1 + _SAFETY)
+    return DistributionPrivacyResult(
+        "approximate Wasserstein", "laplace", m, eps, dl, laplace_scale=w / eps * (1 + _SAFETY),
+        sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
+        notes=(f"every pair is ({w:g}, {dl:g})-close in L1 (least W, exact max-flow)",))
+
+
+# ---------------------------------------------------------------------------------------------
+# [CO23, Sec. 4.2] with several directions
+
+
+def _basis(directions: ArrayLike | None, mu: Mapping[Any, np.ndarray],
+           ps: Sequence[tuple[Any, Any]], m: int, rtol: float) -> np.ndarray:
+    """Orthonormal columns spanning the declared directions (default: the mean differences).
+    Checks that every mean difference lies in their span."""
+    diffs = np.array([mu[a] - mu[b] for a, b in ps], dtype=float).reshape(len(ps), m)
+    if directions is None:
+        src = diffs.T
+    else:
+        d = check_array(directions, "directions")
+        if d.ndim == 1:
+            d = d.reshape(1, -1)
+        if d.ndim != 2 or d.shape[1] != m or not np.all(np.isfinite(d)):
+            raise ParameterError(f"directions must be a k x {m} array of finite vectors")
+        src = d.T
+    u, s, _ = np.linalg.svd(src, full_matrices=False)
+    if s.size == 0 or s[0] == 0:
+        raise ParameterError("no direction: all mean differences are zero and none was given")
+    keep = s > s[0] * 1e-12
+    v = u[:, keep]
+    for (a, b), dv in zip(ps, diffs, strict=True):
+        resid = float(np.linalg.norm(dv - v @ (v.T @ dv)))
+        if resid > 0 and resid > rtol * float(np.linalg.norm(dv)):
+            raise ModelError(f"the means of thetas {a!r} and {b!r} differ outside the declared "
+                             f"directions (orthogonal component of norm {resid:.3g})")
+    return v
+
+
+def _coefficients_norm(v: np.ndarray, mu: Mapping[Any, np.ndarray],
+                       ps: Sequence[tuple[Any, Any]], ord: float) -> float:
+    # max over Psi of ||V^T d||_p with a safety margin for float rounding; for p = 2 never
+    # below ||d||_2 (equal in exact arithmetic when d lies in the span, as checked).
+    worst = 0.0
+    for a, b in ps:
+        d = mu[a] - mu[b]
+        c = v.T @ d
+        val = float(np.linalg.norm(c, ord))
+        if ord == 2:
+            val = max(val, float(np.linalg.norm(d)))
+        worst = max(worst, val)
+    return worst * (1 + 4 * _SAFETY)
+
+
+@dataclass(frozen=True)
+class DirectionsLaplaceResult(DistributionPrivacyResult):
+    """DirM(L) with several directions: F + sum_k Y_k v_k, Y_k i.i.d. Lap(``laplace_scale``).
+
+    ``basis`` holds the orthonormal directions v_k as columns (m x k).
+    """
+
+    basis: np.ndarray | None = None
+
+    def expected_l2_error(self) -> float:
+        raise ParameterError("no closed form for E||.||_2 of i.i.d. Laplace noise along several "
+                             "directions; use expected_l1_error or simulate")
+
+    def expected_l1_error(self) -> float:
+        v = cast(np.ndarray, self.basis)
+        if v.shape[1] == 1:
+            return self.laplace_scale * float(np.abs(v).sum())
+        raise ParameterError("no closed form for E||.||_1 along several directions; simulate")
+
+    def sample_noise(self, size: int | None = None, *, seed: Seed = None) -> np.ndarray:
+        """sum_k Y_k v_k with Y_k from :func:`quiltpriv.mechanisms.noise.laplace` (exact discrete
+        samplers on a fine grid); secure randomness by default, a seed for experiments only."""
+        from quiltpriv.mechanisms import noise
+
+        rng = noise.make_rng(seed)
+        n = 1 if size is None else check_records(size, "size")
+        v = cast(np.ndarray, self.basis)
+        y = np.asarray(noise.laplace(self.laplace_scale, (n, v.shape[1]), seed=rng), dtype=float)
+        out = y @ v.T
+        return out[0] if size is None else out
+
+
+def dirm_laplace_directions(means: Mapping[Any, ArrayLike], epsilon: float, *,
+                            directions: ArrayLike | None = None,
+                            pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
+                            covariances: Mapping[Any, ArrayLike] | None = None,
+                            direction_rtol: float = 1e-9) -> DirectionsLaplaceResult:
+    """DirM(L) with several directions ([CO23, Sec. 4.2]): (eps, 0).
+
+    V = an orthonormal basis of ``directions`` (k x m rows; default: of the mean differences);
+    every mean difference must lie in its span (checked). Noise sum_k Y_k v_k with Y_k i.i.d.
+    Lap(b), b = max over Psi of ||V^T (mu_i - mu_j)||_1 / eps: under translation the shift
+    between the two laws of F is V c with c = V^T (mu_i - mu_j), and the noise density along V
+    changes by at most exp(||c||_1 / b). Translation is assumed as for ExpM.
+    """
+    eps = check_epsilon(epsilon)
+    mu, m = _means(means)
+    ps = _pairs(pairs, mu.keys())
+    assumptions = _translation_assumption(covariances, mu, ps, m)
+    v = _basis(directions, mu, ps, m, direction_rtol)
+    d1 = _coefficients_norm(v, mu, ps, 1)
+    return DirectionsLaplaceResult(
+        "DirM(L)", "laplace-directions", m, eps, 0.0, laplace_scale=d1 / eps,
+        direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d1,
+        assumptions=assumptions,
+        notes=(f"{v.shape[1]} direction(s); max ||V^T (mu_i - mu_j)||_1 = {d1:g}; every mean "
+               "difference in their span (checked)",), basis=v)
+
+
+def dirm_gaussian_directions(means: Mapping[Any, ArrayLike], epsilon: float, delta: float, *,
+                             directions: ArrayLike | None = None,
+                             pairs: Sequence[tuple[Hashable, Hashable]] | None = None,
+                             covariances: Mapping[Any, ArrayLike] | None = None,
+                             calibration: str = "classical",
+                             direction_rtol: float = 1e-9) -> DistributionPrivacyResult:
+    """DirM(G) with several directions ([CO23, Sec. 4.2]): F + N(0, sigma^2 V V^T), (eps, delta).
+
+    sigma = max over Psi of ||V^T (mu_i - mu_j)||_2 / r(eps, delta) (= ||mu_i - mu_j||_2 / r:
+    the differences lie in the span), r the Mahalanobis budget of
+    :func:`~quiltpriv.distribution.distribution_privacy.mahalanobis_budget`: inside the span
+    the noise is isotropic with variance sigma^2, so the two shifted laws are Gaussians at
+    Mahalanobis distance <= r. Translation is assumed as for ExpM.
+    """
+    eps = check_epsilon(epsilon)
+    dl = check_delta(delta)
+    mu, m = _means(means)
+    ps = _pairs(pairs, mu.keys())
+    assumptions = _translation_assumption(covariances, mu, ps, m)
+    v = _basis(directions, mu, ps, m, direction_rtol)
+    d2 = _coefficients_norm(v, mu, ps, 2)
+    r, note = mahalanobis_budget(eps, dl, calibration)
+    s2 = (d2 / r) ** 2 * (1 + _SAFETY)
+    return DistributionPrivacyResult(
+        "DirM(G)", "gaussian", m, eps, dl, covariance=s2 * (v @ v.T),
+        direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d2,
+        assumptions=assumptions,
+        notes=(f"{v.shape[1]} direction(s); max ||mu_i - mu_j||_2 = {d2:g}, variance {s2:g} "
+               "along each", note))
