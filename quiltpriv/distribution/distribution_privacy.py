@@ -44,9 +44,11 @@ a relative 1e-9, so floating-point rounding never reduces the noise.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import permutations
 from typing import TYPE_CHECKING, Any, cast
 
@@ -143,6 +145,11 @@ class DistributionPrivacyResult(JSONResult):
         What the guarantee relies on that could not be checked from the inputs.
     notes
         What was checked, bounds used, calibration.
+    release_sigma
+        Gaussian plans whose covariance relies on F's own variance (EigM(G), DauM(G)): the
+        isotropic sigma that :meth:`release` adds, enough by the translation coupling alone
+        (``sensitivity / r``); ``None`` when the covariance's largest variance is enough
+        (ExpM(G), DirM(G), GroupDP(G)).
     """
 
     mechanism: str
@@ -156,6 +163,7 @@ class DistributionPrivacyResult(JSONResult):
     sensitivity: float = 0.0
     assumptions: tuple[str, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    release_sigma: float | None = None
 
     @property
     def guarantee(self) -> str:
@@ -192,12 +200,14 @@ class DistributionPrivacyResult(JSONResult):
         return float(np.sqrt(2 / np.pi) * np.sqrt(np.clip(np.diag(cov), 0, None)).sum())
 
     def sample_noise(self, size: int | None = None, *, seed: Seed = None) -> np.ndarray:
-        """Noise vectors from :mod:`quiltpriv.mechanisms.noise` (exact discrete samplers on a fine
-        grid).
+        """Noise vectors of the plan, for simulations (utility, Table 2); **not a release**.
 
-        Secure randomness by default; a seed (int or random.Random) is for experiments only.
-        Gaussian noise is drawn as sum_k sqrt(lambda_k) Z_k u_k over the eigen-decomposition of
-        the covariance. Returns shape (m,) or (size, m).
+        Exact discrete samples from :mod:`quiltpriv.mechanisms.noise` on a fine grid, then
+        scaled (Gaussian: ``sum_k sqrt(lambda_k) Z_k u_k`` over the covariance's
+        eigen-decomposition) in floating point. Adding such a vector to F in floats would leak
+        F's low bits (Mironov 2012): release with :meth:`release`. Secure randomness by
+        default; a seed (int or random.Random) is for experiments only. Shape (m,) or
+        (size, m).
         """
         from quiltpriv.mechanisms import noise
 
@@ -224,9 +234,83 @@ class DistributionPrivacyResult(JSONResult):
         return out[0] if size is None else out
 
     def release(self, value: ArrayLike, *, seed: Seed = None) -> np.ndarray:
-        """F(Data) + noise. Secure randomness by default; a seed is for experiments only."""
+        """F(Data) + noise, released exactly: at least as private as the plan promises.
+
+        Every coordinate goes through :mod:`quiltpriv.mechanisms.noise`: snapped to one
+        power-of-two grid ``g``, plus ``g K`` with ``K`` exact discrete noise, the exact sum
+        rounded to a float once (post-processing). No float touches F before the exact sum.
+        The snapping and the noise's shape are paid for as follows (docs/noise.md has the
+        proofs):
+
+        * ``"laplace"``: i.i.d. discrete Laplace of scale ``laplace_scale`` charged for the
+          L1 shift ``sensitivity + m g`` (:func:`~quiltpriv.mechanisms.noise.laplace_release`
+          with ``dimension=m``): ``sensitivity / laplace_scale``-private as promised.
+        * ``"laplace-direction"`` (DirM(L)): the mean differences are along ``v`` with L2
+          norm at most ``Delta = sensitivity``, so their L1 norm is at most
+          ``sqrt(m) Delta``; i.i.d. discrete Laplace per coordinate with L1 sensitivity
+          ``Delta' >= sqrt(m) Delta`` and scale ``b' = b Delta'/Delta`` (both rounded up)
+          keeps ``Delta'/b' <= Delta/b = eps``. Noise in every direction, not only along
+          ``v``: more noise than the paper's, never less.
+        * ``"gaussian"``: i.i.d. discrete Gaussian with an isotropic ``sigma`` charged for the
+          L2 shift ``sensitivity + sqrt(m) g``
+          (:func:`~quiltpriv.mechanisms.noise.gaussian_release_vector`). ``sigma`` is
+          ``release_sigma`` when set (EigM(G), DauM(G): their covariances subtract F's own
+          variance, an argument that needs F + noise to be exactly Gaussian, which a snapped
+          F plus discrete noise is not), else the square root of the covariance's largest
+          eigenvalue, rounded up (ExpM(G), DirM(G), GroupDP(G): ``sigma = sensitivity / r``,
+          and ``sigma^2 I`` dominates the covariance). The shift over ``sigma`` is then at
+          most ``r``, the Mahalanobis budget of (epsilon, delta).
+
+        Secure randomness by default; a seed is for experiments only. Raises ParameterError
+        (nothing drawn) for a scale that cannot be drawn.
+        """
+        from quiltpriv.mechanisms import noise
+
         x = check_vector(value, "value", self.dimension)
-        return x + self.sample_noise(seed=seed)
+        if self.noise == "none":
+            return x.copy()
+        rng = noise.make_rng(seed)
+        if self.noise == "laplace":
+            out = noise.laplace_release_vector(x, self.laplace_scale, self.sensitivity,
+                                               seed=rng)
+        elif self.noise == "laplace-direction":
+            scale, sens = self._direction_l1_plan()
+            out = noise.laplace_release_vector(x, scale, sens, seed=rng)
+        else:
+            out = noise.gaussian_release_vector(x, self.gaussian_release_sigma(), self.sensitivity,
+                                                seed=rng)
+        return np.array([o.value for o in out], dtype=float)
+
+    def _direction_l1_plan(self) -> tuple[float, float]:
+        """(b', Delta') with Delta' >= sqrt(m) Delta and Delta'/b' <= Delta/b, floats."""
+        from quiltpriv.mechanisms.noise import sqrt_upper
+
+        b, d = Fraction(self.laplace_scale), Fraction(self.sensitivity)
+        if b == 0 or d == 0:
+            return self.laplace_scale, 0.0
+        sens = _float_up(d * sqrt_upper(self.dimension))
+        return _float_up(b * Fraction(sens) / d), sens
+
+    def gaussian_release_sigma(self) -> float:
+        """The isotropic sigma :meth:`release` adds for a Gaussian plan (see there)."""
+        if self.release_sigma is not None:
+            return self.release_sigma
+        cov = cast(np.ndarray, self.covariance)
+        top = max(0.0, float(np.linalg.eigvalsh(cov)[-1]))
+        return math.sqrt(top) * (1 + _SAFETY)  # eigvalsh and sqrt: relative 1e-15 errors
+
+
+def _float_up(x: Fraction) -> float:
+    """The least float >= x (x finite, >= 0); ParameterError beyond the float range."""
+    try:
+        f = float(x)
+    except OverflowError:
+        raise ParameterError("a release scale is beyond the float range") from None
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    if math.isinf(f):
+        raise ParameterError("a release scale is beyond the float range")
+    return f
 
 
 @dataclass(frozen=True)
@@ -686,12 +770,9 @@ def _release_checked(result: DistributionPrivacyResult, mu: _Vectors, cov: _Vect
     if not worst <= r * r:
         raise ModelError(f"{result.mechanism}: internal check of Corollary A.1 failed "
                          f"({worst:.6g} > {r * r:.6g}); not releasing")
-    return DistributionPrivacyResult(
-        result.mechanism, result.noise, result.dimension, result.epsilon, result.delta,
-        covariance=result.covariance, direction=result.direction,
-        sensitivity=result.sensitivity, assumptions=result.assumptions,
-        notes=result.notes + (f"Corollary A.1 re-checked: max Mahalanobis term {worst:.6g} "
-                              f"<= (eps/c)^2 = {r * r:.6g}",))
+    return dataclasses.replace(
+        result, notes=result.notes + (f"Corollary A.1 re-checked: max Mahalanobis term "
+                                      f"{worst:.6g} <= (eps/c)^2 = {r * r:.6g}",))
 
 
 def eigm_gaussian(means: PerTheta, covariances: PerTheta,
@@ -735,11 +816,23 @@ def eigm_gaussian(means: PerTheta, covariances: PerTheta,
     s = 0.5 * (s + s.T)
     res = DistributionPrivacyResult(
         "EigM(G)", "gaussian", m, eps, dl, covariance=s, sensitivity=d2,
-        assumptions=_GAUSSIAN_ASSUMPTION,
+        release_sigma=_coupling_sigma(d2, r, s), assumptions=_GAUSSIAN_ASSUMPTION,
         notes=(f"Delta_E,2 = {d2:g}; (c Delta_E,2/eps)^2 = {target:.8g}",
                "s_k^2 per eigenvector: " + ", ".join(f"{x:.6g}" for x in s2), note,
                "shared eigenvectors checked"))
     return _release_checked(res, mu, cov, ps, r)
+
+
+def _coupling_sigma(sensitivity: float, r: float, covariance: np.ndarray) -> float:
+    """The isotropic sigma an exact release of EigM(G) / DauM(G) adds (rounded up).
+
+    ``sensitivity / r``: F' = F + (mu_j - mu_i) couples the two Gaussian laws of F (equal
+    covariances), a shift of L2 norm at most ``sensitivity``, which isotropic noise of this
+    sigma hides at (eps, delta) without using F's own variance. Never below the plan's largest
+    noise standard deviation.
+    """
+    top = max(0.0, float(np.linalg.eigvalsh(covariance)[-1]))
+    return max(sensitivity / r, math.sqrt(top)) * (1 + _SAFETY)
 
 
 def _matrix_any(x: object, name: str, m: int) -> np.ndarray:
@@ -783,9 +876,11 @@ def daum_gaussian(means: PerTheta, covariances: PerTheta,
         alpha = float(np.linalg.norm(d)) * (1 + _SAFETY)  # |alpha| <= ||d||, parallel
         s2 = max(s2, (alpha / r) ** 2 - _inverse_quadratic(cov[a], v))
     s2 = max(0.0, s2) * (1 + _SAFETY)
+    d2 = mean_difference_norm(mu, ps, 2)
     res = DistributionPrivacyResult(
         "DauM(G)", "gaussian", m, eps, dl, covariance=s2 * np.outer(v, v), direction=v,
-        sensitivity=mean_difference_norm(mu, ps, 2), assumptions=_GAUSSIAN_ASSUMPTION,
+        sensitivity=d2, release_sigma=_coupling_sigma(d2, r, s2 * np.outer(v, v)),
+        assumptions=_GAUSSIAN_ASSUMPTION,
         notes=(f"variance {s2:.8g} along v (matrix determinant lemma closed form)", note,
                "mean differences parallel to v checked"))
     return _release_checked(res, mu, cov, ps, r)

@@ -15,6 +15,7 @@ divergence between the model and the true f_theta is not computed here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -111,12 +112,9 @@ class PropertyModel(JSONResult):
             raise ParameterError(f"unknown mechanism {name!r}; use ExpM(G), EigM(G) or DauM(G)")
         extra = self.notes + (("covariance pooled over the proportions (model approximation)",)
                               if name != "ExpM(G)" else ())
-        return dp.DistributionPrivacyResult(
-            res.mechanism, res.noise, res.dimension, res.epsilon, res.delta,
-            laplace_scale=res.laplace_scale, covariance=res.covariance,
-            direction=res.direction, sensitivity=res.sensitivity,
-            assumptions=res.assumptions + ("f_theta modelled by resampling (estimated "
-                                           "moments, Gaussian approximation)",),
+        return dataclasses.replace(
+            res, assumptions=res.assumptions + ("f_theta modelled by resampling (estimated "
+                                                "moments, Gaussian approximation)",),
             notes=res.notes + extra)
 
 

@@ -345,7 +345,6 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
     fit the protocol; directional and correlated Gaussian noise (DirM, EigM, DauM) do not (one
     scale per coordinate cannot say them): use ``result.release(value)``.
     """
-    import numpy as np
 
     query = _check_query(query)
     m = len(query.cells) if isinstance(query, HistogramQuery) else 1
@@ -355,7 +354,9 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
     if result.noise in ("laplace", "none"):
         noise, scale = "laplace", result.laplace_scale
     elif result.noise == "gaussian" and m == 1:
-        noise, scale = "gaussian", math.sqrt(float(np.asarray(result.covariance)[0, 0]))
+        # the sigma of the exact release (EigM/DauM: without F's own variance, which a
+        # snapped F plus discrete noise cannot use)
+        noise, scale = "gaussian", result.gaussian_release_sigma()
     else:
         raise ParameterError(f"{result.mechanism} adds {result.noise} noise"
                              f"{' in several dimensions' if m > 1 else ''}, which the protocol's "
