@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from reference import (
     RandomNetwork,
@@ -229,6 +230,81 @@ def check_adult(out: str, tmp: Path) -> None:
         assert float(printed) == pytest.approx(sigma * chi, rel=2e-3), (eps, printed)
 
 
+# ---------------------------------------------------------------------------------------------
+# km_location_tupling.py ([KM19, Sec. VII] on a synthetic city)
+
+
+def _hockey_eps(p: np.ndarray, q: np.ndarray, delta: float) -> float:
+    """Least eps >= 0 with sum (p - e^eps q)^+ <= delta, by bisection (independent of the
+    package's segment solver)."""
+    def excess(e: float) -> float:
+        return float(np.maximum(p - math.exp(e) * q, 0).sum())
+    if excess(0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 50.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if excess(mid) <= delta else (mid, hi)
+    return hi
+
+
+def brute_pdistp(p: np.ndarray, q: np.ndarray, delta: float) -> float:
+    """Definition 13 by search over every excluded output set (one set, both directions)."""
+    best = math.inf
+    n = p.size
+    for mask in range(1 << n):
+        omega = [(mask >> y) & 1 for y in range(n)]
+        if sum(p[y] for y in range(n) if omega[y]) > delta or \
+                sum(q[y] for y in range(n) if omega[y]) > delta:
+            continue
+        e = max((abs(math.log(p[y] / q[y])) for y in range(n) if not omega[y]), default=0.0)
+        best = min(best, e)
+    return best
+
+
+def check_km_location(out: str, tmp: Path) -> None:
+    eps, delta = 1.0, 0.05
+    side = 3
+    pts = np.array([(i, j) for i in range(side) for j in range(side)], dtype=float)
+    dist = np.sqrt(((pts[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2))
+    laws = []
+    for centre in ((0.0, 0.0), (2.0, 1.0)):
+        w = np.exp(-((pts - np.array(centre)) ** 2).sum(axis=1) / 2) + 0.1
+        laws.append(w / w.sum())
+    for k, lam in enumerate(laws):
+        printed = re.search(rf"^group {k}: (.*)$", out, re.MULTILINE).group(1).split()
+        assert all(close_to_printed(a, b) for a, b in zip(printed, lam, strict=True))
+    n = side * side
+    rr = np.full((n, n), 1 / (math.exp(eps) + n - 1))
+    np.fill_diagonal(rr, math.exp(eps) / (math.exp(eps) + n - 1))
+    lap = np.exp(-eps * dist)
+    lap /= lap.sum(axis=1, keepdims=True)
+
+    def both(p, q, d):
+        return max(_hockey_eps(p, q, d), _hockey_eps(q, p, d))
+
+    def figures(name):
+        row = next(line for line in out.splitlines() if line.startswith(name))
+        return [float(x) for x in row[len(name):].split()]
+
+    for name, a in (("randomised response", rr), ("planar Laplace", lap)):
+        p, q = laws[0] @ a, laws[1] @ a
+        point = max(float(np.max(np.log(a[i] / a[j]))) for i in range(n) for j in range(n))
+        got = figures(name)
+        expected = [point, both(p, q, 0.0), both(p, q, delta), brute_pdistp(p, q, delta)]
+        assert all(close_to_printed(f"{g:.4f}", e) for g, e in zip(got, expected, strict=False))
+        sql = 0.5 * sum(float((lam[:, None] * a * dist).sum()) for lam in laws)
+        assert close_to_printed(f"{got[-1]:.3f}", sql)
+    # the tupling mechanism with one dummy, by enumerating every ordered pair of cells:
+    # P(y1, y2) = (A#lam[y1] + A#lam[y2]) / (2 n) (the report in either slot)
+    p, q = laws[0] @ lap, laws[1] @ lap
+    tp = (p[:, None] + p[None, :]).ravel() / (2 * n)
+    tq = (q[:, None] + q[None, :]).ravel() / (2 * n)
+    got = figures("tupling, planar Laplace + 1 dummies")
+    assert close_to_printed(f"{got[0]:.4f}", both(tp, tq, 0.0))
+    assert close_to_printed(f"{got[1]:.4f}", both(tp, tq, delta))
+
+
 def _small(args: list[str]) -> Callable[[Path], list[str]]:
     return lambda tmp: list(args)
 
@@ -246,6 +322,7 @@ SCRIPTS: dict[str, Script] = {
     "gap_gaussian.py": Script(lambda tmp: ["--plot", str(tmp / "gap_gaussian.png")],
                               check_gap_gaussian, slow=True, needs=("matplotlib",),
                               reason="matplotlib draws the figure"),
+    "km_location_tupling.py": Script(_small([]), check_km_location),
     "adult_evaluation.py": Script(_small(["--quick", "--seed", "0"]), check_adult, slow=True,
                                   needs=("sklearn",), reason="the attack's meta-classifier"),
 }
