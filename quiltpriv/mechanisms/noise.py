@@ -52,6 +52,21 @@ reveals ``x mod g``: use :func:`laplace_release` / :func:`gaussian_release`, whi
 value to the grid first, pay for the snapping by inflating the noise (sensitivity ``Delta``
 becomes ``Delta + g``), form the sum exactly and round it to a float once.
 
+Vectors and categories
+----------------------
+:func:`laplace_release_vector` / :func:`gaussian_release_vector` release a vector on one grid,
+paying for the snapping by the dimension (``Delta + d g`` in L1, ``Delta + sqrt(d) g`` in L2,
+``sqrt(d)`` bounded above by :func:`sqrt_upper`). Local mechanisms release an index:
+:func:`categorical` (rational weights, one uniform integer, no float cumulative sum),
+:func:`exponential_categorical` (``P(i)`` proportional to ``exp(-gamma_i)`` by uniform
+proposals and :func:`bernoulli_exp_neg`) and :func:`uniform_index` sample exactly, so a
+mechanism's probability ratios hold exactly however small its probabilities are.
+
+Every release of the package draws its randomness here; ``tests/mechanisms/
+test_one_noise_module.py`` fails on a random generator used anywhere else (bar a commented
+allow-list of experiments). docs/noise.md says, mechanism by mechanism, how each output is
+sampled and why its low bits carry nothing.
+
 Range
 -----
 A scale above :data:`MAX_NOISE_SCALE` (about 8.8e304) is refused before anything is drawn:
