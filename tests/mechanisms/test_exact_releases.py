@@ -249,3 +249,20 @@ def test_sqrt_upper_is_an_upper_bound():
         r = noise.sqrt_upper(n)
         assert r * r >= n
         assert r - Fraction(math.isqrt(n)) <= 1
+
+
+@pytest.mark.parametrize("d", [1, 4])
+def test_apgm_release_low_bits_are_at_chance(d):
+    sigma = gaussian_sigma(0.1, 1.0, 1e-6, calibration="analytic")
+    res = APGMResult(sigma * sigma, sigma, 1.0, 1e-6, {"a": 0.1}, {"a": 0.0},
+                     {"a": sigma * sigma}, "a", d, "analytic")
+
+    def release(f, rng):
+        out = res.release(f if d > 1 else f[0], seed=rng)
+        return [o.value for o in (out if d > 1 else (out,))]
+
+    base = np.linspace(0.1, 0.7, d)
+    thetas = ([base, base + 0.1], [base + 0.1, base + 0.2])
+    g = Fraction(release(base, random.Random(0))[0]).denominator
+    assert residue_classifier_accuracy(release, thetas, 5,
+                                       float_ulp_moduli(Fraction(1, g))) <= CHANCE_BOUND
