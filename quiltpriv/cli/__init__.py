@@ -9,7 +9,9 @@ them, and a heavy dependency of one command does not slow down the others).
 
 User errors (:class:`~quiltpriv.errors.QuiltPrivError`, unreadable files, bad options) are
 printed to stderr as one line ``quiltpriv: error: <reason>`` with exit status 2; nothing else is
-printed. An output path (``-o``) is checked before any model or data is read. Ctrl-C ends the
+printed; a warning is one line ``quiltpriv: warning: <text>``. An output path (``-o``) is checked
+before any model or data is read, and refused when it is the same file as an input of the
+command (the data, the model, a plan, a ledger). Ctrl-C ends the
 command with ``quiltpriv: interrupted`` and exit status 130 (``plan`` first prints the best
 valid plan found so far). When the reader of the output goes away (``quiltpriv ... | head``)
 the command stops quietly with exit status 141 (128 + SIGPIPE, what a shell reports for a
@@ -23,11 +25,12 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import NoReturn, TextIO
 
 from quiltpriv._version import __version__
-from quiltpriv.errors import QuiltPrivError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 
 #: Modules that contribute subcommands, in the order they appear in ``--help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -148,9 +151,12 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         if getattr(args, "output", None) is not None:
             check_output_path(args.output, "-o")  # before any model or data is read
+            _refuse_output_naming_an_input(args)
         args.argv = ["quiltpriv", *(sys.argv[1:] if argv is None else argv)]  # for records
         _quiet_resource_tracker()
-        code = int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code
     except QuiltPrivError as exc:
@@ -165,6 +171,57 @@ def _run(argv: Sequence[str] | None) -> int:
     except OSError as exc:
         _say(f"quiltpriv: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         return 2
+
+
+def _input_files(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """(option, value) of every option value that names an existing file.
+
+    Every string option is looked at, not a list of the options known to be inputs, so that
+    an input added later (a model spec ``FILE:member``, an ``@FILE`` list) is covered too.
+    """
+    for dest, value in vars(args).items():
+        if dest in ("output", "command", "func", "argv") or dest.startswith("_"):
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if not isinstance(v, str) or not v:
+                continue
+            option = f"--{dest.replace('_', '-')}"
+            for candidate in {v, v.removeprefix("@"), v.rpartition(":")[0]}:
+                if candidate and os.path.isfile(candidate):
+                    yield option, candidate
+
+
+def _refuse_output_naming_an_input(args: argparse.Namespace) -> None:
+    """Refuse ``-o`` when it is the same file as an input (after symbolic links, and hard
+    links: same device and inode), before anything is read or written: writing the output
+    would replace the private data, the model or the ledger."""
+    try:
+        out = os.stat(args.output)
+    except OSError:  # a new file: it cannot be an input
+        return
+    for option, path in _input_files(args):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise ParameterError(f"-o {args.output}: is the same file as the input {path} "
+                                 f"({option}); writing the output would replace it, give "
+                                 "another output file")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Every warning of a command as one line ``quiltpriv: warning: ...`` on stderr (not
+    Python's two lines with the source line that warned); a warning that is not quiltpriv's
+    own is named by its category."""
+    from quiltpriv.errors import QuiltPrivWarning
+
+    text = " ".join(str(message).split())
+    if not issubclass(category, QuiltPrivWarning):
+        text = f"{text} ({category.__name__})"
+    _say(f"quiltpriv: warning: {text}")
 
 
 #: The warning filter given to joblib's worker processes and their resource tracker.

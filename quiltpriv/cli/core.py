@@ -169,11 +169,19 @@ def sensitive_from_args(args: argparse.Namespace) -> list[str]:
     return sensitive
 
 
+#: The cells pandas reads as missing by default (its documented ``na_values`` list); kept
+#: for the columns whose values are not declared as text.
+_PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+              "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
 def read_data(path: str, query: Query | None = None) -> Any:
     """The dataset of ``--data``: a CSV file read with pandas, one column per attribute.
 
-    Columns whose declared domain (``--domain``) is text are read as text, so that a value
-    such as ``01`` is compared as written.
+    Columns whose declared domain (``--domain``, ``--categories``) is text are read as text,
+    exactly as written: ``01`` stays ``01``, and ``NA``, ``None``, ``null``, ``N/A`` or an
+    empty cell are values (declared categories such as ``NA`` for North America), never
+    pandas' missing values. Every other column keeps pandas' default missing-value reading.
     """
     import pandas as pd
 
@@ -183,7 +191,12 @@ def read_data(path: str, query: Query | None = None) -> Any:
         # pandas renames a repeated header name ("a", "a.1"), which would hide a duplicated
         # column from the query's own check: read the header as written first.
         header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-        data = pd.read_csv(path, dtype=text or None)
+        if text:
+            columns = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
+            na = {c: list(_PANDAS_NA) for c in columns if c not in text}
+            data = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=na)
+        else:
+            data = pd.read_csv(path)
     except (OSError, ValueError) as exc:
         raise QueryError(f"cannot read data file {path}: {exc}") from exc
     names = Counter(str(v) for v in header.iloc[0].tolist()) if len(header) else Counter()
@@ -274,7 +287,7 @@ def one_line_warnings() -> Iterator[None]:
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, QuiltPrivWarning):
-            print(f"quiltpriv: warning: {message}", file=sys.stderr)
+            print(f"quiltpriv: warning: {' '.join(str(message).split())}", file=sys.stderr)
         else:
             shown(message, category, filename, lineno, file, line)
 

@@ -57,6 +57,7 @@ from quiltpriv.explorer.state import (
     set_cell,
 )
 from quiltpriv.model.network import Theta
+from quiltpriv.utils.serialize import load_json
 
 HOST = "127.0.0.1"
 #: Largest request body accepted, in bytes.
@@ -236,14 +237,10 @@ def parse_body(raw: bytes) -> Any:
     if not raw:
         return None
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
-                          object_pairs_hook=_no_duplicates)
-    except UnicodeDecodeError:
-        raise HTTPError(400, "the request body is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise HTTPError(400, f"the request body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise HTTPError(400, "the request body is nested too deeply") from None
+        return load_json(raw, "the request body", error=ParameterError,
+                         parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except ParameterError as exc:
+        raise HTTPError(400, str(exc)) from None
 
 
 class _Handler(BaseHTTPRequestHandler):

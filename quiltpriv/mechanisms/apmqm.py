@@ -709,13 +709,10 @@ def plan_from_json(text: str | bytes) -> Plan:
     """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
     if not isinstance(text, str | bytes | bytearray):
         raise PlanError(f"plan: the JSON text must be a str or bytes, got {type(text).__name__}")
-    try:
-        doc = json.loads(text, parse_constant=_reject_constant,
-                         object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"plan: not valid JSON: {exc}") from None
-    except (UnicodeDecodeError, RecursionError) as exc:
-        raise PlanError(f"plan: cannot read the JSON: {exc}") from None
+    from quiltpriv.utils.serialize import load_json
+
+    doc = load_json(text, "plan", error=PlanError, parse_constant=_reject_constant,
+                    object_pairs_hook=_no_duplicate_keys)
     if isinstance(doc, dict) and "format" not in doc and isinstance(doc.get("plan"), dict):
         raise PlanError("plan: this is a release record or an audit report, not a plan; its "
                         "plan is the 'plan' field")

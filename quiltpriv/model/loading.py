@@ -407,18 +407,14 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
 
 def _json_document(text: str, path: Path) -> dict[str, Any]:
     """The JSON model's top-level object, of the expected format."""
-    import json
+    from quiltpriv.utils.serialize import load_json
 
     try:
-        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_json_float,
-                         parse_int=_parse_int,
-                         object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"cannot read JSON model {path}: {exc}") from exc
-    except ModelError as exc:  # from the hooks, which do not know the path
+        doc = load_json(text, "the JSON model", error=ModelError,
+                        parse_constant=_reject_constant, parse_float=_json_float,
+                        parse_int=_parse_int, object_pairs_hook=_no_duplicate_keys)
+    except ModelError as exc:  # neither the hooks nor the reader know the path
         raise ModelError(f"{path}: {exc}") from None
-    except RecursionError:
-        raise ModelError(f"cannot read JSON model {path}: nested too deeply") from None
     if not isinstance(doc, dict):
         raise ModelError(f"{path}: a JSON model must be an object")
     if doc.get("format") != JSON_FORMAT:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quiltpriv.errors import LedgerError
+from quiltpriv.errors import LedgerError, QuiltPrivError
 from quiltpriv.releases.composition import (
     THEOREMS,
     Composition,
@@ -52,6 +52,7 @@ from quiltpriv.releases.composition import (
     composition,
 )
 from quiltpriv.releases.records import READABLE_FORMATS
+from quiltpriv.utils.serialize import load_json
 
 __all__ = [
     "GENESIS",
@@ -200,9 +201,9 @@ def _parse_body(path: str, seq: int, body: Any) -> dict[str, Any]:
     if not isinstance(body, str):
         raise _fail(path, f"entry {seq}: its text is not a string")
     try:
-        doc = json.loads(body, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:
-        raise _fail(path, f"entry {seq}: its text is not valid JSON ({exc})") from None
+        doc = load_json(body, f"entry {seq}")
+    except QuiltPrivError as exc:
+        raise _fail(path, f"{exc}") from None
     if not isinstance(doc, dict) or set(doc) != {"seq", "prev", "record"}:
         raise _fail(path, f"entry {seq}: not a ledger entry (keys seq, prev, record)")
     if _canonical(doc) != body:
@@ -211,10 +212,6 @@ def _parse_body(path: str, seq: int, body: Any) -> dict[str, Any]:
             doc["record"].get("format") not in READABLE_FORMATS:
         raise _fail(path, f"entry {seq}: its record is not a {_FORMATS} record")
     return doc
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a finite number")
 
 
 def _verified_entries(con: sqlite3.Connection, path: str,
@@ -447,7 +444,7 @@ def _booking(p: str, prospective: Mapping[str, Any] | None, budget: float | None
                             (seq + 1, digest))
                 con.execute("COMMIT")
                 book.entry = LedgerEntry(seq=seq, prev=prev, hash=digest,
-                                         record=json.loads(body)["record"])
+                                         record=load_json(body, "the entry written")["record"])
         except sqlite3.Error as exc:
             raise _fail(p, f"cannot write it ({exc})") from None
         finally:

@@ -136,7 +136,9 @@ class Report:
         return self.to_dict()
 
     def to_dict(self) -> dict[str, Any]:
-        return json.loads(self.json_text)
+        from quiltpriv.utils.serialize import load_json
+
+        return load_json(self.json_text, "the report's JSON")
 
     def to_json(self, **kwargs: Any) -> str:
         if not kwargs:

@@ -17,11 +17,88 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["JSONResult", "jsonable"]
+from quiltpriv.errors import QuiltPrivError
+
+__all__ = ["MAX_JSON_INT_DIGITS", "JSONResult", "jsonable", "load_json"]
+
+#: The longest integer any JSON the package reads may spell. Python refuses to convert a
+#: decimal string of more than 4300 digits to an int (``sys.get_int_max_str_digits``) with a
+#: bare ``ValueError``; no number quiltpriv stores comes anywhere near this.
+MAX_JSON_INT_DIGITS = 4300
+
+
+def load_json(text: str | bytes | bytearray, what: str, *,
+              error: type[QuiltPrivError] = QuiltPrivError,
+              object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+              parse_constant: Callable[[str], Any] | None = None,
+              parse_float: Callable[[str], Any] | None = None,
+              parse_int: Callable[[str], Any] | None = None) -> Any:
+    """Parse untrusted JSON text; every way it can fail is ``error`` with one line.
+
+    Every JSON reader of the package goes through here (plans, models, release records,
+    ledger entries, explorer requests): Python's own :func:`json.loads` fails on hostile text
+    with exceptions that are not the package's (``ValueError`` for an integer of more than
+    4300 digits, ``RecursionError`` for deep nesting, ``UnicodeDecodeError``), and turns a
+    literal such as ``1e999`` into an infinite float silently.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The JSON text (bytes must be UTF-8).
+    what : str
+        What is read, to start the message (``"plan"``, ``"the request body"``).
+    error : type
+        The :class:`~quiltpriv.errors.QuiltPrivError` subclass raised.
+    object_pairs_hook, parse_constant, parse_float, parse_int : callable, optional
+        As for :func:`json.loads`; errors they raise pass through unchanged when they are the
+        package's own. Without ``parse_constant``, ``NaN`` and ``Infinity`` are refused;
+        without ``parse_float``, a number that overflows a float is refused; without
+        ``parse_int``, an integer longer than :data:`MAX_JSON_INT_DIGITS` digits is refused.
+
+    Raises
+    ------
+    QuiltPrivError
+        ``error``: not JSON, not UTF-8, nested too deeply, or a number out of range.
+    """
+
+    def _constant(name: str) -> Any:
+        raise error(f"{what}: the JSON holds {name}; every number must be finite")
+
+    def _float(token: str) -> float:
+        value = float(token)
+        if not math.isfinite(value):
+            raise error(f"{what}: the JSON number {_excerpt(token)} is out of a float's range")
+        return value
+
+    def _int(token: str) -> int:
+        digits = len(token) - token.startswith("-")
+        if digits > MAX_JSON_INT_DIGITS:
+            raise error(f"{what}: the JSON holds an integer of {digits} digits (at most "
+                        f"{MAX_JSON_INT_DIGITS} are read)")
+        return int(token)
+
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs_hook,
+                          parse_constant=parse_constant or _constant,
+                          parse_float=parse_float or _float, parse_int=parse_int or _int)
+    except QuiltPrivError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise error(f"{what}: not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise error(f"{what}: the JSON text is not UTF-8") from None
+    except RecursionError:
+        raise error(f"{what}: the JSON is nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # a number Python cannot convert
+        raise error(f"{what}: cannot read a number of the JSON ({_excerpt(str(exc))})") from None
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def jsonable(x: Any) -> Any:

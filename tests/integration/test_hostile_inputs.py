@@ -572,6 +572,190 @@ def test_cli_compare_and_audit_work_is_bounded(capsys, tmp_path, monkeypatch):
     assert rc == 1 and "UNDECIDED" in out and "MET" not in out.replace("UNDECIDED", "")
 
 
+# -- JSON numbers, outputs that are inputs, categories that look missing, warnings ----------
+
+
+HUGE_INT = "1" + "0" * 5000  # beyond Python's int-string limit (4300 digits)
+JSON_NUMBER_CASES = {"huge int": HUGE_INT, "huge negative int": "-" + HUGE_INT,
+                     "overflowing float": "1e999", "deep nesting": "[" * 50000 + "1" + "]" * 50000}
+
+
+def _student_plan_json(capsys) -> str:
+    rc, out, err = _cli([*PLAN, "--json"], capsys)
+    assert rc == 0, err
+    return out
+
+
+def _with_number(text: str, key: str, number: str) -> str:
+    import re
+
+    edited, n = re.subn(rf'"{key}": [^,}}]+', lambda m: f'"{key}": {number}', text, count=1)
+    assert n == 1
+    return edited
+
+
+def test_every_json_reader_refuses_huge_numbers(capsys, tmp_path):
+    """Plans, models, ledger entries and explorer requests: an integer over 4300 digits, a
+    float literal beyond a float's range and deep nesting are the package's one-line error
+    (exit 2 on the command line, 400 from the explorer), never a traceback."""
+    import hashlib
+    import json
+    import sqlite3
+
+    from quiltpriv.errors import LedgerError, ModelError, PlanError
+    from quiltpriv.explorer.server import HTTPError, parse_body
+    from quiltpriv.mechanisms.apmqm import Plan
+    from quiltpriv.releases import ledger
+
+    plan_text = _student_plan_json(capsys)
+    model_text = (ROOT / "models").joinpath("student.bif")  # a JSON model from its tables
+    from quiltpriv.model.loading import theta_to_dict
+
+    model_doc = json.dumps(theta_to_dict(load_model(str(model_text))))
+    for name, number in JSON_NUMBER_CASES.items():
+        # a plan: from Python and through `quiltpriv verify`
+        TRIED["json-number"] += 1
+        bad_plan = _with_number(plan_text, "epsilon", number)
+        with hang_guard(), pytest.raises(PlanError) as info:
+            Plan.from_json(bad_plan)
+        assert "\n" not in str(info.value), name
+        plan_file = _write(tmp_path / "plan.json", bad_plan)
+        _assert_clean_failure(["verify", str(plan_file), "student"], capsys, tmp_path)
+        # a JSON model
+        TRIED["json-number"] += 1
+        bad_model = _with_number(model_doc, "format", number)
+        model_file = _write(tmp_path / "model.json", bad_model)
+        assert isinstance(_expect_error(model_file), str)
+        with pytest.raises(ModelError):
+            load_model(str(model_file))
+        _assert_clean_failure(_model(PLAN, str(model_file)), capsys, tmp_path)
+        # a ledger entry (its hash recomputed, so only the number is wrong)
+        TRIED["json-number"] += 1
+        path = str(tmp_path / f"ledger-{len(number)}.db")
+        ledger.append(path, {"format": "quiltpriv-release/2", "value": 1})
+        con = sqlite3.connect(path)
+        con.execute("DROP TRIGGER IF EXISTS entries_append_only_update")
+        (body,) = con.execute("SELECT body FROM entries WHERE seq = 0").fetchone()
+        body = body.replace('"value":1', f'"value":{number}')
+        con.execute("UPDATE entries SET body = ?, hash = ? WHERE seq = 0",
+                    (body, hashlib.sha256(body.encode()).hexdigest()))
+        con.commit()
+        con.close()
+        with hang_guard(), pytest.raises(LedgerError):
+            ledger.verify(path)
+        rc, out, err = _cli(["ledger", "verify", path], capsys)
+        assert rc == 2 and err.startswith("quiltpriv: error:"), (name, err[-300:])
+        assert len(err.strip().splitlines()) == 1, name
+        # an explorer request: a 400 with the reason
+        TRIED["json-number"] += 1
+        with hang_guard(), pytest.raises(HTTPError) as http:
+            parse_body(f'{{"epsilon": {number}}}'.encode())
+        assert http.value.status == 400 and "\n" not in str(http.value), name
+
+
+def test_cli_output_naming_an_input_is_refused(capsys, tmp_path):
+    """``-o`` that is an input (the same path, a symbolic link, a hard link) is refused
+    before anything is read or written; the input is unchanged."""
+    import json
+
+    from quiltpriv.model.loading import theta_to_dict
+
+    data = _write(tmp_path / "D.csv", "height,income\n1,0\n0,1\n1,1\n")
+    model = _write(tmp_path / "MODEL.json",
+                   json.dumps(theta_to_dict(load_model(str(ROOT / "models" / "student.bif")))))
+    os.symlink(data, tmp_path / "link.csv")
+    os.link(data, tmp_path / "hard.csv")
+    os.symlink(model, tmp_path / "link.json")
+    release = ["release", "student", "--sensitive", "income", "--attributes", "height",
+               "--records", "3", "--epsilon", "1", "--where", "height > 0"]
+    plan = ["plan", str(model), *PLAN[2:]]
+    cases = [
+        [*release, "--data", str(data), "-o", str(data)],
+        [*release, "--data", str(data), "-o", str(tmp_path / "link.csv")],
+        [*release, "--data", str(tmp_path / "link.csv"), "-o", str(data)],
+        [*release, "--data", str(data), "-o", str(tmp_path / "hard.csv")],
+        [*plan, "-o", str(model)],
+        [*plan, "-o", str(tmp_path / "link.json")],
+        [*plan, "--json", "-o", str(model)],
+    ]
+    before = {p: p.read_bytes() for p in (data, model)}
+    for argv in cases:
+        TRIED["cli-output-is-input"] += 1
+        rc, out, err = _cli(argv, capsys)
+        assert rc == 2 and err.startswith("quiltpriv: error: -o "), (argv, err)
+        assert "is the same file as the input" in err and len(err.strip().splitlines()) == 1
+        assert {p: p.read_bytes() for p in before} == before
+    # another output file is fine, and a plan verified against its model is not refused
+    TRIED["cli-output-is-input"] += 1
+    rc, _, err = _cli([*plan, "--json", "-o", str(tmp_path / "plan.json")], capsys)
+    assert rc == 0, err
+    rc, _, err = _cli(["verify", str(tmp_path / "plan.json"), str(model)], capsys)
+    assert rc == 0, err
+
+
+def test_cli_declared_categories_that_look_missing(capsys, tmp_path):
+    """Declared text categories such as NA (North America), None, null and N/A are values,
+    not missing data, in the declared columns; elsewhere a missing value is still refused."""
+    import json
+
+    data = _write(tmp_path / "d.csv", "height,income\nNA,1\nNone,0\nnull,1\nN/A,0\nNA,0\n")
+    base = ["release", "student", "--sensitive", "income", "--attributes", "height",
+            "--records", "5", "--epsilon", "1", "--seed", "3", "--data", str(data)]
+    TRIED["cli-categories"] += 1
+    rc, out, err = _cli([*base, "--query", "histogram", "--categories",
+                         "height=NA|None|null|N/A"], capsys)
+    assert rc == 0, err
+    assert len(json.loads(out)["value"]) == 4
+    TRIED["cli-categories"] += 1
+    rc, out, err = _cli([*base, "--where", "height == 'NA'", "--domain",
+                         "height=NA|None|null|N/A"], capsys)
+    assert rc == 0, err
+    # Undeclared columns keep pandas' missing values: a missing count is refused.
+    TRIED["cli-categories"] += 1
+    _write(data, "height,income\n1,0\nNA,1\n0,1\n")
+    _assert_clean_failure([*base[:-2], "--where", "height > 0", "--data", str(data)], capsys,
+                          tmp_path)
+
+
+def test_cli_warnings_are_one_line(capsys, tmp_path):
+    """A warning on the command line is one ``quiltpriv: warning:`` line, not Python's
+    two-line form with the source line that warned."""
+    import warnings
+
+    yes_no = """network unknown {
+}
+variable a {
+  type discrete [ 2 ] { yes, no };
+}
+variable b {
+  type discrete [ 2 ] { yes, no };
+}
+probability ( a ) {
+  table 0.3, 0.7;
+}
+probability ( b | a ) {
+  (yes) 0.2, 0.8;
+  (no) 0.6, 0.4;
+}
+"""
+    bif = _write(tmp_path / "yn.bif", yes_no)
+    TRIED["cli-warning"] += 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        rc, out, err = _cli(["plan", str(bif), "--sensitive", "a", "--attributes", "b",
+                             "--records", "10", "--epsilon", "1"], capsys)
+    assert rc == 0, err
+    lines = err.strip().splitlines()
+    assert lines and all(ln.startswith("quiltpriv: warning: ") for ln in lines), err
+    assert any("states that are not numbers" in ln for ln in lines)
+    # A warning that is not quiltpriv's own is one line too, named by its category.
+    TRIED["cli-warning"] += 1
+    from quiltpriv.cli import _show_warning
+
+    _show_warning(DeprecationWarning("old\nthing"), DeprecationWarning, "x.py", 3)
+    assert capsys.readouterr().err == "quiltpriv: warning: old thing (DeprecationWarning)\n"
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):
