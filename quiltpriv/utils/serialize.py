@@ -82,6 +82,8 @@ def load_json(text: str | bytes | bytearray, what: str, *,
         return int(token)
 
     try:
+        if isinstance(text, bytes | bytearray):  # UTF-8 only (json.loads would guess UTF-16)
+            text = bytes(text).decode("utf-8")
         return json.loads(text, object_pairs_hook=object_pairs_hook,
                           parse_constant=parse_constant or _constant,
                           parse_float=parse_float or _float, parse_int=parse_int or _int)
@@ -90,9 +92,9 @@ def load_json(text: str | bytes | bytearray, what: str, *,
     except json.JSONDecodeError as exc:
         raise error(f"{what}: not valid JSON: {exc}") from None
     except UnicodeDecodeError:
-        raise error(f"{what}: the JSON text is not UTF-8") from None
+        raise error(f"{what}: cannot read the JSON: it is not UTF-8 text") from None
     except RecursionError:
-        raise error(f"{what}: the JSON is nested too deeply") from None
+        raise error(f"{what}: cannot read the JSON: it is nested too deeply") from None
     except (ValueError, OverflowError) as exc:  # a number Python cannot convert
         raise error(f"{what}: cannot read a number of the JSON ({_excerpt(str(exc))})") from None
 

@@ -382,6 +382,8 @@ def test_bad_requests_get_400_and_a_clear_message(client, path, body, words):
     (b'{"epsilon": 1, "epsilon": 2}', "names 'epsilon' twice"),
     (b"\xff\xfe", "not UTF-8"),
     (b"[" * 20000 + b"]" * 20000, "nested too deeply"),
+    (b'{"epsilon": 1' + b"0" * 5000 + b"}", "integer of 5001 digits"),
+    (b'{"epsilon": 1e999}', "out of a float's range"),
 ])
 def test_malformed_bodies_get_400(client, raw, words):
     status, e = client.call("POST", "/api/plan", raw=raw)
