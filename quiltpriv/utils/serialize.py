@@ -65,6 +65,9 @@ def load_json(text: str | bytes | bytearray, what: str, *,
         ``error``: not JSON, not UTF-8, nested too deeply, or a number out of range.
     """
 
+    if not isinstance(text, str | bytes | bytearray):
+        raise error(f"{what}: the JSON text must be a str or bytes, got {type(text).__name__}")
+
     def _constant(name: str) -> Any:
         raise error(f"{what}: the JSON holds {name}; every number must be finite")
 
