@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from quiltpriv.cli import EXIT_INTERRUPTED
@@ -87,12 +87,77 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def theta_from_args(args: argparse.Namespace) -> Theta:
-    return load_theta([args.model, *args.theta])
+    """The model of ``MODEL [--theta MODEL2 ...]``, loaded once per command (``--sensitive
+    all`` and ``--attributes all`` need it too)."""
+    theta = getattr(args, "_theta", None)
+    if theta is None:
+        theta = load_theta([args.model, *args.theta])
+        args._theta = theta
+    return theta
 
 
 def query_from_args(args: argparse.Namespace) -> Query:
-    """The query the options ask for (:func:`quiltpriv.queries.options.query_from_options`)."""
+    """The query the options ask for (:func:`quiltpriv.queries.options.query_from_options`);
+    ``--attributes all`` and ``--attributes @FILE`` are expanded first (:func:`name_list`)."""
+    text = getattr(args, "attributes", None)
+    if isinstance(text, str) and _is_list_form(text):
+        names = name_list(text, "--attributes", lambda: theta_from_args(args).nodes)
+        args = argparse.Namespace(**{**vars(args), "attributes": names})
     return query_from_options(args)
+
+
+#: The largest ``@FILE`` of names read (a name a line: far more than any network's nodes).
+MAX_NAMES_FILE_BYTES = 64 * 2**20
+
+
+def _is_list_form(text: str) -> bool:
+    return text.strip() == "all" or text.lstrip().startswith("@")
+
+
+def name_list(text: str, option: str, every: Callable[[], Sequence[str]]) -> list[str]:
+    """The names an option such as ``--sensitive`` gives.
+
+    ``A1,A2,...`` lists them; ``all`` means every node of the model (``every()``; a node
+    that is itself named ``all`` is given as ``all,``); ``@FILE`` reads them from a UTF-8
+    text file, one name a line (surrounding spaces are dropped, blank lines are skipped, a
+    name given twice is refused with both line numbers), for lists too long for one
+    command-line argument. Names the model does not have are refused by the command, as
+    for a list.
+    """
+    stripped = text.strip()
+    if stripped == "all":
+        return list(every())
+    if not stripped.startswith("@"):
+        return split_list(text)
+    path = stripped[1:]
+    if not path:
+        raise ParameterError(f"{option} @FILE: give a file name after '@'")
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_NAMES_FILE_BYTES:
+            raise ParameterError(f"{option} @{path}: the file has {size} bytes; at most "
+                                 f"{MAX_NAMES_FILE_BYTES} are read")
+        with open(path, encoding="utf-8-sig") as fh:
+            lines = fh.read().splitlines()
+    except UnicodeDecodeError:
+        raise ParameterError(f"{option} @{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ParameterError(f"{option} @{path}: cannot read it "
+                             f"({exc.strerror or exc})") from None
+    names: list[str] = []
+    first: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        name = line.strip()
+        if not name:
+            continue
+        if name in first:
+            raise ParameterError(f"{option} @{path}: line {number} repeats {name!r} (first on "
+                                 f"line {first[name]}); give each name once")
+        first[name] = number
+        names.append(name)
+    if not names:
+        raise ParameterError(f"{option} @{path}: the file names no attribute (one name a line)")
+    return names
 
 
 def add_query_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,7 +166,8 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--query", choices=QUERY_KINDS, default="count",
                    help="query kind (default: count)")
     g.add_argument("--attributes", metavar="A1[,A2...]",
-                   help="attributes the query reads (count, histogram; one for sum/mean)")
+                   help="attributes the query reads (count, histogram; one for sum/mean): "
+                        f"{NAMES_HELP}")
     g.add_argument("--records", type=number("--records", integer=True, min_val=1,
                                             max_val=MAX_RECORDS), metavar="N",
                    help="number of records n (count, sum, histogram); a whole number in "
@@ -156,14 +222,21 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
                         "so")
 
 
+#: The help of the options that take a list of names (``--sensitive``, ``--attributes``).
+NAMES_HELP = ("A1,A2,... ; all (every node of the model); or @FILE (one name a line, blank "
+              "lines skipped, a repeated name refused)")
+
+
 def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
-    """``--sensitive S1[,S2...]`` and ``--epsilon E`` (both required)."""
-    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]")
+    """``--sensitive S1[,S2...] | all | @FILE`` and ``--epsilon E`` (both required)."""
+    p.add_argument("--sensitive", required=True, metavar="S1[,S2...]",
+                   help=f"the sensitive attributes: {NAMES_HELP}")
     p.add_argument("--epsilon", required=True, type=epsilon_type, metavar="E")
 
 
 def sensitive_from_args(args: argparse.Namespace) -> list[str]:
-    sensitive = split_list(args.sensitive)
+    """The names of ``--sensitive`` (:func:`name_list`: a list, ``all`` or ``@FILE``)."""
+    sensitive = name_list(args.sensitive, "--sensitive", lambda: theta_from_args(args).nodes)
     if not sensitive:
         raise ParameterError("give at least one sensitive attribute (--sensitive S1[,S2])")
     return sensitive

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from quiltpriv.cli.core import (
+    NAMES_HELP,
     add_model_arguments,
     add_query_arguments,
     emit,
@@ -55,7 +56,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("plan", metavar="PLAN.json", help="the plan (JSON of 'quiltpriv plan --json')")
     add_model_arguments(p)
     p.add_argument("--sensitive", metavar="S1[,S2...]",
-                   help="attributes the plan must protect (it may protect more)")
+                   help=f"attributes the plan must protect (it may protect more): {NAMES_HELP}")
     p.add_argument("--epsilon", type=epsilon_type, metavar="E",
                    help="the privacy required: the plan's epsilon must be at most E")
     add_query_arguments(p)

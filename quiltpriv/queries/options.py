@@ -12,6 +12,7 @@ attributes ``query``, ``attributes``, ``records``, ``where``, ``bounds``, ``weig
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from quiltpriv.errors import ParameterError, QueryError
@@ -32,8 +33,13 @@ __all__ = ["QUERY_KINDS", "domain_from_options", "parse_number", "query_from_opt
 QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
 
 
-def split_list(text: str | None) -> list[str]:
-    """``A1,A2,...`` as a list of the non-empty, stripped items."""
+def split_list(text: str | Sequence[str] | None) -> list[str]:
+    """``A1,A2,...`` as a list of the non-empty, stripped items (a list of names, as the
+    command line expands ``all`` and ``@FILE``, is taken item by item, unsplit)."""
+    if isinstance(text, list | tuple):
+        if not all(isinstance(s, str) for s in text):
+            raise ParameterError("expected a list of names (str)")
+        return [s.strip() for s in text if s.strip()]
     if text is not None and not isinstance(text, str):
         raise ParameterError(f"expected a comma-separated text, got {type(text).__name__}")
     return [s.strip() for s in (text or "").split(",") if s.strip()]
@@ -131,6 +137,9 @@ def _check_options(args: Any) -> None:
     for o in ("query", "attributes", "where", "bounds", "weights", "domain", "record_states",
               "catch_all"):
         value = getattr(args, o, None)
+        if o == "attributes" and isinstance(value, list | tuple) and all(
+                isinstance(a, str) for a in value):
+            continue  # the names of --attributes all / @FILE, expanded by the command line
         if value is not None and not isinstance(value, str):
             raise ParameterError(f"--{o.replace('_', '-')} must be a text, got "
                                  f"{type(value).__name__}")

@@ -756,6 +756,51 @@ probability ( b | a ) {
     assert capsys.readouterr().err == "quiltpriv: warning: old thing (DeprecationWarning)\n"
 
 
+def test_cli_name_lists_all_and_files(capsys, tmp_path):
+    """``--sensitive all`` / ``@FILE`` and ``--attributes all`` / ``@FILE``: every node, or
+    one name a line (spaces and blank lines dropped); a repeated or unknown name, a missing,
+    empty or non-UTF-8 file are one-line refusals."""
+    import json
+
+    nodes = ["gender", "income", "sat", "height", "weight"]  # student's, network order
+    base = ["plan", "student", "--records", "10", "--epsilon", "1", "--json"]
+    TRIED["cli-names"] += 1
+    rc, out, err = _cli([*base, "--sensitive", "all", "--attributes", "height"], capsys)
+    assert rc == 0, err
+    assert sorted(json.loads(out)["sensitive"]) == sorted(nodes)
+    listed = _write(tmp_path / "names.txt", "\n income \n\nweight\n")
+    TRIED["cli-names"] += 1
+    rc, out, err = _cli([*base, "--sensitive", f"@{listed}", "--attributes", "height"], capsys)
+    assert rc == 0, err
+    assert sorted(json.loads(out)["sensitive"]) == ["income", "weight"]
+    TRIED["cli-names"] += 1
+    rc, out, err = _cli([*base, "--sensitive", "income", "--attributes", "all"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["query"]["attributes"] == nodes
+    TRIED["cli-names"] += 1
+    rc, out, err = _cli([*base, "--sensitive", "income", "--attributes", f"@{listed}"],
+                        capsys)
+    assert rc == 0, err
+    assert json.loads(out)["query"]["attributes"] == ["income", "weight"]
+    bad = {
+        "repeat.txt": ("income\nheight\nincome\n", "line 3 repeats 'income' (first on line 1)"),
+        "unknown.txt": ("income\nnope\n", "'nope'"),
+        "empty.txt": ("\n  \n", "names no attribute"),
+        "latin1.txt": (b"inc\xf6me\n", "not UTF-8"),
+    }
+    for name, (content, words) in bad.items():
+        path = _write(tmp_path / name, content)
+        for option, other in (("--sensitive", ["--attributes", "height"]),
+                              ("--attributes", ["--sensitive", "sat"])):
+            TRIED["cli-names"] += 1
+            rc, out, err = _cli([*base, option, f"@{path}", *other], capsys)
+            assert rc == 2 and err.startswith("quiltpriv: error:"), (name, option, err)
+            assert words in err and len(err.strip().splitlines()) == 1, (name, option, err)
+    for spec in ("@", f"@{tmp_path / 'missing.txt'}", f"@{tmp_path}"):
+        TRIED["cli-names"] += 1
+        _assert_clean_failure([*PLAN[:2], "--sensitive", spec, *PLAN[4:]], capsys, tmp_path)
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):
