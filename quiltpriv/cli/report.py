@@ -9,7 +9,6 @@ L``: appended before the report is written). ``--data`` without ``--ledger`` is 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from quiltpriv.errors import LedgerError, ParameterError
 from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.reporting.report import audit_report, model_files
 from quiltpriv.utils.io import check_output_path
+from quiltpriv.utils.serialize import load_json
 
 
 def _check_sources(args: argparse.Namespace) -> None:
@@ -65,10 +65,7 @@ def _read_record(path: str) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ParameterError(f"cannot read release record {path}: {exc}") from None
-    try:
-        record = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ParameterError(f"release record {path} is not valid JSON ({exc})") from None
+    record = load_json(text, f"release record {path}", error=ParameterError)
     if not isinstance(record, dict):
         raise ParameterError(f"release record {path} is not a JSON object")
     return record
