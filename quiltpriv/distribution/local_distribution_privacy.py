@@ -471,13 +471,11 @@ def randomised_response_matrix(k: int, epsilon: float) -> MechanismMatrix:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
         raise ParameterError(f"k must be an integer >= 2, got {k!r}")
     eps = check_epsilon(epsilon)
-    denom = math.exp(eps) + k - 1
-    a = np.full((k, k), 1.0 / denom)
-    np.fill_diagonal(a, math.exp(eps) / denom)
     e = Fraction(eps)
     gammas = tuple(tuple(Fraction(0) if y == x else e for y in range(int(k)))
                    for x in range(int(k)))
-    return MechanismMatrix.with_exact_law(a, gammas)
+    # keep 1 / (1 + (k-1) e^-eps), others e^-eps / (1 + (k-1) e^-eps): no overflow at any eps
+    return MechanismMatrix.with_exact_law(_rounded_law(gammas), gammas)
 
 
 def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
@@ -504,19 +502,37 @@ def exponential_mechanism_matrix(utility: ArrayLike, epsilon: float,
     n = u.shape[0]
     phi = (np.ones((n, n), dtype=bool) if adjacency is None
            else check_relation_matrix(adjacency, n, n, name="adjacency"))
-    if sensitivity is None:
-        diffs = [np.max(np.abs(u[i] - u[j])) for i, j in zip(*np.nonzero(phi), strict=True)]
-        delta_u = max(diffs, default=0.0)
-        if delta_u == 0:
-            delta_u = 1.0  # the output ignores the input: any positive sensitivity is exact
-    else:
-        delta_u = check_positive(sensitivity, "sensitivity")
-    logits = eps * u / (2.0 * delta_u)
-    logits -= logits.max(axis=1, keepdims=True)
-    w = np.exp(logits)
-    return MechanismMatrix.with_exact_law(
-        w / w.sum(axis=1, keepdims=True),
-        _exponential_gammas(u, Fraction(eps), phi, sensitivity))
+    sens = None if sensitivity is None else check_positive(sensitivity, "sensitivity")
+    gammas = _exponential_gammas(u, Fraction(eps), phi, sens)
+    return MechanismMatrix.with_exact_law(_rounded_law(gammas), gammas)
+
+
+def _rounded_law(gammas: tuple[tuple[Fraction, ...], ...]) -> np.ndarray:
+    """The floats of the law ``exp(-gamma)`` per row (each row's least gamma is 0)."""
+    # beyond 1e4, exp(-gamma) is 0 in floats; min() keeps a huge Fraction from overflowing
+    g = np.array([[float(min(x, Fraction(10_000))) for x in row] for row in gammas])
+    w = np.exp(-g)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _exact_sensitivity(u: np.ndarray, phi: np.ndarray) -> Fraction:
+    """max |u(x, y) - u(x', y)| over adjacent x, x' and all y, exactly.
+
+    The float differences are within a relative 2**-52 of the exact ones (or overflow to inf),
+    so only the entries within 2**-50 of the float maximum can be the exact maximum: those
+    are recomputed in rationals.
+    """
+    xs, x2s = np.nonzero(phi)
+    if xs.size == 0:
+        return Fraction(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        diffs = np.abs(u[xs] - u[x2s])  # pairs x columns
+    top = float(diffs.max())
+    if top == 0:
+        return Fraction(0)
+    cand = np.argwhere(diffs >= top * (1 - 2.0 ** -50))
+    return max(abs(Fraction(float(u[xs[p], y])) - Fraction(float(u[x2s[p], y])))
+               for p, y in cand)
 
 
 def _exponential_gammas(u: np.ndarray, eps: Fraction, phi: np.ndarray,
@@ -524,19 +540,18 @@ def _exponential_gammas(u: np.ndarray, eps: Fraction, phi: np.ndarray,
     """Exact log-weights of the exponential mechanism: ``gamma(x, y) = c (max_y u(x) - u(x, y))``.
 
     ``c = eps / (2 Delta u)`` with ``Delta u`` the exact maximum of ``|u(x, y) - u(x', y)|``
-    over adjacent inputs, computed in rationals (a float subtraction could round it down),
-    or the caller's ``sensitivity`` taken exactly. Then ``P(y | x) / P(y | x')`` is at most
-    ``exp(2 c Delta u) = e^eps`` exactly.
+    over adjacent inputs, computed in rationals (a float subtraction could round it down, or
+    overflow), or the caller's ``sensitivity`` taken exactly. Then ``P(y | x) / P(y | x')`` is
+    at most ``exp(2 c Delta u) = e^eps`` exactly.
     """
-    exact = [[Fraction(float(v)) for v in row] for row in u]
     if sensitivity is None:
-        du = max((abs(exact[i][y] - exact[j][y]) for i, j in zip(*np.nonzero(phi), strict=True)
-                  for y in range(u.shape[1])), default=Fraction(0))
+        du = _exact_sensitivity(u, phi)
         if du == 0:
-            du = Fraction(1)
+            du = Fraction(1)  # the output ignores the input: any positive sensitivity is exact
     else:
         du = Fraction(float(sensitivity))
     c = eps / (2 * du)
+    exact = [[Fraction(float(v)) for v in row] for row in u]
     return tuple(tuple(c * (max(row) - v) for v in row) for row in exact)
 
 

@@ -16,6 +16,7 @@ Every sampler's law is established exactly, not only statistically:
 
 from __future__ import annotations
 
+import math
 import pickle
 import random
 from collections import Counter
@@ -287,3 +288,23 @@ def test_tupling_draws_go_through_the_noise_module(monkeypatch):
     used.clear()
     tupling.tupling_sample(np.asarray(a).copy(), 0, 2, dummy_law=[0.2, 0.3, 0.5], seed=1)
     assert used == Counter(uniform_index=1, categorical=3)
+
+
+def test_exact_sensitivity_equals_the_brute_force_rational_maximum():
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        u = rng.normal(size=(4, 5)) * 10.0 ** rng.integers(-3, 3)
+        u[0, 0] = u[1, 0] + 1e-17  # near-ties and float-rounded differences
+        phi = rng.random((4, 4)) < 0.6
+        brute = max((abs(Fraction(float(u[i, y])) - Fraction(float(u[j, y])))
+                     for i, j in zip(*np.nonzero(phi), strict=True) for y in range(5)),
+                    default=Fraction(0))
+        assert ldp._exact_sensitivity(u, phi) == brute
+
+
+def test_extreme_parameters_build_without_overflow():
+    a = ldp.randomised_response_matrix(3, 800.0)  # e^800 overflows a float
+    assert np.array_equal(np.asarray(a), np.eye(3)) and a.exact_gammas[0][1] == 800
+    b = ldp.exponential_mechanism_matrix([[1e308, 0.0], [-1e308, 0.0]], 1.0)  # 2e308 > max
+    assert b.exact_gammas[0] == (0, Fraction(1, 4))
+    assert np.allclose(np.asarray(b)[0], [1 / (1 + math.exp(-0.25)), 1 - 1 / (1 + math.exp(-0.25))])
