@@ -68,7 +68,7 @@ __all__ = [
     "same_input_mechanism",
 ]
 
-_NOTIONS = ("DistP", "XDistP")
+_NOTIONS = ("DistP", "XDistP", "KL")
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,13 @@ def _notion(notion: str) -> str:
     return notion
 
 
+def _kl_parts(parts: list[tuple[float, float]], notion: str) -> None:
+    if notion == "KL" and any(d != 0 for _, d in parts):
+        raise ParameterError("KL distribution privacy has no delta: give (epsilon, 0) pairs")
+
+
 def compose_independent_inputs(guarantees: Iterable[DistPGuarantee | tuple[float, float]],
-                               ) -> DistPGuarantee:
+                               *, notion: str = "DistP") -> DistPGuarantee:
     """[KM19, Table III], sequential composition on independent inputs (A1 x A0).
 
     Parameters
@@ -151,6 +156,9 @@ def compose_independent_inputs(guarantees: Iterable[DistPGuarantee | tuple[float
         A_b is (eps_b, delta_b)-DistP w.r.t. Psi_b, and its input x_b is drawn from its own
         distribution independently of the others. For XDistP pass, per mechanism, the pair's
         loss eps_b * W_inf,d_b(lambda_b, lambda_b') as eps_b.
+    notion : {"DistP", "KL"}
+        ``"KL"``: A_b is eps_b-KL-DistP (Definition 16 with the KL divergence, delta = 0); KL
+        divergences of products add exactly, so the composition is (sum eps_b)-KL-DistP.
 
     Returns
     -------
@@ -161,8 +169,14 @@ def compose_independent_inputs(guarantees: Iterable[DistPGuarantee | tuple[float
         p_b = min(p_b, e^eps_b q_b) + r_b with mass(r_b) <= delta_b gives
         p0 x p1 <= e^(eps0 + eps1) q0 x q1 + r0 x p1 + p0 x r1 on every set.
     """
-    eps, delta = _sum(_parts(guarantees, "guarantees"))
-    return DistPGuarantee(eps, delta, "DistP",
+    n = _notion(notion)
+    if n == "XDistP":
+        raise ParameterError("for independent inputs pass the pairs' XDistP losses "
+                             "eps_b * W_inf,d_b as DistP epsilons (notion='DistP')")
+    parts = _parts(guarantees, "guarantees")
+    _kl_parts(parts, n)
+    eps, delta = _sum(parts)
+    return DistPGuarantee(eps, delta, n,
                           "[KM19, Table III] independent inputs (A1 x A0): product pairs")
 
 
@@ -176,15 +190,18 @@ def compose_same_input(guarantees: Iterable[DistPGuarantee | tuple[float, float]
         Each mechanism's guarantee.
     point_private : bool
         True if each guarantee is POINT privacy: A_b is (eps_b, delta_b)-DP on an adjacency
-        Phi of inputs (``notion="DistP"``), or (eps_b, d, delta_b)-XDP (``notion="XDistP"``).
+        Phi of inputs (``notion="DistP"``), or (eps_b, d, delta_b)-XDP (``notion="XDistP"``),
+        or KL(A_b(x) || A_b(x')) <= eps_b on Phi (``notion="KL"``, delta 0: KL-privacy).
         False if only distribution privacy of each A_b is known.
-    notion : {"DistP", "XDistP"}
+    notion : {"DistP", "XDistP", "KL"}
 
     Returns
     -------
     DistPGuarantee
         With point privacy: (sum eps_b, sum delta_b)-DistP on the lifted relation Phi#
-        (XDistP: eps per unit of W_inf,d). With DistP alone: ``epsilon = inf`` (no bound;
+        (XDistP: eps per unit of W_inf,d; KL: the chain rule adds the point KL divergences and
+        joint convexity lifts the sum to every coupled pair). With DistP alone:
+        ``epsilon = inf`` (no bound;
         each A_b leaking nothing does not stop A1 . A0 from revealing lambda: e.g. inputs
         {0, 1, 2}, lambda = (1/2, 0, 1/2), lambda' = (0, 1, 0), A0 sending 0, 1, 2 to
         output 0 with probability 1, 1/2, 0 and A1 the mirror image: each output law is
@@ -193,13 +210,14 @@ def compose_same_input(guarantees: Iterable[DistPGuarantee | tuple[float, float]
     """
     n = _notion(notion)
     parts = _parts(guarantees, "guarantees")
+    _kl_parts(parts, n)
     if not point_private:
         return DistPGuarantee(math.inf, 0.0, n,
                               "[KM19, Table III] one input (A1 . A0) with only distribution "
                               "privacy known: no bound")
     eps, delta = _sum(parts)
-    lifted = "Phi# (pairs coupled inside the adjacency)" if n == "DistP" else \
-        "every pair, eps per unit of W_inf,d"
+    lifted = "every pair, eps per unit of W_inf,d" if n == "XDistP" else \
+        "Phi# (pairs coupled inside the adjacency)"
     return DistPGuarantee(eps, delta, n,
                           f"[KM19, Table III] one input (A1 . A0) of point-private mechanisms: "
                           f"{lifted}")

@@ -22,6 +22,8 @@ from quiltpriv.distribution import (
 from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
     distp_epsilon,
+    f_distp_epsilon,
+    f_divergence,
     lift,
     pdistp_epsilon,
     point_privacy_epsilon,
@@ -120,6 +122,29 @@ def test_same_input_xdp_composes_to_xdistp():
         joint = same_input_mechanism(a0, a1)
         pairs = [(law(rng, 4), law(rng, 4)) for _ in range(5)]
         assert xdistp_epsilon(joint, metric, pairs).epsilon <= g.epsilon + TOL
+
+
+def test_kl_compositions():
+    rng = np.random.default_rng(9)
+    for _ in range(30):
+        a0, a1 = mechanism(rng, 3, 3), mechanism(rng, 3, 4)
+        l0, m0, l1, m1 = law(rng, 3), law(rng, 3), law(rng, 3), law(rng, 3)
+        e0 = f_distp_epsilon(a0, [(l0, m0)], "kl", symmetric=False).epsilon
+        e1 = f_distp_epsilon(a1, [(l1, m1)], "kl", symmetric=False).epsilon
+        g = compose_independent_inputs([(e0, 0.0), (e1, 0.0)], notion="KL")
+        joint = independent_inputs_mechanism(a0, a1)
+        kl = f_distp_epsilon(joint, [(product_distribution(l0, l1),
+                                      product_distribution(m0, m1))], "kl",
+                             symmetric=False).epsilon
+        assert kl == pytest.approx(e0 + e1, rel=1e-9, abs=1e-12) and kl <= g.epsilon + TOL
+        # one input: point KL-privacy (every pair of inputs) composes to KL-DistP on all pairs
+        p0 = max(f_divergence(a0[i], a0[j], "kl") for i in range(3) for j in range(3))
+        p1 = max(f_divergence(a1[i], a1[j], "kl") for i in range(3) for j in range(3))
+        g = compose_same_input([(p0, 0.0), (p1, 0.0)], point_private=True, notion="KL")
+        both = same_input_mechanism(a0, a1)
+        assert f_distp_epsilon(both, [(l0, m0)], "kl").epsilon <= g.epsilon + TOL
+    with pytest.raises(ParameterError, match="no delta"):
+        compose_independent_inputs([(0.1, 0.01)], notion="KL")
 
 
 def test_post_processing_keeps_the_guarantee():
