@@ -16,8 +16,10 @@ Theta = several CPD draws on one DAG.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import combinations
 
 import networkx as nx
@@ -301,9 +303,16 @@ def all_quilts(net: RandomNetwork, node: str) -> list[QuiltRecord]:
 
 
 def algorithm3_scale(delta: float, e: float, eps: float) -> float:
-    """Laplace scale of one quilt per [ZOC22, Alg. 3]."""
+    """Laplace scale of one quilt per [ZOC22, Alg. 3]: the exact quotient, rounded up to a float
+    (never below the need; round-to-nearest gave fl(1/3) < 1/3)."""
     if e < eps:
-        return delta / (eps - e)
+        q = Fraction(delta) / (Fraction(eps) - Fraction(e))
+        if q > Fraction(sys.float_info.max):
+            return math.inf
+        f = float(q)
+        while Fraction(f) < q:
+            f = math.nextafter(f, math.inf)
+        return f
     if delta == 0 and e <= eps:
         return 0.0
     return math.inf

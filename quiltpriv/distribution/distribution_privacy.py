@@ -58,7 +58,16 @@ from scipy import integrate, special
 
 from quiltpriv.distances import NumbersLike, wasserstein_line
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.mechanisms.calibration import SAFETY_RTOL, c_gaussian, gaussian_budget
+from quiltpriv.mechanisms.calibration import (
+    SAFETY_RTOL,
+    add_up,
+    c_gaussian,
+    div_up,
+    exp_up,
+    gaussian_budget,
+    mul_up,
+    sqrt_up,
+)
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
@@ -111,6 +120,17 @@ __all__ = [
 ]
 
 _SAFETY = SAFETY_RTOL
+
+
+def _scale(w: float, eps: float) -> float:
+    """``w (1 + rho) / eps`` rounded up: a distance computed in floats, inflated by the safety
+    margin, over epsilon."""
+    return div_up(mul_up(w, 1 + _SAFETY), eps)
+
+
+def _square_up(x: float) -> float:
+    """``x^2`` rounded up (a variance from a standard deviation)."""
+    return mul_up(x, x)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,7 +317,7 @@ class DistributionPrivacyResult(JSONResult):
             return self.release_sigma
         cov = cast(np.ndarray, self.covariance)
         top = max(0.0, float(np.linalg.eigvalsh(cov)[-1]))
-        return math.sqrt(top) * (1 + _SAFETY)  # eigvalsh and sqrt: relative 1e-15 errors
+        return mul_up(sqrt_up(top), 1 + _SAFETY)  # eigvalsh: relative 1e-15 errors
 
 
 def _float_up(x: Fraction) -> float:
@@ -415,7 +435,7 @@ def mean_difference_norm(means: PerTheta,
     mu, _ = _means(means)
     ps = _pairs(pairs, mu.keys())
     d = max(float(np.linalg.norm(mu[a] - mu[b], ord)) for a, b in ps)
-    return d * (1 + _SAFETY)
+    return mul_up(d, 1 + _SAFETY)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,7 +516,7 @@ def wasserstein_mechanism_1d(laws: Mapping[Any, tuple[NumbersLike, NumbersLike]]
     ps = _pairs(pairs, lw.keys())
     w = max(wasserstein_line(*lw[a], *lw[b]).w_inf for a, b in ps)
     return DistributionPrivacyResult(
-        "Wasserstein", "laplace", 1, eps, 0.0, laplace_scale=w / eps * (1 + _SAFETY),
+        "Wasserstein", "laplace", 1, eps, 0.0, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
         notes=(f"Delta_W = max W_inf over {len(ps)} pairs = {w:g} (exact, rounded up)",))
 
@@ -533,7 +553,7 @@ def approximate_wasserstein_mechanism_1d(
     ps = _pairs(pairs, lw.keys())
     w = max(closeness_1d(*lw[a], *lw[b], dl) for a, b in ps)
     return DistributionPrivacyResult(
-        "approximate Wasserstein", "laplace", 1, eps, dl, laplace_scale=w / eps * (1 + _SAFETY),
+        "approximate Wasserstein", "laplace", 1, eps, dl, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
         notes=(f"every pair is ({w:g}, {dl:g})-close, certified by the quantile coupling (an "
                f"upper bound on the least such W)",))
@@ -553,9 +573,9 @@ def bounded_query_mechanism(means: PerTheta, bound: float, epsilon: float,
     c = check_positive(bound, "bound", allow_zero=True)
     mu, m = _means(means)
     d1 = mean_difference_norm(mu, pairs, 1)
-    w = (d1 + 2 * c) * (1 + _SAFETY)
+    w = mul_up(add_up(d1, c, c), 1 + _SAFETY)
     return DistributionPrivacyResult(
-        "bounded query (Prop 3.3)", "laplace", m, eps, dl, laplace_scale=w / eps,
+        "bounded query (Prop 3.3)", "laplace", m, eps, dl, laplace_scale=div_up(w, eps),
         sensitivity=w,
         assumptions=(f"||F - E F||_1 <= {c:g} with probability >= 1 - delta/2 = {1 - dl / 2:g} "
                      f"under every theta",),
@@ -592,7 +612,7 @@ def expm_laplace(means: PerTheta, epsilon: float, *,
     assumptions = _translation_assumption(covariances, mu, ps, m)
     d1 = mean_difference_norm(mu, ps, 1)
     return DistributionPrivacyResult("ExpM(L)", "laplace", m, eps, 0.0,
-                                     laplace_scale=d1 / eps, sensitivity=d1,
+                                     laplace_scale=div_up(d1, eps), sensitivity=d1,
                                      assumptions=assumptions,
                                      notes=(f"Delta_E,1 = {d1:g}",))
 
@@ -614,9 +634,9 @@ def expm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
     assumptions = _translation_assumption(covariances, mu, ps, m)
     r, note = mahalanobis_budget(eps, dl, calibration)
     d2 = mean_difference_norm(mu, ps, 2)
-    sigma = d2 / r
+    sigma = div_up(d2, r)
     return DistributionPrivacyResult("ExpM(G)", "gaussian", m, eps, dl,
-                                     covariance=sigma ** 2 * np.eye(m), sensitivity=d2,
+                                     covariance=mul_up(sigma, sigma) * np.eye(m), sensitivity=d2,
                                      assumptions=assumptions,
                                      notes=(f"Delta_E,2 = {d2:g}, sigma = {sigma:g}", note))
 
@@ -642,7 +662,7 @@ def _check_direction(mu: _Vectors, ps: _Pairs, v: NDArray[np.float64], rtol: flo
                 f"(component orthogonal to it has norm {resid:.3g}, "
                 f"{resid / np.linalg.norm(d):.3g} of the difference)")
         worst = max(worst, abs(alpha), float(np.linalg.norm(d)))
-    return worst * (1 + _SAFETY)
+    return mul_up(worst, 1 + _SAFETY)
 
 
 def _default_direction(mu: _Vectors, ps: _Pairs) -> np.ndarray:
@@ -671,7 +691,7 @@ def dirm_laplace(means: PerTheta, epsilon: float, *,
     v = _default_direction(mu, ps) if direction is None else _unit_direction(direction, m)
     d2 = _check_direction(mu, ps, v, direction_rtol)
     return DistributionPrivacyResult("DirM(L)", "laplace-direction", m, eps, 0.0,
-                                     laplace_scale=d2 / eps, direction=v, sensitivity=d2,
+                                     laplace_scale=div_up(d2, eps), direction=v, sensitivity=d2,
                                      assumptions=assumptions,
                                      notes=(f"Delta_E,2 = {d2:g}; all mean differences "
                                             f"parallel to v (checked)",))
@@ -692,7 +712,7 @@ def dirm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
     v = _default_direction(mu, ps) if direction is None else _unit_direction(direction, m)
     d2 = _check_direction(mu, ps, v, direction_rtol)
     r, note = mahalanobis_budget(eps, dl, calibration)
-    s2 = (d2 / r) ** 2
+    s2 = _square_up(div_up(d2, r))
     return DistributionPrivacyResult("DirM(G)", "gaussian", m, eps, dl,
                                      covariance=s2 * np.outer(v, v), direction=v,
                                      sensitivity=d2, assumptions=assumptions,
@@ -810,7 +830,7 @@ def eigm_gaussian(means: PerTheta, covariances: PerTheta,
         lam[k] = np.diag(rot)
     r, note = mahalanobis_budget(eps, dl, calibration)
     d2 = mean_difference_norm(mu, ps, 2)
-    target = (d2 / r) ** 2
+    target = _square_up(div_up(d2, r))
     s2 = np.max([np.maximum(0.0, target - lam[k]) for k in cov], axis=0) * (1 + _SAFETY)
     s = (vecs * s2) @ vecs.T
     s = 0.5 * (s + s.T)
@@ -832,7 +852,7 @@ def _coupling_sigma(sensitivity: float, r: float, covariance: np.ndarray) -> flo
     noise standard deviation.
     """
     top = max(0.0, float(np.linalg.eigvalsh(covariance)[-1]))
-    return max(sensitivity / r, math.sqrt(top)) * (1 + _SAFETY)
+    return mul_up(max(div_up(sensitivity, r), sqrt_up(top)), 1 + _SAFETY)
 
 
 def _matrix_any(x: object, name: str, m: int) -> np.ndarray:
@@ -873,9 +893,9 @@ def daum_gaussian(means: PerTheta, covariances: PerTheta,
     s2 = 0.0
     for a, b in ps:
         d = mu[a] - mu[b]
-        alpha = float(np.linalg.norm(d)) * (1 + _SAFETY)  # |alpha| <= ||d||, parallel
-        s2 = max(s2, (alpha / r) ** 2 - _inverse_quadratic(cov[a], v))
-    s2 = max(0.0, s2) * (1 + _SAFETY)
+        alpha = mul_up(float(np.linalg.norm(d)), 1 + _SAFETY)  # |alpha| <= ||d||, parallel
+        s2 = max(s2, _square_up(div_up(alpha, r)) - _inverse_quadratic(cov[a], v))
+    s2 = mul_up(max(0.0, s2), 1 + _SAFETY)
     d2 = mean_difference_norm(mu, ps, 2)
     res = DistributionPrivacyResult(
         "DauM(G)", "gaussian", m, eps, dl, covariance=s2 * np.outer(v, v), direction=v,
@@ -979,8 +999,8 @@ def relaxed_max_divergence(epsilon: float, delta: float, lam: float, eta: float
     dl = _check_probability(delta)
     la = check_positive(lam, "lambda", allow_zero=True)
     et = _check_probability(eta, "eta")
-    new_delta = (1 + math.exp(eps + la)) * et + math.exp(la) * dl
-    return RelaxedGuarantee(eps + 2 * la, new_delta, 0.0, "Theorem 4.6",
+    new_delta = add_up(mul_up(add_up(1, exp_up(add_up(eps, la))), et), mul_up(exp_up(la), dl))
+    return RelaxedGuarantee(add_up(eps, la, la), new_delta, 0.0, "Theorem 4.6",
                             (f"lambda = {la:g}, eta = {et:g}",))
 
 
@@ -993,5 +1013,5 @@ def relaxed_wasserstein(epsilon: float, delta: float, wasserstein: float, lam: f
     dl = _check_probability(delta)
     w = check_positive(wasserstein, "wasserstein", allow_zero=True)
     la = check_epsilon(lam, "lambda")
-    return RelaxedGuarantee(eps + 2 * la, math.exp(la) * dl, w / la * (1 + _SAFETY),
+    return RelaxedGuarantee(add_up(eps, la, la), mul_up(exp_up(la), dl), _scale(w, la),
                             "Theorem 4.7", (f"W = {w:g}, lambda = {la:g}",))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,17 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.mechanisms.calibration import SAFETY_RTOL, check_calibration, gaussian_sigma
+from quiltpriv.mechanisms.calibration import (
+    SAFETY_RTOL,
+    add_up,
+    check_calibration,
+    exp_up,
+    gaussian_sigma,
+    mul_up,
+    round_down,
+    round_up,
+    sqrt_up,
+)
 from quiltpriv.utils.serialize import JSONResult
 
 if TYPE_CHECKING:
@@ -207,17 +218,18 @@ def _plan(
     for attr, (d_i, v_i) in per_attr.items():
         # the calibration's safety rule already covers the rounding of d_i; the variance is
         # subtracted from the required one, so it is rounded down here
-        v_i = v_i * (1 - _SAFETY)
+        v_i = round_down(Fraction(v_i) * Fraction(1 - _SAFETY))
         s_tot = gaussian_sigma(d_i, eps, dl, calibration=calibration)
-        need = s_tot * s_tot
+        need = mul_up(s_tot, s_tot)  # variances rounded up, the one subtracted rounded down
         sens[attr], mvar[attr], req[attr] = d_i, v_i, need
-        if need - v_i > sigma2:
-            sigma2, binding = need - v_i, attr
+        gap = round_up(Fraction(need) - Fraction(v_i))
+        if gap > sigma2:
+            sigma2, binding = gap, attr
     if sigma2 == 0:
         notes.append("sigma^2 = 0: the conditional variance of F already hides every secret; "
                      "F(X) is released exactly")
     return APGMResult(
-        sigma2=sigma2, sigma=math.sqrt(sigma2), epsilon=eps, delta=dl, sensitivity=sens,
+        sigma2=sigma2, sigma=sqrt_up(sigma2), epsilon=eps, delta=dl, sensitivity=sens,
         min_variance=mvar, required_variance=req, binding_attribute=binding,
         dimension=dimension, calibration=calibration, notes=tuple(notes))
 
@@ -737,7 +749,8 @@ def apgm_non_gaussian(
     if math.isinf(lam):
         eps_out, delta_out = math.inf, 1.0
     else:
-        eps_out = eps + 2 * lam
-        delta_out = min(1.0, math.exp(lam) * dl + (1 + math.exp(eps + lam)) * e)
+        eps_out = add_up(eps, lam, lam)  # budgets rounded up
+        delta_out = min(1.0, add_up(mul_up(exp_up(lam), dl),
+                                    mul_up(add_up(1, exp_up(add_up(eps, lam))), e)))
     return APGMNonGaussianResult(plan=plan, sigma=sigma, lambda_eta=lam, eta=e, epsilon=eps_out,
                                  delta=delta_out, approximations=approx_used, notes=tuple(notes))

@@ -80,6 +80,7 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
+from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query
@@ -734,7 +735,8 @@ def _jsonable(x: Any) -> Any:
 
 
 def quilt_scale(delta: float, e: float, eps: float) -> float:
-    """Laplace scale of one quilt: ``Delta / (eps - e)``; 0 if Delta = 0 and e <= eps.
+    """Laplace scale of one quilt: ``Delta / (eps - e)`` computed exactly and rounded up (never
+    below the exact need; ``inf`` beyond the float range); 0 if Delta = 0 and e <= eps.
 
     ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``eps`` > 0;
     anything else is refused (ParameterError).
@@ -746,7 +748,8 @@ def quilt_scale(delta: float, e: float, eps: float) -> float:
     if delta == 0.0:
         return 0.0 if e <= eps else math.inf
     if e < eps:
-        return delta / (eps - e)
+        # exact quotient rounded up: fl(1 / 3) < 1/3 would give a (3 + 1.7e-16)-private mean
+        return scale_up(delta, eps, e)
     return math.inf
 
 

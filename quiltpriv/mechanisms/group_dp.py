@@ -21,12 +21,15 @@ the GroupDP(L)/GroupDP(G) rows of [CO23, Table 2]
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from quiltpriv.mechanisms.calibration import gaussian_budget, laplace_scale
+from quiltpriv.mechanisms.calibration import (
+    check_finite_noise,
+    gaussian_budget,
+    laplace_scale,
+    mul_up,
+)
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
@@ -78,9 +81,7 @@ class GroupPrivacyResult(JSONResult):
 def _group_sensitivity(sensitivity: float, n_records: int) -> float:
     d = check_positive(sensitivity, "sensitivity", allow_zero=True)
     n = check_records(n_records, "n_records")
-    g = Fraction(d) * n
-    f = float(g)
-    return math.nextafter(f, math.inf) if Fraction(f) < g else f
+    return check_finite_noise(mul_up(d, n), "the group sensitivity n Delta")
 
 
 def group_laplace(sensitivity: float, n_records: int, epsilon: float) -> GroupPrivacyResult:

@@ -40,12 +40,12 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
+from quiltpriv.mechanisms.calibration import mul_up, scale_up
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
@@ -209,17 +209,11 @@ def _set(xs: Iterable[str]) -> str:
     return "{" + ", ".join(xs) + "}"
 
 
-def _ceil(fr: Fraction) -> float:
-    """``fr`` rounded up to a float (a scale is never rounded down)."""
-    f = float(fr)
-    return math.nextafter(f, math.inf) if Fraction(f) < fr else f
-
-
 def _quilt_scale(nearby: int, e: float, eps: float) -> float:
     """``|N| / (eps - e)``, exactly and rounded up; ``inf`` when ``e >= eps``."""
     if not e < eps:
         return math.inf
-    return _ceil(Fraction(nearby) / (Fraction(eps) - Fraction(e)))
+    return scale_up(nearby, eps, e)
 
 
 def chain_order(theta: Theta) -> tuple[str, ...] | None:
@@ -393,6 +387,6 @@ def markov_quilt_mechanism(
     notes += skipped
     binding = max(plans, key=lambda ns: ns.scale)
     b_max = binding.scale
-    scale = _ceil(Fraction(lip) * Fraction(b_max)) if math.isfinite(b_max) else math.inf
+    scale = mul_up(lip, b_max) if math.isfinite(b_max) else math.inf
     return MQMPlan(epsilon=eps, lipschitz=lip, b_max=b_max, scale=scale, binding=binding.node,
                    nodes=tuple(plans), family=family, optimal=optimal, notes=tuple(notes))

@@ -51,6 +51,7 @@ from quiltpriv.distances import (
     wasserstein_line,
 )
 from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms.calibration import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
@@ -214,8 +215,7 @@ def wasserstein_scale(w: Fraction, eps: float) -> float:
 
 
 def _ceil(w: Fraction) -> float:
-    f = float(w)
-    return math.nextafter(f, math.inf) if Fraction(f) < w else f
+    return round_up(w)  # the one directed rounding (quiltpriv.mechanisms.calibration)
 
 
 # ---------------------------------------------------------------------------------------------

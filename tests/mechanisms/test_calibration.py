@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import mpmath  # in the test extra: these tests run by default
 import numpy as np
 import pytest
 from scipy import special
@@ -26,7 +27,6 @@ from quiltpriv.mechanisms.calibration import (
     laplace_scale,
 )
 
-mpmath = pytest.importorskip("mpmath")
 MP_PREC = 200
 
 #: The documented bound: sigma <= (1 + 3 rho) * the least sigma allowed for delta (1 - rho);

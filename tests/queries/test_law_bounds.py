@@ -12,6 +12,7 @@ import math
 import random
 from fractions import Fraction
 
+import mpmath  # in the test extra: these tests run by default
 import numpy as np
 import pytest
 from marks import fast_and_full
@@ -38,7 +39,6 @@ from quiltpriv.queries.law_bounds import (
 from quiltpriv.queries.network_laws import count_laws, count_mixtures, network_wasserstein
 from quiltpriv.queries.query import CountQuery, LinearQuery
 
-mpmath = pytest.importorskip("mpmath")
 mpmath.mp.prec = 160
 
 
