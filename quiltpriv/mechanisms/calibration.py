@@ -197,7 +197,12 @@ EXP_ULPS = 4
 def exp_up(x: float) -> float:
     """An upper bound on e^x: math.exp stepped up by :data:`EXP_ULPS` ulps (a delta budget
     multiplied by e^lambda, say)."""
-    v = math.exp(x)
+    if isinstance(x, bool) or not isinstance(x, int | float) or math.isnan(x):
+        raise ParameterError(f"exp_up needs a number, got {x!r}")
+    try:
+        v = math.exp(x)
+    except OverflowError:
+        return math.inf
     for _ in range(EXP_ULPS):
         v = math.nextafter(v, math.inf)
     return v
@@ -221,6 +226,8 @@ def sqrt_up(x: Exact) -> float:
 def check_finite_noise(value: float, what: str) -> float:
     """``value`` if finite, else the one-line refusal: a scale or sigma that overflows the
     float range cannot be met exactly (and noise that large would carry no information)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ParameterError(f"{what} must be a number, got {value!r}")
     if not math.isfinite(value):
         raise ParameterError(f"{what} overflows the float range (beyond about 1.8e308); "
                              "raise epsilon or lower the sensitivity")

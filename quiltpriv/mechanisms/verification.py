@@ -15,7 +15,8 @@ report relies on, and returns a trusted copy only when all of them hold:
   Cummings); the stated influence is at least the recomputed ``e_Theta(Q | i)`` (exact, or
   the planner's own upper bound when the exact value is too expensive); the stated
   ``Delta_{A and N} F`` is the query's; the stated scale is at least
-  ``Delta / (eps - e)`` for the stated ``e`` ([ZOC22, Alg. 3]); a claim of optimality is
+  ``Delta / (eps - e)`` for the stated ``e`` ([ZOC22, Alg. 3]), compared exactly (no
+  tolerance: one ulp below the exact need is refused); a claim of optimality is
   re-checked by running the planner's exact search again;
 * the overall scale is the largest per-attribute scale and the plan is optimal exactly when
   every attribute is.
@@ -57,7 +58,6 @@ from quiltpriv.mechanisms.apmqm import (
     _shared_context,
     _trusted,
     canonical_json,
-    is_tie,
     plan_from_dict,
     plan_from_json,
     query_fingerprint,
@@ -306,9 +306,12 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     if sp.sensitivity != delta:
         return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
                     f"{delta:.17g}")
+    # The need is the exact Delta / (eps - e) rounded up to the least float at or above it, so
+    # a float scale meets the exact need iff it is >= this float: compared exactly, no tie
+    # tolerance (one ulp below is refused).
     need = quilt_scale(delta, sp.influence, eps)
     found.update(scale=need)
-    if not (sp.scale >= need or is_tie(sp.scale, need)):
+    if not sp.scale >= need:
         if math.isinf(need):
             return fail(f"its influence {sp.influence:.17g} is not below epsilon = {eps:g}, "
                         "so no finite scale makes this quilt private")

@@ -704,15 +704,22 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
             f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
             f"worst sums to {worst:.9g})"
         )
-    # A column already normalised up to float rounding (it sums to one within a few ulps per
-    # entry) is kept as given: dividing would move its entries by an ulp, so a model written by
-    # theta_to_dict and read back would no longer have the same fingerprint. The influence's
-    # rounding margin covers sums this close to one.
-    off = np.abs(sums - 1.0) > 8 * shape[0] * np.finfo(np.float64).eps
+    # A column already normalised up to float rounding is kept as given: dividing would move its
+    # entries by an ulp, so a model written by theta_to_dict and read back would no longer have
+    # the same fingerprint. "Up to rounding" is decided on the correctly rounded sum, within
+    # KEEP_SUM_ULPS ulps of one whatever the cardinality k: the exact sum is then within
+    # 10 * 2^-53 of one, so the influence's log-ratios move by at most 4 * 10 * 2^-53 per node,
+    # far inside its rounding margin (a tolerance of 8 k ulps, as before, let a 2,000,000-state
+    # column report an influence 9.1e-10 below the exact one on the normalised model).
+    # Every other column is divided by that accurate sum: its entries are then within 2 ulps
+    # of the exactly normalised ones, and it sums to one within 5 * 2^-53 (so it is kept as
+    # given when read back).
+    exact_sums = _accurate_column_sums(arr)
+    off = np.abs(exact_sums - 1.0) > KEEP_SUM_ULPS * np.finfo(np.float64).eps
     if not np.any(off):
         arr = arr.copy()  # never freeze (or alias) the caller's array
     else:
-        arr = arr / sums  # renormalise the rounding within the tolerance
+        arr = np.where(off, arr / exact_sums, arr)  # renormalise within the tolerance
         # Division rounds a subnormal entry by up to its own size; refuse rather than guess.
         tiny = (arr > 0) & (arr < np.finfo(np.float64).tiny) & off
         if np.any(tiny):
@@ -723,6 +730,37 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
                 "one, or use 0 for an impossible state)")
     arr.setflags(write=False)
     return arr
+
+
+#: A CPD column whose correctly rounded sum is within this many ulps (of 1.0) of one is kept
+#: as given; any other column within the tolerance is renormalised (:func:`_check_table`).
+KEEP_SUM_ULPS = 4
+
+#: Up to this many states, column sums are compensated (Neumaier) vectorised over the columns;
+#: beyond it each column is summed by math.fsum.
+_COMPENSATED_STATES = 64
+
+
+def _accurate_column_sums(arr: np.ndarray) -> np.ndarray:
+    """Sums over axis 0, each within one rounding of the exact sum, whatever the cardinality.
+
+    numpy's sum along axis 0 adds rows one after another (error up to k ulps for k states);
+    math.fsum is correctly rounded; Neumaier's compensated sum errs by at most
+    2u |s| + O(k u^2) sum |x|, which for k <= 64 non-negative entries is below 2.01 u |s|.
+    """
+    k = arr.shape[0]
+    flat = arr.reshape(k, -1)
+    if k > _COMPENSATED_STATES:
+        sums = np.array([math.fsum(flat[:, c].tolist()) for c in range(flat.shape[1])])
+        return sums.reshape(arr.shape[1:])
+    total = flat[0].copy()
+    comp = np.zeros_like(total)
+    for row in flat[1:]:
+        t = total + row
+        big = np.abs(total) >= np.abs(row)
+        comp += np.where(big, (total - t) + row, (row - t) + total)
+        total = t
+    return (total + comp).reshape(arr.shape[1:])
 
 
 def _check_same_structure(a: Theta, b: Theta, label: str) -> None:

@@ -105,6 +105,11 @@ VALID_KINDS_BY_FUNCTION = {
     "check_square_matrix": {"negative"},  # -1 is a 1x1 matrix
     "check_n_jobs": {"negative"},  # -1 means every core
     "progress_bar": {"unknown"},  # a string is iterable (its characters)
+    # directed rounding of any number: -1 is rounded like any other
+    "round_up": {"negative"},
+    "round_down": {"negative"},
+    "exp_up": {"negative"},
+    "check_finite_noise": {"negative"},
 }
 
 

@@ -12,6 +12,7 @@ import copy
 import json
 import math
 import pickle
+from fractions import Fraction
 from pathlib import Path
 
 import networkx as nx
@@ -93,6 +94,33 @@ def test_scale_edit_1000_to_1_is_refused_everywhere(student, count_plan):
     assert not v.ok and v.kind == "plan" and not v.plan.verified
     (income,) = [c for c in v.attributes if c.node == "income"]
     assert income.scale == 1000.0 and income.stated_scale == 1.0 and not income.ok
+
+
+def test_scale_at_the_tie_is_refused_one_ulp_below_and_accepted_equal(student, count_plan):
+    """No tolerance below the need: a trivial quilt's scale Delta / eps = 1/3 (a mean over
+    [0, 1] at eps 3) is stored as the least float above 1/3; one ulp or 1e-13 below is refused
+    (1e-13 to 5e-13 below used to be accepted as a tie), equal is accepted."""
+    mean = qp.MeanQuery("height", 0, 1)
+    cases = [(mean, qp.plan(student, mean, ["height"], 3.0), "height"),
+             (count_plan[0], count_plan[1], "income")]
+    for query, p, node in cases:
+        need = p[node].scale
+        assert need == _scale(p[node].sensitivity, p[node].influence, p.epsilon)
+        for low in (math.nextafter(need, 0.0), need * (1 - 1e-13), need * (1 - 5e-13)):
+            assert low < need
+
+            def edit(d, low=low, node=node):
+                d["sensitive"][node]["scale"] = low
+                d["scale"] = max(s["scale"] for s in d["sensitive"].values())
+
+            bad = _edited(p, edit)
+            with pytest.raises(qp.PlanError, match=f"'{node}': it states scale .*, below"):
+                qp.verify_plan(bad, student, query)
+            assert not qp.check_plan(bad, student, query).ok
+        same = _edited(p, lambda d: None)
+        assert qp.verify_plan(same, student, query) == p
+    assert Fraction(cases[0][1].scale) >= Fraction(1, 3) > Fraction(math.nextafter(
+        cases[0][1].scale, 0.0))
 
 
 def test_epsilon_edit_1_to_100_is_refused(student, count_plan):
@@ -420,8 +448,8 @@ def _sound(net, joints, delta, attrs, d, epsilon=None, sensitive=()):
             return False
         if s["influence"] < ref.reference_influence(net, node, q, joints) * (1 - 1e-9):
             return False
-        need = ref.algorithm3_scale(delta(attrs & n), s["influence"], eps)
-        if s["sensitivity"] < delta(attrs & n) or s["scale"] < need * (1 - 1e-12):
+        need = ref.algorithm3_scale(delta(attrs & n), s["influence"], eps)  # exact, rounded up
+        if s["sensitivity"] < delta(attrs & n) or s["scale"] < need:
             return False
     return d["scale"] >= max(s["scale"] for s in d["sensitive"].values())
 
@@ -467,6 +495,14 @@ def _edits(rng, net, joints, d):
             e["sensitive"][node]["scale"] *= float(rng.uniform(0.01, 0.99))
             e["scale"] = max(x["scale"] for x in e["sensitive"].values())
             out.append(("lower scale", e, True, None))
+            if s["scale"] == _scale(s["sensitivity"], s["influence"], d["epsilon"]):
+                # at the tie: one ulp, or 1e-13 to 5e-13 relative, below the exact need
+                for low in (math.nextafter(s["scale"], 0.0),
+                            s["scale"] * (1 - float(rng.uniform(1e-13, 5e-13)))):
+                    e = copy.deepcopy(d)
+                    e["sensitive"][node]["scale"] = low
+                    e["scale"] = max(x["scale"] for x in e["sensitive"].values())
+                    out.append(("scale just below the need", e, True, None))
         exact = ref.reference_influence(net, node, s["quilt"], joints)
         if 0 < exact < math.inf:
             e = copy.deepcopy(d)
