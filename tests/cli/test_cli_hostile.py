@@ -142,6 +142,26 @@ EXTREME_CASES = {
 }
 
 
+OVERFLOW_RELEASE = ["release", "student", "--sensitive", "income", "--query", "sum",
+                    "--attributes", "height", "--bounds", "0:1e300", "--records", "1000",
+                    "--epsilon", "1e-300"]
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["--delta", "1e-10", "--mechanism", "group-dp-gaussian"],
+     "Gaussian sigma for sensitivity 1e+303 at (1e-300, 1e-10) overflows the float range"),
+    (["--mechanism", "group-dp"], "Laplace scale 1e+303 / 1e-300 overflows the float range"),
+])
+def test_a_sigma_or_scale_that_overflows_is_refused_in_one_line(extra, words, csv_file, cli,
+                                                                 tmp_path):
+    """A parameter that cannot be met exactly is refused before anything is released."""
+    TRIED["extreme"] += 1
+    out = tmp_path / "r.json"
+    rc, stdout, err = cli([*OVERFLOW_RELEASE, *extra, "--data", csv_file, "-o", out])
+    assert words in _one_line_error(rc, err)
+    assert stdout == "" and not out.exists()
+
+
 @pytest.mark.parametrize("case", list(EXTREME_CASES))
 def test_extreme_values_one_line_error(case, cli):
     TRIED["extreme"] += 1
