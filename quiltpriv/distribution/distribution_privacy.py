@@ -265,8 +265,10 @@ class DistributionPrivacyResult(JSONResult):
         * ``"laplace"``: i.i.d. discrete Laplace of scale ``laplace_scale`` charged for the
           L1 shift ``sensitivity + m g`` (:func:`~quiltpriv.mechanisms.noise.laplace_release`
           with ``dimension=m``): ``sensitivity / laplace_scale``-private as promised.
-        * ``"laplace-direction"`` (DirM(L)): the mean differences are along ``v`` with L2
-          norm at most ``Delta = sensitivity``, so their L1 norm is at most
+        * ``"laplace-direction"`` (DirM(L)) and ``"laplace-directions"`` (DirM(L) with
+          several directions, :mod:`~quiltpriv.distribution.vector_mechanisms`): the mean
+          differences have L2 norm at most ``Delta = sensitivity`` (along ``v``: ``|alpha|``;
+          in an orthonormal basis ``V``: ``||c||_2 <= ||c||_1``), so their L1 norm is at most
           ``sqrt(m) Delta``; i.i.d. discrete Laplace per coordinate with L1 sensitivity
           ``Delta' >= sqrt(m) Delta`` and scale ``b' = b Delta'/Delta`` (both rounded up)
           keeps ``Delta'/b' <= Delta/b = eps``. Noise in every direction, not only along
@@ -293,12 +295,15 @@ class DistributionPrivacyResult(JSONResult):
         if self.noise == "laplace":
             out = noise.laplace_release_vector(x, self.laplace_scale, self.sensitivity,
                                                seed=rng)
-        elif self.noise == "laplace-direction":
+        elif self.noise in ("laplace-direction", "laplace-directions"):
             scale, sens = self._direction_l1_plan()
             out = noise.laplace_release_vector(x, scale, sens, seed=rng)
-        else:
+        elif self.noise == "gaussian":
             out = noise.gaussian_release_vector(x, self.gaussian_release_sigma(), self.sensitivity,
                                                 seed=rng)
+        else:
+            raise ParameterError(f"{self.mechanism}: unknown noise {self.noise!r}; nothing "
+                                 "released")
         return np.array([o.value for o in out], dtype=float)
 
     def _direction_l1_plan(self) -> tuple[float, float]:

@@ -147,6 +147,32 @@ def test_laplace_release_charges_the_l1_snapping():
     assert (d + 3 * g) / used == d / b
 
 
+def test_several_directions_laplace_releases_exactly():
+    from quiltpriv.distribution.vector_mechanisms import (
+        dirm_gaussian_directions,
+        dirm_laplace_directions,
+    )
+
+    mu = {1: [0.0, 0.0, 0.0], 2: [0.1, 0.0, 0.05], 3: [0.0, 0.1, 0.0]}
+    for res in (dirm_laplace_directions(mu, 1.0), dirm_gaussian_directions(mu, 1.0, 1e-3)):
+        outs = [res.release([0.1, 1.3, -2.7], seed=random.Random(i)) for i in range(5)]
+        g = Fraction(1, max(Fraction(float(v)).denominator for o in outs for v in o))
+        assert g.denominator & (g.denominator - 1) == 0
+        assert all(Fraction(float(v)) % g == 0 for o in outs for v in o)
+    res = dirm_laplace_directions(mu, 1.0)
+    scale, sens = res._direction_l1_plan()
+    # ||V c||_1 <= sqrt(m) ||V c||_2 = sqrt(m) ||c||_2 <= sqrt(m) ||c||_1 <= sqrt(m) Delta
+    assert Fraction(sens) ** 2 >= 3 * Fraction(res.sensitivity) ** 2
+    assert Fraction(sens) / Fraction(scale) <= Fraction(res.sensitivity) / Fraction(
+        res.laplace_scale)
+
+
+def test_unknown_noise_kind_releases_nothing():
+    res = dp.DistributionPrivacyResult("custom", "cauchy", 1, 1.0, 0.0, laplace_scale=1.0)
+    with pytest.raises(ParameterError, match="unknown noise"):
+        res.release([0.0], seed=1)
+
+
 def test_direction_laplace_pays_sqrt_m_in_l1():
     res = plans()["DirM(L)"]
     scale, sens = res._direction_l1_plan()
