@@ -22,7 +22,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from quiltpriv.cli import EXIT_INTERRUPTED
@@ -45,7 +45,7 @@ from quiltpriv.queries.options import (
     split_list,
 )
 from quiltpriv.queries.query import CountQuery, Query
-from quiltpriv.utils.format import fmt_number, fmt_set, text_table
+from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
@@ -380,12 +380,20 @@ def _cmd_release(args: argparse.Namespace) -> int:
     if args.delta is None and entry.needs_delta:
         raise ParameterError(f"--mechanism {entry.name} needs --delta D")
     check_booking_options(args)
+    steps = _postprocess_steps(args)
+    if steps and entry.name != "apmqm":
+        raise ParameterError(f"--round and --clamp apply to --mechanism apmqm, not "
+                             f"{entry.name}")
     if args.ledger is not None:
         from quiltpriv.releases.ledger import check_writable
 
         check_writable(args.ledger)  # before any planning work
     query = query_from_args(args)
     check_releasable(query)
+    if steps:
+        from quiltpriv.releases.postprocess import postprocess_for
+
+        postprocess_for(steps, query.to_dict())  # in option words, before any work
     data = read_data(args.data, query)  # a bad file is reported before the planning work
     if entry.name != "apmqm":
         return _release_mechanism(args, entry.name, query, data)
@@ -393,9 +401,58 @@ def _cmd_release(args: argparse.Namespace) -> int:
     # The ledger entry is written inside release(), before anything is printed here.
     with one_line_warnings():
         r = release(p, query, data, seed=args.seed, ledger=args.ledger,
-                    command=getattr(args, "argv", None), **_booking_options(args))
-    emit(r.to_json(indent=2), args.output)
+                    command=getattr(args, "argv", None), postprocess=steps or None,
+                    **_booking_options(args))
+    _emit_release(r.to_dict(), args)
     return 0
+
+
+def _postprocess_steps(args: argparse.Namespace) -> list[str]:
+    """``--round`` and ``--clamp`` as release()'s ``postprocess`` steps."""
+    return [s for s, on in (("round", getattr(args, "round", False)),
+                            ("clamp", getattr(args, "clamp", False))) if on]
+
+
+def _emit_release(record: dict[str, Any], args: argparse.Namespace) -> None:
+    """The release's output: the record with ``--json`` (or to ``-o FILE``), and otherwise
+    one line saying what was released (:func:`release_summary`)."""
+    if args.output or args.json:
+        emit(json.dumps(record, indent=2, allow_nan=False), args.output)
+    if not args.json:
+        print(release_summary(record, ledger=args.ledger))
+
+
+def release_summary(record: Mapping[str, Any], ledger: str | None = None) -> str:
+    """One line for a person: the released value, the noise scale, the mechanism and the
+    ledger entry that holds the record (when ``ledger`` is given)."""
+    value = record["value"]
+    cells = record.get("cells")
+    if isinstance(value, list):
+        attrs = record["query"]["definition"].get("attributes") or []
+        labels = [" & ".join(f"{a}={x}" for a, x in zip(attrs, c, strict=True))
+                  for c in cells] if cells else [str(k) for k in range(len(value))]
+        shown = ", ".join(f"{lab}: {fmt_number(v)}" for lab, v in zip(labels, value,
+                                                                     strict=True))
+    else:
+        shown = fmt_number(value)
+    post = record.get("postprocess")
+    if post:
+        words = {"round": "rounded", "clamp": "clamped to [{}, {}]".format(
+            *map(fmt_number, post["range"] or (0, 0)))}
+        shown += f" ({' and '.join(words[s] for s in post['steps'])})"
+    source = record["noise"]["source"]
+    noise = {"secure": "secure noise", "seeded": "SEEDED noise (NOT secure)",
+             "none": "no noise"}.get(source, source)
+    law = str(record["calibration"]["noise"])
+    line = (f"released {shown} ({describe_query(record['query']['definition'])}): "
+            f"{record['mechanism']}, {law[:1].upper() + law[1:]} scale "
+            f"{fmt_number(record['calibration']['noise_scale_used'])}, {noise}")
+    if ledger is not None:
+        from quiltpriv.releases.ledger import read
+
+        _, head = read(ledger)
+        line += f"; ledger {ledger} entry {head.count}, head {head.hash[:12]}"
+    return line
 
 
 def _booking_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -431,7 +488,7 @@ def _release_mechanism(args: argparse.Namespace, name: str, query: Query, data: 
     with one_line_warnings():
         r = mech.release(data, seed=args.seed, ledger=args.ledger,  # type: ignore[call-arg]
                          command=getattr(args, "argv", None), **_booking_options(args))
-    emit(r.to_json(indent=2), args.output)
+    _emit_release(r.to_dict(), args)
     return 0
 
 
@@ -553,8 +610,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                    "says which needs the least noise). Noise is exact discrete "
                                    "Laplace (or Gaussian) from the OS's secure generator "
                                    "unless --seed is given (experiments only). The data are "
-                                   "checked against the query's declared domain; the output "
-                                   "is one release record (JSON).")
+                                   "checked against the query's declared domain. Prints one "
+                                   "line (value, scale, mechanism, ledger entry); --json "
+                                   "prints the release record, -o writes it to a file.")
     add_model_arguments(r)
     add_privacy_arguments(r)
     add_query_arguments(r)
@@ -572,7 +630,16 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="append the release record to this privacy ledger (created if "
                         "missing) before the value is printed; see 'quiltpriv ledger'")
     add_booking_arguments(r)
-    r.add_argument("-o", "--output", metavar="FILE", help="write the release record to FILE")
+    r.add_argument("--round", action="store_true",
+                   help="post-process a count or histogram to the nearest integer (costs no "
+                        "privacy; the record keeps the noisy value)")
+    r.add_argument("--clamp", action="store_true",
+                   help="post-process into the range the query can take ([0, records] for a "
+                        "count; costs no privacy; the record keeps the noisy value)")
+    r.add_argument("--json", action="store_true",
+                   help="print the release record (JSON) instead of the one-line summary")
+    r.add_argument("-o", "--output", metavar="FILE",
+                   help="write the release record to FILE (the summary is still printed)")
     r.set_defaults(func=_cmd_release)
 
     q = sub.add_parser("quilts", help="list the Markov quilts of a node with their influence",

@@ -23,6 +23,7 @@ from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query
+from quiltpriv.releases.postprocess import postprocess_for
 from quiltpriv.utils.validation import check_instance
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
@@ -36,7 +37,7 @@ class Release:
     """A released value and its audit record (the plan it used and how noise was drawn).
 
     The true value of the query is deliberately not kept. :meth:`to_dict` is the release
-    record (format ``"quiltpriv-release/2"``, :mod:`quiltpriv.releases.records`): time, version,
+    record (format ``"quiltpriv-release/4"``, :mod:`quiltpriv.releases.records`): time, version,
     model, query, data hash and row count, guarantee, calibration, noise source and seed,
     command line.
     """
@@ -55,6 +56,29 @@ class Release:
     command: tuple[str, ...] | None = None
     provenance: Any = None
     warnings: tuple[str, ...] = ()
+    postprocess: Mapping[str, Any] | None = None
+    """The record's ``postprocess`` (steps, range, noisy value) when the value was
+    post-processed (:mod:`quiltpriv.releases.postprocess`), else None."""
+
+    @property
+    def series(self) -> pd.Series:
+        """The released value as a labelled pandas Series.
+
+        A histogram's cells are the index (one level per attribute, named after it, in the
+        declared order of the categories); any other query gives a one-entry Series indexed
+        by its kind. The record's JSON is unchanged (:meth:`to_dict`).
+        """
+        import pandas as pd
+
+        values = list(self.value) if isinstance(self.value, tuple) else [self.value]
+        query = self.plan.query
+        cells = self.cells
+        if cells is None:
+            return pd.Series(values, index=[str(query.get("kind", "value"))], name="released")
+        attrs = list(query["attributes"])
+        index = (pd.Index([c[0] for c in cells], name=attrs[0]) if len(attrs) == 1
+                 else pd.MultiIndex.from_tuples(cells, names=attrs))
+        return pd.Series(values, index=index, name="released")
 
     @property
     def cells(self) -> tuple[tuple[Any, ...], ...] | None:
@@ -78,7 +102,7 @@ class Release:
             seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
             data=self.data, model=model, command=self.command, timestamp=self.timestamp,
             version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query),
-            warnings=self.warnings)
+            warnings=self.warnings, postprocess=self.postprocess)
 
     def to_dict(self) -> dict[str, Any]:
         """The release record (:meth:`to_record`)."""
@@ -96,6 +120,7 @@ def release(
     model: Any = None, ledger: str | os.PathLike[str] | None = None,
     command: Sequence[str] | None = None, dataset: str | None = None,
     budget: float | None = None, allow_unproved: bool = False,
+    postprocess: str | Sequence[str] | None = None,
 ) -> Release:
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
@@ -145,6 +170,11 @@ def release(
     allow_unproved : bool
         With ``budget``: release even when no published result proves a total (a total that
         is proved is still held to the budget).
+    postprocess : str or sequence of str, optional
+        ``"round"`` (counts and histograms: the nearest integer) and/or ``"clamp"`` (into the
+        range the query can take, ``[0, records]`` for a count): a function of the noisy value
+        and public facts, so it costs no privacy (:mod:`quiltpriv.releases.postprocess`). The
+        record's ``postprocess`` keeps the steps, the range and the noisy value.
 
     A release without noise warns (:class:`~quiltpriv.errors.ZeroNoiseWarning`): it publishes
     the exact value, which protects only the declared states of the sensitive attributes and
@@ -185,6 +215,7 @@ def release(
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
     if not isinstance(query, Query):
         raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    post = postprocess_for(postprocess, query.to_dict())  # before any work
     booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
     theta = None if model is None else as_theta(model)
     if not plan_.verified:
@@ -225,6 +256,10 @@ def release(
             out = tuple(float(d.value) for d in draws)
             used, grid = float(draws[0].noise_scale_used), float(draws[0].granularity)
             sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
+        done = None
+        if post is not None:
+            done = post.to_dict(out if np.ndim(value) else out[0])
+            out = tuple(post.apply(v) for v in out)
         if plan_.scale == 0:
             # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
             sampler = ("none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive "
@@ -237,7 +272,7 @@ def release(
             sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
             version=records.quiltpriv_version(), data=data_record,
             command=None if command is None else tuple(str(c) for c in command),
-            provenance=provenance, warnings=said,
+            provenance=provenance, warnings=said, postprocess=done,
         )
 
     def draw() -> Release:

@@ -236,6 +236,9 @@ class ReleaseRecord:
     warnings : tuple of str
         What the release does not protect, in plain words (no noise; a Theta learned from
         private data): :func:`quiltpriv.releases.records.release_warnings`.
+    postprocess : mapping or None
+        When the value was post-processed (:mod:`quiltpriv.releases.postprocess`): the steps,
+        the clamping range and the noisy value before them.
     """
 
     mechanism: str
@@ -258,6 +261,7 @@ class ReleaseRecord:
     details: Mapping[str, Any] | None = None
     cells: tuple[tuple[Any, ...], ...] | None = None
     warnings: tuple[str, ...] = ()
+    postprocess: Mapping[str, Any] | None = None
 
     @property
     def source(self) -> str:
@@ -300,6 +304,8 @@ class ReleaseRecord:
         }
         if self.cells is not None:
             record["cells"] = [list(c) for c in self.cells]
+        if self.postprocess is not None:
+            record["postprocess"] = dict(self.postprocess)
         return record
 
     def to_json(self, **kwargs: Any) -> str:

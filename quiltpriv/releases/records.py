@@ -2,7 +2,7 @@
 
 Every mechanism's release (:class:`quiltpriv.mechanisms.protocol.ReleaseRecord`, and
 :meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict`) is one JSON object of the stable,
-versioned format :data:`RELEASE_FORMAT` (``"quiltpriv-release/2"``; the JSON Schema is
+versioned format :data:`RELEASE_FORMAT` (``"quiltpriv-release/4"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
 value it records the UTC time, the quiltpriv version, the model's fingerprint and provenance
 (null for a mechanism without a model), the query's definition and fingerprint, the SHA-256
@@ -10,8 +10,11 @@ and row count of the data columns the query read (never the data), the mechanism
 guarantee and calibration, the noise source (secure, seeded with the seed, or none) and, for a
 command-line release, the command line.
 
-Format ``quiltpriv-release/1`` (APMQM only) is still read (:data:`READABLE_FORMATS`): version 2
-names any mechanism, adds ``guarantee.assumptions``, ``calibration.noise``,
+Formats 1 to 3 are still read (:data:`READABLE_FORMATS`). Version 4 adds ``postprocess`` (a
+value rounded or clamped after the noise, with the noisy value;
+:mod:`quiltpriv.releases.postprocess`); version 3 added the data set's identity
+(``data.table_sha256``, ``data.dataset``) and ``warnings``; version 2 (from version 1, APMQM
+only) names any mechanism, adds ``guarantee.assumptions``, ``calibration.noise``,
 ``calibration.why``, ``calibration.sampler_sensitivity`` and ``details``, allows ``delta > 0``
 and a null ``model`` and ``plan``, and ``calibration.sensitivity`` is now the sensitivity the
 scale is derived from (for APMQM the binding attribute's ``Delta_{A&N}``; version 1 recorded
@@ -45,10 +48,11 @@ __all__ = ["READABLE_FORMATS", "RELEASE_FORMAT", "check_seed", "query_data", "re
            "utc_timestamp"]
 
 #: The ``"format"`` of the release records written now.
-RELEASE_FORMAT = "quiltpriv-release/3"
+RELEASE_FORMAT = "quiltpriv-release/4"
 
 #: The formats a reader accepts (a ledger keeps the records of older versions as written).
-READABLE_FORMATS = ("quiltpriv-release/1", "quiltpriv-release/2", RELEASE_FORMAT)
+READABLE_FORMATS = ("quiltpriv-release/1", "quiltpriv-release/2", "quiltpriv-release/3",
+                    RELEASE_FORMAT)
 
 #: Longest declared data-set name (``dataset=``, ``--dataset``).
 MAX_DATASET_NAME = 200

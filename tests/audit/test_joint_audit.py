@@ -332,7 +332,7 @@ def test_refusals_note_what_the_records_show():
     assert c.alone[1] == ("[1]", 1.0, ("income", "gender"))
     with pytest.raises(LedgerError, match="no releases"):
         composition([])
-    with pytest.raises(LedgerError, match="not a quiltpriv-release/1 or .* or quiltpriv-release/3"):
+    with pytest.raises(LedgerError, match="not a quiltpriv-release/1 or .* or quiltpriv-release/4"):
         composition([{"format": "x"}])
     bad = a.to_dict()
     bad["plan"]["sensitive"]["income"]["influence"] = float("nan")

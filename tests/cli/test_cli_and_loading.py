@@ -109,10 +109,12 @@ def test_release_cli(tmp_path, capsys):
                  str(csv), "-o", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert rec["scale"] == 0.0 and rec["plan"]["scale"] == 0.0
+    # -o writes the record; the one-line summary is still printed
+    assert capsys.readouterr().out.startswith("released ")
     assert "needs no noise" in rec["sampler"] and rec["seed"] is None and rec["secure"]
     assert main(["release", "student", "--sensitive", "income", "--attributes", "height,sat",
                  "--records", "20", "--epsilon", "1", "--where", "height > 66 and sat > 1300",
-                 "--data", str(csv), "--seed", "3"]) == 0
+                 "--data", str(csv), "--seed", "3", "--json"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["secure"] is False and "NOT secure" in cap.err
     bad = tmp_path / "bad.json"

@@ -183,7 +183,7 @@ def test_record_validates_and_says_what_the_mechanism_is(theta, name):
     d = r.to_dict()
     _valid(d)
     assert json.loads(r.to_json()) == d
-    assert d["format"] == records.RELEASE_FORMAT == "quiltpriv-release/3"
+    assert d["format"] == records.RELEASE_FORMAT == "quiltpriv-release/4"
     assert d["mechanism"] == m.name
     assert d["guarantee"] == m.guarantee.to_dict()
     assert {k: d["calibration"][k] for k in m.calibration.to_dict()} == \
@@ -369,7 +369,7 @@ def _cli(tmp_path, name, *extra):
     records_ = "1" if name == "mqm" else str(N)
     return ["release", "student", "--sensitive", "income", "--epsilon", "1", "--query", "count",
             "--attributes", "sat", "--records", records_, "--where", "sat == 1", "--domain",
-            "sat=0|1", "--data", str(csv), "--mechanism", name, *extra]
+            "sat=0|1", "--data", str(csv), "--json", "--mechanism", name, *extra]
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))

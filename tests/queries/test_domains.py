@@ -349,7 +349,7 @@ def test_cli_domain_options(tmp_path, cli):
     data = tmp_path / "d.csv"
     data.write_text("height,sat,income\nshort,01,0\ntall,02,1\ntall,01,1\n")
     base = ["release", "student", "--sensitive", "income", "--records", "5", "--epsilon", "1",
-            "--data", str(data), "--seed", "3"]
+            "--data", str(data), "--seed", "3", "--json"]
     rc, out, _ = cli([*base, "--query", "histogram", "--attributes", "height,sat",
                       "--categories", "height=short|tall|medium,sat=01|02"])
     assert rc == 0

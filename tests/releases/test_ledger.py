@@ -71,7 +71,7 @@ def test_record_has_every_field_and_validates(student):
     after = datetime.now(timezone.utc)
     d = r.to_dict()
     _valid(d)
-    assert d["format"] == "quiltpriv-release/3" == records.RELEASE_FORMAT
+    assert d["format"] == "quiltpriv-release/4" == records.RELEASE_FORMAT
     t = datetime.strptime(d["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
     assert before <= t <= after
     assert d["quiltpriv_version"] == qp.__version__
@@ -449,7 +449,7 @@ def _cli_release(csv, path, *extra, where="height > 66 and sat > 1300", eps="1")
     attrs = ",".join(a for a in ("height", "sat") if a in where)
     return main(["release", "student", "--sensitive", "income", "--attributes", attrs,
                  "--records", "20", "--epsilon", eps, "--where", where, "--data", str(csv),
-                 "--ledger", str(path), *extra])
+                 "--ledger", str(path), "--json", *extra])
 
 
 def test_cli_session_with_a_ledger(tmp_path, capsys):
@@ -519,7 +519,7 @@ def test_schema_validator_catches_bad_records(student):
         {k: v for k, v in d.items() if k != "timestamp"},
         {**d, "seed": "3"},
         {**d, "noise": {**d["noise"], "source": "lucky"}},
-        {**d, "format": "quiltpriv-release/4"},
+        {**d, "format": "quiltpriv-release/5"},
         {**d, "data": {k: v for k, v in d["data"].items() if k != "table_sha256"}},
         {**d, "warnings": [""]},
         {**d, "extra": 1},
