@@ -450,8 +450,8 @@ def release_summary(record: Mapping[str, Any], ledger: str | None = None) -> str
     if ledger is not None:
         from quiltpriv.releases.ledger import read
 
-        _, head = read(ledger)
-        line += f"; ledger {ledger} entry {head.count}, head {head.hash[:12]}"
+        entries, head = read(ledger)
+        line += f"; ledger {ledger} entry #{entries[-1].seq}, head {head.hash[:12]}"
     return line
 
 

@@ -219,7 +219,7 @@ def test_a_zero_noise_release_warns_on_the_cli_and_in_the_record(tmp_path, capsy
     assert main(["plan", *args]) == 0
     cap = capsys.readouterr()
     assert cap.err == f"quiltpriv: warning: {ZERO}\n" and f"warning: {ZERO}" in cap.out
-    assert main(["release", *args, "--data", str(csv), "--ledger", str(path)]) == 0
+    assert main(["release", *args, "--data", str(csv), "--ledger", str(path), "--json"]) == 0
     cap = capsys.readouterr()
     assert cap.err == f"quiltpriv: warning: {ZERO}\n"
     rec = json.loads(cap.out)

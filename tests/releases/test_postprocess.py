@@ -144,7 +144,8 @@ def test_cli_summary_json_and_postprocess(tmp_path, capsys):
     entries, head = read(ledger)
     assert entries[-1].record["value"] == saved["value"]
     assert line.startswith(f"released {saved['value']} (rounded and clamped to [0, 8])")
-    assert line.endswith(f"; ledger {ledger} entry 1, head {head.hash[:12]}")
+    assert line.endswith(f"; ledger {ledger} entry #0, head {head.hash[:12]}")
+    assert entries[-1].seq == 0 and len(entries) == 1
 
 
 def test_cli_postprocess_refusals(tmp_path, capsys):
