@@ -700,7 +700,7 @@ def test_cli_declared_categories_that_look_missing(capsys, tmp_path):
 
     data = _write(tmp_path / "d.csv", "height,income\nNA,1\nNone,0\nnull,1\nN/A,0\nNA,0\n")
     base = ["release", "student", "--sensitive", "income", "--attributes", "height",
-            "--records", "5", "--epsilon", "1", "--seed", "3", "--data", str(data)]
+            "--records", "5", "--epsilon", "1", "--seed", "3", "--json", "--data", str(data)]
     TRIED["cli-categories"] += 1
     rc, out, err = _cli([*base, "--query", "histogram", "--categories",
                          "height=NA|None|null|N/A"], capsys)
