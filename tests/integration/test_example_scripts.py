@@ -305,6 +305,37 @@ def check_km_location(out: str, tmp: Path) -> None:
     assert close_to_printed(f"{got[1]:.4f}", both(tp, tq, delta))
 
 
+# ---------------------------------------------------------------------------------------------
+# co23_figures.py ([CO23] Figures 2 and 3)
+
+
+def check_co23_figures(out: str, tmp: Path) -> None:
+    cg = math.sqrt(2 * math.log(1.25 / 1e-3))
+    chi5 = math.sqrt(2) * math.exp(math.lgamma(3.0) - math.lgamma(2.5))  # E||N(0, I_5)||
+    chi1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
+    tables = re.split(r"\n(?=income > 50K\n|workclass Private\n|Figure 3)", out)
+    rows = []
+    for t in tables[1:3]:
+        for line in t.splitlines()[2:8]:
+            eps, *vals = (float(x) for x in line.split())
+            rows.append((eps, dict(zip(("ExpM(L)", "ExpM(G)", "DirM(L)", "DirM(G)", "EigM(G)",
+                                        "DauM(G)"), vals, strict=True))))
+    assert len(rows) == 12
+    for _eps, v in rows:
+        # one calibration, three noise shapes: DirM(G) / DirM(L) = c_G E|N|, ExpM(G) / DirM(G)
+        # = E||N_5|| / E|N_1| (the same mean difference); adversarial uncertainty never adds
+        # noise (EigM <= ExpM(G), DauM <= DirM(G)); the classical scales go as 1 / eps
+        assert v["DirM(G)"] == pytest.approx(cg * chi1 * v["DirM(L)"], rel=2e-3, abs=2e-3)
+        assert v["ExpM(G)"] == pytest.approx(chi5 / chi1 * v["DirM(G)"], rel=2e-3, abs=2e-3)
+        assert v["EigM(G)"] <= v["ExpM(G)"] + 1e-3 and v["DauM(G)"] <= v["DirM(G)"] + 1e-3
+    for a, b in zip(rows[:5], rows[1:6], strict=True):
+        assert a[1]["DirM(L)"] * a[0] == pytest.approx(b[1]["DirM(L)"] * b[0], rel=2e-3, abs=2e-3)
+    eps = float(re.search(r"at eps = (\S+) \(income", out).group(1))
+    dp_l2 = 1.8750467 * cg / eps * chi5
+    printed = float(re.search(r"DP Gaussian mechanism \(error (\S+) at", out).group(1))
+    assert close_to_printed(f"{printed:.3f}", dp_l2)
+
+
 def _small(args: list[str]) -> Callable[[Path], list[str]]:
     return lambda tmp: list(args)
 
@@ -323,6 +354,7 @@ SCRIPTS: dict[str, Script] = {
                               check_gap_gaussian, slow=True, needs=("matplotlib",),
                               reason="matplotlib draws the figure"),
     "km_location_tupling.py": Script(_small([]), check_km_location),
+    "co23_figures.py": Script(_small(["--samples", "100"]), check_co23_figures, slow=True),
     "adult_evaluation.py": Script(_small(["--quick", "--seed", "0"]), check_adult, slow=True,
                                   needs=("sklearn",), reason="the attack's meta-classifier"),
 }
