@@ -69,6 +69,7 @@ from quiltpriv.audit.exact import AUDIT_TOLERANCE, exact_pair_loss, log_fraction
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE
 from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.queries.law_bounds import Budget
 from quiltpriv.queries.network_laws import (
     bernoulli_parameters,
     category_laws,
@@ -231,7 +232,7 @@ def _convolve(a: JointLaw, b: JointLaw) -> JointLaw:
     return out
 
 
-def _n_fold(step: JointLaw, n: int, k: int) -> JointLaw:
+def _n_fold(step: JointLaw, n: int, k: int, budget: Budget | None = None) -> JointLaw:
     """The law of the sum of ``n`` i.i.d. vectors of law ``step``, one record at a time.
 
     The number of distinct sums is bounded before any work (a sum of ``n`` draws from ``s``
@@ -244,8 +245,12 @@ def _n_fold(step: JointLaw, n: int, k: int) -> JointLaw:
     per_coordinate = math.prod(multisets(len({v[j] for v in step})) for j in range(k))
     _check_size(min(multisets(len(step)), per_coordinate))
     result: JointLaw = {(Fraction(0),) * k: Fraction(1)}
+    if budget is not None:
+        budget.start(n, "joint law")
     for _ in range(n):
         result = _convolve(result, step)
+        if budget is not None:
+            budget.tick()
     return result
 
 
@@ -257,7 +262,7 @@ def _check_size(size: int) -> None:
 
 def joint_laws(
     model: Any, queries: Sequence[Query], sensitive: str, records: int | None = None, *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int = DEFAULT_MAX_TABLE, budget: Budget | None = None,
 ) -> tuple[dict[Any, JointLaw], ...]:
     """Exact law of ``(F_1, ..., F_K)`` given each value of ``phi_sensitive``, per member.
 
@@ -298,7 +303,7 @@ def joint_laws(
             p = math.prod((law[c] for law, c in zip(per, x, strict=True)), start=Fraction(1))
             if p:
                 step[v] = step.get(v, Fraction(0)) + p
-        return _n_fold(step, n, len(queries))
+        return _n_fold(step, n, len(queries), budget)
 
     return parameter_mixture(theta, attrs, i, law_of, max_table=max_table)
 
@@ -355,6 +360,7 @@ def joint_audit(
     epsilon: float | None = None,
     tolerance: float = AUDIT_TOLERANCE,
     max_table: int = DEFAULT_MAX_TABLE,
+    time_limit: float | None = None,
 ) -> JointAuditResult:
     """Exact worst-case privacy loss of the joint output of Laplace releases on one dataset.
 
@@ -375,10 +381,22 @@ def joint_audit(
         A claimed joint guarantee: ``met`` says whether the loss is within it.
     tolerance : float
         ``met`` is ``loss <= epsilon + tolerance``.
+    time_limit : float, optional
+        Seconds; past them the audit stops with
+        :class:`~quiltpriv.queries.law_bounds.BudgetExceeded` (checked after every record's
+        convolution and every secret pair), never a partial number.
 
     Returns
     -------
     JointAuditResult
+
+    Raises
+    ------
+    ParameterError
+        A problem beyond :data:`MAX_JOINT_OUTPUTS` or :data:`MAX_JOINT_WORK` (refused, not
+        approximated).
+    BudgetExceeded
+        ``time_limit`` was reached.
     """
     theta = as_theta(model)
     queries = tuple(queries)
@@ -390,11 +408,14 @@ def joint_audit(
     eps = None if epsilon is None else check_positive(epsilon, "epsilon", allow_zero=True)
     sens = theta.check_sensitive(sensitive)
     n = _records(queries, records)
+    budget = None if time_limit is None else Budget(
+        check_positive(time_limit, "time_limit"), what="the exact joint audit")
     worst: tuple[float, Any, Any, Any, Any] = (-math.inf, None, None, None, None)
     pairs = 0
     noise_free = all(s == 0 for s in scales)
     for i in sens:
-        for m, laws in enumerate(joint_laws(theta, queries, i, n, max_table=max_table)):
+        for m, laws in enumerate(joint_laws(theta, queries, i, n, max_table=max_table,
+                                            budget=budget)):
             states = list(laws)
             if len(states) < 2:
                 continue
@@ -407,7 +428,11 @@ def joint_audit(
                         worst = (loss, i, m, (a, b), out)
                 continue
             dens, points = _grid_log_densities(laws, states, scales)
+            if budget is not None:
+                budget.start(len(states) * (len(states) - 1), "secret pairs")
             for ka, kb in itertools.permutations(range(len(states)), 2):
+                if budget is not None:
+                    budget.tick()
                 pairs += 1
                 with np.errstate(invalid="ignore"):
                     ratio = dens[ka] - dens[kb]

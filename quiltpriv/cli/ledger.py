@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
+from quiltpriv.audit.ledger import DEFAULT_AUDIT_TIME_LIMIT
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.composition import Composition, compositions_by_data
 from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify, warning_lines
@@ -12,8 +14,8 @@ from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify, warnin
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
     if args.action == "verify":
-        if args.json:
-            raise LedgerError("--json applies to 'ledger show'")
+        if args.json or args.audit is not None:
+            raise LedgerError("--json and --audit apply to 'ledger show'")
         head = verify(args.path, expect_head=args.expect_head, expect_count=args.expect_count)
         print(head.explain())
         return 0
@@ -22,12 +24,15 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
         raise LedgerError(f"ledger {head.path}: {head.count} entries, fewer than the "
                           f"{args.expect_count} expected: entries were deleted")
     comps = compositions_by_data(entries)
+    audits = _audits(args, entries)
     if args.json:
-        print(json.dumps({"format": LEDGER_FORMAT, "head": head.to_dict(),
-                          "entries": [e.to_dict() for e in entries],
-                          "compositions": [c.to_dict() if isinstance(c, Composition)
-                                           else {"error": str(c)} for c in comps]},
-                         allow_nan=False, indent=2))
+        doc = {"format": LEDGER_FORMAT, "head": head.to_dict(),
+               "entries": [e.to_dict() for e in entries],
+               "compositions": [c.to_dict() if isinstance(c, Composition)
+                                else {"error": str(c)} for c in comps]}
+        if audits is not None:
+            doc["audits"] = [a.to_dict() for a in audits]
+        print(json.dumps(doc, allow_nan=False, indent=2))
         return 0
     print(table(entries))
     for line in warning_lines(entries):
@@ -37,7 +42,30 @@ def _cmd_ledger(args: argparse.Namespace) -> int:
     for c in comps:
         print()
         print(c.explain() if isinstance(c, Composition) else f"no composition: {c}")
+    if audits is not None:
+        print()
+        for a in audits:
+            print(a.explain())
     return 0
+
+
+def _audits(args: argparse.Namespace, entries: Any) -> Any:
+    """``--audit MODEL``: the exact joint loss per data set, or None when not asked."""
+    if args.audit is None:
+        if args.theta:
+            raise LedgerError("--theta adds members to the Theta of --audit MODEL")
+        return None
+    from quiltpriv.audit.ledger import audit_ledger
+    from quiltpriv.model.loading import load_theta
+
+    theta = load_theta([args.audit, *args.theta])
+    return audit_ledger(theta, entries, time_limit=args.time_limit)
+
+
+def _audit_time_limit(text: str) -> float | None:
+    from quiltpriv.cli.core import time_limit_type
+
+    return None if text.strip().lower() == "none" else time_limit_type(text)
 
 
 def _count(text: str) -> int:
@@ -68,4 +96,16 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    metavar="N", help="at least N entries must be there")
     p.add_argument("--json", action="store_true",
                    help="show: print the entries, head and compositions as one JSON object")
+    p.add_argument("--audit", metavar="MODEL",
+                   help="show: also compute, for the Theta of MODEL (and --theta), the exact "
+                        "joint privacy loss of the releases on each data set with the exact "
+                        "joint auditor (small models; 'audited, exact, for this Theta', not a "
+                        "theorem); refused, with the reason, beyond the auditor's limits")
+    p.add_argument("--theta", action="append", default=[], metavar="MODEL2",
+                   help="with --audit: another member of Theta; repeatable")
+    p.add_argument("--time-limit", type=_audit_time_limit, default=DEFAULT_AUDIT_TIME_LIMIT,
+                   metavar="SECONDS",
+                   help=f"with --audit: seconds per data set (default "
+                        f"{DEFAULT_AUDIT_TIME_LIMIT:g}; none: no limit); a data set past it "
+                        "is refused")
     p.set_defaults(func=_cmd_ledger)
