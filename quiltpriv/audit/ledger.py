@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class GroupAudit:
     def explain(self) -> str:
         who = f"releases {', '.join(self.releases)}"
         if self.loss is None:
-            return f"{who}: joint loss not audited: {self.refused}"
+            return _wrap(f"{who}: joint loss not audited: {self.refused}")
         loss = "inf" if math.isinf(self.loss) else f"{self.loss:.6g}"
         scales = ", ".join(f"{s:.6g}" for s in self.scales)
         other = [m for m in self.models if m != self.theta_fingerprint]
@@ -107,7 +108,15 @@ class GroupAudit:
         if other:
             line += (f"; the releases were planned against other models "
                      f"({', '.join(m[:16] + '...' for m in other)})")
-        return line
+        return _wrap(line)
+
+
+def _wrap(text: str) -> str:
+    """Lines of at most 96 characters; AUDIT_WORDS is never split across lines."""
+    glued = AUDIT_WORDS.replace(" ", "\0")
+    lines = textwrap.wrap(text.replace(AUDIT_WORDS, glued), width=96, subsequent_indent="  ",
+                          break_on_hyphens=False)
+    return "\n".join(line.replace("\0", " ") for line in lines)
 
 
 def _group_inputs(records: Sequence[Mapping[str, Any]]

@@ -765,7 +765,9 @@ def budget_check(entries: Sequence[Any], prospective: Mapping[str, Any], budget:
                               "nothing was drawn")
         return c
     if not allow_unproved:
-        why = c.reasons[min(1, len(c.reasons) - 1)]
+        kinds = [r for r in c.reasons if r.startswith("the releases give different kinds")]
+        why = kinds[0] if kinds else ("attribute privacy does not compose in general; "
+                                      "'quiltpriv ledger show' gives the reasons")
         raise BudgetError(f"budget {_num(budget)}: no published result proves a total for "
                           f"releases {names} on the same data ({why}); "
                           "nothing was drawn; --allow-unproved (allow_unproved=True) releases "

@@ -543,6 +543,8 @@ def test_ledger_show_audit_matches_the_joint_auditor(tmp_path, capsys):
     assert 0.18 < a.loss < 0.19  # the calibrated scales give 0.184; the drawn ones a hair less
     assert main(["ledger", "show", str(path), "--audit", "student"]) == 0
     out = capsys.readouterr().out
+    assert AUDIT_WORDS in out  # never split across lines
+    out = " ".join(out.split())
     assert f"releases #0, #1: joint privacy loss {a.loss:.6g} for secrets about {{income}} " \
            f"({AUDIT_WORDS}: fingerprint {theta.fingerprint()[:16]}..., n = 8" in out
     assert main(["ledger", "show", str(path), "--audit", "student", "--json"]) == 0
@@ -564,7 +566,7 @@ def test_ledger_audit_of_the_xor_pair_and_its_refusals(tmp_path, capsys):
     assert a.loss == pytest.approx(np.log((0.8**6 + 0.2**6) / 2 / (0.8**3 * 0.2**3)),
                                    rel=1e-12)
     assert a.scales == (0.0, 0.0) and a.models == (one.fingerprint(), two.fingerprint())
-    assert "planned against other models" in a.explain()
+    assert "planned against other models" in " ".join(a.explain().split())
     # a Gaussian release: not audited, with the reason
     g = _quiet(build_mechanism("group-dp-gaussian", None, Q1, (), 0.5, delta=1e-5).release,
                XOR_DATA)
@@ -596,3 +598,31 @@ def test_ledger_audit_of_the_xor_pair_and_its_refusals(tmp_path, capsys):
     assert a.loss is None and "time limit" in a.refused
     assert main(["ledger", "verify", str(path), "--audit", "student"]) == 2
     assert "--audit apply to 'ledger show'" in capsys.readouterr().err
+
+
+def test_the_readme_ledger_session_runs_as_shown(tmp_path, capsys, monkeypatch):
+    # README, "Releases over time": the commands as written, in a fresh folder.
+    import shlex
+    from pathlib import Path
+
+    from quiltpriv.audit.ledger import AUDIT_WORDS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Releases over time"):readme.index("## How the exact")]
+    commands = [ln.strip() for ln in section.splitlines() if ln.startswith("    quiltpriv ")]
+    assert len(commands) == 4
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("height,sat\n1,0\n0,1\n1,1\n0,0\n1,1\n0,1\n1,0\n1,1\n")
+    codes, errs = [], []
+    for cmd in commands[:3]:
+        codes.append(_quiet(main, shlex.split(cmd)[1:]))
+        errs.append(capsys.readouterr().err)
+    assert codes == [0, 0, 2]
+    assert "no published result proves a total for releases #0, #1, this release" in errs[2]
+    assert "no published result proves a total" in section
+    assert not (tmp_path / "third.json").exists()
+    assert main(shlex.split(commands[3])[1:]) == 0
+    out = capsys.readouterr().out
+    assert "together: NO joint guarantee" in out and AUDIT_WORDS in out
+    assert "data set 'survey'" in out and "joint privacy loss 0.1842" in out
+    assert "joint privacy loss 0.184231 for secrets about {income}" in section
