@@ -178,13 +178,13 @@ def audit_ledger(model: Any, entries: Sequence[Any], *,
         of first appearance.
     """
     from quiltpriv.audit.joint import joint_audit
-    from quiltpriv.releases.composition import _record_of, same_data_groups
+    from quiltpriv.releases.composition import record_of, same_data_groups
 
     theta = as_theta(model)
     limit = None if time_limit is None else check_positive(time_limit, "time_limit")
     if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):
         raise LedgerError(f"expected a list of ledger entries, got {type(entries).__name__}")
-    items = [_record_of(e) for e in entries]
+    items = [record_of(e) for e in entries]
     labels = [lab or f"[{k}]" for k, (lab, _) in enumerate(items)]
     recs = [r for _, r in items]
     fp = theta.fingerprint()

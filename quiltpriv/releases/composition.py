@@ -49,7 +49,7 @@ from quiltpriv.errors import LedgerError
 from quiltpriv.releases.records import READABLE_FORMATS
 
 __all__ = ["THEOREMS", "Composition", "DataIdentity", "Theorem", "budget_check", "composition",
-           "compositions_by_data", "data_identity", "same_data_groups"]
+           "compositions_by_data", "data_identity", "record_of", "same_data_groups"]
 
 
 @dataclass(frozen=True)
@@ -312,7 +312,7 @@ def _names(xs: Iterable[str]) -> str:
 # -- reading records --------------------------------------------------------------------------
 
 
-def _record_of(item: Any) -> tuple[str | None, Mapping[str, Any]]:
+def record_of(item: Any) -> tuple[str | None, Mapping[str, Any]]:
     """(label, record) of a ledger entry, a ``Release``, an entry's dict or a record dict."""
     seq, record = getattr(item, "seq", None), getattr(item, "record", None)
     if isinstance(seq, int) and isinstance(record, Mapping):  # a LedgerEntry
@@ -532,7 +532,7 @@ def composition(entries: Iterable[Any]) -> Composition:
     if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
         raise LedgerError(f"composition: expected a sequence of ledger entries or release "
                           f"records, got {type(entries).__name__}")
-    items = [_record_of(e) for e in entries]
+    items = [record_of(e) for e in entries]
     if not items:
         raise LedgerError("composition: no releases given")
     facts = [_facts(lab or f"[{k}]", r) for k, (lab, r) in enumerate(items)]
@@ -696,7 +696,7 @@ def compositions_by_data(entries: Sequence[Any]) -> list[Composition | LedgerErr
         raise LedgerError(f"composition: expected a sequence of ledger entries, got "
                           f"{type(entries).__name__}")
     items = list(entries)
-    recs = [_record_of(e)[1] for e in items]
+    recs = [record_of(e)[1] for e in items]
     out: list[Composition | LedgerError] = []
     for g in same_data_groups(recs):
         try:
@@ -742,11 +742,11 @@ def budget_check(entries: Sequence[Any], prospective: Mapping[str, Any], budget:
             not math.isfinite(budget) or budget <= 0:
         raise LedgerError(f"budget must be a finite epsilon > 0, got {budget!r}")
     items = list(entries)
-    recs = [_record_of(e)[1] for e in items] + [prospective]
+    recs = [record_of(e)[1] for e in items] + [prospective]
     new = len(recs) - 1
     group = next(g for g in same_data_groups(recs) if new in g)
     counted = [items[k] for k in group if k != new]
-    labels = [_record_of(e)[0] or f"[{k}]" for k, e in enumerate(counted)]
+    labels = [record_of(e)[0] or f"[{k}]" for k, e in enumerate(counted)]
     names = ", ".join([*labels, "this release"])
     try:
         c = composition([*counted, {"seq": len(items), "prev": "", "hash": "",
