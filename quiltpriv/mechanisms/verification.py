@@ -80,7 +80,9 @@ from quiltpriv.utils.validation import check_epsilon
 __all__ = [
     "AttributeCheck",
     "PlanVerification",
+    "ModelComparison",
     "check_plan",
+    "compare_models",
     "plan_from_dict",
     "plan_from_json",
     "query_from_dict",
@@ -569,3 +571,111 @@ def verify_plan(plan: Plan, model: Any, query: Query, *,
     """
     return check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference).verified_plan()
+
+
+# -- another model -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelComparison(JSONResult):
+    """A plan checked against a model it was not made for: what differs, and does it suffice.
+
+    Attributes
+    ----------
+    diff : ModelDiff or None
+        The plan's model against this one, when the plan's model was given (its fingerprint
+        must be the plan's); None otherwise (a plan holds only its model's fingerprint).
+    published_scale : float
+        The plan's scale ``b``.
+    needed_scale : float
+        The scale :func:`quiltpriv.plan` finds under this model for the plan's query,
+        sensitive attributes and epsilon.
+    needed_optimal : bool
+        Whether ``needed_scale`` is proven least (else it is an upper bound on the least).
+    suffices : bool or None
+        True when ``published_scale >= needed_scale``: the published noise is enough under
+        this model, by [ZOC22, Thm. 4]; False when it is below a proven least scale; None
+        when it is below a scale not proven least (undecided).
+    per_attribute : dict
+        Per sensitive attribute: the plan's scale and quilt, and the re-planned ones.
+    """
+
+    diff: Any
+    published_scale: float
+    needed_scale: float
+    needed_optimal: bool
+    suffices: bool | None
+    per_attribute: Mapping[str, Mapping[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"diff": None if self.diff is None else self.diff.to_dict(),
+                "published_scale": self.published_scale, "needed_scale": self.needed_scale,
+                "needed_optimal": self.needed_optimal, "suffices": self.suffices,
+                "per_attribute": {k: dict(v) for k, v in self.per_attribute.items()}}
+
+    def explain(self) -> str:
+        lines = []
+        if self.diff is None:
+            lines.append("the plan holds only its model's fingerprint: give the model it was "
+                         "made for (--plan-model) to see which tables differ")
+        else:
+            lines.append(self.diff.explain())
+        verdict = {True: "SUFFICES", False: "DOES NOT SUFFICE",
+                   None: "UNDECIDED (the re-planned scale is not proven least)"}[self.suffices]
+        lines.append(f"re-planned under this model: b = {fmt_number(self.needed_scale)}"
+                     f"{'' if self.needed_optimal else ' (not proven least)'}; the published "
+                     f"b = {fmt_number(self.published_scale)} {verdict}")
+        rows = [(node, fmt_set(r["quilt"]), fmt_number(r["scale"]), fmt_set(r["needed_quilt"]),
+                 fmt_number(r["needed_scale"]))
+                for node, r in self.per_attribute.items()]
+        lines.append("")
+        lines += text_table(("sensitive", "published quilt", "scale", "re-planned quilt",
+                             "needed"), rows)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = None,
+                   time_limit: float | None = 60.0,
+                   inference: InferenceMethod = "auto") -> ModelComparison:
+    """What differs between ``plan``'s model and ``model``, and whether its noise suffices.
+
+    Re-plans the plan's query, sensitive attributes and epsilon under ``model`` and compares
+    the least scale found with the published one; with ``plan_model`` (the model the plan was
+    made for: its fingerprint must be the plan's) also lists the differing nodes, edges and
+    tables (:func:`quiltpriv.model.diff.model_diff`).
+
+    Raises
+    ------
+    ModelError
+        ``plan_model`` is not the model the plan states.
+    """
+    from quiltpriv.mechanisms.apmqm import plan as make_plan
+    from quiltpriv.model.diff import model_diff
+
+    if not isinstance(plan, Plan):
+        raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    theta = as_theta(model)
+    diff = None
+    if plan_model is not None:
+        published = as_theta(plan_model)
+        mismatch = model_mismatch(plan.model, published, "the plan")
+        if mismatch is not None:
+            raise ModelError(f"--plan-model is not the plan's model: {mismatch}")
+        diff = model_diff(published, theta)
+    replanned = make_plan(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon,
+                          time_limit=time_limit, inference=inference)
+    need = replanned.scale
+    suffices: bool | None = True
+    if not (plan.scale >= need or is_tie(plan.scale, need)):
+        suffices = False if replanned.optimal else None
+    by_node = {sp.node: sp for sp in replanned.sensitive}
+    per = {sp.node: {"quilt": list(sp.quilt), "scale": sp.scale,
+                     "needed_quilt": list(by_node[sp.node].quilt),
+                     "needed_scale": by_node[sp.node].scale}
+           for sp in plan.sensitive}
+    return ModelComparison(diff, plan.scale, need, replanned.optimal, suffices, per)
