@@ -328,9 +328,15 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
 def _cmd_plan(args: argparse.Namespace) -> int:
     import sys
 
-    _, _, p = _plan_from_args(args, partial_ok=True)
+    _, query, p = _plan_from_args(args, partial_ok=True)
     print_warnings(p.warnings)
-    emit(p.to_json() if args.json else p.explain(), args.output)
+    if args.json:
+        emit(p.to_json(), args.output)
+    else:
+        from quiltpriv.mechanisms.attained import attained_epsilons, attained_table
+
+        emit(p.explain() + "\n\n" + "\n".join(attained_table(attained_epsilons(p, query),
+                                                             p.epsilon)), args.output)
     if was_interrupted(p):
         print("quiltpriv: interrupted: the plan given is the best found so far (valid, not "
               "proven optimal)", file=sys.stderr)
@@ -510,59 +516,90 @@ def add_booking_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --budget: release even when no published result proves a total")
 
 
+def _quilt_row(theta: Theta, node: str, q: Any, query: Query | None,
+               eps: float | None) -> dict[str, Any]:
+    """One quilt's row: its sets, influence and (with a query) sensitivity and scale."""
+    try:
+        e: float | None = max_influence(theta, node, q.quilt).value
+    except InfluenceTooExpensive:
+        e = None
+    row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
+                           "remote": list(q.remote), "trivial": q.is_trivial, "influence": e}
+    if query is not None and e is not None:
+        d = query.sensitivity(set(query.attributes) & set(q.nearby))
+        row["sensitivity"] = d
+        row["scale"] = quilt_scale(d, e, eps) if eps else None
+    return row
+
+
+def _quilt_rows(args: argparse.Namespace, theta: Theta, node: str, query: Query | None
+                ) -> tuple[list[dict[str, Any]], bool, tuple[str, ...] | None]:
+    """The listed quilts' rows (the planner's choice added when not listed), whether the
+    listing was cut at --limit, and the chosen quilt (with a query and epsilon)."""
+    from quiltpriv.graph.quilts import markov_quilt
+
+    quilts: list[Any] = []
+    truncated = False
+    for q in enumerate_quilts(theta, node, max_size=args.max_size):
+        if len(quilts) >= args.limit:
+            truncated = True
+            break
+        quilts.append(q)
+    if not quilts or quilts[0] != trivial_quilt(theta, node):
+        # Q = {} differs from the trivial quilt when some node is d-separated a priori.
+        quilts.insert(0, trivial_quilt(theta, node))
+    chosen = None
+    if query is not None and args.epsilon:
+        sp = plan(theta, query, node, args.epsilon, time_limit=args.time_limit).sensitive[0]
+        chosen = tuple(sp.quilt)
+        if not any(sorted(q.quilt) == sorted(chosen) for q in quilts):
+            quilts.append(markov_quilt(theta, node, chosen))
+    rows = [_quilt_row(theta, node, q, query, args.epsilon) for q in quilts]
+    return rows, truncated, chosen
+
+
 def _cmd_quilts(args: argparse.Namespace) -> int:
+    from quiltpriv.cli import quilts_table as qt
+
     theta = theta_from_args(args)
     (node,) = theta.check_nodes([args.node], "node")
     eps = args.epsilon
     query = query_from_args(args) if args.attributes or args.weights else None
-    rows: list[dict[str, Any]] = []
-    count = 0
-    truncated = False
-    quilts = []
-    for q in enumerate_quilts(theta, node, max_size=args.max_size):
-        if count >= args.limit:
-            truncated = True
-            break
-        quilts.append(q)
-        count += 1
-    if not quilts or quilts[0] != trivial_quilt(theta, node):
-        # Q = {} differs from the trivial quilt when some node is d-separated a priori.
-        quilts.insert(0, trivial_quilt(theta, node))
-    for q in quilts:
-        try:
-            e: float | None = max_influence(theta, node, q.quilt).value
-        except InfluenceTooExpensive:
-            e = None
-        row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
-                               "remote": list(q.remote), "trivial": q.is_trivial,
-                               "influence": e}
-        if query is not None and e is not None:
-            a_n = set(query.attributes) & set(q.nearby)
-            d = query.sensitivity(a_n)
-            row["sensitivity"] = d
-            row["scale"] = quilt_scale(d, e, eps) if eps else None
-        rows.append(row)
+    rows, truncated, chosen = _quilt_rows(args, theta, node, query)
+    attrs = tuple(query.attributes) if query is not None else ()
+    ranked = qt.annotate(qt.rank(rows, chosen is not None), chosen, eps, attrs)
+    shown = qt.top(ranked, args.top)
     if args.json:
         def clean(x: Any) -> Any:
             return "inf" if isinstance(x, float) and math.isinf(x) else x
-        print(json.dumps({"node": node, "quilts": [{k: clean(v) for k, v in r.items()}
-                                                   for r in rows],
+        print(json.dumps({"node": node, "ranked_by": "scale" if chosen is not None else None,
+                          "chosen": None if chosen is None else list(chosen),
+                          "quilts": [{k: clean(v) for k, v in r.items()} for r in shown],
                           "truncated": truncated}, allow_nan=False))
         return 0
-    header = ["Q", "N", "R", "influence"]
+    header = ["", "Q", "N", "R", "influence"]
     if query is not None:
         header += ["Delta_{A&N}", "scale"]
+    if chosen is not None:
+        header.append("why not chosen")
     table_rows = []
-    for r in rows:
-        cells = [("(trivial) " if r["trivial"] else "") + fmt_set(r["quilt"]),
-                 fmt_set(r["nearby"]), fmt_set(r["remote"]),
+    for r in shown:
+        cells = ["*" if r["chosen"] else "",
+                 ("(trivial) " if r["trivial"] else "") + qt.short_set(r["quilt"]),
+                 qt.short_set(r["nearby"]), qt.short_set(r["remote"]),
                  "too large" if r["influence"] is None else fmt_influence(r["influence"])]
         if query is not None:
-            cells += [fmt_number(r.get("sensitivity", math.nan)),
-                      fmt_number(r["scale"]) if r.get("scale") is not None else "-"]
+            cells += [fmt_number(r.get("sensitivity", math.nan)), qt.scale_text(r, eps)]
+        if chosen is not None:
+            cells.append("-" if r["chosen"] else r["why"])
         table_rows.append(tuple(cells))
-    print(f"Markov quilts of {node!r} ({len(rows)} shown; the trivial quilt is Q = R = {{}})")
+    order = "ranked by scale; * = the planner's choice" if chosen is not None else \
+        "in listing order"
+    print(f"Markov quilts of {node!r} ({len(shown)} shown of {len(rows)}, {order}; the trivial "
+          "quilt is Q = R = {})")
     print("\n".join(text_table(tuple(header), table_rows)))
+    if len(shown) < len(rows):
+        print(f"... {len(rows) - len(shown)} more listed; raise --top (now {args.top})")
     if truncated:
         print(f"... more quilts exist; raise --limit (now {args.limit}) or set --max-size")
     return 0
@@ -645,7 +682,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser("quilts", help="list the Markov quilts of a node with their influence",
                        description="List Markov quilts (Q, N, R) of NODE with max-influence; "
                                    "with a query and --epsilon also their sensitivity and "
-                                   "Laplace scale.")
+                                   "Laplace scale, ranked by scale, with the planner's choice "
+                                   "marked (*) and why each other quilt lost (infeasible: "
+                                   "e(Q|i) >= eps; or which query attributes stay nearby). "
+                                   "Long sets are abbreviated.")
     add_model_arguments(q)
     q.add_argument("--node", required=True)
     add_query_arguments(q)
@@ -653,7 +693,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--max-size", type=number("--max-size", integer=True, min_val=0),
                    default=None, help="largest |Q| to list")
     q.add_argument("--limit", type=number("--limit", integer=True, min_val=1), default=200,
-                   help="most quilts to list (default 200)")
+                   help="most quilts to enumerate (default 200; the planner's choice is "
+                        "always added)")
+    q.add_argument("--top", type=number("--top", integer=True, min_val=1), default=None,
+                   metavar="K", help="show the first K quilts (ranked by scale with a query "
+                                     "and --epsilon), and the chosen one")
+    add_time_limit_argument(q)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_cmd_quilts)
 

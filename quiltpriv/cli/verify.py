@@ -19,6 +19,7 @@ from quiltpriv.cli.core import (
     theta_from_args,
 )
 from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms.attained import attained_epsilons, attained_table
 from quiltpriv.mechanisms.record_verification import (
     check_record,
     is_release_record,
@@ -52,12 +53,12 @@ def _looks_like_record(text: bytes) -> bool:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     with open(args.plan, "rb") as fh:
-        text = fh.read()
-    record = record_from_json(text) if _looks_like_record(text) else None
+        raw = fh.read()
+    record = record_from_json(raw) if _looks_like_record(raw) else None
     if record is None and (args.data is not None or args.ledger is not None):
         raise ParameterError("--data and --ledger apply to a release record; "
                              f"{args.plan} is a plan")
-    plan = plan_from_json(text) if record is None else None
+    plan = plan_from_json(raw) if record is None else None
     theta = theta_from_args(args)
     plan_model = None if args.plan_model is None else load_model(args.plan_model)
     query = query_from_args(args) if _query_group_given(args._parser, args) else None
@@ -73,26 +74,35 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                           sensitive=sensitive, epsilon=args.epsilon)
         pv = rv.plan
         comparison = _comparison(pv, theta, plan_model, args)
+        attained = attained_epsilons(pv.plan, query_from_dict(pv.query)) \
+            if pv is not None and pv.ok else ()
         out = rv.to_dict()
+        out["attained_epsilon"] = {r.node: r.to_dict() for r in attained}
         if comparison is not None:
             out["other_model"] = comparison.to_dict()
+        text = rv.explain()
+        if attained and pv is not None:
+            text += "\n\n" + "\n".join(attained_table(attained, pv.plan.epsilon))
         emit(json.dumps(out, allow_nan=False) if args.json else
-             rv.explain() + ("" if comparison is None else "\n\n" + comparison.explain()),
-             None)
+             text + ("" if comparison is None else "\n\n" + comparison.explain()), None)
         rv.verified()  # a failure becomes the one-line error and exit status 2
         return 0
     assert plan is not None
     query = query or query_from_dict(plan.query)
     result = check_plan(plan, theta, query, sensitive=sensitive, epsilon=args.epsilon)
     comparison = _comparison(result, theta, plan_model, args)
+    attained = attained_epsilons(result.plan, query) if result.ok else ()
     if args.json:
         out = result.to_dict()
+        out["attained_epsilon"] = {r.node: r.to_dict() for r in attained}
         if comparison is not None:
             out["other_model"] = comparison.to_dict()
         emit(json.dumps(out, allow_nan=False), None)
     else:
-        emit(result.explain() + ("" if comparison is None else "\n\n" + comparison.explain()),
-             None)
+        text = result.explain()
+        if attained:
+            text += "\n\n" + "\n".join(attained_table(attained, result.plan.epsilon))
+        emit(text + ("" if comparison is None else "\n\n" + comparison.explain()), None)
     result.verified_plan()  # a failure becomes the one-line error and exit status 2
     return 0
 

@@ -38,8 +38,7 @@ from quiltpriv.releases.records import READABLE_FORMATS
 from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.serialize import JSONResult
 
-__all__ = ["RecordCheck", "RecordVerification", "check_record", "is_release_record",
-           "record_from_json"]
+__all__ = ["RecordCheck", "RecordVerification", "check_record", "record_from_json"]
 
 #: The record's keys compared with the plan's calibration (besides ``scale``).
 _CALIBRATION_KEYS = ("sensitivity", "binding", "binding_influence", "binding_sensitivity")
@@ -83,7 +82,8 @@ def record_from_json(text: str | bytes) -> dict[str, Any]:
 
 
 def is_release_record(doc: object) -> bool:
-    """True when ``doc`` is a JSON object of a readable release-record format."""
+    """True when ``doc`` is a JSON object of a readable release-record format (any other
+    value, of any type, is simply not one: a predicate, not a check)."""
     return isinstance(doc, Mapping) and doc.get("format") in READABLE_FORMATS
 
 

@@ -1,6 +1,7 @@
 """The command line contract, file formats and bundled models."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -182,3 +183,36 @@ def test_bundled_network_with_arguments():
         qp.bundled_network("nope")
     with pytest.raises(qp.ModelError, match="chain\\(\\) failed"):
         qp.bundled_network("chain", 1, function="chain")
+
+
+def test_quilts_rank_mark_and_explain(capsys):
+    """With a query and epsilon: ranked by scale, the planner's choice marked (even when the
+    listing is cut before it), every loser explained, long sets abbreviated."""
+    from quiltpriv.cli.quilts_table import short_set
+
+    args = ["quilts", "student", "--node", "income", "--query", "linear", "--weights",
+            "sat=1,gender=1", "--bounds", "sat=0:1,gender=0:1", "--records", "100",
+            "--epsilon", "0.3"]
+    assert main([*args, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = d["quilts"]
+    assert d["ranked_by"] == "scale" and d["chosen"] == []
+    scales = [math.inf if r["scale"] == "inf" else r["scale"] for r in rows]
+    assert scales == sorted(scales)
+    (chosen,) = [r for r in rows if r["chosen"]]
+    assert chosen["quilt"] == [] and chosen["scale"] == pytest.approx(2 / 0.3)
+    assert chosen["scale"] == qp.plan(qp.load_model("student"), qp.LinearQuery(
+        {"sat": 1, "gender": 1}, {"sat": (0, 1), "gender": (0, 1)}),
+        "income", 0.3).scale
+    g = next(r for r in rows if r["quilt"] == ["gender"])
+    assert g["why"].startswith("infeasible: e(Q|i) = 0.315853 >= eps = 0.3")
+    w = next(r for r in rows if r["quilt"] == ["weight"])
+    assert w["why"].startswith("needs b = 7.59222 > 6.66667: query attribute(s) {sat, gender}")
+    # --limit 2 lists {} and one more; the chosen quilt is always there; --top 1 keeps it
+    assert main([*args, "--limit", "2", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "ranked by scale; * = the planner's choice" in out
+    assert "\n*  (trivial) {}" in out and "infeasible" not in out
+    # a long set is abbreviated
+    assert short_set([f"x{k}" for k in range(20)]) == "{x0, x1, x2, x3, +16 more}"
+    assert short_set(["a", "b", "c", "d", "e"]) == "{a, b, c, d, e}"

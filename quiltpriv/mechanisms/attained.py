@@ -1,0 +1,169 @@
+"""The epsilon each sensitive attribute really gets at the published scale, and fragile choices.
+
+A plan states one epsilon, but its scale ``b`` is set by the *binding* attribute: every other
+sensitive attribute ``i`` gets more noise than its quilt needs. By [ZOC22, Thm. 4] (the proof
+of Alg. 3) a Laplace release of scale ``b`` is ``eps_i``-private for ``i`` with
+
+    eps_i = e(Q|i) + Delta_{A and N} F / b
+
+for ``i``'s quilt ``Q`` (nearby set ``N``); ``eps_i <= eps`` because ``b >= Delta / (eps -
+e)``. With ``b = 0`` the release is exact and ``eps_i = e(Q|i)`` when ``Delta = 0`` (else no
+finite epsilon). :func:`attained_epsilons` computes ``eps_i`` in exact rational arithmetic
+from the plan's own float values and rounds it up, so it is never below the bound.
+
+A choice is *fragile* when its influence is close to epsilon: ``e(Q|i)`` within
+:data:`FRAGILE_MARGIN` of ``eps`` (relative). A small change in one table that raises the
+influence past ``eps`` makes the quilt infeasible, and the attribute falls back on another
+quilt; for a quilt that needs no noise (``Delta_{A and N} F = 0``) that can flip the plan from
+zero noise to the trivial quilt's ``Delta_A F / eps`` (``n / eps`` for a count).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from quiltpriv.errors import PlanError
+from quiltpriv.mechanisms.apmqm import Plan
+from quiltpriv.queries.query import Query
+from quiltpriv.utils.format import fmt_number, fmt_set, text_table
+from quiltpriv.utils.serialize import JSONResult
+from quiltpriv.utils.validation import check_epsilon
+
+__all__ = ["FRAGILE_MARGIN", "AttainedEpsilon", "attained_epsilon", "attained_epsilons",
+           "attained_table"]
+
+#: A chosen quilt is flagged fragile when ``eps - e(Q|i) < FRAGILE_MARGIN * eps``.
+FRAGILE_MARGIN = 0.1
+
+
+def attained_epsilon(influence: float, sensitivity: float, scale: float) -> float:
+    """``e + Delta / b`` rounded up to a float (``inf`` when ``b = 0 < Delta``).
+
+    Parameters
+    ----------
+    influence : float
+        ``e(Q|i)`` (finite, >= 0).
+    sensitivity : float
+        ``Delta_{A and N} F`` (finite, >= 0).
+    scale : float
+        The published Laplace scale ``b`` (finite, >= 0).
+    """
+    for name, x in (("influence", influence), ("sensitivity", sensitivity), ("scale", scale)):
+        if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x) \
+                or x < 0:
+            raise PlanError(f"attained epsilon: {name} must be a finite number >= 0, got {x!r}")
+    if sensitivity == 0:
+        return float(influence)
+    if scale == 0:
+        return math.inf
+    exact = Fraction(influence) + Fraction(sensitivity) / Fraction(scale)
+    f = float(exact)
+    return math.nextafter(f, math.inf) if Fraction(f) < exact else f
+
+
+@dataclass(frozen=True)
+class AttainedEpsilon(JSONResult):
+    """One sensitive attribute's epsilon at the published scale.
+
+    Attributes
+    ----------
+    node : str
+    quilt : tuple of str
+    influence : float
+        ``e(Q|i)`` as the plan states it.
+    sensitivity : float
+        ``Delta_{A and N} F``.
+    scale : float
+        The published scale ``b`` (the plan's, over all sensitive attributes).
+    epsilon : float
+        ``eps_i = e + Delta / b``, rounded up.
+    binding : bool
+        True for the attribute whose quilt sets ``b``.
+    fragile : bool
+    why_fragile : str or None
+    """
+
+    node: str
+    quilt: tuple[str, ...]
+    influence: float
+    sensitivity: float
+    scale: float
+    epsilon: float
+    binding: bool
+    fragile: bool
+    why_fragile: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "quilt": list(self.quilt), "influence": self.influence,
+                "sensitivity": self.sensitivity, "scale": self.scale,
+                "epsilon": "inf" if math.isinf(self.epsilon) else self.epsilon,
+                "binding": self.binding, "fragile": self.fragile,
+                "why_fragile": self.why_fragile}
+
+
+def _why_fragile(plan: Plan, influence: float, sensitivity: float,
+                 fallback: float | None) -> str | None:
+    eps = plan.epsilon
+    gap = eps - influence
+    if not gap < FRAGILE_MARGIN * eps:
+        return None
+    text = (f"e(Q|i) = {fmt_number(influence)} is within {fmt_number(gap)} of eps = {eps:g}: a "
+            "change in one table that raises it by that much makes this quilt infeasible")
+    if sensitivity == 0:
+        text += " and this attribute's zero noise must come from another quilt"
+        if fallback is not None:
+            text += f" (up to Delta_A F / eps = {fmt_number(fallback)}, the trivial quilt)"
+    return text
+
+
+def attained_epsilons(plan: Plan, query: Query | None = None) -> tuple[AttainedEpsilon, ...]:
+    """Per sensitive attribute of ``plan``: its epsilon at the plan's scale, and fragility.
+
+    Parameters
+    ----------
+    plan : Plan
+        A plan (verify a plan read from a file first: these are its own numbers).
+    query : Query, optional
+        The plan's query; with it a fragile zero-noise choice names the trivial quilt's scale
+        ``Delta_A F / eps`` it could fall back on.
+
+    Returns
+    -------
+    tuple of AttainedEpsilon
+        In plan order.
+    """
+    if not isinstance(plan, Plan):
+        raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    fallback = None
+    if query is not None:
+        fallback = query.sensitivity(query.attributes) / plan.epsilon
+    binding = plan.binding.node
+    return tuple(
+        AttainedEpsilon(sp.node, tuple(sp.quilt), sp.influence, sp.sensitivity, plan.scale,
+                        attained_epsilon(sp.influence, sp.sensitivity, plan.scale),
+                        sp.node == binding,
+                        (why := _why_fragile(plan, sp.influence, sp.sensitivity,
+                                             fallback)) is not None, why)
+        for sp in plan.sensitive)
+
+
+def attained_table(rows: tuple[AttainedEpsilon, ...], epsilon: float) -> list[str]:
+    """Text lines: per attribute the quilt, influence, Delta, attained eps and a fragile flag."""
+    if not isinstance(rows, tuple | list) or not all(isinstance(r, AttainedEpsilon)
+                                                     for r in rows):
+        raise PlanError("attained_table takes the rows of attained_epsilons(plan)")
+    epsilon = check_epsilon(epsilon)
+    lines = [f"epsilon each sensitive attribute attains at the published scale (eps_i = e(Q|i) "
+             f"+ Delta_{{A&N}} F / b; the plan states {epsilon:g} for all):"]
+    lines += text_table(
+        ("sensitive", "quilt Q", "e(Q|i)", "Delta_{A&N}", "eps_i", "note"),
+        [(r.node, fmt_set(r.quilt), fmt_number(r.influence), fmt_number(r.sensitivity),
+          fmt_number(r.epsilon),
+          ", ".join(x for x in ("sets b" if r.binding else "",
+                                "FRAGILE" if r.fragile else "") if x) or "-")
+         for r in rows])
+    lines += [f"{r.node}: FRAGILE: {r.why_fragile}" for r in rows if r.fragile]
+    return lines
