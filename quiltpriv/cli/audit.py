@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
 
 from quiltpriv.audit.exact import EXACT_RECORDS, audit
+from quiltpriv.audit.least_scale import audit_per_attribute, least_scale
 from quiltpriv.cli.core import (
     add_model_arguments,
-    add_privacy_arguments,
     add_query_arguments,
     emit,
+    epsilon_type,
     number,
     query_from_args,
     sensitive_from_args,
@@ -18,34 +21,86 @@ from quiltpriv.cli.core import (
     time_limit_type,
 )
 from quiltpriv.errors import ParameterError
-from quiltpriv.mechanisms.apmqm import plan, was_interrupted
+from quiltpriv.mechanisms.apmqm import Plan, plan, plan_from_json, was_interrupted
 from quiltpriv.mechanisms.compare import DEFAULT_TIME_LIMIT
+from quiltpriv.mechanisms.record_verification import check_record, is_release_record
+from quiltpriv.mechanisms.verification import check_plan, query_from_dict
 from quiltpriv.queries.law_bounds import Budget
-from quiltpriv.queries.query import CountQuery, LinearQuery
+from quiltpriv.queries.query import CountQuery, LinearQuery, Query
+from quiltpriv.utils.format import fmt_number, text_table
 from quiltpriv.utils.validation import check_positive
+
+
+def _published(args: argparse.Namespace, theta: object) -> tuple[Plan, Query]:
+    """The verified plan of ``--plan FILE`` (a plan or a release record) and its query."""
+    with open(args.plan, "rb") as fh:
+        raw = fh.read()
+    given = query_from_args(args) if args.attributes or args.weights else None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        doc = None  # the strict parsers below name what is wrong
+    if is_release_record(doc):
+        rv = check_record(raw, theta, given)
+        rv.verified()
+        assert rv.plan is not None
+        return rv.plan.plan, given or query_from_dict(rv.plan.query)
+    plan_ = plan_from_json(raw)
+    query = given or query_from_dict(plan_.query)
+    return check_plan(plan_, theta, query).verified_plan(), query
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     limit = check_positive(args.time_limit, "--time-limit")
     budget = Budget(limit)  # one limit for the plan (without --scale) and the audit
-    query = query_from_args(args)
+    theta = theta_from_args(args)
+    if args.plan is not None:
+        if args.scale is not None:
+            raise ParameterError("--plan audits the published plan's scale: give --scale "
+                                 "without --plan")
+        p, query = _published(args, theta)
+        sens, eps, scale = [sp.node for sp in p.sensitive], p.epsilon, p.scale
+    else:
+        if args.sensitive is None or args.epsilon is None:
+            raise ParameterError("give --sensitive and --epsilon (or --plan FILE: a published "
+                                 "plan or release record)")
+        query = query_from_args(args)
+        sens, eps = sensitive_from_args(args), args.epsilon
+        scale = args.scale
+        if scale is None:
+            p = plan(theta, query, sens, eps, time_limit=limit)
+            if was_interrupted(p):
+                raise KeyboardInterrupt  # a partial plan is not the one to audit
+            scale = p.scale
     if isinstance(query, LinearQuery) and args.records is None:
         raise ParameterError("auditing a linear query needs --records N (its number of records)")
-    theta = theta_from_args(args)
-    sens = sensitive_from_args(args)
-    if args.scale is None:
-        p = plan(theta, query, sens, args.epsilon, time_limit=limit)
-        if was_interrupted(p):
-            raise KeyboardInterrupt  # a partial plan is not the one to audit
-        scale = p.scale
-    else:
-        scale = args.scale
     records = None if isinstance(query, CountQuery) else args.records
     left = budget.remaining()
-    result = audit(theta, query, sens, args.epsilon, scale, records=records,
+    result = audit(theta, query, sens, eps, scale, records=records,
                    time_limit=None if left is None else max(left, 1e-3),
                    progress=sys.stderr.isatty())
-    emit(result.to_json() if args.json else result.explain(), args.output)
+    extra: dict[str, Any] = {}
+    lines = [result.explain()]
+    if args.per_attribute:
+        left = budget.remaining()
+        per = audit_per_attribute(theta, query, sens, eps, scale, records=records,
+                                  time_limit=None if left is None else max(left, 1e-3))
+        extra["per_attribute"] = {k: r.to_dict() for k, r in per.items()}
+        lines += ["", f"per sensitive attribute, at scale {fmt_number(scale)}:"]
+        lines += text_table(("sensitive", "loss", "epsilon", "verdict"),
+                            [(k, fmt_number(r.loss), f"{eps:g}", r.verdict)
+                             for k, r in per.items()])
+    if args.least_scale:
+        left = budget.remaining()
+        least = least_scale(theta, query, sens, eps, start=scale or None, records=records,
+                            time_limit=None if left is None else max(left, 1e-3),
+                            planned=scale)
+        extra["least_scale"] = least.to_dict()
+        lines += ["", least.explain()]
+    if args.json:
+        emit(json.dumps({**result.to_dict(), **extra}, allow_nan=False), args.output)
+    else:
+        emit("\n".join(lines), args.output)
     return 0 if result.met else 1
 
 
@@ -63,7 +118,18 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "the loss is proven to meet epsilon, 1 when it does not or when that is "
                     "not proven (verdict UNDECIDED: within the error bound, or time limit).")
     add_model_arguments(p)
-    add_privacy_arguments(p)
+    p.add_argument("--sensitive", metavar="S1[,S2...]",
+                   help="the sensitive attributes (required without --plan)")
+    p.add_argument("--epsilon", type=epsilon_type, metavar="E",
+                   help="the epsilon to meet (required without --plan)")
+    p.add_argument("--plan", metavar="FILE",
+                   help="audit a published plan or release record (verified against MODEL "
+                        "first): its sensitive attributes, epsilon, query and scale")
+    p.add_argument("--per-attribute", action="store_true",
+                   help="also audit each sensitive attribute alone")
+    p.add_argument("--least-scale", action="store_true",
+                   help="also find, by bisection, the least scale the exact audit proves "
+                        "sufficient, beside the audited one")
     add_query_arguments(p)
     p.add_argument("--scale", type=number("--scale", min_val=0.0), default=None, metavar="B",
                    help="Laplace scale to audit (default: the APMQM plan's)")
