@@ -120,7 +120,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
             rel = release(p, query, data, seed=args.seed, ledger=args.ledger,
                           command=getattr(args, "argv", None), **_booking_options(args))
     report = audit_report(theta, query, p, rel,
-                          model_files=model_files([args.model, *args.theta]))
+                          model_files=model_files([args.model, *args.theta]),
+                          run_audit=args.audit, records=args.records,
+                          ledger=args.ledger if args.ledger is not None else args.check_ledger)
     html_path, json_path = report.write(out)
     print(f"wrote {html_path} and {json_path}")
     return 0
@@ -151,6 +153,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                                  "dataset through the ledger and show it")
     r.add_argument("--seed", type=seed_type, help="with --data: reproducible, NOT secure noise")
     add_booking_arguments(r)
+    r.add_argument("--audit", action="store_true",
+                   help="run the exact audit at the plan's scale (count and linear queries up "
+                        "to 1000 records): overall, per sensitive attribute and the least "
+                        "sufficient scale, in the attestation")
+    r.add_argument("--check-ledger", metavar="PATH",
+                   help="with --record: verify this ledger and look the release up in it")
     r.add_argument("-o", "--output", required=True, metavar="REPORT.html",
                    help="the HTML file; REPORT.json is written beside it")
     r.set_defaults(func=_cmd_report)
