@@ -22,6 +22,7 @@ from typing import Any
 
 from quiltpriv.audit.exact import AuditResult, audit
 from quiltpriv.errors import ParameterError
+from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import BudgetExceeded
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import fmt_number
@@ -148,11 +149,10 @@ def audit_per_attribute(model: Any, query: Query, sensitive: str | Iterable[str]
                         epsilon: float, scale: float, *, records: int | None = None,
                         time_limit: float | None = None) -> dict[str, AuditResult]:
     """The exact audit of each sensitive attribute alone, at one scale (in the order given)."""
-    if isinstance(sensitive, str):
-        sensitive = [sensitive]
-    nodes = list(dict.fromkeys(sensitive))
-    if not nodes:
-        raise ParameterError("give at least one sensitive attribute")
+    if not isinstance(sensitive, str | Iterable):
+        raise ParameterError(f"sensitive must be an attribute name or a list of them, got "
+                             f"{type(sensitive).__name__}")
+    nodes = list(as_theta(model).check_sensitive(sensitive))
     deadline = None if time_limit is None else time.monotonic() + check_positive(
         time_limit, "time_limit")
     out = {}

@@ -121,8 +121,18 @@ def attestation(theta: Theta, query: Query, plan: Plan,
     ``plan`` must already be verified against ``theta`` and ``query`` (the report does that
     first); ``record`` is checked end to end here.
     """
+    from quiltpriv.errors import ParameterError, QueryError
     from quiltpriv.mechanisms.record_verification import check_record
+    from quiltpriv.model.network import check_theta
 
+    check_theta(theta)
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if not isinstance(plan, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if record is not None and not isinstance(record, Mapping):
+        raise ParameterError(f"record must be a release record (a mapping), got "
+                             f"{type(record).__name__}")
     rec_verdict = None
     if record is not None:
         rv = check_record(record, theta, query)
@@ -156,6 +166,12 @@ def _row(k: str, v: str) -> str:
 
 def attestation_html(a: Mapping[str, Any]) -> str:
     """The attestation as an HTML section (every string escaped)."""
+    keys = ("generated", "quiltpriv_version", "inputs", "verify", "audit", "attained_epsilon",
+            "ledger", "assumptions")
+    if not isinstance(a, Mapping) or any(k not in a for k in keys):
+        from quiltpriv.errors import ParameterError
+
+        raise ParameterError("attestation_html takes the dict attestation(...) returns")
     inp = a["inputs"]
     rows = [_row("generated (UTC)", escape(a["generated"])),
             _row("quiltpriv version", escape(a["quiltpriv_version"])),
