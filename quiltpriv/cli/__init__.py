@@ -56,7 +56,7 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("models", "list the bundled models"),
     ),
     "quiltpriv.cli.verify": (
-        ("verify", "verify a saved plan against the model (and the query)"),
+        ("verify", "verify a saved plan or a release record against the model"),
     ),
     "quiltpriv.cli.compare": (("compare", "noise of every mechanism side by side"),),
     "quiltpriv.cli.audit": (

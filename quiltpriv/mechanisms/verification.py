@@ -602,16 +602,18 @@ class ModelComparison(JSONResult):
 
     diff: Any
     published_scale: float
-    needed_scale: float
+    needed_scale: float | None
     needed_optimal: bool
     suffices: bool | None
     per_attribute: Mapping[str, Mapping[str, Any]]
+    replan_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"diff": None if self.diff is None else self.diff.to_dict(),
                 "published_scale": self.published_scale, "needed_scale": self.needed_scale,
                 "needed_optimal": self.needed_optimal, "suffices": self.suffices,
-                "per_attribute": {k: dict(v) for k, v in self.per_attribute.items()}}
+                "per_attribute": {k: dict(v) for k, v in self.per_attribute.items()},
+                "replan_error": self.replan_error}
 
     def explain(self) -> str:
         lines = []
@@ -620,6 +622,9 @@ class ModelComparison(JSONResult):
                          "made for (--plan-model) to see which tables differ")
         else:
             lines.append(self.diff.explain())
+        if self.needed_scale is None:
+            lines.append(f"the plan cannot be made again under this model: {self.replan_error}")
+            return "\n".join(lines)
         verdict = {True: "SUFFICES", False: "DOES NOT SUFFICE",
                    None: "UNDECIDED (the re-planned scale is not proven least)"}[self.suffices]
         lines.append(f"re-planned under this model: b = {fmt_number(self.needed_scale)}"
@@ -667,8 +672,11 @@ def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = No
         if mismatch is not None:
             raise ModelError(f"--plan-model is not the plan's model: {mismatch}")
         diff = model_diff(published, theta)
-    replanned = make_plan(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon,
-                          time_limit=time_limit, inference=inference)
+    try:
+        replanned = make_plan(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon,
+                              time_limit=time_limit, inference=inference)
+    except QuiltPrivError as exc:  # the model lacks an attribute the plan names, say
+        return ModelComparison(diff, plan.scale, None, False, None, {}, str(exc))
     need = replanned.scale
     suffices: bool | None = True
     if not (plan.scale >= need or is_tie(plan.scale, need)):
