@@ -23,7 +23,7 @@ from quiltpriv.cli.core import (
 from quiltpriv.errors import ParameterError
 from quiltpriv.mechanisms.apmqm import Plan, plan, plan_from_json, was_interrupted
 from quiltpriv.mechanisms.compare import DEFAULT_TIME_LIMIT
-from quiltpriv.mechanisms.record_verification import check_record, is_release_record
+from quiltpriv.mechanisms.record_verification import check_record, looks_like_record
 from quiltpriv.mechanisms.verification import check_plan, query_from_dict
 from quiltpriv.queries.law_bounds import Budget
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query
@@ -36,11 +36,7 @@ def _published(args: argparse.Namespace, theta: object) -> tuple[Plan, Query]:
     with open(args.plan, "rb") as fh:
         raw = fh.read()
     given = query_from_args(args) if args.attributes or args.weights else None
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
-        doc = None  # the strict parsers below name what is wrong
-    if is_release_record(doc):
+    if looks_like_record(raw):
         rv = check_record(raw, theta, given)
         rv.verified()
         assert rv.plan is not None

@@ -23,7 +23,6 @@ Every check runs (so the auditor sees all of them); the first failure is the ver
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -36,16 +35,12 @@ from quiltpriv.mechanisms.verification import PlanVerification, check_plan, quer
 from quiltpriv.queries.query import Query
 from quiltpriv.releases.records import READABLE_FORMATS
 from quiltpriv.utils.format import fmt_number
-from quiltpriv.utils.serialize import JSONResult
+from quiltpriv.utils.serialize import JSONResult, load_json
 
 __all__ = ["RecordCheck", "RecordVerification", "check_record", "record_from_json"]
 
 #: The record's keys compared with the plan's calibration (besides ``scale``).
 _CALIBRATION_KEYS = ("sensitivity", "binding", "binding_influence", "binding_sensitivity")
-
-
-def _refuse_constant(name: str) -> Any:
-    raise PlanError(f"release record: the JSON holds {name}; every number must be finite")
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -65,20 +60,22 @@ def record_from_json(text: str | bytes) -> dict[str, Any]:
     PlanError
         Not JSON, not an object, or not a release record of a readable format.
     """
-    if not isinstance(text, str | bytes | bytearray):
-        raise PlanError(f"release record: the JSON text must be a str or bytes, got "
-                        f"{type(text).__name__}")
-    try:
-        doc = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"release record: not valid JSON: {exc}") from None
-    except (UnicodeDecodeError, RecursionError) as exc:
-        raise PlanError(f"release record: cannot read the JSON: {exc}") from None
+    doc = load_json(text, "release record", error=PlanError,
+                    object_pairs_hook=_no_duplicates)
     if not is_release_record(doc):
         raise PlanError(f"release record: not a release record (format "
                         f"{doc.get('format') if isinstance(doc, dict) else None!r}; readable: "
                         f"{', '.join(READABLE_FORMATS)})")
     return doc
+
+
+def looks_like_record(text: str | bytes) -> bool:
+    """True when ``text`` parses as JSON of a release record (else a plan, or unreadable: the
+    strict parser of whichever it is names what is wrong)."""
+    try:
+        return is_release_record(load_json(text, "the document"))
+    except QuiltPrivError:
+        return False
 
 
 def is_release_record(doc: object) -> bool:
