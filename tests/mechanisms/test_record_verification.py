@@ -185,3 +185,25 @@ def test_cli_verify_against_another_model_shows_the_diff(student, tmp_path, caps
     assert "re-planned under this model: b = " in out
     # the same plan against the BIF file of the same model verifies
     assert main(["verify", str(plan_path), "models/student.bif"]) == 0
+
+
+def test_hostile_record_text_is_one_line(published, tmp_path, capsys):
+    record, _ = published
+    text = json.dumps(record).replace('"rows": 100', '"rows": 1' + "0" * 5000)
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    assert main(["verify", str(path), "student"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("quiltpriv: error: ")
+    path.write_text(json.dumps(record).replace('"epsilon": 1.0', '"epsilon": 1e999', 1))
+    assert main(["verify", str(path), "student"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_compare_models_against_a_model_without_the_plan_attributes(student):
+    q = qp.SumQuery("sat", 0.0, 1.0, 100)
+    plan = qp.plan(student, q, ["gender"], 1.0)
+    other = qp.theta_from_tables([], {"sat": [0, 1]}, {"sat": [0.5, 0.5]})
+    c = compare_models(plan, other, q)
+    assert c.needed_scale is None and c.suffices is None and "gender" in c.replan_error
+    assert "cannot be made again" in c.explain()
