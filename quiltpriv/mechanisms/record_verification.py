@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiltpriv.errors import PlanError, QueryError, QuiltPrivError
-from quiltpriv.mechanisms.apmqm import Plan, canonical_json, is_tie, plan_from_dict
+from quiltpriv.mechanisms.apmqm import Plan, canonical_json, plan_from_dict
 from quiltpriv.mechanisms.verification import PlanVerification, check_plan, query_from_dict
 from quiltpriv.queries.query import Query
 from quiltpriv.releases.records import READABLE_FORMATS
@@ -307,7 +307,7 @@ def _noise_check(rec: Mapping[str, Any], plan: Plan) -> RecordCheck:
     if flat != used:
         return RecordCheck("noise drawn", False, f"its scale {flat!r} is not its "
                                                  f"calibration's noise_scale_used {used!r}")
-    if not (used >= plan.scale or is_tie(used, plan.scale)):
+    if not used >= plan.scale:  # exact: no tolerance below the plan's scale
         return RecordCheck("noise drawn", False, f"noise of scale {used!r} was drawn, below "
                                                  f"the plan's {plan.scale!r}")
     if plan.scale > 0 and (source == "none" or not _number(_get(cal, "granularity"))):

@@ -679,7 +679,7 @@ def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = No
         return ModelComparison(diff, plan.scale, None, False, None, {}, str(exc))
     need = replanned.scale
     suffices: bool | None = True
-    if not (plan.scale >= need or is_tie(plan.scale, need)):
+    if not plan.scale >= need:  # exact, as verify_plan compares scales
         suffices = False if replanned.optimal else None
     by_node = {sp.node: sp for sp in replanned.sensitive}
     per = {sp.node: {"quilt": list(sp.quilt), "scale": sp.scale,
