@@ -45,7 +45,7 @@ from quiltpriv.queries.options import (
     split_list,
 )
 from quiltpriv.queries.query import CountQuery, Query
-from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
+from quiltpriv.utils.format import describe_query, fmt_number, text_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
