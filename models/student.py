@@ -9,7 +9,7 @@ with a property):
 - ``height``: share taller than 5'6'', in {0.3, 0.45, 0.6};
 - ``weight``: share over 70 kg, in {0.3, 0.5, 0.7}.
 
-Structure (from the spec, consistent with the paper's quilt Q = {gender}, N = {income, sat},
+Structure (consistent with the paper's quilt Q = {gender}, N = {income, sat},
 R = {height, weight}): gender -> income, income -> sat, gender -> height, gender -> weight,
 height -> weight.
 
