@@ -66,6 +66,7 @@ from quiltpriv.mechanisms.calibration import (
     exp_up,
     gaussian_budget,
     mul_up,
+    round_up,
     sqrt_up,
 )
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
@@ -327,12 +328,7 @@ class DistributionPrivacyResult(JSONResult):
 
 def _float_up(x: Fraction) -> float:
     """The least float >= x (x finite, >= 0); ParameterError beyond the float range."""
-    try:
-        f = float(x)
-    except OverflowError:
-        raise ParameterError("a release scale is beyond the float range") from None
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
+    f = round_up(x)  # the one directed rounding
     if math.isinf(f):
         raise ParameterError("a release scale is beyond the float range")
     return f

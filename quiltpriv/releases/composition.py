@@ -42,11 +42,11 @@ import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.records import READABLE_FORMATS
+from quiltpriv.utils.rounding import add_up
 
 __all__ = ["THEOREMS", "Composition", "DataIdentity", "Theorem", "budget_check", "composition",
            "compositions_by_data", "data_identity", "record_of", "same_data_groups"]
@@ -453,9 +453,7 @@ def _notes(facts: Sequence[_Facts]) -> list[str]:
 
 def _sum_up(xs: Iterable[float]) -> float:
     """The exact sum of floats, rounded up to a float (a budget is never under-stated)."""
-    total = sum((Fraction(x) for x in xs), Fraction(0))
-    f = float(total)
-    return math.nextafter(f, math.inf) if Fraction(f) < total else f
+    return add_up(*xs)  # the one directed rounding (quiltpriv.utils.rounding)
 
 
 DP_KIND = "differential privacy (group)"
