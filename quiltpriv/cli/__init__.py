@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "quiltpriv.cli.subset_privacy",
     "quiltpriv.cli.explore",
     "quiltpriv.cli.ledger",
+    "quiltpriv.cli.learn",
 )
 
 #: The subcommands (name, one-line help) each module of :data:`COMMAND_MODULES` registers, in
@@ -73,6 +74,9 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("explore", "explore a model interactively in the browser (local server)"),
     ),
     "quiltpriv.cli.ledger": (("ledger", "show or verify a privacy ledger"),),
+    "quiltpriv.cli.learn": (
+        ("learn", "learn Theta from a CSV table and save it as a JSON model"),
+    ),
 }
 
 #: Exit statuses besides 0 (success) and 2 (an error).

@@ -449,6 +449,7 @@ def learn_theta(
     score: Score = "bdeu",
     required_edges: Iterable[tuple[str, str]] | None = None,
     forbidden_edges: Iterable[tuple[str, str]] | None = None,
+    edges: Iterable[tuple[str, str]] | None = None,
     max_indegree: int = 2,
     max_iter: int = 1000,
     equivalent_sample_size: float = 5.0,
@@ -480,6 +481,12 @@ def learn_theta(
         The hill-climbing score.
     required_edges, forbidden_edges : iterable of (parent, child)
         Edges the learned DAG must contain / must not contain.
+    edges : iterable of (parent, child), optional
+        A DAG you already have: no structure is learned, only its tables (BDeu, and the
+        bootstrap members) are estimated from the data. An empty list is the DAG without
+        edges. Excludes ``required_edges``/``forbidden_edges``; ``max_indegree`` does not
+        apply (the tables of a node with many parents are large: every parent state
+        combination is a column). The provenance records ``structure.method = "given"``.
     max_indegree : int
         Most parents per node (bounds the tables and the search; the PC algorithm's largest
         conditioning set).
@@ -528,6 +535,10 @@ def learn_theta(
     if clash:
         raise ParameterError(f"edge {clash[0][0]!r} -> {clash[0][1]!r} is both required and "
                              "forbidden")
+    given = None if edges is None else _given_dag(edges, names)
+    if given is not None and (required or forbidden):
+        raise ParameterError("edges= gives the whole DAG: required_edges and forbidden_edges "
+                             "apply only when the structure is learned")
 
     digest = data_sha256(data)
     table = data if population is None else population_parameters(data, population, params)
@@ -540,19 +551,43 @@ def learn_theta(
     cards = [len(binning[p].edges) - 1 for p in names]
     idx = {p: k for k, p in enumerate(names)}
     as_int = [(idx[a], idx[b]) for a, b in required]
-    edges_int = _learn_structure(codes, cards, method, score, ess, max_indegree, max_iter,
-                                 as_int, [(idx[a], idx[b]) for a, b in forbidden], alpha)
+    if given is None:
+        edges_int = _learn_structure(codes, cards, method, score, ess, max_indegree,
+                                     max_iter, as_int,
+                                     [(idx[a], idx[b]) for a, b in forbidden], alpha)
+    else:
+        edges_int = [(idx[a], idx[b]) for a, b in given]
     parents_int = _parents_of(edges_int, len(names))
     members = _bootstrap_members(codes, cards, parents_int, ess, names, n_bootstrap, seed)
     member_names = [name] + [f"{name}-bootstrap-{b}" for b in range(1, n_bootstrap + 1)]
-    edges = [(names[a], names[b]) for a, b in edges_int]
+    dag = [(names[a], names[b]) for a, b in edges_int]
     states = {p: binning[p].states for p in names}
     parents_order = {names[k]: [names[p] for p in pa] for k, pa in parents_int.items()}
-    theta = theta_from_tables(edges, states, members, member_names,
+    theta = theta_from_tables(dag, states, members, member_names,
                               parents_order=parents_order)
-    return theta.with_provenance(_provenance(
+    prov = _provenance(
         digest, data, table, population, binning, method, score, ess, max_indegree, max_iter,
-        alpha, required, forbidden, edges, n_bootstrap, seed, data_public))
+        alpha, required, forbidden, dag, n_bootstrap, seed, data_public)
+    if given is not None:
+        prov["structure"] = {"method": "given", "edges": [list(e) for e in dag]}
+    return theta.with_provenance(prov)
+
+
+def _given_dag(edges: object, names: Sequence[str]) -> list[tuple[str, str]]:
+    """``edges=`` (untrusted: any object) as a checked list of edges between the parameters
+    that forms a DAG, or ParameterError naming what is wrong."""
+    import networkx as nx
+
+    if isinstance(edges, str | bytes) or not isinstance(edges, Iterable):
+        raise ParameterError(f"edges must be a list of (parent, child) pairs, got "
+                             f"{type(edges).__name__}")
+    out = _edge_list(list(edges), names, "edges")
+    graph = nx.DiGraph(out)
+    if not nx.is_directed_acyclic_graph(graph):
+        loop = nx.find_cycle(graph)
+        cycle = " -> ".join([a for a, _ in loop] + [loop[0][0]])
+        raise ParameterError(f"edges must form a DAG; they have the cycle {cycle}")
+    return out
 
 
 def _check_settings(method: object, score: object, max_indegree: int, max_iter: int,

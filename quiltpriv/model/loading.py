@@ -30,13 +30,15 @@ from types import ModuleType
 from typing import Any, Literal
 
 from quiltpriv.errors import ModelError
-from quiltpriv.model.network import (
+from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
     CPD_SUM_TOLERANCE,
+    JSON_FORMAT,
     Theta,
-    check_theta,
     theta_from_pgmpy,
     theta_from_tables,
+    theta_to_pgmpy,
 )
+from quiltpriv.model.network import theta_to_dict as theta_to_dict
 from quiltpriv.model.readers import MAX_STATES, check_probability_literal
 
 #: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
@@ -212,27 +214,7 @@ def _as_pgmpy(built: Any) -> Any:
     """``built`` as pgmpy network(s) when it is a :class:`Theta` (one per member), else as is."""
     if not isinstance(built, Theta):
         return built
-    from quiltpriv.utils.progress import quiet_tqdm_auto
-
-    quiet_tqdm_auto()
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    nets = []
-    for label, member in zip(built.names, built.members, strict=True):
-        net = DiscreteBayesianNetwork()
-        net.add_nodes_from(built.nodes)  # Theta's order: theta_from_pgmpy gives it back
-        net.add_edges_from(built.edges)
-        net.name = label
-        for v in built.nodes:
-            parents = list(built.parents[v])
-            table = member[v].table
-            net.add_cpds(TabularCPD(
-                v, table.shape[0], table.reshape(table.shape[0], -1), evidence=parents or None,
-                evidence_card=[built.cardinality[p] for p in parents] or None,
-                state_names={u: list(built.states[u]) for u in (v, *parents)}))
-        nets.append(net)
-    return nets[0] if len(nets) == 1 else nets
+    return theta_to_pgmpy(built)
 
 
 #: A model file reader's name (see :data:`READERS`).
@@ -320,34 +302,6 @@ def _read_pgmpy_text(text: str, path: Path, kind: str) -> Any:
     except Exception as exc:  # the readers raise anything from pyparsing to KeyError
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"cannot read {kind} file {path}: {detail}") from exc
-
-
-JSON_FORMAT = "quiltpriv-network/1"
-
-
-def theta_to_dict(theta: Theta) -> dict[str, Any]:
-    """Theta as a JSON-ready dict (format ``quiltpriv-network/1``; :func:`load_model` reads it).
-
-    ``nodes`` maps each node to its ``states`` (their canonical names,
-    :func:`quiltpriv.model.network.state_name`) and ``parents`` (the CPD axis order);
-    each member's ``cpds`` maps a node to its table as nested lists with axes
-    ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.model.provenance`) also
-    gets a ``provenance`` object, read back by :func:`load_model`.
-    """
-    from quiltpriv.model.provenance import provenance_dict
-
-    theta = check_theta(theta)
-    out: dict[str, Any] = {
-        "format": JSON_FORMAT,
-        "nodes": {v: {"states": list(theta.states[v]),
-                      "parents": list(theta.parents[v])} for v in theta.nodes},
-        "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
-                    for name, m in zip(theta.names, theta.members, strict=True)],
-    }
-    prov = provenance_dict(theta)
-    if prov is not None:
-        out["provenance"] = prov
-    return out
 
 
 def _reject_constant(name: str) -> Any:

@@ -378,6 +378,41 @@ class Theta:
             "members": [tables[k] for _, k in keyed],
         })
 
+    def to_dict(self) -> dict[str, Any]:
+        """Theta as a JSON-ready dict, provenance included (format ``quiltpriv-network/1``:
+        :func:`theta_to_dict`); :func:`~quiltpriv.model.loading.load_model` reads it back
+        with the same :meth:`fingerprint`."""
+        return theta_to_dict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """:meth:`to_dict` as JSON text (``json.dumps`` keyword arguments, e.g. ``indent``)."""
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write :meth:`to_json` to ``path`` (a ``.json`` name, written atomically: no partial
+        file on failure) and return the path; ``load_model(path)`` reads it back."""
+        from quiltpriv.utils.io import check_output_path, write_text_atomic
+
+        if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+            raise ParameterError(f"path must be a file name, got {type(path).__name__}")
+        if not os.fspath(path).lower().endswith(".json"):
+            raise ParameterError(f"{os.fspath(path)}: save Theta to a .json file (the name "
+                                 "load_model reads as quiltpriv's JSON model)")
+        check_output_path(path, "path")
+        write_text_atomic(path, self.to_json(indent=1) + "\n")
+        return os.fspath(path)
+
+    def to_pgmpy(self, member: int | None = None) -> Any:
+        """pgmpy ``DiscreteBayesianNetwork`` s with ``TabularCPD`` s: a list, one per member
+        (``member=None``), or the network of one member (an index into :attr:`members`).
+        ``theta_from_pgmpy`` of the list gives this Theta back (same fingerprint)."""
+        if member is None:
+            nets = theta_to_pgmpy(self)
+            return nets if isinstance(nets, list) else [nets]
+        k = self.check_member(member)
+        return theta_to_pgmpy(Theta(self.nodes, self.states, self.parents,
+                                    (self.members[k],), (self.names[k],)))
+
     def with_provenance(self, provenance: Mapping[str, Any] | None) -> Theta:
         """The same Theta (same members, same fingerprint) carrying ``provenance``."""
         return Theta(self.nodes, self.states, self.parents, self.members, self.names,
@@ -858,3 +893,56 @@ def theta_html(theta: Theta) -> str:
             f"{dag_svg(theta, svg_id=f'theta-{id(theta):x}')}</div>"
             "<table><thead><tr><th>node</th><th>states</th><th>parents</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></div>")
+
+
+JSON_FORMAT = "quiltpriv-network/1"
+
+
+def theta_to_dict(theta: Theta) -> dict[str, Any]:
+    """Theta as a JSON-ready dict (format ``quiltpriv-network/1``;
+    :func:`quiltpriv.model.loading.load_model` reads it).
+
+    ``nodes`` maps each node to its ``states`` (their canonical names,
+    :func:`quiltpriv.model.network.state_name`) and ``parents`` (the CPD axis order);
+    each member's ``cpds`` maps a node to its table as nested lists with axes
+    ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.model.provenance`)
+    also gets a ``provenance`` object, read back by ``load_model``.
+    """
+    theta = check_theta(theta)
+    out: dict[str, Any] = {
+        "format": JSON_FORMAT,
+        "nodes": {v: {"states": list(theta.states[v]),
+                      "parents": list(theta.parents[v])} for v in theta.nodes},
+        "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
+                    for name, m in zip(theta.names, theta.members, strict=True)],
+    }
+    if theta.provenance is not None:
+        out["provenance"] = _thawed(theta.provenance)
+    return out
+
+
+def theta_to_pgmpy(theta: Theta) -> Any:
+    """One pgmpy ``DiscreteBayesianNetwork`` per member of ``theta`` (a list when there are
+    several), with ``TabularCPD`` s in Theta's node order; imports pgmpy."""
+    built = check_theta(theta)
+    from quiltpriv.utils.progress import quiet_tqdm_auto
+
+    quiet_tqdm_auto()
+    from pgmpy.factors.discrete import TabularCPD
+    from pgmpy.models import DiscreteBayesianNetwork
+
+    nets = []
+    for label, member in zip(built.names, built.members, strict=True):
+        net = DiscreteBayesianNetwork()
+        net.add_nodes_from(built.nodes)  # Theta's order: theta_from_pgmpy gives it back
+        net.add_edges_from(built.edges)
+        net.name = label
+        for v in built.nodes:
+            parents = list(built.parents[v])
+            table = member[v].table
+            net.add_cpds(TabularCPD(
+                v, table.shape[0], table.reshape(table.shape[0], -1), evidence=parents or None,
+                evidence_card=[built.cardinality[p] for p in parents] or None,
+                state_names={u: list(built.states[u]) for u in (v, *parents)}))
+        nets.append(net)
+    return nets[0] if len(nets) == 1 else nets
