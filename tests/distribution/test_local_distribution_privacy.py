@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -451,3 +452,17 @@ def test_bad_inputs_raise_named_errors():
         approximate_max_divergence([0.5, 0.6], [0.5, 0.5])
     assert math.isinf(approximate_max_divergence([0.5, 0.5], [1, 0], 0.1))
     assert approximate_max_divergence([0.5, 0.5], [1, 0], 0.5) == 0.0
+
+
+def test_rows_accepted_near_one_are_analysed_as_sampled():
+    # Rows summing to 1 within 1e-9 are accepted and sampled renormalised exactly
+    # (sample_mechanism), so the loss to report is that of the renormalised rows.
+    # Both rows below are then the uniform law, whose loss is exactly 0 (as given: 1.6e-9).
+    a = np.array([[0.5 + 4e-10, 0.5 + 4e-10], [0.5 - 4e-10, 0.5 - 4e-10]])
+    assert distp_epsilon(a, [([1.0, 0.0], [0.0, 1.0])]).epsilon < 1e-15
+    # Row 0 sums to 1 + 8e-10: analysed as given, P(y0 | x1) / P(y0 | x0) loses that factor
+    # and the reported eps would be 8e-10 below the loss of the law sampled.
+    b = np.array([[0.3 + 8e-10, 0.7], [0.5, 0.5]])
+    row0 = [Fraction(v) for v in b[0]]
+    exact = math.log(Fraction(b[1, 0]) / (row0[0] / sum(row0)))
+    assert distp_epsilon(b, [([1.0, 0.0], [0.0, 1.0])]).epsilon >= exact - 1e-14
