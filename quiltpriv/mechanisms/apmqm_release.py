@@ -176,12 +176,6 @@ def release(
         and public facts, so it costs no privacy (:mod:`quiltpriv.releases.postprocess`). The
         record's ``postprocess`` keeps the steps, the range and the noisy value.
 
-    A release without noise warns (:class:`~quiltpriv.errors.ZeroNoiseWarning`): it publishes
-    the exact value, which protects only the declared states of the sensitive attributes and
-    gives no record-level privacy. A Theta learned from the released data, or from data not
-    declared public, warns (:class:`~quiltpriv.errors.PrivateModelWarning`). Both go into the
-    record's ``warnings``.
-
     Raises
     ------
     PlanError
@@ -200,6 +194,15 @@ def release(
         If ``ledger`` is not a ledger, fails verification, or cannot be written.
     BudgetError
         If the budget refuses the release (nothing drawn, nothing written).
+
+    Warns
+    -----
+    ZeroNoiseWarning
+        A release without noise publishes the exact value, which protects only the declared
+        states of the sensitive attributes and gives no record-level privacy.
+    PrivateModelWarning
+        Theta was learned from the released data, or from data not declared public. Both
+        warnings also go into the record's ``warnings``.
     """
     import pandas as pd
 
