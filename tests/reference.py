@@ -364,3 +364,20 @@ def random_node_sets(nodes: Sequence[str], rng: np.random.Generator, count: int,
         k = int(rng.integers(1, min(len(nodes), most) + 1))
         out.append([str(x) for x in rng.choice(nodes, size=k, replace=False)])
     return out
+
+
+def lattice(n: int, width: int, seed: int = 1):
+    """A grid ``width`` nodes wide (``n`` nodes): each node's parents are its upper and left
+    neighbours; binary states, CPD columns Dirichlet(1). Its treewidth, about ``width``, puts
+    exact optimality out of reach: the planner's time limit is what ends its plans."""
+    from quiltpriv.model.network import theta_from_tables
+
+    rng = np.random.default_rng(seed)
+    names = [f"v{k}" for k in range(n)]
+    pa = [([j - width] if j >= width else []) + ([j - 1] if j % width else []) for j in range(n)]
+    tables = {v: rng.dirichlet(np.ones(2), size=2 ** len(pa[j])).T.reshape(
+        [2] * (1 + len(pa[j]))) for j, v in enumerate(names)}
+    edges = [(names[p], names[j]) for j in range(n) for p in pa[j]]
+    return theta_from_tables(edges, {v: [0, 1] for v in names}, tables,
+                             parents_order={names[j]: [names[p] for p in pa[j]]
+                                            for j in range(n)})

@@ -32,6 +32,12 @@
  * only where its static bound shows that nothing could underflow, and otherwise redoes the
  * query in exact arithmetic. A tiny result that is exact loses nothing and needs no flag. The
  * flag is per thread, and nothing else runs on this thread in between.
+ *
+ * Deadline. joint(), price() and influence() take an optional budget in seconds (from the
+ * caller's deadline; the clocks of Python and C need not share an origin, so the budget is
+ * relative and measured here on the monotonic clock). The pricing loops look at the clock
+ * every few dozen steps and the numeric elimination at every step; when it has passed, the
+ * call returns LATE (joint, influence: 3; price: -1.0) with nothing computed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,8 +48,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
-#define KERNEL_ABI 3
+#define KERNEL_ABI 4
 #ifndef KERNEL_SOURCE_SHA256 /* set by setup.py: the SHA-256 of this file */
 #define KERNEL_SOURCE_SHA256 ""
 #endif
@@ -78,6 +88,36 @@
 /* mode 0 re-prices the two cheapest orders with price_by_factors when the second costs at most
    NEAR_TIE times the first (pathfinder: orders within 1% by tables differ 1.4x in time) */
 #define NEAR_TIE 1.25
+
+/* Seconds on a monotonic clock (any origin: only differences are used). */
+static double
+now_seconds(void)
+{
+#if defined(_WIN32)
+    return (double)GetTickCount64() / 1000.0;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+#endif
+}
+
+/* Whether the deadline `stop` (now_seconds() scale; INFINITY: none) has passed. */
+static int
+past(double stop)
+{
+    return stop < INFINITY && now_seconds() > stop;
+}
+
+/* The deadline of a call given its budget in seconds (negative: none). */
+static double
+stop_of(double budget)
+{
+    return budget < 0 ? INFINITY : now_seconds() + budget;
+}
+
+/* What joint() and influence() return when the deadline passed (price(): -1.0). */
+#define LATE 3
 
 typedef struct {
     int present;      /* folded entries: 0 when the node has no fold */
@@ -365,14 +405,20 @@ eliminate_symbolic(word *adj, int W, int x)
 }
 
 /* Cost (sum of the products' sizes) and largest table built (a step's result, its summed
-   variable gone) of eliminating `order` on a copy of adj. */
+   variable gone) of eliminating `order` on a copy of adj. It stops at the first table above
+   max_table (the order is refused; the cost is then partial), and sets *late when the deadline
+   `stop` passed. */
 static void
 simulate(const word *adj0, word *adj, int k, int W, const int *order, int m, const int *lcard,
-         double *cost, double *biggest)
+         double max_table, double stop, double *cost, double *biggest, int *late)
 {
     memcpy(adj, adj0, sizeof(word) * (size_t)k * W);
     double c = 0, big = 0;
-    for (int i = 0; i < m; i++) {
+    for (int i = 0; i < m && big <= max_table; i++) {
+        if ((i & 63) == 63 && past(stop)) {
+            *late = 1;
+            break;
+        }
         double w = weight(adj, W, order[i], lcard);
         c += w;
         /* the table built is the step's result, without x: product_sum sums x out as it
@@ -419,11 +465,12 @@ greedy_score(const word *adj, int W, int x, const int *lcard, int kind, const do
 
 /* Greedy elimination order by `kind` (min-weight or min-fill; with
    `noise`, randomised: weights scaled by up to 1.5, fill-ins offset by under 1), ties to the
-   lower node index, with its cost (sum of the tables it builds) and largest table. */
+   lower node index, with its cost (sum of the tables it builds) and largest table. As
+   simulate(), it stops at the first table above max_table and when the deadline passes. */
 static void
 greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const int *lcard,
        const int *glob, int kind, const double *noise, int *order, double *score, char *done,
-       word *saved, double *cost, double *biggest)
+       word *saved, double max_table, double stop, double *cost, double *biggest, int *late)
 {
     memcpy(adj, adj0, sizeof(word) * (size_t)k * W);
     for (int i = 0; i < m; i++) {
@@ -433,7 +480,11 @@ greedy(const word *adj0, word *adj, int k, int W, const int *elim, int m, const 
     }
     word *aff = saved + W;
     double c = 0, big = 0;
-    for (int step = 0; step < m; step++) {
+    for (int step = 0; step < m && big <= max_table; step++) {
+        if ((step & 15) == 15 && past(stop)) {
+            *late = 1;
+            break;
+        }
         int best = -1;
         for (int i = 0; i < m; i++) {
             int x = elim[i];
@@ -495,7 +546,7 @@ unit_noise(uint64_t *state)
    factors each step multiplies. Factors are bitsets over local variables (fac0: nf0 rows). */
 static double
 price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const int *order,
-                 int ne, const int *lcard, word *u)
+                 int ne, const int *lcard, word *u, double stop)
 {
     memcpy(fac, fac0, sizeof(word) * (size_t)nf0 * W);
     int nl = nf0, nfac = nf0;
@@ -504,6 +555,8 @@ price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const i
     double cost = 0;
     for (int s = 0; s < ne; s++) {
         int x = order[s], g = 0;
+        if ((s & 15) == 15 && past(stop))
+            return -1; /* late */
         memset(u, 0, sizeof(word) * (size_t)W);
         for (int i = 0; i < nl;) {
             const word *row = fac + (size_t)live[i] * W;
@@ -686,12 +739,13 @@ grow(void **buf, size_t *cap, size_t need, size_t item)
 
 /* P(q) into out (C order, axes in the order of q). Returns 1 when computed, 0 when the output
    or every order considered would build a table above max_table (out untouched), -1 with an
-   exception set. With out NULL nothing is computed (pricing only): 1 when an order fits, with
-   its cost (the entries of the tables it builds) in *cost.
+   exception set, -2 when the deadline `stop` passed (out not to be used). With out NULL
+   nothing is computed (pricing only): 1 when an order fits, with its cost (the entries of the
+   tables it builds) in *cost.
    q: m distinct node indices in range (checked by the callers). */
 static int
 compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode,
-              double *cost)
+              double *cost, double stop)
 {
     int n = self->n;
     double out_size = 1;
@@ -828,22 +882,30 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
             tries = mode || (have && best_cost >= RANDOM_FROM) ? TRIES : (have ? 0 : HARD_TRIES);
         for (int t = 0; t < tries; t++) {
             double c_cost, c_big;
-            if (c == 1) {
+            int late = past(stop);
+            if (late) {
+            }
+            else if (c == 1) {
                 memcpy(cur, elim, sizeof(int) * (size_t)ne);
                 sort_pos = lpos;
                 qsort(cur, (size_t)ne, sizeof(int), cmp_pos);
                 sort_pos = NULL;
-                simulate(adj0, adj, k, W, cur, ne, lcard, &c_cost, &c_big);
+                simulate(adj0, adj, k, W, cur, ne, lcard, max_table, stop, &c_cost, &c_big,
+                         &late);
             }
             else if (c < 4)
                 greedy(adj0, adj, k, W, elim, ne, lcard, glob, c == 2 ? BY_WEIGHT : BY_FILL,
-                       NULL, cur, wt, flag, saved, &c_cost, &c_big);
+                       NULL, cur, wt, flag, saved, max_table, stop, &c_cost, &c_big, &late);
             else {
                 uint64_t state = 0x5EED0000ull + (uint64_t)t;
                 for (int i = 0; i < k; i++)
                     noise[i] = unit_noise(&state);
                 greedy(adj0, adj, k, W, elim, ne, lcard, glob, t % 2 ? BY_FILL : BY_WEIGHT,
-                       noise, cur, wt, flag, saved, &c_cost, &c_big);
+                       noise, cur, wt, flag, saved, max_table, stop, &c_cost, &c_big, &late);
+            }
+            if (late) {
+                rc = -2;
+                goto done;
             }
             if (c_big > max_table)
                 continue;
@@ -886,8 +948,16 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
         for (int f = 0; f < nf; f++)
             for (int a = 0; a < chosen[f]->nv; a++)
                 SETBIT(fac0 + (size_t)f * W, local[chosen[f]->vars[a]]);
-        if (price_by_factors(fac0, nf, fac, live, W, second_order, ne, lcard, saved) <
-            price_by_factors(fac0, nf, fac, live, W, best_order, ne, lcard, saved))
+        double by_second = price_by_factors(fac0, nf, fac, live, W, second_order, ne, lcard,
+                                            saved, stop);
+        double by_best = by_second < 0 ? -1 : price_by_factors(fac0, nf, fac, live, W,
+                                                               best_order, ne, lcard, saved,
+                                                               stop);
+        if (by_best < 0) {
+            rc = -2;
+            goto done;
+        }
+        if (by_second < by_best)
             order = second_order;
     }
 
@@ -923,6 +993,10 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
     memset(flag, 0, (size_t)k); /* now: variable already in this step's output */
     for (int s = 0; s < ne; s++) {
         int x = order[s], g = 0, r = 0;
+        if (past(stop)) {
+            rc = -2;
+            goto done;
+        }
         for (int e = inc.head[x]; e >= 0; e = inc.next[e]) {
             Work *w = &work[inc.fid[e]];
             if (!w->alive)
@@ -1085,14 +1159,29 @@ parse_nodes(Network *self, PyObject *nodes_obj, int mode, int **q, int *m, Py_ss
     return 0;
 }
 
+/* The deadline of a call's optional budget argument (seconds; negative: none); -1 with an
+   exception set for NaN. */
+static int
+parse_budget(double budget, double *stop)
+{
+    if (isnan(budget)) {
+        PyErr_SetString(PyExc_ValueError, "budget must be a number of seconds (< 0: none)");
+        return -1;
+    }
+    *stop = stop_of(budget);
+    return 0;
+}
+
 static PyObject *
 Network_joint(Network *self, PyObject *args)
 {
     PyObject *nodes_obj, *out_obj;
-    double max_table;
+    double max_table, budget = -1, stop;
     int mode = 0, m = 0, *q = NULL;
     Py_ssize_t osize;
-    if (!PyArg_ParseTuple(args, "OOd|i", &nodes_obj, &out_obj, &max_table, &mode))
+    if (!PyArg_ParseTuple(args, "OOd|id", &nodes_obj, &out_obj, &max_table, &mode, &budget))
+        return NULL;
+    if (parse_budget(budget, &stop) < 0)
         return NULL;
     if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
         return NULL;
@@ -1108,11 +1197,13 @@ Network_joint(Network *self, PyObject *args)
                                           "with one entry per joint state of nodes");
     else {
         start_underflow_watch();
-        rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode, NULL);
+        rc = compute_joint(self, q, m, (double *)obuf.buf, max_table, mode, NULL, stop);
         underflow = underflowed();
     }
     PyMem_Free(q);
     PyBuffer_Release(&obuf);
+    if (rc == -2)
+        return PyLong_FromLong(LATE);
     if (rc < 0)
         return NULL;
     return PyLong_FromLong(rc == 1 ? (underflow ? 2 : 1) : 0);
@@ -1122,15 +1213,19 @@ static PyObject *
 Network_price(Network *self, PyObject *args)
 {
     PyObject *nodes_obj;
-    double max_table, cost = 0;
+    double max_table, cost = 0, budget = -1, stop;
     int mode = 0, m = 0, *q = NULL;
     Py_ssize_t osize;
-    if (!PyArg_ParseTuple(args, "Od|i", &nodes_obj, &max_table, &mode))
+    if (!PyArg_ParseTuple(args, "Od|id", &nodes_obj, &max_table, &mode, &budget))
+        return NULL;
+    if (parse_budget(budget, &stop) < 0)
         return NULL;
     if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
         return NULL;
-    int rc = compute_joint(self, q, m, NULL, max_table, mode, &cost);
+    int rc = compute_joint(self, q, m, NULL, max_table, mode, &cost, stop);
     PyMem_Free(q);
+    if (rc == -2)
+        return PyFloat_FromDouble(-1.0);
     if (rc < 0)
         return NULL;
     if (rc == 0)
@@ -1142,23 +1237,26 @@ static PyObject *Network_influence(Network *self, PyObject *args);
 
 static PyMethodDef Network_methods[] = {
     {"joint", (PyCFunction)Network_joint, METH_VARARGS,
-     "joint(nodes, out, max_table, mode=0) -> 0, 1 or 2\n\n"
+     "joint(nodes, out, max_table, mode=0, budget=-1.0) -> 0, 1, 2 or 3\n\n"
      "Write P(nodes) into out (float64, C order, axes in the order of nodes) and return 1, or\n"
      "2 when some operation underflowed (out is then not to be trusted). 0, with out\n"
      "untouched, when every order considered would build a table above max_table entries.\n"
      "mode: 0 the cheapest of the candidate orders (sum of the tables they build, priced\n"
      "symbolically), 1 the order given at construction, 2 greedy min-weight, 3 greedy min-fill, 4 the\n"
-     "cheapest of four randomised greedy orders."},
+     "cheapest of four randomised greedy orders. budget: seconds the call may take (< 0: no\n"
+     "limit); 3 (LATE) when they passed, out then not to be used."},
     {"price", (PyCFunction)Network_price, METH_VARARGS,
-     "price(nodes, max_table, mode=0) -> float or None\n\n"
+     "price(nodes, max_table, mode=0, budget=-1.0) -> float or None\n\n"
      "The order joint() would use, priced symbolically, with no arithmetic: the entries of the\n"
-     "tables it builds, or None when no order considered fits max_table."},
+     "tables it builds, or None when no order considered fits max_table; -1.0 when the budget\n"
+     "(seconds, as for joint) passed first."},
     {"influence", (PyCFunction)Network_influence, METH_VARARGS,
-     "influence(nodes, max_table, mode=0) -> (value, a, b, underflow) or None\n\n"
+     "influence(nodes, max_table, mode=0, budget=-1.0) -> (value, a, b, underflow), None or 3\n\n"
      "Definition 8 (see definition8) of P(nodes), nodes[0] the sensitive attribute: the\n"
      "influence of nodes[1:] on it, unrounded, the pair of its states attaining it, and whether\n"
      "some operation underflowed (the value is then not to be trusted). None when the joint\n"
-     "cannot be computed within max_table (as joint() returning 0)."},
+     "cannot be computed within max_table (as joint() returning 0); 3 (LATE) when the budget\n"
+     "(seconds, as for joint) passed first."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1279,21 +1377,25 @@ static PyObject *
 Network_influence(Network *self, PyObject *args)
 {
     PyObject *nodes_obj;
-    double max_table;
+    double max_table, budget = -1, stop;
     int mode = 0, m = 0, *q = NULL;
     Py_ssize_t osize, a, b;
     double value;
-    if (!PyArg_ParseTuple(args, "Od|i", &nodes_obj, &max_table, &mode))
+    if (!PyArg_ParseTuple(args, "Od|id", &nodes_obj, &max_table, &mode, &budget))
+        return NULL;
+    if (parse_budget(budget, &stop) < 0)
         return NULL;
     if (parse_nodes(self, nodes_obj, mode, &q, &m, &osize) < 0)
         return NULL;
     PyObject *result = NULL;
     double *out = malloc(sizeof(double) * (size_t)osize);
     start_underflow_watch();
-    int rc = out ? compute_joint(self, q, m, out, max_table, mode, NULL) : -1;
+    int rc = out ? compute_joint(self, q, m, out, max_table, mode, NULL, stop) : -1;
     if (out == NULL)
         PyErr_NoMemory();
-    if (rc == 0)
+    if (rc == -2)
+        result = PyLong_FromLong(LATE);
+    else if (rc == 0)
         result = Py_NewRef(Py_None);
     else if (rc == 1) {
         Py_ssize_t rows = self->card[q[0]];

@@ -102,7 +102,9 @@ def propagation_work(theta: Theta, attributes: Sequence[str]) -> int:
     theta = check_theta(theta)
     attrs = {theta.index[a] for a in theta.check_nodes(attributes, "attribute")}
     cards = cardinalities(theta)
-    return _work(fill_tree_structure(theta), math.prod(cards[a] for a in attrs))
+    structure = fill_tree_structure(theta)
+    assert structure is not None  # no bound was given
+    return _work(structure, math.prod(cards[a] for a in attrs))
 
 
 def _work(structure: TreeStructure, batch: int) -> int:
@@ -137,8 +139,9 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     exact rationals, an operation underflowed, the floating-point environment flushes
     subnormals, the propagation would touch more than ``max_work`` entries
     (:func:`propagation_work`) or hold more than ``max_held`` at once (its messages, a
-    clique's tables and the whole result) even split into :data:`MAX_CHUNKS` chunks, or
-    ``deadline`` (``time.monotonic()``) passed before it ended.
+    clique's tables and the whole result) even split into :data:`MAX_CHUNKS` chunks (the
+    min-fill triangulation stops at its first clique above ``max_held``), or ``deadline``
+    (``time.monotonic()``) passed before it ended (the triangulation sees it too).
     ``progress`` shows a bar over the cliques of each pass.
     """
     theta = check_theta(theta)
@@ -146,7 +149,10 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     attrs = tuple(sorted(theta.index[a] for a in theta.check_nodes(attributes, "attribute")))
     if not attrs or not is_floating(theta, member) or not subnormals_kept():
         return None
-    structure = fill_tree_structure(theta)
+    # a clique larger than max_held can never be visited: the triangulation stops there
+    structure = fill_tree_structure(theta, max_weight=max_held, deadline=deadline)
+    if structure is None:
+        return None
     cards = cardinalities(theta)
     if _work(structure, math.prod(cards[a] for a in attrs)) > max_work:
         return None

@@ -117,6 +117,8 @@ class InferenceCache:
         Structures of the DAG shared by every member.
     fill_structure : Value
         The junction tree of a greedy min-fill triangulation (the shared propagation's).
+    fill_structure_over : Value
+        A clique size that triangulation is known to exceed (it was stopped there).
     """
 
     __slots__ = ("_store",)
@@ -198,3 +200,7 @@ class InferenceCache:
     @property
     def fill_structure(self) -> Value[TreeStructure]:
         return Value(self._store, "fill_structure")
+
+    @property
+    def fill_structure_over(self) -> Value[int]:
+        return Value(self._store, "fill_structure_over")

@@ -83,11 +83,28 @@ try:  # numpy's C einsum without the Python wrapper (sublist form); same results
 except ImportError:  # pragma: no cover - a numpy that moved it
     _c_einsum = np.einsum
 
-_KERNEL_ABI = 3
+_KERNEL_ABI = 4
 
 # What the kernel's Network.joint returns: no order fits max_table; the joint; the joint, but
-# some operation underflowed (the IEEE flag), so it is trusted only where it cannot have.
-_KERNEL_NO_FIT, _KERNEL_OK, _KERNEL_UNDERFLOW = 0, 1, 2
+# some operation underflowed (the IEEE flag), so it is trusted only where it cannot have; the
+# call's time budget passed first (also what Network.influence returns then; Network.price
+# returns -1.0).
+_KERNEL_NO_FIT, _KERNEL_OK, _KERNEL_UNDERFLOW, _KERNEL_LATE = 0, 1, 2, 3
+
+
+def _budget(deadline: float | None) -> float:
+    """The kernel's time budget in seconds for ``deadline`` (``time.monotonic()``; the kernel
+    measures it on its own monotonic clock): -1.0 for none, 0.0 once it has passed."""
+    return -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _late(deadline: float | None, what: str) -> InfluenceTooExpensive:
+    return InfluenceTooExpensive(f"the time limit passed during {what}")
+
+
+def _check_deadline_now(deadline: float | None, what: str) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise _late(deadline, what)
 
 
 def _load_kernel() -> Any:
@@ -333,8 +350,10 @@ def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> No
 
 
 def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
-           max_table: int, inference: InferenceMethod) -> np.ndarray:
-    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit)."""
+           max_table: int, inference: InferenceMethod,
+           deadline: float | None = None) -> np.ndarray:
+    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit);
+    the eliminations see ``deadline`` (the junction tree, built once per member, does not)."""
     if inference == "junction_tree":
         tree = junction_tree(theta, member)
         if tree is not None:
@@ -343,12 +362,15 @@ def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
     if inference == "auto" and is_floating(theta, member):
-        table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT))
+        table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT),
+                                  deadline=deadline)
         if table is None:  # the global order suits this query badly: order it greedily
-            table = _bucket_eliminate(theta, index, member, max_table, greedy=True)
+            table = _bucket_eliminate(theta, index, member, max_table, greedy=True,
+                                      deadline=deadline)
         if table is not None:
             return table
-    return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table)
+    return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table,
+                      deadline=deadline)
 
 
 def check_inference(inference: object) -> InferenceMethod:
@@ -367,7 +389,8 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
                max_table: int, tables: Mapping[str, np.ndarray] | None = None,
                *, price_only: bool = False, fixed: Mapping[str, int] | None = None,
                checked: bool = False, sizes: list[int] | None = None,
-               order: list[str] | None = None, stop_above: float = math.inf) -> np.ndarray:
+               order: list[str] | None = None, stop_above: float = math.inf,
+               deadline: float | None = None) -> np.ndarray:
     """Variable elimination of ``anc - nodes`` (greedy min-size order, lazily updated).
 
     ``tables`` replaces the member's CPD tables (axes ``(v, *parents)``), e.g. by the exact
@@ -381,7 +404,8 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
     operation (:func:`_conditioned_joint`). A refusal's exception carries the refused step's
     variables as ``scope``. ``sizes`` and ``order``, when given, receive each step's table
     size and eliminated variable. ``stop_above`` (pricing only): stop once the steps' sizes
-    sum above it.
+    sum above it. ``deadline`` (``time.monotonic()``): raise :class:`InfluenceTooExpensive`
+    once it passes (looked at every 16 steps, and at every step that multiplies tables).
     """
     card = theta.cardinality
     rank = theta.index
@@ -413,6 +437,8 @@ def _eliminate(theta: Theta, nodes: tuple[str, ...], anc: set[str], member: int,
             heapq.heappush(heap, (actual, r, v))
             continue
         _check_step(actual, max_table, scope)
+        if deadline is not None and (not price_only or len(remaining) % 16 == 0):
+            _check_deadline_now(deadline, "an elimination")
         if sizes is not None:
             sizes.append(actual)
         if order is not None:
@@ -521,7 +547,8 @@ class _Cutset(NamedTuple):
     position: tuple[int, ...] | None = None  #: the kernel's first candidate order, per node
 
 
-def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int) -> _Cutset | None:
+def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
+            deadline: float | None = None) -> _Cutset | None:
     """The least cutset :func:`_conditioned_joint` finds for a query no order fits, priced
     symbolically (no arithmetic); None beyond :data:`MAX_CUTSET_STATES`.
 
@@ -530,23 +557,27 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int) -
     the conditioned network (:func:`_conditioned_network`), and the first that fits ends the
     search. When the Python order fits first, the kernel is given that order as its first
     candidate, so the terms still run in C (about ten times faster per entry than numpy, and
-    watched for underflow by the IEEE flag) whenever the kernel is built.
+    watched for underflow by the IEEE flag) whenever the kernel is built. Every pricing sees
+    ``deadline`` (:class:`InfluenceTooExpensive` once it passed).
     """
     anc = theta.ancestral_set(nodes)
     card = theta.cardinality
     where = [theta.index[v] for v in nodes]
     fixed: dict[str, int] = {}
     while True:
+        _check_deadline_now(deadline, "the search for a cutset")
         if fixed and _KERNEL is not None:
-            cost = _conditioned_network(theta, member, fixed).price(where, max_table)
+            cost = _price(_conditioned_network(theta, member, fixed), where, max_table,
+                          deadline)
             if cost is not None:
                 return _Cutset(tuple(fixed), True, cost)
         sizes: list[int] = []
         order: list[str] = []
         try:
             _eliminate(theta, nodes, anc, member, max_table, price_only=True, fixed=fixed,
-                       sizes=sizes, order=order)
+                       sizes=sizes, order=order, deadline=deadline)
         except InfluenceTooExpensive as exc:
+            _check_deadline_now(deadline, "the search for a cutset")
             scope = [u for u in getattr(exc, "scope", ()) if u not in nodes and u not in fixed]
             if not scope:
                 return None
@@ -566,10 +597,24 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int) -
             for v in theta.nodes:
                 rank.setdefault(v, len(rank))
             position = tuple(rank[v] for v in theta.nodes)
-            cost = _conditioned_network(theta, member, fixed, position).price(where, max_table)
+            cost = _price(_conditioned_network(theta, member, fixed, position), where,
+                          max_table, deadline)
             if cost is not None:
                 return _Cutset(tuple(fixed), True, cost, position)
         return _Cutset(tuple(fixed), False, float(sum(sizes)))
+
+
+def _price(network: Any, where: list[int], max_table: int,
+           deadline: float | None) -> float | None:
+    """``network.price`` of the query ``where`` within the time left before ``deadline``
+    (:class:`InfluenceTooExpensive` when it passed during the pricing)."""
+    if deadline is None:
+        cost: float | None = network.price(where, max_table)
+        return cost
+    cost = network.price(where, max_table, 0, _budget(deadline))
+    if cost is not None and cost < 0:
+        raise _late(deadline, "the pricing of an elimination order")
+    return cost
 
 
 def _conditioned_network(theta: Theta, member: int, fixed: Mapping[str, int],
@@ -596,19 +641,22 @@ def _conditioned_network(theta: Theta, member: int, fixed: Mapping[str, int],
 
 
 def _conditioned_term(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
-                      fixed: Mapping[str, int], cutset: _Cutset) -> np.ndarray | None:
+                      fixed: Mapping[str, int], cutset: _Cutset,
+                      deadline: float | None = None) -> np.ndarray | None:
     """One term ``P(phi_nodes, fixed)`` of :func:`_conditioned_joint`; None where an operation
     underflowed (the kernel's IEEE flag, or ``numpy.errstate`` on the Python order)."""
     if cutset.kernel:
         out = np.empty([theta.cardinality[v] for v in nodes])
         code = _conditioned_network(theta, member, fixed, cutset.position).joint(
-            [theta.index[v] for v in nodes], out, max_table)
+            [theta.index[v] for v in nodes], out, max_table, 0, _budget(deadline))
+        if code == _KERNEL_LATE:
+            raise _late(deadline, "a conditioned elimination")
         # the same scopes as priced, so an order fits; anything but a clean joint is refused
         return out if code == _KERNEL_OK else None
     try:
         with np.errstate(under="raise", over="raise", invalid="raise"):
             return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table,
-                              fixed=fixed, checked=True)
+                              fixed=fixed, checked=True, deadline=deadline)
     except FloatingPointError:
         return None
 
@@ -631,9 +679,10 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
     Raises
     ------
     InfluenceTooExpensive
-        When ``deadline`` (``time.monotonic()``) passes between two terms.
+        When ``deadline`` (``time.monotonic()``) passes: while the cutset is searched (each
+    pricing sees it), between two terms or during one.
     """
-    cutset = _cutset(theta, nodes, member, max_table)
+    cutset = _cutset(theta, nodes, member, max_table, deadline)
     if cutset is None or not (cutset.kernel or subnormals_kept()):
         return None
     card = theta.cardinality
@@ -646,7 +695,7 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
             raise InfluenceTooExpensive(
                 f"the time limit passed after {done} of {n_terms} conditioned eliminations")
         term = _conditioned_term(theta, nodes, member, max_table,
-                                 dict(zip(cutset.fixed, states, strict=True)), cutset)
+                                 dict(zip(cutset.fixed, states, strict=True)), cutset, deadline)
         if term is None:
             return None
         total = term if total is None else total + term
@@ -894,10 +943,11 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
     if not is_floating(theta, m):
         return None
     try:
-        return _unconditioned_influence(theta, nodes, m, max_table, inference)
+        return _unconditioned_influence(theta, nodes, m, max_table, inference, deadline)
     except InfluenceTooExpensive:
         if inference != "auto":
             raise
+        _check_deadline_now(deadline, "an elimination")
         conditioned = _conditioned_joint(theta, nodes, m, max_table, deadline)
         if conditioned is None:
             raise
@@ -907,26 +957,30 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
 
 
 def _unconditioned_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
-                             inference: InferenceMethod) -> tuple[float, int, int, int] | None:
+                             inference: InferenceMethod, deadline: float | None = None,
+                             ) -> tuple[float, int, int, int] | None:
     """:func:`_float_influence` by one elimination (or the junction tree), no conditioning."""
     where = [theta.index[v] for v in nodes]
     if _KERNEL is not None and inference == "auto":
         # joint and Definition 8 in one call; None: no order the kernel prices fits max_table
-        found = _kernel_call(theta, m, "influence", where, max_table)
+        found = _kernel_call(theta, m, "influence", where, max_table, deadline=deadline)
+        if found == _KERNEL_LATE:
+            raise _late(deadline, "an elimination")
         if found is not None:
             value, a, b, underflow = found
             if not underflow or _float_safe_for(theta, m, nodes, inference):
                 return value, a, b, 0
             return None
-        joint = _python_float_joint(theta, nodes, m, max_table)
+        joint = _python_float_joint(theta, nodes, m, max_table, deadline)
         return None if joint is None else (*_influence_from_joint(joint), 0)
     if not _float_safe_for(theta, m, nodes, inference):
         return None
-    return (*_influence_from_joint(_joint(theta, nodes, where, m, max_table, inference)), 0)
+    return (*_influence_from_joint(_joint(theta, nodes, where, m, max_table, inference,
+                                          deadline)), 0)
 
 
 def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
-                        max_table: int) -> np.ndarray | None:
+                        max_table: int, deadline: float | None = None) -> np.ndarray | None:
     """``P(phi_nodes)`` by the Python order, for a query no order of the kernel fits; None where
     float64 is not provably free of underflow (the caller then computes exactly).
 
@@ -934,10 +988,10 @@ def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
     float64 limit (the exact path's smaller limit would refuse it too, less tellingly).
     """
     anc = theta.ancestral_set(nodes)
-    _eliminate(theta, nodes, anc, member, max_table, price_only=True)
+    _eliminate(theta, nodes, anc, member, max_table, price_only=True, deadline=deadline)
     if not (_float_safe(theta, member, theta.nodes) or _float_safe(theta, member, anc)):
         return None
-    return _eliminate(theta, nodes, anc, member, max_table)
+    return _eliminate(theta, nodes, anc, member, max_table, deadline=deadline)
 
 
 def _float_safe_for(theta: Theta, member: int, nodes: tuple[str, ...],
@@ -1171,6 +1225,8 @@ def influence_upper_bound(
         return max_influence(theta, node, quilt, max_table=max_table, inference=inference,
                              deadline=deadline)
     except InfluenceTooExpensive as exc:
+        if deadline is not None and time.monotonic() > deadline:
+            raise
         q = theta.sort(quilt)
         adj = moral_ancestral_graph(theta, {node, *q})
         sep = theta.sort(adj[node])
@@ -1255,7 +1311,8 @@ class _Step(NamedTuple):
 
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                       max_table: int, *, greedy: bool = False,
-                      merge_limit: int | None = None) -> np.ndarray | None:
+                      merge_limit: int | None = None,
+                      deadline: float | None = None) -> np.ndarray | None:
     """Bucket elimination of the ancestral set of ``nodes`` (indices).
 
     By default the order is the global min-weight elimination order of the whole moral graph
@@ -1265,7 +1322,8 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     The query's own nodes stay to the end, which can still enlarge tables; ``greedy=True``
     orders this query's factors by greedy min-weight instead. A node whose private ancestors
     are not queried enters already folded (``_folded_factors``). Each bucket is one
-    product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries.
+    product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries;
+    raises :class:`InfluenceTooExpensive` once ``deadline`` passed (looked at every bucket).
     """
     prepared = InferenceCache.of(theta).prepared.get(member)
     if prepared is None:  # everything a query reads, in one cache entry
@@ -1288,6 +1346,7 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                             merge_limit)
         if step.size > max_table:
             return None
+        _check_deadline_now(deadline, "an elimination")
         out, table = _product_sum_step(step, label)
         if step.next == schedule.end:
             final.append((out, table))
@@ -1465,7 +1524,8 @@ def _kernel_network(theta: Theta, member: int, folded: bool = True) -> Any:
     return net
 
 
-def _kernel_call(theta: Theta, member: int, method: str, *args: Any) -> Any:
+def _kernel_call(theta: Theta, member: int, method: str, *args: Any,
+                 deadline: float | None = None) -> Any:
     """``Network.joint`` or ``Network.influence`` of the member's kernel network; where no
     order fits, again without folded CPDs.
 
@@ -1474,10 +1534,16 @@ def _kernel_call(theta: Theta, member: int, method: str, *args: Any) -> Any:
     the unfolded CPDs have one: measured on diabetes, ``e({meal_2, cho_bal_8, renal_cl_11,
     ins_indep_util_13, cho_bal_15} | ins_dep_5)`` fits no folded order and takes 0.4 s
     unfolded. The second pricing costs milliseconds, and only queries the first refused.
+    With ``deadline``, each call gets the time left (:func:`_budget`) and may return
+    :data:`_KERNEL_LATE`.
     """
+    if deadline is not None:
+        args = (*args, 0, _budget(deadline))  # mode 0 (the cheapest order), the budget
     found = getattr(_kernel_network(theta, member), method)(*args)
     if (found is None or found == _KERNEL_NO_FIT) and any(
             f is not None for f in _folded_factors(theta, member)):
+        if deadline is not None:
+            args = (*args[:-1], _budget(deadline))
         found = getattr(_kernel_network(theta, member, folded=False), method)(*args)
     return found
 

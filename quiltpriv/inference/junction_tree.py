@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -57,6 +58,11 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 class TreeStepTooLarge(Exception):
     """A query step would exceed its table limit (the caller falls back or raises)."""
+
+
+class TreeDeadline(Exception):
+    """The deadline passed while a triangulation was being built (the caller gives up on
+    what needed it)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,8 +192,15 @@ class _RootedTree(NamedTuple):
     """Elimination clique index -> kept clique index, for the kept ones."""
 
 
-def fill_tree_structure(theta: Theta) -> TreeStructure:
+def fill_tree_structure(theta: Theta, *, max_weight: int | None = None,
+                        deadline: float | None = None) -> TreeStructure | None:
     """:func:`tree_structure` with a greedy min-fill order (cached on ``theta``).
+
+    With ``max_weight``, None as soon as the triangulation reaches a clique of more than
+    ``max_weight`` entries (the tree would be too large for its caller: on a grid-like
+    network, long before the whole triangulation is built; that bound is remembered, so a
+    later call with the same or a smaller one returns at once); with ``deadline``
+    (``time.monotonic()``), None once it passes. Without either it always returns the tree.
 
     The order eliminates, at each step, the variable whose elimination adds the fewest edges
     to the moral graph (ties by min-weight, then node index). On long networks of bounded
@@ -199,17 +212,32 @@ def fill_tree_structure(theta: Theta) -> TreeStructure:
     measured on the bundled networks).
     """
     check_theta(theta)
-    hit = InferenceCache.of(theta).fill_structure.get()
+    cache = InferenceCache.of(theta)
+    hit = cache.fill_structure.get()
     if hit is not None:
-        return hit
-    structure = _build_tree_structure(cardinalities(theta), parent_indices(theta), fill=True)
-    return InferenceCache.of(theta).fill_structure.set(structure)
+        return hit if max_weight is None or hit.width <= max_weight else None
+    over = cache.fill_structure_over.get()
+    if max_weight is not None and over is not None and max_weight <= over:
+        return None
+    try:
+        structure = _build_tree_structure(cardinalities(theta), parent_indices(theta),
+                                          fill=True, max_weight=max_weight, deadline=deadline)
+    except TreeStepTooLarge:
+        assert max_weight is not None
+        cache.fill_structure_over.set(max(max_weight, over or 0))
+        return None
+    except TreeDeadline:
+        return None
+    return cache.fill_structure.set(structure)
 
 
 def _build_tree_structure(card: Sequence[int], parents: Sequence[Sequence[int]],
-                          fill: bool = False) -> TreeStructure:
-    """The junction tree of a network given per node index its cardinality and parents."""
-    elimination = _greedy_elimination(card, _moral_adjacency(parents), fill)
+                          fill: bool = False, max_weight: int | None = None,
+                          deadline: float | None = None) -> TreeStructure:
+    """The junction tree of a network given per node index its cardinality and parents
+    (:func:`_greedy_elimination` raises past ``max_weight`` or ``deadline``)."""
+    elimination = _greedy_elimination(card, _moral_adjacency(parents), fill, max_weight,
+                                      deadline)
     absorbed = _absorb_nonmaximal(elimination.cliques,
                                  _elimination_tree(elimination))
     tree = _rooted_tree(elimination.cliques, absorbed)
@@ -245,29 +273,29 @@ def _moral_adjacency(parents: Sequence[Sequence[int]]) -> list[set[int]]:
     return adj
 
 
-def _greedy_elimination(card: Sequence[int], adj: list[set[int]],
-                        fill: bool = False) -> _Elimination:
+def _greedy_elimination(card: Sequence[int], adj: list[set[int]], fill: bool = False,
+                        max_weight: int | None = None,
+                        deadline: float | None = None) -> _Elimination:
     """Eliminate every variable in a greedy order (``adj`` is consumed).
 
     Min-weight by default: the weight is the product of the cardinalities of a variable and
     its current neighbours. With ``fill``, min-fill: the number of fill-in edges first, then
-    the weight. Ties by node index; a popped heap entry whose key changed is pushed back (lazy
-    heap).
+    the weight. Ties by node index. Both keys are kept incrementally (a fill-in edge
+    ``a - b`` changes the fill-in of ``a``, of ``b`` and of their common neighbours only; a
+    removed variable, that of its neighbours), with a heap whose outdated entries are skipped,
+    so each step costs set operations over the neighbourhoods it touches, not a sum over
+    every pair of neighbours of every neighbour.
+
+    Raises :class:`TreeStepTooLarge` as soon as a variable to eliminate next has a weight
+    above ``max_weight`` (its clique alone exceeds it), and :class:`TreeDeadline` when
+    ``deadline`` (``time.monotonic()``) passes.
     """
     n = len(adj)
+    weight = [card[v] * math.prod(card[u] for u in adj[v]) for v in range(n)]
+    missing = [_fill_in(adj, v) for v in range(n)] if fill else [0] * n
 
-    def key(v: int) -> tuple[int, ...]:
-        w = card[v]
-        for u in adj[v]:
-            w *= card[u]
-        if not fill:
-            return (w,)
-        nb = list(adj[v])
-        added = 0
-        for i, a in enumerate(nb):
-            near = adj[a]
-            added += sum(1 for b in nb[i + 1:] if b not in near)
-        return added, w
+    def key(v: int) -> tuple[int, int]:
+        return missing[v], weight[v]
 
     heap = [(key(v), v) for v in range(n)]
     heapq.heapify(heap)
@@ -277,24 +305,55 @@ def _greedy_elimination(card: Sequence[int], adj: list[set[int]],
     elim_var: list[int] = []
     while heap:
         k, v = heapq.heappop(heap)
-        if eliminated[v]:
+        if eliminated[v] or k != key(v):  # outdated: a fresher entry of v is in the heap
             continue
-        actual = key(v)
-        if actual != k:
-            heapq.heappush(heap, (actual, v))
-            continue
+        if max_weight is not None and weight[v] > max_weight:
+            raise TreeStepTooLarge(f"an elimination clique of {weight[v]} entries")
+        if deadline is not None and len(elim_var) % 16 == 0 and time.monotonic() > deadline:
+            raise TreeDeadline("the deadline passed while triangulating")
         nb = adj[v]
         pos[v] = len(elim_cliques)
         elim_cliques.append(tuple(sorted((v, *nb))))
         elim_var.append(v)
         eliminated[v] = True
-        for a in nb:
-            adj[a].discard(v)
-            adj[a].update(u for u in nb if u != a)
-        for a in nb:
+        changed = set(nb)
+        members = list(nb)
+        for i, a in enumerate(members):  # fill-in: the neighbours become a clique
+            adj_a = adj[a]
+            for b in members[i + 1:]:
+                if b in adj_a:
+                    continue
+                adj_b = adj[b]
+                if fill:
+                    common = adj_a & adj_b
+                    for c in common:  # the pair (a, b) is no longer missing around c
+                        missing[c] -= 1
+                    missing[a] += len(adj_a) - len(common)
+                    missing[b] += len(adj_b) - len(common)
+                    changed |= common
+                adj_a.add(b)
+                adj_b.add(a)
+                weight[a] *= card[b]
+                weight[b] *= card[a]
+        for a in members:  # remove v: its neighbours lose the pairs (v, x), x not near v
+            adj_a = adj[a]
+            adj_a.discard(v)
+            weight[a] //= card[v]
+            if fill:
+                missing[a] -= len(adj_a) + 1 - len(members)
+        changed.discard(v)
+        for a in changed:
             heapq.heappush(heap, (key(a), a))
         adj[v] = set()
     return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
+
+
+def _fill_in(adj: list[set[int]], v: int) -> int:
+    """Pairs of neighbours of ``v`` that are not adjacent (the edges eliminating it adds)."""
+    nb = adj[v]
+    degree = len(nb)
+    # each neighbour a is adjacent to |adj[a] & nb| others of them; pairs counted twice
+    return (degree * (degree - 1) - sum(len(adj[a] & nb) for a in nb)) // 2
 
 
 def _elimination_tree(elimination: _Elimination) -> list[int]:

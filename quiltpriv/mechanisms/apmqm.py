@@ -63,6 +63,7 @@ from quiltpriv.graph.quilts import (
     trivial_quilt,
 )
 from quiltpriv.inference.attribute_joints import (
+    DEFAULT_MAX_HELD,
     DEFAULT_MAX_WORK,
     AttributeJoints,
     attribute_joints,
@@ -80,6 +81,7 @@ from quiltpriv.inference.influence import (
     influence_upper_bound,
     joint_marginal,
 )
+from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.model.network import Theta, as_theta, check_theta
@@ -985,6 +987,12 @@ class _Shared:
             # a propagation the deadline stops leaves each influence to its own elimination,
             # and the search's own deadline checks then stop the plan with its best so far
             attrs = self.theta.sort(self.attrs)
+            # a tree with a clique above the memory cap is never propagated: on a grid-like
+            # network its triangulation stops there, long before it would end (and it sees
+            # the deadline)
+            if fill_tree_structure(self.theta, max_weight=DEFAULT_MAX_HELD,
+                                   deadline=self.deadline) is None:
+                return None
             cheap = min(DEFAULT_MAX_WORK,
                         SHARED_WORK_RATIO * len(self.sensitive) * len(self.theta.nodes))
             need = propagation_work(self.theta, attrs)

@@ -801,6 +801,48 @@ def test_cli_name_lists_all_and_files(capsys, tmp_path):
         _assert_clean_failure([*PLAN[:2], "--sensitive", spec, *PLAN[4:]], capsys, tmp_path)
 
 
+#: A lattice of the kind that once ran 128-194 s under ``--time-limit 10`` (70 wide, 5,000
+#: nodes), sized for CI. Measured on a machine loaded 9x over (load 18 on 2 cores), plan and
+#: JSON under a 2 s limit: 191 s of wall clock (9.9 s of CPU) before every long step saw the
+#: deadline, 3.6 s (0.3 s of CPU) after.
+TIMED_LATTICE = (1600, 50)
+TIME_LIMIT = 2.0
+TIME_MARGIN = 8.0  # generous, for a loaded CI machine; the promise is T + 2 s
+
+
+def test_cli_time_limit_bounds_the_whole_command(capsys, tmp_path, monkeypatch):
+    """``plan --time-limit T`` on a grid (treewidth 50, every node sensitive, a count over
+    three attributes far apart) ends within T + 2 s (+ a generous margin) of wall clock after
+    start-up, with a valid plan flagged as not proven optimal; the pure-Python path too."""
+    import json
+    import time
+
+    import reference
+
+    import quiltpriv.inference.influence as infl
+    from quiltpriv.model.loading import theta_to_dict
+
+    n, width = TIMED_LATTICE
+    model = _write(tmp_path / "lattice.json",
+                   json.dumps(theta_to_dict(reference.lattice(n, width))))
+    argv = ["plan", str(model), "--sensitive", "all", "--attributes",
+            f"v{n // 50},v{n // 2},v{4 * n // 5}", "--records", "100", "--epsilon", "1",
+            "--time-limit", str(TIME_LIMIT), "--json", "-o", str(tmp_path / "plan.json")]
+    for kernel in (True, False):
+        TRIED["work"] += 1
+        if not kernel:
+            monkeypatch.setattr(infl, "_KERNEL", None)
+        start = time.monotonic()
+        rc, out, err = _cli(argv, capsys)
+        took = time.monotonic() - start
+        assert rc == 0, err
+        assert took <= TIME_LIMIT + 2 + TIME_MARGIN, (kernel, took)
+        doc = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
+        assert doc["optimal"] is False and len(doc["sensitive"]) == n
+        assert any(f"time limit of {TIME_LIMIT:g} s was reached" in note
+                   for note in doc["notes"])
+
+
 def test_many_cases_tried():
     # Runs last: when the whole module ran, it must have tried hundreds of cases.
     if {"bif", "bif-truncated", "xmlbif-truncated", "cli"} <= set(TRIED):

@@ -1,0 +1,93 @@
+"""Every long step of inference sees the deadline (issue: the time limit bounds the command).
+
+The min-fill triangulation of the shared propagation (incremental keys, checked against a
+from-scratch reference), its size cap and its deadline; the compiled kernel's budget in its
+pricing and elimination loops (the LATE status); the pure-Python elimination's deadline.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+
+import numpy as np
+import pytest
+import reference as ref
+
+import quiltpriv.inference.influence as infl
+from quiltpriv.inference import junction_tree as jt
+from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
+
+
+def _reference_order(card, adj, fill):
+    """Greedy elimination recomputing every key from scratch at every step (slow, obvious):
+    least (fill-in, weight, index), or (weight, index) without ``fill``."""
+    adj = [set(a) for a in adj]
+    alive, order = set(range(len(adj))), []
+
+    def key(v):
+        nb = sorted(adj[v])
+        w = card[v] * math.prod(card[u] for u in nb)
+        missing = sum(1 for i, a in enumerate(nb) for b in nb[i + 1:] if b not in adj[a])
+        return (missing if fill else 0, w, v)
+
+    while alive:
+        v = min(alive, key=key)
+        for a in adj[v]:
+            adj[a] |= adj[v] - {a}
+            adj[a].discard(v)
+        adj[v] = set()
+        alive.discard(v)
+        order.append(v)
+    return order
+
+
+def test_incremental_greedy_orders_equal_the_from_scratch_reference():
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 28)
+        parents = [sorted(rng.sample(range(j), min(j, rng.randint(0, 3)))) for j in range(n)]
+        card = [rng.randint(2, 4) for _ in range(n)]
+        for fill in (False, True):
+            adj = jt._moral_adjacency(parents)
+            want = _reference_order(card, adj, fill)
+            got = jt._greedy_elimination(card, [set(a) for a in adj], fill)
+            assert list(got.variables) == want
+            assert [got.position[v] for v in want] == list(range(n))
+
+
+def test_min_fill_stops_at_its_size_cap_and_at_the_deadline():
+    theta = ref.lattice(600, 30)
+    assert jt.fill_tree_structure(theta, max_weight=2**12) is None
+    assert jt.fill_tree_structure(theta, max_weight=2**10) is None  # remembered: at once
+    assert jt.fill_tree_structure(ref.lattice(600, 30), deadline=time.monotonic() - 1) is None
+    small = ref.random_network(3, n_nodes=10, edge_prob=0.4, max_card=3).to_theta()
+    full = jt.fill_tree_structure(small)
+    assert full is not None
+    assert jt.fill_tree_structure(small, max_weight=full.width) is full
+    assert jt.fill_tree_structure(small, max_weight=full.width - 1) is None
+
+
+def test_the_python_elimination_sees_the_deadline(monkeypatch):
+    theta = ref.lattice(400, 20)
+    monkeypatch.setattr(infl, "_KERNEL", None)
+    with pytest.raises(InfluenceTooExpensive, match="time limit"):
+        max_influence(theta, "v5", ["v390"], deadline=time.monotonic() - 1)
+
+
+@pytest.mark.skipif(not infl.compiled_kernel(), reason="the compiled kernel is not built here")
+def test_the_kernel_returns_late_when_its_budget_has_passed():
+    theta = ref.lattice(400, 20)
+    net = infl._kernel_network(theta, 0)
+    where = [theta.index["v5"], theta.index["v390"]]
+    out = np.empty((2, 2))
+    assert net.joint(where, out, 2**20, 0, -1.0) == infl._KERNEL_OK  # no budget: as before
+    assert net.joint(where, out, 2**20, 0, 0.0) == infl._KERNEL_LATE
+    assert net.price(where, 2**20, 0, 0.0) == -1.0
+    assert net.influence(where, 2**20, 0, 0.0) == infl._KERNEL_LATE
+    assert net.price(where, 2**20, 0, 60.0) == net.price(where, 2**20)
+    with pytest.raises(ValueError, match="budget"):
+        net.price(where, 2**20, 0, math.nan)
+    with pytest.raises(InfluenceTooExpensive, match="time limit"):
+        max_influence(theta, "v5", ["v390"], deadline=time.monotonic() - 1)
