@@ -545,6 +545,7 @@ class _Cutset(NamedTuple):
     kernel: bool  #: terms by the compiled kernel (else by the Python order, numpy ufuncs)
     work: float  #: table entries one term builds
     position: tuple[int, ...] | None = None  #: the kernel's first candidate order, per node
+    deadline: float | None = None  #: ``time.monotonic()`` by which every term must end
 
 
 def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
@@ -641,10 +642,11 @@ def _conditioned_network(theta: Theta, member: int, fixed: Mapping[str, int],
 
 
 def _conditioned_term(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
-                      fixed: Mapping[str, int], cutset: _Cutset,
-                      deadline: float | None = None) -> np.ndarray | None:
+                      fixed: Mapping[str, int], cutset: _Cutset) -> np.ndarray | None:
     """One term ``P(phi_nodes, fixed)`` of :func:`_conditioned_joint`; None where an operation
-    underflowed (the kernel's IEEE flag, or ``numpy.errstate`` on the Python order)."""
+    underflowed (the kernel's IEEE flag, or ``numpy.errstate`` on the Python order); raises
+    :class:`InfluenceTooExpensive` when the cutset's deadline passes during the term."""
+    deadline = cutset.deadline
     if cutset.kernel:
         out = np.empty([theta.cardinality[v] for v in nodes])
         code = _conditioned_network(theta, member, fixed, cutset.position).joint(
@@ -685,6 +687,7 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
     cutset = _cutset(theta, nodes, member, max_table, deadline)
     if cutset is None or not (cutset.kernel or subnormals_kept()):
         return None
+    cutset = cutset._replace(deadline=deadline)
     card = theta.cardinality
     n_terms = math.prod(card[u] for u in cutset.fixed)
     if cutset.work * n_terms > (MAX_CUTSET_KERNEL_WORK if cutset.kernel else MAX_CUTSET_WORK):
@@ -695,7 +698,7 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
             raise InfluenceTooExpensive(
                 f"the time limit passed after {done} of {n_terms} conditioned eliminations")
         term = _conditioned_term(theta, nodes, member, max_table,
-                                 dict(zip(cutset.fixed, states, strict=True)), cutset, deadline)
+                                 dict(zip(cutset.fixed, states, strict=True)), cutset)
         if term is None:
             return None
         total = term if total is None else total + term
