@@ -487,6 +487,11 @@ def _budget_worker(path, attempts, barrier, out):
             done += 1
         except BudgetError:
             pass
+        except Exception:  # reported to the test: a bare exit status 1 says nothing
+            import traceback
+
+            out.put(traceback.format_exc())
+            return
     out.put(done)
 
 
@@ -505,10 +510,11 @@ def test_the_budget_holds_across_processes_without_losing_entries(tmp_path):
              for _ in range(workers)]
     for p in procs:
         p.start()
+    done = [out.get(timeout=120) for _ in range(workers)]  # before join: a full pipe blocks
     for p in procs:
         p.join(timeout=120)
+    assert not [d for d in done if isinstance(d, str)], done
     assert [p.exitcode for p in procs] == [0] * workers
-    done = [out.get(timeout=10) for _ in range(workers)]
     entries, head = ledger.read(path)
     assert sum(done) == head.count == 4
     (c,) = compositions_by_data(entries)
