@@ -6,23 +6,33 @@ import argparse
 from typing import Any
 
 from quiltpriv.cli.core import (
+    NAMES_HELP,
     add_model_arguments,
     add_query_arguments,
     epsilon_type,
+    name_list,
     number,
     theta_from_args,
     time_limit_type,
 )
 
 
+def _names(args: argparse.Namespace, option: str) -> str:
+    """``--sensitive`` or ``--attributes`` as the page's comma list (``all`` and ``@FILE``
+    expanded as for the other commands, :func:`quiltpriv.cli.core.name_list`)."""
+    names = name_list(getattr(args, option), f"--{option}", lambda: theta_from_args(args).nodes)
+    return ",".join(names)
+
+
 def _initial_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The page's first inputs from the command line's options (all optional)."""
     init: dict[str, Any] = {}
     if args.sensitive:
-        init["sensitive"] = args.sensitive
+        init["sensitive"] = _names(args, "sensitive")
     if args.epsilon is not None:
         init["epsilon"] = args.epsilon
-    q = {"kind": args.query, "attributes": args.attributes, "records": args.records,
+    attributes = _names(args, "attributes") if args.attributes else args.attributes
+    q = {"kind": args.query, "attributes": attributes, "records": args.records,
          "where": args.where, "bounds": args.bounds, "weights": args.weights,
          "categories": args.domain, "record_states": args.record_states,
          "catch_all": args.catch_all}
@@ -54,7 +64,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "name (JSON or BIF); the original file is never modified. Ctrl-C stops "
                     "the server. The options below only fill in the page's first inputs.")
     add_model_arguments(p)
-    p.add_argument("--sensitive", metavar="S1[,S2...]", help="first sensitive attribute(s)")
+    p.add_argument("--sensitive", metavar="S1[,S2...]",
+                   help=f"first sensitive attribute(s): {NAMES_HELP}")
     p.add_argument("--epsilon", type=epsilon_type, metavar="E", help="first epsilon")
     add_query_arguments(p)
     p.add_argument("--time-limit", type=time_limit_type, metavar="SECONDS",

@@ -583,6 +583,29 @@ def test_cli_refuses_bad_options_before_serving(capsys):
     assert main(["explore", "student", "--epsilon", "0", "--no-browser"]) == 2
 
 
+def test_cli_explore_takes_all_and_at_file_like_the_other_commands(tmp_path):
+    import argparse
+
+    from quiltpriv.cli import main
+    from quiltpriv.cli.explore import _initial_from_args
+
+    names = tmp_path / "names.txt"
+    names.write_text("income\n\ngender\n", encoding="utf-8")
+    base = dict(model="student", theta=[], epsilon=1.0, query="count", records=10, where=None,
+                bounds=None, weights=None, domain=None, record_states=None, catch_all=None,
+                time_limit=None)
+    init = _initial_from_args(argparse.Namespace(**base, sensitive="all",
+                                                 attributes=f"@{names}"))
+    assert init["sensitive"] == ",".join(qp.load_model("student").nodes)
+    assert init["query"]["attributes"] == "income,gender"
+    init = _initial_from_args(argparse.Namespace(**base, sensitive=" income , sat",
+                                                 attributes=None))
+    assert init["sensitive"] == "income,sat" and "attributes" not in init["query"]
+    # a bad @FILE is the command's one-line refusal, before any server starts
+    assert main(["explore", "student", "--sensitive", f"@{tmp_path / 'none.txt'}",
+                 "--no-browser"]) == 2
+
+
 def test_cli_serves_and_stops_cleanly_on_ctrl_c():
     env = dict(os.environ, CI="1", PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "quiltpriv.cli", "explore", "student",
