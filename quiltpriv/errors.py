@@ -71,6 +71,13 @@ class PrivateModelWarning(QuiltPrivWarning):
     parameters, printed without noise in plans and release records, come from private data."""
 
 
+class AssumptionWarning(QuiltPrivWarning):
+    """The records a Theta was learned from look unlike what the guarantee assumes: attributes
+    dependent within a population, or tiny populations
+    (:mod:`quiltpriv.model.diagnostics`). Theta is unchanged; the diagnostics are in its
+    provenance."""
+
+
 class RepeatedReleaseWarning(QuiltPrivWarning):
     """A release reads the same data as an earlier one with the same query or model: the
     guarantees do not add up in general (:func:`quiltpriv.releases.ledger.composition`)."""

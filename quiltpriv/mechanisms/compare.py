@@ -284,8 +284,13 @@ def compare(
         "does not apply: Algorithm 5 protects individual values Y_i of a network over record "
         "values, not hyperparameters phi_i (use "
         "quiltpriv.mechanisms.mqm.markov_quilt_mechanism on such a network)"))
+    from quiltpriv.releases.records import assumption_warnings
+
+    # What the diagnostics of the records Theta was learned from flagged: the Wasserstein row
+    # relies on the record-level assumption they test.
+    flagged = tuple(f"WARNING: {w}" for w in assumption_warnings(theta.provenance))
     return Comparison(eps, query.to_dict(), sens, tuple(rows),
-                      notes=("standard deviation of Laplace(b) is sqrt(2) b",))
+                      notes=("standard deviation of Laplace(b) is sqrt(2) b", *flagged))
 
 
 

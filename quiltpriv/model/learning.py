@@ -458,6 +458,7 @@ def learn_theta(
     seed: int = 0,
     name: str = "learned",
     data_public: bool = False,
+    min_records: int | None = None,
 ) -> Theta:
     """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
 
@@ -509,6 +510,15 @@ def learn_theta(
         Theta's tables, and bins at the data's quantiles, were read off ``data`` without noise
         and are printed in plans and release records. A release on the very data Theta was
         learned from warns whatever this says.
+    min_records : int, optional
+        With ``population``: leave out populations with fewer records (their parameters are
+        estimated from a handful of records). Recorded in the provenance.
+
+    With ``population``, the record-level assumptions are diagnosed while the records are in
+    hand (:mod:`quiltpriv.model.diagnostics`): within-population dependence between every
+    pair of attributes (p-value and correlation) and tiny populations. The result goes into
+    the provenance as ``diagnostics``, and an :class:`~quiltpriv.errors.AssumptionWarning`
+    says what was flagged; Theta is never changed by it.
 
     Returns
     -------
@@ -541,7 +551,16 @@ def learn_theta(
                              "apply only when the structure is learned")
 
     digest = data_sha256(data)
-    table = data if population is None else population_parameters(data, population, params)
+    diagnostics = None
+    if population is None:
+        if min_records is not None:
+            raise ParameterError("min_records applies to records with a population column "
+                                 "(population=...)")
+        table = data
+    else:
+        table = population_parameters(data, population, params)
+        data, table = _drop_small(data, table, population, min_records)
+        diagnostics = _diagnose(data, population, params, min_records)
     if len(table) < MIN_POPULATIONS:
         raise DataError(f"{len(table)} population(s): at least {MIN_POPULATIONS} are needed to "
                         "learn a network (each population is one observation of the "
@@ -570,7 +589,41 @@ def learn_theta(
         alpha, required, forbidden, dag, n_bootstrap, seed, data_public)
     if given is not None:
         prov["structure"] = {"method": "given", "edges": [list(e) for e in dag]}
+    if diagnostics is not None:
+        prov["diagnostics"] = diagnostics
+        prov["min_records"] = min_records
     return theta.with_provenance(prov)
+
+
+def _drop_small(data: pd.DataFrame, table: pd.DataFrame, population: str,
+                min_records: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Records and population table without the populations of fewer than ``min_records``
+    records (both unchanged without it)."""
+    if min_records is None:
+        return data, table
+    if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
+        raise ParameterError(f"min_records must be a whole number >= 1, got {min_records!r}")
+    sizes = data.groupby(population, sort=True).size()
+    keep = sizes.index[sizes >= min_records]
+    return data[data[population].isin(keep)], table.loc[table.index.isin(keep)]
+
+
+def _diagnose(records: pd.DataFrame, population: str, params: Mapping[str, str],
+              min_records: int | None) -> dict[str, Any]:
+    """The record-level diagnostics, warned about when anything is flagged."""
+    from quiltpriv.errors import AssumptionWarning
+    from quiltpriv.model.diagnostics import (
+        TINY_POPULATION,
+        diagnostics_warnings,
+        record_diagnostics,
+    )
+
+    values = {p: records[p].to_numpy(dtype=float) for p in params}
+    found = record_diagnostics(values, records[population].to_numpy(),
+                               tiny=max(TINY_POPULATION, min_records or 0))
+    for line in diagnostics_warnings(found):
+        warnings.warn(line, AssumptionWarning, stacklevel=3)
+    return found
 
 
 def _given_dag(edges: object, names: Sequence[str]) -> list[tuple[str, str]]:

@@ -191,7 +191,9 @@ def release_warnings(*, scale: float, kind: str | None, provenance: Any,
 
     * zero noise for an attribute-privacy mechanism: :data:`ZERO_NOISE_MESSAGE`;
     * a Theta learned from the released data, or from data not declared public
-      (:func:`learned_from`).
+      (:func:`learned_from`);
+    * what the diagnostics of the records Theta was learned from flagged
+      (:func:`assumption_warnings`).
     """
     out = []
     if scale == 0 and kind != "differential privacy (group)":
@@ -199,7 +201,20 @@ def release_warnings(*, scale: float, kind: str | None, provenance: Any,
     learned = learned_from(provenance, table_sha256)
     if learned is not None:
         out.append(learned)
+    out += assumption_warnings(provenance)
     return out
+
+
+def assumption_warnings(provenance: Any) -> list[str]:
+    """What the record-level diagnostics of a Theta learned from records flagged
+    (:mod:`quiltpriv.model.diagnostics`, provenance ``diagnostics``), in plain words."""
+    diagnostics = provenance.get("diagnostics") if isinstance(provenance, Mapping) else None
+    if not isinstance(diagnostics, Mapping):
+        return []
+    from quiltpriv.model.diagnostics import diagnostics_warnings
+
+    return [f"the records Theta was learned from: {w}"
+            for w in diagnostics_warnings(diagnostics)]
 
 
 def _json_ready(x: Any) -> Any:
