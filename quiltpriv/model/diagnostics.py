@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quiltpriv.errors import ParameterError
+from quiltpriv.errors import ModelError, ParameterError
 
 __all__ = ["DEFAULT_ALPHA", "TINY_POPULATION", "diagnostics_warnings", "record_diagnostics"]
 
@@ -113,7 +113,22 @@ def _correlation_test(x: np.ndarray, y: np.ndarray, df: int) -> tuple[float, flo
 
 
 def diagnostics_warnings(diagnostics: Mapping[str, Any]) -> list[str]:
-    """What the diagnostics flag, one plain sentence each (empty when nothing)."""
+    """What the diagnostics flag, one plain sentence each (empty when nothing).
+
+    ``diagnostics`` may come from a model file's provenance (untrusted): anything not shaped
+    as :func:`record_diagnostics` writes it is a :class:`~quiltpriv.errors.ModelError`.
+    """
+    if not isinstance(diagnostics, Mapping):
+        raise ParameterError(f"diagnostics must be a mapping (record_diagnostics' result), got "
+                             f"{type(diagnostics).__name__}")
+    try:
+        return _warnings(diagnostics)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ModelError(f"the provenance's diagnostics are malformed ({type(exc).__name__}: "
+                         f"{exc})") from None
+
+
+def _warnings(diagnostics: Mapping[str, Any]) -> list[str]:
     out = []
     for row in diagnostics.get("pairs", ()):
         if row["flagged"]:
