@@ -49,6 +49,8 @@ _EXPORTS = {
     **dict.fromkeys(["CountQuery", "CustomQuery", "HistogramQuery", "LinearQuery", "MeanQuery",
                      "Query", "SumQuery"], "queries.query"),
     "NetworkBuilder": "model.builder",
+    "FractionQuery": "queries.fraction",
+    **dict.fromkeys(["hidden_markov", "markov_chain"], "model.time_series"),
     **dict.fromkeys(["discretise", "learn_theta", "population_parameters"], "model.learning"),
     **dict.fromkeys(["PlanVerification", "check_plan", "verify_plan"], "mechanisms.verification"),
 }
@@ -61,13 +63,14 @@ _SUBMODULES = ("audit", "cli", "distances", "distribution", "errors", "explorer"
 _compat.install()  # quiltpriv 0.1's flat module paths, for one release, with a warning
 
 __all__ = [
-    "CountQuery", "CustomQuery", "DataError", "HistogramQuery", "Influence",
+    "CountQuery", "CustomQuery", "DataError", "FractionQuery", "HistogramQuery", "Influence",
     "InfluenceTooExpensive", "LinearQuery", "MeanQuery", "ModelError", "NetworkBuilder",
     "ParameterError", "ParameterStatesWarning", "Plan", "PlanError", "PlanVerification",
     "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "QuiltPrivWarning", "Release",
     "SensitivePlan", "SumQuery", "Theta", "bundled_models", "bundled_network", "check_plan",
-    "discretise", "enumerate_quilts", "joint_marginal", "learn_theta", "least_influence_quilt",
-    "load_model", "load_theta", "markov_quilt", "max_influence", "parse_predicate", "plan",
+    "discretise", "enumerate_quilts", "hidden_markov", "joint_marginal", "learn_theta",
+    "least_influence_quilt", "load_model", "load_theta", "markov_chain", "markov_quilt",
+    "max_influence", "parse_predicate", "plan",
     "population_parameters", "release", "theta_from_pgmpy", "theta_from_tables",
     "theta_to_dict", "trivial_quilt", "verify_plan",
 ]
@@ -121,6 +124,8 @@ if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eager
         theta_to_dict,
     )
     from quiltpriv.model.network import Theta, theta_from_pgmpy, theta_from_tables
+    from quiltpriv.model.time_series import hidden_markov, markov_chain
+    from quiltpriv.queries.fraction import FractionQuery
     from quiltpriv.queries.predicate import Predicate, parse_predicate
     from quiltpriv.queries.query import (
         CountQuery,

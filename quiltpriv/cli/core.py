@@ -190,6 +190,10 @@ def add_query_arguments(p: argparse.ArgumentParser) -> None:
                    help="count query: data value -> record category of the model (0/1 for a "
                         "Bernoulli node, 0..k-1 for a categorical one), for the mechanisms "
                         "that use the model's law of the count (compare, audit)")
+    g.add_argument("--state", metavar="S",
+                   help="fraction: the state whose share of the steps (--attributes, ranges "
+                        "such as X1..X10000 allowed) is released; with --records T, the "
+                        "share of all T steps")
     g.add_argument("--catch-all", metavar="LABEL",
                    help="histogram: an extra last cell LABEL per attribute for values outside "
                         "--categories (default: such values are an error)")

@@ -293,9 +293,17 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
         sets = {tuple(a for a in attrs if a in frozenset(b)) for b in column_sets} | {attrs}
     table = [[list(b), float(query.sensitivity(b))]
              for b in sorted(sets, key=lambda b: (len(b), [pos[a] for a in b]))]
-    doc = {"format": _QUERY_FINGERPRINT_FORMAT, "query": query.to_dict(),
-           "sensitivities": table}
-    return hashlib.sha256(canonical_json(doc).encode("ascii")).hexdigest()
+    # canonical_json of {"format", "query", "sensitivities"} (keys in that, sorted, order),
+    # with the table, plain strings and floats by construction, written by json directly (a
+    # plan of every step of a long series has as many sets as steps)
+    try:
+        table_text = json.dumps(table, separators=(",", ":"), allow_nan=False,
+                                ensure_ascii=True)
+    except ValueError:
+        raise QueryError("query fingerprint: a sensitivity is not a finite number") from None
+    text = (f'{{"format":{json.dumps(_QUERY_FINGERPRINT_FORMAT)},"query":'
+            f'{canonical_json(query.to_dict())},"sensitivities":{table_text}}}')
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _nearby_query_attributes(sp: SensitivePlan, attributes: frozenset[str]) -> tuple[str, ...]:
@@ -1753,7 +1761,13 @@ def plan(
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
                      "shares its graph walks and inference across them in one process")
         n_jobs = None
-    if n_jobs not in (None, 1) and len(sens) > 1:
+    chained = _chain_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    if chained is not None:
+        # a time series (a directed chain, an additive query): exact and linear in its length
+        plans = chained
+        if n_jobs not in (None, 1):
+            notes.append(f"n_jobs={n_jobs} not used: a chain is planned in one pass")
+    elif n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates, list_sets)
     else:
@@ -1814,6 +1828,76 @@ def _warn_private_model(theta: Theta) -> None:
     why = learned_from(theta.provenance)
     if why is not None:
         warnings.warn(why, PrivateModelWarning, stacklevel=3)
+
+
+def _chain_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
+                 deadline: float | None, progress: bool,
+                 list_sets: bool) -> tuple[SensitivePlan, ...] | None:
+    """Plans of ``sensitive`` on a time series, or None where the chain search does not apply.
+
+    On a directed chain ``X_1 -> ... -> X_T`` with an additive sensitivity (a linear query,
+    the fraction of time in a state) the family ``{X_(i-a), X_(i+b)}`` holds an optimal quilt
+    of every step, and :func:`quiltpriv.mechanisms.chain_quilts.chain_least_quilts` finds it
+    with the optimum proven, in time linear in ``T`` ([ZOC22, Alg. 3]). ``Delta_{A and N}``
+    is the query's own, recomputed for the chosen ``N``; the scale is ``Delta / (eps - e)``
+    with ``e`` rounded upwards. None: not a chain of at least
+    :data:`~quiltpriv.mechanisms.chain_quilts.CHAIN_MIN_NODES` nodes, a sensitivity that is
+    not additive, or numbers too small for float64 there.
+    """
+    import bisect
+
+    from quiltpriv.mechanisms import chain_quilts as cq
+
+    if query.sensitivity_structure != "additive" or len(theta.nodes) < cq.CHAIN_MIN_NODES:
+        return None
+    order = cq.chain_order(theta)
+    if order is None:
+        return None
+    index = theta.index
+    attrs = frozenset(query.attributes)
+    positions = [index[v] for v in sensitive]
+    weights = [query.sensitivity((v,)) if v in attrs else 0.0 for v in order]
+    try:
+        found = cq.chain_least_quilts(theta, order, positions, weights, eps,
+                                      deadline=deadline, progress=progress)
+    except cq.ChainNotApplicable:
+        return None
+    n_steps = len(order)
+    attr_pos = sorted(index[v] for v in attrs)
+    a_s, b_s, e_s = found.a.tolist(), found.b.tolist(), found.influence.tolist()
+    m_s, p_s, n_s = found.member.tolist(), found.pair.tolist(), found.considered.tolist()
+    opt_s = found.optimal.tolist()
+    out = []
+    for j, node in enumerate(sensitive):
+        i, a, b = positions[j], a_s[j], b_s[j]
+        lo, hi = (i - a + 1 if a else 0), (i + b - 1 if b else n_steps - 1)
+        quilt = tuple(order[x] for x in ((i - a) if a else -1, (i + b) if b else -1) if x >= 0)
+        near = tuple(order[x] for x in attr_pos[bisect.bisect_left(attr_pos, lo):
+                                                 bisect.bisect_right(attr_pos, hi)])
+        delta = query.sensitivity(near)
+        e = e_s[j]
+        scale = quilt_scale(delta, e, eps)
+        full = None
+        if list_sets:
+            remote = tuple(v for k, v in enumerate(order)
+                           if (k < lo or k > hi) and v not in quilt)
+            full = Quilt(node, quilt, order[lo:hi + 1], remote)
+        m = m_s[j]
+        member = theta.names[m] if m >= 0 else None
+        states = theta.states[node]
+        pair = None if m < 0 else (states[p_s[j][0]], states[p_s[j][1]])
+        optimal = opt_s[j]
+        text = _explain(theta, query, node, quilt if quilt else None, full, near, e, delta,
+                        scale, eps, member, pair, optimal, [] if optimal else
+                        [TIME_LIMIT_REASON])
+        out.append(SensitivePlan(
+            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            remote=None if full is None else full.remote,
+            nearby_attributes=near if full is None else None,
+            influence=e, sensitivity=delta, scale=scale, quilts_considered=n_s[j],
+            optimal=optimal, explanation=text, influence_member=member,
+            influence_pair=None if pair is None else (_jsonable(pair[0]), _jsonable(pair[1]))))
+    return tuple(out)
 
 
 def _trusted(p: Plan) -> Plan:

@@ -279,11 +279,7 @@ def compare(
         "secret (Gaussian record models, see quiltpriv.mechanisms.apgm.apgm_gaussian_columns)"
         "; on a network of Bernoulli parameters F | phi_i is a binomial mixture whose variance "
         "depends on phi_i (APGMnG, Algorithm 2, would need a checked Gaussian approximation)"))
-    rows.append(MechanismRow(
-        "original MQM", False, None, None, None, "",
-        "does not apply: Algorithm 5 protects individual values Y_i of a network over record "
-        "values, not hyperparameters phi_i (use "
-        "quiltpriv.mechanisms.mqm.markov_quilt_mechanism on such a network)"))
+    rows.append(_mqm_row(theta, query, sens, eps, budget))
     from quiltpriv.releases.records import assumption_warnings
 
     # What the diagnostics of the records Theta was learned from flagged: the Wasserstein row
@@ -292,6 +288,35 @@ def compare(
     return Comparison(eps, query.to_dict(), sens, tuple(rows),
                       notes=("standard deviation of Laplace(b) is sqrt(2) b", *flagged))
 
+
+
+#: The provenance key and value of a network over record values (a time series built by
+#: :func:`quiltpriv.model.time_series.markov_chain` or ``hidden_markov``), on which the
+#: original MQM applies.
+VALUE_NETWORK = ("network", "record values")
+
+
+def _mqm_row(theta: Any, query: Query, sens: tuple[str, ...], eps: float,
+             budget: Budget) -> MechanismRow:
+    """The original MQM ([ZOC22, Alg. 5]): computed on a network over record values (as
+    ``release --mechanism mqm`` computes it), else the reason it does not apply."""
+    prov = theta.provenance or {}
+    if prov.get(VALUE_NETWORK[0]) != VALUE_NETWORK[1]:
+        return MechanismRow(
+            "original MQM", False, None, None, None, "",
+            "does not apply: Algorithm 5 protects individual values Y_i of a network over "
+            "record values, not hyperparameters phi_i (a network built by "
+            "quiltpriv.markov_chain or quiltpriv.hidden_markov is one; release --mechanism "
+            "mqm treats any network as one)")
+    from quiltpriv.mechanisms.registry import mqm_mechanism
+
+    m = mqm_mechanism(theta, query, sens, eps, time_limit=_left(budget))
+    d = m.details or {}
+    return _row("mqm", m, "(eps, 0)-Pufferfish privacy of every protected value "
+                "([SWC17], Theorem 4.3)",
+                f"{d.get('family')} family, b = L max_i |N(Q_i) & A| / (eps - e(Q_i|Y_i)) "
+                f"= {_fmt(m.calibration.scale)} (set by {d.get('binding')!r})"
+                + ("" if d.get("optimal") else " (optimality NOT proven)"))
 
 
 def comparison_html(comparison: Comparison) -> str:

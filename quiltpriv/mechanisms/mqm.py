@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
 from quiltpriv.mechanisms.calibration import mul_up, scale_up
+from quiltpriv.mechanisms.chain_quilts import chain_order
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
@@ -75,35 +77,53 @@ class NodeScale(JSONResult):
     ----------
     node : str
         ``Y_i``.
-    quilt, nearby, remote : tuple of str
-        ``Q``, ``N`` and ``R`` of the chosen quilt.
+    quilt : tuple of str
+        ``Q`` of the chosen quilt.
+    nearby, remote : tuple of str or None
+        ``N`` and ``R`` of the chosen quilt, or None in a plan too large to list them (as
+        :func:`quiltpriv.mechanisms.apmqm.plan` decides: ``list_sets``).
     influence : float
         ``e^v_Theta(Q | Y_i)`` (exact, rounded upwards).
     scale : float
-        ``b_i = |N| / (eps - e)`` (rounded upwards); ``inf`` only if no quilt is feasible,
-        which cannot happen (the trivial quilt gives ``|V| / eps``).
+        ``b_i = |N & read| / (eps - e)`` (rounded upwards), ``read`` the entries ``F`` reads
+        (all by default); ``inf`` only if no quilt is feasible, which cannot happen (the
+        trivial quilt gives ``|read| / eps``).
     quilts_considered : int
         Candidates whose influence was evaluated (the trivial quilt included).
     influence_member : str or None
         The member of Theta attaining the influence.
     influence_pair : tuple or None
         The values ``(a, b)`` of ``Y_i`` attaining it.
+    nearby_read : int
+        ``|N & read|``, the count the scale uses (-1: ``len(nearby)``, every entry read);
+        :attr:`nearby_count` resolves it.
     """
 
     node: str
     quilt: tuple[str, ...]
-    nearby: tuple[str, ...]
-    remote: tuple[str, ...]
+    nearby: tuple[str, ...] | None
+    remote: tuple[str, ...] | None
     influence: float
     scale: float
     quilts_considered: int
     influence_member: str | None = None
     influence_pair: tuple[Any, Any] | None = None
+    nearby_read: int = -1
+
+    @property
+    def nearby_count(self) -> int:
+        """``|N & read|``: the number of nearby entries the query reads."""
+        if self.nearby_read >= 0 or self.nearby is None:
+            return self.nearby_read
+        return len(self.nearby)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "node": self.node, "quilt": list(self.quilt), "nearby": list(self.nearby),
-            "remote": list(self.remote), "influence": self.influence, "scale": self.scale,
+            "node": self.node, "quilt": list(self.quilt),
+            "nearby": None if self.nearby is None else list(self.nearby),
+            "remote": None if self.remote is None else list(self.remote),
+            "nearby_read": self.nearby_count,
+            "influence": self.influence, "scale": self.scale,
             "quilts_considered": self.quilts_considered,
             "influence_member": self.influence_member,
             "influence_pair": None if self.influence_pair is None
@@ -192,7 +212,7 @@ class MQMPlan:
         ]
         for ns in self.nodes:
             lines.append(
-                f"  {ns.node}: Q = {_set(ns.quilt)}, |N| = {len(ns.nearby)}, "
+                f"  {ns.node}: Q = {_set(ns.quilt)}, |N & read| = {ns.nearby_count}, "
                 f"e = {_fmt(ns.influence)}, b = {_fmt(ns.scale)}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -216,23 +236,6 @@ def _quilt_scale(nearby: int, e: float, eps: float) -> float:
     return scale_up(nearby, eps, e)
 
 
-def chain_order(theta: Theta) -> tuple[str, ...] | None:
-    """The nodes in chain order if the DAG is one directed path ``Y_1 -> ... -> Y_m``, else None."""
-    nodes = check_theta(theta).nodes
-    if len(nodes) < 2:
-        return None
-    for v in nodes:
-        if len(theta.parents[v]) > 1 or len(theta.children[v]) > 1:
-            return None
-    if sum(len(theta.parents[v]) for v in nodes) != len(nodes) - 1:
-        return None
-    # One root, <= 1 parent and child each, m - 1 edges: the topological order is the path.
-    for a, b in zip(nodes[:-1], nodes[1:], strict=True):
-        if theta.parents[b] != (a,):
-            return None
-    return nodes
-
-
 def chain_quilts(theta: Theta, node: str, order: tuple[str, ...]) -> Iterator[Quilt]:
     """The SWC chain family of ``node``: {}, {Y_(i-a)}, {Y_(i+b)} and {Y_(i-a), Y_(i+b)}.
 
@@ -251,37 +254,98 @@ def chain_quilts(theta: Theta, node: str, order: tuple[str, ...]) -> Iterator[Qu
             yield markov_quilt(theta, node, [v for v in (lft, rgt) if v is not None])
 
 
+def _count_read(nodes: Iterable[str], read: frozenset[str] | None) -> int:
+    return sum(1 for v in nodes if v in read) if read is not None else len(tuple(nodes))
+
+
+#: Said when the time limit stops a search (the node keeps its best quilt so far).
+TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+
+
 def _search_node(
     theta: Theta, node: str, eps: float, candidates: Iterable[Quilt], max_table: int,
+    read: frozenset[str] | None = None, deadline: float | None = None,
 ) -> tuple[NodeScale, list[str]]:
-    """Least ``b(Q)`` over the trivial quilt and ``candidates`` (pruned by ``|N| / eps``)."""
+    """Least ``b(Q)`` over the trivial quilt and ``candidates`` (pruned by ``|N & read| /
+    eps``); after ``deadline`` (``time.monotonic()``) the best so far, with a reason."""
     trivial = trivial_quilt(theta, node)
     best_q: Quilt = trivial
     best_e, best_member, best_pair = 0.0, None, None
-    best_s = _quilt_scale(len(trivial.nearby), 0.0, eps)
+    best_n = _count_read(trivial.nearby, read)
+    best_s = _quilt_scale(best_n, 0.0, eps)
     best_key = (best_s, 0.0, 0, 1)
     considered = 1
     skipped: list[str] = []
-    # Cheapest first: |N| / eps is a lower bound on b(Q), and it prunes most candidates.
-    for q in sorted(candidates, key=lambda c: (len(c.nearby), len(c.quilt))):
-        if _quilt_scale(len(q.nearby), 0.0, eps) > best_s:
+    # Cheapest first: |N & read| / eps is a lower bound on b(Q), and it prunes most candidates.
+    counted = [(_count_read(q.nearby, read), q) for q in candidates]
+    for n_read, q in sorted(counted, key=lambda c: (c[0], len(c[1].quilt))):
+        if _quilt_scale(n_read, 0.0, eps) > best_s:
             continue
+        if deadline is not None and time.monotonic() > deadline:
+            skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
+            break
         try:
             infl = max_influence(theta, node, q.quilt, max_table=max_table)
         except InfluenceTooExpensive as exc:
             skipped.append(f"quilt {_set(q.quilt)} of {node!r} skipped: {exc}")
             continue
         considered += 1
-        s = _quilt_scale(len(q.nearby), infl.value, eps)
+        s = _quilt_scale(n_read, infl.value, eps)
         key = (s, infl.value, len(q.quilt), 0)
         if key < best_key:
-            best_key, best_q, best_s, best_e = key, q, s, infl.value
+            best_key, best_q, best_s, best_e, best_n = key, q, s, infl.value, n_read
             best_member = theta.names[infl.member] if infl.member is not None else None
             best_pair = infl.pair
     ns = NodeScale(node=node, quilt=best_q.quilt, nearby=best_q.nearby, remote=best_q.remote,
                    influence=best_e, scale=best_s, quilts_considered=considered,
-                   influence_member=best_member, influence_pair=best_pair)
+                   influence_member=best_member, influence_pair=best_pair, nearby_read=best_n)
     return ns, skipped
+
+
+def _chain_nodes(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], eps: float,
+                 read: frozenset[str] | None, deadline: float | None, progress: bool,
+                 list_sets: bool) -> tuple[list[NodeScale], list[str]] | None:
+    """The chain family searched exactly in time linear in the chain
+    (:func:`quiltpriv.mechanisms.chain_quilts.chain_least_quilts`, the count ``|N & read|``
+    as an additive weight); None where float64 cannot be trusted there."""
+    import bisect
+
+    from quiltpriv.mechanisms.chain_quilts import ChainNotApplicable, chain_least_quilts
+
+    weights = [1.0 if read is None or v in read else 0.0 for v in order]
+    index = theta.index
+    positions = [index[v] for v in nodes]
+    try:
+        found = chain_least_quilts(theta, order, positions, weights, eps, deadline=deadline,
+                                   progress=progress)
+    except ChainNotApplicable:
+        return None
+    read_pos = [k for k, w in enumerate(weights) if w]
+    n_steps = len(order)
+    out, skipped = [], []
+    for j, node in enumerate(nodes):
+        i, a, b = positions[j], int(found.a[j]), int(found.b[j])
+        lo, hi = (i - a + 1 if a else 0), (i + b - 1 if b else n_steps - 1)
+        quilt = tuple(order[x] for x in ((i - a) if a else -1, (i + b) if b else -1) if x >= 0)
+        n_read = bisect.bisect_right(read_pos, hi) - bisect.bisect_left(read_pos, lo)
+        e = float(found.influence[j])
+        m = int(found.member[j])
+        states = theta.states[node]
+        nearby = remote = None
+        if list_sets:
+            nearby = order[lo:hi + 1]
+            remote = tuple(v for k, v in enumerate(order) if (k < lo or k > hi)
+                           and v not in quilt)
+        out.append(NodeScale(
+            node=node, quilt=quilt, nearby=nearby, remote=remote, influence=e,
+            scale=_quilt_scale(n_read, e, eps), quilts_considered=int(found.considered[j]),
+            influence_member=theta.names[m] if m >= 0 else None,
+            influence_pair=None if m < 0 else (states[int(found.pair[j, 0])],
+                                               states[int(found.pair[j, 1])]),
+            nearby_read=n_read))
+        if not found.optimal[j]:
+            skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
+    return out, skipped
 
 
 def markov_quilt_mechanism(
@@ -294,6 +358,10 @@ def markov_quilt_mechanism(
     max_quilt_size: int = 2,
     max_exhaustive_nodes: int = MAX_EXHAUSTIVE_NODES,
     max_table: int = DEFAULT_MAX_TABLE,
+    read: str | Iterable[str] | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+    list_sets: bool | None = None,
 ) -> MQMPlan:
     """Plan the original Markov Quilt Mechanism ([ZOC22, Alg. 5]) on a network over record values.
 
@@ -319,6 +387,19 @@ def markov_quilt_mechanism(
         Node count up to which ``"auto"`` enumerates every quilt.
     max_table : int
         Largest joint table an exact influence may build; a candidate beyond it is skipped.
+    read : str or iterable of str, optional
+        The entries ``F`` reads (default all). An entry ``F`` does not read changes nothing,
+        so ``b(Q)`` counts ``|N & read|`` ([SWC17]'s ``|N|`` for a query over every entry):
+        on a hidden Markov model whose query reads the observations, the hidden states in
+        ``N`` cost nothing.
+    time_limit : float, optional
+        Seconds; then every entry keeps the best quilt found so far (valid; ``optimal``
+        False, a note names them). Entries not reached keep the trivial quilt.
+    progress : bool
+        A progress bar over the entries (or blocks of steps on a chain).
+    list_sets : bool, optional
+        List each entry's ``N`` and ``R`` (default: as :func:`quiltpriv.mechanisms.apmqm.plan`
+        decides, by the network's size times the number of protected entries).
 
     Returns
     -------
@@ -348,6 +429,16 @@ def markov_quilt_mechanism(
         nodes = theta.sort(theta.check_nodes(protected, "protected entry"))
         if not nodes:
             raise ModelError("give at least one protected entry")
+    read_set = None if read is None else frozenset(
+        theta.check_nodes([read] if isinstance(read, str) else read, "entry read"))
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    from quiltpriv.mechanisms.apmqm import LIST_SETS_LIMIT, LIST_SETS_MAX_NODES
+
+    if list_sets is None:
+        list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
+                     and len(theta.nodes) * len(nodes) <= LIST_SETS_LIMIT)
     order = chain_order(theta)
     if family == "auto":
         if order is not None:
@@ -360,18 +451,42 @@ def markov_quilt_mechanism(
         raise ParameterError("family='chain' needs a directed chain Y_1 -> ... -> Y_m")
     notes: list[str] = []
     skipped: list[str] = []
-    plans = []
-    for v in nodes:
-        if family == "chain":
-            assert order is not None
-            cands: Iterable[Quilt] = chain_quilts(theta, v, order)
-        elif family == "all":
-            cands = enumerate_quilts(theta, v)
-        else:
-            cands = enumerate_quilts(theta, v, max_size=max_quilt_size)
-        ns, sk = _search_node(theta, v, eps, cands, max_table)
-        plans.append(ns)
-        skipped += sk
+    plans: list[NodeScale] = []
+    chained = None
+    if family == "chain":
+        assert order is not None
+        chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
+                               list_sets)
+    if chained is not None:
+        plans, skipped = chained
+    else:
+        todo: Iterable[str] = nodes
+        if progress:
+            from quiltpriv.utils.progress import progress_bar
+
+            todo = progress_bar(nodes, desc="quilts", unit="entry")
+        for v in todo:
+            if family == "chain":
+                assert order is not None
+                cands: Iterable[Quilt] = chain_quilts(theta, v, order)
+            elif family == "all":
+                cands = enumerate_quilts(theta, v)
+            else:
+                cands = enumerate_quilts(theta, v, max_size=max_quilt_size)
+            if deadline is not None and time.monotonic() > deadline:
+                skipped.append(f"{v!r}: {TIME_LIMIT_REASON}")
+                if not list_sets:  # the trivial quilt, in O(1)
+                    n_read = len(read_set) if read_set is not None else len(theta.nodes)
+                    plans.append(NodeScale(node=v, quilt=(), nearby=None, remote=None,
+                                           influence=0.0, scale=_quilt_scale(n_read, 0.0, eps),
+                                           quilts_considered=1, nearby_read=n_read))
+                    continue
+                cands = ()
+            ns, sk = _search_node(theta, v, eps, cands, max_table, read_set, deadline)
+            if not list_sets:
+                ns = NodeScale(**{**ns.__dict__, "nearby": None, "remote": None})
+            plans.append(ns)
+            skipped += sk
     optimal = not skipped
     if family == "chain":
         notes.append("chain family {Y_(i-a), Y_(i+b)} (SWC): exact on a directed chain, since "
@@ -384,7 +499,12 @@ def markov_quilt_mechanism(
         notes.append(f"RESTRICTED search: only quilts with |Q| <= {max_quilt_size}; the scale "
                      "is private (every candidate is a valid quilt) but may be larger than the "
                      "optimum over all quilts")
-    notes += skipped
+    late = [x for x in skipped if x.endswith(TIME_LIMIT_REASON)]
+    if late:
+        notes.append(f"the time limit of {time_limit:g} s was reached: {len(late)} entr"
+                     f"{'y keeps' if len(late) == 1 else 'ies keep'} the best quilt found so "
+                     "far (valid, optimality not proven)")
+    notes += [x for x in skipped if not x.endswith(TIME_LIMIT_REASON)]
     binding = max(plans, key=lambda ns: ns.scale)
     b_max = binding.scale
     scale = mul_up(lip, b_max) if math.isfinite(b_max) else math.inf

@@ -294,14 +294,16 @@ def mqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str] | Non
     if lip == 0:
         raise QueryError("the query does not change with any one entry (L = 0): nothing to "
                          "protect")
+    options.setdefault("read", query.attributes)
     p = markov_quilt_mechanism(theta, epsilon, lipschitz=lip, protected=sensitive, **options)
     b = p[p.binding]
-    cal = Calibration("laplace", p.scale, lip * len(b.nearby),
-                      f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i)| / (eps - e(Q_i|Y_i)), "
-                      f"set by {b.node!r}: {_fmt(lip)} x {len(b.nearby)} / ({p.epsilon:g} - "
-                      f"{_fmt(b.influence)}) = {_fmt(p.scale)}",
+    cal = Calibration("laplace", p.scale, lip * b.nearby_count,
+                      f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i) & A| / (eps - "
+                      f"e(Q_i|Y_i)), A the entries F reads, set by {b.node!r}: {_fmt(lip)} x "
+                      f"{b.nearby_count} / ({p.epsilon:g} - {_fmt(b.influence)}) = "
+                      f"{_fmt(p.scale)}",
                       {"binding": b.node, "binding_influence": b.influence, "lipschitz": lip,
-                       "nearby": len(b.nearby)})
+                       "nearby": b.nearby_count})
     g = Guarantee("pufferfish (Markov quilt)", p.epsilon, 0.0, (
         "the data are one realisation of the network's entries (one row, one column per "
         "node), drawn from it for some theta in Theta",
@@ -418,7 +420,8 @@ def _group_gaussian(model: Any, query: Query, sensitive: Any, epsilon: float, *,
 def _mqm(model: Any, query: Query, sensitive: Any, epsilon: float, *,
          delta: float | None = None, time_limit: float | None = None,
          progress: bool = False) -> QueryMechanism:
-    return mqm_mechanism(model, query, sensitive, epsilon)
+    return mqm_mechanism(model, query, sensitive, epsilon, time_limit=time_limit,
+                         progress=progress)
 
 
 #: The mechanisms by name, in the order ``compare`` lists them.

@@ -64,6 +64,7 @@ from quiltpriv.mechanisms.apmqm import (
     quilt_scale,
 )
 from quiltpriv.model.network import Theta, as_theta, model_mismatch
+from quiltpriv.queries.fraction import FractionQuery
 from quiltpriv.queries.query import (
     CountQuery,
     CustomQuery,
@@ -102,7 +103,8 @@ OPTIMALITY_RTOL = 1e-9
 
 #: Query kinds :func:`query_from_dict` rebuilds (a custom query's code is not in its JSON).
 REBUILDABLE_QUERIES: Mapping[str, type[Query]] = {
-    c.kind: c for c in (CountQuery, SumQuery, MeanQuery, LinearQuery, HistogramQuery)}
+    c.kind: c for c in (CountQuery, SumQuery, MeanQuery, LinearQuery, HistogramQuery,
+                        FractionQuery)}
 
 
 def query_from_dict(d: Mapping[str, Any]) -> Query:

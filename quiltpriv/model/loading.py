@@ -9,8 +9,8 @@ A model *spec* is one of
   :mod:`quiltpriv.model.readers`, or with pgmpy's readers when ``reader="pgmpy"``);
 - a path to a ``.py`` file defining ``model()`` (or ``path.py:function``), which returns a
   pgmpy network, a list of them (a Theta with several members) or a :class:`Theta`;
-- a path to a ``.json`` file in quiltpriv's own format (:func:`theta_to_dict`): a shared DAG
-  and one CPD set per member of Theta.
+- a path to a ``.json`` (or gzip-compressed ``.json.gz``) file in quiltpriv's own format
+  (:func:`theta_to_dict`): a shared DAG and one CPD set per member of Theta.
 
 Every reader's failure becomes a :class:`~quiltpriv.errors.ModelError` naming the file.
 """
@@ -262,7 +262,8 @@ def _read_model_file(path: Path, reader: ModelReader, tolerance: float) -> Theta
     kind = _file_kind(path)
     if kind is None:
         raise ModelError(
-            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif, .json or .py)")
+            f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif, .json, .json.gz "
+            "or .py)")
     text = _read_model_text(path, kind)
     if reader == "pgmpy":
         net = _read_pgmpy_text(text, path, kind)
@@ -459,6 +460,9 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
         raise ModelError(f"model path {base} is not a file")
     if path.suffix == ".py":
         return _from_module(path, function, tolerance)
+    if path.name.lower().endswith(".json.gz") and function is None:
+        # compressed JSON (a long series' model): the size limit applies to the text
+        return _theta_from_json(_read_model_text(path, "JSON"), path, tolerance)
     if path.suffix.lower() == ".json" and function is None:
         size = path.stat().st_size
         if size > MAX_MODEL_BYTES:

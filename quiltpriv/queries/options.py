@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.queries.fraction import FractionQuery, _expand_steps
 from quiltpriv.queries.query import (
     CountQuery,
     HistogramQuery,
@@ -30,7 +31,7 @@ __all__ = ["QUERY_KINDS", "domain_from_options", "parse_number", "query_from_opt
            "record_states_from_options", "split_list"]
 
 #: The query kinds of ``--query``.
-QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram")
+QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram", "fraction")
 
 
 def split_list(text: str | Sequence[str] | None) -> list[str]:
@@ -135,7 +136,7 @@ def _check_options(args: Any) -> None:
                              f" (argparse namespace or SimpleNamespace); {type(args).__name__} "
                              f"lacks {', '.join(missing)}")
     for o in ("query", "attributes", "where", "bounds", "weights", "domain", "record_states",
-              "catch_all"):
+              "catch_all", "state"):
         value = getattr(args, o, None)
         if o == "attributes" and isinstance(value, list | tuple) and all(
                 isinstance(a, str) for a in value):
@@ -198,6 +199,11 @@ def query_from_options(args: Any) -> Query:
         raise QueryError("--catch-all applies to histogram queries")
     if kind in ("count", "sum", "histogram") and records is None:
         raise ParameterError(f"a {kind} query needs --records N")
+    state = getattr(args, "state", None)
+    if state is not None and kind != "fraction":
+        raise QueryError("--state applies to fraction queries")
+    if kind == "fraction":
+        return _fraction(args, attrs, state)
     if kind == "count":
         if not attrs:
             raise QueryError("a count query needs --attributes")
@@ -240,6 +246,22 @@ def query_from_options(args: Any) -> Query:
         _once(bounds, a.strip(), "--bounds")
         bounds[a.strip()] = _interval(rng, f"--bounds {a.strip()}")
     return LinearQuery(weights, bounds)
+
+
+def _fraction(args: Any, attrs: list[str], state: str | None) -> FractionQuery:
+    """``--query fraction --state S --attributes X1..XT``: the share of the steps in S."""
+    if state is None or not state.strip():
+        raise QueryError("a fraction query needs --state S (the state whose share is released)")
+    for o in ("where", "bounds", "weights"):
+        if getattr(args, o, None) is not None:
+            raise QueryError(f"--{o} does not apply to a fraction query")
+    if not attrs:
+        raise QueryError("a fraction query needs --attributes: the steps, e.g. X1..X10000")
+    steps = [s for a in attrs for s in _expand_steps(a)]
+    total = None
+    if args.records is not None:  # --records T: the share of all T steps
+        total = int(args.records)
+    return FractionQuery(tuple(steps), state.strip(), total)
 
 
 def _once(seen: dict[str, Any], key: str, option: str) -> None:

@@ -140,12 +140,18 @@ def test_wasserstein_calibration_is_w_over_eps(theta):
 
 def test_mqm_calibration_is_l_times_nearby_over_eps_minus_influence(theta):
     m = _build("mqm", theta)
-    p = markov_quilt_mechanism(theta, EPS, lipschitz=1.0, protected="income")
+    # only the entries the query reads count in N (an unread entry changes nothing)
+    read = _query().attributes
+    p = markov_quilt_mechanism(theta, EPS, lipschitz=1.0, protected="income", read=read)
     assert m.calibration.scale == p.scale
     b = p[p.binding]
-    assert m.calibration.sensitivity == len(b.nearby)  # L = 1 for a count over one row
-    assert m.calibration.scale >= len(b.nearby) / (EPS - b.influence)
-    assert m.calibration.scale == pytest.approx(len(b.nearby) / (EPS - b.influence))
+    n_read = len([v for v in b.nearby if v in read])
+    assert b.nearby_count == n_read <= len(b.nearby)
+    assert m.calibration.sensitivity == n_read  # L = 1 for a count over one row
+    assert m.calibration.scale >= n_read / (EPS - b.influence)
+    assert m.calibration.scale == pytest.approx(n_read / (EPS - b.influence))
+    every = markov_quilt_mechanism(theta, EPS, lipschitz=1.0, protected="income")
+    assert every.scale >= p.scale
     assert m.guarantee.kind == "pufferfish (Markov quilt)"
 
 
@@ -153,8 +159,12 @@ def test_lipschitz_of_mqm_is_the_largest_one_column_sensitivity(theta):
     q = MeanQuery("sat", 0, 3)
     m = build_mechanism("mqm", theta, q, "income", EPS)
     assert m.calibration.details["lipschitz"] == 3.0
+    # N counts only the entries the query reads (sat): less noise than counting all of N
     assert m.calibration.scale == markov_quilt_mechanism(theta, EPS, lipschitz=3.0,
-                                                         protected="income").scale
+                                                         protected="income",
+                                                         read=["sat"]).scale
+    assert m.calibration.scale < markov_quilt_mechanism(theta, EPS, lipschitz=3.0,
+                                                        protected="income").scale
 
 
 # -- release: declared domain, record, seeds ---------------------------------------------------
