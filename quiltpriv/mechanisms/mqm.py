@@ -277,12 +277,18 @@ def _search_node(
     considered = 1
     skipped: list[str] = []
     # Cheapest first: |N & read| / eps is a lower bound on b(Q), and it prunes most candidates.
-    counted = [(_count_read(q.nearby, read), q) for q in candidates]
+    counted = []
+    for q in candidates:  # the enumeration itself can be long: the deadline is seen here too
+        if deadline is not None and time.monotonic() > deadline:
+            skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
+            break
+        counted.append((_count_read(q.nearby, read), q))
     for n_read, q in sorted(counted, key=lambda c: (c[0], len(c[1].quilt))):
         if _quilt_scale(n_read, 0.0, eps) > best_s:
             continue
         if deadline is not None and time.monotonic() > deadline:
-            skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
+            if not skipped or skipped[-1] != f"{node!r}: {TIME_LIMIT_REASON}":
+                skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
             break
         try:
             infl = max_influence(theta, node, q.quilt, max_table=max_table)
