@@ -292,7 +292,7 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     else:  # repeated attributes (kept in every set as the query repeats them)
         sets = {tuple(a for a in attrs if a in frozenset(b)) for b in column_sets} | {attrs}
     table = [[list(b), float(query.sensitivity(b))]
-             for b in sorted(sets, key=lambda b: (len(b), [pos[a] for a in b]))]
+             for b in sorted(sets, key=lambda b: (len(b), tuple(map(pos.__getitem__, b))))]
     # canonical_json of {"format", "query", "sensitivities"} (keys in that, sorted, order),
     # with the table, plain strings and floats by construction, written by json directly (a
     # plan of every step of a long series has as many sets as steps)
@@ -1876,7 +1876,9 @@ def _chain_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: floa
                                                  bisect.bisect_right(attr_pos, hi)])
         delta = query.sensitivity(near)
         e = e_s[j]
-        scale = quilt_scale(delta, e, eps)
+        # quilt_scale without its argument checks (computed values, checked once above)
+        scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
+            delta / (eps - e) if e < eps else math.inf)
         full = None
         if list_sets:
             remote = tuple(v for k, v in enumerate(order)

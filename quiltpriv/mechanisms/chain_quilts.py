@@ -42,7 +42,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.inference.influence import ROUNDING_MARGIN
 from quiltpriv.model.network import Theta, check_theta
-from quiltpriv.utils.validation import check_epsilon, check_positive, check_scalar
+from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["CHAIN_MIN_NODES", "ChainNotApplicable", "ChainQuilts", "chain_least_quilts",
            "chain_order"]
@@ -310,16 +310,21 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         raise ParameterError("order must be the network's chain order (chain_order(theta))")
     eps = check_epsilon(eps)
     n_steps = len(order)
-    pos_list = [int(check_scalar(p, "step position", integer=True, min_val=0,
-                                 max_val=n_steps - 1)) for p in positions]
-    w_list = [check_positive(w, "step weight", allow_zero=True) for w in weights]
-    if len(w_list) != n_steps:
-        raise ParameterError(f"give one weight per step ({n_steps}), got {len(w_list)}")
+    try:
+        pos_arr = np.asarray(positions)
+        w_arr = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"positions and weights must be numbers: {exc}") from None
+    if pos_arr.ndim != 1 or (pos_arr.size and not np.issubdtype(pos_arr.dtype, np.integer)) \
+            or (pos_arr.size and (pos_arr.min() < 0 or pos_arr.max() >= n_steps)):
+        raise ParameterError(f"positions must be whole numbers in [0, {n_steps - 1}]")
+    if w_arr.shape != (n_steps,) or not np.all(np.isfinite(w_arr)) or np.any(w_arr < 0):
+        raise ParameterError(f"give one finite weight >= 0 per step ({n_steps})")
     k = theta.cardinality[order[0]]
     if any(theta.cardinality[v] != k for v in order):
         raise ChainNotApplicable("the chain's steps have different numbers of states")
-    c = np.asarray(w_list, dtype=np.float64)
-    pos = np.asarray(pos_list, dtype=np.int64)
+    c = w_arr
+    pos = pos_arr.astype(np.int64)
     pre = np.concatenate([[0.0], np.cumsum(c)])
     suf = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
     n_members = len(theta.members)

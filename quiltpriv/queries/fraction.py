@@ -90,7 +90,7 @@ class FractionQuery(Query):
     def sensitivity(self, columns: Iterable[str]) -> float:
         # |B & steps| / total, linear in |B|; a count then one division (exact for a count)
         hit = self._step_set  # type: ignore[attr-defined]
-        n = len({c for c in columns if c in hit})
+        n = len(hit.intersection(columns))
         return n / self.total  # type: ignore[operator]
 
     sensitivity_structure = "additive"
