@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.query import Query, _attrs, _columns
+
+if TYPE_CHECKING:  # pandas is imported where data are read, not to declare a query
+    import pandas as pd
 
 __all__ = ["FractionQuery"]
 
