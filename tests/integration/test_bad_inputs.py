@@ -143,7 +143,8 @@ def test_unreadable_and_malformed_files(tmp_path):
         qp.load_model(junk)
     weird = tmp_path / "model.txt"
     weird.write_text("x")
-    with pytest.raises(ModelError, match=r"unknown model file type .*\.xmlbif, \.json, \.json\.gz or \.py"):
+    with pytest.raises(ModelError,
+                       match=r"unknown model file type .*\.xmlbif, \.json, \.json\.gz or \.py"):
         qp.load_model(weird)
     mod = tmp_path / "m.py"
     mod.write_text("def model():\n    raise RuntimeError('boom')\n")
