@@ -1844,8 +1844,6 @@ def _chain_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: floa
     :data:`~quiltpriv.mechanisms.chain_quilts.CHAIN_MIN_NODES` nodes, a sensitivity that is
     not additive, or numbers too small for float64 there.
     """
-    import bisect
-
     from quiltpriv.mechanisms import chain_quilts as cq
 
     if query.sensitivity_structure != "additive" or len(theta.nodes) < cq.CHAIN_MIN_NODES:
@@ -1862,44 +1860,47 @@ def _chain_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: floa
                                       deadline=deadline, progress=progress)
     except cq.ChainNotApplicable:
         return None
-    n_steps = len(order)
     attr_pos = sorted(index[v] for v in attrs)
-    a_s, b_s, e_s = found.a.tolist(), found.b.tolist(), found.influence.tolist()
-    m_s, p_s, n_s = found.member.tolist(), found.pair.tolist(), found.considered.tolist()
-    opt_s = found.optimal.tolist()
-    out = []
-    for j, node in enumerate(sensitive):
-        i, a, b = positions[j], a_s[j], b_s[j]
-        lo, hi = (i - a + 1 if a else 0), (i + b - 1 if b else n_steps - 1)
-        quilt = tuple(order[x] for x in ((i - a) if a else -1, (i + b) if b else -1) if x >= 0)
-        near = tuple(order[x] for x in attr_pos[bisect.bisect_left(attr_pos, lo):
-                                                 bisect.bisect_right(attr_pos, hi)])
-        delta = query.sensitivity(near)
-        e = e_s[j]
-        # quilt_scale without its argument checks (computed values, checked once above)
-        scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
-            delta / (eps - e) if e < eps else math.inf)
-        full = None
-        if list_sets:
-            remote = tuple(v for k, v in enumerate(order)
-                           if (k < lo or k > hi) and v not in quilt)
-            full = Quilt(node, quilt, order[lo:hi + 1], remote)
-        m = m_s[j]
-        member = theta.names[m] if m >= 0 else None
-        states = theta.states[node]
-        pair = None if m < 0 else (states[p_s[j][0]], states[p_s[j][1]])
-        optimal = opt_s[j]
-        text = _explain(theta, query, node, quilt if quilt else None, full, near, e, delta,
-                        scale, eps, member, pair, optimal, [] if optimal else
-                        [TIME_LIMIT_REASON])
-        out.append(SensitivePlan(
-            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
-            remote=None if full is None else full.remote,
-            nearby_attributes=near if full is None else None,
-            influence=e, sensitivity=delta, scale=scale, quilts_considered=n_s[j],
-            optimal=optimal, explanation=text, influence_member=member,
-            influence_pair=None if pair is None else (_jsonable(pair[0]), _jsonable(pair[1]))))
-    return tuple(out)
+    cols = (found.a.tolist(), found.b.tolist(), found.influence.tolist(),
+            found.member.tolist(), found.pair.tolist(), found.considered.tolist(),
+            found.optimal.tolist())
+    return tuple(_chain_plan(theta, query, order, attr_pos, node, positions[j], eps, list_sets,
+                             *(c[j] for c in cols))
+                 for j, node in enumerate(sensitive))
+
+
+def _chain_plan(theta: Theta, query: Query, order: tuple[str, ...], attr_pos: list[int],
+                node: str, i: int, eps: float, list_sets: bool, a: int, b: int, e: float,
+                m: int, pair_idx: list[int], considered: int,
+                optimal: bool) -> SensitivePlan:
+    """One step's plan from its chain quilt ``{X_(i-a), X_(i+b)}`` (0: no node on a side)."""
+    import bisect
+
+    n_steps = len(order)
+    lo, hi = (i - a + 1 if a else 0), (i + b - 1 if b else n_steps - 1)
+    quilt = tuple(order[x] for x in ((i - a) if a else -1, (i + b) if b else -1) if x >= 0)
+    near = tuple(order[x] for x in attr_pos[bisect.bisect_left(attr_pos, lo):
+                                             bisect.bisect_right(attr_pos, hi)])
+    delta = query.sensitivity(near)
+    # quilt_scale without its argument checks (computed values, checked once by plan())
+    scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
+        delta / (eps - e) if e < eps else math.inf)
+    full = None
+    if list_sets:
+        remote = tuple(v for k, v in enumerate(order) if (k < lo or k > hi) and v not in quilt)
+        full = Quilt(node, quilt, order[lo:hi + 1], remote)
+    member = theta.names[m] if m >= 0 else None
+    states = theta.states[node]
+    pair = None if m < 0 else (states[pair_idx[0]], states[pair_idx[1]])
+    text = _explain(theta, query, node, quilt if quilt else None, full, near, e, delta, scale,
+                    eps, member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
+    return SensitivePlan(
+        node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+        remote=None if full is None else full.remote,
+        nearby_attributes=near if full is None else None,
+        influence=e, sensitivity=delta, scale=scale, quilts_considered=considered,
+        optimal=optimal, explanation=text, influence_member=member,
+        influence_pair=None if pair is None else (_jsonable(pair[0]), _jsonable(pair[1])))
 
 
 def _trusted(p: Plan) -> Plan:

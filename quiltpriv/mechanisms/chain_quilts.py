@@ -409,8 +409,11 @@ def _groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     row; a collision (never seen) falls back to the exact sort.
     """
     bits = np.ascontiguousarray(rows).view(np.uint64)
-    mult = np.random.default_rng(12345).integers(1, 2**63, bits.shape[1], dtype=np.uint64) | 1
     with np.errstate(over="ignore"):
+        # fixed odd multipliers (Weyl sequence of the golden ratio): any hash will do, since
+        # every group is checked below
+        mult = (np.arange(1, bits.shape[1] + 1, dtype=np.uint64)
+                * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
         h = (bits * mult[None, :]).sum(axis=1, dtype=np.uint64)
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)

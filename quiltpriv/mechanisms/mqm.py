@@ -354,6 +354,68 @@ def _chain_nodes(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], e
     return out, skipped
 
 
+def _search_nodes(theta: Theta, nodes: tuple[str, ...], family: str,
+                  order: tuple[str, ...] | None, eps: float, max_quilt_size: int,
+                  max_table: int, read_set: frozenset[str] | None, deadline: float | None,
+                  progress: bool, list_sets: bool) -> tuple[list[NodeScale], list[str]]:
+    """Each protected entry searched over its family (the enumerating families), with the
+    deadline seen per entry and per candidate; entries after it keep the trivial quilt."""
+    plans: list[NodeScale] = []
+    skipped: list[str] = []
+    todo: Iterable[str] = nodes
+    if progress:
+        from quiltpriv.utils.progress import progress_bar
+
+        todo = progress_bar(nodes, desc="quilts", unit="entry")
+    for v in todo:
+        if family == "chain":
+            assert order is not None
+            cands: Iterable[Quilt] = chain_quilts(theta, v, order)
+        elif family == "all":
+            cands = enumerate_quilts(theta, v)
+        else:
+            cands = enumerate_quilts(theta, v, max_size=max_quilt_size)
+        if deadline is not None and time.monotonic() > deadline:
+            skipped.append(f"{v!r}: {TIME_LIMIT_REASON}")
+            if not list_sets:  # the trivial quilt, in O(1)
+                n_read = len(read_set) if read_set is not None else len(theta.nodes)
+                plans.append(NodeScale(node=v, quilt=(), nearby=None, remote=None,
+                                       influence=0.0, scale=_quilt_scale(n_read, 0.0, eps),
+                                       quilts_considered=1, nearby_read=n_read))
+                continue
+            cands = ()
+        ns, sk = _search_node(theta, v, eps, cands, max_table, read_set, deadline)
+        if not list_sets:
+            ns = NodeScale(**{**ns.__dict__, "nearby": None, "remote": None})
+        plans.append(ns)
+        skipped += sk
+    return plans, skipped
+
+
+def _protected(theta: Theta, protected: str | Iterable[str] | None) -> tuple[str, ...]:
+    """The protected entries in network order (all by default)."""
+    if protected is None:
+        return theta.nodes
+    if isinstance(protected, str):
+        protected = [protected]
+    nodes = theta.sort(theta.check_nodes(protected, "protected entry"))
+    if not nodes:
+        raise ModelError("give at least one protected entry")
+    return nodes
+
+
+def _family(family: str, order: tuple[str, ...] | None, n_nodes: int,
+            max_exhaustive_nodes: int) -> str:
+    """The family ``"auto"`` stands for; ``"chain"`` only on a chain."""
+    if family == "auto":
+        if order is not None:
+            return "chain"
+        return "all" if n_nodes <= max_exhaustive_nodes else "bounded"
+    if family == "chain" and order is None:
+        raise ParameterError("family='chain' needs a directed chain Y_1 -> ... -> Y_m")
+    return family
+
+
 def markov_quilt_mechanism(
     model: Any,
     epsilon: float,
@@ -427,14 +489,7 @@ def markov_quilt_mechanism(
     if isinstance(max_quilt_size, bool) or not isinstance(max_quilt_size, int) \
             or max_quilt_size < 0:
         raise ParameterError(f"max_quilt_size must be an integer >= 0, got {max_quilt_size!r}")
-    if protected is None:
-        nodes = theta.nodes
-    else:
-        if isinstance(protected, str):
-            protected = [protected]
-        nodes = theta.sort(theta.check_nodes(protected, "protected entry"))
-        if not nodes:
-            raise ModelError("give at least one protected entry")
+    nodes = _protected(theta, protected)
     read_set = None if read is None else frozenset(
         theta.check_nodes([read] if isinstance(read, str) else read, "entry read"))
     if time_limit is not None:
@@ -446,18 +501,8 @@ def markov_quilt_mechanism(
         list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
                      and len(theta.nodes) * len(nodes) <= LIST_SETS_LIMIT)
     order = chain_order(theta)
-    if family == "auto":
-        if order is not None:
-            family = "chain"
-        elif len(theta.nodes) <= max_exhaustive_nodes:
-            family = "all"
-        else:
-            family = "bounded"
-    if family == "chain" and order is None:
-        raise ParameterError("family='chain' needs a directed chain Y_1 -> ... -> Y_m")
+    family = _family(family, order, len(theta.nodes), max_exhaustive_nodes)
     notes: list[str] = []
-    skipped: list[str] = []
-    plans: list[NodeScale] = []
     chained = None
     if family == "chain":
         assert order is not None
@@ -466,33 +511,8 @@ def markov_quilt_mechanism(
     if chained is not None:
         plans, skipped = chained
     else:
-        todo: Iterable[str] = nodes
-        if progress:
-            from quiltpriv.utils.progress import progress_bar
-
-            todo = progress_bar(nodes, desc="quilts", unit="entry")
-        for v in todo:
-            if family == "chain":
-                assert order is not None
-                cands: Iterable[Quilt] = chain_quilts(theta, v, order)
-            elif family == "all":
-                cands = enumerate_quilts(theta, v)
-            else:
-                cands = enumerate_quilts(theta, v, max_size=max_quilt_size)
-            if deadline is not None and time.monotonic() > deadline:
-                skipped.append(f"{v!r}: {TIME_LIMIT_REASON}")
-                if not list_sets:  # the trivial quilt, in O(1)
-                    n_read = len(read_set) if read_set is not None else len(theta.nodes)
-                    plans.append(NodeScale(node=v, quilt=(), nearby=None, remote=None,
-                                           influence=0.0, scale=_quilt_scale(n_read, 0.0, eps),
-                                           quilts_considered=1, nearby_read=n_read))
-                    continue
-                cands = ()
-            ns, sk = _search_node(theta, v, eps, cands, max_table, read_set, deadline)
-            if not list_sets:
-                ns = NodeScale(**{**ns.__dict__, "nearby": None, "remote": None})
-            plans.append(ns)
-            skipped += sk
+        plans, skipped = _search_nodes(theta, nodes, family, order, eps, max_quilt_size,
+                                       max_table, read_set, deadline, progress, list_sets)
     optimal = not skipped
     if family == "chain":
         notes.append("chain family {Y_(i-a), Y_(i+b)} (SWC): exact on a directed chain, since "
