@@ -151,7 +151,7 @@ def test_cli_plans_and_releases_the_fraction_of_time(tmp_path, capsys):
     pd.DataFrame([{v: t % 2 for t, v in enumerate(theta.nodes)}]).to_csv(data, index=False)
     for mechanism in ("apmqm", "mqm"):
         assert main(["release", *args, "--data", str(data), "--mechanism", mechanism,
-                     "--seed", "3"]) == 0
+                     "--seed", "3", "--json"]) == 0
         r = json.loads(capsys.readouterr().out)
         # the noise pays for snapping the value to its grid: a little above the plan's scale
         assert 31.737788616 / n <= r["scale"] <= 31.737788616 / n * (1 + 1e-5), mechanism
