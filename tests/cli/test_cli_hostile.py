@@ -561,6 +561,10 @@ def _without_loky_worker_noise(err: str) -> str:
     """
     kept, skipping = [], False
     for line in err.splitlines(keepends=True):
+        # A worker that takes Ctrl-C while Python itself starts (importing ``site``) ends with
+        # CPython's own two-line fatal error before its traceback (seen once under -n auto).
+        if line.startswith(("Fatal Python error: init_import_site", "Python runtime state:")):
+            continue
         if line.startswith(("Process LokyProcess", "Traceback (most recent call last)")):
             skipping = True
         elif skipping and not line.startswith(("  ", "KeyboardInterrupt")):
