@@ -17,6 +17,8 @@ Every reader's failure becomes a :class:`~quiltpriv.errors.ModelError` naming th
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import gzip
 import importlib.util
 import os
@@ -24,7 +26,7 @@ import re
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -41,9 +43,43 @@ from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it al
 from quiltpriv.model.network import theta_to_dict as theta_to_dict
 from quiltpriv.model.readers import MAX_STATES, check_probability_literal
 
-#: Files above this size are refused before parsing (a BIF of the largest bundled pgmpy
-#: network, munin, is about 1.5 MB uncompressed).
+#: BIF and XMLBIF files above this size are refused before parsing (a BIF of the largest
+#: bundled pgmpy network, munin, is about 1.5 MB uncompressed). JSON models are bounded by
+#: :data:`JSON_MEMORY_BUDGET` instead.
 MAX_MODEL_BYTES = 64 * 2**20
+
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return None
+
+
+#: Memory a JSON model (quiltpriv's own format) may take to read: half the machine's physical
+#: memory (4 GiB where it cannot be read). JSON models have no fixed size cap: what reading
+#: one costs grows with what it holds (nodes, parents, table entries), and each of those is
+#: at least a few bytes of text, so the file's size times :data:`JSON_BYTES_PER_TEXT_BYTE` bounds
+#: it; a file whose bound exceeds this budget is refused before it is read.
+JSON_MEMORY_BUDGET: int = (_physical_memory() or 2 * 2**32) // 2
+
+#: Peak memory of reading a JSON model per byte of its text, rounded up from the measured
+#: peak (the text, the parsed document, the checked float64 tables and Theta): a 119.5 MB
+#: model of 100,000 nodes and 5.1 million table entries peaked at 1.0 GB (8.3 bytes per
+#: byte of text, the interpreter included).
+JSON_BYTES_PER_TEXT_BYTE = 12
+
+
+def _check_json_budget(path: Path, size: int) -> None:
+    """Refuse a JSON model whose reading would exceed :data:`JSON_MEMORY_BUDGET`."""
+    need = size * JSON_BYTES_PER_TEXT_BYTE
+    if need > JSON_MEMORY_BUDGET:
+        raise ModelError(
+            f"{path}: reading this {size}-byte JSON model needs about {need} bytes of memory "
+            f"({JSON_BYTES_PER_TEXT_BYTE} per byte of text), over the {JSON_MEMORY_BUDGET}-byte "
+            "budget (half the machine's memory)")
+
 
 _BIF_VARIABLE = re.compile(
     r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}")
@@ -332,7 +368,44 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: A JSON number literal with an exponent of three or more digits, or a run of 200 digits, is
+#: the only kind that can overflow a float or fall below float64's normal range: with at most
+#: 199 digits on either side of the point and an exponent below 100, a literal is 0 or between
+#: 1e-299 and 1e298. Text without either is parsed by the C float reader directly.
+_JSON_RISKY_EXPONENT = re.compile(r"[eE][-+]?\d{3}")
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _json_numbers_plain(text: str) -> bool:
+    """Whether every number ``text`` can hold passes :func:`check_probability_literal` as is."""
+    if _JSON_RISKY_EXPONENT.search(text):
+        return False
+    return b"0" * 200 not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (restored after, whatever happens).
+
+    Parsing a large model creates millions of containers and no reference cycles; each full
+    collection the allocations trigger walks all of them again. Paused, parsing a 100,000-node
+    model took a third of the CPU time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
+    with _gc_paused():
+        return _theta_from_json_document(text, path, tolerance)
+
+
+def _theta_from_json_document(text: str, path: Path, tolerance: float) -> Theta:
     doc = _json_document(text, path)
     nodes = doc.get("nodes")
     members = doc.get("members")
@@ -364,9 +437,12 @@ def _json_document(text: str, path: Path) -> dict[str, Any]:
     """The JSON model's top-level object, of the expected format."""
     from quiltpriv.utils.serialize import load_json
 
+    # Per-literal checking in Python was most of the load time of a large model (5.1 million
+    # calls for 100,000 nodes); it is needed only for text holding a literal that could fail it.
+    parse_float = float if _json_numbers_plain(text) else _json_float
     try:
         doc = load_json(text, "the JSON model", error=ModelError,
-                        parse_constant=_reject_constant, parse_float=_json_float,
+                        parse_constant=_reject_constant, parse_float=parse_float,
                         parse_int=_parse_int, object_pairs_hook=_no_duplicate_keys)
     except ModelError as exc:  # neither the hooks nor the reader know the path
         raise ModelError(f"{path}: {exc}") from None
@@ -464,9 +540,7 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
         # compressed JSON (a long series' model): the size limit applies to the text
         return _theta_from_json(_read_model_text(path, "JSON"), path, tolerance)
     if path.suffix.lower() == ".json" and function is None:
-        size = path.stat().st_size
-        if size > MAX_MODEL_BYTES:
-            raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+        _check_json_budget(path, path.stat().st_size)
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -577,14 +577,14 @@ def theta_from_tables(
         raise ModelError("Theta is empty: give at least one network")
     names = list(names) if names is not None else [f"theta[{k}]" for k in range(len(members))]
     validated = []
+    shapes = {v: (len(states[v]),) + tuple(len(states[p]) for p in parents[v]) for v in topo}
     for m, name in zip(members, names, strict=True):
-        tables = {}
         for v in topo:
             if v not in m:
                 raise ModelError(f"{name}: node {v!r} has no CPD")
-            expected = (len(states[v]),) + tuple(len(states[p]) for p in parents[v])
-            tables[v] = CPD(v, tuple(parents[v]), _check_table(
-                m[v], expected, f"{name}: CPD of {v!r}", tolerance))
+        checked = _check_tables([(m[v], shapes[v], f"{name}: CPD of {v!r}") for v in topo],
+                                tolerance)
+        tables = {v: CPD(v, tuple(parents[v]), arr) for v, arr in zip(topo, checked, strict=True)}
         extra = set(m) - set(topo)
         if extra:
             raise ModelError(f"{name}: CPDs for unknown nodes {sorted(extra)}")
@@ -765,6 +765,59 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
                 "one, or use 0 for an impossible state)")
     arr.setflags(write=False)
     return arr
+
+
+def _check_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
+                  tolerance: float) -> list[np.ndarray]:
+    """:func:`_check_table` of every ``(values, shape, what)``, the checks vectorised over all.
+
+    Each table is converted on its own; finiteness, signs, the column sums against
+    ``tolerance`` and the keep-as-given test (:data:`KEEP_SUM_ULPS`) are then decided on one
+    concatenated array per cardinality, which is what makes a 100,000-node model load in a
+    fraction of the per-table time. The column-wise arithmetic is the same as
+    :func:`_check_table`'s, column for column, so the outcome is the same: a table that fails
+    any check, or needs renormalising, goes through :func:`_check_table` itself (in the given
+    order), which raises the same error or returns the same array.
+    """
+    arrs: list[np.ndarray] = []
+    for values, shape, what in items:
+        try:
+            arr = np.array(values, dtype=float)  # a copy: never freeze or alias the caller's
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.size != math.prod(shape):
+            _check_table(values, shape, what, tolerance)  # raises the precise error
+            raise AssertionError("unreachable")  # pragma: no cover
+        arrs.append(arr.reshape(shape))
+    if not arrs:
+        return []
+    flat = np.concatenate([a.ravel() for a in arrs])
+    slow = np.zeros(len(arrs), dtype=bool)
+    if not (np.all(np.isfinite(flat)) and not np.any(flat < 0)):
+        slow[:] = True  # the per-table checks name the first offending table
+    else:
+        by_k: dict[int, list[int]] = {}
+        for i, (_, shape, _) in enumerate(items):
+            by_k.setdefault(shape[0], []).append(i)
+        for k, idx in by_k.items():
+            blocks = [arrs[i].reshape(k, -1) for i in idx]
+            wide = np.concatenate(blocks, axis=1)
+            bounds = np.cumsum([0] + [b.shape[1] for b in blocks])
+            bad = np.abs(wide.sum(axis=0) - 1.0) > tolerance
+            off = np.abs(_accurate_column_sums(wide) - 1.0) > (
+                KEEP_SUM_ULPS * np.finfo(np.float64).eps)
+            flagged = np.cumsum(np.concatenate(([0], (bad | off).astype(np.int64))))
+            hit = flagged[bounds[1:]] - flagged[bounds[:-1]] > 0
+            slow[np.asarray(idx)[hit]] = True
+    out = []
+    for i, (values, shape, what) in enumerate(items):
+        if slow[i]:
+            out.append(_check_table(values, shape, what, tolerance))
+        else:
+            arr = arrs[i]
+            arr.setflags(write=False)
+            out.append(arr)
+    return out
 
 
 #: A CPD column whose correctly rounded sum is within this many ulps (of 1.0) of one is kept

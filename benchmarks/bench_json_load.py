@@ -1,0 +1,113 @@
+"""Reading a large model in quiltpriv's own JSON format (issue 31, section 3).
+
+Writes a seeded network of a family of ``bench_linear_scale.py`` (``banded`` by default:
+100,000 nodes, 2-4 parents among the 8 before, 2-3 states) with ``theta_to_dict`` to a
+temporary file, then reads it back in fresh processes, interleaved: with this tree's
+``load_model`` and, when ``--before`` names another checkout (e.g. a ``git worktree`` of the
+commit before the change), with that checkout's JSON reader (called past its 64 MiB size cap,
+which refused this file). Each run reports wall time, CPU time, peak RSS and the model's
+fingerprint (which must agree: the same checks give the same Theta).
+
+    python benchmarks/bench_json_load.py --n 100000 --before /path/to/old/checkout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from bench_core import code_version, machine_facts  # noqa: E402
+
+_READ = r"""
+import json, resource, sys, time
+from pathlib import Path
+w, c = time.perf_counter(), time.process_time()
+from quiltpriv.model import loading
+path = Path(sys.argv[1])
+if sys.argv[2] == "after":
+    theta = loading.load_model(path)
+else:  # the old reader, past its size cap
+    theta = loading._theta_from_json(path.read_text(encoding="utf-8"), path,
+                                     loading.CPD_SUM_TOLERANCE)
+print(json.dumps({"wall_s": time.perf_counter() - w, "cpu_s": time.process_time() - c,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "fingerprint": theta.fingerprint()}))
+"""
+
+
+def write_model(family: str, n: int, width: int, path: Path) -> dict[str, Any]:
+    from bench_linear_scale import build
+
+    from quiltpriv.model.network import theta_to_dict
+
+    theta = build(family, n, width)
+    text = json.dumps(theta_to_dict(theta))
+    path.write_text(text, encoding="utf-8")
+    entries = sum(t.table.size for t in theta.members[0].values())
+    return {"bytes": len(text), "nodes": n, "table_entries": int(entries)}
+
+
+def read(path: Path, tree: Path, which: str) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", _READ, str(path), which], env=env, cwd=tree,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", default="banded")
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--width", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--before", type=Path, help="a checkout of the code before the change")
+    ap.add_argument("--out", type=Path, help="write OUT.json and OUT.txt")
+    ap.add_argument("--note", default="")
+    args = ap.parse_args()
+    load_start = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{args.family}-{args.n}.json"
+        model = write_model(args.family, args.n, args.width, path)
+        runs: dict[str, list[dict[str, Any]]] = {"after": []}
+        if args.before:
+            runs["before"] = []
+        for _ in range(args.runs):
+            for which in runs:
+                tree = HERE.parent if which == "after" else args.before
+                runs[which].append(read(path, tree, which))
+    fingerprints = {r["fingerprint"] for rs in runs.values() for r in rs}
+    result = {"command": " ".join(sys.argv), "machine": machine_facts(), "code": code_version(),
+              "load_average": [load_start, os.getloadavg()], "family": args.family,
+              "model": model, "runs": runs, "same_theta": len(fingerprints) == 1,
+              "note": args.note}
+    lines = [f"# reading a {args.n}-node {args.family} JSON model (benchmarks/bench_json_load.py)",
+             "", f"command: {result['command']}", f"machine: {result['machine']}",
+             f"code: {result['code']}",
+             f"load average at start {load_start}, at end {os.getloadavg()} (a shared machine: "
+             "wall times move with the load; CPU times and same-run ratios move less)",
+             f"model: {model['bytes']} bytes, {model['nodes']} nodes, "
+             f"{model['table_entries']} table entries", f"note: {args.note}", ""]
+    for which, rs in runs.items():
+        for r in rs:
+            lines.append(f"- {which}: wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, "
+                         f"peak RSS {r['peak_mb']:.0f} MB, fingerprint {r['fingerprint'][:16]}")
+    lines.append(f"- same Theta (fingerprint) in every run: {result['same_theta']}")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str))
+        args.out.with_suffix(".txt").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Loading large JSON models: the vectorised checks refuse what the per-table checks refused.
+
+The fast paths of :func:`quiltpriv.model.loading.load_model` for JSON models (the C float
+reader when no literal can fail :func:`check_probability_literal`, table checks over one
+concatenated array) are compared with the per-literal and per-table checks they replace.
+"""
+
+import gc
+import json
+
+import numpy as np
+import pytest
+
+import quiltpriv as qp
+from quiltpriv.errors import ModelError
+from quiltpriv.model import loading
+from quiltpriv.model.network import CPD_SUM_TOLERANCE, _check_table, _check_tables
+
+
+def _random_tables(rng, n):
+    items = []
+    for j in range(n):
+        k = int(rng.choice([2, 3, 5, 70]))
+        shape = (k,) + tuple(int(rng.integers(1, 4)) for _ in range(int(rng.integers(0, 3))))
+        cols = rng.dirichlet(np.ones(k), size=int(np.prod(shape[1:], dtype=int))).T
+        kind = rng.integers(4)
+        if kind == 1:  # off by more than rounding, within the tolerance: renormalised
+            cols = cols * (1 + 1e-9)
+        elif kind == 2:  # exactly normalised columns written as lists
+            cols = np.full_like(cols, 1.0 / k) if k in (2,) else cols
+        values = cols.reshape(shape)
+        items.append((values.tolist() if kind != 3 else values, shape, f"CPD {j}"))
+    return items
+
+
+def test_batched_tables_equal_per_table_checks():
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        items = _random_tables(rng, 60)
+        fast = _check_tables(items, CPD_SUM_TOLERANCE)
+        for (values, shape, what), got in zip(items, fast, strict=True):
+            want = _check_table(values, shape, what, CPD_SUM_TOLERANCE)
+            assert got.shape == want.shape and got.tobytes() == want.tobytes()
+            assert not got.flags.writeable
+            if isinstance(values, np.ndarray):
+                assert not np.shares_memory(got, values)
+
+
+@pytest.mark.parametrize("bad", [
+    [[0.5, np.nan], [0.5, 0.5]],          # NaN
+    [[1.5, 0.5], [-0.5, 0.5]],            # negative
+    [[0.5, 0.5], [0.5, 0.6]],             # a column not summing to one
+    [[0.5, 0.5, 0.2], [0.5, 0.5, 0.8]],   # wrong number of entries
+    [["a", 0.5], [0.5, 0.5]],             # not numeric
+    [[0.5, 0.5], [0.5]],                  # ragged
+    [[1e-310, 0.5], [1 - 1e-7, 0.5]],     # a subnormal in a column to renormalise
+])
+def test_batched_tables_refuse_with_the_per_table_message(bad):
+    good = [[0.25, 0.5], [0.75, 0.5]]
+    items = [(good, (2, 2), "CPD a"), (bad, (2, 2), "CPD b"), (good, (2, 2), "CPD c")]
+    with pytest.raises(ModelError) as want:
+        _check_table(bad, (2, 2), "CPD b", CPD_SUM_TOLERANCE)
+    with pytest.raises(ModelError) as got:
+        _check_tables(items, CPD_SUM_TOLERANCE)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.fixture(scope="module")
+def student_text():
+    return json.dumps(qp.theta_to_dict(qp.load_model("student:theta")))
+
+
+@pytest.mark.parametrize("literal", [
+    "1e-400", "1E-0400", "2e-310", "1e400", "1e+999", "0." + "0" * 320 + "1",
+    "1" + "0" * 400 + ".0", "0." + "0" * 250 + "1e-60",
+])
+def test_literals_the_float_reader_cannot_check_are_still_refused(tmp_path, student_text,
+                                                                  literal):
+    # The first probability of the file is replaced by the literal (via a sentinel).
+    doc = json.loads(student_text)
+    member = doc["members"][0]["cpds"]
+    node = next(iter(member))
+    member[node] = np.asarray(member[node], dtype=float)
+    member[node].flat[0] = 0.314159265358979
+    member[node] = member[node].tolist()
+    text = json.dumps(doc).replace("0.314159265358979", literal, 1)
+    assert literal in text
+    assert not loading._json_numbers_plain(text)
+    f = tmp_path / "m.json"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(ModelError) as info:
+        qp.load_model(f)
+    assert "\n" not in str(info.value)
+    assert "normal range" in str(info.value) or "finite" in str(info.value), str(info.value)
+
+
+def test_fast_and_checked_float_readers_agree(tmp_path, student_text):
+    assert loading._json_numbers_plain(student_text)
+    plain = tmp_path / "plain.json"
+    plain.write_text(student_text, encoding="utf-8")
+    # A 200-digit node name sends the same numbers through the per-literal checks.
+    doc = json.loads(student_text)
+    doc["provenance"] = {"note": "9" * 200}
+    slow_text = json.dumps(doc)
+    assert not loading._json_numbers_plain(slow_text)
+    slow = tmp_path / "slow.json"
+    slow.write_text(slow_text, encoding="utf-8")
+    assert qp.load_model(plain).fingerprint() == qp.load_model(slow).fingerprint()
+
+
+def test_no_fixed_size_cap_but_a_memory_budget(tmp_path, monkeypatch, student_text):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:  # sparse: over the old 64 MiB cap, no disk used
+        fh.truncate(64 * 2**20 + 1)
+    with pytest.raises(ModelError) as info:
+        qp.load_model(big)
+    assert "larger than" not in str(info.value) and "not valid JSON" in str(info.value)
+    f = tmp_path / "m.json"
+    f.write_text(student_text, encoding="utf-8")
+    monkeypatch.setattr(loading, "JSON_MEMORY_BUDGET", len(student_text))
+    with pytest.raises(ModelError, match="over the .*-byte budget") as info:
+        qp.load_model(f)
+    assert "\n" not in str(info.value)
+
+
+def test_garbage_collector_restored(tmp_path, student_text):
+    f = tmp_path / "m.json"
+    f.write_text(student_text[:-5], encoding="utf-8")
+    assert gc.isenabled()
+    with pytest.raises(ModelError):
+        qp.load_model(f)
+    assert gc.isenabled()
+    f.write_text(student_text, encoding="utf-8")
+    qp.load_model(f)
+    assert gc.isenabled()
