@@ -46,7 +46,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from numbers import Real
 from typing import Any, NamedTuple, cast
@@ -865,6 +865,19 @@ DEFAULT_MAX_CANDIDATES = 100_000
 
 #: Said (in the attribute's explanation) when the time limit stops a search.
 TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+
+
+#: How many attribute names a plan-wide note lists before counting the rest (a 5,000-node
+#: plan stopped by its time limit listed every name: 30 KB in one note).
+NOTE_NAMES = 10
+
+
+def _few(names: Sequence[Hashable]) -> str:
+    """``names`` for a note: the first :data:`NOTE_NAMES`, then how many more (each attribute's
+    own explanation says what happened to it)."""
+    shown = ", ".join(map(repr, names[:NOTE_NAMES]))
+    rest = len(names) - NOTE_NAMES
+    return shown if rest <= 0 else f"{shown} and {rest} more (see each attribute's explanation)"
 #: Begins what is said when the candidate budget stops a search.
 BUDGET_REASON = "the search stopped after its budget of"
 
@@ -1796,9 +1809,8 @@ def plan(
                          (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
         stopped = [sp.node for sp in plans if reason in sp.explanation]
         if stopped:
-            notes.append(f"{what} was reached: the search of {', '.join(map(repr, stopped))} "
-                         "stopped with the best quilt found so far (valid, optimality not "
-                         "proven)")
+            notes.append(f"{what} was reached: the search of {_few(stopped)} stopped with the "
+                         "best quilt found so far (valid, optimality not proven)")
     scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)

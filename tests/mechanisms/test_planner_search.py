@@ -525,3 +525,16 @@ def test_benchmark_runs_and_agrees_with_the_old_search(capsys):
     assert bench.main(["--quick", "--shapes", "star/leaf,dag", "--old-max", "8"]) == 0
     out = capsys.readouterr().out
     assert out.count("4/4 plans proven optimal") == 4 and " NO " not in out
+
+
+def test_a_plan_wide_note_names_ten_attributes_and_counts_the_rest():
+    # A 5,000-node plan stopped by its time limit used to list every name in one note (30 KB).
+    theta = tree(5, "weak")
+    attrs = [v for v in theta.nodes if v != "r"]
+    query = random_linear(np.random.default_rng(5), attrs)
+    p = plan(theta, query, theta.nodes, 1.0, max_candidates=1)
+    stopped = [sp.node for sp in p.sensitive if "budget of 1 candidate" in sp.explanation]
+    assert len(stopped) > 10
+    (note,) = [n for n in p.notes if "the budget of 1 candidates was reached" in n]
+    assert ", ".join(map(repr, stopped[:10])) + f" and {len(stopped) - 10} more" in note
+    assert repr(stopped[10]) not in note.split(" and ")[0]
