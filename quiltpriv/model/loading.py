@@ -274,17 +274,22 @@ def _file_kind(path: Path) -> str | None:
     return None
 
 
-def _read_model_text(path: Path, kind: str) -> str:
-    """The file's text, decompressed, size-checked and decoded as UTF-8, or ModelError."""
+def _read_model_text(path: Path, kind: str, limit: int = MAX_MODEL_BYTES,
+                     why: str = "") -> str:
+    """The file's text, decompressed, size-checked and decoded as UTF-8, or ModelError.
+
+    ``limit`` bounds the file's size and its decompressed size (``why`` says where it comes
+    from, in the refusal).
+    """
     size = path.stat().st_size
-    if size > MAX_MODEL_BYTES:
-        raise ModelError(f"{path}: {size} bytes is larger than the {MAX_MODEL_BYTES} allowed")
+    if size > limit:
+        raise ModelError(f"{path}: {size} bytes is larger than the {limit} allowed{why}")
     try:
         if path.name.lower().endswith(".gz"):
             with gzip.open(path, "rb") as fh:
-                raw = fh.read(MAX_MODEL_BYTES + 1)
-            if len(raw) > MAX_MODEL_BYTES:
-                raise ModelError(f"{path}: uncompressed size exceeds {MAX_MODEL_BYTES} bytes")
+                raw = fh.read(limit + 1)
+            if len(raw) > limit:
+                raise ModelError(f"{path}: uncompressed size exceeds {limit} bytes{why}")
             return raw.decode("utf-8")
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -537,8 +542,11 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
     if path.suffix == ".py":
         return _from_module(path, function, tolerance)
     if path.name.lower().endswith(".json.gz") and function is None:
-        # compressed JSON (a long series' model): the size limit applies to the text
-        return _theta_from_json(_read_model_text(path, "JSON"), path, tolerance)
+        # compressed JSON (a long series' model): the memory budget bounds the text
+        limit = JSON_MEMORY_BUDGET // JSON_BYTES_PER_TEXT_BYTE
+        why = (f" (reading takes {JSON_BYTES_PER_TEXT_BYTE} bytes of memory per byte of text; "
+               f"the budget is {JSON_MEMORY_BUDGET} bytes, half the machine's memory)")
+        return _theta_from_json(_read_model_text(path, "JSON", limit, why), path, tolerance)
     if path.suffix.lower() == ".json" and function is None:
         _check_json_budget(path, path.stat().st_size)
         try:

@@ -133,3 +133,26 @@ def test_garbage_collector_restored(tmp_path, student_text):
     f.write_text(student_text, encoding="utf-8")
     qp.load_model(f)
     assert gc.isenabled()
+
+
+def test_compressed_json_bounded_by_the_budget_not_64_mib(tmp_path, monkeypatch, student_text):
+    import gzip
+
+    f = tmp_path / "m.json.gz"
+    with gzip.open(f, "wt", encoding="utf-8") as fh:
+        fh.write(student_text)
+    want = qp.load_model("student:theta").fingerprint()
+    assert qp.load_model(f).fingerprint() == want
+    # Over the BIF cap of 64 MiB once decompressed (trailing spaces), under the budget: read.
+    monkeypatch.setattr(loading, "JSON_MEMORY_BUDGET", 2**30 * loading.JSON_BYTES_PER_TEXT_BYTE)
+    padded = tmp_path / "padded.json.gz"
+    with gzip.open(padded, "wb", compresslevel=1) as fh:
+        fh.write(student_text.encode())
+        for _ in range(65):
+            fh.write(b" " * 2**20)
+    assert qp.load_model(padded).fingerprint() == want
+    monkeypatch.setattr(loading, "JSON_MEMORY_BUDGET",
+                        loading.JSON_BYTES_PER_TEXT_BYTE * (len(student_text) - 1))
+    with pytest.raises(ModelError, match="uncompressed size exceeds .* budget") as info:
+        qp.load_model(f)
+    assert "\n" not in str(info.value)
