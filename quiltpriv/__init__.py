@@ -29,6 +29,7 @@ from quiltpriv.errors import (
     QueryError,
     QuiltPrivError,
     QuiltPrivWarning,
+    SearchStoppedWarning,
 )
 
 from . import _compat
@@ -67,6 +68,7 @@ __all__ = [
     "InfluenceTooExpensive", "LinearQuery", "MeanQuery", "ModelError", "NetworkBuilder",
     "ParameterError", "ParameterStatesWarning", "Plan", "PlanError", "PlanVerification",
     "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "QuiltPrivWarning", "Release",
+    "SearchStoppedWarning",
     "SensitivePlan", "SumQuery", "Theta", "bundled_models", "bundled_network", "check_plan",
     "discretise", "enumerate_quilts", "hidden_markov", "joint_marginal", "learn_theta",
     "least_influence_quilt", "load_model", "load_theta", "markov_chain", "markov_quilt",

@@ -78,6 +78,12 @@ class AssumptionWarning(QuiltPrivWarning):
     provenance."""
 
 
+class SearchStoppedWarning(QuiltPrivWarning):
+    """Structure learning was stopped by its time limit, work budget or step limit: the learned
+    DAG is the best found so far, not a local optimum of the score (the provenance's
+    ``structure.search_end`` says which bound stopped it)."""
+
+
 class RepeatedReleaseWarning(QuiltPrivWarning):
     """A release reads the same data as an earlier one with the same query or model: the
     guarantees do not add up in general (:func:`quiltpriv.releases.ledger.composition`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from quiltpriv.cli.core import emit, number, seed_type
+from quiltpriv.cli.core import _time_limit, emit, number, seed_type
 from quiltpriv.errors import ParameterError
 from quiltpriv.queries.options import split_list
 
@@ -51,8 +51,9 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         method=args.method, edges=given, required_edges=_edges(args.required_edges,
                                                                "--required-edges"),
         forbidden_edges=_edges(args.forbidden_edges, "--forbidden-edges"),
-        max_indegree=args.max_indegree, n_bootstrap=args.bootstrap, seed=args.seed,
-        name=args.name, data_public=args.data_public)
+        max_indegree=args.max_indegree, time_limit=args.time_limit,
+        n_bootstrap=args.bootstrap, seed=args.seed, name=args.name,
+        data_public=args.data_public)
     emit(theta.to_json(indent=1), args.output)
     if args.output:
         edges = ", ".join(f"{a} -> {b}" for a, b in theta.edges) or "none"
@@ -89,6 +90,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-indegree", type=number("--max-indegree", integer=True, min_val=0,
                                                  max_val=16), default=2, metavar="K",
                    help="most parents per node when learning the DAG (default 2)")
+    p.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+                   help="seconds hill climbing may take (default 60; none: no limit); when "
+                        "it or the work budget runs out, the best DAG so far is used, flagged "
+                        "in the provenance as not a local optimum, with a warning")
     p.add_argument("--bootstrap", type=number("--bootstrap", integer=True, min_val=0),
                    default=0, metavar="B", help="bootstrap members besides the estimate")
     p.add_argument("--seed", type=seed_type, default=0, help="seeds the bootstrap (default 0)")

@@ -19,7 +19,8 @@ months). So the unit of learning is a population, not a record:
    bin range is an error, never clipped.
 3. **Structure.** pgmpy's score-based hill climbing (``method="hill_climb"``, BDeu or BIC score)
    or the PC algorithm (``method="pc"``, chi-square tests), honouring the user's required and
-   forbidden edges, bounded by ``max_indegree`` and ``max_iter``, and deterministic: nodes are
+   forbidden edges, bounded by ``max_indegree``, ``max_iter``, a work budget and a time limit
+   (a search they stop returns its best DAG so far, flagged), and deterministic: nodes are
    handed to pgmpy as integers in the declared order, so ties are broken the same way in every
    process (string hashing is randomised per process).
 4. **Tables.** Bayesian estimation with the BDeu prior (Dirichlet pseudo-counts
@@ -41,6 +42,7 @@ says nothing about adversaries outside it (see ``docs/assumptions.md``).
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,16 +56,31 @@ from quiltpriv.model.builder import state_name
 from quiltpriv.model.network import Theta, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, data_sha256
 
-__all__ = ["Bins", "MAX_PARAMETERS", "MIN_POPULATIONS", "discretise", "learn_theta",
+__all__ = ["Bins", "MAX_PARAMETERS", "MAX_PC_PARAMETERS", "MAX_SCORE_EVALUATIONS",
+           "MIN_POPULATIONS", "discretise", "learn_theta",
            "population_parameters"]
 
 #: Fewest populations a network may be learned from (each population is one observation of
 #: the parameters; fewer make every table mostly prior).
 MIN_POPULATIONS = 10
 
-#: Most parameters (nodes) structure learning accepts; hill climbing scores O(n^2) moves per
-#: step, and the planner's exact influences are meant for networks of this size.
-MAX_PARAMETERS = 40
+#: Most parameters (nodes) a network may be learned over: a hard bound, refused in one line.
+#: Hill climbing scores about ``n (n - 1)`` candidate moves per step (one step at 300 nodes is
+#: about 90,000 score evaluations), bounded further by :data:`MAX_SCORE_EVALUATIONS` and the
+#: time limit.
+MAX_PARAMETERS = 300
+
+#: Most parameters the PC algorithm accepts: its conditional-independence tests cannot be
+#: stopped part way, so its work is bounded by the network's size only.
+MAX_PC_PARAMETERS = 40
+
+#: The hill-climbing work budget: most candidate moves scored in one search (each is one
+#: local-score evaluation). When it, or the time limit, runs out, the best structure so far is
+#: returned, flagged in the provenance and warned about.
+MAX_SCORE_EVALUATIONS = 5_000_000
+
+#: Default wall-clock limit of structure learning, seconds.
+DEFAULT_LEARNING_TIME_LIMIT = 60.0
 
 #: Most bins one parameter may have.
 MAX_BINS = 50
@@ -151,7 +168,7 @@ def _check_parameters(parameters: Any) -> dict[str, str]:
                                  f"got {kind!r}")
         out[col] = kind
     if len(out) > MAX_PARAMETERS:
-        raise ParameterError(f"{len(out)} parameters; structure learning is bounded to "
+        raise ParameterError(f"{len(out)} parameters; learning a network is bounded to "
                              f"{MAX_PARAMETERS}")
     return out
 
@@ -356,12 +373,42 @@ def _edge_list(edges: Iterable[Any] | None, params: Sequence[str], what: str
     return out
 
 
+class _Stop(Exception):
+    """Raised inside pgmpy's move generator when the budget or the time limit runs out."""
+
+
+@dataclass
+class _SearchBound:
+    """Counts score evaluations and checks the deadline at each (hill climbing's only loop
+    that can run long is the scoring of candidate moves)."""
+
+    budget: int
+    deadline: float | None
+    evaluations: int = 0
+    steps: int = 0
+    stopped: str | None = None
+    last_best: float = -math.inf
+
+    def tick(self) -> None:
+        self.evaluations += 1
+        if self.evaluations > self.budget:
+            self.stopped = "evaluation_budget"
+            raise _Stop
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.stopped = "time_limit"
+            raise _Stop
+
+
 def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMethod,
                      score: Score, ess: float, max_indegree: int, max_iter: int,
                      required: list[tuple[int, int]], forbidden: list[tuple[int, int]],
-                     significance: float) -> list[tuple[int, int]]:
+                     significance: float, bound: _SearchBound) -> list[tuple[int, int]]:
     """Edges (as integer node indices) learned by pgmpy. Integers, not names: pgmpy breaks
-    ties in set iteration order, which for strings changes with the process's hash seed."""
+    ties in set iteration order, which for strings changes with the process's hash seed.
+
+    Hill climbing is pgmpy's own loop (tabu list and all); ``bound`` is checked at every
+    scored move. When it stops the search, the DAG of the last completed step (the best so
+    far) is returned and ``bound.stopped`` says why."""
     with warnings.catch_warnings():
         # pgmpy 1.1 warns about its own deprecations on import and use; not the user's concern.
         warnings.simplefilter("ignore", FutureWarning)
@@ -372,6 +419,22 @@ def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMe
         from pgmpy.causal_discovery import PC, ExpertKnowledge, HillClimbSearch
         from pgmpy.structure_score import BIC, K2, BDeu
 
+        class _BoundedHillClimb(HillClimbSearch):
+            """pgmpy's hill climbing whose move generator ticks ``bound``; it remembers the
+            current model (pgmpy passes its live DAG, changed only after a step's best move
+            is chosen), so a stop mid-step leaves the last completed step's DAG."""
+
+            current: Any = None
+
+            def _legal_operations_dag(self, *args: Any, **kwargs: Any) -> Any:
+                bound.steps += 1
+                bound.last_best = -math.inf
+                type(self).current = kwargs["model"] if "model" in kwargs else args[0]
+                for op in super()._legal_operations_dag(*args, **kwargs):
+                    bound.tick()
+                    bound.last_best = max(bound.last_best, float(op[1]))
+                    yield op
+
         n = codes.shape[1]
         frame = pd.DataFrame({k: codes[:, k] for k in range(n)})
         states = {k: list(range(cards[k])) for k in range(n)}
@@ -381,9 +444,9 @@ def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMe
                                            state_names=states),
                       "bic": lambda: BIC(frame, state_names=states),
                       "k2": lambda: K2(frame, state_names=states)}[score]()
-            est = HillClimbSearch(scoring_method=scorer, max_indegree=max_indegree,
-                                  expert_knowledge=expert, return_type="dag",
-                                  max_iter=max_iter, show_progress=False)
+            est = _BoundedHillClimb(scoring_method=scorer, max_indegree=max_indegree,
+                                    expert_knowledge=expert, return_type="dag",
+                                    max_iter=max_iter, show_progress=False)
         else:
             est = PC(variant="stable", ci_test="chi_square", return_type="dag",
                      significance_level=significance, max_cond_vars=max_indegree,
@@ -391,9 +454,14 @@ def _learn_structure(codes: np.ndarray, cards: Sequence[int], method: LearningMe
                      show_progress=False)
         try:
             est.fit(frame)
+            graph = est.causal_graph_
+        except _Stop:
+            graph = _BoundedHillClimb.current
+            if graph is None:  # stopped before pgmpy built its start DAG: no edges
+                return _enforce([], required, forbidden, n)
         except ValueError as exc:
             raise ModelError(f"structure learning failed: {exc}") from exc
-        edges = [(int(a), int(b)) for a, b in est.causal_graph_.edges()]
+        edges = [(int(a), int(b)) for a, b in graph.edges()]
     return _enforce(edges, required, forbidden, n)
 
 
@@ -452,6 +520,7 @@ def learn_theta(
     edges: Iterable[tuple[str, str]] | None = None,
     max_indegree: int = 2,
     max_iter: int = 1000,
+    time_limit: float | None = DEFAULT_LEARNING_TIME_LIMIT,
     equivalent_sample_size: float = 5.0,
     significance_level: float = 0.01,
     n_bootstrap: int = 0,
@@ -493,6 +562,14 @@ def learn_theta(
         conditioning set).
     max_iter : int
         Most hill-climbing steps.
+    time_limit : float or None
+        Seconds hill climbing may take (default 60; None: no limit). Together with the work
+        budget :data:`MAX_SCORE_EVALUATIONS` (scored candidate moves), checked at every scored
+        move. When either runs out, or ``max_iter`` steps are taken, the DAG of the last
+        completed step is used: the best found so far, *not* a local optimum of the score. The
+        provenance says so (``structure.search_end``) and a
+        :class:`~quiltpriv.errors.SearchStoppedWarning` is raised. The PC algorithm cannot be
+        stopped part way and accepts at most :data:`MAX_PC_PARAMETERS` parameters instead.
     equivalent_sample_size : float
         The BDeu prior's weight (for the hill-climbing score and the tables), > 0.
     significance_level : float
@@ -538,6 +615,11 @@ def learn_theta(
     params = _check_parameters(parameters)
     ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
                                  equivalent_sample_size, significance_level)
+    limit = _check_time_limit(time_limit)
+    if method == "pc" and edges is None and len(params) > MAX_PC_PARAMETERS:
+        raise ParameterError(f"{len(params)} parameters; the PC algorithm is bounded to "
+                             f"{MAX_PC_PARAMETERS} (use method='hill_climb', bounded by a "
+                             "time limit and a work budget)")
     names = list(params)
     required = _edge_list(required_edges, names, "required_edges")
     forbidden = _edge_list(forbidden_edges, names, "forbidden_edges")
@@ -570,10 +652,12 @@ def learn_theta(
     cards = [len(binning[p].edges) - 1 for p in names]
     idx = {p: k for k, p in enumerate(names)}
     as_int = [(idx[a], idx[b]) for a, b in required]
+    bound = _SearchBound(MAX_SCORE_EVALUATIONS,
+                         None if limit is None else time.monotonic() + limit)
     if given is None:
         edges_int = _learn_structure(codes, cards, method, score, ess, max_indegree,
                                      max_iter, as_int,
-                                     [(idx[a], idx[b]) for a, b in forbidden], alpha)
+                                     [(idx[a], idx[b]) for a, b in forbidden], alpha, bound)
     else:
         edges_int = [(idx[a], idx[b]) for a, b in given]
     parents_int = _parents_of(edges_int, len(names))
@@ -589,6 +673,21 @@ def learn_theta(
         alpha, required, forbidden, dag, n_bootstrap, seed, data_public)
     if given is not None:
         prov["structure"] = {"method": "given", "edges": [list(e) for e in dag]}
+    elif method == "hill_climb":
+        end = _search_end(bound, max_iter)
+        prov["structure"].update(time_limit=limit, evaluation_budget=MAX_SCORE_EVALUATIONS,
+                                 score_evaluations=min(bound.evaluations,
+                                                       MAX_SCORE_EVALUATIONS),
+                                 search_end=end)
+        if end != "local_optimum":
+            from quiltpriv.errors import SearchStoppedWarning
+
+            why = (f"the time limit ({limit:g} s)" if end == "time_limit" and limit else
+                   f"the work budget ({MAX_SCORE_EVALUATIONS:,} score evaluations)"
+                   if end == "evaluation_budget" else f"max_iter ({max_iter} steps)")
+            warnings.warn(f"structure learning stopped by {why}: the DAG is the best found so "
+                          "far, not a local optimum of the score (recorded in the provenance "
+                          "as structure.search_end)", SearchStoppedWarning, stacklevel=2)
     if diagnostics is not None:
         prov["diagnostics"] = diagnostics
         prov["min_records"] = min_records
@@ -667,6 +766,31 @@ def _check_settings(method: object, score: object, max_indegree: int, max_iter: 
     if not 0 < alpha < 1:
         raise ParameterError(f"significance_level must be in (0, 1), got {significance_level}")
     return ess, alpha
+
+
+def _check_time_limit(time_limit: object) -> float | None:
+    """``time_limit`` as positive finite seconds, or None for no limit."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
+        raise ParameterError(f"time_limit must be a number of seconds > 0 or None, got "
+                             f"{time_limit!r}")
+    value = float(time_limit)
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(f"time_limit must be a number of seconds > 0 or None, got "
+                             f"{time_limit!r}")
+    return value
+
+
+def _search_end(bound: _SearchBound, max_iter: int) -> str:
+    """Why hill climbing ended: a local optimum, or the bound that stopped it."""
+    if bound.stopped is not None:
+        return bound.stopped
+    # pgmpy calls the move generator once per step and stops when the best move improves the
+    # score by less than its epsilon (1e-4): after max_iter calls whose last still found an
+    # improving move, the step limit ended the search.
+    improving = bound.last_best >= 1e-4
+    return "max_iter" if bound.steps >= max_iter and improving else "local_optimum"
 
 
 def _parents_of(edges: Sequence[tuple[int, int]], n: int) -> dict[int, list[int]]:

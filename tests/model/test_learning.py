@@ -331,3 +331,80 @@ def test_pc_refuses_nothing_silently_on_cyclic_requirements():
     with pytest.raises(ModelError, match="structure learning failed"):
         qp.learn_theta(_pops(40), SHARES, bins=BINS,
                        required_edges=[("a", "b"), ("b", "c"), ("c", "a")])
+
+
+def _wide(n: int, rows: int = 12, seed: int = 0) -> pd.DataFrame:
+    """``rows`` populations of ``n`` shares that all follow one common level (so hill climbing
+    finds many improving edges)."""
+    rng = np.random.default_rng(seed)
+    level = rng.uniform(0.1, 0.9, size=(rows, 1))
+    x = np.clip(level + rng.normal(0.0, 0.15, size=(rows, n)), 0.0, 1.0)
+    return pd.DataFrame(x, columns=[f"q{i}" for i in range(n)])
+
+
+def _wide_args(frame: pd.DataFrame) -> dict:
+    return dict(parameters={c: "share" for c in frame.columns},
+                bins={c: [0.0, 0.5, 1.0] for c in frame.columns}, data_public=True)
+
+
+def test_a_hundred_shares_learn_under_a_time_limit_flagged_if_stopped():
+    frame = _wide(100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        theta = qp.learn_theta(frame, **_wide_args(frame), time_limit=1.0)
+    assert len(theta.nodes) == 100
+    s = theta.provenance["structure"]
+    assert s["time_limit"] == 1.0 and s["evaluation_budget"] == 5_000_000
+    stopped = [w for w in caught if issubclass(w.category, qp.SearchStoppedWarning)]
+    # Either outcome is allowed (it depends on the machine's speed), but it must be said.
+    if s["search_end"] == "local_optimum":
+        assert not stopped
+    else:
+        assert s["search_end"] == "time_limit"
+        assert len(stopped) == 1 and "not a local optimum" in str(stopped[0].message)
+    assert all(e[0] in theta.nodes and e[1] in theta.nodes for e in s["learned_edges"])
+
+
+def test_a_spent_time_limit_returns_the_empty_start_flagged():
+    frame = _wide(30)
+    with pytest.warns(qp.SearchStoppedWarning, match=r"stopped by the time limit \(1e-09 s\)"):
+        theta = qp.learn_theta(frame, **_wide_args(frame), time_limit=1e-9)
+    s = theta.provenance["structure"]
+    assert s["search_end"] == "time_limit" and len(s["learned_edges"]) == 0
+
+
+def test_the_work_budget_stops_with_the_best_dag_so_far(monkeypatch):
+    """A budget that runs out in the third step (30 nodes: 870 candidate moves in the first
+    step, 869 in the second, whose undo of the first is tabu) keeps the first two steps'
+    edges: the same as two unbounded steps (max_iter=2), which are deterministic."""
+    import quiltpriv.model.learning as learning
+
+    frame = _wide(30)
+    with pytest.warns(qp.SearchStoppedWarning, match=r"max_iter \(2 steps\)"):
+        two = qp.learn_theta(frame, **_wide_args(frame), max_iter=2, time_limit=None)
+    s2 = two.provenance["structure"]
+    assert s2["search_end"] == "max_iter" and len(s2["learned_edges"]) == 2
+    assert s2["score_evaluations"] == 870 + 869
+    monkeypatch.setattr(learning, "MAX_SCORE_EVALUATIONS", 870 + 869 + 100)
+    with pytest.warns(qp.SearchStoppedWarning, match=r"work budget \(1,839 score evaluations"):
+        theta = qp.learn_theta(frame, **_wide_args(frame), time_limit=None)
+    s = theta.provenance["structure"]
+    assert s["search_end"] == "evaluation_budget" and s["score_evaluations"] == 1839
+    assert s["learned_edges"] == s2["learned_edges"]
+
+
+def test_over_the_hard_bounds_is_refused_in_one_line():
+    frame = _wide(301)
+    with pytest.raises(ParameterError, match=r"^301 parameters; learning a network is bounded "
+                                             r"to 300$"):
+        qp.learn_theta(frame, **_wide_args(frame))
+    frame = _wide(41)
+    with pytest.raises(ParameterError, match=r"^41 parameters; the PC algorithm is bounded to "
+                                             r"40 \(use method='hill_climb'"):
+        qp.learn_theta(frame, **_wide_args(frame), method="pc")
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5", True])
+def test_bad_time_limits_are_named(bad):
+    with pytest.raises(ParameterError, match="time_limit must be a number of seconds > 0"):
+        qp.learn_theta(_pops(), SHARES, bins=BINS, time_limit=bad)
