@@ -615,11 +615,7 @@ def learn_theta(
     params = _check_parameters(parameters)
     ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
                                  equivalent_sample_size, significance_level)
-    limit = _check_time_limit(time_limit)
-    if method == "pc" and edges is None and len(params) > MAX_PC_PARAMETERS:
-        raise ParameterError(f"{len(params)} parameters; the PC algorithm is bounded to "
-                             f"{MAX_PC_PARAMETERS} (use method='hill_climb', bounded by a "
-                             "time limit and a work budget)")
+    limit = _check_search(method, edges is None, len(params), time_limit)
     names = list(params)
     required = _edge_list(required_edges, names, "required_edges")
     forbidden = _edge_list(forbidden_edges, names, "forbidden_edges")
@@ -674,20 +670,7 @@ def learn_theta(
     if given is not None:
         prov["structure"] = {"method": "given", "edges": [list(e) for e in dag]}
     elif method == "hill_climb":
-        end = _search_end(bound, max_iter)
-        prov["structure"].update(time_limit=limit, evaluation_budget=MAX_SCORE_EVALUATIONS,
-                                 score_evaluations=min(bound.evaluations,
-                                                       MAX_SCORE_EVALUATIONS),
-                                 search_end=end)
-        if end != "local_optimum":
-            from quiltpriv.errors import SearchStoppedWarning
-
-            why = (f"the time limit ({limit:g} s)" if end == "time_limit" and limit else
-                   f"the work budget ({MAX_SCORE_EVALUATIONS:,} score evaluations)"
-                   if end == "evaluation_budget" else f"max_iter ({max_iter} steps)")
-            warnings.warn(f"structure learning stopped by {why}: the DAG is the best found so "
-                          "far, not a local optimum of the score (recorded in the provenance "
-                          "as structure.search_end)", SearchStoppedWarning, stacklevel=2)
+        prov["structure"].update(_record_search(bound, limit, max_iter))
     if diagnostics is not None:
         prov["diagnostics"] = diagnostics
         prov["min_records"] = min_records
@@ -766,6 +749,33 @@ def _check_settings(method: object, score: object, max_indegree: int, max_iter: 
     if not 0 < alpha < 1:
         raise ParameterError(f"significance_level must be in (0, 1), got {significance_level}")
     return ess, alpha
+
+
+def _record_search(bound: _SearchBound, limit: float | None, max_iter: int) -> dict[str, Any]:
+    """The hill-climbing bounds and how the search ended, for the provenance; warns when a
+    bound, not a local optimum, ended it."""
+    end = _search_end(bound, max_iter)
+    if end != "local_optimum":
+        from quiltpriv.errors import SearchStoppedWarning
+
+        why = (f"the time limit ({limit:g} s)" if end == "time_limit" and limit else
+               f"the work budget ({MAX_SCORE_EVALUATIONS:,} score evaluations)"
+               if end == "evaluation_budget" else f"max_iter ({max_iter} steps)")
+        warnings.warn(f"structure learning stopped by {why}: the DAG is the best found so "
+                      "far, not a local optimum of the score (recorded in the provenance "
+                      "as structure.search_end)", SearchStoppedWarning, stacklevel=3)
+    return {"time_limit": limit, "evaluation_budget": MAX_SCORE_EVALUATIONS,
+            "score_evaluations": min(bound.evaluations, MAX_SCORE_EVALUATIONS),
+            "search_end": end}
+
+
+def _check_search(method: object, learned: bool, n: int, time_limit: object) -> float | None:
+    """Refuse the PC algorithm over :data:`MAX_PC_PARAMETERS`; ``time_limit`` checked."""
+    if method == "pc" and learned and n > MAX_PC_PARAMETERS:
+        raise ParameterError(f"{n} parameters; the PC algorithm is bounded to "
+                             f"{MAX_PC_PARAMETERS} (use method='hill_climb', bounded by a "
+                             "time limit and a work budget)")
+    return _check_time_limit(time_limit)
 
 
 def _check_time_limit(time_limit: object) -> float | None:
