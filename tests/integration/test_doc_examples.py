@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import mpmath
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +110,73 @@ def test_the_main_pages_have_examples():
     assert {"README.md", "docs/index.md", "docs/modelling.md"} <= set(_pages_with_examples())
 
 
+def _at_least(value: float, reference: float, rel: float = 1e-8) -> None:
+    """value is reference rounded up (never below it), within a relative ``rel``."""
+    assert reference <= value <= reference * (1 + rel), (value, reference)
+
+
+def _released(rel, seed) -> None:
+    """The default release is secure; the seeded one says it is for experiments."""
+    assert rel.secure and not seed.secure
+
+
+def _check_apgm(ns: dict) -> None:
+    # [ZOC22, Alg. 1]: sigma^2 = (c Delta / eps)^2 - min Var, c = sqrt(2 ln(1.25 / delta)),
+    # Delta = 0.5 (the first theta's mean shift), min Var = 0.01.
+    c = mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf("1e-5")))
+    _at_least(ns["plan"].sigma, float(mpmath.sqrt((c / 2) ** 2 - mpmath.mpf("0.01"))))
+    _released(ns["released"], ns["trial"])
+
+
+def _check_wasserstein(ns: dict) -> None:
+    assert ns["plan"].exact and ns["plan"].sensitivity == 1 and ns["plan"].scale == 1  # [ZOC22]
+    _released(ns["released"], ns["trial"])
+
+
+def _check_distribution(ns: dict) -> None:
+    # [CO23, Thms 4.1-4.2]: Delta_E,1 = 0.05 + 0.05; sigma = c_G Delta_E,2 = c_G 0.05 sqrt(2).
+    _at_least(ns["lap"].laplace_scale, 0.1, rel=1e-6)
+    c = mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf("1e-5")))
+    _at_least(float(ns["gau"].covariance[0, 0]) ** 0.5,
+              float(c * mpmath.mpf("0.05") * mpmath.sqrt(2)), rel=1e-6)
+
+
+def _check_local(ns: dict) -> None:
+    # Randomised response pushes lambda to (e lambda_y + 1 - lambda_y) / (e + 2); with delta
+    # = 0 the DistP eps is the largest |log ratio| of the two output laws.
+    e = mpmath.e
+    lam0, lam1 = ns["pairs"][0]
+    out = [[(e * mpmath.mpf(x) + 1 - mpmath.mpf(x)) / (e + 2) for x in lam] for lam in (lam0, lam1)]
+    ref = max(abs(mpmath.log(a / b)) for a, b in zip(*out, strict=True))
+    assert ns["distp"].epsilon == pytest.approx(float(ref), rel=1e-9)
+    assert ns["released"].secure and not ns["trial"].secure and ns["trial"].seed == 7
+
+
+def _check_subset(ns: dict) -> None:
+    a = mpmath.exp(mpmath.mpf(-0.5))  # [Tan]: Var Z = 2a / (1 - a)^2, a = e^(-eps/2)
+    _at_least(ns["table"].noise_variance, float(2 * a / (1 - a) ** 2), rel=1e-9)
+    assert ns["table"].row_totals == (55, 64) and ns["table"].privacy_loss == 0.5
+    assert ns["table"].counts.sum(axis=1).tolist() == [55, 64]
+    assert ns["table"].secure and not ns["trial"].secure and ns["trial"].seed == 7
+
+
+def _check_gap(ns: dict) -> None:
+    # [HKCSR17] at (p, q) = (0.5, 0.25): PDD 0.75 - D, PDI 0.75 - D / 2.
+    assert ns["pdd"].accuracy == pytest.approx(0.65, abs=1e-9)
+    assert ns["pdi"].accuracy == pytest.approx(0.70, abs=1e-9)
+
+
+#: The figures each sibling-mechanism page's Usage example prints, against references.
+_USAGE_FIGURES = {
+    "docs/gaussian-mechanism.md": _check_apgm,
+    "docs/wasserstein-mechanism.md": _check_wasserstein,
+    "docs/distribution-privacy.md": _check_distribution,
+    "docs/local-distribution-privacy.md": _check_local,
+    "docs/subset-privacy.md": _check_subset,
+    "docs/generative-adversarial-privacy.md": _check_gap,
+}
+
+
 @pytest.mark.parametrize("page", _pages_with_examples())
 def test_page_examples_run_as_written(page, workdir):
     blocks = python_blocks((ROOT / page).read_text(encoding="utf-8"))
@@ -124,6 +192,9 @@ def test_page_examples_run_as_written(page, workdir):
         rel = namespace["release"]
         assert rel.plan.scale == 1000.0 and rel.secure
         assert namespace["declared"].provenance["source"] == "declared"
+    check = _USAGE_FIGURES.get(page)
+    if check is not None:
+        check(namespace)
     if skipped and len(skipped) == len(blocks):
         pytest.skip(f"{page}: every example needs a missing extra {skipped}")
 
@@ -200,3 +271,8 @@ def test_cli_reference_hook_lists_every_subcommand():
         assert f"usage: quiltpriv {name}" in md, name
         for opt in options:
             assert opt in md, (name, opt)
+
+
+def test_every_usage_check_has_its_example():
+    """A page whose Usage example went away would silently skip its figure check."""
+    assert set(_USAGE_FIGURES) <= set(_pages_with_examples())
