@@ -120,3 +120,19 @@ def test_cli_learn_plan_verify(table, learned, tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("quiltpriv: error: ") and message in err and err.count("\n") == 1
         assert not bad.exists()
+
+
+def test_cli_learn_time_limit(table, tmp_path, capsys):
+    """``--time-limit`` reaches the search and its provenance; a bad one is one line, exit 2."""
+    csv = tmp_path / "t.csv"
+    table.to_csv(csv, index=False)
+    for value, expected in [("none", None), ("30", 30.0)]:
+        assert main(["learn", str(csv), "--parameters", "a=share,b=share,c=share",
+                     "--time-limit", value, "--data-public"]) == 0
+        structure = json.loads(capsys.readouterr().out)["provenance"]["structure"]
+        assert structure["time_limit"] == expected
+        assert structure["search_end"] == "local_optimum"
+    assert main(["learn", str(csv), "--parameters", "a=share", "--time-limit", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("quiltpriv: error: ") and "--time-limit" in err
+    assert err.count("\n") == 1
