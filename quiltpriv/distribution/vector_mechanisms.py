@@ -47,10 +47,13 @@ from quiltpriv.distribution.distribution_privacy import (
     DistributionPrivacyResult,
     _means,
     _pairs,
+    _scale,
+    _square_up,
     _translation_assumption,
     mahalanobis_budget,
 )
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils.rounding import div_up, mul_up
 from quiltpriv.utils.validation import (
     check_array,
     check_delta,
@@ -231,7 +234,7 @@ def wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, *,
     ps = _pairs(pairs, lw.keys())
     w = max(wasserstein_inf_l1(*lw[a], *lw[b]) for a, b in ps) * (1 + _SAFETY)
     return DistributionPrivacyResult(
-        "Wasserstein", "laplace", m, eps, 0.0, laplace_scale=w / eps * (1 + _SAFETY),
+        "Wasserstein", "laplace", m, eps, 0.0, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
         notes=(f"Delta_W = max W_inf (L1 ground norm) over {len(ps)} pairs = {w:g} (exact "
                f"bottleneck on rounded-up distances)",))
@@ -249,7 +252,7 @@ def approximate_wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, d
     ps = _pairs(pairs, lw.keys())
     w = max(closeness(*lw[a], *lw[b], dl) for a, b in ps) * (1 + _SAFETY)
     return DistributionPrivacyResult(
-        "approximate Wasserstein", "laplace", m, eps, dl, laplace_scale=w / eps * (1 + _SAFETY),
+        "approximate Wasserstein", "laplace", m, eps, dl, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
         notes=(f"every pair is ({w:g}, {dl:g})-close in L1 (least W, exact max-flow)",))
 
@@ -352,7 +355,7 @@ def dirm_laplace_directions(means: Mapping[Any, ArrayLike], epsilon: float, *,
     v = _basis(directions, mu, ps, m, direction_rtol)
     d1 = _coefficients_norm(v, mu, ps, 1)
     return DirectionsLaplaceResult(
-        "DirM(L)", "laplace-directions", m, eps, 0.0, laplace_scale=d1 / eps,
+        "DirM(L)", "laplace-directions", m, eps, 0.0, laplace_scale=div_up(d1, eps),
         direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d1,
         assumptions=assumptions,
         notes=(f"{v.shape[1]} direction(s); max ||V^T (mu_i - mu_j)||_1 = {d1:g}; every mean "
@@ -381,7 +384,7 @@ def dirm_gaussian_directions(means: Mapping[Any, ArrayLike], epsilon: float, del
     v = _basis(directions, mu, ps, m, direction_rtol)
     d2 = _coefficients_norm(v, mu, ps, 2)
     r, note = mahalanobis_budget(eps, dl, calibration)
-    s2 = (d2 / r) ** 2 * (1 + _SAFETY)
+    s2 = mul_up(_square_up(div_up(d2, r)), 1 + _SAFETY)
     return DistributionPrivacyResult(
         "DirM(G)", "gaussian", m, eps, dl, covariance=s2 * (v @ v.T),
         direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d2,
