@@ -21,8 +21,7 @@ Queries audited
 * :class:`~quiltpriv.queries.query.CountQuery` over ``A`` with a predicate (``where``): the
   predicate is read over the model's record categories through the query's declared domain or
   ``record_states`` (:func:`quiltpriv.queries.network_laws.record_truth`; a predicate over
-  undeclared
-  data values is refused, never reinterpreted). A record satisfies it with probability
+  undeclared data values is refused, never reinterpreted). A record satisfies it with probability
   ``pi(phi_A) = sum over satisfying record states of prod_j P(X_j = x_j | phi_j)``, so
   ``F | phi ~ Binomial(n, pi(phi_A))``; categorical attributes (``0..k-1``) are allowed.
 * A CountQuery without a predicate counts the records whose attributes in ``A`` all equal 1
@@ -35,8 +34,7 @@ Queries audited
 Law of ``F`` given a secret: ``P(F = f | phi_i = a) = sum_{phi_A} P(phi_A | phi_i = a)
 P(F = f | phi_A)``, exact in rationals (the joint of ``(phi_i, phi_A)`` comes from
 :func:`quiltpriv.inference.influence.joint_marginal` on the member's CPDs read as exact decimals,
-as in
-:mod:`quiltpriv.queries.network_laws`).
+as in :mod:`quiltpriv.queries.network_laws`).
 
 Supremum over outputs (no noise, ``s = 0``): the output is ``F`` itself, so
 ``L = max_f log P(f | a) / P(f | b)`` over ``f`` with ``P(f | a) > 0``; ``+inf`` if
@@ -63,14 +61,12 @@ Large n: proven bounds instead of exact values
 ----------------------------------------------
 The exact laws have ``O(n)``-digit probabilities and cost ``O(n^2)`` and more; above
 :data:`~quiltpriv.queries.network_laws.EXACT_RECORDS` records (200) a count is audited from
-certified
-float64 laws (:mod:`quiltpriv.queries.law_bounds`): given a secret its law is the binomial mixture
-``sum_pi w_pi Binomial(n, pi)``, held as ``log P(k)`` for ``k = 0..n`` with a proven bound on
-the error. On the support ``0..n`` the sums of the previous section are two running sums,
-``log sum_{j <= k} P(j) e^{-(k - j)/s}`` and ``log sum_{j > k} P(j) e^{-(j - k)/s}``, each
-``O(n)`` (:func:`~quiltpriv.queries.law_bounds.laplace_log_density`); ``L`` is the maximum over
-``k``
-of their log-ratio, and its error is at most the sum of the two densities' bounds
+certified float64 laws (:mod:`quiltpriv.queries.law_bounds`): given a secret its law is the
+binomial mixture ``sum_pi w_pi Binomial(n, pi)``, held as ``log P(k)`` for ``k = 0..n`` with a
+proven bound on the error. On the support ``0..n`` the sums of the previous section are two
+running sums, ``log sum_{j <= k} P(j) e^{-(k - j)/s}`` and ``log sum_{j > k} P(j) e^{-(j - k)/s}``,
+each ``O(n)`` (:func:`~quiltpriv.queries.law_bounds.laplace_log_density`); ``L`` is the maximum
+over ``k`` of their log-ratio, and its error is at most the sum of the two densities' bounds
 (:func:`~quiltpriv.queries.law_bounds.pair_loss_bounds`). The audit therefore reports a bracket
 ``loss_lower <= L <= loss`` (about ``1e-6`` wide at ``n = 10^6``) and decides only what the
 bracket proves: ``MET`` needs ``loss <= eps + tolerance``, ``VIOLATED`` needs
@@ -104,6 +100,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE
@@ -405,18 +402,11 @@ def _log_densities(law: Law, points: list[Fraction], pts: np.ndarray, s: float) 
     """``log sum_k P(f_k) e^{-|y - f_k|/s}`` at every support point, then the two tails."""
     logp = np.array([log_fraction(law[f]) if law.get(f) else -math.inf for f in points])
     dist = -np.abs(pts[:, None] - pts[None, :]) / s
-    at_points = _logsumexp(logp[None, :] + dist, axis=1)
-    left = _logsumexp(logp - pts / s, axis=0)
-    right = _logsumexp(logp + pts / s, axis=0)
+    at_points = logsumexp(logp[None, :] + dist, axis=1)
+    left = logsumexp(logp - pts / s, axis=0)
+    right = logsumexp(logp + pts / s, axis=0)
     return np.concatenate([at_points, [left, right]])
 
-
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis)
 
 
 def exact_pair_loss(pa: Mapping[Any, Fraction],

@@ -64,6 +64,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from quiltpriv.audit.exact import AUDIT_TOLERANCE, exact_pair_loss, log_fraction
 from quiltpriv.errors import ParameterError, QueryError
@@ -311,13 +312,6 @@ def joint_laws(
 # -- worst-case loss --------------------------------------------------------------------------
 
 
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis)
-
 
 def _grid_log_densities(laws: Mapping[Any, JointLaw], states: list[Any],
                         scales: tuple[float, ...]) -> tuple[np.ndarray, list[tuple[float, ...]]]:
@@ -344,7 +338,7 @@ def _grid_log_densities(laws: Mapping[Any, JointLaw], states: list[Any],
     for r, a in enumerate(states):
         logp = np.array([log_fraction(laws[a][f]) if laws[a].get(f) else -math.inf
                          for f in support])
-        out[r] = _logsumexp(logp[None, :] + logk, axis=1)
+        out[r] = logsumexp(logp[None, :] + logk, axis=1)
     points = [tuple(float(coords[j][grid_idx[j][g]]) for j in range(k))
               for g in range(grid_size)]
     return out, points

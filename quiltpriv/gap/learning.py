@@ -124,9 +124,8 @@ class LearnedBinaryPrivatizer(JSONResult):
 
     ``mechanism``: ``(s00, s01, s10, s11)`` (PDD) or ``(s0, s1)`` (PDI), as in
     :class:`quiltpriv.gap.privatizers.BinaryOptimum`. ``accuracy`` and ``distortion`` are exact
-    under the
-    evaluation model; ``repaired`` says whether the averaged iterate exceeded the budget and was
-    shrunk to it; ``final_cross_entropy`` is the learned adversary's last minibatch loss.
+    under the evaluation model; ``repaired`` says whether the averaged iterate exceeded the budget
+    and was shrunk to it; ``final_cross_entropy`` is the learned adversary's last minibatch loss.
     """
 
     mechanism: tuple[float, ...]

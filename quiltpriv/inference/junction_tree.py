@@ -8,8 +8,7 @@ per-Theta work that queries share:
    intersection holds for the elimination tree, and absorbing a clique into a neighbour that
    contains it preserves it). Its global elimination order is what the default inference path
    (``inference="auto"``, bucket elimination in :mod:`quiltpriv.inference.influence`) restricts to
-   each
-   query's ancestral set.
+   each query's ancestral set.
 2. :func:`junction_tree` calibrates the tree (Hugin propagation, a collect and a distribute
    pass), after which every clique table is the exact marginal ``P(phi_C)`` and every separator
    table is ``P(phi_S)`` (``inference="junction_tree"``).

@@ -12,8 +12,7 @@ private (the proof's first ratio is ``exp(eps - e)``, not ``exp(eps - exp(e))`` 
 Exact optimum over all quilts, cheaply. The scale of a quilt depends on ``Q`` only through
 ``e(Q|i)`` and through ``A & N(Q)``. For each set ``T`` of query attributes to keep out of
 ``N``, :func:`quiltpriv.graph.quilts.least_influence_quilt` returns a quilt ``Q*(T)`` whose
-influence
-is at most that of *every* quilt keeping ``T`` out of ``N`` (monotonicity and the
+influence is at most that of *every* quilt keeping ``T`` out of ``N`` (monotonicity and the
 data-processing inequality). The optimal quilt ``Q_opt`` keeps ``T = A - N(Q_opt)`` out of
 ``N``, so ``Q*(T)`` is at least as good: the optimum over all ``2**(m-1)`` quilts is the least
 scale over the candidates ``Q*(T)``. The query says how its sensitivity depends on the
@@ -367,10 +366,8 @@ class Plan:
 
     ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
     :func:`quiltpriv.mechanisms.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or
-    built
-    by hand) is not, and :func:`release` and :func:`quiltpriv.reporting.report.audit_report` verify
-    it
-    against the model before using it. ``provenance`` says where Theta came from
+    built by hand) is not, and :func:`release` and :func:`quiltpriv.reporting.report.audit_report`
+    verify it against the model before using it. ``provenance`` says where Theta came from
     (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
     """
 
@@ -1715,8 +1712,7 @@ def plan(
         Show a progress bar (tqdm) over the sensitive attributes.
     inference : {"auto", "junction_tree", "elimination"}
         How exact influences are computed (:func:`quiltpriv.inference.influence.joint_marginal`).
-        All
-        are exact; the default is the fastest measured on the bundled networks.
+        All are exact; the default is the fastest measured on the bundled networks.
     max_candidates : int
         Most target sets the search of one sensitive attribute evaluates (each costs at most
         one influence). Count and histogram queries need two; additive (linear) and general

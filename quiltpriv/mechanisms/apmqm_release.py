@@ -125,8 +125,7 @@ def release(
     """Release ``F(X) + Lap(b)`` with the plan's scale ``b`` (Algorithm 3, last line).
 
     Noise comes from :mod:`quiltpriv.mechanisms.noise`: an exact discrete Laplace on a fine
-    power-of-two
-    grid, drawn from the operating system's secure generator. ``seed`` switches to a
+    power-of-two grid, drawn from the operating system's secure generator. ``seed`` switches to a
     reproducible, NOT secure generator for experiments: the record says so and a
     :class:`~quiltpriv.errors.SeededNoiseWarning` is issued.
 
@@ -152,8 +151,7 @@ def release(
         fingerprint must be the plan's.
     ledger : str or path, optional
         A privacy ledger (:mod:`quiltpriv.releases.ledger`, created if missing): the release record
-        is
-        appended to it before the value is returned; if it cannot be written, the release
+        is appended to it before the value is returned; if it cannot be written, the release
         fails and its value is never returned.
     command : sequence of str, optional
         The command line that asked for this release (the command line passes its own).
@@ -188,8 +186,7 @@ def release(
     ParameterError
         If the plan's scale is not finite or too large to draw
         (:data:`quiltpriv.mechanisms.noise.MAX_NOISE_SCALE`), or ``seed`` is not an integer, None
-        or a
-        ``random.Random``; refused before the data are read.
+        or a ``random.Random``; refused before the data are read.
     LedgerError
         If ``ledger`` is not a ledger, fails verification, or cannot be written.
     BudgetError

@@ -8,8 +8,7 @@ For a hyperparameter network (Theta), a query ``F`` and sensitive attributes ``C
   (``n Delta / eps`` per-record); (eps, 0) for any secret, no assumption on Theta.
 * **Wasserstein Mechanism** ([ZOC22, Alg. 4, Thm. 5]): Laplace with scale ``W / eps`` from the
   conditional laws of ``F`` (:mod:`quiltpriv.queries.network_laws`): exact rationals for small
-  ``n``,
-  certified float64 laws in ``O(n)`` above (``W`` then a proven upper bound, exact when its
+  ``n``, certified float64 laws in ``O(n)`` above (``W`` then a proven upper bound, exact when its
   bracket closes); computable for a count over one Bernoulli attribute without a predicate, or
   a count whose predicate is linked to the model's record categories by a declared ``domain``
   or ``record_states`` (otherwise the row says what to declare; a predicate is never

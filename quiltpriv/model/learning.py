@@ -31,8 +31,7 @@ months). So the unit of learning is a population, not a record:
    point estimate first), and every influence is the maximum over them.
 
 The result is a :class:`~quiltpriv.model.network.Theta` whose ``provenance`` records the SHA-256 of
-a
-canonical CSV of the input (never the data), the bins, the estimator settings and the seed;
+a canonical CSV of the input (never the data), the bins, the estimator settings and the seed;
 plans and audit reports carry it.
 
 The guarantee then holds for adversaries whose beliefs are in this Theta: learning from data

@@ -3,8 +3,7 @@
 
 They read a model in one pass over the text, with no pgmpy objects in between, and build Theta
 with :func:`~quiltpriv.model.network.theta_from_tables`. On every file pgmpy's readers read
-correctly
-they give the same model bit for bit as ``BIFReader``/``XMLBIFReader`` followed by
+correctly they give the same model bit for bit as ``BIFReader``/``XMLBIFReader`` followed by
 :func:`~quiltpriv.model.network.theta_from_pgmpy`: the same nodes in the same order, the same state
 names, the same parent axis order and the same float64 numbers (``tests/model/test_readers.py``
 compares them on every network pgmpy bundles and on hand-made files). pgmpy's readers stay

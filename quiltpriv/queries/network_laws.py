@@ -9,13 +9,11 @@ records are i.i.d. given ``phi`` and ``X_j^r ~ Bernoulli(phi_j)``. For the count
 
 (``Binomial(n, a)`` itself when ``j = i``). These laws, one set per member of Theta, go to
 :func:`quiltpriv.mechanisms.wasserstein.wasserstein_mechanism`, which takes the sup of ``W_inf``
-over
-secret pairs of the same attribute and over Theta.
+over secret pairs of the same attribute and over Theta.
 
 Exactness (the conventions of :mod:`quiltpriv.mechanisms.wasserstein`): ``W_inf`` is discontinuous
-in the
-probabilities, so everything is computed in :class:`fractions.Fraction`. Floats are read as the
-decimals they print as (a state ``0.56`` is ``14/25``; a CPD entry ``0.35`` is ``7/20``), every
+in the probabilities, so everything is computed in :class:`fractions.Fraction`. Floats are read as
+the decimals they print as (a state ``0.56`` is ``14/25``; a CPD entry ``0.35`` is ``7/20``), every
 CPD column is renormalised exactly, and ``P(phi_i, phi_j)`` is obtained by exact variable
 elimination (the core's :func:`quiltpriv.inference.influence.joint_marginal` run on the Fraction
 tables).
@@ -36,8 +34,7 @@ Predicate: for one binary attribute without a predicate the count is ``#{X_j = 1
 model's own meaning (any predicate over one 0/1 attribute is ``X_j = 1``, ``X_j = 0`` (``n - F``,
 the same ``W_inf`` by reflection) or constant, so this ``W`` is exact or an over-estimate). With
 a predicate (:mod:`quiltpriv.queries.predicate`), given ``phi`` a record satisfies it with
-probability
-``pi(phi_A) = sum over record states x with pred(x) of prod_j P(X_j = x_j | phi_j)``
+probability ``pi(phi_A) = sum over record states x with pred(x) of prod_j P(X_j = x_j | phi_j)``
 (attributes are independent given ``phi``), so ``F | phi ~ Binomial(n, pi(phi_A))`` and
 ``P(F = k | phi_i = a) = sum over phi_A of P(phi_A | phi_i = a) Binomial(n, pi(phi_A))(k)``:
 the per-record laws convolved over the ``n`` i.i.d. records, mixed over the hyperparameters.
@@ -703,8 +700,7 @@ def network_wasserstein(
 
     Up to ``exact_records`` records the laws are exact rationals and ``W`` is exact. Above, the
     laws are float64 arrays with proven error bounds (:mod:`quiltpriv.queries.law_bounds`, ``O(n)``
-    per
-    distinct success probability and per secret): each ``W_inf`` is bracketed by integers
+    per distinct success probability and per secret): each ``W_inf`` is bracketed by integers
     ``lo <= W_inf <= hi`` and the mechanism uses ``hi``, which is never below the exact value
     (``result.exact`` when every bracket that matters is closed).
 

@@ -21,10 +21,9 @@ CustomQuery        any F with a user-supplied Delta(B)              Delta(B & A)
 
 Domains are declared, never read off the data: a count's predicate is parsed once into a
 checked tree (:mod:`quiltpriv.queries.predicate`) whose names must be exactly the query's
-attributes,
-and may come with a declared ``domain`` (the values each attribute takes) and ``record_states``
-(how those values map to the record categories of a model); a histogram's cells are its
-declared ``categories``. Values outside a declared domain are an error at evaluation.
+attributes, and may come with a declared ``domain`` (the values each attribute takes) and
+``record_states`` (how those values map to the record categories of a model); a histogram's cells
+are its declared ``categories``. Values outside a declared domain are an error at evaluation.
 """
 
 from __future__ import annotations

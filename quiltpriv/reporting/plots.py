@@ -4,8 +4,7 @@ Two figures:
 
 * :func:`plot_noise_vs_epsilon` -- the Laplace scale of every applicable mechanism of
   :func:`quiltpriv.mechanisms.compare.compare` (APMQM, [ZOC22, Alg. 3]; group DP; the Wasserstein
-  Mechanism,
-  [ZOC22, Alg. 4]) for one query over a grid of epsilons.
+  Mechanism, [ZOC22, Alg. 4]) for one query over a grid of epsilons.
 * :func:`plot_quilt_tradeoff` -- the candidate Markov quilts of one sensitive attribute (the
   list of :func:`quiltpriv.reporting.report.candidate_quilts`) as points (max-influence ``e(Q|i)``,
   Definition 8; sensitivity ``Delta_{A and N} F``) with the iso-scale curves
@@ -192,8 +191,7 @@ def plot_noise_vs_epsilon(model: Any, query: Query, sensitive: str | Iterable[st
     """Figure: Laplace scale ``b`` of each mechanism against epsilon (log-log axes).
 
     One line per applicable mechanism of :func:`quiltpriv.mechanisms.compare.compare`, in its row
-    order,
-    whose y data are exactly the scales :func:`noise_curves` returns, with ``inf`` drawn as
+    order, whose y data are exactly the scales :func:`noise_curves` returns, with ``inf`` drawn as
     ``nan`` (a break in the line); a scale of 0 (the query reads no nearby attribute) is kept
     in the data but cannot show on the log axis. The default grid is 25 epsilons from 0.1 to
     10, log-spaced.

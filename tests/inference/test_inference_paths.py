@@ -163,7 +163,8 @@ def test_pricing_refuses_exactly_where_the_elimination_does(seed):
 @pytest.mark.parametrize("seed", range(12))
 def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, monkeypatch):
     if not infl.compiled_kernel():
-        pytest.skip("the compiled kernel is not built here (tests/test_kernel.py says why)")
+        pytest.skip("the compiled kernel is not built here "
+                    "(tests/inference/test_kernel.py says why)")
     net = ref.random_network(9800 + seed, min_nodes=6, max_nodes=14, edge_prob=0.6,
                              max_card=4)
     theta = net.to_theta()

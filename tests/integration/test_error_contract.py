@@ -32,12 +32,12 @@ from quiltpriv.errors import QuiltPrivError
 #: Not walked, with the reason. Each of these has its own boundary and its own tests.
 EXCLUDED_MODULES = {
     # argv is the boundary: one line "quiltpriv: error: ..." and exit status 2 for every bad
-    # option (tests/test_cli_hostile.py); its functions take parsed argparse namespaces.
+    # option (tests/cli/test_cli_hostile.py); its functions take parsed argparse namespaces.
     "quiltpriv.cli": "argv boundary, tested by test_cli_hostile",
     "quiltpriv.cli.core": "argv boundary, tested by test_cli_hostile",
     "quiltpriv.cli.__main__": "argv boundary, tested by test_cli_hostile",
     # HTTP requests are the boundary: parsed into checked forms by the server and answered
-    # with a JSON error (tests/test_explorer_api.py); serve() would start a server.
+    # with a JSON error (tests/explorer/test_explorer_api.py); serve() would start a server.
     "quiltpriv.explorer": "HTTP boundary, tested by test_explorer_api",
     "quiltpriv.explorer.server": "HTTP boundary, tested by test_explorer_api",
     "quiltpriv.explorer.state": "HTTP boundary, tested by test_explorer_api",

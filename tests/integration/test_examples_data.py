@@ -1,5 +1,5 @@
 """The shipped data are what their generators and loaders say (the README's and the docs'
-Python examples that use them run in tests/test_doc_examples.py)."""
+Python examples that use them run in tests/integration/test_doc_examples.py)."""
 
 from __future__ import annotations
 
