@@ -53,7 +53,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         forbidden_edges=_edges(args.forbidden_edges, "--forbidden-edges"),
         max_indegree=args.max_indegree, time_limit=args.time_limit,
         n_bootstrap=args.bootstrap, seed=args.seed, name=args.name,
-        data_public=args.data_public)
+        data_public=args.data_public, min_records=args.min_records, weights=args.weights)
     emit(theta.to_json(indent=1), args.output)
     if args.output:
         edges = ", ".join(f"{a} -> {b}" for a, b in theta.edges) or "none"
@@ -78,6 +78,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "a 0/1 column of records) or mean")
     p.add_argument("--population", metavar="COLUMN",
                    help="records: the column naming each record's population")
+    p.add_argument("--weights", metavar="COLUMN",
+                   help="records: a column of survey weights (positive numbers); the "
+                        "populations' shares and means and the diagnostics are weighted")
+    p.add_argument("--min-records", type=number("--min-records", integer=True, min_val=1),
+                   metavar="N", help="records: leave out populations with fewer than N records")
     p.add_argument("--quantiles", type=number("--quantiles", integer=True, min_val=2,
                                               max_val=64), default=3, metavar="K",
                    help="bins per parameter at the data's quantiles (default 3)")

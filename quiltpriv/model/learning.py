@@ -57,7 +57,7 @@ from quiltpriv.model.provenance import PARAMETER_KINDS, data_sha256
 
 __all__ = ["Bins", "MAX_PARAMETERS", "MAX_PC_PARAMETERS", "MAX_SCORE_EVALUATIONS",
            "MIN_POPULATIONS", "discretise", "learn_theta",
-           "population_parameters"]
+           "population_parameters", "record_weights"]
 
 #: Fewest populations a network may be learned from (each population is one observation of
 #: the parameters; fewer make every table mostly prior).
@@ -203,7 +203,8 @@ def _is_number(v: Any) -> bool:
 
 
 def population_parameters(records: pd.DataFrame, population: str,
-                          parameters: Mapping[str, str]) -> pd.DataFrame:
+                          parameters: Mapping[str, str], *,
+                          weights: str | None = None) -> pd.DataFrame:
     """Per-population shares and means from a record-level table.
 
     Parameters
@@ -215,6 +216,9 @@ def population_parameters(records: pd.DataFrame, population: str,
     parameters : mapping of str to {"share", "mean"}
         ``share``: the column holds 0/1 (or booleans) and the parameter is the population's
         share of 1s. ``mean``: the column is numeric and the parameter is its mean.
+    weights : str, optional
+        A column of survey weights (positive finite numbers): the shares and means are
+        weighted.
 
     Returns
     -------
@@ -245,7 +249,30 @@ def population_parameters(records: pd.DataFrame, population: str,
         cols[col] = x
     frame = pd.DataFrame(cols)
     frame[population] = records[population].to_numpy()
-    return frame.groupby(population, sort=True)[list(params)].mean()
+    if weights is None:
+        return frame.groupby(population, sort=True)[list(params)].mean()
+    w = record_weights(records, weights, population, params)
+    grouped = frame[list(params)].mul(w, axis=0)
+    grouped[population] = frame[population]
+    sums = grouped.groupby(population, sort=True)[list(params)].sum()
+    totals = pd.Series(w).groupby(frame[population].to_numpy(), sort=True).sum()
+    return sums.div(totals.to_numpy(), axis=0)
+
+
+def record_weights(records: pd.DataFrame, column: Any, population: str,
+                   params: Mapping[str, str]) -> np.ndarray:
+    """The survey weights column ``column`` of ``records`` (untrusted): positive finite
+    numbers, not the population column nor a parameter."""
+    if not isinstance(column, str) or not column:
+        raise ParameterError(f"weights must name a column of the records, got {column!r}")
+    if column == population or column in params:
+        raise ParameterError(f"weights column {column!r} is also the population column or a "
+                             "parameter")
+    w = _numeric_column(records, column, "the records")
+    if np.any(w <= 0):
+        raise DataError(f"the records: weights column {column!r} must hold positive numbers, "
+                        f"found {float(w[w <= 0][0]):g}")
+    return w
 
 
 def _quantile_edges(x: np.ndarray, q: int, kind: str, parameter: str) -> tuple[float, ...]:
@@ -527,6 +554,7 @@ def learn_theta(
     name: str = "learned",
     data_public: bool = False,
     min_records: int | None = None,
+    weights: str | None = None,
 ) -> Theta:
     """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
 
@@ -589,10 +617,15 @@ def learn_theta(
     min_records : int, optional
         With ``population``: leave out populations with fewer records (their parameters are
         estimated from a handful of records). Recorded in the provenance.
+    weights : str, optional
+        With ``population``: a column of survey weights (positive finite numbers, one per
+        record). The populations' shares and means are weighted means, and the diagnostics
+        weight their tests (:mod:`quiltpriv.model.diagnostics`). Recorded in the provenance.
 
     With ``population``, the record-level assumptions are diagnosed while the records are in
     hand (:mod:`quiltpriv.model.diagnostics`): within-population dependence between every
-    pair of attributes (p-value and correlation) and tiny populations. The result goes into
+    pair of attributes (a correlation t-test and a conditional G-test that sees non-linear
+    dependence, each with its p-value and effect size) and tiny populations. The result goes into
     the provenance as ``diagnostics``, and an :class:`~quiltpriv.errors.AssumptionWarning`
     says what was flagged; Theta is never changed by it.
 
@@ -630,14 +663,15 @@ def learn_theta(
     digest = data_sha256(data)
     diagnostics = None
     if population is None:
-        if min_records is not None:
-            raise ParameterError("min_records applies to records with a population column "
-                                 "(population=...)")
+        for option, value in (("min_records", min_records), ("weights", weights)):
+            if value is not None:
+                raise ParameterError(f"{option} applies to records with a population column "
+                                     "(population=...)")
         table = data
     else:
-        table = population_parameters(data, population, params)
+        table = population_parameters(data, population, params, weights=weights)
         data, table = _drop_small(data, table, population, min_records)
-        diagnostics = _diagnose(data, population, params, min_records)
+        diagnostics = _diagnose(data, population, params, min_records, weights)
     if len(table) < MIN_POPULATIONS:
         raise DataError(f"{len(table)} population(s): at least {MIN_POPULATIONS} are needed to "
                         "learn a network (each population is one observation of the "
@@ -673,6 +707,7 @@ def learn_theta(
     if diagnostics is not None:
         prov["diagnostics"] = diagnostics
         prov["min_records"] = min_records
+        prov["weights"] = weights
     return theta.with_provenance(prov)
 
 
@@ -690,7 +725,7 @@ def _drop_small(data: pd.DataFrame, table: pd.DataFrame, population: str,
 
 
 def _diagnose(records: pd.DataFrame, population: str, params: Mapping[str, str],
-              min_records: int | None) -> dict[str, Any]:
+              min_records: int | None, weights: str | None) -> dict[str, Any]:
     """The record-level diagnostics, warned about when anything is flagged."""
     from quiltpriv.errors import AssumptionWarning
     from quiltpriv.model.diagnostics import (
@@ -700,8 +735,9 @@ def _diagnose(records: pd.DataFrame, population: str, params: Mapping[str, str],
     )
 
     values = {p: records[p].to_numpy(dtype=float) for p in params}
+    w = None if weights is None else record_weights(records, weights, population, params)
     found = record_diagnostics(values, records[population].to_numpy(),
-                               tiny=max(TINY_POPULATION, min_records or 0))
+                               tiny=max(TINY_POPULATION, min_records or 0), weights=w)
     for line in diagnostics_warnings(found):
         warnings.warn(line, AssumptionWarning, stacklevel=3)
     return found
