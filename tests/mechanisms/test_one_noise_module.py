@@ -40,6 +40,10 @@ ALLOWED = {
     # network's CPTs uncertainty intervals; it builds the (public) model, releases nothing.
     ("model/learning.py", "_bootstrap_members", "np.random.default_rng"),
     ("model/learning.py", "_bootstrap_members", "rng.integers"),
+    # Model diagnostics: within-population permutations of the user's own records estimate the
+    # G-test's null law (seeded, reproducible; nothing is released, no noise is drawn).
+    ("model/diagnostics.py", "record_diagnostics", "np.random.default_rng"),
+    ("model/diagnostics.py", "_g_test", "rng.random"),
     # GAP [HKCSR17]: privatizer training (minibatches, the privatizer's own simulated noise)
     # and synthetic data for experiments; the package releases nothing with a GAP privatizer
     # (no epsilon guarantee), see docs/noise.md.
