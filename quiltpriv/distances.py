@@ -58,6 +58,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linprog
 
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.validation import (
     check_array,
     check_cost_matrix,
@@ -216,14 +217,6 @@ def _law(
     return pts, [merged[x] for x in pts], exact
 
 
-def _ceil_float(fr: Fraction) -> float:
-    """The smallest float >= fr (so a reported distance is never below the exact one)."""
-    f = float(fr)  # correctly rounded (int / int true division)
-    if Fraction(f) < fr:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 # ---------------------------------------------------------------------------------------------
 # the coupling
 
@@ -344,13 +337,13 @@ def wasserstein_line(
                          f"mass {float(excess):.3g}; a Laplace release calibrated to it is "
                          "(eps, that mass)-private, not (eps, 0)")
     return WassersteinLineResult(
-        w_inf=_ceil_float(w_inf),
-        w_1=_ceil_float(w_1),
+        w_inf=round_up(w_inf),
+        w_1=round_up(w_1),
         exact_inputs=exact,
         smallest_piece_mass=float(smallest),
         tolerance=t,
-        w_inf_within_tolerance=_ceil_float(w_tol),
-        excess_mass=_ceil_float(excess),
+        w_inf_within_tolerance=round_up(w_tol),
+        excess_mass=round_up(excess),
         notes=tuple(notes),
     )
 

@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
+from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
 
@@ -93,13 +94,7 @@ def compose_subset_epsilons(epsilons: Iterable[float]) -> float:
         if math.isinf(float(e)):
             return math.inf
         exact += Fraction(e)
-    return _float_up(exact)
-
-
-def _float_up(x: Fraction) -> float:
-    """The least float >= x (x >= 0)."""
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+    return round_up(exact)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
 )
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.rounding import add_up, exp_up, mul_up, round_down, round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_cost_matrix, check_delta, check_positive
 
@@ -93,11 +94,6 @@ class DistPGuarantee(JSONResult):
     rule: str
 
 
-def _up(x: Fraction) -> float:
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
-
-
 def _parts(guarantees: Iterable[DistPGuarantee | tuple[float, float]], what: str
            ) -> list[tuple[float, float]]:
     # guarantees: untrusted (any object); this is its check.
@@ -130,8 +126,8 @@ def _sum(parts: list[tuple[float, float]]) -> tuple[float, float]:
     if any(math.isinf(e) for e, _ in parts):
         eps = math.inf
     else:
-        eps = _up(sum((Fraction(e) for e, _ in parts), Fraction(0)))
-    delta = min(1.0, _up(sum((Fraction(d) for _, d in parts), Fraction(0))))
+        eps = round_up(sum((Fraction(e) for e, _ in parts), Fraction(0)))
+    delta = min(1.0, round_up(sum((Fraction(d) for _, d in parts), Fraction(0))))
     return eps, delta
 
 
@@ -263,18 +259,18 @@ def pre_process(guarantee: DistPGuarantee | tuple[float, float], stability: floa
         c = int(stability)
         if math.isinf(eps):
             return DistPGuarantee(math.inf, delta, n, "[KM19, Table III] pre-processing")
-        ce = _up(c * Fraction(eps))
+        ce = round_up(c * Fraction(eps))
         if eps == 0:
-            d = _up(c * Fraction(delta))
+            d = round_up(c * Fraction(delta))
         else:
-            # sum_{i<c} e^(i eps), each term rounded up via math.exp's <= 1 ulp error
-            s = math.fsum(math.nextafter(math.exp(i * eps), math.inf) if i else 1.0
-                          for i in range(c))
-            d = math.nextafter(delta * s, math.inf)
+            # delta * sum_{i<c} e^(i eps): every exponent, power, sum and product rounded up
+            terms = [exp_up(mul_up(i, eps)) if i else 1.0 for i in range(c)]
+            d = 0.0 if delta == 0 else math.inf if math.isinf(terms[-1]) else \
+                mul_up(delta, add_up(*terms))
         return DistPGuarantee(ce, min(1.0, d), n,
                               f"[KM19, Table III] pre-processing by a {c}-stable T")
     c_f = check_positive(stability, "stability", allow_zero=True)
-    ce = math.inf if math.isinf(eps) else _up(Fraction(c_f) * Fraction(eps))
+    ce = math.inf if math.isinf(eps) else round_up(Fraction(c_f) * Fraction(eps))
     return DistPGuarantee(ce, delta, n, f"[KM19, Table III] pre-processing by a {c_f:g}-stable T")
 
 
@@ -346,7 +342,9 @@ class BayesFactorBound(JSONResult):
     def posterior_odds(self, prior_odds: float) -> tuple[float, float]:
         """The interval the posterior odds P(lambda | y) / P(lambda' | y) stay in."""
         o = check_positive(prior_odds, "prior_odds")
-        return (math.nextafter(o / self.factor, 0.0), math.nextafter(o * self.factor, math.inf))
+        if math.isinf(self.factor):
+            return (0.0, math.inf)
+        return (round_down(Fraction(o) / Fraction(self.factor)), mul_up(o, self.factor))
 
 
 def bayes_factor_bound(result: DistributionPrivacy | float, *, notion: str = "DistP",
@@ -386,13 +384,13 @@ def bayes_factor_bound(result: DistributionPrivacy | float, *, notion: str = "Di
             raise ParameterError("XDistP bounds the Bayes factor by e^(eps W_inf): give the "
                                  "pair's distance")
         w = check_positive(distance, "distance", allow_zero=True)
-        eps = 0.0 if w == 0 else _up(Fraction(eps) * Fraction(w)) if math.isfinite(eps) \
+        eps = 0.0 if w == 0 else round_up(Fraction(eps) * Fraction(w)) if math.isfinite(eps) \
             else math.inf
     if n in ("DistP", "XDistP") and d > 0:
         raise ParameterError(f"({n} with delta = {d:g}) gives no per-output Bayes-factor bound: "
                              "delta of probability may sit on outputs of any likelihood ratio; "
                              "use the PDistP parameters (pdistp_epsilon) instead")
-    factor = math.inf if eps > 700 else math.nextafter(math.exp(eps), math.inf)
+    factor = exp_up(eps)  # inf beyond the float range
     return BayesFactorBound(factor, 1.0 - d if n == "PDistP" else 1.0, eps, n)
 
 
@@ -428,11 +426,12 @@ def close_beliefs_bound(epsilon: float, delta: float, lam0: ArrayLike, lam1: Arr
     if math.isinf(spread):
         return DistPGuarantee(math.inf, d, "DistP", "[KM19, Sec. III-F] beliefs not close: "
                               "no bound")
-    e = _up(Fraction(eps) + Fraction(a0) + Fraction(b1)) if a0 + b1 >= a1 + b0 else \
-        _up(Fraction(eps) + Fraction(a1) + Fraction(b0))
+    e = round_up(Fraction(eps) + Fraction(a0) + Fraction(b1)) if a0 + b1 >= a1 + b0 else \
+        round_up(Fraction(eps) + Fraction(a1) + Fraction(b0))
     # max-divergences are computed in floats; one ulp of slack per term keeps the sum above
     e = math.nextafter(math.nextafter(e, math.inf), math.inf)
-    dd = 0.0 if d == 0 else min(1.0, math.nextafter(d * math.exp(max(a0, a1)), math.inf))
+    grow = exp_up(max(a0, a1))
+    dd = 0.0 if d == 0 else 1.0 if math.isinf(grow) else min(1.0, mul_up(d, grow))
     return DistPGuarantee(e, dd, "DistP",
                           "[KM19, Sec. III-F] w.r.t. the attacker's beliefs (belief0, belief1)")
 
@@ -456,5 +455,5 @@ def close_beliefs_xdistp(epsilon: float, metric: ArrayLike, lam0: ArrayLike, lam
     l0, l1 = _distribution(lam0, n, "lam0"), _distribution(lam1, n, "lam1")
     m0, m1 = _distribution(belief0, n, "belief0"), _distribution(belief1, n, "belief1")
     w = [distances.wasserstein_inf(cost, x, y).distance for x, y in ((l0, l1), (l0, m0), (l1, m1))]
-    total = _up(Fraction(eps) * sum((Fraction(v) for v in w), Fraction(0)))
+    total = round_up(Fraction(eps) * sum((Fraction(v) for v in w), Fraction(0)))
     return total

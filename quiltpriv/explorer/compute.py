@@ -27,8 +27,8 @@ from quiltpriv.reporting.report import (
     why_chosen,
 )
 from quiltpriv.utils.format import json_number as _num
-from quiltpriv.utils.format import json_value as _jsonable
 from quiltpriv.utils.progress import observe
+from quiltpriv.utils.serialize import jsonable
 
 #: ``progress(phase, done, total)``; ``check()`` raises KeyboardInterrupt once cancelled.
 Progress = Callable[[str, int, int], None]
@@ -80,7 +80,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
             notes.append(f"candidate quilts of {sp.node!r} not listed: the time budget was "
                          "spent")
         quilt = sp.partition(theta)
-        sections.append(dict(_jsonable(sp.to_dict()), candidates=cands,
+        sections.append(dict(jsonable(sp.to_dict()), candidates=cands,
                              svg=dag_svg(theta, quilt, svg_id=f"dag-{k}", layout=layout)))
     comparison = None
     if req.compare:
@@ -97,7 +97,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
             # The rest of the job's budget bounds the comparison (a Wasserstein row not
             # computed in time says so).
             left = max(deadline - time.monotonic(), 1e-3)
-            comparison = _jsonable(compare(theta, req.query, req.sensitive, req.epsilon,
+            comparison = jsonable(compare(theta, req.query, req.sensitive, req.epsilon,
                                            time_limit=left).to_dict())
             best = min((r for r in comparison["rows"] if r["applicable"]
                         and isinstance(r["std"], float)), key=lambda r: r["std"], default=None)
@@ -107,7 +107,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
         "fingerprint": theta.fingerprint(), "epsilon": p.epsilon, "scale": _num(p.scale),
         "optimal": p.optimal, "notes": list(p.notes), "explorer_notes": notes,
         "delta_A": _num(req.query.sensitivity(req.query.attributes)),
-        "plan": _jsonable(p.to_dict()), "sensitive": sections, "comparison": comparison,
+        "plan": jsonable(p.to_dict()), "sensitive": sections, "comparison": comparison,
         "command": req.command(model), "seconds": round(time.monotonic() - start, 3),
     }
 

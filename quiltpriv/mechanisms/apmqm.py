@@ -89,7 +89,7 @@ from quiltpriv.utils.format import describe_query as _describe_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.format import text_table as _table
-from quiltpriv.utils.serialize import JSONResult
+from quiltpriv.utils.serialize import JSONResult, jsonable
 from quiltpriv.utils.validation import (
     check_epsilon,
     check_instance,
@@ -196,7 +196,7 @@ class SensitivePlan(JSONResult):
         d["nearby_attributes"] = (None if self.nearby_attributes is None
                                   else list(self.nearby_attributes))
         d["influence_pair"] = None if self.influence_pair is None else [
-            _jsonable(x) for x in self.influence_pair]
+            jsonable(x) for x in self.influence_pair]
         d["influence_bound_via"] = None if self.influence_bound_via is None else list(
             self.influence_bound_via)
         return d
@@ -728,14 +728,6 @@ def plan_from_json(text: str | bytes) -> Plan:
         raise PlanError("plan: this is an audit report, not a plan; its plan is the 'plan' "
                         "field")
     return plan_from_dict(doc)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, str | int | float | bool) or x is None:
-        return x
-    return str(x)
 
 
 # -- planning ---------------------------------------------------------------------------------
@@ -1538,7 +1530,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         influence=best.e, sensitivity=best.delta, scale=best.scale,
         quilts_considered=best.considered, optimal=best.optimal, explanation=explanation,
         influence_member=best.member,
-        influence_pair=None if best.pair is None else tuple(_jsonable(x) for x in best.pair),
+        influence_pair=None if best.pair is None else tuple(jsonable(x) for x in best.pair),
         influence_bound_via=best.via, influence_arithmetic=best.arithmetic,
     ), interrupted
 
@@ -1908,7 +1900,7 @@ def _chain_plan(theta: Theta, query: Query, order: tuple[str, ...], attr_pos: li
         nearby_attributes=near if full is None else None,
         influence=e, sensitivity=delta, scale=scale, quilts_considered=considered,
         optimal=optimal, explanation=text, influence_member=member,
-        influence_pair=None if pair is None else (_jsonable(pair[0]), _jsonable(pair[1])))
+        influence_pair=None if pair is None else (jsonable(pair[0]), jsonable(pair[1])))
 
 
 def _trusted(p: Plan) -> Plan:

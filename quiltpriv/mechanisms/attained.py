@@ -29,6 +29,7 @@ from quiltpriv.errors import PlanError
 from quiltpriv.mechanisms.apmqm import Plan
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import fmt_number, fmt_set, text_table
+from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
 
@@ -59,9 +60,7 @@ def attained_epsilon(influence: float, sensitivity: float, scale: float) -> floa
         return float(influence)
     if scale == 0:
         return math.inf
-    exact = Fraction(influence) + Fraction(sensitivity) / Fraction(scale)
-    f = float(exact)
-    return math.nextafter(f, math.inf) if Fraction(f) < exact else f
+    return round_up(Fraction(influence) + Fraction(sensitivity) / Fraction(scale))
 
 
 @dataclass(frozen=True)

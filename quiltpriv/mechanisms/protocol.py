@@ -40,6 +40,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.releases import records
+from quiltpriv.utils.rounding import mul_up, sqrt_up
 from quiltpriv.utils.validation import check_instance
 
 if TYPE_CHECKING:
@@ -185,7 +186,9 @@ class Calibration:
         """Standard deviation of the noise: ``sqrt(2) b`` (Laplace) or ``sigma``, never
         rounded below the exact value."""
         if "laplace" in self.noise:
-            return math.nextafter(math.sqrt(2.0) * self.scale, math.inf) if self.scale else 0.0
+            if not self.scale or math.isinf(self.scale):
+                return self.scale  # 0 or inf
+            return mul_up(sqrt_up(2), self.scale)
         return self.scale
 
     def to_dict(self) -> dict[str, Any]:

@@ -51,7 +51,6 @@ from quiltpriv.mechanisms.apmqm import (
     DEFAULT_MAX_CANDIDATES,
     Plan,
     SensitivePlan,
-    _jsonable,
     _nearby_query_attributes,
     _plan_node,
     _Shared,
@@ -75,7 +74,7 @@ from quiltpriv.queries.query import (
     SumQuery,
 )
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
-from quiltpriv.utils.serialize import JSONResult
+from quiltpriv.utils.serialize import JSONResult, jsonable
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = [
@@ -340,7 +339,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         return fail(f"its influence_member {sp.influence_member!r} is not a member of Theta "
                     f"({', '.join(theta.names)})")
     if sp.influence_pair is not None:
-        states = [_jsonable(x) for x in theta.states[node]]
+        states = [jsonable(x) for x in theta.states[node]]
         bad = [x for x in sp.influence_pair if x not in states]
         if bad:
             return fail(f"its influence_pair names {bad[0]!r}, not a value of {node!r}")

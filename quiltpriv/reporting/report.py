@@ -65,9 +65,9 @@ from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.format import html_set as _sset
 from quiltpriv.utils.format import json_number as _num
-from quiltpriv.utils.format import json_value as _jsonable
 from quiltpriv.utils.format import kv_table as _kv_table
 from quiltpriv.utils.io import check_output_path, write_text_atomic
+from quiltpriv.utils.serialize import jsonable
 from quiltpriv.utils.validation import check_epsilon, check_instance
 
 __all__ = [
@@ -321,7 +321,7 @@ def _cpd_summary(theta: Theta) -> list[dict[str, Any]]:
     rows = []
     for v in theta.nodes:
         rows.append({
-            "node": v, "states": [_jsonable(s) for s in theta.states[v]],
+            "node": v, "states": [jsonable(s) for s in theta.states[v]],
             "parents": list(theta.parents[v]),
             "members": [{"member": name, "min": float(m[v].table.min()),
                          "max": float(m[v].table.max())}
@@ -423,7 +423,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
             "influence": _num(sp.influence), "sensitivity": _num(sp.sensitivity),
             "scale": _num(sp.scale), "optimal": sp.optimal, "explanation": sp.explanation,
             "influence_member": sp.influence_member,
-            "influence_pair": _jsonable(sp.influence_pair),
+            "influence_pair": jsonable(sp.influence_pair),
             "why": why, "candidates_evaluated": len(ranked),
             "candidate_family_truncated": truncated,
             "candidates": [dict(c.to_dict(), rank=ranked.index(c) + 1, chosen=c is chosen)
@@ -441,8 +441,8 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
             "layers": {v: layout.layer[v] for v in theta.nodes},
             "cpds": _cpd_summary(theta), "provenance": provenance_dict(theta),
         },
-        "query": _jsonable(dict(plan.query)), "delta_A": _num(delta_a),
-        "sensitive": sensitive, "notes": list(plan.notes), "plan": _jsonable(plan.to_dict()),
+        "query": jsonable(dict(plan.query)), "delta_A": _num(delta_a),
+        "sensitive": sensitive, "notes": list(plan.notes), "plan": jsonable(plan.to_dict()),
         "release": None if release is None else _release_record(release),
     }
     # What the release does not protect (no noise; Theta learned from private data), in the
@@ -454,7 +454,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
     full_record = None if release is None else (
         release.to_record().to_dict() if isinstance(release, Release)
         else json.loads(json.dumps(dict(release))))
-    data["attestation"] = _jsonable(attestation(
+    data["attestation"] = jsonable(attestation(
         theta, query, plan, full_record, files, run_audit=run_audit, records=records,
         ledger=ledger))
     page = _page(theta, data, sections, release, attestation_html(data["attestation"]))
@@ -479,7 +479,7 @@ def _record_plan(record: Mapping[str, Any]) -> Any:
 def _release_record(r: Release | Mapping[str, Any]) -> dict[str, Any]:
     d = r.to_dict() if isinstance(r, Release) else json.loads(json.dumps(dict(r)))
     d.pop("plan")  # the plan is in the report already
-    return _jsonable(d)
+    return jsonable(d)
 
 
 def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candidate],

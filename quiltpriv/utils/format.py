@@ -26,7 +26,6 @@ __all__ = [
     "html_set",
     "inline_style",
     "json_number",
-    "json_value",
     "kv_table",
     "query_html",
     "text_table",
@@ -76,29 +75,12 @@ def describe_query(q: Mapping[str, Any]) -> str:
 
 
 def json_number(x: float | None) -> float | str | None:
-    """A float for JSON: ``inf`` as the string ``"inf"`` (JSON has no infinity)."""
+    """A float for JSON: a non-finite one as the text ``"inf"``, ``"-inf"`` or ``"nan"`` (JSON
+    has no such numbers), as :func:`quiltpriv.utils.serialize.jsonable` writes it."""
     if x is None:
         return None
     x = float(x)
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def json_value(x: Any) -> Any:
-    """``x`` as plain JSON values: mappings with string keys, lists, numbers by
-    :func:`json_number`, numpy scalars unwrapped, anything else as its ``str``."""
-    if isinstance(x, Mapping):
-        return {str(k): json_value(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_value(v) for v in x]
-    if isinstance(x, float):
-        return json_number(x)
-    if isinstance(x, str | int | bool) or x is None:
-        return x
-    if hasattr(x, "item"):
-        return json_value(x.item())
-    return str(x)
+    return x if math.isfinite(x) else str(x)
 
 
 # -- HTML -------------------------------------------------------------------------------------

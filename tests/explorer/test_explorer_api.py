@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _norm(x):
     """JSON-normalised (floats as the page receives them; inf as "inf")."""
-    from quiltpriv.reporting.report import _jsonable
+    from quiltpriv.utils.serialize import jsonable
 
-    return json.loads(json.dumps(_jsonable(x)))
+    return json.loads(json.dumps(jsonable(x)))
 
 
 class Client:
