@@ -1,0 +1,63 @@
+"""One of each job: one JSON converter, one directed rounding, one log-sum-exp.
+
+Five JSON converters once disagreed on NaN and sets, and five modules each rounded a Fraction up
+to a float their own way; these checks keep every new module on the shared ones
+(:func:`quiltpriv.utils.serialize.jsonable`, :mod:`quiltpriv.utils.rounding`,
+:func:`scipy.special.logsumexp`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "quiltpriv"
+
+#: A function whose name says it converts to JSON values.
+_CONVERTER = re.compile(r"^_?(json_?able|json_value|to_jsonable|json_safe|plain_json)$")
+#: A function whose name says it rounds up/down or sums in log space.
+_ROUNDING = re.compile(r"^_?(float_up|ceil_float|up|round_up|round_down|logsumexp)$")
+
+
+_SHARED = {"round_up", "round_down", "div_up", "mul_up", "add_up", "scale_up", "sqrt_up",
+           "exp_up", "logsumexp", "jsonable"}
+
+
+def _functions(wrappers: bool = True):
+    """(module path, function name) of every function; without ``wrappers``, those that call a
+    shared helper (a thin wrapper adding a check) are left out."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                calls = {c.func.id for c in ast.walk(node)
+                         if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+                if wrappers or not calls & _SHARED:
+                    yield str(path.relative_to(PACKAGE.parent)), node.name
+
+
+def test_one_json_converter():
+    found = [(p, n) for p, n in _functions() if _CONVERTER.match(n)]
+    assert found == [("quiltpriv/utils/serialize.py", "jsonable")], found
+
+
+def test_one_directed_rounding():
+    found = [(p, n) for p, n in _functions(wrappers=False) if _ROUNDING.match(n)
+             and p != "quiltpriv/utils/rounding.py"]
+    assert not found, found
+
+
+def test_the_shared_converter_agrees_on_the_cases_that_once_differed():
+    import json
+    from fractions import Fraction
+
+    import numpy as np
+
+    from quiltpriv.utils.serialize import jsonable
+
+    x = {"nan": float("nan"), "inf": -float("inf"), "set": {3, 1, 2}, "arr": np.arange(3),
+         "half": Fraction(1, 2), "two": Fraction(4, 2), 7: np.float64(0.25)}
+    assert json.loads(json.dumps(jsonable(x), allow_nan=False)) == {
+        "nan": "nan", "inf": "-inf", "set": [1, 2, 3], "arr": [0, 1, 2], "half": "1/2",
+        "two": 2, "7": 0.25}
