@@ -130,6 +130,7 @@ from quiltpriv.queries.network_laws import (
     undeclared_domain_error,
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query
+from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.validation import (
     check_epsilon,
     check_instance,
@@ -238,11 +239,12 @@ class AuditResult:
 
     def explain(self) -> str:
         if self.loss_lower == self.loss:
-            loss = _fmt(self.loss)
+            loss = fmt_number(self.loss, 9)
         else:
-            loss = f"in [{_fmt(self.loss_lower)}, {_fmt(self.loss)}]"
+            loss = f"in [{fmt_number(self.loss_lower, 9)}, {fmt_number(self.loss, 9)}]"
         lines = [f"audit: worst-case privacy loss {loss} vs epsilon "
-                 f"{self.epsilon:g}: {self.verdict} (margin {_fmt(self.margin)}, tolerance "
+                 f"{self.epsilon:g}: {self.verdict} (margin {fmt_number(self.margin, 9)}, "
+                 "tolerance "
                  f"{self.tolerance:g})",
                  f"Laplace scale {self.scale:.6g}, n = {self.records}, "
                  f"{self.pairs_audited} secret pairs audited ({self.arithmetic} laws)"]
@@ -252,10 +254,6 @@ class AuditResult:
                          f"{self.worst_output}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
-
-
-def _fmt(x: float) -> str:
-    return "inf" if math.isinf(x) and x > 0 else ("-inf" if math.isinf(x) else f"{x:.9g}")
 
 
 # -- laws of F ----------------------------------------------------------------------------
@@ -545,7 +543,8 @@ def audit(
     else:
         verdict = "UNDECIDED"
         if complete:
-            notes.append(f"the loss is in [{_fmt(lower)}, {_fmt(loss)}]: within the audit's "
+            notes.append(f"the loss is in [{fmt_number(lower, 9)}, {fmt_number(loss, 9)}]: "
+                         "within the audit's "
                          f"error bound of epsilon + tolerance = {eps + tol:.9g}; neither MET nor "
                          "VIOLATED is proven")
     _, _, worst_node, worst_member, pair, out = best

@@ -33,7 +33,6 @@ releases exactly the noise of that row (the recommended row's name is :attr:`Com
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -50,6 +49,7 @@ from quiltpriv.mechanisms.registry import (
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_positive
 
@@ -168,12 +168,6 @@ def _left(budget: Budget) -> float | None:
     """Seconds left of the comparison's time limit (at least a millisecond), or None."""
     left = budget.remaining()
     return None if left is None else max(left, 1e-3)
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:.6g}"
 
 
 def _row(name: str, m: Mechanism, guarantee: str, detail: str) -> MechanismRow:

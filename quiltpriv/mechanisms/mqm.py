@@ -49,6 +49,8 @@ from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensi
 from quiltpriv.mechanisms.calibration import mul_up, scale_up
 from quiltpriv.mechanisms.chain_quilts import chain_order
 from quiltpriv.model.network import Theta, as_theta, check_theta
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
@@ -219,14 +221,6 @@ class MQMPlan:
 
     def __str__(self) -> str:
         return self.explain()
-
-
-def _fmt(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.6g}"
-
-
-def _set(xs: Iterable[str]) -> str:
-    return "{" + ", ".join(xs) + "}"
 
 
 def _quilt_scale(nearby: int, e: float, eps: float) -> float:

@@ -33,7 +33,6 @@ plus calibrated noise", so they keep their own interfaces.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 from collections.abc import Callable, Iterable, Mapping
@@ -51,6 +50,7 @@ from quiltpriv.mechanisms.protocol import (
 )
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
 
 if TYPE_CHECKING:
@@ -74,10 +74,6 @@ __all__ = [
     "network_wasserstein_mechanism",
     "wasserstein_laws_mechanism",
 ]
-
-
-def _fmt(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.6g}"
 
 
 def _check_query(query: Any) -> Query:

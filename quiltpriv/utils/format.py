@@ -35,11 +35,14 @@ __all__ = [
 # -- text -------------------------------------------------------------------------------------
 
 
-def fmt_number(x: float) -> str:
-    """A number in six significant digits (``inf`` for infinity)."""
+def fmt_number(x: float | None, digits: int = 6) -> str:
+    """A number in ``digits`` significant digits (``inf``/``-inf`` for infinities, ``-`` for
+    None): the one number format of every table and message of the package."""
+    if x is None:
+        return "-"
     if math.isinf(x):
-        return "inf"
-    return f"{x:.6g}"
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}g}"
 
 
 def fmt_set(xs: Iterable[str]) -> str:

@@ -1,4 +1,5 @@
-"""One of each job: one JSON converter, one directed rounding, one log-sum-exp.
+"""One of each job: one JSON converter, one number format, one directed rounding, one
+log-sum-exp.
 
 Five JSON converters once disagreed on NaN and sets, and five modules each rounded a Fraction up
 to a float their own way; these checks keep every new module on the shared ones
@@ -40,6 +41,13 @@ def _functions(wrappers: bool = True):
 def test_one_json_converter():
     found = [(p, n) for p, n in _functions() if _CONVERTER.match(n)]
     assert found == [("quiltpriv/utils/serialize.py", "jsonable")], found
+
+
+def test_one_number_and_set_format():
+    # every table and message prints numbers by utils.format.fmt_number and sets by fmt_set
+    found = [(p, n) for p, n in _functions() if re.match(r"^_?(fmt|fmt_number|set|fmt_set)$", n)
+             and p != "quiltpriv/utils/format.py"]
+    assert not found, found
 
 
 def test_one_directed_rounding():
