@@ -22,8 +22,8 @@ API (all JSON)::
     POST /api/plan {sensitive, epsilon, query, time_limit, compare}  -> 202 {"job": ...}
     GET  /api/jobs/ID                  state, phase, progress, result or error
     POST /api/jobs/ID/cancel
-    POST /api/edit/cell {member, node, column, row, value}
-    POST /api/edit/strength {member, parent, child, factor}
+    POST /api/edit/cell {member, node, column, row, value}     member: K or "all"
+    POST /api/edit/strength {member, parent, child, factor}    member: K or "all"
     POST /api/undo
     POST /api/save {path[, member]}    .json (all of Theta) or .bif (one member), atomically
     POST /api/report {path, sensitive, epsilon, query, time_limit}  -> 202 {"job": ...}
@@ -48,6 +48,7 @@ from quiltpriv.explorer.jobs import JobManager
 from quiltpriv.explorer.state import (
     ModelState,
     cpd_view,
+    members_text,
     model_summary,
     parse_cell_edit,
     parse_plan_request,
@@ -148,13 +149,15 @@ class Explorer:
                 edit = parse_cell_edit(body, self.state.theta)
                 self.state.apply(lambda t: set_cell(t, edit),
                                  f"P({edit.node} = state {edit.row} | column {edit.column}) "
-                                 f"= {edit.value:g} in member {edit.member}")
+                                 f"= {edit.value!r} "
+                                 f"{members_text(edit.members, self.state.theta)}")
                 return 200, model_summary(self.state)
             if parts == ["edit", "strength"]:
                 strength = parse_strength_edit(body, self.state.theta)
                 self.state.apply(lambda t: scale_strength(t, strength),
                                  f"strength of {strength.parent} -> {strength.child} x "
-                                 f"{strength.factor:g} in member {strength.member}")
+                                 f"{strength.factor!r} "
+                                 f"{members_text(strength.members, self.state.theta)}")
                 return 200, model_summary(self.state)
             if parts == ["undo"]:
                 _empty(body, "undo")

@@ -170,11 +170,37 @@ def _index(value: Any, name: str, size: int) -> int:
     return int(_number(value, name, integer=True, min_val=0, max_val=size - 1))
 
 
+#: The ``member`` of an edit request that applies it to every member of Theta.
+ALL_MEMBERS = "all"
+
+
+def _members(value: Any, theta: Theta) -> tuple[int, ...]:
+    """An edit's members: one index, or every member for :data:`ALL_MEMBERS`."""
+    if value == ALL_MEMBERS:
+        return tuple(range(len(theta)))
+    try:
+        return (_index(value, "member", len(theta)),)
+    except ParameterError as exc:
+        raise ParameterError(f"{exc} (or \"{ALL_MEMBERS}\" for every member)") from None
+
+
+def members_text(members: Sequence[int], theta: Theta) -> str:
+    """How an edit's description names its members (undo history, the page)."""
+    if len(members) == len(theta) and len(theta) > 1:
+        return f"in all {len(theta)} members"
+    return f"in member {', '.join(str(m) for m in members)}"
+
+
 @dataclass(frozen=True)
 class CellEdit:
-    """Set ``P(node = row | parents = column)`` of one member to ``value``."""
+    """Set ``P(node = row | parents = column)`` to ``value`` in each of ``members``.
 
-    member: int
+    ``members`` is one member's index, or every member's (a request's ``"member": "all"``):
+    each member's other entries of the column are then rescaled in that member's own
+    proportions (:func:`set_cell`).
+    """
+
+    members: tuple[int, ...]
     node: str
     column: int
     row: int
@@ -189,7 +215,7 @@ def parse_cell_edit(body: Any, theta: Theta) -> CellEdit:
     (node,) = theta.check_nodes([node], "node")
     columns = math.prod(theta.cardinality[p] for p in theta.parents[node])
     return CellEdit(
-        member=_index(b.get("member", 0), "member", len(theta)), node=node,
+        members=_members(b.get("member", 0), theta), node=node,
         column=_index(b.get("column"), "column", columns),
         row=_index(b.get("row"), "row", theta.cardinality[node]),
         value=float(_number(b.get("value"), "value", min_val=0.0, max_val=1.0)))
@@ -197,9 +223,9 @@ def parse_cell_edit(body: Any, theta: Theta) -> CellEdit:
 
 @dataclass(frozen=True)
 class StrengthEdit:
-    """Scale how strongly ``child`` depends on its parent ``parent`` (in one member)."""
+    """Scale how strongly ``child`` depends on its parent ``parent`` in each of ``members``."""
 
-    member: int
+    members: tuple[int, ...]
     parent: str
     child: str
     factor: float
@@ -214,7 +240,7 @@ def parse_strength_edit(body: Any, theta: Theta) -> StrengthEdit:
     if parent not in theta.parents[child]:
         raise ModelError(f"{parent!r} is not a parent of {child!r} (no edge {parent} -> "
                          f"{child})")
-    return StrengthEdit(_index(b.get("member", 0), "member", len(theta)), parent, child,
+    return StrengthEdit(_members(b.get("member", 0), theta), parent, child,
                         float(_number(b.get("factor"), "factor", min_val=0.0,
                                       max_val=MAX_STRENGTH)))
 
@@ -223,43 +249,43 @@ def parse_strength_edit(body: Any, theta: Theta) -> StrengthEdit:
 
 
 def with_table(theta: Theta, member: int, node: str, table: np.ndarray) -> Theta:
-    """``theta`` with member ``member``'s CPD of ``node`` replaced by ``table``.
+    """``theta`` with member ``member``'s CPD of ``node`` replaced by ``table``."""
+    return with_tables(theta, node, {member: table})
 
-    The new table is checked as a model file's are (shape, finite, no negative entry, no
+
+def with_tables(theta: Theta, node: str, tables: dict[int, np.ndarray]) -> Theta:
+    """``theta`` with the CPD of ``node`` replaced in each member ``k`` of ``tables``.
+
+    Each new table is checked as a model file's are (shape, finite, no negative entry, no
     subnormal one, columns summing to one within :data:`~quiltpriv.model.network.CPD_SUM_TOLERANCE`)
     but not renormalised, and every other table is kept as it is: an edit changes exactly
     the entries it names (renormalising would move other columns by an ulp on every edit).
     """
-    shape = theta.members[member][node].table.shape
-    arr = np.array(table, dtype=float).reshape(shape)
-    what = f"the CPD of {node!r}"
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ParameterError(f"{what} would hold a negative or non-finite probability")
-    if np.any((arr > 0) & (arr < np.finfo(np.float64).tiny)):
-        raise ParameterError(f"{what} would hold a probability below float64's normal range; "
-                             "use 0 for an impossible state")
-    sums = arr.sum(axis=0)
-    if np.any(np.abs(sums - 1.0) > CPD_SUM_TOLERANCE):
-        raise ParameterError(f"{what}: a column would not sum to one")
-    arr.setflags(write=False)
     members = [dict(m) for m in theta.members]
-    members[member][node] = CPD(node, theta.parents[node], arr)
+    what = f"the CPD of {node!r}"
+    for k, table in tables.items():
+        shape = theta.members[k][node].table.shape
+        arr = np.array(table, dtype=float).reshape(shape)
+        where = f"{what} (member {k})" if len(theta) > 1 else what
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise ParameterError(f"{where} would hold a negative or non-finite probability")
+        if np.any((arr > 0) & (arr < np.finfo(np.float64).tiny)):
+            raise ParameterError(f"{where} would hold a probability below float64's normal "
+                                 "range; use 0 for an impossible state")
+        sums = arr.sum(axis=0)
+        if np.any(np.abs(sums - 1.0) > CPD_SUM_TOLERANCE):
+            raise ParameterError(f"{where}: a column would not sum to one")
+        arr.setflags(write=False)
+        members[k][node] = CPD(node, theta.parents[node], arr)
     return Theta(theta.nodes, theta.states, theta.parents, members, theta.names)
 
 
-def set_cell(theta: Theta, edit: CellEdit) -> Theta:
-    """Set one probability; the column's other entries are rescaled to keep its sum one.
-
-    The others keep their proportions; when they are all 0 the rest is shared equally.
-    """
-    table = np.array(theta.members[edit.member][edit.node].table, dtype=float)
+def _cell_table(table: np.ndarray, edit: CellEdit) -> np.ndarray:
+    """One member's table with the edit's cell set and its column's others rescaled."""
+    table = np.array(table, dtype=float)
     k = table.shape[0]
     flat = table.reshape(k, -1)
     col = flat[:, edit.column]
-    if k == 1:
-        if edit.value != 1.0:
-            raise ParameterError(f"{edit.node!r} has one state: its probability is 1")
-        return theta
     others = np.arange(k) != edit.row
     rest = 1.0 - edit.value
     total = float(col[others].sum())
@@ -267,29 +293,58 @@ def set_cell(theta: Theta, edit: CellEdit) -> Theta:
     new[others] = col[others] * (rest / total) if total > 0 else rest / (k - 1)
     new[edit.row] = edit.value
     flat[:, edit.column] = new
-    return with_table(theta, edit.member, edit.node, flat.reshape(table.shape))
+    return flat.reshape(table.shape)
+
+
+def set_cell(theta: Theta, edit: CellEdit) -> Theta:
+    """Set one probability in each edited member; the column's other entries are rescaled.
+
+    In each member the others keep that member's proportions (when they are all 0 the rest
+    is shared equally), so with every member edited the entry is the same in all of them while
+    the rest of the column keeps each member's own shape.
+    """
+    if theta.cardinality[edit.node] == 1:
+        if edit.value != 1.0:
+            raise ParameterError(f"{edit.node!r} has one state: its probability is 1")
+        return theta
+    return with_tables(theta, edit.node, {
+        m: _cell_table(theta.members[m][edit.node].table, edit) for m in edit.members})
+
+
+def _strength_limit(table: np.ndarray, axis: int) -> float:
+    """The largest factor keeping ``m + factor * (p - m)`` (``m``: mean over ``axis``) >= 0."""
+    table = np.asarray(table, dtype=float)
+    mean = table.mean(axis=axis, keepdims=True)
+    diff = table - mean
+    neg = diff < 0
+    if not np.any(neg):
+        return math.inf
+    return float(np.min(np.broadcast_to(mean, table.shape)[neg] / -diff[neg]))
 
 
 def scale_strength(theta: Theta, edit: StrengthEdit) -> Theta:
-    """Scale the dependency ``parent -> child`` by ``factor``.
+    """Scale the dependency ``parent -> child`` by ``factor`` in each edited member.
 
     Each CPD entry becomes ``m + factor * (p - m)``, where ``m`` is its mean over the parent's
-    states: 0 makes the child independent of that parent (given its other parents), 1 changes
-    nothing, above 1 strengthens the dependency as far as every entry stays >= 0.
+    states (in its own member): 0 makes the child independent of that parent (given its other
+    parents), 1 changes nothing, above 1 strengthens the dependency as far as every entry
+    stays >= 0 (in every edited member).
     """
-    table = np.asarray(theta.members[edit.member][edit.child].table, dtype=float)
     axis = 1 + theta.parents[edit.child].index(edit.parent)
-    mean = table.mean(axis=axis, keepdims=True)
-    diff = table - mean
-    new = mean + edit.factor * diff
-    if np.any(new < 0):
-        neg = diff < 0
-        limit = float(np.min(np.broadcast_to(mean, table.shape)[neg] / -diff[neg]))
-        raise ParameterError(f"a factor of {edit.factor:g} makes a probability of "
-                             f"{edit.child!r} negative; at most {limit:.6g} is possible for "
-                             f"{edit.parent} -> {edit.child}")
-    new = np.clip(new, 0.0, 1.0)
-    return with_table(theta, edit.member, edit.child, new)
+    tables: dict[int, np.ndarray] = {}
+    for m in edit.members:
+        table = np.asarray(theta.members[m][edit.child].table, dtype=float)
+        mean = table.mean(axis=axis, keepdims=True)
+        new = mean + edit.factor * (table - mean)
+        if np.any(new < 0):
+            limit = min(_strength_limit(theta.members[j][edit.child].table, axis)
+                        for j in edit.members)
+            where = " in every edited member" if len(edit.members) > 1 else ""
+            raise ParameterError(f"a factor of {edit.factor:g} makes a probability of "
+                                 f"{edit.child!r} negative; at most {limit:.6g} is possible "
+                                 f"for {edit.parent} -> {edit.child}{where}")
+        tables[m] = np.clip(new, 0.0, 1.0)
+    return with_tables(theta, edit.child, tables)
 
 
 # -- the model being explored ---------------------------------------------------------------
@@ -410,11 +465,15 @@ def cpd_view(theta: Theta, node: Any, member: Any) -> dict[str, Any]:
         raise ParameterError(f"the CPD of {node!r} has {flat.size} entries, more than the "
                              f"{MAX_CPD_ENTRIES} the page shows; edit it in a model file")
     columns = [list(c) for c in np.ndindex(*(theta.cardinality[p] for p in parents))]
+    # Each entry's least and largest value over the members: how far Theta's members
+    # disagree on it (equal to the table itself when Theta has one member).
+    every = np.stack([mm[node].table.reshape(flat.shape) for mm in theta.members])
     return {
         "node": node, "member": m, "member_name": theta.names[m],
         "states": [str(s) for s in theta.states[node]],
         "parents": [{"name": p, "states": [str(s) for s in theta.states[p]]} for p in parents],
         "columns": columns, "table": flat.tolist(),
+        "min": every.min(axis=0).tolist(), "max": every.max(axis=0).tolist(),
     }
 
 
@@ -509,8 +568,8 @@ def save_model(state: ModelState, path: Any, member: Any = None) -> dict[str, An
     return {"path": str(target), "fingerprint": theta.fingerprint(), "bytes": len(text)}
 
 
-__all__ = ["CellEdit", "ModelState", "PlanRequest", "StrengthEdit", "cpd_view",
-           "model_bif", "model_json", "model_summary", "parse_cell_edit", "parse_plan_request",
-           "parse_query", "parse_strength_edit", "save_model", "scale_strength", "set_cell",
-           "with_table"]
+__all__ = ["ALL_MEMBERS", "CellEdit", "ModelState", "PlanRequest", "StrengthEdit", "cpd_view",
+           "members_text", "model_bif", "model_json", "model_summary", "parse_cell_edit",
+           "parse_plan_request", "parse_query", "parse_strength_edit", "save_model",
+           "scale_strength", "set_cell", "with_table", "with_tables"]
 

@@ -269,6 +269,96 @@ def test_strength_scaling_and_undo(client, model_file):
     assert status == 400 and e["error"] == "nothing to undo"
 
 
+def _ensemble(n=6, seed=5):
+    """The student model and ``n - 1`` members drawn around it (members disagree everywhere)."""
+    from quiltpriv.model.network import CPD, Theta
+
+    base = qp.load_model("student")
+    rng = np.random.default_rng(seed)
+    members = [dict(base.members[0])]
+    for _ in range(n - 1):
+        m = {}
+        for v in base.nodes:
+            t = base.members[0][v].table
+            flat = t.reshape(t.shape[0], -1)
+            new = np.stack([rng.dirichlet(100 * flat[:, c] + 1) for c in range(flat.shape[1])],
+                           axis=1)
+            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
+        members.append(m)
+    return Theta(base.nodes, base.states, base.parents, members,
+                 ["point"] + [f"b{k}" for k in range(1, n)])
+
+
+def test_edits_of_all_members():
+    theta = _ensemble()
+    server = ExplorerServer(Explorer(theta, "ensemble"))
+    server.start_in_thread()
+    try:
+        c = Client(server)
+        # The table view gives each entry's least and largest value over the members.
+        status, cpd = c.call("GET", "/api/cpd?node=sat&member=2")
+        every = np.stack([m["sat"].table.reshape(3, -1) for m in theta.members])
+        assert status == 200 and cpd["table"] == every[2].tolist()
+        assert cpd["min"] == every.min(axis=0).tolist()
+        assert cpd["max"] == every.max(axis=0).tolist()
+        assert (every.max(axis=0) > every.min(axis=0)).all()
+        # One probability set in every member; each member's column keeps its own proportions.
+        status, m = c.call("POST", "/api/edit/cell", {"member": "all", "node": "sat",
+                                                      "column": 2, "row": 1, "value": 0.4})
+        assert status == 200, m
+        assert m["history"] == ["P(sat = state 1 | column 2) = 0.4 in all 6 members"]
+        edited = server_theta(c, theta)
+        for k in range(len(theta)):
+            want = _cell_reference(theta.members[k]["sat"].table, 2, 1, 0.4)
+            assert np.abs(edited.members[k]["sat"].table - want).max() <= 1e-16
+            assert edited.members[k]["sat"].table[1, 2] == 0.4
+            for v in theta.nodes:
+                if v != "sat":
+                    assert np.array_equal(edited.members[k][v].table, theta.members[k][v].table)
+        status, cpd = c.call("GET", "/api/cpd?node=sat&member=0")
+        assert cpd["min"][1][2] == cpd["max"][1][2] == 0.4  # the members now agree on it
+        body = _req(["income"], 2.0, kind="count", attributes="sat", records=100)
+        r = c.plan(body)
+        assert r["plan"] == _norm(qp.plan(edited, qp.CountQuery(["sat"], 100), "income", 2.0,
+                                          time_limit=30).to_dict())
+        assert edited.provenance is None  # an edited model is no longer the learned one
+        # A strength factor scales each member's own dependency.
+        status, m = c.call("POST", "/api/edit/strength", {"member": "all", "parent": "income",
+                                                          "child": "sat", "factor": 0.5})
+        assert status == 200 and m["history"][-1].endswith("x 0.5 in all 6 members")
+        scaled = server_theta(c, theta)
+        for k in range(len(theta)):
+            t = edited.members[k]["sat"].table
+            mean = t.mean(axis=1, keepdims=True)
+            assert np.abs(scaled.members[k]["sat"].table - (mean + 0.5 * (t - mean))).max() \
+                <= 1e-16
+        # Too strong for some member: refused, naming the largest factor every member allows.
+        limits = []
+        for k in range(len(theta)):
+            t = scaled.members[k]["sat"].table
+            mean = np.broadcast_to(t.mean(axis=1, keepdims=True), t.shape)
+            limits.append(float(np.min((mean / (mean - t))[t < mean])))
+        status, e = c.call("POST", "/api/edit/strength", {"member": "all", "parent": "income",
+                                                          "child": "sat",
+                                                          "factor": max(limits) * 1.01})
+        assert status == 400 and f"at most {min(limits):.6g}" in e["error"]
+        assert "every edited member" in e["error"]
+        assert server_theta(c, theta).fingerprint() == scaled.fingerprint()  # nothing changed
+        # One member only, as before.
+        status, m = c.call("POST", "/api/edit/cell", {"member": 4, "node": "gender",
+                                                      "column": 0, "row": 0, "value": 0.25})
+        assert status == 200 and m["history"][-1].endswith("in member 4")
+        one = server_theta(c, theta)
+        assert [k for k in range(len(theta)) if not np.array_equal(
+            one.members[k]["gender"].table, theta.members[k]["gender"].table)] == [4]
+        for bad in ("every", "ALL", -1, 6, True):
+            status, e = c.call("POST", "/api/edit/cell", {"member": bad, "node": "sat",
+                                                          "column": 0, "row": 0, "value": 0.5})
+            assert status == 400 and '(or "all" for every member)' in e["error"], (bad, e)
+    finally:
+        server.stop()
+
+
 def test_save_as_round_trips_and_never_touches_the_original(client, model_file, tmp_path):
     theta = qp.load_model(str(model_file))
     original = model_file.read_bytes()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -202,16 +203,27 @@ def test_the_page_follows_the_python_planner(explorer, browser):
     _wait(d, lambda d: "never modified" in d.find_element(*_by("#file-status")).text,
           "the refusal")
 
-    # A bad predicate: the server's message is shown, and the last plan stays.
+    # A bad predicate: the server's message is shown, and the last plan stays, visibly marked
+    # out of date (dimmed under a notice) until a plan succeeds again.
+    assert d.find_element(*_by("body")).get_attribute("data-stale") == "false"
+    assert not d.find_element(*_by("#stale")).is_displayed()
     where = d.find_element(*_by("#q-where"))
     where.send_keys("height > 0.4 and @data.income == 1\t")
     _wait(d, lambda d: d.find_element(*_by("#error")).is_displayed(), "the error")
     assert "'@' names a Python variable" in d.find_element(*_by("#error")).text
+    assert d.find_element(*_by("body")).get_attribute("data-stale") == "true"
+    stale = d.find_element(*_by("#stale"))
+    assert stale.is_displayed() and "Out of date" in stale.text and "2.5" in stale.text
+    for part in d.find_elements(*_by(".plan-part")):
+        assert float(part.value_of_css_property("opacity")) < 0.5
     where.clear()
     where.send_keys("\t")
     _wait(d, lambda d: not d.find_element(*_by("#error")).is_displayed()
           and d.find_element(*_by("body")).get_attribute("data-state") == "ready",
           "the error to clear")
+    assert d.find_element(*_by("body")).get_attribute("data-stale") == "false"
+    assert not d.find_element(*_by("#stale")).is_displayed()
+    assert float(d.find_element(*_by("#summary")).value_of_css_property("opacity")) == 1.0
 
     # The mechanisms side by side: the same rows as quiltpriv.mechanisms.compare.
     from quiltpriv.mechanisms.compare import compare
@@ -265,3 +277,202 @@ def test_screenshot_is_not_blank_and_shows_the_roles(explorer, browser, tmp_path
     assert count(NEARBY) > 500 and count(QUILT) > 500 and count(REMOTE) > 300
     if os.environ.get("QUILTPRIV_EXPLORER_SCREENSHOT"):  # docs/make_figures.py's hook
         shutil.copy(shot, os.environ["QUILTPRIV_EXPLORER_SCREENSHOT"])
+
+
+def ensemble(n=21, seed=3):
+    """The student model and ``n - 1`` members drawn around it: a stand-in for a learned Theta
+    (a point estimate and its bootstrap resamples), so that members disagree on every entry."""
+    from quiltpriv.model.network import CPD, Theta
+
+    base = qp.load_model("student")
+    rng = np.random.default_rng(seed)
+    members = [dict(base.members[0])]
+    for _ in range(n - 1):
+        m = {}
+        for v in base.nodes:
+            t = base.members[0][v].table
+            flat = t.reshape(t.shape[0], -1)
+            new = np.stack([rng.dirichlet(200 * flat[:, c] + 1) for c in range(flat.shape[1])],
+                           axis=1)
+            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
+        members.append(m)
+    return Theta(base.nodes, base.states, base.parents, members,
+                 ["point"] + [f"bootstrap-{k}" for k in range(1, n)])
+
+
+@pytest.fixture(scope="module")
+def ensemble_explorer():
+    from quiltpriv.explorer.server import Explorer, ExplorerServer
+
+    theta = ensemble()
+    initial = {"sensitive": "income", "epsilon": 1,
+               "query": {"kind": "count", "attributes": "sat", "records": 100}}
+    server = ExplorerServer(Explorer(theta, "ensemble", initial=initial))
+    server.start_in_thread()
+    yield server, theta
+    server.stop()
+
+
+def _state(d):
+    return d.find_element(*_by("body")).get_attribute("data-state")
+
+
+def _value(d, selector):
+    return d.find_element(*_by(selector)).get_attribute("value")
+
+
+@pytest.mark.slow  # ~3 s
+def test_categories_follow_the_attributes(explorer, browser):
+    server, theta, _ = explorer
+    d = browser
+    d.get(server.url)
+    _wait(d, lambda d: _state(d) == "ready", "the first plan")
+    from selenium.webdriver.support.ui import Select
+
+    Select(d.find_element(*_by("#q-kind"))).select_by_value("histogram")
+    cats = d.find_element(*_by("#q-categories"))
+    cats.send_keys("height=short|tall,sat=low|high\t")
+    _wait(d, lambda d: _state(d) == "ready" and "--categories 'height=short|tall,sat=low|high'"
+          in d.find_element(*_by("#command")).text, "the histogram over height and sat")
+    # Unticking height takes its categories out (they would name an attribute no longer
+    # queried: the server refuses that); the plan is the histogram over sat alone.
+    d.find_element(*_by('#attr-list input[value="height"]')).click()
+    _wait(d, lambda d: _value(d, "#q-categories") == "sat=low|high", "the categories of sat")
+    note = d.find_element(*_by("#attr-note"))
+    assert note.is_displayed() and "height" in note.text
+    _wait(d, lambda d: _state(d) == "ready" and "--attributes sat --records 1000" in
+          d.find_element(*_by("#command")).text, "the histogram over sat")
+    command = d.find_element(*_by("#command")).text
+    assert "--categories 'sat=low|high'" in command and "height=" not in command
+    assert not d.find_element(*_by("#error")).is_displayed()
+    # Another attribute: its categories are its own to declare; height's come back with it.
+    d.find_element(*_by('#attr-list input[value="height"]')).click()
+    _wait(d, lambda d: _value(d, "#q-categories") == "sat=low|high,height=short|tall",
+          "height's categories back")
+    assert not d.find_element(*_by("#attr-note")).is_displayed()
+    _wait(d, lambda d: _state(d) == "ready" and "--attributes sat,height" in
+          d.find_element(*_by("#command")).text, "the histogram over both again")
+    p = qp.plan(theta, qp.HistogramQuery(["sat", "height"], 1000, categories={
+        "sat": ("low", "high"), "height": ("short", "tall")}), "income", 1.0)
+    assert float(d.find_element(*_by("#overall-scale")).get_attribute("data-value")) == p.scale
+
+
+def _cells(d):
+    """The table editor's boxes: (row, column) -> (text shown, box cut off?)."""
+    out = {}
+    for i in d.find_elements(*_by("#cpd input")):
+        cut = d.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", i)
+        out[int(i.get_attribute("data-row")), int(i.get_attribute("data-column"))] = (
+            i.get_attribute("value"), cut)
+    return out
+
+
+@pytest.mark.slow  # ~4 s
+def test_table_editor_shows_every_digit_and_edits_all_members(ensemble_explorer, browser):
+    server, theta = ensemble_explorer
+    d = browser
+    d.get(server.url)
+    _wait(d, lambda d: _state(d) == "ready", "the first plan")
+    d.find_element(*_by('#drawing g.node[data-node="sat"]')).click()
+    _wait(d, lambda d: len(d.find_elements(*_by("#cpd input"))) == 9, "the table editor")
+    from selenium.webdriver.support.ui import Select
+
+    member = Select(d.find_element(*_by("#member")))
+    assert len(member.options) == 21 and member.options[3].text == "3: bootstrap-3"
+    member.select_by_value("3")
+    _wait(d, lambda d: _cells(d)[0, 0][0] == repr(float(theta.members[3]["sat"].table[0, 0])),
+          "member 3's table")
+    # Every entry in full (the shortest text that reads back exactly), in a box wide enough.
+    table = theta.members[3]["sat"].table.reshape(3, -1)
+    every = np.stack([m["sat"].table.reshape(3, -1) for m in theta.members])
+    for (r, c), (text, cut) in _cells(d).items():
+        assert float(text) == table[r, c] and not cut, (r, c, text)
+        assert len(text) >= 15  # Dirichlet draws: no short decimals to hide a cut
+    ranges = d.find_elements(*_by("#cpd small.range"))
+    assert len(ranges) == 9
+    assert {(float(x.get_attribute("data-min")), float(x.get_attribute("data-max")))
+            for x in ranges} == {(every[:, r, c].min(), every[:, r, c].max())
+                                 for r in range(3) for c in range(3)}
+
+    # All members: one edit sets the entry in each of the 21 members.
+    box = d.find_element(*_by("#all-members"))
+    assert box.is_displayed() and "all 21 members" in d.find_element(
+        *_by("#all-members-choice")).text
+    box.click()
+    value = "0.123456789012345"
+    cell = d.find_element(*_by('#cpd input[data-row="0"][data-column="1"]'))
+    cell.clear()
+    cell.send_keys(value + "\t")
+    _wait(d, lambda d: server.app.state.undo_depth == 1 and _state(d) == "ready"
+          and d.find_element(*_by("body")).get_attribute("data-result-fingerprint")
+          == server.app.state.theta.fingerprint(), "the plan of the edited model")
+    edited = server.app.state.theta
+    assert server.app.state.history[-1].endswith("in all 21 members")
+    for k in range(21):
+        col = theta.members[k]["sat"].table[:, 1]
+        want = [col[0] * 0 + float(value)] + [float(v) * ((1 - float(value)) / float(
+            col[1:].sum())) for v in col[1:]]
+        got = edited.members[k]["sat"].table[:, 1]
+        assert got[0] == float(value) and np.abs(got - want).max() <= 2e-16
+        assert np.array_equal(edited.members[k]["sat"].table[:, [0, 2]],
+                              theta.members[k]["sat"].table[:, [0, 2]])
+    assert _cells(d)[0, 1][0] == value  # shown exactly as typed
+    assert float(d.find_element(*_by("#overall-scale")).get_attribute("data-value")) == qp.plan(
+        edited, qp.CountQuery(["sat"], 100), "income", 1.0).scale
+    # The range under the edited entry closes: the members now agree on it.
+    assert not d.find_elements(*_by('#cpd td:has(input[data-row="0"][data-column="1"]) '
+                                    "small.range"))
+
+    # Unticked again: an edit changes the member shown only.
+    box.click()
+    cell = d.find_element(*_by('#cpd input[data-row="1"][data-column="0"]'))
+    cell.clear()
+    cell.send_keys("0.5\t")
+    _wait(d, lambda d: server.app.state.undo_depth == 2 and _state(d) == "ready"
+          and d.find_element(*_by("body")).get_attribute("data-result-fingerprint")
+          == server.app.state.theta.fingerprint(), "the one-member edit")
+    again = server.app.state.theta
+    assert server.app.state.history[-1].endswith("in member 3")
+    assert [k for k in range(21) if not np.array_equal(
+        again.members[k]["sat"].table, edited.members[k]["sat"].table)] == [3]
+    for _ in range(2):
+        d.find_element(*_by("#undo")).click()
+        time.sleep(0.3)
+    _wait(d, lambda d: server.app.state.undo_depth == 0 and _state(d) == "ready",
+          "the undo")
+
+
+@pytest.mark.slow  # ~4 s
+@pytest.mark.parametrize("width", [360, 420, 500])
+def test_narrow_screens_keep_everything_inside_the_window(ensemble_explorer, browser, width):
+    server, _ = ensemble_explorer
+    d = browser
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        d.get(server.url)
+        _wait(d, lambda d: _state(d) == "ready", "the first plan")
+        d.find_element(*_by('#drawing g.node[data-node="sat"]')).click()
+        _wait(d, lambda d: d.find_elements(*_by("#cpd input")), "the table editor")
+        assert d.execute_script("return window.innerWidth") == width
+        # Nothing makes the page wider than the window (wide tables scroll inside themselves).
+        assert d.execute_script("return document.documentElement.scrollWidth") <= width
+        for sel in ("header", "#controls", "#results", "#summary", "#drawing", "#editor",
+                    "#cpd-wrap", "#candidates", "#comparison", "#command", "#eps", "#save",
+                    "#q-where"):
+            left, right = d.execute_script(
+                "const r = document.querySelector(arguments[0]).closest('.table-wrap, "
+                "section, aside, header, figure, pre, div, label, button, input')"
+                ".getBoundingClientRect(); return [r.left, r.right];", sel)
+            assert left >= 0 and right <= width + 0.5, (sel, left, right)
+        # One column: the inputs above the results.
+        controls = d.find_element(*_by("#controls")).rect
+        results = d.find_element(*_by("#results")).rect
+        assert controls["y"] + controls["height"] <= results["y"]
+        # The inputs still work: a new epsilon re-plans.
+        eps = d.find_element(*_by("#eps"))
+        eps.clear()
+        eps.send_keys("2\t")
+        _wait(d, _ready_with(d, "data-epsilon", "2"), "the plan at epsilon 2")
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

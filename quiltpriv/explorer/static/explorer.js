@@ -60,6 +60,17 @@
     $(box).textContent = message || "";
   }
 
+  // The plan on screen no longer answers the inputs (they failed to plan, or the plan was
+  // cancelled): it stays for reference, dimmed under a notice, until a plan succeeds.
+  function markStale(why) {
+    const stale = Boolean(why) && result !== null;
+    document.body.dataset.stale = stale ? "true" : "false";
+    $("stale").hidden = !stale;
+    $("stale").textContent = stale ? `Out of date: ${why}. The plan below is for the last ` +
+      "inputs that planned (\u03b5 = " + result.epsilon + "); it does not answer the inputs " +
+      "now on the left." : "";
+  }
+
   function checked(listId) {
     return [...$(listId).querySelectorAll("input:checked")].map((i) => i.value);
   }
@@ -77,10 +88,47 @@
     if (!result) drawing(m.svg);
   }
 
-  function fillChecks(listId, names, on) {
+  function fillChecks(listId, names, on, onchange) {
     const box = $(listId);
     box.replaceChildren(...names.map((n) => el("label", {},
-      el("input", {type: "checkbox", value: n, checked: on.includes(n), onchange: schedule}), n)));
+      el("input", {type: "checkbox", value: n, checked: on.includes(n),
+        onchange: onchange || schedule}), n)));
+  }
+
+  // The query's per-attribute fields (A=...,B=...) follow the attribute list: an entry of an
+  // attribute no longer queried is taken out (and put back if the attribute comes back), so
+  // the categories of the previous attributes are never sent with the new ones.
+  const PER_ATTRIBUTE = ["q-categories", "q-record-states"];
+  const setAside = {};       // input id -> {attribute: "A=..." entry taken out}
+  function followAttributes() {
+    const attrs = new Set(checked("attr-list"));
+    const moved = [];
+    for (const id of PER_ATTRIBUTE) {
+      const input = $(id);
+      const aside = setAside[id] || (setAside[id] = {});
+      const items = input.value.split(",").map((x) => x.trim()).filter(Boolean);
+      const keep = [];
+      for (const item of items) {
+        const name = item.split("=")[0].trim();
+        if (item.includes("=") && !attrs.has(name)) {
+          aside[name] = item;
+          moved.push(name);
+        } else {
+          keep.push(item);
+          delete aside[name];
+        }
+      }
+      for (const name of Object.keys(aside)) {
+        if (attrs.has(name)) { keep.push(aside[name]); delete aside[name]; }
+      }
+      const text = keep.join(",");
+      if (text !== items.join(",")) input.value = text;
+    }
+    const names = [...new Set(moved)];
+    $("attr-note").hidden = !names.length;
+    $("attr-note").textContent = names.length ? `set aside the categories/record states of ` +
+      `${names.join(", ")} (no longer a query attribute; they come back with it)` : "";
+    schedule();
   }
 
   function applyInitial(m) {
@@ -93,7 +141,7 @@
     const attrs = q.attributes ? list(q.attributes)
       : [names[names.length - 1] === sens[0] ? names[0] : names[names.length - 1]];
     fillChecks("sensitive-list", names, sens);
-    fillChecks("attr-list", names, attrs);
+    fillChecks("attr-list", names, attrs, followAttributes);
     $("q-kind").value = q.kind || "count";
     for (const input of document.querySelectorAll("[data-field]")) {
       const v = q[input.dataset.field];
@@ -153,6 +201,7 @@
       id = (await api("POST", "/api/plan", request())).job;
     } catch (e) {
       showError("error", e.message);
+      markStale("these inputs could not be planned");
       document.body.dataset.state = "error";
       busy(false, "");
       return;
@@ -163,10 +212,14 @@
       if (s.state === "done") {
         showError("error", null);
         render(s.result);
+        markStale(null);
         document.body.dataset.state = "ready";
       } else if (s.state === "error") {
         showError("error", s.error);
+        markStale("these inputs could not be planned");
         document.body.dataset.state = "error";
+      } else if (s.state === "cancelled") {
+        markStale("the plan of the current inputs was cancelled");
       }
     }, () => planJob === id);
     if (planJob === id) { planJob = null; busy(false); }
@@ -176,7 +229,7 @@
     for (;;) {
       let s;
       try { s = await api("GET", `/api/jobs/${id}`); } catch (e) {
-        if (current()) showError("error", e.message);
+        if (current()) done({state: "error", error: e.message});
         return;
       }
       if (!current()) return;
@@ -280,20 +333,34 @@
     }
     $("editor").hidden = false;
     $("editor-node").textContent = node;
-    $("member-choice").hidden = model.members.length < 2;
+    const many = model.members.length > 1;
+    $("member-choice").hidden = !many;
+    $("all-members-choice").hidden = !many;
+    $("all-members-count").textContent = String(model.members.length);
     $("member").replaceChildren(...model.members.map((name, k) =>
-      el("option", {value: k, selected: k === m}, name)));
+      el("option", {value: k, selected: k === m}, `${k}: ${name}`)));
     showError("editor-error", null);
     const table = $("cpd");
     const head = cpd.parents.map((p, k) => el("tr", {},
       el("th", {}, p.name), ...cpd.columns.map((col) => el("th", {}, p.states[col[k]]))));
     const top = el("tr", {}, el("th", {}, `${cpd.node} \u2193`),
       ...cpd.columns.map(() => el("th", {}, cpd.parents.length ? "" : "P")));
+    // Each entry in full: JavaScript's String(x) is the shortest text that reads back as
+    // exactly x, and the box is as wide as that text. With several members, the entry's
+    // least and largest value over them is shown under it when they differ.
     const rows = cpd.states.map((state, r) => el("tr", {}, el("th", {}, state),
-      ...cpd.table[r].map((v, col) => el("td", {}, el("input", {
-        type: "text", value: String(Number(v.toPrecision(12))), title: String(v),
-        "data-row": r, "data-column": col,
-        "aria-label": `P(${cpd.node} = ${state} | column ${col})`, onchange: editCell})))));
+      ...cpd.table[r].map((v, col) => {
+        const lo = cpd.min[r][col], hi = cpd.max[r][col];
+        const text = String(v);
+        return el("td", {}, el("input", {
+          type: "text", value: text, size: Math.max(6, text.length + 1),
+          title: many ? `member ${m}: ${text}; over the ${model.members.length} members: ` +
+            `${String(lo)} to ${String(hi)}` : text,
+          "data-row": r, "data-column": col, "data-value": text,
+          "aria-label": `P(${cpd.node} = ${state} | column ${col})`, onchange: editCell}),
+        many && lo !== hi ? el("small", {class: "range", "data-min": String(lo),
+          "data-max": String(hi)}, `${fmt(lo)}\u2013${fmt(hi)}`) : null);
+      })));
     table.replaceChildren(el("thead", {}, ...(head.length ? head : [top])), el("tbody", {}, ...rows));
     $("strengths").replaceChildren(...cpd.parents.map((p) => el("label", {},
       `strength of ${p.name} \u2192 ${cpd.node} \u00d7`,
@@ -312,15 +379,19 @@
     }
   }
 
+  // The member an edit applies to: the one shown, or "all" (every member of Theta).
+  const editMember = () => ($("all-members").checked && model.members.length > 1 ? "all"
+    : editing.member);
+
   function editCell(ev) {
     const i = ev.target;
-    edit("/api/edit/cell", {member: editing.member, node: editing.node,
+    edit("/api/edit/cell", {member: editMember(), node: editing.node,
       column: Number(i.dataset.column), row: Number(i.dataset.row), value: i.value.trim()});
   }
 
   function editStrength(ev) {
     const input = ev.target.previousElementSibling;
-    edit("/api/edit/strength", {member: editing.member, parent: input.dataset.parent,
+    edit("/api/edit/strength", {member: editMember(), parent: input.dataset.parent,
       child: editing.node, factor: input.value.trim()});
   }
 
