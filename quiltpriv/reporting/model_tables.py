@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.format import escape as _e
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -125,7 +126,14 @@ def _dl(v: Mapping[str, Any], depth: int) -> str:
 
 
 def provenance_html(prov: Mapping[str, Any] | None) -> str:
-    """Where Theta came from, for a person: a definition list (see the module text)."""
+    """Where Theta came from, for a person: a definition list (see the module text).
+
+    ``prov`` is a provenance record (:func:`quiltpriv.model.provenance.provenance_dict`), or
+    None when there is none.
+    """
+    if prov is not None and not isinstance(prov, Mapping):
+        raise ParameterError(f"a provenance record must be a mapping or None, got "
+                             f"{type(prov).__name__}")
     if not prov:
         return ("<p>Provenance: not recorded (the model was not built or learned by "
                 "quiltpriv, or it was edited).</p>")
@@ -179,9 +187,10 @@ def _cell(value: float, lo: float | None, hi: float | None) -> str:
     return f'<td class="num">{text}</td>'
 
 
-def cpd_tables_html(theta: Theta, tables: list[dict[str, Any]]) -> str:
+def cpd_tables_html(theta: Theta) -> str:
     """The tables of :func:`cpd_tables` as HTML, one per node (everything escaped)."""
     theta = check_theta(theta)
+    tables = cpd_tables(theta)
     many = len(theta) > 1
     parts = []
     for t in tables:

@@ -147,7 +147,7 @@ def test_provenance_is_a_definition_list_not_json():
 def test_tables_show_every_entry_and_its_range_over_members():
     theta = ensemble()
     tables = cpd_tables(theta)
-    html = cpd_tables_html(theta, tables)
+    html = cpd_tables_html(theta)
     p = parse(html)
     assert set(p.tables) == set(theta.nodes)
     for t in tables:
@@ -195,7 +195,7 @@ def test_hostile_names_in_tables_are_escaped():
     theta = qp.theta_from_tables([(EVIL, "c")], {EVIL: [evil_state, "hi"], "c": ["0", "1"]},
                                  {EVIL: [0.5, 0.5], "c": [[0.9, 0.2], [0.1, 0.8]]},
                                  names=["<i>member</i>"])
-    html = cpd_tables_html(theta, cpd_tables(theta))
+    html = cpd_tables_html(theta)
     assert "<script" not in html and "<img" not in html and "<i>member" not in html
     p = parse(html)
     assert set(p.tables) == {EVIL, "c"}
@@ -210,7 +210,7 @@ def test_large_tables_are_left_out_with_a_note(monkeypatch):
     sizes = {t["node"]: theta.members[0][t["node"]].table.size for t in tables}
     shown = [t["node"] for t in tables if t["values"] is not None]
     assert sum(sizes[v] for v in shown) <= 20 and len(shown) < len(tables)
-    html = cpd_tables_html(theta, tables)
+    html = cpd_tables_html(theta)
     left_out = next(t for t in tables if t["values"] is None)
     assert f"Not shown: {sizes[left_out['node']]} entries" in html
     assert set(parse(html).tables) == set(shown)
