@@ -28,7 +28,7 @@ from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.format import escape as _e
 from quiltpriv.utils.format import fmt_number as _fmt
-from quiltpriv.utils.format import json_value as _jsonable
+from quiltpriv.utils.serialize import jsonable as _jsonable
 
 __all__ = ["MAX_PROVENANCE_DEPTH", "MAX_TABLE_ENTRIES", "cpd_tables", "cpd_tables_html",
            "provenance_html"]
