@@ -23,6 +23,7 @@ from quiltpriv.cli.core import (
 from quiltpriv.errors import ParameterError
 from quiltpriv.mechanisms.apmqm import Plan, plan, plan_from_json, was_interrupted
 from quiltpriv.mechanisms.compare import DEFAULT_TIME_LIMIT
+from quiltpriv.mechanisms.fragility import DEFAULT_DELTA
 from quiltpriv.mechanisms.record_verification import check_record, looks_like_record
 from quiltpriv.mechanisms.verification import check_plan, query_from_dict
 from quiltpriv.queries.law_bounds import Budget
@@ -55,6 +56,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             raise ParameterError("--plan audits the published plan's scale: give --scale "
                                  "without --plan")
         p, query = _published(args, theta)
+        p_used: Plan | None = p
         sens, eps, scale = [sp.node for sp in p.sensitive], p.epsilon, p.scale
     else:
         if args.sensitive is None or args.epsilon is None:
@@ -63,11 +65,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         query = query_from_args(args)
         sens, eps = sensitive_from_args(args), args.epsilon
         scale = args.scale
+        p_used = None
         if scale is None:
             p = plan(theta, query, sens, eps, time_limit=limit)
             if was_interrupted(p):
                 raise KeyboardInterrupt  # a partial plan is not the one to audit
-            scale = p.scale
+            scale, p_used = p.scale, p
     if isinstance(query, LinearQuery) and args.records is None:
         raise ParameterError("auditing a linear query needs --records N (its number of records)")
     records = None if isinstance(query, CountQuery) else args.records
@@ -93,6 +96,17 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                             planned=scale)
         extra["least_scale"] = least.to_dict()
         lines += ["", least.explain()]
+    if args.fragility:
+        if p_used is None:
+            raise ParameterError("--fragility tests a plan's chosen quilts: give --plan FILE, "
+                                 "or omit --scale")
+        from quiltpriv.mechanisms.fragility import fragility
+
+        left = budget.remaining()
+        frag = fragility(theta, p_used, query, delta=args.delta,
+                         time_limit=None if left is None else max(left, 1e-3))
+        extra["fragility"] = frag.to_dict()
+        lines += ["", frag.explain()]
     if args.json:
         emit(json.dumps({**result.to_dict(), **extra}, allow_nan=False), args.output)
     else:
@@ -126,6 +140,15 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--least-scale", action="store_true",
                    help="also find, by bisection, the least scale the exact audit proves "
                         "sufficient, beside the audited one")
+    p.add_argument("--fragility", action="store_true",
+                   help="also test each chosen quilt against changes of at most --delta in "
+                        "one column of one table: could one make it infeasible (FLIPS), is "
+                        "that excluded (STABLE), or not decided in time (UNDECIDED)?")
+    p.add_argument("--delta", type=number("--delta", min_val=0.0, max_val=1.0,
+                                               include_boundaries="right"),
+                   default=DEFAULT_DELTA, metavar="D",
+                   help="with --fragility: the largest change of one column, in total "
+                        "variation (default: %(default)g)")
     add_query_arguments(p)
     p.add_argument("--scale", type=number("--scale", min_val=0.0), default=None, metavar="B",
                    help="Laplace scale to audit (default: the APMQM plan's)")

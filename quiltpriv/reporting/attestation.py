@@ -6,8 +6,9 @@ model's canonical fingerprint, the plan, the release record, the data as the rec
 them); the verdicts of ``verify`` (the plan against the model and query; the record end to end)
 and, when asked, of the exact ``audit`` (overall, per sensitive attribute, and the least
 sufficient scale); the epsilon each sensitive attribute attains at the published scale; the
-ledger's status for this release; the assumptions the guarantee rests on, in one paragraph; and
-an empty sign-off block. :func:`attestation_html` renders it.
+perturbation test of the chosen quilts (when the audit runs: could a small change of one table
+make one infeasible); the ledger's status for this release; the assumptions the guarantee
+rests on, in one paragraph; and an empty sign-off block. :func:`attestation_html` renders it.
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ def _audit_section(theta: Theta, query: Query, plan: Plan, records: int | None,
                               for k, r in per.items()},
             "least_scale": least.scale, "least_scale_below": least.below,
             "least_scale_text": least.explain()}
+
+
+def _fragility_section(theta: Theta, query: Query, plan: Plan,
+                       time_limit: float | None) -> dict[str, Any]:
+    """The perturbation test of the chosen quilts (:mod:`quiltpriv.mechanisms.fragility`)."""
+    from quiltpriv.mechanisms.fragility import fragility
+
+    f = fragility(theta, plan, query, time_limit=time_limit)
+    return {"run": True, **f.to_dict(), "text": f.explain()}
 
 
 def _ledger_section(ledger: str | os.PathLike[str] | None,
@@ -153,6 +163,8 @@ def attestation(theta: Theta, query: Query, plan: Plan,
         "audit": _audit_section(theta, query, plan, records, time_limit) if run_audit else
         {"run": False, "why": "not asked (report --audit)"},
         "attained_epsilon": {r.node: r.to_dict() for r in attained_epsilons(plan, query)},
+        "fragility": _fragility_section(theta, query, plan, time_limit) if run_audit else
+        {"run": False, "why": "not asked (report --audit)"},
         "ledger": _ledger_section(ledger, record),
         "assumptions": ASSUMPTIONS,
         "guarantee_assumptions": list(plan.guarantee.assumptions),
@@ -209,6 +221,10 @@ def attestation_html(a: Mapping[str, Any]) -> str:
                     + (" (FRAGILE)" if v["fragile"] else "")
                     for k, v in a["attained_epsilon"].items())
     rows.append(_row("epsilon attained per attribute", escape(att)))
+    fr = a.get("fragility")
+    if isinstance(fr, Mapping) and fr.get("run"):
+        rows.append(_row("fragility (one table changed)", "<pre>" + escape(fr["text"])
+                         + "</pre>"))
     rows.append(_row("ledger", escape(a["ledger"]["status"])))
     sign = ("<table class=\"signoff\"><tr><th>reviewed by</th><td>&nbsp;</td></tr>"
             "<tr><th>date</th><td>&nbsp;</td></tr>"

@@ -46,6 +46,7 @@ def test_the_documented_audit_workflow_runs(tmp_path, monkeypatch, capsys):
     assert "[OK] ledger: entry 0 of 1" in outputs[3]
     assert "*  {income}" in outputs[4]
     assert "least sufficient scale by exact audit" in outputs[5]
+    assert "gender: quilt {income}" in outputs[5] and "STABLE" in outputs[5]
     report = json.loads((tmp_path / "report.json").read_text())["attestation"]
     assert report["verify"]["record"]["verified"] and report["audit"]["verdict"] == "MET"
     assert report["ledger"]["entry"] == 0

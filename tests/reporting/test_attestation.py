@@ -43,6 +43,11 @@ def test_report_attests_inputs_verdicts_ledger_and_leaves_a_sign_off(tmp_path):
     assert a["audit"]["verdict"] == "MET" and a["audit"]["per_attribute"]["x2"]["verdict"] == "MET"
     assert 0 < a["audit"]["least_scale"] < p.scale
     assert a["attained_epsilon"]["x2"]["epsilon"] == 0.5
+    # the perturbation test of the chosen quilt (the trivial quilt here: nothing can flip)
+    assert a["fragility"]["run"] and a["fragility"]["complete"]
+    assert [r["node"] for r in a["fragility"]["rows"]] == ["x2"]
+    assert p["x2"].quilt == () and a["fragility"]["rows"][0]["verdict"] == "STABLE"
+    assert "fragility (one table changed)" in r.html
     assert a["ledger"]["entry"] == 0 and "intact" in a["ledger"]["status"]
     assert a["assumptions"] == ASSUMPTIONS and a["sign_off"] == {
         "reviewer": None, "date": None, "decision": None}
@@ -58,6 +63,7 @@ def test_report_attests_inputs_verdicts_ledger_and_leaves_a_sign_off(tmp_path):
     assert b["verify"]["record"]["verified"] is False
     assert "NOT in the ledger" in b["ledger"]["status"]
     assert b["audit"] == {"run": False, "why": "not asked (report --audit)"}
+    assert b["fragility"] == {"run": False, "why": "not asked (report --audit)"}
 
 
 def test_cli_report_audit_flag(tmp_path):
