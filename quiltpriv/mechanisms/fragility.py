@@ -51,7 +51,7 @@ from quiltpriv.model.network import CPD, Theta, check_theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import fmt_number, fmt_set
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_scalar
+from quiltpriv.utils.validation import check_array, check_scalar
 
 __all__ = ["BOUND_MARGIN", "DEFAULT_DELTA", "DEFAULT_TIME_LIMIT", "AttributeFragility",
            "Fragility", "TableChange", "fragility", "influence_of_joint"]
@@ -281,7 +281,10 @@ def influence_of_joint(joint: np.ndarray) -> float:
     """[ZOC22, Def. 8] from ``joint[a, q]``: ``max_q log max_a P(q|a) / min_b P(q|b)`` over the
     values ``a``, ``b`` of positive probability (``inf`` when some ``q`` is possible under one
     and impossible under another)."""
-    j = np.asarray(joint, dtype=float).reshape(joint.shape[0], -1)
+    arr = check_array(joint, "joint")
+    if arr.ndim < 1 or arr.shape[0] == 0 or np.any(arr < 0):
+        raise ParameterError("joint must be a table of probabilities >= 0, axes (a, q...)")
+    j = arr.reshape(arr.shape[0], -1)
     p = j.sum(axis=1)
     cond = j[p > 0] / p[p > 0, None]
     if cond.shape[0] < 2:
@@ -508,6 +511,8 @@ def fragility(theta: Theta, plan: Plan, query: Query | None = None, *,
     theta = check_theta(theta)
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if query is not None and not isinstance(query, Query):
+        raise ParameterError(f"query must be a quiltpriv query, got {type(query).__name__}")
     if plan.model != theta.fingerprint():
         raise PlanError("fragility: the plan was made for another model (verify it first)")
     delta = check_scalar(delta, "delta", min_val=0.0, max_val=1.0)
