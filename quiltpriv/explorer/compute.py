@@ -36,8 +36,14 @@ Progress = Callable[[str, int, int], None]
 
 def _candidates(theta: Theta, req: PlanRequest, sp: Any) -> dict[str, Any]:
     """The audit report's candidate table for one sensitive attribute, as JSON."""
+    return candidate_table(theta, req.query, sp, req.epsilon)
+
+
+def candidate_table(theta: Theta, query: Any, sp: Any, epsilon: float) -> dict[str, Any]:
+    """The audit report's candidate table for ``sp`` (a plan's sensitive attribute) as JSON,
+    its chosen quilt marked (and added with the plan's own numbers when not listed)."""
     chosen_q = sp.partition(theta)
-    ranked, truncated = candidate_quilts(theta, req.query, sp.node, req.epsilon)
+    ranked, truncated = candidate_quilts(theta, query, sp.node, epsilon)
     chosen = next((c for c in ranked if c.quilt == chosen_q), None)
     if chosen is None:  # not in the listed family: shown with the plan's own numbers
         chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan")

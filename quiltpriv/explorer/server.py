@@ -27,6 +27,15 @@ API (all JSON)::
     POST /api/undo
     POST /api/save {path[, member]}    .json (all of Theta) or .bif (one member), atomically
     POST /api/report {path, sensitive, epsilon, query, time_limit}  -> 202 {"job": ...}
+
+The auditor's side (:mod:`quiltpriv.explorer.published`: a published plan or release record,
+verified and audited, never planned or released again)::
+
+    GET  /api/published                the loaded document's summary, or null
+    POST /api/published {path | text[, name]}   load (at most MAX_UPLOAD bytes of body)
+    POST /api/published/verify {data, ledger, audit, fragility, delta, time_limit} -> 202
+    POST /api/published/report {path, ledger, audit, time_limit}                  -> 202
+    POST /api/published/clear
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from urllib.parse import parse_qs, urlsplit
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.explorer.compute import export_report, plan_payload, report_target
 from quiltpriv.explorer.jobs import JobManager
+from quiltpriv.explorer.published import MAX_DOCUMENT, PublishedSession, published_route
 from quiltpriv.explorer.state import (
     ModelState,
     cpd_view,
@@ -63,10 +73,13 @@ from quiltpriv.utils.serialize import load_json
 HOST = "127.0.0.1"
 #: Largest request body accepted, in bytes.
 MAX_BODY = 64 * 1024
+#: Largest body of ``POST /api/published`` (an uploaded plan or release record).
+MAX_UPLOAD = MAX_DOCUMENT + 64 * 1024
 TOKEN_HEADER = "X-Quiltpriv-Token"
 
 _STATIC = {"explorer.js": "text/javascript; charset=utf-8",
-           "explorer.css": "text/css; charset=utf-8"}
+           "explorer.css": "text/css; charset=utf-8",
+           "audit.js": "text/javascript; charset=utf-8"}
 _SECURITY_HEADERS = {
     # Only this server's own files run; nothing is fetched from anywhere else.
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -116,6 +129,7 @@ class Explorer:
         self.jobs = JobManager()
         self.token = token or secrets.token_urlsafe(24)
         self.initial = dict(initial or {})
+        self.published = PublishedSession(theta)
         # A bad initial input fails at start-up; a partial one is only a starting point.
         if "sensitive" in self.initial:
             sens = self.initial["sensitive"]
@@ -128,6 +142,8 @@ class Explorer:
                body: Any) -> tuple[int, Any]:
         """Route one checked request; return the status and a JSON-ready body."""
         parts = [p for p in path.split("/") if p][1:]  # after "api"
+        if parts[:1] == ["published"]:
+            return published_route(self, method, parts[1:], body)
         if method == "GET":
             if parts == ["model"]:
                 return 200, dict(model_summary(self.state), initial=self.initial)
@@ -310,9 +326,10 @@ class _Handler(BaseHTTPRequestHandler):
             raise HTTPError(400, f"bad Content-Length {length!r}") from None
         if n < 0:
             raise HTTPError(400, f"bad Content-Length {length!r}")
-        if n > MAX_BODY:
+        limit = MAX_UPLOAD if urlsplit(self.path).path == "/api/published" else MAX_BODY
+        if n > limit:
             raise HTTPError(413, f"the request body ({n} bytes) is larger than the "
-                                 f"{MAX_BODY} bytes accepted")
+                                 f"{limit} bytes accepted")
         if n and (self.headers.get_content_type() != "application/json"):
             raise HTTPError(415, "the request body must be JSON (Content-Type: "
                                  "application/json)")

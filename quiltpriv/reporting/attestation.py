@@ -26,7 +26,7 @@ from quiltpriv.queries.query import CountQuery, LinearQuery, Query
 from quiltpriv.releases.records import utc_timestamp
 from quiltpriv.utils.format import escape, fmt_number
 
-__all__ = ["ASSUMPTIONS", "attestation", "attestation_html"]
+__all__ = ["ASSUMPTIONS", "attestation", "attestation_html", "audit_summary"]
 
 #: docs/assumptions.md in one paragraph.
 ASSUMPTIONS = (
@@ -51,9 +51,26 @@ def _sha(x: Any) -> str:
     return hashlib.sha256(canonical_json(x).encode("ascii")).hexdigest()
 
 
-def _audit_section(theta: Theta, query: Query, plan: Plan, records: int | None,
+def audit_summary(theta: Theta, query: Query, plan: Plan, records: int | None,
                    time_limit: float | None) -> dict[str, Any]:
-    """The exact audit at the plan's scale: overall, per attribute, and the least scale."""
+    """The exact audit at the plan's scale: overall, per attribute, and the least scale.
+
+    JSON-ready; ``{"run": False, "why": ...}`` for a query the exact audit does not cover (or
+    too many records). ``plan`` must already be verified against ``theta`` and ``query``.
+    """
+    from quiltpriv.errors import ParameterError, QueryError
+    from quiltpriv.model.network import check_theta
+    from quiltpriv.utils.validation import check_scalar
+
+    check_theta(theta)
+    if not isinstance(query, Query):
+        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if not isinstance(plan, Plan):
+        raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if records is not None:
+        records = int(check_scalar(records, "records", integer=True, min_val=1))
+    if time_limit is not None:
+        time_limit = check_scalar(time_limit, "time_limit", min_val=0.0)
     if not isinstance(query, CountQuery | LinearQuery):
         return {"run": False, "why": "the exact audit covers count and linear queries"}
     from quiltpriv.audit.exact import audit
@@ -160,7 +177,7 @@ def attestation(theta: Theta, query: Query, plan: Plan,
             "data": data,
         },
         "verify": {"plan": "VERIFIED against the model and the query", "record": rec_verdict},
-        "audit": _audit_section(theta, query, plan, records, time_limit) if run_audit else
+        "audit": audit_summary(theta, query, plan, records, time_limit) if run_audit else
         {"run": False, "why": "not asked (report --audit)"},
         "attained_epsilon": {r.node: r.to_dict() for r in attained_epsilons(plan, query)},
         "fragility": _fragility_section(theta, query, plan, time_limit) if run_audit else
