@@ -37,7 +37,7 @@ from quiltpriv.explorer.state import ModelState, _number, _object, _text
 from quiltpriv.mechanisms.apmqm import Plan, plan_from_dict, plan_from_json
 from quiltpriv.mechanisms.record_verification import looks_like_record, record_from_json
 from quiltpriv.model.network import Theta
-from quiltpriv.utils.format import json_value
+from quiltpriv.utils.serialize import jsonable as json_value
 
 __all__ = ["MAX_DOCUMENT", "Published", "PublishedSession", "VerifyRequest",
            "parse_published", "parse_verify_request", "published_route", "report_payload",
