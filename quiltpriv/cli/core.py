@@ -21,12 +21,11 @@ import contextlib
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from quiltpriv.cli import EXIT_INTERRUPTED
-from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.errors import ParameterError
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
 from quiltpriv.inference.influence import (
     INFERENCE_METHODS,
@@ -38,6 +37,7 @@ from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale, was_interrupted
 from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.model.loading import bundled_models, load_theta
 from quiltpriv.model.network import Theta
+from quiltpriv.queries.data_file import read_query_data
 from quiltpriv.queries.options import (
     QUERY_KINDS,
     parse_number,
@@ -246,43 +246,8 @@ def sensitive_from_args(args: argparse.Namespace) -> list[str]:
     return sensitive
 
 
-#: The cells pandas reads as missing by default (its documented ``na_values`` list); kept
-#: for the columns whose values are not declared as text.
-_PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-              "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
-
-
-def read_data(path: str, query: Query | None = None) -> Any:
-    """The dataset of ``--data``: a CSV file read with pandas, one column per attribute.
-
-    Columns whose declared domain (``--domain``, ``--categories``) is text are read as text,
-    exactly as written: ``01`` stays ``01``, and ``NA``, ``None``, ``null``, ``N/A`` or an
-    empty cell are values (declared categories such as ``NA`` for North America), never
-    pandas' missing values. Every other column keeps pandas' default missing-value reading.
-    """
-    import pandas as pd
-
-    declared = getattr(query, "domain", None) or getattr(query, "categories", None) or {}
-    text = {a: str for a, values in declared.items() if values and isinstance(values[0], str)}
-    try:
-        # pandas renames a repeated header name ("a", "a.1"), which would hide a duplicated
-        # column from the query's own check: read the header as written first.
-        header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-        if text:
-            columns = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
-            na = {c: list(_PANDAS_NA) for c in columns if c not in text}
-            data = pd.read_csv(path, dtype=text, keep_default_na=False, na_values=na)
-        else:
-            data = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise QueryError(f"cannot read data file {path}: {exc}") from exc
-    names = Counter(str(v) for v in header.iloc[0].tolist()) if len(header) else Counter()
-    dup = sorted(c for c, k in names.items() if k > 1)
-    if dup:
-        raise QueryError(f"data file {path}: more than one column named "
-                         f"{', '.join(map(repr, dup))}; a query reads exactly one column per "
-                         "attribute")
-    return data
+# The CSV reader of --data lives with the queries (the explorer reads data files too).
+read_data = read_query_data
 
 
 def emit(text: str, output: str | None) -> None:

@@ -1,9 +1,13 @@
-"""``quiltpriv report``: plan, then write the HTML + JSON audit report, with a published release.
+"""``quiltpriv report``: write the HTML + JSON audit report of a plan, with a published release.
 
 A report never draws noise outside the ledger: the release it shows is a saved release record
 (``--record``, what ``quiltpriv release -o`` writes), a ledger entry (``--ledger L --entry K``),
 or a release drawn through the ledger as ``quiltpriv release`` draws it (``--data D --ledger
 L``: appended before the report is written). ``--data`` without ``--ledger`` is refused.
+
+A published plan or release (``--plan``, ``--record``, ``--entry``) is reported as published:
+its plan is verified against the model (and against ``--sensitive``/``--epsilon`` and the query
+options when given, as ``quiltpriv verify`` checks them), never made again.
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ from quiltpriv.cli.core import (
     _plan_from_args,
     add_booking_arguments,
     add_model_arguments,
-    add_privacy_arguments,
     add_query_arguments,
     add_time_limit_argument,
     check_booking_options,
     check_releasable,
+    epsilon_type,
     number,
     one_line_warnings,
     query_from_args,
@@ -45,6 +49,15 @@ def _check_sources(args: argparse.Namespace) -> None:
     if args.record is not None and (args.data is not None or args.ledger is not None):
         raise ParameterError("--record shows a saved release record: give it without --data "
                              "and --ledger")
+    if args.plan is not None and (args.record is not None or args.ledger is not None
+                                  or args.data is not None):
+        raise ParameterError("--plan reports a published plan without a release: give it "
+                             "without --record, --ledger and --data (a record embeds its plan)")
+    published = args.plan is not None or args.record is not None or args.entry is not None
+    if not published and (args.sensitive is None or args.epsilon is None):
+        raise ParameterError("give --sensitive and --epsilon (or report a published plan or "
+                             "release: --plan PLAN.json, --record RECORD.json, or --ledger L "
+                             "--entry K)")
     if args.entry is not None and (args.ledger is None or args.data is not None):
         raise ParameterError("--entry K shows entry K of --ledger PATH (without --data)")
     if args.ledger is not None and args.data is None and args.entry is None:
@@ -80,9 +93,34 @@ def _ledger_record(path: str, entry: int) -> dict[str, Any]:
     return dict(entries[entry].record)
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
-    from quiltpriv.mechanisms.apmqm import Plan
+def _published_plan(args: argparse.Namespace, plan_doc: Any) -> tuple[Any, Any, Any]:
+    """The model, query and verified plan of a published plan (nothing planned again)."""
+    from quiltpriv.cli.core import sensitive_from_args, theta_from_args
+    from quiltpriv.cli.verify import _query_group_given
+    from quiltpriv.mechanisms.apmqm import plan_from_dict
+    from quiltpriv.mechanisms.verification import check_plan, query_from_dict
 
+    plan = plan_from_dict(plan_doc)
+    theta = theta_from_args(args)
+    query = query_from_args(args) if _query_group_given(args._parser, args) else \
+        query_from_dict(plan.query)
+    sensitive = sensitive_from_args(args) if args.sensitive is not None else None
+    verified = check_plan(plan, theta, query, sensitive=sensitive,
+                          epsilon=args.epsilon).verified_plan()
+    return theta, query, verified
+
+
+def _read_plan(path: str) -> Any:
+    from quiltpriv.mechanisms.apmqm import plan_from_json
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ParameterError(f"cannot read plan {path}: {exc.strerror or exc}") from None
+    return plan_from_json(raw).to_dict()
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix.lower() == ".json":
         raise ParameterError(f"-o {out}: give the HTML path; the JSON twin goes beside it")
@@ -90,14 +128,26 @@ def _cmd_report(args: argparse.Namespace) -> int:
     check_output_path(out, "-o")
     check_output_path(out.with_suffix(".json"), "-o's JSON twin")
     _check_sources(args)
-    query = query_from_args(args)
-    data = None
     published: dict[str, Any] | None = None
     if args.record is not None:
         published = _read_record(args.record)
     elif args.entry is not None:
         published = _ledger_record(args.ledger, args.entry)
+    rel: Any = published
+    if published is not None or args.plan is not None:
+        if published is None:
+            plan_doc = _read_plan(args.plan)
+        else:
+            plan_doc = published.get("plan")
+            if published.get("mechanism", "APMQM") != "APMQM" or not isinstance(plan_doc,
+                                                                                 dict):
+                raise ParameterError(f"the audit report covers APMQM releases; the record is "
+                                     f"a {published.get('mechanism')!r} release")
+        # the published plan, verified; audit_report checks the release was made with it
+        theta, query, p = _published_plan(args, plan_doc)
     else:
+        query = query_from_args(args)
+        data = None
         if args.ledger is not None:
             from quiltpriv.releases.ledger import check_writable
 
@@ -105,20 +155,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         if args.data is not None:
             check_releasable(query)
             data = read_data(args.data, query)
-    theta, query, p = _plan_from_args(args, query)
-    rel: Any = None
-    if published is not None:
-        plan_doc = published.get("plan")
-        if published.get("mechanism", "APMQM") != "APMQM" or not isinstance(plan_doc, dict):
-            raise ParameterError(f"the audit report covers APMQM releases; the record is a "
-                                 f"{published.get('mechanism')!r} release")
-        # The published plan, verified against the model and the query by audit_report.
-        p = Plan.from_dict(plan_doc)
-        rel = published
-    elif data is not None:
-        with one_line_warnings():
-            rel = release(p, query, data, seed=args.seed, ledger=args.ledger,
-                          command=getattr(args, "argv", None), **_booking_options(args))
+        theta, query, p = _plan_from_args(args, query)
+        if data is not None:
+            with one_line_warnings():
+                rel = release(p, query, data, seed=args.seed, ledger=args.ledger,
+                              command=getattr(args, "argv", None), **_booking_options(args))
     report = audit_report(theta, query, p, rel,
                           model_files=model_files([args.model, *args.theta]),
                           run_audit=args.audit, records=args.records,
@@ -129,18 +170,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``quiltpriv report``: plan, then write the audit report."""
+    """Add ``quiltpriv report``: plan (or read a published plan), then write the report."""
     r = sub.add_parser("report", help="write an HTML + JSON audit report of an APMQM plan",
-                       description="Plan an APMQM release and write a self-contained HTML "
+                       description="Plan an APMQM release (or read a published plan or "
+                                   "release: --plan, --record, --ledger with --entry; verified "
+                                   "against MODEL, never made again) and write a "
+                                   "self-contained HTML "
                                    "audit report (DAG with the chosen quilts, candidate quilts, "
                                    "hashes) and its JSON twin with the same stem. The release "
                                    "it shows is a published one (--record, or --ledger with "
                                    "--entry), or one drawn through a ledger (--data with "
                                    "--ledger); a report never draws noise no ledger records.")
     add_model_arguments(r)
-    add_privacy_arguments(r)
+    r.add_argument("--sensitive", metavar="S1[,S2...]",
+                   help="the sensitive attributes (to plan; with a published plan or release, "
+                        "attributes it must protect)")
+    r.add_argument("--epsilon", type=epsilon_type, metavar="E",
+                   help="epsilon (to plan; with a published plan or release, the most it may "
+                        "state)")
     add_query_arguments(r)
     add_time_limit_argument(r)
+    r.add_argument("--plan", metavar="PLAN.json",
+                   help="report this published plan ('quiltpriv plan --json'), verified "
+                        "against the model, instead of planning")
     r.add_argument("--record", metavar="RECORD.json",
                    help="show this saved release record ('quiltpriv release -o'); its plan "
                         "is verified against the model and query")
@@ -161,4 +213,4 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="with --record: verify this ledger and look the release up in it")
     r.add_argument("-o", "--output", required=True, metavar="REPORT.html",
                    help="the HTML file; REPORT.json is written beside it")
-    r.set_defaults(func=_cmd_report)
+    r.set_defaults(func=_cmd_report, _parser=r)

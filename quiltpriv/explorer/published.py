@@ -222,9 +222,9 @@ def _query(doc: Published) -> Any:
 def _data(req: VerifyRequest, query: Any) -> Any:
     if req.data is None:
         return None
-    from quiltpriv.cli.core import read_data
+    from quiltpriv.queries.data_file import read_query_data
 
-    return read_data(req.data, query)
+    return read_query_data(req.data, query)
 
 
 def _quilts(theta: Theta, query: Any, plan: Plan) -> list[dict[str, Any]]:
@@ -339,20 +339,21 @@ def published_route(app: Any, method: str, parts: list[str], body: Any) -> tuple
     """Route ``/api/published...`` for the :class:`~quiltpriv.explorer.server.Explorer` ``app``
     (its ``published`` session, model state and jobs)."""
     from quiltpriv.explorer.compute import report_target
-    from quiltpriv.explorer.server import HTTPError, _empty
 
     session: PublishedSession = app.published
+    where = f"{method} /api/published{''.join('/' + p for p in parts)}"
     if method == "GET" and parts == []:
         return 200, {"document": session.summary()}
     if method != "POST":
-        raise HTTPError(405 if parts in ([], ["verify"], ["report"], ["clear"]) else 404,
-                        f"no such API endpoint: {method} /api/published/{'/'.join(parts)}")
+        status = 405 if parts in ([], ["verify"], ["report"], ["clear"]) else 404
+        return status, {"error": f"no such API endpoint: {where}", "status": status}
     if parts == []:
         doc = parse_published(body)  # refused (400) before anything is kept
         session.load(doc)
         return 200, {"document": doc.summary()}
     if parts == ["clear"]:
-        _empty(body, "clear")
+        if body not in (None, {}):
+            raise ParameterError("clear takes no fields")
         session.clear()
         return 200, {"document": None}
     if parts == ["verify"]:
@@ -371,4 +372,4 @@ def published_route(app: Any, method: str, parts: list[str], body: Any) -> tuple
         job = app.jobs.start("report", lambda j: report_payload(
             app.state, theta, doc, req, target, j.progress, j.check))
         return 202, {"job": job.id}
-    raise HTTPError(404, f"no such API endpoint: POST /api/published/{'/'.join(parts)}")
+    return 404, {"error": f"no such API endpoint: {where}", "status": 404}

@@ -259,3 +259,16 @@ def test_other_mechanisms_large_files_and_early_calls_are_refused(client, publis
     assert client.call("POST", "/api/published/nothing", {})[0] == 404
     assert client.call("POST", "/api/published/clear")[0] == 200
     assert client.call("GET", "/api/published")[1]["document"] is None
+
+
+def test_the_page_ships_the_auditor_panel(client):
+    host = {"Host": f"127.0.0.1:{client.server.port}"}
+    status, _, body = client.raw("GET", f"/?token={client.token}", host)
+    page = body.decode()
+    assert status == 200 and '<script src="/static/audit.js"' in page
+    for ident in ("pub-file", "pub-path", "pub-verify", "pub-report", "published"):
+        assert f'id="{ident}"' in page
+    status, headers, js = client.raw("GET", "/static/audit.js", host)
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    assert b"http://" not in js and b"https://" not in js  # nothing from the network
+    assert b"innerHTML = q.svg" in js and js.count(b"innerHTML") == 1  # only the server's drawing
