@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -140,17 +141,51 @@ def _fail(path: str, why: str) -> LedgerError:
 # -- opening ----------------------------------------------------------------------------------
 
 
+def _create(path: str) -> None:
+    """Create a new, initialised ledger at ``path`` atomically, unless a file is there.
+
+    The tables are written to a private file in the same folder, which is then hard-linked to
+    ``path`` (``os.link`` fails if ``path`` exists: a concurrent creator won, and its ledger is
+    used). So ``path`` never exists without its tables: a process checking the ledger while
+    another creates it (``check_writable`` before a release) sees either no file or a ledger,
+    never an empty database that it would have to call "not a ledger".
+    """
+    p = Path(path)
+    folder = p.resolve().parent
+    if not folder.is_dir():
+        raise _fail(path, f"folder {folder} does not exist")
+    tmp = folder / f".{p.name}.{os.getpid()}.{secrets.token_hex(8)}.new"
+    try:
+        con = sqlite3.connect(os.fspath(tmp), isolation_level=None)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            _initialise(con, path)
+            con.execute("COMMIT")
+        finally:
+            con.close()
+        try:
+            os.link(tmp, p)
+        except FileExistsError:
+            pass  # another process created it first: use theirs
+    except OSError as exc:
+        raise _fail(path, f"cannot create it ({exc.strerror or exc})") from None
+    except sqlite3.Error as exc:
+        raise _fail(path, f"cannot create it ({exc})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
 def _connect(path: str, *, create: bool) -> sqlite3.Connection:
-    """An autocommit connection (transactions are explicit), read-only unless ``create``."""
+    """An autocommit connection (transactions are explicit), read-only unless ``create``
+    (then a missing ledger is created first, atomically: :func:`_create`)."""
     p = Path(path)
     if p.is_dir():
         raise _fail(path, "is a folder, not a ledger file")
-    if not create and not p.exists():
-        raise _fail(path, "no such file")
     if create and not p.exists():
-        folder = p.resolve().parent
-        if not folder.is_dir():
-            raise _fail(path, f"folder {folder} does not exist")
+        _create(path)
+    if not p.exists():
+        raise _fail(path, "no such file")
     try:
         if create:
             con = sqlite3.connect(os.fspath(p), timeout=BUSY_TIMEOUT, isolation_level=None)

@@ -550,3 +550,38 @@ def test_show_survives_records_composition_cannot_read(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert "error" in doc["compositions"][0] and len(doc["entries"]) == 2
     assert main(["ledger", "verify", path, "--json"]) == 2
+
+
+# -- creation is atomic -----------------------------------------------------------------------
+
+
+def test_a_ledger_path_never_exists_without_its_tables(tmp_path, monkeypatch):
+    # A release checks its ledger before drawing (check_writable); another process creating
+    # the same ledger at that moment used to leave an empty SQLite file at the path until its
+    # transaction committed, and the check called it "not a quiltpriv ledger (its tables are
+    # missing)". Creation now happens in a private file linked into place: in the middle of it
+    # the path does not exist yet, and a check then sees no entries.
+    path = tmp_path / "l.db"
+    seen = []
+    real = ledger._initialise
+
+    def watching(con, p):
+        real(con, p)
+        seen.append((path.exists(), ledger.check_writable(path)))
+
+    monkeypatch.setattr(ledger, "_initialise", watching)
+    ledger.append(path, _rec())
+    assert seen[0] == (False, ())  # mid-creation: no file at the path, no entries
+    monkeypatch.undo()
+    entries, head = ledger.read(path)
+    assert head.count == 1 and entries[0].record == _rec()
+    assert [p.name for p in tmp_path.iterdir()] == ["l.db"]  # the private file is gone
+
+
+def test_a_creator_that_loses_the_race_uses_the_winners_ledger(tmp_path):
+    path = tmp_path / "l.db"
+    ledger.append(path, _rec(n=1))
+    ledger._create(str(path))  # as a second process would, finding the path taken
+    entries, head = ledger.read(path)
+    assert head.count == 1 and [e.record for e in entries] == [_rec(n=1)]
+    assert [p.name for p in tmp_path.iterdir()] == ["l.db"]
