@@ -38,8 +38,8 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,7 +154,12 @@ def _create(path: str) -> None:
     folder = p.resolve().parent
     if not folder.is_dir():
         raise _fail(path, f"folder {folder} does not exist")
-    tmp = folder / f".{p.name}.{os.getpid()}.{secrets.token_hex(8)}.new"
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".new", dir=folder)
+    except OSError as exc:
+        raise _fail(path, f"cannot create it ({exc.strerror or exc})") from None
+    os.close(fd)
+    tmp = Path(name)
     try:
         con = sqlite3.connect(os.fspath(tmp), isolation_level=None)
         try:
