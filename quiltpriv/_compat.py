@@ -1,4 +1,4 @@
-"""Old module paths of quiltpriv 0.1's flat layout, kept for one release with a warning.
+"""Old module paths of quiltpriv 0.1's flat layout, kept until :data:`REMOVED_IN` with a warning.
 
 quiltpriv 0.1 had one flat package (``quiltpriv.mechanisms``, ``quiltpriv.influence``, ...).
 Its modules now live in subpackages by role. ``import quiltpriv.influence`` still works: a
@@ -18,6 +18,10 @@ import sys
 import warnings
 from pathlib import Path
 from types import FrameType, ModuleType
+
+#: The release that removes every old path and old name this module forwards (the changelog's
+#: "Deprecated" section says so too; a test fails once the package's version reaches it).
+REMOVED_IN = "0.3.0"
 
 #: Old module path -> new module path (both relative to ``quiltpriv``).
 MOVED: dict[str, str] = {
@@ -78,7 +82,7 @@ def _caller_stacklevel() -> int:
 
 def _warn(old: str, new: str) -> None:
     warnings.warn(f"quiltpriv.{old} moved to quiltpriv.{new}; the old path will be removed in "
-                  "the next release", DeprecationWarning, stacklevel=_caller_stacklevel())
+                  f"quiltpriv {REMOVED_IN}", DeprecationWarning, stacklevel=_caller_stacklevel())
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -158,7 +162,8 @@ def renamed_attribute(module: str, renamed: dict[str, tuple[str, str]], name: st
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     _FORWARDING_FILES.add(sys.modules[module].__file__ or "")
     new, why = renamed[name]
-    warnings.warn(f"{module}.{name} is renamed {new} ({why}); the old name will be removed",
+    warnings.warn(f"{module}.{name} is renamed {new} ({why}); the old name will be removed in "
+                  f"quiltpriv {REMOVED_IN}",
                   DeprecationWarning, stacklevel=_caller_stacklevel())
     return getattr(sys.modules[module], new)
 

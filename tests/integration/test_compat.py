@@ -82,3 +82,19 @@ def test_the_new_paths_import_without_any_warning():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_old_paths_go_in_the_release_the_changelog_names():
+    # The deprecation names its removal release; once the package reaches it, this fails until
+    # the forwarding layer (quiltpriv._compat and its callers) is deleted.
+    from quiltpriv._compat import REMOVED_IN
+
+    def parts(v):
+        return tuple(int(x) for x in v.split(".")[:3])
+
+    assert parts(quiltpriv.__version__) < parts(REMOVED_IN)
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"removed in {REMOVED_IN}" in changelog
+    sys.modules.pop("quiltpriv.influence", None)
+    with pytest.warns(DeprecationWarning, match=rf"removed in quiltpriv {REMOVED_IN}"):
+        importlib.import_module("quiltpriv.influence")
