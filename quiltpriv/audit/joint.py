@@ -78,7 +78,7 @@ from quiltpriv.queries.network_laws import (
     record_truth,
     undeclared_domain_error,
 )
-from quiltpriv.queries.query import CountQuery, LinearQuery, Query
+from quiltpriv.queries.query import CountQuery, LinearQuery, Query, check_query
 from quiltpriv.utils.validation import check_positive, check_records
 
 __all__ = ["MAX_JOINT_OUTPUTS", "MAX_JOINT_WORK", "JointAuditResult", "joint_audit", "joint_laws"]
@@ -286,8 +286,7 @@ def joint_laws(
     if not queries:
         raise ParameterError("give at least one query")
     for q in queries:
-        if not isinstance(q, Query):
-            raise QueryError(f"query must be a quiltpriv query, got {type(q).__name__}")
+        check_query(q)
     n = _records(queries, records)
     (i,) = theta.check_nodes([sensitive], "sensitive attribute")
     attrs = theta.sort(a for q in queries for a in q.attributes)

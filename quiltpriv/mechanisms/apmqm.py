@@ -84,7 +84,7 @@ from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.model.network import Theta, as_theta, check_theta
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import describe_query as _describe_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
@@ -280,7 +280,7 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     str
         64 hexadecimal digits.
     """
-    _check_query(query)
+    check_query(query)
     attrs = tuple(query.attributes)
     pos = {a: k for k, a in enumerate(attrs)}
     if len(pos) == len(attrs):
@@ -759,13 +759,6 @@ INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the tri
 def was_interrupted(plan_: Plan) -> bool:
     """True when ``plan_`` is the best found before an interruption (still valid)."""
     return INTERRUPTED_NOTE in check_instance(plan_, Plan, "plan").notes
-
-
-def _check_query(query: object) -> Query:
-    """``query`` if it is one of quiltpriv's query classes, else QueryError."""
-    return cast(Query, check_instance(query, Query, "query", error=QueryError,
-                                      hint=" (CountQuery, SumQuery, ... from "
-                                      "quiltpriv.queries.query)"))
 
 
 def _check_sensitivity_finite(query: Query) -> None:
@@ -1486,7 +1479,7 @@ def plan_node(
     ``optimal`` says whether it is proven least.
     """
     theta = check_theta(theta)
-    _check_query(query)
+    check_query(query)
     node = theta.check_node(node, "sensitive attribute")
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
@@ -1739,7 +1732,7 @@ def plan(
     """
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
-    _check_query(query)
+    check_query(query)
     sens = theta.check_sensitive(sensitive)
     theta.check_nodes(query.attributes, "query attribute")
     _check_sensitivity_finite(query)

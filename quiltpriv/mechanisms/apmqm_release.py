@@ -22,7 +22,7 @@ from quiltpriv.mechanisms.apmqm import Plan, plan_html, query_mismatch
 from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.releases.postprocess import postprocess_for
 from quiltpriv.utils.validation import check_instance
 
@@ -213,8 +213,7 @@ def release(
     if not isinstance(plan_, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan_).__name__}")
     noise.check_noise_scale(plan_.scale, "the plan's Laplace scale")
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     post = postprocess_for(postprocess, query.to_dict())  # before any work
     booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
     theta = None if model is None else as_theta(model)

@@ -48,7 +48,7 @@ from quiltpriv.mechanisms.registry import (
 )
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_positive
@@ -225,8 +225,7 @@ def compare(
     """
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     sens = theta.check_sensitive(sensitive)
     budget = Budget(None if time_limit is None else check_positive(time_limit, "time_limit"))
     rows = []

@@ -29,10 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from quiltpriv.errors import PlanError, QueryError, QuiltPrivError
+from quiltpriv.errors import PlanError, QuiltPrivError
 from quiltpriv.mechanisms.apmqm import Plan, canonical_json, plan_from_dict
 from quiltpriv.mechanisms.verification import PlanVerification, check_plan, query_from_dict
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.releases.records import READABLE_FORMATS
 from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.serialize import JSONResult, load_json
@@ -228,10 +228,7 @@ def check_record(record: Mapping[str, Any] | str | bytes, model: Any,
         raise PlanError(f"release record: mechanism {rec.get('mechanism')!r}; verify checks "
                         "APMQM releases (their record embeds the plan)")
     plan = plan_from_dict(rec["plan"])
-    if query is None:
-        query = query_from_dict(plan.query)
-    elif not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    query = query_from_dict(plan.query) if query is None else check_query(query)
     pv = check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon)
     checks = [RecordCheck("embedded plan", pv.ok, "verifies against the model and the query"
                           if pv.ok else str(pv.failure)),

@@ -49,7 +49,7 @@ from quiltpriv.mechanisms.protocol import (
     ReleaseRecord,
 )
 from quiltpriv.model.network import Theta, as_theta
-from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery
+from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
 
@@ -74,12 +74,6 @@ __all__ = [
     "network_wasserstein_mechanism",
     "wasserstein_laws_mechanism",
 ]
-
-
-def _check_query(query: Any) -> Query:
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
-    return query
 
 
 def _model_record(theta: Theta) -> dict[str, Any]:
@@ -141,7 +135,7 @@ def apmqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str], ep
     from quiltpriv.mechanisms.apmqm import plan
 
     theta = as_theta(model)
-    return APMQMMechanism(plan(theta, _check_query(query), sensitive, epsilon, **plan_options),
+    return APMQMMechanism(plan(theta, check_query(query), sensitive, epsilon, **plan_options),
                           query, theta)
 
 
@@ -183,7 +177,7 @@ def group_dp_mechanism(query: Query, epsilon: float, *, delta: float | None = No
     """
     from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 
-    query = _check_query(query)
+    query = check_query(query)
     d, n = group_sensitivity(query)
     fp = query_fingerprint(query, [])
     if delta is None:
@@ -226,7 +220,7 @@ def network_wasserstein_mechanism(model: Any, query: Query, sensitive: str | Ite
     from quiltpriv.queries.network_laws import network_wasserstein
 
     theta = as_theta(model)
-    query = _check_query(query)
+    query = check_query(query)
     w = network_wasserstein(theta, query, sensitive, epsilon,  # type: ignore[arg-type]
                             time_limit=time_limit, progress=progress)
     r = w.result
@@ -256,7 +250,7 @@ def wasserstein_laws_mechanism(result: WassersteinResult, query: Query, *,
     :func:`quiltpriv.mechanisms.wasserstein.wasserstein_mechanism` (or its two-binary forms):
     ``query`` is the ``F`` those laws are the laws of (your claim). ``result.notes`` become the
     guarantee's assumptions (a grid estimate over Theta is said there)."""
-    query = _check_query(query)
+    query = check_query(query)
     cal = Calibration("laplace", result.scale, result.sensitivity,
                       f"[ZOC22, Alg. 4]: b = W / eps = {_fmt(result.sensitivity)} / "
                       f"{result.epsilon:g} = {_fmt(result.scale)}", {"exact": bool(result.exact)})
@@ -284,7 +278,7 @@ def mqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str] | Non
     from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
 
     theta = as_theta(model)
-    query = _check_query(query)
+    query = check_query(query)
     theta.check_nodes(query.attributes, "query attribute")
     lip = max(float(query.sensitivity([a])) for a in query.attributes)
     if lip == 0:
@@ -318,7 +312,7 @@ def apgm_mechanism(result: APGMResult, query: Query) -> QueryMechanism:
     :func:`~quiltpriv.mechanisms.apgm.apgm_gaussian_columns`) releasing the scalar ``query``
     its moments describe (your claim: e.g. a :class:`~quiltpriv.queries.query.MeanQuery` of
     the column whose mean ``F`` is)."""
-    query = _check_query(query)
+    query = check_query(query)
     if result.dimension != 1:
         raise QueryError("the protocol's APGM releases a scalar query; use result.release(value) "
                          "for a vector F")
@@ -344,7 +338,7 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
     scale per coordinate cannot say them): use ``result.release(value)``.
     """
 
-    query = _check_query(query)
+    query = check_query(query)
     m = len(query.cells) if isinstance(query, HistogramQuery) else 1
     if result.dimension != m:
         raise QueryError(f"{result.mechanism} was calibrated for F of dimension "

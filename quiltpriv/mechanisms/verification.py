@@ -72,6 +72,7 @@ from quiltpriv.queries.query import (
     MeanQuery,
     Query,
     SumQuery,
+    check_query,
 )
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.serialize import JSONResult, jsonable
@@ -445,8 +446,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     """
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     theta = as_theta(model)
     inference = check_inference(inference)
     definition = query.to_dict()
@@ -663,8 +663,7 @@ def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = No
 
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     theta = as_theta(model)
     diff = None
     if plan_model is not None:

@@ -281,6 +281,16 @@ class Query:
         return f"{self.kind} over {', '.join(self.attributes)}"
 
 
+
+def check_query(query: object, name: str = "query") -> Query:
+    """Return ``query`` if it is one of quiltpriv's queries, else raise QueryError naming what
+    it is: the one check every function taking a query starts with."""
+    if not isinstance(query, Query):
+        raise QueryError(f"{name} must be a quiltpriv query (CountQuery, SumQuery, ... from "
+                         f"quiltpriv.queries.query), got {type(query).__name__}")
+    return query
+
+
 class _RecordBound(Query):
     records: int
 

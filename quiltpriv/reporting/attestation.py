@@ -22,7 +22,7 @@ from quiltpriv._version import __version__
 from quiltpriv.mechanisms.apmqm import Plan, canonical_json
 from quiltpriv.mechanisms.attained import attained_epsilons
 from quiltpriv.model.network import Theta
-from quiltpriv.queries.query import CountQuery, LinearQuery, Query
+from quiltpriv.queries.query import CountQuery, LinearQuery, Query, check_query
 from quiltpriv.releases.records import utc_timestamp
 from quiltpriv.utils.format import escape, fmt_number
 
@@ -58,13 +58,12 @@ def audit_summary(theta: Theta, query: Query, plan: Plan, records: int | None,
     JSON-ready; ``{"run": False, "why": ...}`` for a query the exact audit does not cover (or
     too many records). ``plan`` must already be verified against ``theta`` and ``query``.
     """
-    from quiltpriv.errors import ParameterError, QueryError
+    from quiltpriv.errors import ParameterError
     from quiltpriv.model.network import check_theta
     from quiltpriv.utils.validation import check_scalar
 
     check_theta(theta)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     if not isinstance(plan, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     if records is not None:
@@ -148,13 +147,12 @@ def attestation(theta: Theta, query: Query, plan: Plan,
     ``plan`` must already be verified against ``theta`` and ``query`` (the report does that
     first); ``record`` is checked end to end here.
     """
-    from quiltpriv.errors import ParameterError, QueryError
+    from quiltpriv.errors import ParameterError
     from quiltpriv.mechanisms.record_verification import check_record
     from quiltpriv.model.network import check_theta
 
     check_theta(theta)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     if not isinstance(plan, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     if record is not None and not isinstance(record, Mapping):

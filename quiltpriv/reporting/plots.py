@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.model.network import as_theta
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.io import check_output_path, write_bytes_atomic
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_path, check_scalar
 
@@ -167,8 +167,7 @@ def quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float) -> Quilt
     from quiltpriv.reporting.report import candidate_quilts
 
     theta = as_theta(model)
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     eps = check_epsilon(epsilon)
     (node,) = theta.check_sensitive([node])
     ranked, truncated = candidate_quilts(theta, query, node, eps)

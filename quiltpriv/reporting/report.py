@@ -58,7 +58,7 @@ from quiltpriv.mechanisms.compare import comparison_html
 from quiltpriv.model.drawing import Layout, dag_svg, layered_layout
 from quiltpriv.model.network import Theta, check_theta, model_mismatch, theta_html
 from quiltpriv.model.provenance import provenance_dict
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.reporting.model_tables import cpd_tables, cpd_tables_html, provenance_html
 from quiltpriv.utils.format import badge as _badge
 from quiltpriv.utils.format import escape as _e
@@ -388,8 +388,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
         raise ModelError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
     if not isinstance(plan, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
-    if not isinstance(query, Query):
-        raise QueryError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    check_query(query)
     fingerprint = theta.fingerprint()
     mismatch = model_mismatch(plan.model, theta, "the plan")
     if mismatch is not None:

@@ -69,3 +69,27 @@ def test_the_shared_converter_agrees_on_the_cases_that_once_differed():
     assert json.loads(json.dumps(jsonable(x), allow_nan=False)) == {
         "nan": "nan", "inf": "-inf", "set": [1, 2, 3], "arr": [0, 1, 2], "half": "1/2",
         "two": 2, "7": 0.25}
+
+
+def test_one_query_check():
+    # every function taking a query refuses a non-query through queries.query.check_query
+    said = [str(p.relative_to(PACKAGE.parent)) for p in sorted(PACKAGE.rglob("*.py"))
+            if "must be a quiltpriv query" in p.read_text(encoding="utf-8")]
+    # apmqm's plan parser returns the text as one of a plan's problems rather than raising it;
+    # the fragility check raises ParameterError for a missing query and is its own audit step
+    assert set(said) <= {"quiltpriv/mechanisms/apmqm.py", "quiltpriv/mechanisms/fragility.py",
+                         "quiltpriv/queries/query.py"}, said
+
+
+def test_the_query_check_names_what_it_got():
+    import pytest
+
+    from quiltpriv.errors import QueryError
+    from quiltpriv.queries.query import CountQuery, check_query
+
+    q = CountQuery(["a"], 3)
+    assert check_query(q) is q
+    with pytest.raises(QueryError, match=r"^query must be a quiltpriv query \(CountQuery, "
+                                         r"SumQuery, \.\.\. from quiltpriv\.queries\.query\), "
+                                         r"got dict$"):
+        check_query({"attributes": ["a"]})
