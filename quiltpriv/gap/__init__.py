@@ -1,5 +1,6 @@
 """Generative adversarial privacy [HKCSR17]: the optimal privatizers in closed form and by
-convex programs (``privatizers``) and learned against a neural adversary (``learning``).
+convex programs (``privatizers``), the MMSE adversary and the mutual-information privatizers
+(``information``), and privatizers learned against a neural adversary (``learning``).
 
 ``quiltpriv.gap.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.gap`` module (now
 :mod:`quiltpriv.gap.privatizers`) still works, with a :class:`DeprecationWarning`.
@@ -7,7 +8,7 @@ convex programs (``privatizers``) and learned against a neural adversary (``lear
 
 from quiltpriv._compat import forward_attribute as _forward
 
-_SUBMODULES = frozenset({"learning", "privatizers"})
+_SUBMODULES = frozenset({"information", "learning", "privatizers"})
 
 
 def __getattr__(name: str) -> object:

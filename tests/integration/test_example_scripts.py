@@ -207,6 +207,77 @@ def check_gap_gaussian(out: str, tmp: Path) -> None:
     assert (tmp / "gap_gaussian.png").exists()
 
 
+def _binary_entropy(x: float) -> float:
+    return 0.0 if x <= 0 or x >= 1 else -x * math.log2(x) - (1 - x) * math.log2(1 - x)
+
+
+def _slsqp_mi(p: np.ndarray, d: float, pdi: bool) -> float:
+    """min I(X^; Y) over the flips within Hamming budget d, by SLSQP from several starts (an
+    independent route: the four flips directly, no reduction)."""
+    from scipy import optimize
+
+    def mi(v):
+        s = np.array([v[0], v[0], v[1], v[1]] if pdi else v).reshape(2, 2)
+        joint = np.array([[p[0, y] * s[0, y] + p[1, y] * (1 - s[1, y]),
+                           p[0, y] * (1 - s[0, y]) + p[1, y] * s[1, y]] for y in range(2)])
+        py, po = joint.sum(axis=1), joint.sum(axis=0)
+        return sum(joint[y, o] * math.log2(joint[y, o] / (py[y] * po[o]))
+                   for y in range(2) for o in range(2) if joint[y, o] > 1e-300)
+
+    def dist(v):
+        s = np.array([v[0], v[0], v[1], v[1]] if pdi else v).reshape(2, 2)
+        return float((p * (1 - s)).sum())
+
+    n = 2 if pdi else 4
+    best = math.inf
+    for start in (np.ones(n), np.full(n, 0.9), np.linspace(0.95, 0.6, n)):
+        r = optimize.minimize(mi, start, method="SLSQP", bounds=[(0, 1)] * n,
+                              constraints=[{"type": "ineq", "fun": lambda v: d - dist(v)}],
+                              options={"ftol": 1e-14, "maxiter": 500})
+        if dist(r.x) <= d + 1e-7:
+            best = min(best, float(r.fun))
+    return best
+
+
+def check_gap_information(out: str, tmp: Path) -> None:
+    blocks = re.split(r"\n(?=\(p, q\) = )", out)[1:]
+    assert len(blocks) == 2
+    for block, (pp, q) in zip(blocks, ((0.5, 0.25), (0.75, 0.25)), strict=True):
+        p = np.array([[(1 - pp) * (1 - q), (1 - pp) * q], [pp * q, pp * (1 - q)]])
+        prior = p.sum(axis=0).max()
+        rows = re.findall(r"^\s+(0\.\d\d)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$",
+                          block, re.MULTILINE)
+        assert len(rows) == 13
+        for d_s, mi_pdd, mi_pdi, map_mi, map_opt, mmse in rows:
+            d = float(d_s)
+            # Eq. (21)'s closed form
+            assert close_to_printed(map_opt, max(p.max(axis=1).sum() - d, prior))
+            assert float(map_mi) >= float(map_opt) - 1e-4
+            if pp == 0.5:
+                # symmetric model: both groups move by D (PDD) or the bit flips w.p. D (PDI):
+                # MI = 1 - h(1/4 + D) resp. 1 - h(1/4 + D/2), MMSE = (3/4 - D)(1/4 + D)
+                assert close_to_printed(mi_pdd, 1 - _binary_entropy(min(0.5, 0.25 + d)))
+                assert close_to_printed(mi_pdi, 1 - _binary_entropy(min(0.5, 0.25 + d / 2)))
+                t = min(0.25, d)
+                assert close_to_printed(mmse, (0.75 - t) * (0.25 + t))
+            elif d in (0.05, 0.1, 0.2):
+                assert abs(float(mi_pdd) - _slsqp_mi(p, d, False)) < 1e-4
+                assert abs(float(mi_pdi) - _slsqp_mi(p, d, True)) < 1e-4
+            assert float(mmse) <= prior * (1 - prior) + 5e-5
+        m = re.search(r"MI \(Fig\. 5c,d\) PDD (\S+), PDI (\S+); MAP \(Fig\. 5a,b\) PDD (\S+), "
+                      r"PDI (\S+)", block)
+        # hand-derived (tests/gap/test_information.py): MI PDD = weighted-median distance of
+        # P(X = 1 | y); MI PDI = min(p, 1 - p); MAP PDD = sum_x max_y p_xy - prior; MAP PDI
+        # from Theorem 1
+        expected = {0.5: (0.25, 0.5, 0.25, 0.5), 0.75: (0.15, 0.25, 0.125, 0.25)}[pp]
+        assert all(close_to_printed(g, e) for g, e in zip(m.groups(), expected, strict=True))
+    m = re.search(r"seed 1, reproducible, experiments only\): measured distortion (\S+) "
+                  r"\(expected (\S+)\)", out)
+    assert m, out
+    # Hoeffding over 2000 rows: |measured - expected| < 0.05 but with probability 9e-5
+    assert close_to_printed(m.group(2), 0.15) and abs(float(m.group(1)) - 0.15) < 0.05
+
+
 # ---------------------------------------------------------------------------------------------
 # adult_evaluation.py ([CO23] Sec. 5)
 
@@ -380,6 +451,9 @@ SCRIPTS: dict[str, Script] = {
     "gap_gaussian.py": Script(lambda tmp: ["--plot", str(tmp / "gap_gaussian.png")],
                               check_gap_gaussian, slow=True, needs=("matplotlib",),
                               reason="matplotlib draws the figure"),
+    "gap_information.py": Script(lambda tmp: ["--seed", "1", "--plot",
+                                              str(tmp / "gap_information.png")],
+                                 check_gap_information),
     "km_location_tupling.py": Script(_small(["--seed", "1"]), check_km_location),
     "co23_figures.py": Script(_small(["--samples", "100"]), check_co23_figures, slow=True),
     "adult_evaluation.py": Script(_small(["--quick", "--seed", "0"]), check_adult, slow=True,
