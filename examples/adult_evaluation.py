@@ -41,11 +41,12 @@ meta-classifier; matplotlib only for ``--plot`` (skipped with a message when abs
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,8 +58,11 @@ from quiltpriv.distribution.property_model import (
     adult_features,
     estimate_property_model,
 )
+from quiltpriv.distribution.vector_mechanisms import (
+    CoordinateLaplaceResult,
+    coupling_bounds_mechanism,
+)
 from quiltpriv.errors import ModelError
-from quiltpriv.mechanisms import noise
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.model.datasets import load_adult
 from quiltpriv.model.network import Theta, theta_from_tables
@@ -104,47 +108,31 @@ class EvaluationConfig:
         return cls()
 
 
-@dataclass(frozen=True)
-class LaplaceVectorMechanism:
-    """Independent Laplace noise with per-coordinate scales (APMQM and Wasserstein rows).
-
-    Both are calibrated through a *pointwise* bound: for the chosen coupling (Wasserstein) or
-    for every pair of datasets (APMQM with the trivial quilt) coordinate k moves by at most
-    ``bounds[k]``; with scales b_k the privacy loss is at most sum_k bounds[k] / b_k, which the
-    budget split makes equal to eps. The split eps_k proportional to bounds[k]^(2/3) minimises
-    E||noise||_2^2 = 2 sum_k b_k^2 (Lagrange); it is data-independent.
-    """
-
-    mechanism: str
-    epsilon: float
-    bounds: tuple[float, ...]
-    scales: tuple[float, ...]
-    notes: tuple[str, ...] = field(default=())
-
-    def sample_noise(self, size: int, *, seed: random.Random) -> np.ndarray:
-        cols = [np.asarray(noise.laplace(b, size, seed=seed), dtype=float) if b > 0
-                else np.zeros(size) for b in self.scales]
-        return np.column_stack(cols)
-
-    def expected_l2_error(self, *, draws: int = 20000, seed: int = 12345) -> float:
-        """E||noise||_2 by Monte Carlo (no closed form for Laplace vectors); +-0.3 % or so."""
-        rng = np.random.default_rng(seed)
-        z = rng.laplace(0.0, 1.0, (draws, len(self.scales))) * np.asarray(self.scales)
-        return float(np.linalg.norm(z, axis=1).mean())
+def laplace_l2_error(scales: tuple[float, ...], *, draws: int = 20000,
+                     seed: int = 12345) -> float:
+    """E||noise||_2 of independent Lap(scales[k]) by Monte Carlo (no closed form); +-0.3 % or
+    so. A utility figure of the simulation, not a privacy one."""
+    rng = np.random.default_rng(seed)
+    z = rng.laplace(0.0, 1.0, (draws, len(scales))) * np.asarray(scales)
+    return float(np.linalg.norm(z, axis=1).mean())
 
 
-def split_budget(bounds: tuple[float, ...], epsilon: float) -> tuple[float, ...]:
-    """Scales b_k = bounds[k] / eps_k with eps_k proportional to bounds[k]^(2/3), sum eps_k = eps.
+def expected_l2_error(mech) -> float:
+    """E||noise||_2 of a plan: closed form (Gaussian) or Monte Carlo (per-coordinate Laplace)."""
+    if isinstance(mech, CoordinateLaplaceResult):
+        return laplace_l2_error(mech.scales)
+    return mech.expected_l2_error()
 
-    Coordinates with bound 0 get no noise and no budget. Sum_k bounds[k] / b_k = eps exactly
-    (up to rounding, which is pushed towards more noise by a relative 1e-9).
-    """
-    w = np.array([b ** (2.0 / 3.0) if b > 0 else 0.0 for b in bounds])
-    if w.sum() == 0:
-        return tuple(0.0 for _ in bounds)
-    eps_k = epsilon * w / w.sum()
-    return tuple(float(b / e) * (1 + 1e-9) if b > 0 else 0.0
-                 for b, e in zip(bounds, eps_k, strict=True))
+
+def coordinate_laplace(name: str, bounds: tuple[float, ...], epsilon: float,
+                       notes: list[str]) -> CoordinateLaplaceResult:
+    """[CO23, Thm. 3.1] from per-coordinate bounds of one coupling
+    (:func:`~quiltpriv.distribution.vector_mechanisms.coupling_bounds_mechanism`): coordinate k
+    moves by at most bounds[k] under one coupling of the two laws of F, and the theorem on the
+    rescaled query diag(w) F gives Lap(sum_j w_j B_j / (eps w_k)) on coordinate k, the weights
+    (powers of two near B_k^(-1/3)) minimising E||noise||_2^2."""
+    res = coupling_bounds_mechanism(bounds, epsilon)
+    return dataclasses.replace(res, mechanism=name, notes=res.notes + tuple(notes))
 
 
 # -- the declared hyperparameter network ----------------------------------------------------
@@ -204,14 +192,15 @@ def _component_queries(n: int):
             MeanQuery("hours_per_week", *BOUNDS["hours_per_week"]))
 
 
-def apmqm_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVectorMechanism:
-    """APMQM ([ZOC22, Alg. 3]) for the 5-vector F: one plan per component, then a budget split.
+def apmqm_mechanism(theta: Theta, n: int, epsilon: float) -> CoordinateLaplaceResult:
+    """APMQM ([ZOC22, Alg. 3]) for the 5-vector F: one plan per component, then the vector
+    mechanism.
 
     Each component's plan (at the full eps) gives its least scale b_k = Delta_{A&N} F_k /
     (eps - e(Q|income)). The vector release is sound when every chosen quilt has e = 0 -- then
-    Delta_{A&N} F_k bounds the change of F_k between *any* two datasets and the losses add --
-    so that is checked and the split of :func:`split_budget` is applied to those bounds. (A
-    quilt with e > 0 would need APMQM's composition theorem instead; not needed here.)
+    Delta_{A&N} F_k bounds the change of F_k between *any* two datasets, so under any coupling
+    -- which is checked; those bounds go to :func:`coordinate_laplace`. (A quilt with e > 0
+    would need APMQM's composition theorem instead; not needed here.)
     """
     bounds, notes = [], []
     for q in _component_queries(n):
@@ -224,20 +213,18 @@ def apmqm_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVectorMechan
         notes.append(f"{q.describe()}: quilt Q = {{{', '.join(sp.quilt)}}}, "
                      f"N = {{{', '.join(sp.nearby)}}}, Delta_(A&N) = {sp.sensitivity:g}, "
                      f"{sp.quilts_considered} quilt(s) considered")
-    bounds = tuple(bounds)
-    return LaplaceVectorMechanism("APMQM", epsilon, bounds, split_budget(bounds, epsilon),
-                                  tuple(notes))
+    return coordinate_laplace("APMQM", tuple(bounds), epsilon, notes)
 
 
-def wasserstein_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVectorMechanism:
+def wasserstein_mechanism(theta: Theta, n: int, epsilon: float) -> CoordinateLaplaceResult:
     """Wasserstein mechanism (Thm 3.1 with L1 ground norm) for F on the declared network.
 
     Coupling: the two counts are independent given phi_I in the network (records i.i.d. given
     phi, attributes independent given phi), so the product of their optimal W_inf couplings is
     a coupling of the pair, moving count k by at most W_k (exact, in rationals, from
     :func:`network_wasserstein`); the averages are coupled arbitrarily and move by at most their
-    range (a sound upper bound on their W_inf -- the network does not model their laws). With
-    scales b_k the loss is at most sum_k W_k / b_k = eps.
+    range (a sound upper bound on their W_inf -- the network does not model their laws). These
+    bounds of one coupling go to :func:`coordinate_laplace` ([CO23, Thm. 3.1] in R^5).
     """
     bounds, notes = [], []
     for q in _component_queries(n):
@@ -248,14 +235,12 @@ def wasserstein_mechanism(theta: Theta, n: int, epsilon: float) -> LaplaceVector
         else:
             bounds.append(q.upper - q.lower)
             notes.append(f"{q.describe()}: W_inf <= range {q.upper - q.lower:g} (BOUND)")
-    bounds = tuple(bounds)
-    return LaplaceVectorMechanism("Wasserstein", epsilon, bounds, split_budget(bounds, epsilon),
-                                  tuple(notes))
+    return coordinate_laplace("Wasserstein", tuple(bounds), epsilon, notes)
 
 
 def build_mechanism(name: str, model: PropertyModel, theta: Theta, epsilon: float,
                     delta: float):
-    """The mechanism ``name`` at (eps, delta); each has sample_noise and expected_l2_error."""
+    """The mechanism ``name`` at (eps, delta): a plan with sample_noise (see expected_l2_error)."""
     if name in ("ExpM(G)", "EigM(G)", "DauM(G)"):
         return model.mechanism(name, epsilon, delta)
     if name == "GroupDP(G)":
@@ -290,8 +275,8 @@ def paper_comparison(df, has, config: EvaluationConfig) -> dict:
                                         n_samples=config.model_samples, seed=1000 + k)
         for m in names:
             for e in config.epsilons:
-                vals[(m, e)].append(build_mechanism(m, model, None, e, config.delta)
-                                    .expected_l2_error())
+                vals[(m, e)].append(expected_l2_error(
+                    build_mechanism(m, model, None, e, config.delta)))
     model0 = estimate_property_model(df, has, config.proportions, config.subset_size,
                                      n_samples=config.model_samples, seed=config.seed)
     rng = np.random.default_rng(config.seed + 3)
@@ -409,7 +394,7 @@ def run_evaluation(config: EvaluationConfig, *, df=None, progress=None) -> Evalu
         if progress is not None:
             progress(r + 1, reps)
     se = np.sqrt(reps)
-    expected = np.array([[mechs[(m, e)].expected_l2_error() for e in config.epsilons]
+    expected = np.array([[expected_l2_error(mechs[(m, e)]) for e in config.epsilons]
                          for m in config.mechanisms])
     notes = {m: tuple(mechs[(m, config.epsilons[0])].notes) for m in config.mechanisms}
     check = paper_comparison(df, has, config) if config.model_seeds > 0 else {}

@@ -16,6 +16,13 @@ and these are its vector forms:
   (eps, 0), Delta_W = max over Psi of W_inf (L1);
 * :func:`approximate_wasserstein_mechanism` -- [CO23, Thm. 3.2]: F + Lap(W / eps) per
   coordinate, (eps, delta), W = max over Psi of the least (W, delta)-closeness;
+* :func:`coupling_bounds_mechanism` -- [CO23, Thm. 3.1] when the laws of F are not known but
+  one coupling of each pair is: it moves coordinate k by at most B_k (e.g. independent
+  coordinates each coupled by its own W_inf, or a coordinate bounded by its range). The theorem
+  is applied to the rescaled query G = diag(w) F with the L1 ground norm (W_inf(G) <= sum_k
+  w_k B_k), so coordinate k of F gets Lap(sum_j w_j B_j / (eps w_k)); the weights are powers of
+  two near B_k^(-1/3), which minimise E||noise||_2^2 up to the rounding, and make diag(w) F
+  exact in floats;
 * :func:`dirm_laplace_directions`, :func:`dirm_gaussian_directions` -- [CO23, Sec. 4.2] when
   the mean differences are not all parallel: an orthonormal basis v_1..v_k of the directions
   they span, noise only along those directions (Laplace: one Lap(b) per direction with
@@ -33,6 +40,7 @@ Every release is drawn through :mod:`quiltpriv.mechanisms.noise` (the results'
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -53,22 +61,25 @@ from quiltpriv.distribution.distribution_privacy import (
     mahalanobis_budget,
 )
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.utils.rounding import div_up, mul_up
+from quiltpriv.utils.rounding import add_up, div_up, mul_up
 from quiltpriv.utils.validation import (
     check_array,
     check_delta,
     check_epsilon,
     check_probability_vector,
     check_records,
+    check_vector,
 )
 
 if TYPE_CHECKING:
     from quiltpriv.mechanisms.noise import Seed
 
 __all__ = [
+    "CoordinateLaplaceResult",
     "DirectionsLaplaceResult",
     "approximate_wasserstein_mechanism",
     "closeness",
+    "coupling_bounds_mechanism",
     "dirm_gaussian_directions",
     "dirm_laplace_directions",
     "l1_cost_matrix",
@@ -255,6 +266,120 @@ def approximate_wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, d
         "approximate Wasserstein", "laplace", m, eps, dl, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
         notes=(f"every pair is ({w:g}, {dl:g})-close in L1 (least W, exact max-flow)",))
+
+
+# ---------------------------------------------------------------------------------------------
+# [CO23, Thm. 3.1] from per-coordinate bounds of one coupling
+
+
+@dataclass(frozen=True)
+class CoordinateLaplaceResult(DistributionPrivacyResult):
+    """Independent Laplace noise with a scale per coordinate: Lap(``laplace_scale / w_k``) on
+    coordinate k, ``w_k = weights[k]`` a power of two; ``bounds`` are the B_k it was given.
+
+    It is [CO23, Thm. 3.1] for G = diag(w) F (``laplace_scale = sensitivity / eps`` with
+    ``sensitivity`` >= W_inf(G) in L1); :meth:`release` releases G exactly through the noise
+    module and divides by w (exact: powers of two), which is post-processing.
+    """
+
+    weights: tuple[float, ...] = ()
+    bounds: tuple[float, ...] = ()
+
+    @property
+    def scales(self) -> tuple[float, ...]:
+        """The Laplace scale of each coordinate of F (exact: a division by a power of two)."""
+        return tuple(self.laplace_scale / w for w in self.weights)
+
+    def expected_l2_error(self) -> float:
+        raise ParameterError("no closed form for E||.||_2 of independent Laplace noise in m > 1 "
+                             "coordinates; use expected_l1_error or simulate")
+
+    def expected_l1_error(self) -> float:
+        return float(sum(self.scales))
+
+    def sample_noise(self, size: int | None = None, *, seed: Seed = None) -> np.ndarray:
+        """Noise vectors (for simulations; **not a release**): exact discrete Laplace samples of
+        scale ``laplace_scale`` from :mod:`quiltpriv.mechanisms.noise`, divided by the weights.
+        Secure randomness by default; a seed is for experiments only."""
+        from quiltpriv.mechanisms import noise
+
+        rng = noise.make_rng(seed)
+        n = 1 if size is None else check_records(size, "size")
+        z = np.asarray(noise.laplace(self.laplace_scale, (n, self.dimension), seed=rng),
+                       dtype=float) / np.asarray(self.weights)
+        return z[0] if size is None else z
+
+    def release(self, value: ArrayLike, *, seed: Seed = None) -> np.ndarray:
+        """F(Data) + noise: G = diag(w) F (exact, powers of two) released by
+        :func:`~quiltpriv.mechanisms.noise.laplace_release_vector` with L1 sensitivity
+        ``sensitivity`` and scale ``laplace_scale`` (the snapping paid in L1), then divided by
+        w (post-processing). Secure randomness by default; a seed is for experiments only."""
+        from quiltpriv.mechanisms import noise
+
+        x = check_vector(value, "value", self.dimension)
+        w = np.asarray(self.weights)
+        g = x * w
+        if not np.all(np.isfinite(g)):
+            raise ParameterError("value times the weights overflows; nothing released")
+        out = noise.laplace_release_vector(g, self.laplace_scale, self.sensitivity,
+                                           seed=noise.make_rng(seed))
+        return np.array([o.value for o in out], dtype=float) / w
+
+
+def _power_of_two(x: float) -> float:
+    """The power of two nearest to x (> 0) in log scale."""
+    return math.ldexp(1.0, round(math.log2(x)))
+
+
+def coupling_bounds_mechanism(bounds: ArrayLike, epsilon: float, *,
+                              weights: ArrayLike | None = None) -> CoordinateLaplaceResult:
+    """[CO23, Thm. 3.1] for F in R^m from per-coordinate bounds of one coupling: (eps, 0).
+
+    Parameters
+    ----------
+    bounds : sequence of float > 0
+        B_k such that, for every pair (theta_i, theta_j) of Psi, ONE coupling of the two laws
+        of F moves every coordinate k by at most B_k at once. Per-coordinate W_inf values are
+        such bounds when the coordinates are independent under each theta (the product of the
+        optimal couplings); a coordinate's range is one under any coupling. (Per-coordinate
+        W_inf of dependent coordinates are NOT: their couplings may not combine.)
+    epsilon : float
+    weights : sequence of float > 0, optional
+        Each is rounded to the nearest power of two (so diag(w) F is exact in floats). Default:
+        B_k^(-1/3), which minimises E||noise||_2^2 = 2 sum_k (Delta / (eps w_k))^2 over
+        the weights (Lagrange), before that rounding.
+
+    Notes
+    -----
+    G = diag(w) F: under the coupling ||G - G'||_1 <= Delta = sum_k w_k B_k, so W_inf(G) <=
+    Delta with the L1 ground norm and G + Lap(Delta / eps)^m is (eps, 0)-distribution private
+    (Thm. 3.1); F's noisy value is G's divided by w, post-processing. Delta is summed in
+    rounded-up floats and inflated by the package's safety margin.
+    """
+    eps = check_epsilon(epsilon)
+    b = check_array(bounds, "bounds", ndim=1)
+    if b.size == 0 or np.any(b <= 0) or not np.all(np.isfinite(b)):
+        raise ParameterError("bounds must be finite and > 0 (a coordinate that never moves "
+                             "needs no noise: leave it out of F)")
+    if weights is None:
+        raw = b ** (-1.0 / 3.0)
+    else:
+        raw = check_array(weights, "weights", ndim=1)
+        if raw.size != b.size or np.any(raw <= 0) or not np.all(np.isfinite(raw)):
+            raise ParameterError(f"weights must be {b.size} finite numbers > 0")
+    w = tuple(_power_of_two(float(v)) for v in raw)
+    delta_w = 0.0
+    for wk, bk in zip(w, b.tolist(), strict=True):
+        delta_w = add_up(delta_w, mul_up(wk, bk))
+    sens = mul_up(delta_w, 1 + _SAFETY)
+    return CoordinateLaplaceResult(
+        "Wasserstein (coupling bounds)", "laplace-weighted", int(b.size), eps, 0.0,
+        laplace_scale=_scale(delta_w, eps), sensitivity=sens,
+        assumptions=("one coupling of each pair of laws of F moves coordinate k by at most "
+                     "bounds[k] at once",),
+        notes=(f"G = diag(w) F with w = {list(w)} (powers of two); Delta = sum w_k B_k = "
+               f"{delta_w:g} bounds W_inf(G) in L1",), weights=w,
+        bounds=tuple(float(v) for v in b))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ def adult():
 
 
 # The tiny evaluation costs ~4.5 s of CPU: the four tests that read it are slow. By default the
-# example's parts run here one by one (the declared network's plan, the budget split, the
-# Laplace vector mechanism's error).
+# example's parts run here one by one (the declared network's plan, the vector mechanism of
+# the APMQM and Wasserstein rows, its error).
 @pytest.fixture(scope="module")
 def tiny(adult):
     config = ae.EvaluationConfig(model_samples=150, repetitions=2, epsilons=(1.0, 5.0),
@@ -74,32 +74,37 @@ def test_declared_network_gives_apmqm_no_useful_quilt(adult):
     # deterministic CPDs: every quilt with a child has infinite influence -> trivial quilt,
     # Delta_A = range for an average, n for a count
     assert apmqm.bounds == (73.0, 15.0, 100.0, 100.0, 98.0)
-    assert all("quilt Q = {}" in s for s in apmqm.notes)
+    assert all("quilt Q = {}" in s for s in apmqm.notes[1:])
     w = ae.wasserstein_mechanism(theta, 100, 1.0)
     # exact W_inf of the two counts (binomial mixtures), ranges for the averages
     assert w.bounds == (73.0, 15.0, 5.0, 3.0, 98.0)
 
 
-def test_split_budget_spends_exactly_eps_and_beats_equal_split():
+def test_vector_mechanism_spends_exactly_eps_and_beats_equal_weights():
+    # the rows use [CO23, Thm. 3.1] on diag(w) F (coupling_bounds_mechanism): the pointwise loss
+    # sum_k B_k / b_k is eps (never above), and the weights beat the plain L1 norm (equal
+    # weights) and lose little to the unrounded optimum eps_k ~ B_k^(2/3) (they are powers of 2)
     bounds = (73.0, 15.0, 5.0, 3.0, 98.0)
-    scales = ae.split_budget(bounds, 2.0)
-    loss = sum(b / s for b, s in zip(bounds, scales, strict=True))
+    mech = ae.coordinate_laplace("Wasserstein", bounds, 2.0, ["note"])
+    loss = sum(b / s for b, s in zip(bounds, mech.scales, strict=True))
     assert loss == pytest.approx(2.0, rel=1e-8) and loss <= 2.0
-    equal = [b / (2.0 / 5) for b in bounds]
-    assert sum(s * s for s in scales) < sum(s * s for s in equal)
-    assert ae.split_budget((0.0, 4.0), 1.0) == (0.0, pytest.approx(4.0))
+    assert mech.mechanism == "Wasserstein" and mech.notes[-1] == "note" and mech.delta == 0.0
+    equal = [sum(bounds) / 2.0] * 5
+    assert sum(s * s for s in mech.scales) < sum(s * s for s in equal)
+    w = np.array(bounds) ** (2 / 3)
+    ideal = [b / (2.0 * x / w.sum()) for b, x in zip(bounds, w, strict=True)]
+    assert sum(s * s for s in mech.scales) <= 1.1 * sum(s * s for s in ideal)
 
 
-def test_laplace_vector_expected_error_matches_draws():
+def test_laplace_expected_error_matches_draws():
     import random
 
-    mech = ae.LaplaceVectorMechanism("x", 1.0, (1.0, 2.0), (3.0, 0.5))
+    mech = ae.coordinate_laplace("x", (1.0, 2.0), 1.0, [])
     z = mech.sample_noise(4000, seed=random.Random(5))
     assert z.shape == (4000, 2)
-    assert np.linalg.norm(z, axis=1).mean() == pytest.approx(mech.expected_l2_error(), rel=0.05)
+    assert np.linalg.norm(z, axis=1).mean() == pytest.approx(ae.expected_l2_error(mech), rel=0.05)
     # one coordinate: E|Lap(b)| = b
-    one = ae.LaplaceVectorMechanism("y", 1.0, (1.0,), (2.5,))
-    assert one.expected_l2_error(draws=40000) == pytest.approx(2.5, rel=0.02)
+    assert ae.laplace_l2_error((2.5,), draws=40000) == pytest.approx(2.5, rel=0.02)
 
 
 @pytest.mark.slow
