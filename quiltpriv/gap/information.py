@@ -51,7 +51,12 @@ from quiltpriv.gap.privatizers import (
 )
 from quiltpriv.mechanisms import noise
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_array, check_instance, check_probability_vector
+from quiltpriv.utils.validation import (
+    check_array,
+    check_instance,
+    check_probability_vector,
+    check_scalar,
+)
 
 __all__ = [
     "BinaryMIOptimum",
@@ -129,9 +134,8 @@ def mmse_two_gaussians(prior1: float, means: ArrayLike, sds: ArrayLike) -> float
     quadrature on the union of the two laws' 12-sd ranges (the integrand beyond them is below
     ``min(pi_0 f_0, pi_1 f_1) < 1e-32``).
     """
-    pi1 = float(prior1)
-    if not 0 < pi1 < 1:
-        raise ParameterError(f"prior1 must be in (0, 1), got {prior1!r}")
+    pi1 = float(check_scalar(prior1, "prior1", min_val=0.0, max_val=1.0,
+                             include_boundaries="neither"))
     m = check_array(means, "means", ndim=1)
     s = check_array(sds, "sds", ndim=1)
     if m.size != 2 or s.size != 2 or np.any(s <= 0):

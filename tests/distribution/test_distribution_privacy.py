@@ -250,3 +250,28 @@ def test_laplace_l2_error_refuses_without_closed_form():
     with pytest.raises(ParameterError, match="closed form"):
         dp.expm_laplace(MU, 1.0).expected_l2_error()
     assert dp.expm_laplace(MU, 1.0).expected_l1_error() == pytest.approx(2 * 2)
+
+
+@pytest.mark.parametrize("eps", [1.0, 2.0, 5.0, 10.0, 20.0])
+def test_classical_constant_is_checked_exactly_above_eps_1(eps):
+    # c_G = sqrt(2 ln(1.25 / delta)) is a theorem for eps < 1 only [DR14, Thm. A.1]; above, the
+    # package accepts it iff the exact profile [BW18, Thm. 8] of sigma = c_G / eps (sensitivity
+    # 1) gives delta(eps) <= delta. Reference in 50-digit mpmath: accepted at eps 1, 2, 5
+    # (Table 2's eps), refused at 10 and 20.
+    import mpmath
+
+    with mpmath.workdps(50):
+        c = mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf(DELTA)))
+        sigma = c / eps
+        exact = (mpmath.ncdf(1 / (2 * sigma) - eps * sigma)
+                 - mpmath.exp(eps) * mpmath.ncdf(-1 / (2 * sigma) - eps * sigma))
+    if exact <= DELTA:
+        assert eps <= 5.0
+        r, _ = dp.mahalanobis_budget(eps, DELTA, "classical")
+        # r = eps / c_G, rounded down (a larger sigma = Delta / r): within a safety margin
+        assert eps / float(c) * (1 - 1e-8) <= r <= eps / float(c)
+        dp.expm_gaussian(MU, eps, DELTA)
+    else:
+        assert eps >= 10.0
+        with pytest.raises(ParameterError, match="classical"):
+            dp.mahalanobis_budget(eps, DELTA, "classical")

@@ -432,6 +432,22 @@ def check_co23_figures(out: str, tmp: Path) -> None:
     dp_l2 = 1.8750467 * cg / eps * chi5
     printed = float(re.search(r"DP Gaussian mechanism \(error (\S+) at", out).group(1))
     assert close_to_printed(f"{printed:.3f}", dp_l2)
+    # Figure 3, both properties: the same relations at eps, the DP column, the "below" lists
+    for prop in ("income > 50K", "workclass Private"):
+        block = out.split(f"at eps = {eps:g} ({prop})")[1].split("\n\n")[0]
+        rows3 = [line.split() for line in block.splitlines()[2:] if re.match(r"^\s*0\.", line)]
+        assert len(rows3) == 5
+        below = []
+        for gap, *vals in rows3:
+            v = dict(zip(("ExpM(L)", "ExpM(G)", "DirM(L)", "DirM(G)", "EigM(G)", "DauM(G)",
+                          "DP"), (float(x) for x in vals), strict=True))
+            assert close_to_printed(f"{v['DP']:.3f}", dp_l2)
+            assert v["DirM(G)"] == pytest.approx(cg * chi1 * v["DirM(L)"], rel=2e-3, abs=2e-3)
+            assert v["DauM(G)"] <= v["DirM(G)"] + 1e-3 and v["EigM(G)"] <= v["ExpM(G)"] + 1e-3
+            if v["DauM(G)"] < v["DP"]:
+                below.append(float(gap))
+        listed = re.search(r"DauM\(G\) below DP for Dp in \[(.*)\]", block).group(1)
+        assert [float(x) for x in listed.split(",") if x.strip()] == below
 
 
 def _small(args: list[str]) -> Callable[[Path], list[str]]:
