@@ -39,6 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import logsumexp
 
 from quiltpriv.distribution.local_distribution_privacy import MechanismMatrix
 from quiltpriv.errors import ParameterError
@@ -161,9 +162,7 @@ def _log_law(mechanism: object) -> np.ndarray:
     gammas = getattr(mechanism, "exact_gammas", None)
     if gammas is not None:
         g = np.array([[float(x) for x in row] for row in gammas])
-        low = g.min(axis=1, keepdims=True)
-        log_z = low[:, 0] - np.log(np.exp(-(g - low)).sum(axis=1))
-        return -g - log_z[:, None]
+        return -g - logsumexp(-g, axis=1)[:, None]
     a = np.asarray(mechanism, dtype=float)
     with np.errstate(divide="ignore"):
         return np.log(a / a.sum(axis=1, keepdims=True))
