@@ -36,6 +36,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -359,7 +360,8 @@ def binary_privatize(mechanism: ArrayLike, x: ArrayLike, y: ArrayLike | None = N
     rng = noise.make_rng(seed)
     out = []
     for bit, s in zip(xs.tolist(), keep, strict=True):
-        kept = noise.categorical([s, 1 - s], rng) == 0
+        keep_p = Fraction(s)  # exact: P(keep) = s, P(flip) = 1 - s as rationals
+        kept = noise.categorical([keep_p, 1 - keep_p], rng) == 0
         out.append(int(bit) if kept else 1 - int(bit))
     seed_rec = int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None
     return BinaryRelease(tuple(out), isinstance(rng, random.SystemRandom), seed_rec)
