@@ -1756,6 +1756,8 @@ def plan(
                      "shares its graph walks and inference across them in one process")
         n_jobs = None
     chained = _chain_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    if chained is None:  # a hidden Markov model: exact and linear in its length too
+        chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
     if chained is not None:
         # a time series (a directed chain, an additive query): exact and linear in its length
         plans = chained
@@ -1894,6 +1896,45 @@ def _chain_plan(theta: Theta, query: Query, order: tuple[str, ...], attr_pos: li
         influence=e, sensitivity=delta, scale=scale, quilts_considered=considered,
         optimal=optimal, explanation=text, influence_member=member,
         influence_pair=None if pair is None else (jsonable(pair[0]), jsonable(pair[1])))
+
+
+def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
+               deadline: float | None, progress: bool,
+               list_sets: bool) -> tuple[SensitivePlan, ...] | None:
+    """Plans of ``sensitive`` on a hidden Markov model whose additive query reads every
+    observation with one weight (the fraction of time in a state), or None
+    (:func:`quiltpriv.mechanisms.hmm_quilts.hmm_search`). ``Delta_{A and N}`` is the query's
+    own for the chosen ``N``; the scale ``Delta / (eps - e)`` rounded up ([ZOC22, Alg. 3])."""
+    from quiltpriv.mechanisms.hmm_quilts import hmm_search
+
+    if query.sensitivity_structure != "additive":
+        return None
+    attrs = frozenset(query.attributes)
+    found = hmm_search(theta, lambda v: query.sensitivity((v,)) if v in attrs else 0.0,
+                       sensitive, eps, deadline=deadline, progress=progress)
+    if found is None:
+        return None
+    order, fq = found
+    plans = []
+    for j, node in enumerate(sensitive):
+        quilt, near = fq.quilt(j, order), fq.nearby_observed(j, order)
+        delta, e, optimal = query.sensitivity(near), float(fq.influence[j]), bool(fq.optimal[j])
+        scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
+            scale_up(delta, eps, e) if e < eps else math.inf)
+        full = markov_quilt(theta, node, quilt) if list_sets else None
+        m = int(fq.member[j])
+        pair = fq.pair_states(j, theta.states[node])
+        member = theta.names[m] if m >= 0 else None
+        text = _explain(theta, query, node, quilt or None, full, near, e, delta, scale, eps,
+                        member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
+        plans.append(SensitivePlan(
+            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            remote=None if full is None else full.remote,
+            nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,
+            scale=scale, quilts_considered=int(fq.considered[j]), optimal=optimal,
+            explanation=text, influence_member=member, influence_pair=None if pair is None
+            else (_jsonable(pair[0]), _jsonable(pair[1]))))
+    return tuple(plans)
 
 
 def _trusted(p: Plan) -> Plan:

@@ -24,6 +24,10 @@ Which quilts are searched (``QuiltFamily``)
   ``i`` on either side (no colliders), so the quilt ``Q'`` of those (at most two) nearest nodes
   has ``N(Q') = N(Q)`` and, as ``Q'`` is a subset of ``Q``, ``e(Q') <= e(Q)`` (monotonicity:
   influence never falls as a quilt grows). The tests check it against exhaustive enumeration.
+* ``"hmm"`` -- chosen by ``"auto"`` for a hidden Markov model whose query reads its
+  observations (``read``): the windows of observations around each entry, searched exactly
+  in time linear in the series (:mod:`quiltpriv.mechanisms.hmm_quilts`, which proves they
+  hold an optimal quilt).
 * ``"all"`` -- every subset of the other nodes (:func:`quiltpriv.graph.quilts.enumerate_quilts`),
   ``2**(m-1)`` per node: exact, for small networks.
 * ``"bounded"`` -- quilts with ``|Q| <= max_quilt_size`` only. Still private (every candidate
@@ -152,7 +156,8 @@ class MQMPlan:
     nodes : tuple of NodeScale
         Per protected variable, the chosen quilt.
     family : str
-        The quilt family searched: ``"chain"``, ``"all"`` or ``"bounded"`` (see the module).
+        The quilt family searched: ``"chain"``, ``"hmm"``, ``"all"`` or ``"bounded"`` (see
+        the module).
     optimal : bool
         True when every ``b_i`` is proven least over *all* quilts of ``Y_i``.
     notes : tuple of str
@@ -348,6 +353,35 @@ def _chain_nodes(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], e
     return out, skipped
 
 
+def _hmm_nodes(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset[str],
+               deadline: float | None, progress: bool,
+               list_sets: bool) -> tuple[list[NodeScale], list[str]] | None:
+    """A hidden Markov model whose query reads exactly its observations: the windows of
+    :func:`quiltpriv.mechanisms.hmm_quilts.hmm_search` (exact, linear in the series, the count
+    ``|N & read|`` as a weight); None where it does not apply."""
+    from quiltpriv.mechanisms.hmm_quilts import hmm_search
+
+    found = hmm_search(theta, lambda v: 1.0 if v in read else 0.0, nodes, eps,
+                       deadline=deadline, progress=progress)
+    if found is None:
+        return None
+    order, fq = found
+    out, skipped = [], []
+    for j, node in enumerate(nodes):
+        quilt, n_read, e, m = (fq.quilt(j, order), int(fq.count[j]), float(fq.influence[j]),
+                               int(fq.member[j]))
+        part = markov_quilt(theta, node, quilt) if list_sets else None
+        out.append(NodeScale(
+            node=node, quilt=quilt, nearby=None if part is None else part.nearby,
+            remote=None if part is None else part.remote, influence=e,
+            scale=_quilt_scale(n_read, e, eps), quilts_considered=int(fq.considered[j]),
+            influence_member=theta.names[m] if m >= 0 else None,
+            influence_pair=fq.pair_states(j, theta.states[node]), nearby_read=n_read))
+        if not fq.optimal[j]:
+            skipped.append(f"{node!r}: {TIME_LIMIT_REASON}")
+    return out, skipped
+
+
 def _search_nodes(theta: Theta, nodes: tuple[str, ...], family: str,
                   order: tuple[str, ...] | None, eps: float, max_quilt_size: int,
                   max_table: int, read_set: frozenset[str] | None, deadline: float | None,
@@ -495,6 +529,7 @@ def markov_quilt_mechanism(
         list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
                      and len(theta.nodes) * len(nodes) <= LIST_SETS_LIMIT)
     order = chain_order(theta)
+    requested = family
     family = _family(family, order, len(theta.nodes), max_exhaustive_nodes)
     notes: list[str] = []
     chained = None
@@ -502,6 +537,9 @@ def markov_quilt_mechanism(
         assert order is not None
         chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
                                list_sets)
+    elif requested == "auto" and read_set is not None:  # an HMM read at its observations
+        chained = _hmm_nodes(theta, nodes, eps, read_set, deadline, progress, list_sets)
+        family = family if chained is None else "hmm"
     if chained is not None:
         plans, skipped = chained
     else:
@@ -512,6 +550,9 @@ def markov_quilt_mechanism(
         notes.append("chain family {Y_(i-a), Y_(i+b)} (SWC): exact on a directed chain, since "
                      "N(Q) depends only on Q's nearest nodes to i and fewer quilt nodes never "
                      "raise the influence")
+    elif family == "hmm":
+        notes.append("hidden Markov model: the windows of observations around each entry "
+                     "hold an optimal quilt (quiltpriv.mechanisms.hmm_quilts), searched exactly")
     elif family == "all":
         notes.append("every quilt enumerated (exact search)")
     else:
