@@ -620,14 +620,12 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
     if not isinstance(order, HMMOrder) or order != hmm_order(theta):
         raise ParameterError("order must be the network's hmm_order(theta)")
     eps = check_epsilon(eps)
+    nodes = theta.check_nodes(nodes, "sensitive node")
     members = [_member(theta, order, m) for m in range(len(theta.members))]
     n_steps = len(order.hidden)
     where = {v: (t, False) for t, v in enumerate(order.hidden)}
     where.update({v: (t, True) for t, v in enumerate(order.observed)})
-    try:
-        found = [where[v] for v in nodes]
-    except KeyError as exc:
-        raise ParameterError(f"{exc.args[0]!r} is not a node of the model") from None
+    found = [where[v] for v in nodes]
     out: dict[bool, _Search] = {}
     stopped = False
     # entries of at most ~5 roundings a step over the series and the window (Higham 3.1)
@@ -733,6 +731,11 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     :data:`HMM_MIN_STEPS` steps whose query gives every observation the same weight > 0 and
     every hidden state the weight 0 (``weight(node)``: ``Delta`` of that node alone), within
     the structure of the module docstring."""
+    theta = check_theta(theta)
+    if not callable(weight):
+        raise ParameterError("weight must be a function of a node")
+    eps = check_epsilon(eps)
+    nodes = theta.check_nodes(nodes, "sensitive node")
     if len(theta.nodes) < 2 * HMM_MIN_STEPS:
         return None
     order = hmm_order(theta)
