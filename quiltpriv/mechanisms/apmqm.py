@@ -1933,7 +1933,7 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
             nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,
             scale=scale, quilts_considered=int(fq.considered[j]), optimal=optimal,
             explanation=text, influence_member=member, influence_pair=None if pair is None
-            else (_jsonable(pair[0]), _jsonable(pair[1]))))
+            else (jsonable(pair[0]), jsonable(pair[1]))))
     return tuple(plans)
 
 
