@@ -1916,11 +1916,14 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
         return None
     order, fq = found
     plans = []
+    scales: dict[tuple[float, float], float] = {}  # exact quotients, shared by equal steps
     for j, node in enumerate(sensitive):
         quilt, near = fq.quilt(j, order), fq.nearby_observed(j, order)
         delta, e, optimal = query.sensitivity(near), float(fq.influence[j]), bool(fq.optimal[j])
-        scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
-            scale_up(delta, eps, e) if e < eps else math.inf)
+        scale = scales.get((delta, e))
+        if scale is None:
+            scale = scales[delta, e] = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
+                scale_up(delta, eps, e) if e < eps else math.inf)
         full = markov_quilt(theta, node, quilt) if list_sets else None
         m = int(fq.member[j])
         pair = fq.pair_states(j, theta.states[node])

@@ -46,7 +46,7 @@ The optimal window ends at the series' ends, which would put ``O(T)`` observatio
 quilt. The plan uses instead the first ``m`` observations past each end of the window and the
 hidden state just beyond them (``{H_s, X_(s+1), ..., X_(i-a-1)}`` on the left): a valid quilt
 with the same ``N`` up to hidden states, whose influence exceeds the window's by less than a
-relative ``BAND_RTOL`` (``m`` doubles until it does; the ratio of the far observations decays
+relative ``BAND_RTOL`` (``m`` grows by half until it does; the ratio of the far observations decays
 geometrically). A node is flagged optimal when its quilt's scale is within ``PROOF_RTOL`` of
 the least over all quilts, computed with every influence rounded upwards as
 :mod:`quiltpriv.inference.influence` rounds them (Higham, Section 3.1: all numbers are
@@ -91,14 +91,16 @@ __all__ = ["HMM_MIN_STEPS", "HMMNotApplicable", "HMMOrder", "HMMQuilts", "hmm_le
 #: general search, exact there; the tests compare the two).
 HMM_MIN_STEPS = 32
 
-#: Nodes evaluated together (memory: about ``HMM_BLOCK * K^2`` floats per array).
-HMM_BLOCK = 512
+#: Nodes searched together (the evaluations of equal steps are shared within a block; their
+#: tables are built in chunks of at most ``_CHUNK_FLOATS``).
+HMM_BLOCK = 8192
 
-#: First band length ``m`` (observations past each end of the window), doubled as needed.
-BAND_START = 32
+#: First band length ``m`` (observations past each end of the window), grown by half as needed.
+BAND_START = 8
 
-#: A band's influence may exceed its window's by this much (relative).
-BAND_RTOL = 1e-13
+#: A band's influence may exceed its window's by this much (relative; the scale's excess is
+#: ``e / (eps - e)`` times it, far below the influences' rounding margin).
+BAND_RTOL = 1e-11
 
 #: Bound on the rounding of the sums of (at most four) logs of numbers in [2^-900, 1]:
 #: each |log| <= 624, each log and addition rounds by at most u times the magnitude.
@@ -289,30 +291,34 @@ class HMMQuilts:
         return order.observed[lo:hi + 1]
 
 
-def _extremes(mem: _Member, c: int, steps: np.ndarray, n_max: int, left: bool
-              ) -> np.ndarray:
-    """The extremal vectors at ``H_i`` of the windows with ``n = 0..n_max`` observations of
-    ``N`` on one side, plus index ``n_max + 1`` = no quilt node on that side: shape
-    ``(len(steps), n_max + 2, 2)``, ``nan`` past the end. Left: ``P(x_left, H_i)``, right:
-    ``P(x_right | H_i)``, up to a positive factor each."""
+def _extremes(mem: _Member, steps: np.ndarray, n_max: int, left: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The extremal vectors (largest, smallest ratio) at ``H_i`` of the windows with
+    ``n = 0..n_max`` observations of ``N`` on one side, plus index ``n_max + 1`` = no quilt
+    node on that side: shape ``(len(steps), n_max + 2, 2)`` each, ``nan`` past the end.
+    Left: ``P(x_left, H_i)``, right: ``P(x_right | H_i)``, up to a positive factor each."""
     n_steps = mem.tr.shape[0]
     n = len(steps)
-    out = np.full((n, n_max + 2, 2), np.nan)
     room = steps if left else n_steps - 1 - steps
-    scan = mem.fwd[c] if left else mem.bwd[c]
     none = mem.pi[steps] if left else np.ones((n, 2))
-    prod = np.broadcast_to(np.eye(2), (n, 2, 2)).copy()
-    for d in range(n_max + 1):
-        if d:
-            src = np.clip(steps - d + 1 if left else steps + d, 1, n_steps - 1)
-            prod = np.matmul(mem.tr[src], prod) if left else np.matmul(prod, mem.tr[src])
-        far = np.clip(steps - d if left else steps + d, 0, n_steps - 1)
-        vec = (np.matmul(scan[far][:, None, :], prod)[:, 0] if left
-               else np.matmul(prod, scan[far][:, :, None])[:, :, 0])
-        vec = np.where(np.asarray(d == room)[:, None], none, vec)
-        out[:, d] = np.where(np.asarray(d <= room)[:, None], vec, np.nan)
-    out[:, n_max + 1] = np.where((room > n_max)[:, None], none, np.nan)
-    return out
+    outs = []
+    prods = [np.broadcast_to(np.eye(2), (n, 2, 2))]
+    for d in range(1, n_max + 1):
+        src = np.clip(steps - d + 1 if left else steps + d, 1, n_steps - 1)
+        prods.append(np.matmul(mem.tr[src], prods[-1]) if left
+                     else np.matmul(prods[-1], mem.tr[src]))
+    prod = np.stack(prods, axis=1)                                  # (n, n_max + 1, 2, 2)
+    far = np.clip(steps[:, None] + (-1 if left else 1) * np.arange(n_max + 1)[None, :], 0,
+                  n_steps - 1)
+    dist = np.arange(n_max + 1)[None, :]
+    for scan in (mem.fwd if left else mem.bwd):
+        vec = (np.matmul(scan[far][:, :, None, :], prod)[:, :, 0] if left
+               else np.matmul(prod, scan[far][:, :, :, None])[:, :, :, 0])
+        vec = np.where(np.asarray(dist == room[:, None])[:, :, None], none[:, None, :], vec)
+        vec = np.where(np.asarray(dist <= room[:, None])[:, :, None], vec, np.nan)
+        last = np.where((room > n_max)[:, None], none, np.nan)
+        outs.append(np.concatenate([vec, last[:, None, :]], axis=1))
+    return outs[0], outs[1]
 
 
 def _influences(mem: _Member, steps: np.ndarray, wl: tuple[np.ndarray, np.ndarray],
@@ -358,25 +364,29 @@ def _influences(mem: _Member, steps: np.ndarray, wl: tuple[np.ndarray, np.ndarra
         return best, pair
 
 
-def _round_up(e: np.ndarray, bound: float) -> np.ndarray:
+def _with_margin(e: np.ndarray, bound: float) -> np.ndarray:
+    """Influences raised by the rounding bound and the margin every computed influence gets
+    (:data:`~quiltpriv.inference.influence.ROUNDING_MARGIN`, relative and absolute)."""
     e = np.maximum(e, 0.0)
     return np.where(np.isfinite(e), e * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, bound), e)
 
 
-def _signatures(members: list[_Member], steps: np.ndarray, kr: int) -> np.ndarray:
-    """One row per step of everything its window tables within ``kr`` depend on: the
-    transitions ``i-kr+1 .. i+kr``, the extremal vectors ``i-kr .. i+kr``, the marginal at
-    ``i`` and the room to each end (capped at ``kr + 1``)."""
-    n_steps = members[0].tr.shape[0]
-    n = len(steps)
-    parts = [np.minimum(steps, kr + 1)[:, None].astype(np.float64),
-             np.minimum(n_steps - 1 - steps, kr + 1)[:, None].astype(np.float64)]
-    ti = np.clip(steps[:, None] + np.arange(-kr + 1, kr + 1)[None, :], 0, n_steps - 1)
+def _step_ids(members: list[_Member]) -> np.ndarray:
+    """One integer per step, equal for steps whose transition, marginal and extremal vectors
+    are equal in every member (the same floats)."""
+    rows = np.concatenate([np.concatenate([mem.tr.reshape(len(mem.tr), -1), mem.pi, *mem.fwd,
+                                           *mem.bwd], axis=1) for mem in members], axis=1)
+    return _groups(rows)[1].astype(np.int64)
+
+
+def _signatures(ids: np.ndarray, n_steps: int, steps: np.ndarray, kr: int) -> np.ndarray:
+    """One row per step of everything its window tables within ``kr`` depend on: the ids of
+    steps ``i-kr .. i+kr`` (:func:`_step_ids`) and the room to each end (capped at
+    ``kr + 1``). Equal rows give equal tables (the same floats through the same
+    operations)."""
     vi = np.clip(steps[:, None] + np.arange(-kr, kr + 1)[None, :], 0, n_steps - 1)
-    for mem in members:
-        parts += [mem.tr[ti].reshape(n, -1), mem.pi[steps]]
-        parts += [arr[vi].reshape(n, -1) for arr in (*mem.fwd, *mem.bwd)]
-    return np.concatenate(parts, axis=1)
+    return np.concatenate([np.minimum(steps, kr + 1)[:, None],
+                           np.minimum(n_steps - 1 - steps, kr + 1)[:, None], ids[vi]], axis=1)
 
 
 @dataclass
@@ -398,6 +408,7 @@ class _Search:
     member: np.ndarray
     pair: np.ndarray
     considered: np.ndarray
+    ids: np.ndarray
     band: np.ndarray | None = None
 
 
@@ -412,6 +423,80 @@ def _least(scale: np.ndarray, infl: np.ndarray, size: np.ndarray) -> np.ndarray:
     return np.argmin(np.where(tie, size, 99), axis=1)
 
 
+#: Largest per-evaluation table of one chunk (floats): bounds the memory of a block.
+_CHUNK_FLOATS = 2**21
+
+
+def _rep_tables(st: _Search, reps: np.ndarray, kr: int, centers: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rounded-up influences of every window within ``kr`` of the evaluations ``reps`` (max
+    over the members), with the member and pair attaining them: shape
+    ``(centers, reps, kr + 2, kr + 2)``; ``nan`` where a window runs past an end."""
+    n_steps = st.members[0].tr.shape[0]
+    n_u, kr1, kr2 = len(reps), kr + 1, kr + 2
+    n_c = len(centers)
+    best = np.full((n_c, n_u, kr2, kr2), -np.inf)
+    best_m = np.zeros(best.shape, dtype=np.int64)
+    best_p = np.zeros(best.shape, dtype=np.int64)
+    for m, mem in enumerate(st.members):
+        left, right = _extremes(mem, reps, kr, True), _extremes(mem, reps, kr, False)
+        wl = (left[0][:, :, None, :], left[1][:, :, None, :])
+        wr = (right[0][:, None, :, :], right[1][:, None, :, :])
+        e, p = _influences(mem, reps, wl, wr, st.observed)
+        if st.observed:
+            e, p = e[None], p[None]
+        e = np.where(np.isnan(e), -np.inf, e)
+        better = e > best
+        best = np.where(better, e, best)
+        best_m = np.where(better, m, best_m)
+        best_p = np.where(better, p, best_p)
+    valid = best > -np.inf
+    e_up = _with_margin(best, st.bound)
+    # Q = {} (no quilt node on either side, X_i in N) has influence 0 exactly
+    u_rows = np.arange(n_u)
+    none_l = np.where(reps <= kr, reps, kr1)
+    none_r = np.where(n_steps - 1 - reps <= kr, n_steps - 1 - reps, kr1)
+    e_up[n_c - 1, u_rows, none_l, none_r] = 0.0
+    best_m[n_c - 1, u_rows, none_l, none_r] = -1
+    return np.where(valid, e_up, np.nan), best_m, best_p
+
+
+def _rep_summary(st: _Search, reps: np.ndarray, kr: int, centers: np.ndarray
+                 ) -> dict[str, np.ndarray]:
+    """Per evaluation: its best window with both sides within ``kr`` (``in_*``: scale,
+    influence, size, center, a, b, member, pair) and the windows with no quilt node on one
+    side beyond ``kr`` (``row_*``: a = none, ``col_*``: b = none), whose counts are the
+    node's own."""
+    n_steps = st.members[0].tr.shape[0]
+    n_c, kr1 = len(centers), kr + 1
+    e_up, best_m, best_p = _rep_tables(st, reps, kr, centers)
+    n_u = len(reps)
+    idx = np.arange(kr1)
+    none_l = np.where(reps <= kr, reps, kr1)
+    none_r = np.where(n_steps - 1 - reps <= kr, n_steps - 1 - reps, kr1)
+    e_in = e_up[:, :, :kr1, :kr1]
+    cnt_in = np.broadcast_to(centers[:, None, None, None] + idx[None, None, :, None]
+                             + idx[None, None, None, :], e_in.shape)
+    s_in = np.where(np.isnan(e_in), np.inf, _scales(cnt_in * 1.0, e_in, st.eps))
+    size_in = ((centers == 0)[:, None, None, None] + (idx[None, None, :, None]
+               != none_l[None, :, None, None]) + (idx[None, None, None, :]
+               != none_r[None, :, None, None]))
+
+    def flat(x: np.ndarray) -> np.ndarray:
+        return x.transpose(1, 0, 2, 3).reshape(n_u, -1)
+
+    f_s, f_e, f_z = flat(s_in), flat(np.where(np.isnan(e_in), np.inf, e_in)), flat(size_in)
+    pick = _least(f_s, f_e, f_z)
+    rows = np.arange(n_u)
+    ci, ai, bi = np.unravel_index(pick, (n_c, kr1, kr1))
+    return {"in_s": f_s[rows, pick], "in_e": f_e[rows, pick], "in_z": f_z[rows, pick],
+            "in_c": ci, "in_a": ai, "in_b": bi,
+            "in_m": best_m[ci, rows, ai, bi], "in_p": best_p[ci, rows, ai, bi],
+            "row_e": e_up[:, :, kr1, :], "row_m": best_m[:, :, kr1, :],
+            "row_p": best_p[:, :, kr1, :], "col_e": e_up[:, :, :kr1, kr1],
+            "col_m": best_m[:, :, :kr1, kr1], "col_p": best_p[:, :, :kr1, kr1]}
+
+
 def _block(st: _Search, sel: np.ndarray, kr: int) -> None:
     """Search the nodes ``sel`` within radius ``kr``; write the best window and the proof.
 
@@ -423,104 +508,67 @@ def _block(st: _Search, sel: np.ndarray, kr: int) -> None:
     """
     n_steps = st.members[0].tr.shape[0]
     steps = st.steps[sel]
-    first, inverse = _groups(_signatures(st.members, steps, kr))
+    first, inverse = _groups(_signatures(st.ids, n_steps, steps, kr))
     reps = steps[first]
-    n_u, kr1, kr2 = len(reps), kr + 1, kr + 2
+    kr1, kr2 = kr + 1, kr + 2
     centers = np.asarray([1] if st.observed else [0, 1])  # X_i in N (1) or in Q (0)
     n_c = len(centers)
-    best = np.full((n_c, n_u, kr2, kr2), -np.inf)
-    best_m = np.zeros(best.shape, dtype=np.int64)
-    best_p = np.zeros(best.shape, dtype=np.int64)
-    for m, mem in enumerate(st.members):
-        sides = [[_extremes(mem, c, reps, kr, left) for c in (0, 1)] for left in (True, False)]
-        wl = (sides[0][0][:, :, None, :], sides[0][1][:, :, None, :])
-        wr = (sides[1][0][:, None, :, :], sides[1][1][:, None, :, :])
-        e, p = _influences(mem, reps, wl, wr, st.observed)
-        if st.observed:
-            e, p = e[None], p[None]
-        e = np.where(np.isnan(e), -np.inf, e)
-        better = e > best
-        best = np.where(better, e, best)
-        best_m = np.where(better, m, best_m)
-        best_p = np.where(better, p, best_p)
-    valid = best > -np.inf
-    e_up = _round_up(best, st.bound)
-    # Q = {} (no quilt node on either side, X_i in N) has influence 0 exactly
-    rl_u, rr_u = reps, n_steps - 1 - reps
-    none_l = np.where(rl_u <= kr, rl_u, kr1)
-    none_r = np.where(rr_u <= kr, rr_u, kr1)
-    u_rows = np.arange(n_u)
-    e_up[n_c - 1, u_rows, none_l, none_r] = 0.0
-    best_m[n_c - 1, u_rows, none_l, none_r] = -1
-    e_up = np.where(valid, e_up, np.nan)
-    idx = np.arange(kr1)
-    # interior (both indices <= kr): counts a + b + [X_i in N], per evaluation
-    e_in = e_up[:, :, :kr1, :kr1]
-    cnt_in = centers[:, None, None, None] + idx[None, None, :, None] + idx[None, None, None, :]
-    s_in = np.where(np.isnan(e_in), np.inf, _scales(cnt_in * 1.0 + 0 * e_in, e_in, st.eps))
-    size_in = ((centers == 0)[:, None, None, None] + (idx[None, None, :, None]
-               != none_l[None, :, None, None]) + (idx[None, None, None, :]
-               != none_r[None, :, None, None]))
-    flat = (s_in.transpose(1, 0, 2, 3).reshape(n_u, -1),
-            np.where(np.isnan(e_in), np.inf, e_in).transpose(1, 0, 2, 3).reshape(n_u, -1),
-            size_in.transpose(1, 0, 2, 3).reshape(n_u, -1))
-    pick_in = _least(*flat)
-    ci, ai, bi = np.unravel_index(pick_in, (n_c, kr1, kr1))
+    chunk = max(1, _CHUNK_FLOATS // (n_c * kr2 * kr2))
+    parts = [_rep_summary(st, reps[i:i + chunk], kr, centers)
+             for i in range(0, len(reps), chunk)]
+    summ = {k: np.concatenate([p_[k] for p_ in parts], axis=1 if k[:3] in ("row", "col")
+                              else 0) for k in parts[0]}
     # per node: the interior pick, then a = none beyond kr (every b), b = none beyond kr
     n = len(steps)
     room_l, room_r = steps, n_steps - 1 - steps
     rows = np.arange(n)
-    cand_s = [flat[0][inverse, pick_in[inverse]][:, None]]
-    cand_e = [flat[1][inverse, pick_in[inverse]][:, None]]
-    cand_z = [flat[2][inverse, pick_in[inverse]][:, None]]
-    cand_c = [ci[inverse][:, None]]
-    cand_a = [ai[inverse][:, None]]
-    cand_b = [bi[inverse][:, None]]
+    cand = {k: [summ["in_" + k][inverse][:, None]] for k in ("s", "e", "z", "c", "a", "b",
+                                                             "m", "p")}
     dr_all = np.where(np.arange(kr2)[None, :] <= kr, np.arange(kr2)[None, :], room_r[:, None])
-    dl_in = np.broadcast_to(idx, (n, kr1))
+    dl_in = np.broadcast_to(np.arange(kr1), (n, kr1))
+    none_b = np.where(room_r <= kr, room_r, kr1)[:, None]
     for c_i, c in enumerate(centers):
-        row = e_up[c_i, inverse, kr1, :]                 # a = none beyond kr, b = 0..kr + 1
-        col = e_up[c_i, inverse, :kr1, kr1]              # a = 0..kr, b = none beyond kr
-        for e_side, cnt, a_of, b_of in (
-                (row, room_l[:, None] + dr_all + c, np.full((n, kr2), kr1), np.broadcast_to(
-                    np.arange(kr2), (n, kr2))),
-                (col, dl_in + room_r[:, None] + c, dl_in, np.full((n, kr1), kr1))):
-            cand_s.append(np.where(np.isnan(e_side), np.inf, _scales(cnt * 1.0, e_side,
-                                                                     st.eps)))
-            cand_e.append(np.where(np.isnan(e_side), np.inf, e_side))
-            none_b = (b_of == np.where(room_r <= kr, room_r, kr1)[:, None])
-            cand_z.append((c == 0) + (~none_b).astype(np.int64) + 1 - (a_of == kr1))
-            cand_c.append(np.full(a_of.shape, c_i))
-            cand_a.append(a_of)
-            cand_b.append(b_of)
-    scale, infl, size = (np.concatenate(x, axis=1) for x in (cand_s, cand_e, cand_z))
-    choice = _least(scale, infl, size)
-    s_node = scale[rows, choice]
-    cp, ap, bp = (np.concatenate(x, axis=1)[rows, choice] for x in (cand_c, cand_a, cand_b))
+        for side, cnt, a_of, b_of in (
+                ("row", room_l[:, None] + dr_all + c, np.full((n, kr2), kr1),
+                 np.broadcast_to(np.arange(kr2), (n, kr2))),
+                ("col", dl_in + room_r[:, None] + c, dl_in, np.full((n, kr1), kr1))):
+            e_side = summ[side + "_e"][c_i, inverse]
+            cand["s"].append(np.where(np.isnan(e_side), np.inf,
+                                      _scales(cnt * 1.0, e_side, st.eps)))
+            cand["e"].append(np.where(np.isnan(e_side), np.inf, e_side))
+            cand["z"].append((c == 0) + (b_of != none_b).astype(np.int64) + (a_of != kr1))
+            cand["c"].append(np.full(a_of.shape, c_i))
+            cand["a"].append(a_of)
+            cand["b"].append(b_of)
+            cand["m"].append(summ[side + "_m"][c_i, inverse])
+            cand["p"].append(summ[side + "_p"][c_i, inverse])
+    full = {k: np.concatenate(v, axis=1) for k, v in cand.items()}
+    choice = _least(full["s"], full["e"], full["z"])
+    got = {k: v[rows, choice] for k, v in full.items()}
+    s_node = got["s"]
     # proof: a window wider than kr on one side leaves more than kr observations in N there
     lb = kr1 / st.eps * (1 - PROOF_RTOL)
     proven = ((room_l <= kr) | (s_node <= lb)) & ((room_r <= kr) | (s_node <= lb))
     upd = (s_node <= st.scale[sel]) | proven
     tgt = sel[upd]
-    u = inverse[upd]
-    cp, ap, bp = cp[upd], ap[upd], bp[upd]
+    ap, bp = got["a"][upd], got["b"][upd]
     st.left[tgt] = np.where(ap == kr1, room_l[upd], ap)
     st.right[tgt] = np.where(bp == kr1, room_r[upd], bp)
-    st.center[tgt] = centers[cp] == 0
-    st.e_up[tgt] = infl[rows[upd], choice[upd]]
+    st.center[tgt] = centers[got["c"][upd]] == 0
+    st.e_up[tgt] = got["e"][upd]
     st.count[tgt] = st.left[tgt] + st.right[tgt] + (~st.center[tgt])
     st.scale[tgt] = s_node[upd]
-    st.member[tgt] = best_m[cp, u, ap, bp]
-    st.pair[tgt] = best_p[cp, u, ap, bp]
+    st.member[tgt] = got["m"][upd]
+    st.pair[tgt] = got["p"][upd]
     st.optimal[sel] = proven
     st.considered[sel] = n_c * (np.minimum(room_l, kr1) + 1) * (np.minimum(room_r, kr1) + 1)
 
 
 def _band_vectors(mem: _Member, c: int, steps: np.ndarray, n_in: np.ndarray,
-                  band: np.ndarray, left: bool) -> tuple[np.ndarray, np.ndarray]:
+                  band: np.ndarray, left: bool) -> np.ndarray:
     """The side vectors at ``H_i`` of the chosen quilts: ``n_in`` observations in ``N``, then
     ``band`` observations in ``Q`` and the hidden state beyond them (none where the band
-    reaches the end). Returns the vectors and the band's far end (an observation index)."""
+    reaches the end)."""
     n_steps = mem.tr.shape[0]
     col = mem.emit[:, mem.cols[c]]
     near = steps - n_in if left else steps + n_in          # the window's last step in N
@@ -557,28 +605,63 @@ def _band_vectors(mem: _Member, c: int, steps: np.ndarray, n_in: np.ndarray,
             src = np.clip(near - d, 1, n_steps - 1)
             nxt = np.matmul(mem.tr[src], vec[:, :, None])[:, :, 0]
         vec = np.where(act[:, None], nxt, vec)
-    return vec, far
+    return vec
+
+
+#: Nodes whose band signatures are grouped at once (memory: this times the window's width).
+_BAND_CHUNK = 32768
 
 
 def _band_influences(st: _Search, idx: np.ndarray, band: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Influence (unrounded), member, pair and band ends of the chosen quilts of ``idx`` with
-    bands of ``band`` observations on each side."""
+    bands of ``band`` observations on each side; nodes whose inputs are equal (the steps'
+    ids over the window and both bands, the counts, the room to the ends) share one
+    evaluation."""
     n_steps = st.members[0].tr.shape[0]
     steps = st.steps[idx]
     n_l, n_r = st.left[idx], st.right[idx]
     none_l, none_r = n_l >= steps, n_r >= n_steps - 1 - steps
     n_l, n_r = np.where(none_l, 0, n_l), np.where(none_r, 0, n_r)  # no band there
+    lo = np.maximum(steps - n_l - band, 0)
+    hi = np.minimum(steps + n_r + band, n_steps - 1)
+    out = (np.empty(len(idx)), np.empty(len(idx), dtype=np.int64),
+           np.empty(len(idx), dtype=np.int64))
+    for start in range(0, len(idx), _BAND_CHUNK):
+        sl = slice(start, start + _BAND_CHUNK)
+        # a band reaching the end is the extremal scan's vector at the window's edge
+        end_l, end_r = lo[sl] == 0, hi[sl] == n_steps - 1
+        reach_l = n_l[sl] + np.where(end_l, 0, band[sl]) + 1
+        reach_r = n_r[sl] + np.where(end_r, 0, band[sl]) + 1
+        span = np.arange(-int(reach_l.max(initial=0)), int(reach_r.max(initial=0)) + 1)
+        win = st.ids[np.clip(steps[sl, None] + span[None, :], 0, n_steps - 1)]
+        meta = np.stack([n_l[sl], n_r[sl], none_l[sl], none_r[sl], st.center[idx[sl]],
+                         end_l, end_r, reach_l, reach_r, np.minimum(steps[sl], reach_l),
+                         np.minimum(n_steps - 1 - steps[sl], reach_r)], axis=1)
+        first, inverse = _groups(np.concatenate([meta.astype(np.int64), win], axis=1))
+        got = _band_evaluate(st, idx[sl][first], band[sl][first])
+        for o, g in zip(out, got, strict=True):
+            o[sl] = g[inverse]
+    return out[0], out[1], out[2], lo, hi
+
+
+def _band_evaluate(st: _Search, idx: np.ndarray, band: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_band_influences` of the nodes ``idx``, each evaluated."""
+    n_steps = st.members[0].tr.shape[0]
+    steps = st.steps[idx]
+    n_l, n_r = st.left[idx], st.right[idx]
+    none_l, none_r = n_l >= steps, n_r >= n_steps - 1 - steps
+    n_l, n_r = np.where(none_l, 0, n_l), np.where(none_r, 0, n_r)
     best = np.full(len(idx), -np.inf)
     mem_i = np.zeros(len(idx), dtype=np.int64)
     pair = np.zeros(len(idx), dtype=np.int64)
-    lo = hi = np.zeros(len(idx), dtype=np.int64)
     for m, mem in enumerate(st.members):
         wl, wr = [], []
         for c in (0, 1):
-            v, lo = _band_vectors(mem, c, steps, n_l, band, True)
+            v = _band_vectors(mem, c, steps, n_l, band, True)
             wl.append(np.where(none_l[:, None], mem.pi[steps], v))
-            v, hi = _band_vectors(mem, c, steps, n_r, band, False)
+            v = _band_vectors(mem, c, steps, n_r, band, False)
             wr.append(np.where(none_r[:, None], 1.0, v))
         e, p = _influences(mem, steps, (wl[0], wl[1]), (wr[0], wr[1]), st.observed)
         if not st.observed:
@@ -588,7 +671,7 @@ def _band_influences(st: _Search, idx: np.ndarray, band: np.ndarray
         better = e > best
         best, mem_i, pair = (np.where(better, e, best), np.where(better, m, mem_i),
                              np.where(better, p, pair))
-    return best, mem_i, pair, lo, hi
+    return best, mem_i, pair
 
 
 def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: float, *,
@@ -619,14 +702,20 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
     theta = check_theta(theta)
     if not isinstance(order, HMMOrder) or order != hmm_order(theta):
         raise ParameterError("order must be the network's hmm_order(theta)")
-    eps = check_epsilon(eps)
-    nodes = theta.check_nodes(nodes, "sensitive node")
+    return _least_quilts(theta, order, theta.check_nodes(nodes, "sensitive node"),
+                         check_epsilon(eps), deadline, progress)
+
+
+def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: float,
+                  deadline: float | None, progress: bool) -> HMMQuilts:
+    """:func:`hmm_least_quilts` of checked arguments."""
     members = [_member(theta, order, m) for m in range(len(theta.members))]
     n_steps = len(order.hidden)
     where = {v: (t, False) for t, v in enumerate(order.hidden)}
     where.update({v: (t, True) for t, v in enumerate(order.observed)})
     found = [where[v] for v in nodes]
     out: dict[bool, _Search] = {}
+    ids = _step_ids(members)
     stopped = False
     # entries of at most ~5 roundings a step over the series and the window (Higham 3.1)
     kd_base = 5 * n_steps + 64
@@ -638,7 +727,8 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
                      center=np.zeros(n, dtype=bool), e_up=np.zeros(n),
                      count=np.full(n, n_steps), scale=np.full(n, n_steps / eps),
                      optimal=np.zeros(n, dtype=bool), member=np.full(n, -1, dtype=np.int64),
-                     pair=np.zeros(n, dtype=np.int64), considered=np.ones(n, dtype=np.int64))
+                     pair=np.zeros(n, dtype=np.int64), considered=np.ones(n, dtype=np.int64),
+                     ids=ids)
         out[observed] = st
         blocks: Iterable[int] = range(0, n, HMM_BLOCK)
         if progress and n:
@@ -682,7 +772,7 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
 
 
 def _bands(st: _Search, deadline: float | None) -> None:
-    """Replace each chosen window by its banded quilt (doubling the band until its influence
+    """Replace each chosen window by its banded quilt (growing the band until its influence
     is within ``BAND_RTOL`` of the window's), with its own influence rounded upwards."""
     n = len(st.steps)
     st.band = np.zeros((n, 2), dtype=np.int64)
@@ -703,8 +793,8 @@ def _bands(st: _Search, deadline: float | None) -> None:
         reached = band[todo] >= n_steps
         late = deadline is not None and time.monotonic() > deadline
         todo = todo[~(close | reached)] if not late else todo[:0]
-        band[todo] *= 2
-    e_up = _round_up(e_fin, st.bound)
+        band[todo] += (band[todo] + 1) // 2
+    e_up = _with_margin(e_fin, st.bound)
     empty = (st.left >= st.steps) & (st.right >= n_steps - 1 - st.steps) & ~st.center
     e_up[empty] = 0.0
     st.member[empty] = -1
@@ -745,7 +835,6 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     if not (w0 > 0 and math.isfinite(w0)) or any(weight(v) != w0 for v in order.observed):
         return None
     try:
-        return order, hmm_least_quilts(theta, order, nodes, eps, deadline=deadline,
-                                       progress=progress)
+        return order, _least_quilts(theta, order, nodes, eps, deadline, progress)
     except HMMNotApplicable:
         return None

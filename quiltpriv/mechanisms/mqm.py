@@ -367,14 +367,18 @@ def _hmm_nodes(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset
         return None
     order, fq = found
     out, skipped = [], []
+    scales: dict[tuple[int, float], float] = {}  # exact quotients, shared by equal steps
     for j, node in enumerate(nodes):
         quilt, n_read, e, m = (fq.quilt(j, order), int(fq.count[j]), float(fq.influence[j]),
                                int(fq.member[j]))
+        scale = scales.get((n_read, e))
+        if scale is None:
+            scale = scales[n_read, e] = _quilt_scale(n_read, e, eps)
         part = markov_quilt(theta, node, quilt) if list_sets else None
         out.append(NodeScale(
             node=node, quilt=quilt, nearby=None if part is None else part.nearby,
-            remote=None if part is None else part.remote, influence=e,
-            scale=_quilt_scale(n_read, e, eps), quilts_considered=int(fq.considered[j]),
+            remote=None if part is None else part.remote, influence=e, scale=scale,
+            quilts_considered=int(fq.considered[j]),
             influence_member=theta.names[m] if m >= 0 else None,
             influence_pair=fq.pair_states(j, theta.states[node]), nearby_read=n_read))
         if not fq.optimal[j]:
