@@ -29,6 +29,7 @@ import numpy as np
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.model.loading import model_dirs, theta_to_dict
 from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
+from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.options import QUERY_KINDS, parse_number, query_from_options
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.io import check_output_path, write_text_atomic
@@ -364,6 +365,8 @@ class ModelState:
         self._history: list[str] = []
         self.spec = spec
         self.original = theta.fingerprint()
+        # Where the model as loaded came from; an edited Theta has no provenance of its own.
+        self.provenance = provenance_dict(theta)
         self.sources = tuple(Path(os.path.realpath(p)) for p in sources)
 
     @property
@@ -445,6 +448,7 @@ def model_summary(state: ModelState, theta: Theta | None = None) -> dict[str, An
                   for v in theta.nodes],
         "edges": [list(e) for e in theta.edges],
         "svg": dag_svg(theta, svg_id="dag-model", layout=lay),
+        "provenance": state.provenance,
     }
 
 

@@ -290,11 +290,14 @@ def _ensemble(n=6, seed=5):
 
 
 def test_edits_of_all_members():
-    theta = _ensemble()
+    prov = {"source": "learned", "data_public": True, "bootstrap": {"resamples": 5, "seed": 0}}
+    theta = _ensemble().with_provenance(prov)
     server = ExplorerServer(Explorer(theta, "ensemble"))
     server.start_in_thread()
     try:
         c = Client(server)
+        status, m = c.call("GET", "/api/model")
+        assert status == 200 and m["provenance"] == prov  # shown on the page
         # The table view gives each entry's least and largest value over the members.
         status, cpd = c.call("GET", "/api/cpd?node=sat&member=2")
         every = np.stack([m["sat"].table.reshape(3, -1) for m in theta.members])
@@ -307,6 +310,7 @@ def test_edits_of_all_members():
                                                       "column": 2, "row": 1, "value": 0.4})
         assert status == 200, m
         assert m["history"] == ["P(sat = state 1 | column 2) = 0.4 in all 6 members"]
+        assert m["edited"] and m["provenance"] == prov  # the model as loaded (the page says)
         edited = server_theta(c, theta)
         for k in range(len(theta)):
             want = _cell_reference(theta.members[k]["sat"].table, 2, 1, 0.4)

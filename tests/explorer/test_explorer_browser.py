@@ -300,11 +300,23 @@ def ensemble(n=21, seed=3):
                  ["point"] + [f"bootstrap-{k}" for k in range(1, n)])
 
 
+EVIL = "<script>alert(1)</script>"
+PROVENANCE = {
+    "source": "learned", "data_sha256": "ab" * 32, "data_public": True, "populations": 303,
+    "population_column": None,
+    "parameters": {v: {"kind": "share", "binning": "quantile", "edges": [0.0, 0.4, 1.0],
+                       "states": ["0.2", "0.7"]} for v in ("income", "sat")},
+    "structure": {"method": "hill_climb", "learned_edges": [["income", "sat"], ["gender", EVIL]],
+                  "required_edges": []},
+    EVIL: {"note": f"a {EVIL} & more", "deep": {"a": {"b": {"c": {"d": {"e": {"f": [1]}}}}}}},
+}
+
+
 @pytest.fixture(scope="module")
 def ensemble_explorer():
     from quiltpriv.explorer.server import Explorer, ExplorerServer
 
-    theta = ensemble()
+    theta = ensemble().with_provenance(PROVENANCE)
     initial = {"sensitive": "income", "epsilon": 1,
                "query": {"kind": "count", "attributes": "sat", "records": 100}}
     server = ExplorerServer(Explorer(theta, "ensemble", initial=initial))
@@ -417,6 +429,7 @@ def test_table_editor_shows_every_digit_and_edits_all_members(ensemble_explorer,
         assert np.array_equal(edited.members[k]["sat"].table[:, [0, 2]],
                               theta.members[k]["sat"].table[:, [0, 2]])
     assert _cells(d)[0, 1][0] == value  # shown exactly as typed
+    assert "has been edited" in d.find_element(*_by("#provenance-note")).text
     assert float(d.find_element(*_by("#overall-scale")).get_attribute("data-value")) == qp.plan(
         edited, qp.CountQuery(["sat"], 100), "income", 1.0).scale
     # The range under the edited entry closes: the members now agree on it.
@@ -476,3 +489,31 @@ def test_narrow_screens_keep_everything_inside_the_window(ensemble_explorer, bro
         _wait(d, _ready_with(d, "data-epsilon", "2"), "the plan at epsilon 2")
     finally:
         d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.slow  # ~2 s
+def test_provenance_is_shown_for_a_person(ensemble_explorer, browser):
+    server, theta = ensemble_explorer
+    d = browser
+    d.get(server.url)
+    _wait(d, lambda d: _state(d) == "ready", "the first plan")
+    box = d.find_element(*_by("#provenance"))
+    terms = [t.text for t in box.find_elements(*_by("dt"))]
+    for label in ("source", "data sha256", "data public", "population column", "parameters",
+                  "structure", "method", "learned edges", "required edges", EVIL, "note",
+                  "deep"):
+        assert label in terms, label
+    text = box.text
+    assert "income \u2192 sat" in text and f"gender \u2192 {EVIL}" in text
+    assert box.find_element(*_by("code")).text == "ab" * 32
+    # The learned parameters' bins: one table, a row per parameter, a column per field.
+    rows = box.find_elements(*_by("table.prov tbody tr"))
+    assert [r.find_element(*_by("th")).text for r in rows] == ["income", "sat"]
+    assert [h.text for h in box.find_elements(*_by("table.prov thead th"))] == [
+        "", "kind", "binning", "edges", "states"]
+    assert rows[0].find_elements(*_by("td"))[2].text == "0, 0.4, 1"
+    # A model file's text is text: nothing in it became markup; JSON only past 6 levels.
+    assert not box.find_elements(*_by("script"))
+    assert f"a {EVIL} & more" in text
+    assert text.count("{") == 1 and '{"f":[1]}' in text
+    assert not d.find_element(*_by("#provenance-note")).text

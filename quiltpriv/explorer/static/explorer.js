@@ -86,6 +86,61 @@
     $("undo").title = m.history.length ? "undo: " + m.history[m.history.length - 1] : "";
     document.body.dataset.fingerprint = m.fingerprint;
     if (!result) drawing(m.svg);
+    showProvenance(m);
+  }
+
+  // -- where the model came from -------------------------------------------------------------
+  // The provenance record of the model as loaded (a learned Theta's data hash, bins, search and
+  // estimator settings), for a person: a definition list, the learned parameters' bins as a
+  // table, edges as arrows. It comes from a model file, so it is put in as text only.
+  const MAX_DEPTH = 6;
+  const isScalar = (v) => v === null || ["string", "number", "boolean"].includes(typeof v);
+  function scalarText(v) {
+    if (v === null) return "none";
+    if (typeof v === "boolean") return v ? "yes" : "no";
+    return String(v);
+  }
+  function provValue(key, v, depth) {
+    if (isScalar(v)) {
+      return el(typeof v === "string" && /^[0-9a-f]{40,128}$/.test(v) ? "code" : "span",
+        {class: v === null ? "none" : null}, scalarText(v));
+    }
+    if (depth >= MAX_DEPTH) return el("code", {}, JSON.stringify(v));
+    if (Array.isArray(v)) {
+      if (!v.length) return el("span", {class: "none"}, "none");
+      if (v.every(isScalar)) return el("span", {}, v.map(scalarText).join(", "));
+      if (/edge/.test(key) && v.every((x) => Array.isArray(x) && x.length === 2 &&
+          x.every(isScalar))) {
+        return el("span", {}, v.map(([a, b]) => `${scalarText(a)} \u2192 ${scalarText(b)}`)
+          .join(", "));
+      }
+      return el("ol", {}, ...v.map((x) => el("li", {}, provValue(key, x, depth + 1))));
+    }
+    const entries = Object.entries(v);
+    if (!entries.length) return el("span", {class: "none"}, "none");
+    const fields = [...new Set(entries.flatMap(([, x]) =>
+      (x && typeof x === "object" && !Array.isArray(x) ? Object.keys(x) : [null])))];
+    if (entries.length > 1 && !fields.includes(null) && fields.length <= 8) {
+      return el("div", {class: "table-wrap"}, el("table", {class: "prov"},
+        el("thead", {}, el("tr", {}, el("th", {}), ...fields.map((f) =>
+          el("th", {}, f.replaceAll("_", " "))))),
+        el("tbody", {}, ...entries.map(([name, x]) => el("tr", {}, el("th", {}, name),
+          ...fields.map((f) => el("td", {}, f in x ? provValue(f, x[f], depth + 2) : "")))))));
+    }
+    return provList(v, depth + 1);
+  }
+  function provList(obj, depth) {
+    return el("dl", {class: "prov"}, ...Object.entries(obj).flatMap(([k, v]) => [
+      el("dt", {}, k.replaceAll("_", " ")), el("dd", {}, provValue(k, v, depth))]));
+  }
+  function showProvenance(m) {
+    const p = m.provenance;
+    $("provenance").replaceChildren(...(p && typeof p === "object" && Object.keys(p).length
+      ? [provList(p, 0)] : []));
+    $("provenance-note").textContent = !p ? "Not recorded: the model was not built or " +
+      "learned by quiltpriv." : (m.edited ? "This describes the model as loaded; it has been " +
+      "edited since, so its tables are no longer the ones recorded here (an edited model is " +
+      "saved without provenance)." : "");
   }
 
   function fillChecks(listId, names, on, onchange) {
