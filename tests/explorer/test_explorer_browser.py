@@ -517,3 +517,42 @@ def test_provenance_is_shown_for_a_person(ensemble_explorer, browser):
     assert f"a {EVIL} & more" in text
     assert text.count("{") == 1 and '{"f":[1]}' in text
     assert not d.find_element(*_by("#provenance-note")).text
+
+
+@pytest.mark.slow  # ~2 s
+def test_a_cancelled_plan_leaves_the_last_one_marked_stale(explorer, browser, monkeypatch):
+    import quiltpriv.explorer.server as server_module
+
+    server, theta, _ = explorer
+    d = browser
+    d.get(server.url)
+    _wait(d, lambda d: _state(d) == "ready", "the first plan")
+    real = server_module.plan_payload
+
+    def endless(theta, req, model, progress, check):  # a plan that waits to be cancelled
+        while True:
+            progress("planning", 0, 1)
+            check()
+            time.sleep(0.02)
+
+    monkeypatch.setattr(server_module, "plan_payload", endless)
+    eps = d.find_element(*_by("#eps"))
+    eps.clear()
+    eps.send_keys("3\t")
+    _wait(d, lambda d: _state(d) == "busy" and d.find_element(*_by("#cancel")).is_displayed(),
+          "the plan to start")
+    assert d.find_element(*_by("body")).get_attribute("data-stale") == "false"
+    d.find_element(*_by("#cancel")).click()
+    _wait(d, lambda d: d.find_element(*_by("body")).get_attribute("data-stale") == "true",
+          "the plan shown marked out of date")
+    stale = d.find_element(*_by("#stale"))
+    assert stale.is_displayed() and "cancelled" in stale.text and "\u03b5 = 1" in stale.text
+    assert d.find_element(*_by("#phase")).text == "cancelled"
+    # The plan shown is still the one at epsilon 1 (not mixed with the new inputs).
+    assert d.find_element(*_by("#overall-scale")).get_attribute("data-epsilon") == "1"
+    monkeypatch.setattr(server_module, "plan_payload", real)
+    eps.clear()
+    eps.send_keys("2\t")
+    _wait(d, _ready_with(d, "data-epsilon", "2"), "the plan at epsilon 2")
+    assert d.find_element(*_by("body")).get_attribute("data-stale") == "false"
+    assert not d.find_element(*_by("#stale")).is_displayed()
