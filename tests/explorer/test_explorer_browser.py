@@ -352,6 +352,11 @@ def test_categories_follow_the_attributes(explorer, browser):
     _wait(d, lambda d: _value(d, "#q-categories") == "sat=low|high", "the categories of sat")
     note = d.find_element(*_by("#attr-note"))
     assert note.is_displayed() and "height" in note.text
+    # The note lasts while height's entry is set aside, whatever else changes meanwhile.
+    d.find_element(*_by('#attr-list input[value="weight"]')).click()
+    d.find_element(*_by('#attr-list input[value="weight"]')).click()
+    assert note.is_displayed() and "height" in note.text
+    assert _value(d, "#q-categories") == "sat=low|high"
     _wait(d, lambda d: _state(d) == "ready" and "--attributes sat --records 1000" in
           d.find_element(*_by("#command")).text, "the histogram over sat")
     command = d.find_element(*_by("#command")).text

@@ -157,7 +157,6 @@
   const setAside = {};       // input id -> {attribute: "A=..." entry taken out}
   function followAttributes() {
     const attrs = new Set(checked("attr-list"));
-    const moved = [];
     for (const id of PER_ATTRIBUTE) {
       const input = $(id);
       const aside = setAside[id] || (setAside[id] = {});
@@ -167,7 +166,6 @@
         const name = item.split("=")[0].trim();
         if (item.includes("=") && !attrs.has(name)) {
           aside[name] = item;
-          moved.push(name);
         } else {
           keep.push(item);
           delete aside[name];
@@ -179,7 +177,8 @@
       const text = keep.join(",");
       if (text !== items.join(",")) input.value = text;
     }
-    const names = [...new Set(moved)];
+    // Every entry set aside so far (not only this change's), until its attribute comes back.
+    const names = [...new Set(PER_ATTRIBUTE.flatMap((id) => Object.keys(setAside[id])))];
     $("attr-note").hidden = !names.length;
     $("attr-note").textContent = names.length ? `set aside the categories/record states of ` +
       `${names.join(", ")} (no longer a query attribute; they come back with it)` : "";
