@@ -83,8 +83,9 @@ from bench_core import (  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
 from quiltpriv.model.network import Theta  # noqa: E402
 
-NETWORKS = ("asia", "alarm", "hepar2", "win95pts", "andes", "pathfinder", "munin", "link",
-            "pigs", "diabetes")
+NETWORKS = ("asia", "cancer", "earthquake", "sachs", "survey", "alarm", "barley", "child",
+            "insurance", "mildew", "water", "hailfinder", "hepar2", "win95pts", "pathfinder",
+            "andes", "diabetes", "pigs", "link", "munin1", "munin2", "munin3", "munin4", "munin")
 #: A query answered in under this many seconds is timed best-of-``--repeat``, else once.
 REPEAT_BELOW_S = 0.5
 #: quiltpriv below pyAgrum by more than this is an under-estimate (must never happen).
@@ -139,10 +140,15 @@ def definition8(joint: np.ndarray) -> float:
     return max(0.0, float(np.max(np.log(hi[live]) - np.log(lo[live]))))
 
 
-def agrum_joint(gum: Any, bn: Any, node: str, quilt: list[str]) -> np.ndarray:
-    """pyAgrum's joint of ``[node, *quilt]`` (axes in that order), by a fresh LazyPropagation."""
+#: pyAgrum's three exact engines, by the name a request uses.
+ENGINES = ("LazyPropagation", "ShaferShenoyInference", "VariableElimination")
+
+
+def agrum_joint(gum: Any, bn: Any, node: str, quilt: list[str],
+                engine: str = "LazyPropagation") -> np.ndarray:
+    """pyAgrum's joint of ``[node, *quilt]`` (axes in that order), by a fresh ``engine``."""
     variables = [node, *quilt]
-    ie = gum.LazyPropagation(bn)
+    ie = getattr(gum, engine)(bn)
     ie.addJointTarget(set(variables))
     ie.makeInference()
     pot = ie.jointPosterior(set(variables))
@@ -177,8 +183,8 @@ def agrum_worker(name: str, memory_gb: float) -> int:
         ask = json.loads(line)
         joint = None
         try:
-            node, quilt = ask["node"], ask["quilt"]
-            t, joint = _timed(lambda: agrum_joint(gum, bn, node, quilt),  # noqa: B023
+            node, quilt, engine = ask["node"], ask["quilt"], ask.get("engine", ENGINES[0])
+            t, joint = _timed(lambda: agrum_joint(gum, bn, node, quilt, engine),  # noqa: B023
                               ask["repeat"])
             reply = {"t": t, "value": definition8(joint), "entries": int(joint.size)}
         except MemoryError:
@@ -221,12 +227,13 @@ class AgrumProcess:
         line = self.proc.stdout.readline()
         return json.loads(line) if line else {"error": "the pyAgrum worker died (crash)"}
 
-    def ask(self, node: str, quilt: tuple[str, ...], repeat: int, cap: float) -> dict[str, Any]:
+    def ask(self, node: str, quilt: tuple[str, ...], repeat: int, cap: float,
+            engine: str = ENGINES[0]) -> dict[str, Any]:
         if self.proc is None:
             self._start()
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"node": node, "quilt": list(quilt),
-                                          "repeat": repeat}) + "\n")
+                                          "repeat": repeat, "engine": engine}) + "\n")
         self.proc.stdin.flush()
         # A query is repeated only when its first call took under REPEAT_BELOW_S.
         reply = self._read(cap + (repeat - 1) * REPEAT_BELOW_S)
@@ -245,12 +252,17 @@ class AgrumProcess:
             self.restarts += 1
 
 
-def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int) -> dict[str, Any]:
-    """quiltpriv's answer: time and value, or its refusal (and the time the refusal took)."""
+def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int,
+         budget: float | None = None) -> dict[str, Any]:
+    """quiltpriv's answer: time and value, or its refusal (and the time the refusal took).
+
+    ``budget``: seconds per call (``max_influence``'s deadline), as pyAgrum's cap.
+    """
     def call() -> float:
         for k in [k for k in theta._cache if k[0] == "influence"]:
             del theta._cache[k]
-        return max_influence(theta, node, quilt).value
+        deadline = None if budget is None else time.monotonic() + budget
+        return max_influence(theta, node, quilt, deadline=deadline).value
 
     t0 = time.perf_counter()
     try:
@@ -260,6 +272,42 @@ def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int) -> dict[s
     except MemoryError:
         return {"refused": "MemoryError", "t_refusal": time.perf_counter() - t0}
     return {"t": t, "value": value}
+
+
+def _merge(best: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The better of two answers to the same query: the lesser time (a failure ends it)."""
+    if best is None or "t" not in best or "t" not in new:
+        return new if best is None or "t" in best else best
+    return new if new["t"] < best["t"] else best
+
+
+def compare(theta: Theta, agrum: AgrumProcess, node: str, q: tuple[str, ...], *,
+            repeat: int, cap: float, engines: tuple[str, ...], flip: bool
+            ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """One query on quiltpriv and on each pyAgrum engine, interleaved call by call.
+
+    ``repeat`` rounds; in each, every engine still timed runs once, quiltpriv first in even
+    rounds (odd ones when ``flip``), so that a load change on the shared machine falls on both
+    sides. An engine that failed, or whose call took ``REPEAT_BELOW_S`` or more, is not called
+    again. Each engine keeps its best call.
+    """
+    a: dict[str, Any] | None = None
+    b: dict[str, dict[str, Any] | None] = dict.fromkeys(engines)
+
+    def done(x: dict[str, Any] | None) -> bool:
+        return x is not None and ("t" not in x or x["t"] >= REPEAT_BELOW_S)
+
+    for r in range(repeat):
+        ours_first = (r % 2 == 0) != flip
+        if ours_first and not done(a):
+            a = _merge(a, ours(theta, node, q, 1, cap))
+        for e in engines:
+            if not done(b[e]):
+                b[e] = _merge(b[e], agrum.ask(node, q, 1, cap, e))
+        if not ours_first and not done(a):
+            a = _merge(a, ours(theta, node, q, 1, cap))
+    assert a is not None
+    return a, {e: x for e, x in b.items() if x is not None}
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -297,18 +345,104 @@ def queries(theta: Theta, rng: np.random.Generator, n_planner: int, n_random: in
     return out
 
 
+#: Where the sensitive node is drawn, relative to the query attributes (skeleton distance).
+PLACEMENTS = ("near", "far", "random")
+#: The numbers of query attributes of the shaped queries.
+SHAPE_SIZES = tuple(range(1, 9))
+
+
+def _distances(theta: Theta, sources: tuple[str, ...]) -> dict[str, int]:
+    """Skeleton (undirected) distance of every node reachable from ``sources``."""
+    nb: dict[str, set[str]] = {v: set(theta.parents[v]) | set(theta.children[v])
+                               for v in theta.nodes}
+    dist = dict.fromkeys(sources, 0)
+    frontier = list(sources)
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for u in nb[v]:
+                if u not in dist:
+                    dist[u] = dist[v] + 1
+                    nxt.append(u)
+        frontier = nxt
+    return dist
+
+
+def shaped_queries(theta: Theta, rng: np.random.Generator, per_shape: int, max_joint: int
+                   ) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``per_shape`` queries per shape: ``k`` query attributes (each of :data:`SHAPE_SIZES`)
+    drawn uniformly, and the sensitive node ``i`` drawn among the other nodes ``near`` them
+    (the least skeleton distance), ``far`` (the greatest finite one) or at ``random``. A draw
+    whose joint of ``(phi_i, phi_Q)`` exceeds ``max_joint`` entries is drawn again (up to 20
+    times), so that the set measures speed rather than what neither engine can hold.
+    Sources are ``"<placement>-<k>"``.
+    """
+    nodes = theta.nodes
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for k in SHAPE_SIZES:
+        if k >= len(nodes):
+            continue
+        for place in PLACEMENTS:
+            for _ in range(per_shape):
+                for _try in range(20):
+                    q = theta.sort(nodes[int(x)] for x in rng.choice(len(nodes), size=k,
+                                                                     replace=False))
+                    dist = _distances(theta, q)
+                    others = [v for v in nodes if v not in q]
+                    if place != "random":
+                        reach = [v for v in others if v in dist]
+                        if not reach:
+                            continue
+                        pick = min if place == "near" else max
+                        d = pick(dist[v] for v in reach)
+                        others = [v for v in reach if dist[v] == d]
+                    node = others[int(rng.integers(len(others)))]
+                    size = math.prod(theta.cardinality[v] for v in (node, *q))
+                    if size <= max_joint and (node, q) not in seen:
+                        seen.add((node, q))
+                        out.append((f"{place}-{k}", node, q))
+                        break
+    return out
+
+
 # -- one network --------------------------------------------------------------------------------
 
 
-def bench_network(name: str, *, n_planner: int, n_random: int, repeat: int, cap: float,
-                  memory_gb: float, seed: int, log: Any = None) -> dict[str, Any]:
+def _row(theta: Theta, source: str, node: str, q: tuple[str, ...], a: dict[str, Any],
+         b: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One query's figures: each engine's answer, the best pyAgrum time and the ratios."""
+    row: dict[str, Any] = {
+        "source": source, "node": node, "quilt": list(q),
+        "joint_entries": math.prod(theta.cardinality[v] for v in (node, *q)),
+        "distance": _distances(theta, q).get(node),
+        "quiltpriv": a, "pyagrum": b.get(ENGINES[0], {"error": "not run"}), "engines": b}
+    answered = {e: x for e, x in b.items() if "t" in x}
+    if "t" in a and answered:
+        best = min(answered, key=lambda e: answered[e]["t"])
+        row["best_engine"] = best
+        row["ratio"] = answered[best]["t"] / a["t"]
+        if "t" in row["pyagrum"]:
+            row["ratio_lazy"] = row["pyagrum"]["t"] / a["t"]
+        diffs = [_differences(a["value"], x["value"]) for x in answered.values()]
+        row["abs_diff"] = max(d for d, _ in diffs)
+        row["raw_diff"] = max(r for _, r in diffs)
+        row["under"] = any(a["value"] < x["value"] - UNDER_TOLERANCE for x in answered.values())
+    return row
+
+
+def bench_network(name: str, *, n_planner: int, n_random: int, n_shaped: int, repeat: int,
+                  cap: float, memory_gb: float, seed: int, max_joint: int,
+                  engines: tuple[str, ...] = ENGINES, log: Any = None) -> dict[str, Any]:
     theta = read_theta(name)
     rng = np.random.default_rng([seed, sum(map(ord, name))])
     asked = queries(theta, rng, n_planner, n_random)
+    asked += shaped_queries(theta, np.random.default_rng([seed, sum(map(ord, name)), 1]),
+                            n_shaped, max_joint)
     # One-time preparation on both sides, outside the per-query times.
     t0 = time.perf_counter()
     first_source, first_node, first_q = asked[0]
-    ours(theta, first_node, first_q, 1)
+    ours(theta, first_node, first_q, 1, cap)
     t_prepare = time.perf_counter() - t0
     agrum = AgrumProcess(name, memory_gb)
     t0 = time.perf_counter()
@@ -317,29 +451,21 @@ def bench_network(name: str, *, n_planner: int, n_random: int, repeat: int, cap:
     rows = []
     try:
         for k, (source, node, q) in enumerate(asked):
-            row: dict[str, Any] = {"source": source, "node": node, "quilt": list(q),
-                                   "joint_entries": math.prod(theta.cardinality[v]
-                                                              for v in (node, *q))}
-            if k % 2 == 0:
-                a = ours(theta, node, q, repeat)
-                b = agrum.ask(node, q, repeat, cap)
-            else:
-                b = agrum.ask(node, q, repeat, cap)
-                a = ours(theta, node, q, repeat)
-            row["quiltpriv"], row["pyagrum"] = a, b
-            if "t" in a and "t" in b:
-                diff, raw = _differences(a["value"], b["value"])
-                row.update(ratio=b["t"] / a["t"], abs_diff=diff, raw_diff=raw,
-                           under=bool(a["value"] < b["value"] - UNDER_TOLERANCE))
+            a, b = compare(theta, agrum, node, q, repeat=repeat, cap=cap, engines=engines,
+                           flip=k % 2 == 1)
+            row = _row(theta, source, node, q, a, b)
             rows.append(row)
-            if log is not None and ("t" not in a or "t" not in b):
-                print(f"  [{name}] {node} | {list(q)}: quiltpriv "
-                      f"{a.get('refused', 'ok')[:80]}; pyAgrum {b.get('error', 'ok')[:80]}",
-                      file=log, flush=True)
+            if log is not None and ("ratio" not in row or row["ratio"] < 1):
+                told = {e: x.get("error", f"{x.get('t', 0):.5f} s")[:60] for e, x in b.items()}
+                print(f"  [{name}] {source} {node} | {list(q)}: quiltpriv "
+                      f"{a.get('refused', '')[:80] or format(a['t'], '.5f') + ' s'}; "
+                      f"pyAgrum {told}", file=log, flush=True)
     finally:
         agrum.stop()
     both = [r for r in rows if "ratio" in r]
     ratios = sorted(r["ratio"] for r in both)
+    worst = min(both, key=lambda r: r["ratio"]) if both else None
+    lazy = sorted(r["ratio_lazy"] for r in both if "ratio_lazy" in r)
     return {
         "network": name, "nodes": len(theta.nodes), "edges": len(theta.edges),
         "queries": len(rows), "answered_by_both": len(both),
@@ -349,7 +475,15 @@ def bench_network(name: str, *, n_planner: int, n_random: int, repeat: int, cap:
         "ratio_p10": float(np.percentile(ratios, 10)) if ratios else None,
         "ratio_worst": ratios[0] if ratios else None,
         "ratio_best": ratios[-1] if ratios else None,
+        "ratio_worst_lazy": lazy[0] if lazy else None,
+        "worst_query": None if worst is None else {
+            k: worst[k] for k in ("source", "node", "quilt", "joint_entries", "ratio",
+                                  "best_engine")} | {
+            "t_quiltpriv": worst["quiltpriv"]["t"],
+            "t_pyagrum": worst["engines"][worst["best_engine"]]["t"]},
         "slower_than_pyagrum": sum(r < 1 for r in ratios),
+        "best_engine_counts": {e: sum(r.get("best_engine") == e for r in both)
+                               for e in engines},
         "max_abs_diff": max((r["abs_diff"] for r in both), default=None),
         "max_raw_diff": max((r["raw_diff"] for r in both
                              if math.isfinite(r["raw_diff"])), default=None),
@@ -357,7 +491,8 @@ def bench_network(name: str, *, n_planner: int, n_random: int, repeat: int, cap:
         "under_estimates": sum(r["under"] for r in both),
         "infinite_values": sum(math.isinf(r["quiltpriv"]["value"]) for r in both),
         "quiltpriv_refused": [r for r in rows if "refused" in r["quiltpriv"]],
-        "pyagrum_failed": [r for r in rows if "error" in r["pyagrum"]],
+        "pyagrum_failed": [r for r in rows if r["engines"] and
+                           all("error" in x for x in r["engines"].values())],
         "rows": rows,
     }
 
@@ -382,7 +517,8 @@ def _failure_line(r: dict[str, Any]) -> str:
 def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str],
            settings: dict[str, Any]) -> str:
     lines = [
-        "# quiltpriv max_influence against pyAgrum LazyPropagation (benchmarks/bench_pyagrum.py)",
+        "# quiltpriv max_influence against pyAgrum's best of "
+        f"{', '.join(settings.get('engines', ENGINES[:1]))} (benchmarks/bench_pyagrum.py)",
         "",
         f"command: python benchmarks/bench_pyagrum.py {' '.join(argv)}",
         f"code: {facts.get('code', '?')}; kernel: {facts.get('kernel', '?')}",
@@ -392,18 +528,23 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         f"load average at start {tuple(round(x, 2) for x in settings['load_start'])}, at end "
         f"{tuple(round(x, 2) for x in facts['loadavg_at_end'])}",
         *([f"note: {settings['note']}"] if settings.get("note") else []),
-        f"settings: {settings['planner']} planner + {settings['random']} random queries per "
-        f"network (seed {settings['seed']}), best of {settings['repeat']} below "
-        f"{REPEAT_BELOW_S} s, pyAgrum capped at {settings['cap']:g} s and "
+        f"settings: {settings['planner']} planner + {settings['random']} random + "
+        f"{settings.get('shaped', 0)} shaped queries per network and shape "
+        f"(1-8 attributes x sensitive node near/far/random, joints of at most "
+        f"{settings.get('max_joint', 0):,} entries; seed {settings['seed']}), "
+        f"best of {settings['repeat']} interleaved calls below "
+        f"{REPEAT_BELOW_S} s, each side capped at {settings['cap']:g} s and pyAgrum at "
         f"{settings['memory_gb']:g} GB a query",
         "",
-        "ratio = t_pyAgrum / t_quiltpriv per query answered by both (above 1: quiltpriv is "
-        "faster); p10 = 10th percentile; worst = least ratio.",
+        "ratio = (the least time of pyAgrum's engines, each fresh per call) / t_quiltpriv per "
+        "query answered by both (above 1: quiltpriv is faster); p10 = 10th percentile; "
+        "worst = least ratio; 'worst LP' = least ratio against LazyPropagation alone.",
         "",
-        "| network | nodes | queries | both answered | median | p10 | worst | slower | "
+        "| network | nodes | queries | both answered | median | p10 | worst | worst LP | slower | "
         "max raw diff | quiltpriv refused | pyAgrum failed | prep s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    worst_lines: list[str] = []
     failures: list[str] = []
     total = both = 0
     for r in results:
@@ -415,9 +556,17 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         lines.append(
             f"| {r['network']} | {r['nodes']} | {r['queries']} | {r['answered_by_both']} | "
             f"{_f(r['ratio_median'])} | {_f(r['ratio_p10'])} | "
-            f"{_f(r['ratio_worst'])} | {r['slower_than_pyagrum']} | "
+            f"{_f(r['ratio_worst'])} | {_f(r.get('ratio_worst_lazy'))} | "
+            f"{r['slower_than_pyagrum']} | "
             f"{_f(r['max_raw_diff'], '.1e')} | {len(r['quiltpriv_refused'])} | "
             f"{len(r['pyagrum_failed'])} | {r['t_prepare_quiltpriv']:.3f} |")
+        w = r.get("worst_query")
+        if w:
+            worst_lines.append(
+                f"- {r['network']}: {w['ratio']:.2f}x, e({{{', '.join(w['quilt'])}}} | "
+                f"{w['node']}) ({w['source']}, joint of {w['joint_entries']:,} entries): "
+                f"quiltpriv {w['t_quiltpriv'] * 1e3:.3f} ms, {w['best_engine']} "
+                f"{w['t_pyagrum'] * 1e3:.3f} ms")
         seen = set()
         for f in r["quiltpriv_refused"] + r["pyagrum_failed"]:
             key = (f["node"], tuple(f["quilt"]))
@@ -435,6 +584,10 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
         "taken off; what remains includes the proven float64 rounding bound quiltpriv adds, "
         "which grows with the network (1.2e-10 on munin). "
         "'prep s': quiltpriv's one-time preparation (the first query, untimed in the ratios).",
+        "",
+        "## The worst query of each network",
+        "",
+        *(worst_lines or ["none"]),
         "",
         "## Queries one engine could not answer",
         "",
@@ -470,8 +623,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--networks", default=",".join(NETWORKS))
     ap.add_argument("--planner", type=int, default=100, help="planner quilts per network")
     ap.add_argument("--random", type=int, default=40, help="random quilts per network")
+    ap.add_argument("--shaped", type=int, default=2,
+                    help="queries per shape (1-8 attributes x near/far/random) per network")
+    ap.add_argument("--max-joint", type=int, default=2**22,
+                    help="largest joint table of a shaped query (entries)")
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help="pyAgrum engines compared (the least time counts)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--cap", type=float, default=60.0, help="pyAgrum seconds per query")
+    ap.add_argument("--cap", type=float, default=60.0, help="seconds per call, each side")
     ap.add_argument("--memory-gb", type=float, default=6.0,
                     help="address-space limit of the pyAgrum worker (0: none)")
     ap.add_argument("--seed", type=int, default=2024)
@@ -501,10 +660,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("pyAgrum is not installed (pip install pyagrum): nothing to "
                          "compare") from None
     if args.quick:
-        args.planner, args.random = 10, 5
+        args.planner, args.random, args.shaped = 10, 5, 1
         if "--networks" not in " ".join(argv):
             args.networks = "asia,alarm"
     names = [n.strip() for n in args.networks.split(",") if n.strip()]
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    if not engines or any(e not in ENGINES for e in engines):
+        raise SystemExit(f"--engines: a comma-separated subset of {', '.join(ENGINES)}")
     for n in names:
         bif_path(n)
     load_start = os.getloadavg()
@@ -515,8 +677,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         try:
             r = bench_network(n, n_planner=args.planner, n_random=args.random,
-                              repeat=args.repeat, cap=args.cap, memory_gb=args.memory_gb,
-                              seed=args.seed, log=sys.stderr)
+                              n_shaped=args.shaped, repeat=args.repeat, cap=args.cap,
+                              memory_gb=args.memory_gb, seed=args.seed,
+                              max_joint=args.max_joint, engines=engines, log=sys.stderr)
         except Exception as exc:  # one network's failure is reported, the others still run
             r = {"network": n, "error": f"{type(exc).__name__}: {exc}"}
         version = r.get("pyagrum_version") or version
@@ -526,7 +689,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
     facts = {**machine_facts(), "code": args.code or code_version(),
              "pyagrum_install": _pyagrum_install()}
-    settings = {"planner": args.planner, "random": args.random, "repeat": args.repeat,
+    settings = {"planner": args.planner, "random": args.random, "shaped": args.shaped,
+                "max_joint": args.max_joint, "engines": list(engines), "repeat": args.repeat,
                 "cap": args.cap, "memory_gb": args.memory_gb, "seed": args.seed,
                 "load_start": load_start, "note": args.note, "pyagrum_version": version}
     text = report(results, facts, argv, settings) + _install_line(facts["pyagrum_install"])

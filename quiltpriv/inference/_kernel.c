@@ -89,6 +89,12 @@
    NEAR_TIE times the first (pathfinder: orders within 1% by tables differ 1.4x in time) */
 #define NEAR_TIE 1.25
 
+/* product_sum runs the block path when its last output axis times the summed variable has
+   fewer than BLOCK_FROM cells, with blocks of at most BLOCK_CELLS cells (their offset lists,
+   8 bytes a cell per factor, stay in the first-level caches) */
+#define BLOCK_FROM 32
+#define BLOCK_CELLS 512
+
 /* Seconds on a monotonic clock (any origin: only differences are used). */
 static double
 now_seconds(void)
@@ -581,11 +587,126 @@ price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const i
     return cost;
 }
 
+/* product_sum's block path: the last `nb` output axes and x form a block of `e` cells whose
+   offsets in each factor that varies over it are listed once (`offs`), so that each pass over
+   the remaining (outer) axes is one gather loop per factor, however small each axis is; the
+   factors constant over the block are multiplied once per pass into a scalar. The products are
+   formed in the same factor order as product_sum's other paths (the constant factors first),
+   each cell being the same number of roundings. Returns -1 when out of memory. */
+static int
+product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int *lcard,
+              double *out, const Py_ssize_t *st, const Py_ssize_t *sx, Py_ssize_t *off,
+              int *idx)
+{
+    int cx = x >= 0 ? lcard[x] : 1, nvary = 0, first_block = r - nb;
+    Py_ssize_t b = 1, outer = 1;
+    for (int j = first_block; j < r; j++)
+        b *= lcard[outv[j]];
+    for (int j = 0; j < first_block; j++)
+        outer *= lcard[outv[j]];
+    Py_ssize_t e = b * cx;
+    int *vary = malloc(sizeof(int) * (size_t)g), *konst = malloc(sizeof(int) * (size_t)g);
+    Py_ssize_t *offs = malloc(sizeof(Py_ssize_t) * (size_t)e * (size_t)(g > 0 ? g : 1));
+    double *cells = cx > 1 ? malloc(sizeof(double) * (size_t)e) : NULL;
+    if (!vary || !konst || !offs || (cx > 1 && !cells)) {
+        free(vary);
+        free(konst);
+        free(offs);
+        free(cells);
+        return -1;
+    }
+    int nkonst = 0;
+    for (int f = 0; f < g; f++) {
+        int varies = sx[f] != 0;
+        for (int j = first_block; j < r && !varies; j++)
+            varies = st[(size_t)f * r + j] != 0;
+        if (varies)
+            vary[nvary++] = f;
+        else
+            konst[nkonst++] = f;
+    }
+    /* the offsets of the block's cells (C order over the block axes, then x) per factor */
+    for (int v = 0; v < nvary; v++) {
+        int f = vary[v];
+        Py_ssize_t *o = offs + (size_t)v * (size_t)e, at = 0;
+        for (int j = first_block; j < r; j++)
+            idx[j] = 0;
+        for (Py_ssize_t t = 0; t < b; t++) {
+            for (int xv = 0; xv < cx; xv++)
+                o[t * cx + xv] = at + xv * sx[f];
+            for (int j = r - 1; j >= first_block; j--) {
+                int c = lcard[outv[j]];
+                if (++idx[j] < c) {
+                    at += st[(size_t)f * r + j];
+                    break;
+                }
+                idx[j] = 0;
+                at -= st[(size_t)f * r + j] * (c - 1);
+            }
+        }
+    }
+    for (int j = 0; j < first_block; j++)
+        idx[j] = 0;
+    for (int f = 0; f < g; f++)
+        off[f] = 0;
+    for (Py_ssize_t o = 0; o < outer; o++) {
+        double *dst = out + o * b;
+        double *p = cx > 1 ? cells : dst;
+        double scalar = 1.0;
+        for (int k = 0; k < nkonst; k++) {
+            double a = fs[konst[k]]->data[off[konst[k]]];
+            scalar = k ? scalar * a : a;
+        }
+        if (nvary == 0)
+            for (Py_ssize_t t = 0; t < e; t++)
+                p[t] = scalar;
+        for (int v = 0; v < nvary; v++) {
+            const double *a = fs[vary[v]]->data + off[vary[v]];
+            const Py_ssize_t *ov = offs + (size_t)v * (size_t)e;
+            if (v == 0 && nkonst == 0)
+                for (Py_ssize_t t = 0; t < e; t++)
+                    p[t] = a[ov[t]];
+            else if (v == 0)
+                for (Py_ssize_t t = 0; t < e; t++)
+                    p[t] = scalar * a[ov[t]];
+            else
+                for (Py_ssize_t t = 0; t < e; t++)
+                    p[t] *= a[ov[t]];
+        }
+        if (cx > 1)
+            for (Py_ssize_t t = 0; t < b; t++) {
+                double acc = 0.0;
+                for (int xv = 0; xv < cx; xv++)
+                    acc += cells[t * cx + xv];
+                dst[t] = acc;
+            }
+        for (int j = first_block - 1; j >= 0; j--) { /* odometer over the outer axes */
+            int c = lcard[outv[j]];
+            if (++idx[j] < c) {
+                for (int f = 0; f < g; f++)
+                    off[f] += st[(size_t)f * r + j];
+                break;
+            }
+            idx[j] = 0;
+            for (int f = 0; f < g; f++)
+                off[f] -= st[(size_t)f * r + j] * (c - 1);
+        }
+    }
+    free(vary);
+    free(konst);
+    free(offs);
+    free(cells);
+    return 0;
+}
+
 /* out[cell] = sum over x of the product of the factors, cells in C order over outv.
    x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
    (one pointer step per factor), the others as an odometer; one and two factors, the
-   common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries). */
-static void
+   common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries).
+   Where the last axis (times x) is shorter than BLOCK_FROM cells, the per-pass overhead of
+   that loop would dominate: product_block takes trailing axes up to BLOCK_CELLS cells instead.
+   Returns -1 when out of memory. */
+static int
 product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
             Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp)
 {
@@ -613,6 +734,14 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
     int cx = x >= 0 ? lcard[x] : 1;
     int last = r - 1;
     Py_ssize_t inner = r > 0 ? lcard[outv[last]] : 1, outer = 1;
+    if (r >= 2 && inner * cx < BLOCK_FROM) {
+        int nb = 1;
+        Py_ssize_t cells = inner * cx;
+        while (nb < r && cells * lcard[outv[r - 1 - nb]] <= BLOCK_CELLS)
+            cells *= lcard[outv[r - 1 - nb++]];
+        if (nb > 1)
+            return product_block(g, fs, r, nb, outv, x, lcard, out, st, sx, off, idx);
+    }
     for (int j = 0; j < last; j++) {
         outer *= lcard[outv[j]];
         idx[j] = 0;
@@ -699,6 +828,7 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
                 off[f] -= st[(size_t)f * r + j] * (c - 1);
         }
     }
+    return 0;
 }
 
 /* qsort context: intermediate tables put their largest variable last (the plain inner loop
@@ -1027,7 +1157,8 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
             goto nomem;
         memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
         nw->nv = r;
-        product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp);
+        if (product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp) < 0)
+            goto nomem;
         nw->data = nw->owned;
         nw->alive = 1;
         for (int f = 0; f < g; f++) { /* consumed: free intermediate tables at once */
@@ -1053,7 +1184,8 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
         if (grow((void **)&st, &st_cap, (size_t)g * (size_t)m + 1, sizeof(Py_ssize_t)) < 0 ||
             (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
             goto nomem;
-        product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp);
+        if (product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp) < 0)
+            goto nomem;
     }
     rc = 1;
     goto done;
@@ -1278,69 +1410,170 @@ static PyTypeObject NetworkType = {
 
 /* ---- Definition 8 on a joint table ------------------------------------------------------ */
 
+/* Each row's total, summed in column order (as sum() does in quiltpriv.influence), four rows
+   at a time so that the rows' additions, each row a dependency chain, overlap. */
+static void
+row_totals(const double *j, Py_ssize_t rows, Py_ssize_t cols, double *total)
+{
+    Py_ssize_t a = 0;
+    for (; a + 4 <= rows; a += 4) {
+        const double *r0 = j + a * cols, *r1 = r0 + cols, *r2 = r1 + cols, *r3 = r2 + cols;
+        double t0 = 0.0, t1 = 0.0, t2 = 0.0, t3 = 0.0;
+        for (Py_ssize_t c = 0; c < cols; c++) {
+            t0 += r0[c];
+            t1 += r1[c];
+            t2 += r2[c];
+            t3 += r3[c];
+        }
+        total[a] = t0;
+        total[a + 1] = t1;
+        total[a + 2] = t2;
+        total[a + 3] = t3;
+    }
+    if (rows - a >= 2) {
+        const double *r0 = j + a * cols, *r1 = r0 + cols;
+        double t0 = 0.0, t1 = 0.0;
+        for (Py_ssize_t c = 0; c < cols; c++) {
+            t0 += r0[c];
+            t1 += r1[c];
+        }
+        total[a] = t0;
+        total[a + 1] = t1;
+        a += 2;
+    }
+    if (a < rows) {
+        const double *r0 = j + a * cols;
+        double t0 = 0.0;
+        for (Py_ssize_t c = 0; c < cols; c++)
+            t0 += r0[c];
+        total[a] = t0;
+    }
+}
+
+/* definition8_core takes the columns D8_CHUNK at a time: the running maxima and minima of a
+   chunk stay in the first-level cache while the rows stream past */
+#define D8_CHUNK 512
+
+/* The first rows (of positive total) attaining column c's maximum `h` and minimum `l`: the
+   rows max/min_of_chunk would have recorded with strict comparisons, found by computing the
+   same quotients again. */
+static void
+attaining_rows(const double *j, Py_ssize_t rows, Py_ssize_t cols, const double *total,
+               Py_ssize_t c, double h, double l, Py_ssize_t *a_hi, Py_ssize_t *a_lo)
+{
+    *a_hi = *a_lo = -1;
+    for (Py_ssize_t a = 0; a < rows && (*a_hi < 0 || *a_lo < 0); a++) {
+        if (!(total[a] > 0))
+            continue;
+        double x = j[a * cols + c] / total[a];
+        if (*a_hi < 0 && x == h)
+            *a_hi = a;
+        if (*a_lo < 0 && x == l)
+            *a_lo = a;
+    }
+}
+
+/* Running maxima and minima of P(q | a) over the rows, for the n columns from c0 (a loop the
+   compiler vectorises: no index kept, no branch). */
+static void
+extremes_of_chunk(const double *j, Py_ssize_t rows, Py_ssize_t cols, const double *total,
+                  Py_ssize_t first, Py_ssize_t c0, Py_ssize_t n, double *restrict hi,
+                  double *restrict lo)
+{
+    const double *row = j + first * cols + c0;
+    double t = total[first];
+    for (Py_ssize_t c = 0; c < n; c++)
+        hi[c] = lo[c] = row[c] / t;
+    for (Py_ssize_t a = first + 1; a < rows; a++) {
+        if (!(total[a] > 0))
+            continue;
+        const double *restrict r = j + a * cols + c0;
+        t = total[a];
+        for (Py_ssize_t c = 0; c < n; c++) {
+            double x = r[c] / t;
+            hi[c] = x > hi[c] ? x : hi[c];
+            lo[c] = x < lo[c] ? x : lo[c];
+        }
+    }
+}
+
 /* definition8(table, rows) -> (value, a, b): max over columns q of
    log max_a P(q | a) - log min_b P(q | b) over rows a, b of positive total, +inf when some
    column is positive under one row and zero under another, 0 when no column is possible; a and
-   b attain it (first maximum and minimum, first column), as quiltpriv.influence computes it. */
+   b attain it (first maximum and minimum, first column), as quiltpriv.influence computes it.
+   A column's term is log(hi / lo), where lo is a normal number (then 1 <= hi / lo < 2^1023:
+   one rounding before the logarithm, none of the cancellation of two large logarithms), else
+   log hi - log lo; quiltpriv.influence's Python paths compute the same terms. Ties are the
+   common case (the influence often depends on few of the query's variables), so a column
+   whose quotient does not exceed the greatest quotient evaluated so far, whose logarithm the
+   best already is at least, is skipped without a logarithm: logarithms are taken only for
+   new records. The attaining rows are looked up once, for the winning column. */
 static int
 definition8_core(const double *j, Py_ssize_t rows, Py_ssize_t cols, double *value,
                  Py_ssize_t *best_a, Py_ssize_t *best_b)
 {
     double *total = malloc(sizeof(double) * (size_t)rows);
-    if (total == NULL) {
+    double *hi = malloc(sizeof(double) * 2 * D8_CHUNK), *lo = hi ? hi + D8_CHUNK : NULL;
+    if (total == NULL || hi == NULL) {
+        free(total);
+        free(hi);
         PyErr_NoMemory();
         return -1;
     }
+    row_totals(j, rows, cols, total);
     Py_ssize_t first = -1;
-    for (Py_ssize_t a = 0; a < rows; a++) {
-        double t = 0.0;
-        for (Py_ssize_t c = 0; c < cols; c++)
-            t += j[a * cols + c];
-        total[a] = t;
-        if (t > 0 && first < 0)
+    for (Py_ssize_t a = 0; a < rows && first < 0; a++)
+        if (total[a] > 0)
             first = a;
-    }
     if (first < 0) {
         free(total);
+        free(hi);
         PyErr_SetString(PyExc_ValueError, "definition8: no row has positive probability");
         return -1;
     }
-    double best = -1.0;
-    *best_a = *best_b = first;
-    for (Py_ssize_t c = 0; c < cols; c++) {
-        Py_ssize_t hi_a = first, lo_a = first;
-        double hi = j[first * cols + c] / total[first], lo = hi;
-        for (Py_ssize_t a = first + 1; a < rows; a++) {
-            if (!(total[a] > 0))
+    double best = -1.0, top = 0.0; /* top: the greatest quotient hi / lo evaluated so far */
+    Py_ssize_t best_c = -1;
+    int infinite = 0;
+    double best_h = 0, best_l = 0;
+    for (Py_ssize_t c0 = 0; c0 < cols && !infinite; c0 += D8_CHUNK) {
+        Py_ssize_t n = cols - c0 < D8_CHUNK ? cols - c0 : D8_CHUNK;
+        extremes_of_chunk(j, rows, cols, total, first, c0, n, hi, lo);
+        for (Py_ssize_t c = 0; c < n; c++) {
+            double h = hi[c], l = lo[c];
+            if (h <= 0)
                 continue;
-            double x = j[a * cols + c] / total[a];
-            if (x > hi) {
-                hi_a = a;
-                hi = x;
+            if (l == 0) {
+                infinite = 1;
+                best_c = c0 + c;
+                best_h = h;
+                best_l = l;
+                break;
             }
-            else if (x < lo) {
-                lo_a = a;
-                lo = x;
+            double v;
+            if (l >= DBL_MIN) {
+                double ratio = h / l; /* h >= l: at least 1, no underflow */
+                if (ratio <= top)
+                    continue;
+                top = ratio;
+                v = log(ratio);
             }
-        }
-        if (hi <= 0)
-            continue;
-        if (lo == 0) {
-            free(total);
-            *value = Py_HUGE_VAL;
-            *best_a = hi_a;
-            *best_b = lo_a;
-            return 0;
-        }
-        double v = log(hi) - log(lo);
-        if (v > best) {
-            best = v;
-            *best_a = hi_a;
-            *best_b = lo_a;
+            else
+                v = log(h) - log(l);
+            if (v > best) {
+                best = v;
+                best_c = c0 + c;
+                best_h = h;
+                best_l = l;
+            }
         }
     }
+    if (best_c >= 0)
+        attaining_rows(j, rows, cols, total, best_c, best_h, best_l, best_a, best_b);
+    else
+        *best_a = *best_b = first;
     free(total);
-    *value = best > 0 ? best : 0.0;
+    free(hi);
+    *value = infinite ? Py_HUGE_VAL : best > 0 ? best : 0.0;
     return 0;
 }
 

@@ -54,6 +54,7 @@ import hashlib
 import heapq
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -793,17 +794,26 @@ def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
             if not possible.size:
                 a = 0 if valid is None else int(valid[0])
                 return 0.0, a, a
-            ratio = np.log(hi[possible]) - np.log(lo[possible])
+            ratio = _log_quotients(hi[possible], lo[possible])
             col = int(possible[ratio.argmax()])
             value = float(ratio.max())
     else:
-        ratio = np.log(hi) - np.log(lo)
+        ratio = _log_quotients(hi, lo)
         col = int(ratio.argmax())
         value = float(ratio[col])
     a, b = int(cond[:, col].argmax()), int(cond[:, col].argmin())
     if valid is not None:
         a, b = int(valid[a]), int(valid[b])
     return max(value, 0.0), a, b
+
+
+def _log_quotients(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """``log(hi / lo)`` per column (``log hi - log lo`` where ``lo`` is subnormal), as the
+    kernel's Definition 8 computes its terms; ``0 < lo <= hi``."""
+    normal = lo >= sys.float_info.min
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(normal, np.log(hi / np.where(normal, lo, 1.0)),
+                        np.log(hi) - np.log(lo))
 
 
 def _influence_small(rows: list[list[float]]) -> tuple[float, int, int]:
@@ -813,7 +823,7 @@ def _influence_small(rows: list[list[float]]) -> tuple[float, int, int]:
         total = sum(r)
         if total > 0:
             cond.append((a, [x / total for x in r]))
-    best, best_pair = -1.0, (cond[0][0], cond[0][0])
+    best, best_pair, top = -1.0, (cond[0][0], cond[0][0]), 0.0
     for col in range(len(rows[0])):
         hi_a, hi = lo_a, lo = cond[0][0], cond[0][1][col]
         for a, c in cond:
@@ -826,7 +836,14 @@ def _influence_small(rows: list[list[float]]) -> tuple[float, int, int]:
             continue
         if lo == 0:
             return math.inf, hi_a, lo_a
-        value = math.log(hi) - math.log(lo)
+        if lo >= sys.float_info.min:  # the kernel's terms and its skipping of ties
+            ratio = hi / lo
+            if ratio <= top:
+                continue
+            top = ratio
+            value = math.log(ratio)
+        else:
+            value = math.log(hi) - math.log(lo)
         if value > best:
             best, best_pair = value, (hi_a, lo_a)
     return max(best, 0.0), best_pair[0], best_pair[1]
