@@ -385,3 +385,79 @@ def test_a_query_no_folded_order_fits_is_answered_unfolded(seed, times, monkeypa
         assert np.isinf(got.value)
     else:
         assert want <= got.value <= want + 1e-6 * (1 + want)
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(40), 12))
+def test_block_and_row_products_match_the_full_joint(seed):
+    """Mixed cardinalities (2-12) give both of product_sum's paths: the block path (the last
+    output axis times the summed variable under 32 cells: several trailing axes gathered
+    through offset lists) and the row path (a long last axis); every mode, against the
+    literal product of the CPDs, zero patterns exactly."""
+    net = ref.random_network(16_000 + seed, min_nodes=3, max_nodes=6, max_card=12,
+                             edge_prob=[0.3, 0.5, 0.8][seed % 3])
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(seed)
+    for nodes in ref.random_node_sets(net.nodes, rng, 8, most=len(net.nodes)):
+        want = ref.marginal(net, joint, nodes)
+        for mode in MODES:
+            _assert_same(_kernel_joint(theta, nodes, mode), want, (seed, nodes, mode))
+
+
+def _exact_definition8(j):
+    """Definition 8 in exact rationals: the greatest ratio max_a P(q|a) / min_b P(q|b) over
+    the columns (None: +inf; 0 when no column is possible), from the float64 entries."""
+    from fractions import Fraction
+
+    rows = [[Fraction(x) for x in r] for r in j.tolist()]
+    cond = [[x / sum(r) for x in r] for r in rows if sum(r) > 0]
+    best = Fraction(1)
+    for col in zip(*cond, strict=True):
+        hi, lo = max(col), min(col)
+        if hi > 0 and lo == 0:
+            return None
+        if hi > 0:
+            best = max(best, hi / lo)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_definition8_on_wide_tables_against_exact_rationals(seed):
+    """Tables wider than the kernel's column chunks (512), with the structure of real joints:
+    columns whose quotients tie (a product of per-row and per-column factors), zero columns,
+    impossible rows and, in some, entries whose conditionals are subnormal. The kernel equals
+    the pure-Python path exactly (value and pair), and its value is the exact rational
+    Definition 8 to 1e-13 relative, attained by the pair it reports."""
+    rng = np.random.default_rng(900 + seed)
+    rows, cols = int(rng.integers(1, 9)), int(rng.integers(513, 2200))
+    kind = seed % 4
+    if kind == 0:  # ties: P(q | a) = f(a, q mod 7) g(q): few distinct ratios
+        f = rng.random((rows, 7)) + 0.01
+        j = f[:, np.arange(cols) % 7] * (rng.random(cols) + 0.01)
+    elif kind == 1:  # generic, with zero columns
+        j = rng.random((rows, cols)) * (rng.random(cols) > 0.1)
+    elif kind == 2:  # a few strictly positive, tiny columns (subnormal conditionals)
+        j = rng.random((rows, cols)) + 0.01
+        j[:, rng.choice(cols, size=5, replace=False)] *= 2.0**-1060
+    else:  # an impossible row and one column possible under some rows only
+        j = rng.random((rows, cols)) + 0.01
+        if rows > 1:
+            j[0] = 0
+            j[-1, int(rng.integers(cols))] = 0
+    j = np.ascontiguousarray(j / j.sum())
+    got = infl._KERNEL.definition8(j, rows)
+    assert got == infl._influence_small(j.tolist())
+    want = _exact_definition8(j)
+    value, a, b = got
+    if want is None:
+        assert math.isinf(value)
+        return
+    exact = math.log(want.numerator) - math.log(want.denominator)
+    assert value == pytest.approx(exact, rel=1e-13, abs=1e-15)
+    from fractions import Fraction
+
+    ra, rb = ([Fraction(x) / sum(map(Fraction, j[r].tolist())) for x in j[r].tolist()]
+              for r in (a, b))
+    attained = max((x / y for x, y in zip(ra, rb, strict=True) if x > 0 and y > 0),
+                   default=Fraction(1))
+    assert attained == want
