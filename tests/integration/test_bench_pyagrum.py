@@ -59,15 +59,40 @@ def test_definition8_agrees_with_quiltpriv(bench):
 
 def test_asia_queries_agree_between_the_engines(bench):
     r = bench.bench_network("asia", n_planner=6, n_random=4, repeat=1, cap=120, memory_gb=0,
-                            seed=3)
-    assert r["queries"] == 10 and r["answered_by_both"] == 10
+                            seed=3, n_shaped=1)
+    shaped = 3 * 7  # 1-7 attributes (asia has 8 nodes) x near/far/random
+    assert r["queries"] == 10 + shaped and r["answered_by_both"] == 10 + shaped
     assert r["quiltpriv_refused"] == [] and r["pyagrum_failed"] == []
     assert r["under_estimates"] == 0 and r["disagree_infinite"] == 0
     assert r["max_raw_diff"] < 1e-12
     sources = {row["source"] for row in r["rows"]}
-    assert sources == {"planner", "random"}
+    assert sources == {"planner", "random"} | {f"{p}-{k}" for p in bench.PLACEMENTS
+                                               for k in range(1, 8)}
     for row in r["rows"]:
-        assert row["ratio"] > 0 and row["quiltpriv"]["value"] >= row["pyagrum"]["value"] - 1e-12
+        assert set(row["engines"]) == set(bench.ENGINES)
+        for answer in row["engines"].values():
+            assert row["quiltpriv"]["value"] >= answer["value"] - 1e-12
+        best = min(x["t"] for x in row["engines"].values())
+        assert row["ratio"] == best / row["quiltpriv"]["t"]
+    assert r["worst_query"]["ratio"] == r["ratio_worst"]
+
+
+def test_shaped_queries_place_the_sensitive_node_as_named(bench):
+    theta = bench.read_theta("alarm")
+    asked = bench.shaped_queries(theta, np.random.default_rng(5), 2, 5000)
+    again = bench.shaped_queries(theta, np.random.default_rng(5), 2, 5000)
+    assert asked == again  # seeded
+    assert {len(q) for _, _, q in asked} == set(range(1, 9))
+    for source, node, q in asked:
+        place, k = source.split("-")
+        assert len(q) == int(k) and node not in q
+        assert math.prod(theta.cardinality[v] for v in (node, *q)) <= 5000
+        dist = bench._distances(theta, q)
+        others = [dist[v] for v in theta.nodes if v not in q and v in dist]
+        if place == "near":
+            assert dist[node] == min(others)
+        elif place == "far":
+            assert dist[node] == max(others)
 
 
 def test_report_lists_the_queries_an_engine_could_not_answer(bench):
@@ -88,7 +113,7 @@ def test_report_lists_the_queries_an_engine_could_not_answer(bench):
     settings = {"planner": 1, "random": 1, "repeat": 1, "cap": 60.0, "memory_gb": 6.0,
                 "seed": 1, "load_start": (1.0, 1.0, 1.0), "pyagrum_version": "x"}
     text = bench.report([result], facts, [], settings)
-    assert "| toy | 3 | 3 | 1 | 12 | 11 | 10 | 0 | 1.0e-16 | 1 | 1 | 0.010 |" in text
+    assert "| toy | 3 | 3 | 1 | 12 | 11 | 10 | - | 0 | - | - | 1.0e-16 | 1 | 1 | 0.010 |" in text
     assert ("- toy: e({b, c} | a) (joint of 8 entries): quiltpriv refused after 0.250 s "
             "(exact elimination needs a factor of 9 entries); pyAgrum 1.5000 s") in text
     assert "- toy: e({a} | b) (joint of 4 entries): quiltpriv 0.0010 s; pyAgrum over the cap" \
