@@ -608,6 +608,27 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any], argv: list[str]
     return "\n".join(lines) + "\n"
 
 
+def readme_table(results: list[dict[str, Any]]) -> str:
+    """The README's table, generated from a run's results (``--report-from JSON --readme``)."""
+    lines = ["| network | queries both answered | median | worst (wall) | worst (cpu) | "
+             "slower (wall / cpu) | worst query |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['network']} | {r['error']} | | | | | |")
+            continue
+        w = r.get("worst_query")
+        where = "-" if not w else (f"e({{{', '.join(w['quilt'])}}} \\| {w['node']}), "
+                                    f"{w['t_quiltpriv'] * 1e3:.3g} ms against "
+                                    f"{w['best_engine']} {w['t_pyagrum'] * 1e3:.3g} ms")
+        lines.append(
+            f"| {r['network']} | {r['answered_by_both']} of {r['queries']} | "
+            f"{_f(r['ratio_median'], '.3g')}x | {_f(r['ratio_worst'], '.3g')}x | "
+            f"{_f(r.get('ratio_worst_cpu'), '.3g')}x | {r['slower_than_pyagrum']} / "
+            f"{r.get('slower_cpu', '-')} | {where} |")
+    return "\n".join(lines) + "\n"
+
+
 def _pyagrum_install() -> dict[str, Any] | None:
     try:
         from importlib import metadata
@@ -654,12 +675,17 @@ def main(argv: list[str] | None = None) -> int:
     add_code_option(ap)
     ap.add_argument("--report-from", metavar="JSON",
                     help="print (and with --out write) the report of an earlier run's JSON")
+    ap.add_argument("--readme", action="store_true",
+                    help="with --report-from: print the README's table of that run")
     ap.add_argument("--agrum-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.agrum_worker:
         return agrum_worker(args.agrum_worker, args.memory_gb)
     if args.report_from:
         saved = json.loads(Path(args.report_from).read_text(encoding="utf-8"))
+        if args.readme:
+            print(readme_table(saved["results"]), end="")
+            return 0
         text = report(saved["results"], saved["machine"], saved["argv"], saved["settings"])
         print(text + _install_line(saved["machine"].get("pyagrum_install")), end="")
         if args.out:
