@@ -1,23 +1,26 @@
-"""quiltpriv's exact max-influence against pyAgrum's exact LazyPropagation, query by query.
+"""quiltpriv's exact max-influence against pyAgrum's exact engines, query by query.
 
-For every bundled pgmpy network (asia, alarm, hepar2, win95pts, andes, pathfinder, munin, link,
-pigs, diabetes), a seeded set of influence queries ``e(Q | i)`` (Definition 8 on the joint of
-``(phi_i, phi_Q)``):
+For every network pgmpy bundles as BIF (:data:`NETWORKS`, asia through munin), a seeded set of
+influence queries ``e(Q | i)`` (Definition 8 on the joint of ``(phi_i, phi_Q)``):
 
 - ``planner``: the quilt the planner asks for, ``Q*(T)`` of
   :func:`quiltpriv.graph.quilts.least_influence_quilt`, for a random node ``i`` and a random
   target set ``T`` of 1-6 other nodes (what a count, sum or linear query's plan evaluates);
-- ``random``: a random quilt of 1-3 nodes.
+- ``random``: a random quilt of 1-3 nodes;
+- ``<placement>-<k>`` (:func:`shaped_queries`): ``k`` = 1-8 query attributes drawn uniformly,
+  the sensitive node ``near`` them, ``far`` from them or at ``random``.
 
-Each query is answered by both engines, side by side, interleaved (the engine that goes first
-alternates from query to query):
+Each query is answered by quiltpriv and by each of pyAgrum's ``LazyPropagation``,
+``ShaferShenoyInference`` and ``VariableElimination`` (:func:`compare`: interleaved call by
+call, quiltpriv first in alternate rounds); the ratio counts pyAgrum's fastest engine on that
+query, the count most favourable to pyAgrum. Details of each side:
 
 - quiltpriv: :func:`quiltpriv.inference.influence.max_influence` (the compiled kernel when it
   is installed), its influence cache cleared before every call; the per-network preparation
   (the kernel's copy of the tables, folded CPDs) is built once, before the timing, as pyAgrum's
   ``BayesNet`` is;
-- pyAgrum: a fresh ``LazyPropagation(bn)`` per call (a reused one accumulates joint targets
-  and reuses messages between queries), ``addJointTarget({i} + Q)``, ``makeInference()``,
+- pyAgrum: a fresh engine per call (a reused one accumulates joint targets and reuses
+  messages between queries), ``addJointTarget({i} + Q)``, ``makeInference()``,
   ``jointPosterior`` and ``toarray()``; Definition 8 on that joint is computed outside the
   timing (in pyAgrum's favour). pyAgrum runs on one thread (``setNumberOfThreads(1)``), in a
   worker process of its own: a query past ``--cap`` seconds is ended by killing the worker
@@ -29,7 +32,9 @@ float64 entries), not with ``gum.loadBN``: pyAgrum's BIF reader parses probabili
 (alarm's 0.99 comes back as 0.99000001), so its model would not be the file's; both engines
 therefore compute on the same numbers.
 
-Times are the best of ``--repeat`` calls for a query answered in under 0.5 s, else one call.
+Times are the best of ``--repeat`` calls for a query answered in under 0.5 s, else one call,
+by the wall clock and by processor time (``time.process_time``, which waiting for a core on a
+loaded machine does not inflate).
 Per network the report gives the median, the 10th percentile and the worst (least) of
 ``t_pyAgrum / t_quiltpriv`` over the queries both answered, the largest difference of the two
 values (quiltpriv rounds every influence upwards by 1e-10 relative + absolute; ``raw`` takes
@@ -650,6 +655,24 @@ def _install_line(install: dict[str, Any] | None) -> str:
             f"{', '.join(install['requires'])}.\n")
 
 
+def _write(args: argparse.Namespace, argv: list[str], results: list[dict[str, Any]],
+           load_start: Any, engines: tuple[str, ...], version: str | None,
+           partial: str | None, quiet: bool = False) -> None:
+    """Print (unless ``quiet``) and write the report and JSON of ``results``."""
+    facts = {**machine_facts(), "code": args.code or code_version(),
+             "pyagrum_install": _pyagrum_install()}
+    note = "; ".join(x for x in (args.note, partial) if x)
+    settings = {"planner": args.planner, "random": args.random, "shaped": args.shaped,
+                "max_joint": args.max_joint, "engines": list(engines), "repeat": args.repeat,
+                "cap": args.cap, "memory_gb": args.memory_gb, "seed": args.seed,
+                "load_start": load_start, "note": note or None, "pyagrum_version": version}
+    text = report(results, facts, argv, settings) + _install_line(facts["pyagrum_install"])
+    if not quiet:
+        print(text, end="")
+    write_results("pyagrum", args.out, args.quick, text,
+                  {"machine": facts, "settings": settings, "argv": argv, "results": results})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -725,16 +748,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{n}] done in {time.perf_counter() - t0:.1f} s: median "
               f"{_f(r.get('ratio_median'), '.1f')}x, worst {_f(r.get('ratio_worst'), '.2f')}x",
               file=sys.stderr, flush=True)
-    facts = {**machine_facts(), "code": args.code or code_version(),
-             "pyagrum_install": _pyagrum_install()}
-    settings = {"planner": args.planner, "random": args.random, "shaped": args.shaped,
-                "max_joint": args.max_joint, "engines": list(engines), "repeat": args.repeat,
-                "cap": args.cap, "memory_gb": args.memory_gb, "seed": args.seed,
-                "load_start": load_start, "note": args.note, "pyagrum_version": version}
-    text = report(results, facts, argv, settings) + _install_line(facts["pyagrum_install"])
-    print(text, end="")
-    write_results("pyagrum", args.out, args.quick, text,
-                  {"machine": facts, "settings": settings, "argv": argv, "results": results})
+        if args.out and len(results) < len(names):  # a long run keeps what it has measured
+            _write(args, argv, results, load_start, engines, version,
+                   f"partial: {len(results)} of {len(names)} networks so far", quiet=True)
+    _write(args, argv, results, load_start, engines, version, None)
     return 0 if all("error" not in r for r in results) else 1
 
 
