@@ -243,13 +243,15 @@ def _greedy_max(w: np.ndarray, theta: np.ndarray, delta: float) -> tuple[np.ndar
 
 
 def _ratio_max(c: np.ndarray, d: np.ndarray, theta: np.ndarray, delta: float,
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per column: ``max (c . t) / (d . t)`` over the ball (where ``d . t > 0``; ``0 <= c <= d``
-    entrywise, so the ratio is in ``[0, 1]``), by Dinkelbach's method, and a maximiser.
+               cap: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: ``max (c . t) / (d . t)`` over the ball (where ``d . t > 0``; ``c, d >= 0``),
+    by Dinkelbach's method, and a maximiser.
 
     Each step maximises ``(c - lam d) . t`` exactly (:func:`_greedy_max`); ``lam`` rises to the
     maximum and stops when no point improves on it. The result is widened by
-    :data:`BOUND_MARGIN` (an upper bound up to float64 rounding).
+    :data:`BOUND_MARGIN` (an upper bound up to float64 rounding). ``cap`` is returned where no
+    finite bound is found: 1 for a conditional probability (``c <= d`` entrywise), ``inf`` for
+    a ratio that ``d . t -> 0`` could make unbounded.
     """
     m = c.shape[1]
     d0 = theta @ d
@@ -266,15 +268,15 @@ def _ratio_max(c: np.ndarray, d: np.ndarray, theta: np.ndarray, delta: float,
         if not better.any():
             break
     else:  # did not settle: no bound better than the trivial one
-        return np.ones(m), arg
+        return np.full(m, cap), arg
     # No point beats lam by more than f / (d . t): with d_min the least d . t over the ball,
     # every ratio is at most lam + f / d_min (a vertex with d . t = 0 has c . t = 0 too, and
     # adds nothing to f).
     d_min = -_greedy_max(-d, theta, delta)[0]
     slack = np.maximum(f, 0.0)
     extra = np.where(d_min > 0, slack / np.where(d_min > 0, d_min, 1.0),
-                     np.where(slack <= 1e-16 * np.maximum(lam, 1e-300), 0.0, 1.0))
-    return np.minimum(lam * (1 + BOUND_MARGIN) + extra, 1.0), arg
+                     np.where(slack <= 1e-16 * np.maximum(lam, 1e-300), 0.0, np.inf))
+    return np.minimum(lam * (1 + BOUND_MARGIN) + extra, cap), arg
 
 
 def influence_of_joint(joint: np.ndarray) -> float:
@@ -296,16 +298,15 @@ def influence_of_joint(joint: np.ndarray) -> float:
     return float(max(0.0, np.max(np.log(hi[ok]) - np.log(lo[ok]), initial=0.0)))
 
 
-def _influence_bound(hi: np.ndarray, lo: np.ndarray) -> tuple[float, int, int, int]:
-    """``max_q max_{a != b} log hi[a, q] / lo[b, q]`` and its ``(a, b, q)``."""
-    k = hi.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.log(hi[:, None, :]) - np.log(lo[None, :, :])
-    r = np.where(hi[:, None, :] > 0, r, -np.inf)              # q impossible under a: no term
-    r[np.arange(k), np.arange(k), :] = -np.inf
-    flat = int(np.argmax(r))
-    a, b, q = np.unravel_index(flat, r.shape)
-    return float(max(r.flat[flat], 0.0)), int(a), int(b), int(q)
+def _influence_bound(terms: np.ndarray) -> tuple[float, int, int, int]:
+    """The largest of ``terms[a, b, q]`` (bounds of ``log P'(q|a) / P'(q|b)``) over ``a != b``,
+    at least 0, and its ``(a, b, q)``."""
+    k = terms.shape[0]
+    terms = terms.copy()
+    terms[np.arange(k), np.arange(k), :] = -np.inf
+    flat = int(np.argmax(terms))
+    a, b, q = np.unravel_index(flat, terms.shape)
+    return float(max(terms.flat[flat], 0.0)), int(a), int(b), int(q)
 
 
 # -- the test ------------------------------------------------------------------------------------
@@ -410,15 +411,37 @@ def _best_witness(col: _Column, delta: float, eps: float,
 
 
 def _bound(col: _Column, delta: float) -> tuple[float, list[np.ndarray]]:
-    """The upper bound of the influence over the ball, and the columns attaining its terms."""
+    """The upper bound of the influence over the ball, and the columns attaining its terms.
+
+    Two bounds of ``log P'(q|a) / P'(q|b)``, the smaller kept per ``(a, b, q)``: the extremes
+    of the two conditionals taken separately, ``hi(q|a) / lo(q|b)``; and, since the same column
+    moves both, ``max P'(a, q) / P'(b, q)`` times ``max P'(b) / P'(a)`` (each factor
+    linear-fractional, maximised exactly).
+    """
     k, ki, x = col.joints.shape
+    th = col.values
     c = col.joints.reshape(k, ki * x)                        # J_s(a, q)
-    d = np.repeat(col.joints.sum(axis=2), x, axis=1)          # p_s(a), per (a, q)
-    hi, hi_arg = _ratio_max(c, d, col.values, delta)
-    lo, lo_arg = _ratio_min(c, d, col.values, delta)
+    p = col.joints.sum(axis=2)                                # p_s(a)
+    d = np.repeat(p, x, axis=1)                               # p_s(a), per (a, q)
+    hi, hi_arg = _ratio_max(c, d, th, delta)
+    lo, lo_arg = _ratio_min(c, d, th, delta)
     hi2, lo2 = hi.reshape(ki, x), lo.reshape(ki, x)
-    value, a, b, q = _influence_bound(hi2, lo2)
-    return value, [hi_arg[:, a * x + q], lo_arg[:, b * x + q]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        apart = np.log(hi2[:, None, :]) - np.log(lo2[None, :, :])
+    joint_num = np.broadcast_to(col.joints[:, :, None, :], (k, ki, ki, x)).reshape(k, -1)
+    joint_den = np.broadcast_to(col.joints[:, None, :, :], (k, ki, ki, x)).reshape(k, -1)
+    r1, r1_arg = _ratio_max(joint_num, joint_den, th, delta, cap=np.inf)
+    r2, r2_arg = _ratio_max(np.broadcast_to(p[:, None, :], (k, ki, ki)).reshape(k, -1),
+                            np.broadcast_to(p[:, :, None], (k, ki, ki)).reshape(k, -1), th,
+                            delta, cap=np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        together = np.log(r1.reshape(ki, ki, x)) + np.log(r2.reshape(ki, ki))[:, :, None]
+    terms = np.fmin(apart, together)                          # NaN (inf - inf) drops out
+    terms = np.where(np.isnan(terms), np.inf, terms)          # neither bound: none at all
+    terms = np.where(hi2[:, None, :] > 0, terms, -np.inf)     # q impossible under a: no term
+    value, a, b, q = _influence_bound(terms)
+    return value, [hi_arg[:, a * x + q], lo_arg[:, b * x + q],
+                   r1_arg[:, (a * ki + b) * x + q], r2_arg[:, a * ki + b]]
 
 
 def _ratio_min(c: np.ndarray, d: np.ndarray, theta: np.ndarray, delta: float,
