@@ -364,7 +364,7 @@ def published_route(app: Any, method: str, parts: list[str], body: Any) -> tuple
             theta, session.original, doc, req, j.progress, j.check))
         return 202, {"job": job.id}
     if parts == ["report"]:
-        req, rest = parse_verify_request(body, ("path", "ledger", "audit", "time_limit"),
+        req, rest = parse_verify_request(body, ("path", "ledger", "audit"),
                                          "export the signed report")
         doc = session.document
         target = report_target(app.state, rest.get("path"))  # refused before any work

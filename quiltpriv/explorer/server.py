@@ -34,7 +34,7 @@ verified and audited, never planned or released again)::
     GET  /api/published                the loaded document's summary, or null
     POST /api/published {path | text[, name]}   load (at most MAX_UPLOAD bytes of body)
     POST /api/published/verify {data, ledger, audit, fragility, delta, time_limit} -> 202
-    POST /api/published/report {path, ledger, audit, time_limit}                  -> 202
+    POST /api/published/report {path, ledger, audit}                              -> 202
     POST /api/published/clear
 """
 

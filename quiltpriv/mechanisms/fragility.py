@@ -48,7 +48,7 @@ from quiltpriv.errors import ParameterError, PlanError, QuiltPrivError
 from quiltpriv.inference.influence import joint_marginal
 from quiltpriv.mechanisms.apmqm import Plan, SensitivePlan
 from quiltpriv.model.network import CPD, Theta, check_theta
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number, fmt_set
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_scalar
@@ -534,8 +534,8 @@ def fragility(theta: Theta, plan: Plan, query: Query | None = None, *,
     theta = check_theta(theta)
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
-    if query is not None and not isinstance(query, Query):
-        raise ParameterError(f"query must be a quiltpriv query, got {type(query).__name__}")
+    if query is not None:
+        query = check_query(query)
     if plan.model != theta.fingerprint():
         raise PlanError("fragility: the plan was made for another model (verify it first)")
     delta = check_scalar(delta, "delta", min_val=0.0, max_val=1.0)
