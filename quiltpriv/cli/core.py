@@ -302,10 +302,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         emit(p.to_json(), args.output)
     else:
-        from quiltpriv.mechanisms.attained import attained_epsilons, attained_table
+        from quiltpriv.mechanisms.attained import plan_attained_table
 
-        emit(p.explain() + "\n\n" + "\n".join(attained_table(attained_epsilons(p, query),
-                                                             p.epsilon)), args.output)
+        emit(p.explain() + "\n\n" + "\n".join(plan_attained_table(p, query)), args.output)
     if was_interrupted(p):
         print("quiltpriv: interrupted: the plan given is the best found so far (valid, not "
               "proven optimal)", file=sys.stderr)

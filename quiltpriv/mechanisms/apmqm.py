@@ -82,7 +82,18 @@ from quiltpriv.inference.influence import (
 )
 from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.mechanisms.calibration import scale_up
+from quiltpriv.mechanisms.plan_fields import (
+    _bool,
+    _digest,
+    _fail,
+    _int,
+    _keys,
+    _names,
+    _number,
+    _text,
+)
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
+from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import describe_query as _describe_query
@@ -213,6 +224,11 @@ PLAN_FORMAT = "quiltpriv-plan/2"
 #: has no ``nearby_attributes``.
 PLAN_FORMAT_1 = "quiltpriv-plan/1"
 
+#: The format of a plan of the steps of a time series held as runs
+#: (:class:`~quiltpriv.mechanisms.step_plans.StepPlans`): ``"sensitive"`` is
+#: ``{"order", "attributes", "listed", "runs"}`` instead of one object per attribute.
+PLAN_FORMAT_RUNS = "quiltpriv-plan/3"
+
 #: A plan lists every sensitive attribute's ``nearby`` and ``remote`` sets when the network's
 #: size times the number of sensitive attributes is at most this (about a million names);
 #: above it they are ``null``, so that a plan, its JSON and its text stay linear in the
@@ -332,6 +348,8 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     if mine != theirs:
         return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
                 "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        return _runs_query_mismatch(plan_, query)
     attrs = frozenset(query.attributes)
     nears = [_nearby_query_attributes(sp, attrs) for sp in plan_.sensitive]
     for sp, near in zip(plan_.sensitive, nears, strict=True):
@@ -342,6 +360,44 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     if query_fingerprint(query, nears) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None
+
+
+def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
+    """:func:`query_mismatch` of a plan held as runs: every step's ``Delta_{A&N}`` and the
+    fingerprint, recomputed (linear in the steps)."""
+    from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
+
+    steps = cast(StepPlans, plan_.sensitive)
+    order_attrs = sorted(steps.order[p] for p in steps.attributes.tolist())
+    if order_attrs != sorted(set(query.attributes)):
+        return "its query attributes are not the query's"
+    deltas = window_sensitivities(steps, query)
+    stated = steps.column("sensitivity")
+    bad = np.flatnonzero(deltas != stated)
+    if bad.size:
+        sp = steps[int(bad[0])]
+        return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+                f"{_set(sp.nearby_in(query.attributes))}) is {deltas[bad[0]]:.17g}, the plan "
+                f"used {sp.sensitivity:.17g}")
+    if window_fingerprint(query, steps, deltas, canonical_json) != plan_.query_fingerprint:
+        return "its fingerprint (definition and every sensitivity the plan used) differs"
+    return None
+
+
+def plan_query_fingerprint(query: Query, plan_: Plan) -> str:
+    """The fingerprint ``plan_`` should state for ``query`` (:func:`query_fingerprint` of its
+    nearby sets; for a plan held as runs, its linear form
+    :func:`~quiltpriv.mechanisms.step_plans.window_fingerprint`)."""
+    check_query(query)
+    check_instance(plan_, Plan, "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
+
+        return window_fingerprint(query, plan_.sensitive,
+                                  window_sensitivities(plan_.sensitive, query), canonical_json)
+    attrs = frozenset(query.attributes)
+    return query_fingerprint(query, [_nearby_query_attributes(sp, attrs)
+                                     for sp in plan_.sensitive])
 
 
 @dataclass(frozen=True)
@@ -374,7 +430,7 @@ class Plan:
     epsilon: float
     scale: float
     optimal: bool
-    sensitive: tuple[SensitivePlan, ...]
+    sensitive: Sequence[SensitivePlan]
     query: Mapping[str, Any]
     model: str
     theta_size: int
@@ -391,6 +447,11 @@ class Plan:
         return state
 
     def __getitem__(self, node: str) -> SensitivePlan:
+        if isinstance(self.sensitive, StepPlans):
+            try:
+                return self.sensitive[self.sensitive.index(node)]
+            except ValueError:
+                raise KeyError(node) from None
         for sp in self.sensitive:
             if sp.node == node:
                 return sp
@@ -399,6 +460,8 @@ class Plan:
     @property
     def binding(self) -> SensitivePlan:
         """The sensitive attribute that sets the overall scale (first in order on ties)."""
+        if isinstance(self.sensitive, StepPlans):
+            return self.sensitive[self.sensitive.binding_index()]
         return max(self.sensitive, key=lambda sp: sp.scale)
 
     @property
@@ -415,14 +478,17 @@ class Plan:
     def sampler_sensitivity(self) -> float:
         """The sensitivity a release gives the noise sampler: the least positive
         ``Delta_{A&N}`` of the plan (0 if none); the grid's snapping is paid against it."""
-        positive = [sp.sensitivity for sp in self.sensitive if sp.sensitivity > 0]
+        if isinstance(self.sensitive, StepPlans):
+            positive = [r.sensitivity for r in self.sensitive.runs if r.sensitivity > 0]
+        else:
+            positive = [sp.sensitivity for sp in self.sensitive if sp.sensitivity > 0]
         return min(positive) if positive else 0.0
 
     @property
     def guarantee(self) -> Guarantee:
         """What a release of this plan guarantees ([ZOC22, Thm. 4])."""
         return Guarantee(GUARANTEE_KIND, self.epsilon, 0.0, APMQM_ASSUMPTIONS,
-                         tuple(sp.node for sp in self.sensitive))
+                         sensitive_nodes(self))
 
     @property
     def calibration(self) -> Calibration:
@@ -442,13 +508,15 @@ class Plan:
             "sampler_sensitivity": self.sampler_sensitivity})
 
     def to_dict(self) -> dict[str, Any]:
+        runs = isinstance(self.sensitive, StepPlans)
         return {
-            "format": PLAN_FORMAT,
+            "format": PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "scale": self.scale,
             "optimal": self.optimal,
-            "sensitive": {sp.node: sp.to_dict() for sp in self.sensitive},
+            "sensitive": (self.sensitive.to_dict() if isinstance(self.sensitive, StepPlans)
+                          else {sp.node: sp.to_dict() for sp in self.sensitive}),
             "query": dict(self.query),
             "query_fingerprint": self.query_fingerprint,
             "model": self.model,
@@ -489,6 +557,8 @@ class Plan:
             f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
             "",
         ]
+        if isinstance(self.sensitive, StepPlans):
+            return "\n".join(lines + _run_lines(self))
         header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
                   "scale", "quilts")
         rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
@@ -514,6 +584,42 @@ class Plan:
         return plan_html(self)
 
 
+def sensitive_nodes(plan_: Plan) -> tuple[str, ...]:
+    """The plan's sensitive attributes, in order (without making each one's plan)."""
+    check_instance(plan_, Plan, "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        return plan_.sensitive.nodes()
+    return tuple(sp.node for sp in plan_.sensitive)
+
+
+def _run_lines(p: Plan) -> list[str]:
+    """:meth:`Plan.explain` of a plan held as runs: one row and one paragraph per run."""
+    steps = cast(StepPlans, p.sensitive)
+    header = ("sensitive steps", "quilt Q", "influence", "Delta_{A&N}", "scale", "quilts",
+              "optimal")
+    rows = [(steps.run_label(r), steps.run_quilt(r), fmt_influence(r.influence),
+             _fmt(r.sensitivity), _fmt(r.scale), str(r.considered),
+             "yes" if r.optimal else "not proven") for r in steps.runs]
+    lines = [f"{len(steps):,} sensitive steps of a {len(steps.order):,}-step chain, in "
+             f"{len(steps.runs):,} runs of steps with the same quilt (offsets i-a, i+b from "
+             "the step i) and the same numbers:"]
+    lines += _table(header, rows)
+    lines.append("")
+    k = 0
+    for r in steps.runs:
+        sp = steps[k]
+        k += r.length
+        more = "" if r.length == 1 else f" (and likewise each step of {steps.run_label(r)})"
+        lines.append(f"{sp.node}{more}: {sp.explanation}")
+    for note in p.notes:
+        lines.append(f"note: {note}")
+    for warning in p.warnings:
+        lines.append(f"warning: {warning}")
+    if not p.verified:
+        lines.append(UNVERIFIED_NOTE)
+    return lines
+
+
 def _shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
     """A listed set, or what an unlisted one shows: its query attributes, if known."""
     if names is not None:
@@ -531,72 +637,6 @@ _SENSITIVE_KEYS_1 = _SENSITIVE_KEYS[:-1]
 
 
 # -- strict parsing ------------------------------------------------------------------------
-
-
-def _fail(where: str, what: str, got: Any) -> PlanError:
-    shown = repr(got)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return PlanError(f"plan: {where} must be {what}, got {shown}")
-
-
-def _number(x: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        raise _fail(where, "a number", x)
-    try:
-        v = float(x)
-    except OverflowError:  # an integer beyond the float range
-        v = math.inf
-    if not math.isfinite(v):
-        raise _fail(where, "a finite number", x)
-    if v < 0 or (positive and v == 0):
-        raise _fail(where, "a number > 0" if positive else "a number >= 0", x)
-    return v
-
-
-def _bool(x: Any, where: str) -> bool:
-    if not isinstance(x, bool):
-        raise _fail(where, "true or false", x)
-    return x
-
-
-def _int(x: Any, where: str, minimum: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
-        raise _fail(where, f"a whole number >= {minimum}", x)
-    return x
-
-
-def _text(x: Any, where: str) -> str:
-    if not isinstance(x, str):
-        raise _fail(where, "a string", x)
-    return x
-
-
-def _digest(x: Any, where: str) -> str:
-    if not (isinstance(x, str) and len(x) == 64
-            and all(c in "0123456789abcdef" for c in x)):
-        raise _fail(where, "a SHA-256 digest (64 lower-case hexadecimal digits)", x)
-    return x
-
-
-def _names(x: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(x, list) or not all(isinstance(v, str) and v for v in x):
-        raise _fail(where, "a list of node names", x)
-    if len(set(x)) != len(x):
-        raise PlanError(f"plan: {where} names a node twice: {x}")
-    return tuple(x)
-
-
-def _keys(d: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
-    if not isinstance(d, Mapping):
-        raise _fail(where, "an object", d)
-    missing = [k for k in keys if k not in d]
-    if missing:
-        raise PlanError(f"plan: {where} has no {', '.join(map(repr, missing))}")
-    extra = [k for k in d if k not in keys]
-    if extra:
-        raise PlanError(f"plan: {where} has unknown field(s) {', '.join(map(repr, extra))}")
-    return d
 
 
 def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
@@ -663,15 +703,19 @@ def plan_from_dict(d: Any) -> Plan:
     if "format" not in d:
         raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
                         f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
-    if d["format"] not in (PLAN_FORMAT, PLAN_FORMAT_1):
+    if d["format"] not in (PLAN_FORMAT, PLAN_FORMAT_1, PLAN_FORMAT_RUNS):
         raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
-                        f"{PLAN_FORMAT!r} and {PLAN_FORMAT_1!r}); plan it again")
-    version = 2 if d["format"] == PLAN_FORMAT else 1
+                        f"{PLAN_FORMAT_RUNS!r}, {PLAN_FORMAT!r} and {PLAN_FORMAT_1!r}); plan "
+                        "it again")
+    version = {PLAN_FORMAT: 2, PLAN_FORMAT_1: 1}.get(d["format"], 3)
     d = _keys(d, _PLAN_KEYS, "the plan")
     if d["mechanism"] != "APMQM":
         raise _fail("mechanism", "'APMQM'", d["mechanism"])
     sensitive = d["sensitive"]
-    if not isinstance(sensitive, Mapping) or not sensitive:
+    if version == 3:
+        epsilon = _number(d["epsilon"], "epsilon", positive=True)
+        sensitive = StepPlans.from_dict(SensitivePlan, sensitive, epsilon)
+    elif not isinstance(sensitive, Mapping) or not sensitive:
         raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
                     sensitive)
     query = d["query"]
@@ -691,7 +735,8 @@ def plan_from_dict(d: Any) -> Plan:
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),
         optimal=_bool(d["optimal"], "optimal"),
-        sensitive=tuple(_sensitive(k, v, version) for k, v in sensitive.items()),
+        sensitive=(sensitive if isinstance(sensitive, StepPlans)
+                   else tuple(_sensitive(k, v, version) for k, v in sensitive.items())),
         query=query,
         model=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),
@@ -844,10 +889,6 @@ class _Search:
 #: optimal. Count and histogram queries need two; additive and general sensitivities are
 #: searched by branch and bound, which this bounds.
 DEFAULT_MAX_CANDIDATES = 100_000
-
-#: Said (in the attribute's explanation) when the time limit stops a search.
-TIME_LIMIT_REASON = "the time limit was reached before the search finished"
-
 
 #: How many attribute names a plan-wide note lists before counting the rest (a 5,000-node
 #: plan stopped by its time limit listed every name: 30 KB in one note).
@@ -1755,14 +1796,23 @@ def plan(
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
                      "shares its graph walks and inference across them in one process")
         n_jobs = None
-    chained = _chain_plans(theta, query, sens, eps, deadline, progress, list_sets)
-    if chained is None:  # a hidden Markov model: exact and linear in its length too
-        chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
-    if chained is not None:
-        # a time series (a directed chain, an additive query): exact and linear in its length
-        plans = chained
+    from quiltpriv.mechanisms.step_plans import chain_step_plans
+
+    steps = chain_step_plans(SensitivePlan, theta, query, sens, eps, deadline, progress,
+                             list_sets)
+    if steps is not None:
+        # a time series (a directed chain, an additive or all-or-nothing query): exact and
+        # linear in its length, held as runs of steps
         if n_jobs not in (None, 1):
             notes.append(f"n_jobs={n_jobs} not used: a chain is planned in one pass")
+        return _chain_result(theta, query, steps, eps, notes, time_limit)
+    # a hidden Markov model: exact and linear in its length too
+    chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    if chained is not None:
+        plans = chained
+        if n_jobs not in (None, 1):
+            notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
+                         "pass")
     elif n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
                                n_jobs, notes, max_candidates, list_sets)
@@ -1825,77 +1875,38 @@ def _warn_private_model(theta: Theta) -> None:
         warnings.warn(why, PrivateModelWarning, stacklevel=3)
 
 
-def _chain_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
-                 deadline: float | None, progress: bool,
-                 list_sets: bool) -> tuple[SensitivePlan, ...] | None:
-    """Plans of ``sensitive`` on a time series, or None where the chain search does not apply.
+def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, notes: list[str],
+                  time_limit: float | None) -> Plan:
+    """:func:`plan`'s result for a plan held as runs (its summaries per run, not per step)."""
+    from quiltpriv.mechanisms.step_plans import window_fingerprint
+    from quiltpriv.model.provenance import provenance_dict, state_problems
 
-    On a directed chain ``X_1 -> ... -> X_T`` with an additive sensitivity (a linear query,
-    the fraction of time in a state) the family ``{X_(i-a), X_(i+b)}`` holds an optimal quilt
-    of every step, and :func:`quiltpriv.mechanisms.chain_quilts.chain_least_quilts` finds it
-    with the optimum proven, in time linear in ``T`` ([ZOC22, Alg. 3]). ``Delta_{A and N}``
-    is the query's own, recomputed for the chosen ``N``; the scale is ``Delta / (eps - e)``
-    with ``e`` rounded upwards. None: not a chain of at least
-    :data:`~quiltpriv.mechanisms.chain_quilts.CHAIN_MIN_NODES` nodes, a sensitivity that is
-    not additive, or numbers too small for float64 there.
-    """
-    from quiltpriv.mechanisms import chain_quilts as cq
-
-    if query.sensitivity_structure != "additive" or len(theta.nodes) < cq.CHAIN_MIN_NODES:
-        return None
-    order = cq.chain_order(theta)
-    if order is None:
-        return None
-    index = theta.index
-    attrs = frozenset(query.attributes)
-    positions = [index[v] for v in sensitive]
-    weights = [query.sensitivity((v,)) if v in attrs else 0.0 for v in order]
-    try:
-        found = cq.chain_least_quilts(theta, order, positions, weights, eps,
-                                      deadline=deadline, progress=progress)
-    except cq.ChainNotApplicable:
-        return None
-    attr_pos = sorted(index[v] for v in attrs)
-    cols = (found.a.tolist(), found.b.tolist(), found.influence.tolist(),
-            found.member.tolist(), found.pair.tolist(), found.considered.tolist(),
-            found.optimal.tolist())
-    return tuple(_chain_plan(theta, query, order, attr_pos, node, positions[j], eps, list_sets,
-                             *(c[j] for c in cols))
-                 for j, node in enumerate(sensitive))
-
-
-def _chain_plan(theta: Theta, query: Query, order: tuple[str, ...], attr_pos: list[int],
-                node: str, i: int, eps: float, list_sets: bool, a: int, b: int, e: float,
-                m: int, pair_idx: list[int], considered: int,
-                optimal: bool) -> SensitivePlan:
-    """One step's plan from its chain quilt ``{X_(i-a), X_(i+b)}`` (0: no node on a side)."""
-    import bisect
-
-    n_steps = len(order)
-    lo, hi = (i - a + 1 if a else 0), (i + b - 1 if b else n_steps - 1)
-    quilt = tuple(order[x] for x in ((i - a) if a else -1, (i + b) if b else -1) if x >= 0)
-    near = tuple(order[x] for x in attr_pos[bisect.bisect_left(attr_pos, lo):
-                                             bisect.bisect_right(attr_pos, hi)])
-    delta = query.sensitivity(near)
-    # quilt_scale without its argument checks (computed values, checked once by plan())
-    scale = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
-        delta / (eps - e) if e < eps else math.inf)
-    full = None
-    if list_sets:
-        remote = tuple(v for k, v in enumerate(order) if (k < lo or k > hi) and v not in quilt)
-        full = Quilt(node, quilt, order[lo:hi + 1], remote)
-    member = theta.names[m] if m >= 0 else None
-    states = theta.states[node]
-    pair = None if m < 0 else (states[pair_idx[0]], states[pair_idx[1]])
-    text = _explain(theta, query, node, quilt if quilt else None, full, near, e, delta, scale,
-                    eps, member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
-    return SensitivePlan(
-        node=node, quilt=quilt, nearby=None if full is None else full.nearby,
-        remote=None if full is None else full.remote,
-        nearby_attributes=near if full is None else None,
-        influence=e, sensitivity=delta, scale=scale, quilts_considered=considered,
-        optimal=optimal, explanation=text, influence_member=member,
-        influence_pair=None if pair is None else (jsonable(pair[0]), jsonable(pair[1])))
+    for r in steps.runs:
+        if not math.isfinite(r.scale):
+            _check_scale_finite((steps[int(steps.index(steps.order[r.first]))],), eps)
+    n_stopped = sum(r.length for r in steps.runs if not r.optimal)
+    if n_stopped:
+        first = [steps.order[p] for r in steps.runs if not r.optimal
+                 for p in range(r.first, r.first + min(r.length, NOTE_NAMES))][:NOTE_NAMES]
+        shown = ", ".join(map(repr, first))
+        if n_stopped > len(first):
+            shown += f" and {n_stopped - len(first)} more (see each attribute's explanation)"
+        notes.append(f"the time limit of {time_limit or 0:g} s was reached: the search of "
+                     f"{shown} stopped with the best quilt found so far (valid, optimality not "
+                     "proven)")
+    scale = max(r.scale for r in steps.runs)
+    if len(steps) > 1:
+        notes.append(f"the overall scale is set by {steps[steps.binding_index()].node!r} (max "
+                     "over sensitive attributes)")
+    notes.extend(state_problems(theta))
+    _warn_private_model(theta)
+    return _trusted(Plan(
+        epsilon=eps, scale=scale, optimal=all(r.optimal for r in steps.runs), sensitive=steps,
+        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query_fingerprint=window_fingerprint(query, steps, steps.column("sensitivity"),
+                                             canonical_json),
+        notes=tuple(notes), provenance=provenance_dict(theta),
+    ))
 
 
 def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,

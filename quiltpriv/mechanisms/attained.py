@@ -27,14 +27,14 @@ from typing import Any
 
 from quiltpriv.errors import PlanError
 from quiltpriv.mechanisms.apmqm import Plan
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number, fmt_set, text_table
 from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["FRAGILE_MARGIN", "AttainedEpsilon", "attained_epsilon", "attained_epsilons",
-           "attained_table"]
+           "attained_table", "plan_attained_table"]
 
 #: A chosen quilt is flagged fragile when ``eps - e(Q|i) < FRAGILE_MARGIN * eps``.
 FRAGILE_MARGIN = 0.1
@@ -166,3 +166,29 @@ def attained_table(rows: tuple[AttainedEpsilon, ...], epsilon: float) -> list[st
          for r in rows])
     lines += [f"{r.node}: FRAGILE: {r.why_fragile}" for r in rows if r.fragile]
     return lines
+
+
+def plan_attained_table(plan: Plan, query: Query | None = None) -> list[str]:
+    """:func:`attained_table` of a plan: one row per attribute, or, for the steps of a time
+    series held as runs (:class:`~quiltpriv.mechanisms.step_plans.StepPlans`), one row per
+    run of steps sharing their numbers (linear in the runs, not in the steps)."""
+    from quiltpriv.mechanisms.step_plans import StepPlans
+
+    if not isinstance(plan, Plan):
+        raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
+    if query is not None:
+        check_query(query)
+    steps = plan.sensitive
+    if not isinstance(steps, StepPlans):
+        return attained_table(attained_epsilons(plan, query), plan.epsilon)
+    fallback = None if query is None else query.sensitivity(query.attributes) / plan.epsilon
+    top = steps.binding_index()
+    rows, k = [], 0
+    for r in steps.runs:
+        why = _why_fragile(plan, r.influence, r.sensitivity, fallback)
+        rows.append(AttainedEpsilon(
+            steps.run_label(r), steps.run_quilt_parts(r), r.influence, r.sensitivity, plan.scale,
+            attained_epsilon(r.influence, r.sensitivity, plan.scale), k <= top < k + r.length,
+            why is not None, why))
+        k += r.length
+    return attained_table(tuple(rows), plan.epsilon)

@@ -33,6 +33,7 @@ general planner is used instead.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -270,6 +271,33 @@ def _side_sums(c: np.ndarray, pre: np.ndarray, suf: np.ndarray, nodes: np.ndarra
     return np.concatenate([head[:, None], sums], axis=1)
 
 
+def _capped(sums: np.ndarray, cap: float | None) -> np.ndarray:
+    """``Delta(N)`` from the sum of the weights over ``N``: the sum, or ``cap`` where it is
+    positive (an all-or-nothing sensitivity)."""
+    return sums if cap is None else np.where(sums > 0, cap, 0.0)
+
+
+def _lower(sums: np.ndarray, cap: float | None, eps: float) -> np.ndarray:
+    """A lower bound on the scale of every quilt whose ``N`` holds the steps summed in
+    ``sums``: ``Delta / eps`` (with the sums' float slack for an additive ``Delta``)."""
+    if cap is None:
+        return sums / eps * (1 - PROOF_RTOL)
+    return np.where(sums > 0, cap / eps, 0.0)
+
+
+def _beyond(delta: np.ndarray, e: np.ndarray, eps: float, cap: float | None) -> np.ndarray:
+    """Per step, the least of ``delta[:, d] / (eps - e[:, d])`` over the other side's
+    distances ``d`` (a past-the-end distance, NaN, is no quilt), with the proof's slack: the
+    influences are float sums, and so are additive ``Delta``s. ``d = 0`` has ``e = 0`` exactly
+    (no quilt node on either side), so an all-or-nothing ``Delta`` needs no slack there."""
+    s = _scales(delta, e, eps)
+    s = np.where(np.isnan(s), np.inf, s)
+    slack = np.full(s.shape[1], 1 - PROOF_RTOL)
+    if cap is not None:
+        slack[0] = 1.0
+    return (s * slack[None, :]).min(axis=1)
+
+
 def _scales(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(e < eps, delta / (eps - e), np.inf)
@@ -277,9 +305,10 @@ def _scales(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     return np.where(np.isnan(e), np.inf, s)
 
 
-def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[int],
-                       weights: Sequence[float], eps: float, *,
-                       deadline: float | None = None, progress: bool = False) -> ChainQuilts:
+def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[int] | np.ndarray,
+                       weights: Sequence[float] | np.ndarray, eps: float, *,
+                       deadline: float | None = None, progress: bool = False,
+                       cap: float | None = None) -> ChainQuilts:
     """The least-scale quilt of each step in ``positions`` of the chain ``order``.
 
     Parameters
@@ -298,6 +327,10 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         (valid, ``optimal`` False; steps not reached keep the quilt ``{}``).
     progress : bool
         A progress bar over the steps.
+    cap : float, optional
+        An all-or-nothing sensitivity (a count, a histogram): ``Delta(N)`` is ``cap`` when the
+        weights over ``N`` sum to more than 0 (``N`` holds a step the query reads), else 0.
+        Monotone in ``N`` like a sum, so the same proof of optimality holds.
 
     Raises
     ------
@@ -305,6 +338,9 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         When float64 could underflow on this model (the caller plans another way).
     """
     theta = check_theta(theta)
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, float | int)
+                            or not math.isfinite(cap) or cap < 0):
+        raise ParameterError(f"cap must be a finite number >= 0, got {cap!r}")
     if isinstance(order, str) or not isinstance(order, Sequence) \
             or tuple(order) != chain_order(theta):
         raise ParameterError("order must be the network's chain order (chain_order(theta))")
@@ -351,7 +387,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
     out_a = np.zeros(n, dtype=np.int64)
     out_b = np.zeros(n, dtype=np.int64)
     out_e = np.zeros(n)
-    out_d = pre[n_steps] * np.ones(n)
+    out_d = _capped(pre[n_steps] * np.ones(n), cap)
     out_s = _scales(out_d, out_e, eps)
     out_opt = np.zeros(n, dtype=bool)
     out_m = np.full(n, -1, dtype=np.int64)
@@ -371,7 +407,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
             if deadline is not None and time.monotonic() > deadline:
                 stopped = True
                 break
-            _block(fs, pis, sfs, spis, c, pre, suf, pos, sel, radius, eps, pi_bound,
+            _block(fs, pis, sfs, spis, c, pre, suf, pos, sel, radius, eps, pi_bound, cap,
                    out_a, out_b, out_e, out_d, out_s, out_opt, out_m, out_p, out_n)
             sel = sel[~out_opt[sel]]
             radius *= 2
@@ -426,6 +462,7 @@ def _groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _block(fs: list[np.ndarray], pis: list[np.ndarray], sfs: list[np.ndarray],
            spis: list[np.ndarray], c: np.ndarray, pre: np.ndarray, suf: np.ndarray,
            pos: np.ndarray, sel: np.ndarray, radius: int, eps: float, pi_bound: float,
+           cap: float | None,
            out_a: np.ndarray, out_b: np.ndarray, out_e: np.ndarray, out_d: np.ndarray,
            out_s: np.ndarray, out_opt: np.ndarray, out_m: np.ndarray,
            out_p: np.ndarray, out_n: np.ndarray) -> None:
@@ -477,7 +514,7 @@ def _block(fs: list[np.ndarray], pis: list[np.ndarray], sfs: list[np.ndarray],
     e_up = np.where(past_end, np.nan, e_up)
     # Interior quilts (a, b >= 1): per evaluation. Index 0 (no quilt node on a side) needs the
     # step's own sum to that end: per step, O(kr) each.
-    d_inner = (dl[:, 1:, None] + dr[:, None, 1:]).reshape(n_u, -1)
+    d_inner = _capped((dl[:, 1:, None] + dr[:, None, 1:]).reshape(n_u, -1), cap)
     e_inner = e_up[:, 1:, 1:].reshape(n_u, -1)
     inner = _scales(d_inner, e_inner, eps)
     inner = np.where(np.isnan(inner), np.inf, inner)
@@ -493,8 +530,8 @@ def _block(fs: list[np.ndarray], pis: list[np.ndarray], sfs: list[np.ndarray],
     cand_e = [e_inner[urows, i_pick][inverse][:, None]]
     head_l = pre[nodes + 1]
     head_r = suf[nodes + 1]
-    row0 = head_l[:, None] + dr[inverse]           # a = 0, b = 0..kr
-    col0 = dl[inverse][:, 1:] + head_r[:, None]    # a = 1..kr, b = 0
+    row0 = _capped(head_l[:, None] + dr[inverse], cap)          # a = 0, b = 0..kr
+    col0 = _capped(dl[inverse][:, 1:] + head_r[:, None], cap)   # a = 1..kr, b = 0
     cand_s += [_scales(row0, e_up[inverse, 0, :], eps), _scales(col0, e_up[inverse, 1:, 0], eps)]
     cand_e += [e_up[inverse, 0, :], e_up[inverse, 1:, 0]]
     scale = np.concatenate(cand_s, axis=1)
@@ -519,8 +556,19 @@ def _block(fs: list[np.ndarray], pis: list[np.ndarray], sfs: list[np.ndarray],
     ca, cb = cand_a[rows, choice], cand_b[rows, choice]
     s_node = scale[rows, choice]
     # proof: a quilt node beyond the radius leaves at least `radius` steps of one side in N
-    lb_left = dl[inverse, kr] / eps * (1 - PROOF_RTOL)
-    lb_right = (c[nodes] + dr[inverse, kr]) / eps * (1 - PROOF_RTOL)
+    # (the side's kr nearest steps are in N: Delta / eps at least), and, sharper, a quilt
+    # node beyond the radius on one side with the other side's node at distance d has an
+    # influence at least the one-sided quilt's of d (the left part L_a >= 0) and an N
+    # holding both stretches
+    lb_left = _lower(dl[inverse, kr], cap, eps)
+    lb_right = _lower(c[nodes] + dr[inverse, kr], cap, eps)
+    far = _lower(dl[inverse, kr] + dr[inverse, kr], cap, eps)
+    lb_left = np.maximum(lb_left, np.minimum(far, _beyond(
+        _capped(dl[inverse, kr][:, None] + dr[inverse], cap), e_up[inverse, 0, :], eps, cap)))
+    right_sums = np.concatenate([head_l[:, None], dl[inverse][:, 1:]], axis=1) \
+        + (c[nodes] + dr[inverse, kr])[:, None]
+    lb_right = np.maximum(lb_right, np.minimum(far, _beyond(
+        _capped(right_sums, cap), e_up[inverse, :, 0], eps, cap)))
     ok_left = (nodes <= kr) | (s_node <= lb_left)
     ok_right = (n_steps - 1 - nodes <= kr) | (s_node <= lb_right)
     proven = ok_left & ok_right

@@ -59,7 +59,7 @@ from quiltpriv.mechanisms.apmqm import (
     canonical_json,
     plan_from_dict,
     plan_from_json,
-    query_fingerprint,
+    plan_query_fingerprint,
     quilt_scale,
 )
 from quiltpriv.model.network import Theta, as_theta, model_mismatch
@@ -478,8 +478,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     failure = _summary_mismatch(plan)
     if failure is not None:
         return verdict("plan", failure, rows)
-    if query_fingerprint(query, [_nearby_query_attributes(sp, shared.attrs)
-                                 for sp in plan.sensitive]) != plan.query_fingerprint:
+    if plan_query_fingerprint(query, plan) != plan.query_fingerprint:
         return verdict("query", "the plan's query fingerprint does not match this query "
                                 "(its definition and the sensitivities Delta_A and Delta_{A&N} "
                                 "the plan uses): the query differs from the one the plan was "

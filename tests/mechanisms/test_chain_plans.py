@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 import quiltpriv.mechanisms.chain_quilts as chain_quilts
-from quiltpriv.mechanisms.apmqm import _chain_plans, plan
+from quiltpriv.mechanisms.apmqm import SensitivePlan, plan
 from quiltpriv.mechanisms.chain_quilts import chain_least_quilts
 from quiltpriv.mechanisms.mqm import chain_order
+from quiltpriv.mechanisms.step_plans import chain_step_plans
 from quiltpriv.model.network import theta_from_tables
-from quiltpriv.queries.query import LinearQuery
+from quiltpriv.queries.query import CountQuery, LinearQuery
 
 
 def _random_chain(seed: int):
@@ -63,7 +64,8 @@ def test_chain_search_equals_the_general_planner(monkeypatch, seed):
     general = plan(theta, query, theta.nodes, eps)
     monkeypatch.setattr(chain_quilts, "CHAIN_MIN_NODES", 1)
     fast = plan(theta, query, theta.nodes, eps)
-    assert _chain_plans(theta, query, theta.nodes, eps, None, False, True) is not None
+    assert chain_step_plans(SensitivePlan, theta, query, theta.nodes, eps, None, False,
+                            True) is not None
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
         assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.node, f.quilt, g.quilt)
@@ -80,6 +82,28 @@ def test_chain_search_equals_the_general_planner(monkeypatch, seed):
         else:
             assert f.influence >= exact - 2e-10 * (1 + exact)
             assert f.influence <= exact + 1e-8 * (1 + exact)
+    assert fast.scale == pytest.approx(general.scale, rel=1e-8, abs=0)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_chain_search_of_a_count_equals_the_general_planner(monkeypatch, seed):
+    # an all-or-nothing sensitivity (Delta_A once N holds a query attribute): the same family
+    theta, linear = _random_chain(seed)
+    rng = np.random.default_rng(1000 + seed)
+    read = [v for v in linear.attributes if rng.random() < 0.5] or list(linear.attributes[:1])
+    query = CountQuery(read, records=int(rng.integers(1, 5)))
+    eps = [0.3, 1.0, 3.0][seed % 3]
+    monkeypatch.setattr(chain_quilts, "CHAIN_MIN_NODES", 10**9)
+    general = plan(theta, query, theta.nodes, eps)
+    monkeypatch.setattr(chain_quilts, "CHAIN_MIN_NODES", 1)
+    assert chain_step_plans(SensitivePlan, theta, query, theta.nodes, eps, None, False,
+                            True) is not None
+    fast = plan(theta, query, theta.nodes, eps)
+    for g, f in zip(general.sensitive, fast.sensitive, strict=True):
+        assert f.optimal and g.optimal
+        assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.node, f.quilt, g.quilt)
+        part = f.partition(theta)
+        assert f.sensitivity == query.sensitivity([v for v in part.nearby if v in read])
     assert fast.scale == pytest.approx(general.scale, rel=1e-8, abs=0)
 
 

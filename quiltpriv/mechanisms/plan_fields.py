@@ -1,0 +1,77 @@
+"""Strict parsing of a plan's JSON fields: one clear :class:`~quiltpriv.errors.PlanError` naming
+the first malformed field (used by :mod:`quiltpriv.mechanisms.apmqm` and
+:mod:`quiltpriv.mechanisms.step_plans`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from quiltpriv.errors import PlanError
+
+
+def _fail(where: str, what: str, got: Any) -> PlanError:
+    shown = repr(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return PlanError(f"plan: {where} must be {what}, got {shown}")
+
+
+def _number(x: Any, where: str, *, positive: bool = False) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        raise _fail(where, "a number", x)
+    try:
+        v = float(x)
+    except OverflowError:  # an integer beyond the float range
+        v = math.inf
+    if not math.isfinite(v):
+        raise _fail(where, "a finite number", x)
+    if v < 0 or (positive and v == 0):
+        raise _fail(where, "a number > 0" if positive else "a number >= 0", x)
+    return v
+
+
+def _bool(x: Any, where: str) -> bool:
+    if not isinstance(x, bool):
+        raise _fail(where, "true or false", x)
+    return x
+
+
+def _int(x: Any, where: str, minimum: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, int) or x < minimum:
+        raise _fail(where, f"a whole number >= {minimum}", x)
+    return x
+
+
+def _text(x: Any, where: str) -> str:
+    if not isinstance(x, str):
+        raise _fail(where, "a string", x)
+    return x
+
+
+def _digest(x: Any, where: str) -> str:
+    if not (isinstance(x, str) and len(x) == 64
+            and all(c in "0123456789abcdef" for c in x)):
+        raise _fail(where, "a SHA-256 digest (64 lower-case hexadecimal digits)", x)
+    return x
+
+
+def _names(x: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(x, list) or not all(isinstance(v, str) and v for v in x):
+        raise _fail(where, "a list of node names", x)
+    if len(set(x)) != len(x):
+        raise PlanError(f"plan: {where} names a node twice: {x}")
+    return tuple(x)
+
+
+def _keys(d: Any, keys: tuple[str, ...], where: str) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise _fail(where, "an object", d)
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise PlanError(f"plan: {where} has no {', '.join(map(repr, missing))}")
+    extra = [k for k in d if k not in keys]
+    if extra:
+        raise PlanError(f"plan: {where} has unknown field(s) {', '.join(map(repr, extra))}")
+    return d

@@ -1,0 +1,585 @@
+"""The per-step plans of a time series, held as runs: linear in the series, not in its square.
+
+A plan of every step of a chain ``X_1 -> ... -> X_T`` chooses, for each step ``i``, the quilt
+``{X_(i-a), X_(i+b)}`` (:mod:`quiltpriv.mechanisms.chain_quilts`); in the middle of a
+homogeneous chain every step chooses the same ``(a, b)`` with the same influence, sensitivity
+and scale. :class:`StepPlans` keeps the choices as *runs* of consecutive steps that share them
+and is a read-only sequence of :class:`~quiltpriv.mechanisms.apmqm.SensitivePlan`, each made
+when it is asked for (its quilt, nearby query attributes and explanation follow from the run,
+the step and the chain). A plan of a million steps is then a few hundred runs in memory and
+in its JSON (``"quiltpriv-plan/3"``), its fingerprint is linear in the steps
+(:func:`window_fingerprint`), and nothing lists ``N`` or ``R`` until a step is looked at.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, overload
+
+import numpy as np
+
+from quiltpriv.errors import ParameterError, PlanError, QueryError
+from quiltpriv.mechanisms import plan_fields as pf
+from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.rounding import scale_up
+from quiltpriv.utils.serialize import jsonable
+
+__all__ = ["StepPlans", "step_windows", "window_fingerprint", "window_sensitivities"]
+
+#: Said (in the attribute's explanation) when the time limit stops a search.
+TIME_LIMIT_REASON = "the time limit was reached before the search finished"
+
+#: The fingerprint format of a plan held as runs (:func:`window_fingerprint`).
+WINDOW_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/windows-1"
+
+
+class StepRun(NamedTuple):
+    """Consecutive steps ``first .. first + length - 1`` (chain positions, 0-based) sharing a
+    choice: the quilt ``{X_(i-a), X_(i+b)}`` (0: no quilt node on that side) and its numbers."""
+
+    first: int
+    length: int
+    a: int
+    b: int
+    influence: float
+    sensitivity: float
+    scale: float
+    optimal: bool
+    considered: int
+    member: str | None
+    pair: tuple[Any, Any] | None
+
+
+_RUN_FIELDS = StepRun._fields
+
+
+def _ranges(positions: np.ndarray) -> list[list[int]]:
+    """Sorted distinct positions as ``[first, length]`` ranges of consecutive ones."""
+    if positions.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(positions) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [positions.size]])
+    return [[int(positions[s]), int(e - s)] for s, e in zip(starts, ends, strict=True)]
+
+
+class StepPlans(Sequence[Any]):
+    """The sensitive steps' plans of a chain, as runs (a sequence of ``SensitivePlan``).
+
+    Parameters
+    ----------
+    kind : type
+        :class:`~quiltpriv.mechanisms.apmqm.SensitivePlan`, what a step is made as.
+    order : tuple of str
+        The chain's nodes in order.
+    runs : sequence of StepRun
+        In plan order; their steps are the sensitive attributes (each at most once).
+    attributes : ndarray of int
+        The chain positions of the query's attributes, sorted (each once).
+    epsilon : float
+    listed : bool
+        Whether each step's ``nearby`` and ``remote`` are listed when it is made (else its
+        ``nearby_attributes``, the query attributes in ``N``).
+    """
+
+    __slots__ = ("kind", "order", "runs", "attributes", "epsilon", "listed", "_starts",
+                 "_where")
+
+    def __init__(self, kind: type, order: tuple[str, ...], runs: Sequence[StepRun],
+                 attributes: np.ndarray, epsilon: float, listed: bool) -> None:
+        if not isinstance(kind, type):
+            raise PlanError(f"step plans: kind must be a class, got {kind!r}")
+        if not isinstance(order, tuple) or not all(isinstance(v, str) for v in order):
+            raise PlanError("step plans: order must be a tuple of node names")
+        if isinstance(runs, str) or not isinstance(runs, Sequence) \
+                or not all(isinstance(r, StepRun) for r in runs):
+            raise PlanError("step plans: runs must be a sequence of StepRun")
+        if not isinstance(attributes, np.ndarray) or attributes.ndim != 1 \
+                or not np.issubdtype(attributes.dtype, np.integer):
+            raise PlanError("step plans: attributes must be a 1-D array of chain positions")
+        if isinstance(epsilon, bool) or not isinstance(epsilon, float | int) \
+                or not math.isfinite(epsilon) or epsilon <= 0:
+            raise PlanError(f"step plans: epsilon must be a finite number > 0, got {epsilon!r}")
+        if not isinstance(listed, bool):
+            raise PlanError(f"step plans: listed must be True or False, got {listed!r}")
+        self.kind = kind
+        self.order = order
+        self.runs = tuple(runs)
+        self.attributes = attributes.astype(np.int64)
+        self.epsilon = float(epsilon)
+        self.listed = listed
+        self._starts = np.concatenate([[0], np.cumsum([r.length for r in self.runs],
+                                                      dtype=np.int64)])
+        self._where: dict[str, int] | None = None
+
+    # -- the sequence ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    @overload
+    def __getitem__(self, j: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> tuple[Any, ...]: ...
+
+    def __getitem__(self, j: int | slice) -> Any:
+        if isinstance(j, slice):
+            return tuple(self[k] for k in range(*j.indices(len(self))))
+        n = len(self)
+        if isinstance(j, bool) or not isinstance(j, int | np.integer):
+            raise TypeError(f"step plans are indexed by whole numbers, not {type(j).__name__}")
+        k = int(j) + n if j < 0 else int(j)
+        if not 0 <= k < n:
+            raise IndexError(j)
+        r = int(np.searchsorted(self._starts, k, side="right")) - 1
+        run = self.runs[r]
+        return self._make(run, run.first + (k - int(self._starts[r])))
+
+    def __iter__(self) -> Iterator[Any]:
+        for run in self.runs:
+            for p in range(run.first, run.first + run.length):
+                yield self._make(run, p)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StepPlans):
+            return (self.order == other.order and self.runs == other.runs
+                    and np.array_equal(self.attributes, other.attributes)
+                    and self.epsilon == other.epsilon and self.listed == other.listed)
+        if isinstance(other, tuple):
+            return len(other) == len(self) and all(x == y for x, y in zip(self, other,
+                                                                           strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.order, self.runs, self.attributes.tobytes(), self.epsilon,
+                     self.listed))
+
+    def __repr__(self) -> str:
+        return (f"StepPlans({len(self)} steps of a {len(self.order)}-step chain in "
+                f"{len(self.runs)} runs)")
+
+    def __reduce__(self) -> Any:
+        return (StepPlans, (self.kind, self.order, self.runs, self.attributes, self.epsilon,
+                            self.listed))
+
+    # -- per-step views, vectorized -------------------------------------------------------
+
+    def nodes(self) -> tuple[str, ...]:
+        """The sensitive steps' names, in plan order."""
+        out: list[str] = []
+        for r in self.runs:
+            out.extend(self.order[r.first:r.first + r.length])
+        return tuple(out)
+
+    def index(self, node: Any, start: int = 0, stop: int | None = None) -> int:
+        """Plan index of the sensitive step ``node`` (ValueError if it is not one)."""
+        if self._where is None:
+            where: dict[str, int] = {}
+            for r, s in zip(self.runs, self._starts[:-1].tolist(), strict=True):
+                where.update(zip(self.order[r.first:r.first + r.length],
+                                 range(s, s + r.length), strict=True))
+            self._where = where
+        k = self._where.get(node) if isinstance(node, str) else None
+        if k is None or not start <= k < (len(self) if stop is None else stop):
+            raise ValueError(f"{node!r} is not a sensitive step of this plan")
+        return k
+
+    def __contains__(self, sp: object) -> bool:
+        node = getattr(sp, "node", None)
+        if not isinstance(node, str):
+            return False
+        try:
+            return self[self.index(node)] == sp
+        except ValueError:
+            return False
+
+    def column(self, name: str) -> np.ndarray:
+        """One field of :class:`StepRun` per step (``"position"`` for the chain positions)."""
+        lengths = np.fromiter((r.length for r in self.runs), dtype=np.int64,
+                              count=len(self.runs))
+        if name == "position":
+            first = np.fromiter((r.first for r in self.runs), dtype=np.int64,
+                                count=len(self.runs))
+            offs = np.arange(len(self)) - np.repeat(self._starts[:-1], lengths)
+            return np.repeat(first, lengths) + offs
+        k = _RUN_FIELDS.index(name)
+        return np.repeat(np.array([r[k] for r in self.runs]), lengths)
+
+    def binding_index(self) -> int:
+        """Plan index of the first step of largest scale (:attr:`Plan.binding`)."""
+        top = max(r.scale for r in self.runs)
+        for r, s in zip(self.runs, self._starts[:-1].tolist(), strict=True):
+            if r.scale == top:
+                return int(s)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- one step -------------------------------------------------------------------------
+
+    def _bounds(self, run: StepRun, p: int) -> tuple[int, int]:
+        """The step ``p``'s nearby set ``N``: chain positions ``lo .. hi``."""
+        return (p - run.a + 1 if run.a else 0,
+                p + run.b - 1 if run.b else len(self.order) - 1)
+
+    def _make(self, run: StepRun, p: int) -> Any:
+        from quiltpriv.graph.quilts import Quilt
+
+        order = self.order
+        node = order[p]
+        lo, hi = self._bounds(run, p)
+        quilt = tuple(order[x] for x in ((p - run.a) if run.a else -1,
+                                         (p + run.b) if run.b else -1) if x >= 0)
+        attrs = self.attributes
+        k0 = int(np.searchsorted(attrs, lo, side="left"))
+        k1 = int(np.searchsorted(attrs, hi, side="right"))
+        near = tuple(order[x] for x in attrs[k0:k1].tolist())
+        full = None
+        if self.listed:
+            q = set(quilt)
+            remote = tuple(v for v in order[:lo] + order[hi + 1:] if v not in q)
+            full = Quilt(node, quilt, order[lo:hi + 1], remote)
+        text = step_explanation(node, quilt, full, near, run, self.epsilon, len(order),
+                                TIME_LIMIT_REASON)
+        return self.kind(
+            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            remote=None if full is None else full.remote,
+            nearby_attributes=near if full is None else None,
+            influence=run.influence, sensitivity=run.sensitivity, scale=run.scale,
+            quilts_considered=run.considered, optimal=run.optimal, explanation=text,
+            influence_member=run.member, influence_pair=run.pair)
+
+    # -- JSON -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"order": [...], "attributes": [[first, length], ...], "listed": bool,
+        "runs": [[first, length, a, b, influence, sensitivity, scale, optimal, considered,
+        member, pair], ...]}`` (positions 0-based in ``order``)."""
+        return {"order": list(self.order), "attributes": _ranges(self.attributes),
+                "listed": self.listed,
+                "runs": [[r.first, r.length, r.a, r.b, r.influence, r.sensitivity, r.scale,
+                          r.optimal, r.considered, r.member,
+                          None if r.pair is None else list(r.pair)] for r in self.runs]}
+
+    @classmethod
+    def from_dict(cls, kind: type, d: Any, epsilon: float) -> StepPlans:
+        """Parse :meth:`to_dict` output strictly (PlanError naming the first bad field)."""
+        d = pf._keys(d, ("order", "attributes", "listed", "runs"), "sensitive")
+        order = pf._names(d["order"], "sensitive.order")
+        n_steps = len(order)
+        if n_steps < 2:
+            raise PlanError("plan: sensitive.order must name the chain's steps (at least 2)")
+        listed = pf._bool(d["listed"], "sensitive.listed")
+        attrs = _parse_ranges(d["attributes"], n_steps, "sensitive.attributes")
+        raw = d["runs"]
+        if not isinstance(raw, list) or not raw:
+            raise pf._fail("sensitive.runs", "a non-empty list of runs", raw)
+        runs = []
+        seen = np.zeros(n_steps, dtype=bool)
+        for k, x in enumerate(raw):
+            where = f"sensitive.runs[{k}]"
+            if not isinstance(x, list) or len(x) != len(_RUN_FIELDS):
+                raise pf._fail(where, f"a list of {len(_RUN_FIELDS)} fields "
+                               f"({', '.join(_RUN_FIELDS)})", x)
+            first = pf._int(x[0], f"{where}.first", 0)
+            length = pf._int(x[1], f"{where}.length", 1)
+            if first + length > n_steps:
+                raise PlanError(f"plan: {where} runs past the chain's {n_steps} steps")
+            if seen[first:first + length].any():
+                raise PlanError(f"plan: {where} names a step that another run names")
+            seen[first:first + length] = True
+            a = pf._int(x[2], f"{where}.a", 0)
+            b = pf._int(x[3], f"{where}.b", 0)
+            if a > first or (b and first + length - 1 + b >= n_steps):
+                raise PlanError(f"plan: {where}: a quilt node lies outside the chain")
+            member = x[9]
+            if member is not None:
+                member = pf._text(member, f"{where}.member")
+            pair = x[10]
+            if pair is not None:
+                if (not isinstance(pair, list) or len(pair) != 2
+                        or not all(isinstance(v, str | int | float)
+                                   and not isinstance(v, bool) for v in pair)):
+                    raise pf._fail(f"{where}.pair", "null or a list of two values", pair)
+                pair = (pair[0], pair[1])
+            runs.append(StepRun(
+                first, length, a, b, pf._number(x[4], f"{where}.influence"),
+                pf._number(x[5], f"{where}.sensitivity"), pf._number(x[6], f"{where}.scale"),
+                pf._bool(x[7], f"{where}.optimal"), pf._int(x[8], f"{where}.considered", 1),
+                member, pair))
+        return cls(kind, order, runs, attrs, epsilon, listed)
+
+    # -- text -----------------------------------------------------------------------------
+
+    def run_label(self, run: StepRun) -> str:
+        """``X5`` for one step, ``X33..X99968 (99,936 steps)`` for a run."""
+        first = self.order[run.first]
+        if run.length == 1:
+            return first
+        return f"{first}..{self.order[run.first + run.length - 1]} ({run.length:,} steps)"
+
+    def run_quilt(self, run: StepRun) -> str:
+        """The run's quilt: names for one step, offsets ``{i-a, i+b}`` for several."""
+        return "{" + ", ".join(self.run_quilt_parts(run)) + "}"
+
+    def run_quilt_parts(self, run: StepRun) -> tuple[str, ...]:
+        """:meth:`run_quilt`'s members."""
+        if run.length == 1:
+            p = run.first
+            return tuple(self.order[x] for x in ((p - run.a) if run.a else -1,
+                                                 (p + run.b) if run.b else -1) if x >= 0)
+        return tuple(([f"i-{run.a}"] if run.a else []) + ([f"i+{run.b}"] if run.b else []))
+
+
+def _parse_ranges(x: Any, n_steps: int, where: str) -> np.ndarray:
+    if not isinstance(x, list):
+        raise pf._fail(where, "a list of [first, length] ranges", x)
+    parts = []
+    last = -1
+    for k, r in enumerate(x):
+        if not isinstance(r, list) or len(r) != 2:
+            raise pf._fail(f"{where}[{k}]", "a [first, length] range", r)
+        first = pf._int(r[0], f"{where}[{k}][0]", 0)
+        length = pf._int(r[1], f"{where}[{k}][1]", 1)
+        if first <= last or first + length > n_steps:
+            raise PlanError(f"plan: {where}[{k}] is out of order, overlaps or runs past the "
+                            "chain")
+        last = first + length - 1
+        parts.append(np.arange(first, first + length, dtype=np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[str, ...],
+                     run: StepRun, eps: float, n_nodes: int, time_reason: str) -> str:
+    """One paragraph on a step's chain quilt (the planner's wording, [ZOC22, Alg. 3])."""
+    from quiltpriv.inference.influence import fmt_influence
+    from quiltpriv.utils.format import fmt_number as fmt
+    from quiltpriv.utils.format import fmt_set
+
+    e, delta, scale = run.influence, run.sensitivity, run.scale
+    if not quilt:
+        text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
+                f"used: Delta_A F = {fmt(delta)}, scale = Delta / eps = {fmt(scale)}.")
+    else:
+        remote = "R (not listed in a plan this large)" if full is None else \
+            f"R = {fmt_set(full.remote)}"
+        if full is not None and not full.remote:
+            sep = (f"the quilt Q = {fmt_set(quilt)} is held fixed, which takes its nodes out "
+                   f"of N (it separates nothing else: R = {{}})")
+        else:
+            sep = f"Q = {fmt_set(quilt)} d-separates {node!r} from {remote}"
+        where = ""
+        if run.member is not None and run.pair is not None:
+            where = f" (under {run.member}, phi = {run.pair[0]} vs {run.pair[1]})"
+        infl = f"max-influence e(Q|{node}) = {fmt_influence(e)}{where}"
+        if delta == 0:
+            cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
+                    f"noise is needed for {node!r}")
+        else:
+            cost = (f"the query reads nearby {fmt_set(near)}, Delta_{{A&N}} F = {fmt(delta)}, "
+                    f"scale = {fmt(delta)} / ({eps:g} - {fmt(e)}) = {fmt(scale)}")
+        text = f"{sep}; {infl}; {cost}."
+    if run.optimal:
+        m = n_nodes - 1
+        total = f"{2**m}" if m <= 40 else f"2^{m}"
+        text += (f" Least scale over all {total} quilts of {node!r} (exact: every other "
+                 f"quilt is dominated by an evaluated candidate or ruled out by a bound; see "
+                 f"docs/concepts.md).")
+    else:
+        text += f" Optimality not proven: {time_reason}."
+    return text
+
+
+def _check_steps(plans: object) -> StepPlans:
+    if not isinstance(plans, StepPlans):
+        raise PlanError(f"plans must be StepPlans, got {type(plans).__name__}")
+    return plans
+
+
+def step_windows(plans: StepPlans) -> tuple[np.ndarray, np.ndarray]:
+    """Per step (plan order), the query attributes in its ``N``: indices ``[k0, k1)`` into
+    ``plans.attributes`` (the query's attributes in chain order)."""
+    _check_steps(plans)
+    return _windows(len(plans.order), plans.attributes, plans.column("position"),
+                    plans.column("a"), plans.column("b"))
+
+
+def window_sensitivities(plans: StepPlans, query: Query) -> np.ndarray:
+    """``Delta_{A&N} F`` of every step, each from ``query.sensitivity`` of its nearby query
+    attributes (once per distinct window)."""
+    check_query(query)
+    k0, k1 = step_windows(plans)
+    return _window_deltas(plans.order, plans.attributes, k0, k1, query)
+
+
+def window_fingerprint(query: Query, plans: StepPlans, sensitivities: np.ndarray,
+                       canonical: Any) -> str:
+    """SHA-256 of the query's definition and of every ``Delta_{A&N}`` a plan held as runs
+    uses (:func:`quiltpriv.mechanisms.apmqm.query_fingerprint` for such a plan, linear in its
+    steps).
+
+    ``sensitivities`` are the query's ``Delta_{A&N}`` of each step (plan order), as
+    :func:`window_sensitivities` recomputes them; ``canonical`` is
+    :func:`~quiltpriv.mechanisms.apmqm.canonical_json`. The hashed bytes are the canonical JSON
+    ``{"attributes", "delta_a", "format", "query"}`` (the query's attributes in chain order,
+    ``Delta_A F``, :data:`WINDOW_FINGERPRINT_FORMAT`, ``query.to_dict()``), then, for each
+    distinct window ``[k0, k1)`` of those attributes that a step's ``N`` holds (sorted), its
+    two indices as little-endian int64, then the windows' ``Delta`` as little-endian float64.
+    """
+    check_query(query)
+    k0, k1 = step_windows(plans)
+    if not callable(canonical):
+        raise ParameterError("canonical must be canonical_json")
+    sens = np.asarray(sensitivities, dtype=np.float64) \
+        if isinstance(sensitivities, np.ndarray) else None
+    if sens is None or sens.shape != k0.shape:
+        raise ParameterError("sensitivities must be an array of one Delta per step")
+    keys, first = np.unique(np.stack([k0, k1], axis=1), axis=0, return_index=True)
+    deltas = sens[first]
+    if not np.all(np.isfinite(deltas)):
+        raise QueryError("query fingerprint: a sensitivity is not a finite number")
+    names = [plans.order[x] for x in plans.attributes.tolist()]
+    head = canonical({"format": WINDOW_FINGERPRINT_FORMAT, "query": query.to_dict(),
+                           "attributes": names,
+                           "delta_a": float(query.sensitivity(query.attributes))})
+    h = hashlib.sha256(head.encode("ascii"))
+    h.update(keys.astype("<i8").tobytes())
+    h.update(deltas.astype("<f8").tobytes())
+    return h.hexdigest()
+
+
+def runs_from_columns(positions: np.ndarray, a: np.ndarray, b: np.ndarray,
+                      influence: np.ndarray, sensitivity: np.ndarray, scale: np.ndarray,
+                      optimal: np.ndarray, considered: np.ndarray, members: Sequence[str],
+                      member_idx: np.ndarray, pair_idx: np.ndarray, state_ids: np.ndarray,
+                      states: Sequence[Sequence[Any]]) -> list[StepRun]:
+    """Cut per-step columns (plan order) into runs of consecutive steps with equal choices.
+
+    ``members[member_idx[j]]`` names step ``j``'s member (-1: none, and no pair); its pair
+    is ``pair_idx[j]`` into ``states[state_ids[j]]``, the step's state values.
+    """
+    n = len(positions)
+    if n == 0:
+        return []
+    same = np.zeros(n, dtype=bool)
+    same[1:] = positions[1:] == positions[:-1] + 1
+    for col in (a, b, influence, sensitivity, scale, optimal, considered, member_idx,
+                state_ids):
+        same[1:] &= col[1:] == col[:-1]
+    same[1:] &= (pair_idx[1:] == pair_idx[:-1]).all(axis=1)
+    starts = np.flatnonzero(~same)
+    ends = np.concatenate([starts[1:], [n]])
+    runs = []
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        m = int(member_idx[s])
+        pv = None
+        if m >= 0:
+            st = states[int(state_ids[s])]
+            pv = (jsonable(st[int(pair_idx[s, 0])]), jsonable(st[int(pair_idx[s, 1])]))
+        runs.append(StepRun(int(positions[s]), e - s, int(a[s]), int(b[s]),
+                            float(influence[s]), float(sensitivity[s]), float(scale[s]),
+                            bool(optimal[s]), int(considered[s]),
+                            None if m < 0 else members[m], pv))
+    return runs
+
+
+def _window_deltas(order: Sequence[str], attr_pos: np.ndarray, k0: np.ndarray,
+                   k1: np.ndarray, query: Query) -> np.ndarray:
+    """``query.sensitivity`` of the query attributes ``attr_pos[k0:k1]``, per step (once per
+    distinct window)."""
+    names = tuple(order[x] for x in attr_pos.tolist())
+    out = np.empty(len(k0))
+    cache: dict[tuple[int, int], float] = {}
+    for j, key in enumerate(zip(k0.tolist(), k1.tolist(), strict=True)):
+        d = cache.get(key)
+        if d is None:
+            d = cache[key] = float(query.sensitivity(names[key[0]:key[1]]))
+        out[j] = d
+    return out
+
+
+def _windows(n_steps: int, attr_pos: np.ndarray, pos: np.ndarray, a: np.ndarray,
+             b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.where(a > 0, pos - a + 1, 0)
+    hi = np.where(b > 0, pos + b - 1, n_steps - 1)
+    return (np.searchsorted(attr_pos, lo, side="left"),
+            np.searchsorted(attr_pos, hi, side="right"))
+
+
+def _scales_up(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`~quiltpriv.mechanisms.apmqm.quilt_scale` per step (``Delta / (eps - e)`` exact,
+    rounded up; 0 for ``Delta = 0`` and ``e <= eps``), once per distinct pair ``(Delta, e)``."""
+    if len(delta) == 0:
+        return np.zeros(0)
+    pairs, inverse = np.unique(np.stack([delta, e], axis=1), axis=0, return_inverse=True)
+    scales = np.array([(0.0 if x <= eps else math.inf) if d == 0.0 else
+                       (scale_up(d, eps, x) if x < eps else math.inf)
+                       for d, x in pairs.tolist()])
+    return scales[inverse.reshape(-1)]
+
+
+def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[str], eps: float,
+                     deadline: float | None, progress: bool,
+                     list_sets: bool) -> StepPlans | None:
+    """The plans of ``sensitive`` on a time series, or None where the chain search does not
+    apply (:func:`quiltpriv.mechanisms.apmqm.plan`).
+
+    On a directed chain with an additive sensitivity (a linear query, the fraction of time in
+    a state) or an all-or-nothing one (a count, a histogram) the family
+    ``{X_(i-a), X_(i+b)}`` holds an optimal quilt of every step (its ``N`` is every quilt's
+    with those nearest nodes), and
+    :func:`quiltpriv.mechanisms.chain_quilts.chain_least_quilts` finds it with the optimum
+    proven, in time linear in ``T`` ([ZOC22, Alg. 3]). ``Delta_{A&N}`` is the query's own
+    for each step's ``N``; the scale ``Delta / (eps - e)`` uses ``e`` rounded upwards. None:
+    not a chain of at least :data:`~quiltpriv.mechanisms.chain_quilts.CHAIN_MIN_NODES` nodes,
+    a general (custom) sensitivity, or numbers too small for float64 there.
+    """
+    from quiltpriv.mechanisms import chain_quilts as cq
+
+    structure = query.sensitivity_structure
+    if structure not in ("additive", "all-or-nothing") or len(theta.nodes) < cq.CHAIN_MIN_NODES:
+        return None
+    order = cq.chain_order(theta)
+    if order is None:
+        return None
+    index = theta.index
+    n_steps = len(order)
+    positions = np.fromiter((index[v] for v in sensitive), dtype=np.int64,
+                            count=len(sensitive))
+    weights = np.zeros(n_steps)
+    attr_pos = np.unique(np.fromiter((index[v] for v in query.attributes), dtype=np.int64))
+    cap = None
+    if structure == "all-or-nothing":
+        # Delta_B = Delta_A once B holds a query attribute, else 0
+        cap = float(query.sensitivity(query.attributes))
+        if query.sensitivity(()) != 0.0 or any(query.sensitivity((v,)) != cap
+                                              for v in dict.fromkeys(query.attributes)):
+            return None
+        weights[attr_pos] = 1.0
+    else:
+        for v in dict.fromkeys(query.attributes):
+            weights[index[v]] = query.sensitivity((v,))
+    try:
+        found = cq.chain_least_quilts(theta, order, positions, weights, eps,
+                                      deadline=deadline, progress=progress, cap=cap)
+    except cq.ChainNotApplicable:
+        return None
+    k0, k1 = _windows(n_steps, attr_pos, positions, found.a, found.b)
+    delta = _window_deltas(order, attr_pos, k0, k1, query)
+    e = found.influence
+    scale = _scales_up(delta, e, eps)
+    state_of: dict[tuple[Any, ...], int] = {}
+    states: list[Sequence[Any]] = []
+    ids = np.empty(len(positions), dtype=np.int64)
+    for j, p in enumerate(positions.tolist()):
+        st = tuple(theta.states[order[p]])
+        k = state_of.get(st)
+        if k is None:
+            k = state_of[st] = len(states)
+            states.append(st)
+        ids[j] = k
+    runs = runs_from_columns(positions, found.a, found.b, e, delta, scale, found.optimal,
+                             found.considered, theta.names, found.member, found.pair, ids,
+                             states)
+    return StepPlans(kind, order, runs, attr_pos, eps, list_sets)
