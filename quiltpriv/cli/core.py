@@ -47,6 +47,7 @@ from quiltpriv.queries.options import (
 from quiltpriv.queries.query import CountQuery, Query
 from quiltpriv.utils.format import describe_query, fmt_number, text_table
 from quiltpriv.utils.io import write_text_atomic
+from quiltpriv.utils.memory import DEFAULT_MAX_MEMORY, describe_bytes, parse_memory_size
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
 
@@ -216,14 +217,28 @@ def _time_limit(text: str) -> float | None:
     return time_limit_type(text)
 
 
+def max_memory_type(text: str) -> int:
+    """``--max-memory``: a size such as 4G or 512M (:func:`.memory.parse_memory_size`)."""
+    try:
+        return parse_memory_size(text, "--max-memory")
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
-    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; ``none``: no limit)."""
+    """``--time-limit SECONDS`` (default :data:`DEFAULT_TIME_LIMIT`; ``none``: no limit) and
+    ``--max-memory SIZE`` (default: half the machine's memory), the planner's two budgets."""
     p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
                    metavar="SECONDS",
                    help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; "
                         "none: no limit); when it is hit the plan stays private with the best "
                         "quilts found so far, flagged as not proven optimal, and its notes say "
                         "so")
+    p.add_argument("--max-memory", type=max_memory_type, default=None, metavar="SIZE",
+                   help=f"memory budget of exact inference, e.g. 4G or 512M (default "
+                        f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory); "
+                        "an influence whose tables need more is not computed (the plan "
+                        "stays private, flagged as not proven optimal)")
 
 
 #: The help of the options that take a list of names (``--sensitive``, ``--attributes``).
@@ -285,7 +300,7 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
         # Said by the command itself (plan: print_warnings; release: the record's warnings).
         warnings.simplefilter("ignore", PrivateModelWarning)
         p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
-                 n_jobs=getattr(args, "jobs", None),
+                 max_memory=getattr(args, "max_memory", None), n_jobs=getattr(args, "jobs", None),
                  progress=len(sensitive) > 1 and sys.stderr.isatty(),
                  inference=getattr(args, "inference", "auto"),
                  list_sets={"yes": True, "no": False}.get(getattr(args, "list_sets", "auto")))
@@ -485,10 +500,10 @@ def add_booking_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _quilt_row(theta: Theta, node: str, q: Any, query: Query | None,
-               eps: float | None) -> dict[str, Any]:
+               eps: float | None, max_memory: int | None = None) -> dict[str, Any]:
     """One quilt's row: its sets, influence and (with a query) sensitivity and scale."""
     try:
-        e: float | None = max_influence(theta, node, q.quilt).value
+        e: float | None = max_influence(theta, node, q.quilt, max_memory=max_memory).value
     except InfluenceTooExpensive:
         e = None
     row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
@@ -518,11 +533,12 @@ def _quilt_rows(args: argparse.Namespace, theta: Theta, node: str, query: Query 
         quilts.insert(0, trivial_quilt(theta, node))
     chosen = None
     if query is not None and args.epsilon:
-        sp = plan(theta, query, node, args.epsilon, time_limit=args.time_limit).sensitive[0]
+        sp = plan(theta, query, node, args.epsilon, time_limit=args.time_limit,
+                  max_memory=args.max_memory).sensitive[0]
         chosen = tuple(sp.quilt)
         if not any(sorted(q.quilt) == sorted(chosen) for q in quilts):
             quilts.append(markov_quilt(theta, node, chosen))
-    rows = [_quilt_row(theta, node, q, query, args.epsilon) for q in quilts]
+    rows = [_quilt_row(theta, node, q, query, args.epsilon, args.max_memory) for q in quilts]
     return rows, truncated, chosen
 
 

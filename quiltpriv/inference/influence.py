@@ -77,6 +77,7 @@ from quiltpriv.inference.junction_tree import (
     tree_structure,
 )
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.memory import table_limit, too_large
 from quiltpriv.utils.validation import check_instance, check_scalar
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
@@ -149,8 +150,9 @@ def compiled_kernel() -> bool:
 #: networks) so that the influence used for a plan is never an under-estimate.
 ROUNDING_MARGIN = 1e-10
 
-#: Largest intermediate or output table (entries) the exact computation will build.
-DEFAULT_MAX_TABLE = 2**25
+#: Largest intermediate or output table (entries) the exact computation builds by default: as
+#: many as the default memory budget holds (:func:`quiltpriv.utils.memory.table_limit`).
+DEFAULT_MAX_TABLE = table_limit()
 
 #: The float path is used for a query only when the product of the least positive CPD entries
 #: of its ancestral set is at least ``2**SAFE_LOG2_FLOOR``: then no intermediate of the
@@ -229,8 +231,9 @@ def joint_marginal(
     nodes: Sequence[str],
     member: int = 0,
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     inference: InferenceMethod = "auto",
+    max_memory: int | str | None = None,
 ) -> np.ndarray:
     """Exact ``P(phi_nodes)`` under one member of Theta, axes in the order of ``nodes``.
 
@@ -241,8 +244,9 @@ def joint_marginal(
         Distinct nodes; the output's axes follow this order.
     member : int
         Which member of Theta.
-    max_table : int
-        Largest intermediate or output table (entries).
+    max_table : int, optional
+        Largest intermediate or output table (entries); by default as many as ``max_memory``
+        holds (:func:`quiltpriv.utils.memory.table_limit`), and never more when both are given.
     inference : {"auto", "junction_tree", "elimination"}
         All three are exact and differ in rounding only. ``"auto"`` (the default): bucket
         elimination over the ancestral set of ``nodes``, with single-child ancestors folded
@@ -261,11 +265,17 @@ def joint_marginal(
         planner's queries, kept as an independent cross-check and for clique-local
         marginals), falling back to elimination when the tree would be too large.
 
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+
     Raises
     ------
     InfluenceTooExpensive
-        If the output or an intermediate factor would exceed ``max_table`` entries.
+        If the output or an intermediate factor would exceed ``max_table`` entries (the
+        message names the memory it needs and the budget).
     """
+    max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)
     nodes = theta.check_nodes(nodes, "node")
     if len(set(nodes)) != len(nodes):
@@ -345,9 +355,7 @@ def _check_output_size(theta: Theta, nodes: Sequence[str], max_table: int) -> No
     out_size = math.prod(card[v] for v in nodes)
     if out_size > max_table:
         raise InfluenceTooExpensive(
-            f"the joint table over {len(nodes)} nodes has {out_size} entries "
-            f"(limit {max_table})"
-        )
+            too_large(f"the joint table over {len(nodes)} nodes", out_size, max_table))
 
 
 def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
@@ -491,7 +499,7 @@ def _check_step(size: int, max_table: int, scope: set[str]) -> None:
     """Refuse a step above ``max_table``; the exception carries its variables (``scope``)."""
     if size > max_table:
         refused = InfluenceTooExpensive(
-            f"exact elimination needs a factor of {size} entries (limit {max_table})")
+            too_large("a factor of the exact elimination", size, max_table))
         refused.scope = frozenset(scope)  # type: ignore[attr-defined]
         raise refused
 
@@ -854,9 +862,10 @@ def max_influence(
     node: str,
     quilt: Iterable[str],
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     inference: InferenceMethod = "auto",
     deadline: float | None = None,
+    max_memory: int | str | None = None,
 ) -> Influence:
     """Exact max-influence ``e_Theta(Q | node)`` (Definition 8), rounded upwards.
 
@@ -868,13 +877,17 @@ def max_influence(
         The sensitive attribute ``i``.
     quilt : iterable of str
         The quilt ``Q`` (must not contain ``node``).
-    max_table : int
-        Largest table the exact computation may build.
+    max_table : int, optional
+        Largest table (entries) the exact computation may build; by default as many as
+        ``max_memory`` holds, and never more when both are given.
     inference : {"auto", "junction_tree", "elimination"}
         How the joint of ``(phi_i, phi_Q)`` is computed (:func:`joint_marginal`); all exact.
     deadline : float, optional
         A ``time.monotonic()`` value: a query that needs conditioning on a cutset (seconds of
         work) stops between two of its eliminations once it has passed.
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
 
     Returns
     -------
@@ -886,8 +899,10 @@ def max_influence(
     ------
     InfluenceTooExpensive
         When the exact computation would exceed ``max_table``, or ``deadline`` passed during
-        it (callers fall back to a bound or drop the candidate; they never guess).
+        it (callers fall back to a bound or drop the candidate; they never guess). The
+        message names the memory needed and the budget.
     """
+    max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)
     check_inference(inference)
     deadline = _check_deadline(deadline)
@@ -1218,9 +1233,10 @@ def influence_upper_bound(
     node: str,
     quilt: Iterable[str],
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     inference: InferenceMethod = "auto",
     deadline: float | None = None,
+    max_memory: int | str | None = None,
 ) -> Influence:
     """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
 

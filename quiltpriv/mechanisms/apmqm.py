@@ -70,7 +70,6 @@ from quiltpriv.inference.attribute_joints import (
     propagation_work,
 )
 from quiltpriv.inference.influence import (
-    DEFAULT_MAX_TABLE,
     InferenceMethod,
     Influence,
     InfluenceTooExpensive,
@@ -100,6 +99,7 @@ from quiltpriv.utils.format import describe_query as _describe_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.format import text_table as _table
+from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult, jsonable
 from quiltpriv.utils.validation import (
     check_epsilon,
@@ -1507,10 +1507,11 @@ def plan_node(
     node: str,
     epsilon: float,
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     deadline: float | None = None,
     inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    max_memory: int | str | None = None,
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
 
@@ -1524,7 +1525,7 @@ def plan_node(
     node = theta.check_node(node, "sensitive attribute")
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
-    return _plan_node(theta, query, node, epsilon, max_table, deadline,
+    return _plan_node(theta, query, node, epsilon, table_limit(max_table, max_memory), deadline,
                       check_inference(inference), _check_max_candidates(max_candidates))[0]
 
 
@@ -1701,13 +1702,14 @@ def plan(
     sensitive: str | Iterable[str],
     epsilon: float,
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     time_limit: float | None = None,
     n_jobs: int | None = None,
     progress: bool = False,
     inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     list_sets: bool | None = None,
+    max_memory: int | str | None = None,
 ) -> Plan:
     """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
 
@@ -1722,8 +1724,12 @@ def plan(
     epsilon : float
         The privacy parameter, finite and > 0.
     max_table : int, optional
-        Largest joint table an exact influence may build; a candidate beyond it is skipped
-        (the plan stays private and says optimality is not proven).
+        Largest joint table (entries) an exact influence may build; a candidate beyond it is
+        skipped (the plan stays private and says optimality is not proven). By default as
+        many as ``max_memory`` holds, and never more when both are given.
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``, ``"512M"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
     time_limit : float, optional
         Seconds; when passed, the search stops with the best valid quilt found so far.
     n_jobs : int, optional
@@ -1771,6 +1777,7 @@ def plan(
         ``n_jobs`` 0 or not whole; a sensitivity or a least scale that overflows the float
         range (plans hold finite scales only).
     """
+    max_table = table_limit(max_table, max_memory)
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
     check_query(query)

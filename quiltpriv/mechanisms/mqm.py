@@ -49,12 +49,13 @@ from typing import TYPE_CHECKING, Any
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
-from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, InfluenceTooExpensive, max_influence
+from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
 from quiltpriv.mechanisms.calibration import mul_up, scale_up
 from quiltpriv.mechanisms.chain_quilts import chain_order
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
@@ -457,11 +458,12 @@ def markov_quilt_mechanism(
     family: str = "auto",
     max_quilt_size: int = 2,
     max_exhaustive_nodes: int = MAX_EXHAUSTIVE_NODES,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     read: str | Iterable[str] | None = None,
     time_limit: float | None = None,
     progress: bool = False,
     list_sets: bool | None = None,
+    max_memory: int | str | None = None,
 ) -> MQMPlan:
     """Plan the original Markov Quilt Mechanism ([ZOC22, Alg. 5]) on a network over record values.
 
@@ -485,8 +487,9 @@ def markov_quilt_mechanism(
         Largest ``|Q|`` for ``family="bounded"``.
     max_exhaustive_nodes : int
         Node count up to which ``"auto"`` enumerates every quilt.
-    max_table : int
-        Largest joint table an exact influence may build; a candidate beyond it is skipped.
+    max_table : int, optional
+        Largest joint table (entries) an exact influence may build; a candidate beyond it is
+        skipped. By default as many as ``max_memory`` holds, never more when both are given.
     read : str or iterable of str, optional
         The entries ``F`` reads (default all). An entry ``F`` does not read changes nothing,
         so ``b(Q)`` counts ``|N & read|`` ([SWC17]'s ``|N|`` for a query over every entry):
@@ -500,6 +503,9 @@ def markov_quilt_mechanism(
     list_sets : bool, optional
         List each entry's ``N`` and ``R`` (default: as :func:`quiltpriv.mechanisms.apmqm.plan`
         decides, by the network's size times the number of protected entries).
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
 
     Returns
     -------
@@ -513,6 +519,7 @@ def markov_quilt_mechanism(
     ModelError
         A protected entry not in the network.
     """
+    max_table = table_limit(max_table, max_memory)
     theta = as_theta(model)
     eps = check_epsilon(epsilon)
     lip = check_positive(lipschitz, "lipschitz constant L")

@@ -41,7 +41,6 @@ from typing import Any
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
 from quiltpriv.graph.quilts import d_connected
 from quiltpriv.inference.influence import (
-    DEFAULT_MAX_TABLE,
     ROUNDING_MARGIN,
     InferenceMethod,
     InfluenceTooExpensive,
@@ -75,6 +74,7 @@ from quiltpriv.queries.query import (
     check_query,
 )
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
+from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult, jsonable
 from quiltpriv.utils.validation import check_epsilon
 
@@ -411,8 +411,8 @@ def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
 
 def check_plan(plan: Plan, model: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-               max_table: int = DEFAULT_MAX_TABLE,
-               inference: InferenceMethod = "auto") -> PlanVerification:
+               max_table: int | None = None, inference: InferenceMethod = "auto",
+               max_memory: int | str | None = None) -> PlanVerification:
     """Verify ``plan`` against ``model`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
@@ -435,7 +435,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
         Attributes the plan must protect (it may protect more).
     epsilon : float, optional
         The privacy the plan must give: its epsilon must be at most this.
-    max_table, inference
+    max_table, inference, max_memory
         As in :func:`quiltpriv.plan` (how influences are recomputed).
 
     Returns
@@ -447,6 +447,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     check_query(query)
+    max_table = table_limit(max_table, max_memory)
     theta = as_theta(model)
     inference = check_inference(inference)
     definition = query.to_dict()
@@ -551,7 +552,8 @@ def _summary_mismatch(plan: Plan) -> str | None:
 
 def verify_plan(plan: Plan, model: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
-                max_table: int = DEFAULT_MAX_TABLE, inference: InferenceMethod = "auto") -> Plan:
+                max_table: int | None = None, inference: InferenceMethod = "auto",
+                max_memory: int | str | None = None) -> Plan:
     """The plan, verified against ``model`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
@@ -570,7 +572,8 @@ def verify_plan(plan: Plan, model: Any, query: Query, *,
         Any other claim of the plan does not hold; the message names the first one.
     """
     return check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon,
-                      max_table=max_table, inference=inference).verified_plan()
+                      max_table=max_table, inference=inference,
+                      max_memory=max_memory).verified_plan()
 
 
 # -- another model -------------------------------------------------------------------------
