@@ -21,12 +21,10 @@ __all__ = [
     "BYTES_PER_TABLE_ENTRY",
     "DEFAULT_MAX_MEMORY",
     "check_max_memory",
-    "describe_bytes",
     "parse_memory_size",
     "physical_memory",
     "table_limit",
-    "too_large",
-]
+]  # describe_bytes and too_large format checked values for messages (not input paths)
 
 
 def physical_memory() -> int | None:
