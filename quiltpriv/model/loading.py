@@ -27,21 +27,24 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
+
+import numpy as np
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
     CPD_SUM_TOLERANCE,
     JSON_FORMAT,
     Theta,
+    _theta_from_named_tables,
     theta_from_pgmpy,
-    theta_from_tables,
     theta_to_pgmpy,
 )
 from quiltpriv.model.network import theta_to_dict as theta_to_dict
-from quiltpriv.model.readers import MAX_STATES, check_probability_literal
+from quiltpriv.model.readers import _TINY, MAX_STATES, check_probability_literal
 
 #: BIF and XMLBIF files above this size are refused before parsing (a BIF of the largest
 #: bundled pgmpy network, munin, is about 1.5 MB uncompressed). JSON models are bounded by
@@ -411,52 +414,159 @@ def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
 
 
 def _theta_from_json_document(text: str, path: Path, tolerance: float) -> Theta:
-    doc = _json_document(text, path)
+    """Theta from a JSON model's text, every literal and table checked.
+
+    Fast path: numbers through the C float reader and keys without a Python hook. Every
+    literal :func:`check_probability_literal` refuses becomes, through the float reader, an
+    infinite float or one in ``[0, 2**-1022)``; so when the tables hold none of those (and no
+    other float sits outside them), no literal could have failed and the result stands. Else,
+    and on any error, the text is scanned for such literals (:func:`_json_numbers_plain`) and,
+    if it holds one, read again with every literal checked, which refuses it with the same
+    message as before.
+    """
+    try:
+        theta, risky = _theta_from_doc(_json_document(text, path, checked=False), path,
+                                       tolerance)
+    except ModelError:
+        if _json_numbers_plain(text):
+            raise
+        risky = True
+    if risky and not _json_numbers_plain(text):
+        theta, _ = _theta_from_doc(_json_document(text, path, checked=True), path, tolerance)
+    return theta
+
+
+def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float) -> tuple[Theta, bool]:
+    """Theta from a parsed JSON model, and whether a float in it might come from a literal
+    the float reader could not check (see :func:`_theta_from_json_document`)."""
     nodes = doc.get("nodes")
     members = doc.get("members")
     if not isinstance(nodes, dict) or not nodes:
         raise ModelError(f"{path}: 'nodes' must be a non-empty object")
     if not isinstance(members, list) or not members:
         raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
-    states: dict[str, list[str]] = {}
-    parents: dict[str, list[str]] = {}
-    for v, spec in nodes.items():
-        states[v], parents[v] = _json_node(v, spec, nodes, path)
-    edges = [(p, v) for v in nodes for p in parents[v]]
+    states, parents = _json_nodes(nodes, path)
+    # a node entry with other keys than states and parents: read its numbers checked
+    risky = sum(map(len, nodes.values())) != len(nodes) + sum("parents" in s for s in
+                                                             nodes.values())
     tables, names = [], []
     for k, m in enumerate(members):
         if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
             raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
         names.append(str(m.get("name") or f"{path.stem}[{k}]"))
         tables.append(m["cpds"])
+        risky = risky or _holds_float({key: x for key, x in m.items() if key != "cpds"})
     provenance = doc.get("provenance")
     if provenance is not None and not isinstance(provenance, dict):
         raise ModelError(f"{path}: 'provenance' must be an object")
-    theta = theta_from_tables(edges, states, tables, names, parents_order=parents,
-                              tolerance=tolerance)
+    risky = risky or _holds_float({key: x for key, x in doc.items()
+                                   if key not in ("nodes", "members")})
+    theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance)
+    risky = risky or any(_tiny_or_infinite(m) for m in theta.members)
     # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
-    return theta if provenance is None else theta.with_provenance(provenance)
+    return (theta if provenance is None else theta.with_provenance(provenance)), risky
 
 
-def _json_document(text: str, path: Path) -> dict[str, Any]:
-    """The JSON model's top-level object, of the expected format."""
+def _holds_float(x: object) -> bool:
+    """Whether a parsed JSON value holds a float anywhere (metadata: small)."""
+    if isinstance(x, float):
+        return True
+    if isinstance(x, dict):
+        return any(_holds_float(v) for v in x.values())
+    if isinstance(x, list):
+        return any(_holds_float(v) for v in x)
+    return False
+
+
+def _tiny_or_infinite(member: Mapping[str, Any]) -> bool:
+    """Whether a member's tables hold an entry that is 0, subnormal or not finite (what the
+    float reader makes of a literal the checked reader refuses, and of a plain 0)."""
+    flat = np.concatenate([cpd.table.ravel() for cpd in member.values()])
+    return bool(np.any(~(np.abs(flat) >= _TINY)))
+
+
+def _count_pairs(doc: object) -> int:
+    """Key-value pairs of the model's objects: the document, its nodes and their entries,
+    its members and their tables' objects, and any object in the rest (metadata, small).
+    Objects elsewhere (in a node's entry, in a table) are not counted: a count that falls
+    short only sends the text to the per-object duplicate check."""
+    if not isinstance(doc, dict):
+        return 0
+    n = len(doc)
+    for key, x in doc.items():
+        if key == "nodes" and isinstance(x, dict):
+            n += len(x) + sum(map(len, [s for s in x.values() if type(s) is dict]))
+        elif key == "members" and isinstance(x, list):
+            for m in x:
+                if isinstance(m, dict):
+                    n += len(m) + sum(_count_pairs_any(y) if k != "cpds" else
+                                      len(y) if isinstance(y, dict) else 0
+                                      for k, y in m.items())
+        else:
+            n += _count_pairs_any(x)
+    return n
+
+
+def _count_pairs_any(x: object) -> int:
+    """Key-value pairs of every object in a (small) parsed JSON value."""
+    if isinstance(x, dict):
+        return len(x) + sum(_count_pairs_any(v) for v in x.values())
+    if isinstance(x, list):
+        return sum(_count_pairs_any(v) for v in x)
+    return 0
+
+
+def _json_document(text: str, path: Path, *, checked: bool = True) -> dict[str, Any]:
+    """The JSON model's top-level object, of the expected format.
+
+    ``checked``: every float literal through :func:`check_probability_literal`; otherwise
+    through the C float reader (the caller decides whether that was enough). Duplicate keys
+    are refused either way: without the per-object hook, the text's colons are counted
+    against the pairs parsed (each pair has its colon; a colon inside a string only adds),
+    and only where they differ is the text read again with the hook, which names the key.
+    """
     from quiltpriv.utils.serialize import load_json
 
-    # Per-literal checking in Python was most of the load time of a large model (5.1 million
-    # calls for 100,000 nodes); it is needed only for text holding a literal that could fail it.
-    parse_float = float if _json_numbers_plain(text) else _json_float
-    try:
-        doc = load_json(text, "the JSON model", error=ModelError,
-                        parse_constant=_reject_constant, parse_float=parse_float,
-                        parse_int=_parse_int, object_pairs_hook=_no_duplicate_keys)
-    except ModelError as exc:  # neither the hooks nor the reader know the path
-        raise ModelError(f"{path}: {exc}") from None
+    def parse(parse_float: Any, hook: Any) -> Any:
+        try:
+            return load_json(text, "the JSON model", error=ModelError,
+                             parse_constant=_reject_constant, parse_float=parse_float,
+                             parse_int=_parse_int, object_pairs_hook=hook)
+        except ModelError as exc:  # neither the hooks nor the reader know the path
+            raise ModelError(f"{path}: {exc}") from None
+
+    doc = parse(_json_float if checked else float, None)
+    if text.count(":") != _count_pairs(doc):
+        doc = parse(_json_float if checked else float, _no_duplicate_keys)
     if not isinstance(doc, dict):
         raise ModelError(f"{path}: a JSON model must be an object")
     if doc.get("format") != JSON_FORMAT:
         raise ModelError(f"{path}: unknown JSON model format {doc.get('format')!r} "
                          f"(expected {JSON_FORMAT!r})")
     return doc
+
+
+def _json_nodes(nodes: dict[str, Any], path: Path
+                ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Every node's states and parents, checked as :func:`_json_node` checks them: all at
+    once (a handful of passes over all nodes in C), and node by node, which names the first
+    offending node, only when the passes find something wrong."""
+    specs = list(nodes.values())
+    if all(type(s) is dict for s in specs):
+        st = [s.get("states") for s in specs]
+        pa = [s.get("parents", []) for s in specs]
+        if all(type(x) is list for x in st) and all(type(x) is list for x in pa):
+            every_st = list(chain.from_iterable(st))
+            every_pa = list(chain.from_iterable(pa))
+            lengths = list(map(len, st))
+            if (min(lengths) > 0 and max(lengths) <= MAX_STATES
+                    and set(map(type, every_st)) <= {str} and set(map(type, every_pa)) <= {str}
+                    and sum(map(len, map(set, st))) == len(every_st)  # distinct per node
+                    and sum(map(len, map(set, pa))) == len(every_pa)
+                    and nodes.keys() >= set(every_pa)):
+                return dict(zip(nodes, st, strict=True)), dict(zip(nodes, pa, strict=True))
+    checked = {v: _json_node(v, spec, nodes, path) for v, spec in nodes.items()}
+    return {v: c[0] for v, c in checked.items()}, {v: c[1] for v, c in checked.items()}
 
 
 def _json_node(v: str, spec: object, nodes: Mapping[str, object],

@@ -210,9 +210,21 @@ class Theta:
                              f"members); build one with theta_from_tables or theta_from_pgmpy "
                              f"({type(err).__name__}: {err})") from None
 
+    @classmethod
+    def _from_named(cls, nodes: Sequence[str], states: Mapping[str, Sequence[str]],
+                    parents: Mapping[str, Sequence[str]],
+                    members: Sequence[Mapping[str, CPD]], names: Sequence[str]) -> Theta:
+        """Theta from parts whose state names are already canonical: distinct ``str`` per
+        node, as the JSON reader checks them (``state_name`` of a ``str`` is itself). The
+        same object as ``Theta(...)``, without naming every state a second time."""
+        self = cls.__new__(cls)
+        self._build(nodes, states, parents, members, names, None, named=True)
+        return self
+
     def _build(self, nodes: Sequence[str], states: Mapping[str, Sequence[Any]],
                parents: Mapping[str, Sequence[str]], members: Sequence[Mapping[str, CPD]],
-               names: Sequence[str] | None, provenance: Mapping[str, Any] | None) -> None:
+               names: Sequence[str] | None, provenance: Mapping[str, Any] | None,
+               named: bool = False) -> None:
         if not members:
             raise ModelError("Theta is empty: give at least one network")
         if not nodes:
@@ -220,7 +232,9 @@ class Theta:
         self.nodes: tuple[str, ...] = tuple(nodes)
         if not all(isinstance(v, str) for v in self.nodes):
             raise ModelError("node names must be strings")
-        self.states = MappingProxyType({v: _state_names(v, states[v]) for v in self.nodes})
+        self.states = MappingProxyType(
+            {v: tuple(states[v]) for v in self.nodes} if named
+            else {v: _state_names(v, states[v]) for v in self.nodes})
         self.parents = MappingProxyType({v: tuple(parents[v]) for v in self.nodes})
         self.members: tuple[Mapping[str, CPD], ...] = tuple(
             MappingProxyType(dict(m)) for m in members
@@ -592,6 +606,29 @@ def theta_from_tables(
     return Theta(topo, states, parents, validated, names)
 
 
+def _theta_from_named_tables(states: Mapping[str, list[str]], parents: Mapping[str, list[str]],
+                             cpds: Sequence[Mapping[str, Any]], names: Sequence[str], *,
+                             tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
+    """:func:`theta_from_tables` for parts already checked as the JSON reader checks them
+    (each node's states a non-empty list of distinct ``str``, its parents a list of distinct
+    known nodes in axis order): the same Theta, the same checks of the tables and the graph,
+    without checking the edges and states a second time."""
+    topo = _topological_order(list(states), parents)
+    shapes = {v: (len(states[v]),) + tuple(len(states[p]) for p in parents[v]) for v in topo}
+    validated = []
+    for m, name in zip(cpds, names, strict=True):
+        for v in topo:
+            if v not in m:
+                raise ModelError(f"{name}: node {v!r} has no CPD")
+        checked = _check_tables([(m[v], shapes[v], f"{name}: CPD of {v!r}") for v in topo],
+                                tolerance)
+        if len(m) != len(topo):
+            raise ModelError(f"{name}: CPDs for unknown nodes {sorted(set(m) - set(topo))}")
+        validated.append({v: CPD(v, tuple(parents[v]), arr)
+                          for v, arr in zip(topo, checked, strict=True)})
+    return Theta._from_named(topo, states, parents, validated, names)
+
+
 def _check_edges(edges: object) -> list[tuple[str, str]]:
     """``edges`` as a list of (parent, child) pairs, or ModelError."""
     if isinstance(edges, str) or not isinstance(edges, Iterable):
@@ -689,7 +726,15 @@ def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
 
 
 def _topological_order(nodes: Sequence[str], parents: Mapping[str, Sequence[str]]) -> list[str]:
-    """Kahn's algorithm, stable in the given node order; raise with the cycle if there is one."""
+    """Kahn's algorithm, stable in the given node order; raise with the cycle if there is one.
+
+    A given order that is already topological (as :func:`theta_to_dict` writes it) is what
+    the stable algorithm returns: every node's parents come before it, so at each step the
+    earliest node not yet taken is ready. That is checked in one pass, without the heap.
+    """
+    pos = {v: k for k, v in enumerate(nodes)}
+    if all(pos[p] < k for k, v in enumerate(nodes) for p in parents[v]):
+        return list(nodes)
     indeg = {v: len(parents[v]) for v in nodes}
     children: dict[str, list[str]] = {v: [] for v in nodes}
     for v in nodes:
@@ -697,7 +742,6 @@ def _topological_order(nodes: Sequence[str], parents: Mapping[str, Sequence[str]
             children[p].append(v)
     ready = [v for v in nodes if indeg[v] == 0]
     order: list[str] = []
-    pos = {v: k for k, v in enumerate(nodes)}
     import heapq
 
     heap = [(pos[v], v) for v in ready]
@@ -779,16 +823,7 @@ def _check_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
     any check, or needs renormalising, goes through :func:`_check_table` itself (in the given
     order), which raises the same error or returns the same array.
     """
-    arrs: list[np.ndarray] = []
-    for values, shape, what in items:
-        try:
-            arr = np.array(values, dtype=float)  # a copy: never freeze or alias the caller's
-        except (TypeError, ValueError):
-            arr = None
-        if arr is None or arr.size != math.prod(shape):
-            _check_table(values, shape, what, tolerance)  # raises the precise error
-            raise AssertionError("unreachable")  # pragma: no cover
-        arrs.append(arr.reshape(shape))
+    arrs = _converted_tables(items, tolerance)
     if not arrs:
         return []
     flat = np.concatenate([a.ravel() for a in arrs])
@@ -817,6 +852,46 @@ def _check_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
             arr = arrs[i]
             arr.setflags(write=False)
             out.append(arr)
+    return out
+
+
+def _converted_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
+                      tolerance: float) -> list[np.ndarray]:
+    """Every ``values`` of ``items`` as a float64 array of its ``shape`` (a copy, never the
+    caller's), or the precise :func:`_check_table` error of the first that is not one.
+
+    Tables of one shape are converted by one ``np.array`` call over all of them (100,000
+    small calls were most of the conversion time of a 100,000-node model); a group numpy
+    cannot convert whole (a ragged or non-numeric table among them) is converted table by
+    table, as before, so the error names the same table.
+    """
+    arrs: list[np.ndarray | None] = [None] * len(items)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (values, shape, _) in enumerate(items):
+        if isinstance(values, list):
+            groups.setdefault(shape, []).append(i)
+    for shape, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        try:
+            block = np.array([items[i][0] for i in idx], dtype=float)
+        except (TypeError, ValueError):
+            continue
+        if block.shape == (len(idx), *shape):
+            for j, i in enumerate(idx):
+                arrs[i] = block[j]
+    out = []
+    for i, (values, shape, what) in enumerate(items):
+        arr = arrs[i]
+        if arr is None:
+            try:
+                arr = np.array(values, dtype=float)  # a copy: never freeze or alias the caller's
+            except (TypeError, ValueError):
+                arr = None
+            if arr is None or arr.size != math.prod(shape):
+                _check_table(values, shape, what, tolerance)  # raises the precise error
+                raise AssertionError("unreachable")  # pragma: no cover
+        out.append(arr.reshape(shape))
     return out
 
 

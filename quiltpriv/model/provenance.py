@@ -105,8 +105,13 @@ def state_problems(theta: Theta, kinds: Mapping[str, str] | None = None) -> tupl
     kinds = parameter_kinds(theta) if kinds is None else dict(kinds)
     text_nodes: list[str] = []
     out: list[str] = []
-    for v in theta.nodes:
-        values = [_as_number(s) for s in theta.states[v]]
+    # Each distinct state name converted once (a large model repeats a few names); only nodes
+    # that can have a problem are visited (every node when some name is not a number).
+    as_number = {s: _as_number(s) for s in set().union(*theta.states.values())}
+    visit = theta.nodes if None in as_number.values() else [
+        v for v in theta.nodes if kinds.get(v) == "share"]
+    for v in visit:
+        values = [as_number[s] for s in theta.states[v]]
         if any(x is None for x in values):
             shown = ", ".join(repr(str(s)) for s in theta.states[v][:4])
             more = ", ..." if len(theta.states[v]) > 4 else ""
