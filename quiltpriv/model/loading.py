@@ -45,6 +45,7 @@ from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it al
 )
 from quiltpriv.model.network import theta_to_dict as theta_to_dict
 from quiltpriv.model.readers import _TINY, MAX_STATES, check_probability_literal
+from quiltpriv.utils.memory import DEFAULT_MAX_MEMORY, check_max_memory
 
 #: BIF and XMLBIF files above this size are refused before parsing (a BIF of the largest
 #: bundled pgmpy network, munin, is about 1.5 MB uncompressed). JSON models are bounded by
@@ -53,19 +54,14 @@ MAX_MODEL_BYTES = 64 * 2**20
 
 
 
-def _physical_memory() -> int | None:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # not a POSIX system
-        return None
-
-
-#: Memory a JSON model (quiltpriv's own format) may take to read: half the machine's physical
-#: memory (4 GiB where it cannot be read). JSON models have no fixed size cap: what reading
-#: one costs grows with what it holds (nodes, parents, table entries), and each of those is
-#: at least a few bytes of text, so the file's size times :data:`JSON_BYTES_PER_TEXT_BYTE` bounds
-#: it; a file whose bound exceeds this budget is refused before it is read.
-JSON_MEMORY_BUDGET: int = (_physical_memory() or 2 * 2**32) // 2
+#: Memory a JSON model (quiltpriv's own format) may take to read: the package's one memory
+#: budget, :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY` (half the machine's physical
+#: memory), unless ``load_model(..., max_memory=...)`` says otherwise. JSON models have no
+#: fixed size cap: what reading one costs grows with what it holds (nodes, parents, table
+#: entries), and each of those is at least a few bytes of text, so the file's size times
+#: :data:`JSON_BYTES_PER_TEXT_BYTE` bounds it; a file whose bound exceeds the budget is
+#: refused before it is read.
+JSON_MEMORY_BUDGET: int = DEFAULT_MAX_MEMORY
 
 #: Peak memory of reading a JSON model per byte of its text, rounded up from the measured
 #: peak (the text, the parsed document, the checked float64 tables and Theta): a 119.5 MB
@@ -74,14 +70,22 @@ JSON_MEMORY_BUDGET: int = (_physical_memory() or 2 * 2**32) // 2
 JSON_BYTES_PER_TEXT_BYTE = 12
 
 
-def _check_json_budget(path: Path, size: int) -> None:
-    """Refuse a JSON model whose reading would exceed :data:`JSON_MEMORY_BUDGET`."""
+def _json_budget(max_memory: object) -> tuple[int, str]:
+    """The memory budget of reading a JSON model, and what it is, for a message."""
+    if max_memory is None:
+        return JSON_MEMORY_BUDGET, "half the machine's memory"
+    return check_max_memory(max_memory), "max_memory"
+
+
+def _check_json_budget(path: Path, size: int, max_memory: object = None) -> None:
+    """Refuse a JSON model whose reading would exceed the memory budget."""
+    budget, what = _json_budget(max_memory)
     need = size * JSON_BYTES_PER_TEXT_BYTE
-    if need > JSON_MEMORY_BUDGET:
+    if need > budget:
         raise ModelError(
             f"{path}: reading this {size}-byte JSON model needs about {need} bytes of memory "
-            f"({JSON_BYTES_PER_TEXT_BYTE} per byte of text), over the {JSON_MEMORY_BUDGET}-byte "
-            "budget (half the machine's memory)")
+            f"({JSON_BYTES_PER_TEXT_BYTE} per byte of text), over the {budget}-byte "
+            f"budget ({what})")
 
 
 _BIF_VARIABLE = re.compile(
@@ -592,7 +596,7 @@ def _json_node(v: str, spec: object, nodes: Mapping[str, object],
 
 
 def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE,
-               reader: ModelReader = "quiltpriv") -> Theta:
+               reader: ModelReader = "quiltpriv", max_memory: int | str | None = None) -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
 
     A model whose states do not look like distribution parameters (not numbers, like the
@@ -610,6 +614,10 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
         Who reads BIF and XMLBIF files: :mod:`quiltpriv.model.readers` (default; one pass over the
         text) or pgmpy's readers followed by :func:`theta_from_pgmpy`. Both give the same
         Theta on every file pgmpy reads correctly.
+    max_memory : int or str, optional
+        Memory budget of reading a JSON model, in bytes or as a size (``"4G"``); default
+        :data:`JSON_MEMORY_BUDGET`, the package's one budget
+        (:data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory).
 
     Raises
     ------
@@ -623,12 +631,15 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
                          f"(str or path), got {type(spec).__name__}")
     from quiltpriv.model.provenance import check_parameter_states
 
-    theta = _load_model(spec, tolerance, reader)
+    if max_memory is not None:
+        check_max_memory(max_memory)
+    theta = _load_model(spec, tolerance, reader, max_memory)
     check_parameter_states(theta, os.fspath(spec))
     return theta
 
 
-def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelReader) -> Theta:
+def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelReader,
+                max_memory: object = None) -> Theta:
     text = os.fspath(spec)
     function = None
     base = text
@@ -653,12 +664,13 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
         return _from_module(path, function, tolerance)
     if path.name.lower().endswith(".json.gz") and function is None:
         # compressed JSON (a long series' model): the memory budget bounds the text
-        limit = JSON_MEMORY_BUDGET // JSON_BYTES_PER_TEXT_BYTE
+        budget, what = _json_budget(max_memory)
+        limit = budget // JSON_BYTES_PER_TEXT_BYTE
         why = (f" (reading takes {JSON_BYTES_PER_TEXT_BYTE} bytes of memory per byte of text; "
-               f"the budget is {JSON_MEMORY_BUDGET} bytes, half the machine's memory)")
+               f"the budget is {budget} bytes, {what})")
         return _theta_from_json(_read_model_text(path, "JSON", limit, why), path, tolerance)
     if path.suffix.lower() == ".json" and function is None:
-        _check_json_budget(path, path.stat().st_size)
+        _check_json_budget(path, path.stat().st_size, max_memory)
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -156,3 +156,89 @@ def test_compressed_json_bounded_by_the_budget_not_64_mib(tmp_path, monkeypatch,
     with pytest.raises(ModelError, match="uncompressed size exceeds .* budget") as info:
         qp.load_model(f)
     assert "\n" not in str(info.value)
+
+
+def _json_with(student_text, edit):
+    doc = json.loads(student_text)
+    edit(doc)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(("where", "text_edit"), [
+    ("top level", lambda t: t.replace('{"format"', '{"provenance": {}, "provenance": {}, '
+                                      '"format"', 1)),
+    ("a node entry", lambda t: t.replace('"parents": [', '"parents": [], "parents": [', 1)),
+    ("a member", lambda t: t.replace('"cpds": {', '"name": "a", "name": "b", "cpds": {', 1)),
+    ("the tables", lambda t: t.replace('"cpds": {', '"cpds": {"gender": [0.5, 0.5], ', 1)),
+    ("the provenance", lambda t: t.replace('{"format"', '{"provenance": {"a": 1, "a": 2}, '
+                                           '"format"', 1)),
+])
+def test_duplicate_keys_refused_at_every_level(tmp_path, student_text, where, text_edit):
+    # The fast reader counts colons against parsed pairs; a dropped duplicate sends the text
+    # to the per-object check, which names the key.
+    text = text_edit(student_text)
+    assert text != student_text, where
+    f = tmp_path / "m.json"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(ModelError, match="twice") as info:
+        qp.load_model(f)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("literal", ["1e400", "1e-400", "2e-310"])
+@pytest.mark.parametrize("where", ["provenance", "node entry", "member"])
+def test_risky_literals_outside_the_tables_still_refused(tmp_path, student_text, literal,
+                                                         where):
+    doc = json.loads(student_text)
+    sentinel = 0.314159265358979
+    if where == "provenance":
+        doc["provenance"] = {"note": sentinel}
+    elif where == "node entry":
+        next(iter(doc["nodes"].values()))["extra"] = sentinel
+    else:
+        doc["members"][0]["weight"] = sentinel
+    text = json.dumps(doc).replace(repr(sentinel), literal, 1)
+    f = tmp_path / "m.json"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(ModelError, match="normal range|finite"):
+        qp.load_model(f)
+
+
+def test_zero_entries_and_harmless_metadata_read_alike_on_both_paths(tmp_path, student_text):
+    doc = json.loads(student_text)
+    cpds = doc["members"][0]["cpds"]
+    node = next(v for v, t in cpds.items() if np.asarray(t).ndim == 1)
+    k = len(cpds[node])
+    cpds[node] = [0.0] * (k - 1) + [1.0]  # exact zeros: the fast path re-checks the text
+    doc["provenance"] = {"note": "ok", "x": 0.25}
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(doc), encoding="utf-8")
+    doc["provenance"]["pad"] = "9" * 200  # forces every literal through the checked reader
+    checked = tmp_path / "checked.json"
+    checked.write_text(json.dumps(doc), encoding="utf-8")
+    a, b = qp.load_model(plain), qp.load_model(checked)
+    assert a.fingerprint() == b.fingerprint()
+    assert list(a.members[0][node].table) == [0.0] * (k - 1) + [1.0]
+
+
+def test_load_model_takes_the_memory_budget(tmp_path, student_text):
+    from quiltpriv.errors import ParameterError
+
+    f = tmp_path / "m.json"
+    f.write_text(student_text, encoding="utf-8")
+    want = qp.load_model("student:theta").fingerprint()
+    assert qp.load_model(f, max_memory="1G").fingerprint() == want
+    with pytest.raises(ModelError, match=r"over the 1000-byte budget \(max_memory\)"):
+        qp.load_model(f, max_memory=1000)
+    with pytest.raises(ParameterError, match="max_memory"):
+        qp.load_model(f, max_memory="lots")
+    assert loading.JSON_MEMORY_BUDGET == qp.utils.memory.DEFAULT_MAX_MEMORY  # one setting
+
+
+def test_bulk_node_checks_agree_with_node_by_node(student_text):
+    from pathlib import Path
+
+    nodes = json.loads(student_text)["nodes"]
+    states, parents = loading._json_nodes(nodes, Path("m.json"))
+    for v, spec in nodes.items():
+        assert (states[v], parents[v]) == loading._json_node(v, spec, nodes, Path("m.json"))
