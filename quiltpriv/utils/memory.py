@@ -43,9 +43,9 @@ DEFAULT_MAX_MEMORY: int = (physical_memory() or 2 * 2**32) // 2
 #: float64 entry (8 bytes) four times over, for the table being built, the factors it is
 #: built from, the query's joint and Definition 8's temporaries over it, which can be alive
 #: at once. Measured on mildew, two queries with 33.8-million-entry joints: one peaked at
-#: 0.36 GB resident in all (its largest table the joint: about 8 bytes an entry), another at
-#: 2.7 GB (intermediates larger than the joint); both far under the 32 bytes an entry of their
-#: largest table that the budget charged.
+#: 0.36 GB resident in all (its largest table the joint: about 8 bytes an entry beyond the
+#: interpreter), another at 2.7 GB; the whole-process peaks of every query asked are recorded
+#: by ``benchmarks/bench_refused.py``.
 BYTES_PER_TABLE_ENTRY = 32
 
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
