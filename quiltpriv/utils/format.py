@@ -61,16 +61,30 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
     return out
 
 
+#: How many attribute names a one-line query description shows before counting the rest (a
+#: fraction of time over 10,000 steps would otherwise print 10,000 names).
+DESCRIBED_NAMES = 6
+
+
+def _names(names: Any) -> str:
+    names = [str(x) for x in names] if isinstance(names, list | tuple | Mapping) else [str(names)]
+    if len(names) <= DESCRIBED_NAMES:
+        return ", ".join(names)
+    return f"{', '.join(names[:DESCRIBED_NAMES - 1])}, ..., {names[-1]} ({len(names)} in all)"
+
+
 def describe_query(q: Mapping[str, Any]) -> str:
     """A query's JSON definition (``Query.to_dict()``) in one line: its kind, attributes, n."""
     kind = q.get("kind", "query")
-    if "attributes" in q:
-        attrs = ", ".join(q["attributes"])
-    elif "attribute" in q:
-        attrs = q["attribute"]
+    for key in ("attributes", "attribute", "steps", "weights"):
+        if key in q:
+            attrs = _names(q[key])
+            break
     else:
-        attrs = ", ".join(q.get("weights", {}))
+        attrs = "?"
     extra = f", n = {q['records']}" if "records" in q else ""
+    if "state" in q:
+        extra += f", state {q['state']!r}"
     return f"{kind} over {attrs}{extra}"
 
 
