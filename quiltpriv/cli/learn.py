@@ -7,17 +7,38 @@ import argparse
 
 from quiltpriv.cli.core import _time_limit, emit, number, seed_type
 from quiltpriv.errors import ParameterError
-from quiltpriv.queries.options import split_list
+from quiltpriv.queries.options import _per_attribute, _values, split_list
+
+
+def _items(text: str) -> list[str]:
+    """``text`` split at the commas outside quotes and brackets (a ``share of`` condition may
+    hold ``in ["a", "b"]``); the items stripped, empty ones dropped."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'`":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [s.strip() for s in items if s.strip()]
 
 
 def _parameters(text: str) -> dict[str, str]:
-    """``A=share,B=mean`` as learn_theta's ``parameters`` (the kinds are checked there)."""
+    """``A=share,B=mean,C=share of X == "x"`` as learn_theta's ``parameters`` (the kinds are
+    checked there)."""
     out: dict[str, str] = {}
-    for item in split_list(text):
+    for item in _items(text):
         name, sep, kind = item.partition("=")
         if not sep or not name.strip() or not kind.strip():
-            raise ParameterError(f"--parameters: {item!r} is not NAME=KIND (KIND share or "
-                                 "mean)")
+            raise ParameterError(f"--parameters: {item!r} is not NAME=KIND (KIND share, mean "
+                                 "or 'share of CONDITION')")
         if name.strip() in out:
             raise ParameterError(f"--parameters names {name.strip()!r} twice")
         out[name.strip()] = kind.strip()
@@ -45,6 +66,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
 
     parameters = _parameters(args.parameters)
     given = _edges(args.edges, "--edges")
+    domain = None if args.domain is None else {
+        a: _values(v, f"--domain {a}") for a, v in _per_attribute(args.domain, "--domain").items()}
     data = read_data(args.data)
     theta = learn_theta(
         data, parameters, population=args.population, quantiles=args.quantiles,
@@ -53,7 +76,8 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         forbidden_edges=_edges(args.forbidden_edges, "--forbidden-edges"),
         max_indegree=args.max_indegree, time_limit=args.time_limit,
         n_bootstrap=args.bootstrap, seed=args.seed, name=args.name,
-        data_public=args.data_public, min_records=args.min_records, weights=args.weights)
+        data_public=args.data_public, min_records=args.min_records, weights=args.weights,
+        domain=domain)
     emit(theta.to_json(indent=1), args.output)
     if args.output:
         edges = ", ".join(f"{a} -> {b}" for a, b in theta.edges) or "none"
@@ -75,7 +99,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data", metavar="DATA.csv", help="the table (a header row of column names)")
     p.add_argument("--parameters", required=True, metavar="A=KIND,...",
                    help="the attributes to model and their kinds: share (a share in [0, 1]; "
-                        "a 0/1 column of records) or mean")
+                        "a 0/1 column of records), mean, or 'share of CONDITION' (records: the "
+                        "share meeting a condition, e.g. high='share of income == \"high\"'; "
+                        "declare the columns it reads with --domain)")
+    p.add_argument("--domain", metavar="COLUMN=V1|V2,...",
+                   help="the values of each column a 'share of' condition reads (declared, "
+                        "never read off the data)")
     p.add_argument("--population", metavar="COLUMN",
                    help="records: the column naming each record's population")
     p.add_argument("--weights", metavar="COLUMN",

@@ -54,6 +54,11 @@ from quiltpriv.errors import DataError, ModelError, ParameterError
 from quiltpriv.model.builder import state_name
 from quiltpriv.model.network import Theta, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, data_sha256
+from quiltpriv.model.record_shares import (
+    check_condition_domain,
+    parameter_specs,
+    with_condition_columns,
+)
 
 __all__ = ["Bins", "MAX_PARAMETERS", "MAX_PC_PARAMETERS", "MAX_SCORE_EVALUATIONS",
            "MIN_POPULATIONS", "discretise", "learn_theta",
@@ -555,6 +560,7 @@ def learn_theta(
     data_public: bool = False,
     min_records: int | None = None,
     weights: str | None = None,
+    domain: Mapping[str, Sequence[Any]] | None = None,
 ) -> Theta:
     """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
 
@@ -563,9 +569,12 @@ def learn_theta(
     data : pandas.DataFrame
         One row per population holding its parameters, or (with ``population``) one row per
         record.
-    parameters : mapping of str to {"share", "mean"}
+    parameters : mapping of str to {"share", "mean"} or "share of CONDITION"
         The attributes whose parameters the network models, and their kinds. In a population
-        table a share is a number in [0, 1]; in a record table a 0/1 column.
+        table a share is a number in [0, 1]; in a record table a 0/1 column, or the share of
+        records meeting a condition: ``{"high": 'share of income == "high"'}`` (a predicate of
+        the query language, :mod:`quiltpriv.model.record_shares`; the columns it reads need a
+        declared ``domain``).
     population : str, optional
         The population column of a record-level table (see :func:`population_parameters`).
     bins, quantiles
@@ -617,6 +626,10 @@ def learn_theta(
     min_records : int, optional
         With ``population``: leave out populations with fewer records (their parameters are
         estimated from a handful of records). Recorded in the provenance.
+    domain : mapping of str to sequence, optional
+        The values each column read by a ``share of`` condition can take (declared, never
+        read off the data): a condition comparing a column with a value outside it, or a
+        record outside it, is refused. Recorded in the provenance.
     weights : str, optional
         With ``population``: a column of survey weights (positive finite numbers, one per
         record). The populations' shares and means are weighted means, and the diagnostics
@@ -644,7 +657,12 @@ def learn_theta(
     data = _check_frame(data, "the data")
     if not isinstance(data_public, bool):
         raise ParameterError(f"data_public must be True or False, got {data_public!r}")
-    params = _check_parameters(parameters)
+    kinds, conditions = parameter_specs(parameters)
+    params = _check_parameters(kinds)
+    if conditions and population is None:
+        raise ParameterError("'share of CONDITION' parameters are shares of records: give the "
+                             "records and their population column (population=...)")
+    declared = check_condition_domain(conditions, domain, list(map(str, data.columns)))
     ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
                                  equivalent_sample_size, significance_level)
     limit = _check_search(method, edges is None, len(params), time_limit)
@@ -669,6 +687,7 @@ def learn_theta(
                                      "(population=...)")
         table = data
     else:
+        data = with_condition_columns(data, conditions, declared)
         table = population_parameters(data, population, params, weights=weights)
         data, table = _drop_small(data, table, population, min_records)
         diagnostics = _diagnose(data, population, params, min_records, weights)
@@ -708,6 +727,10 @@ def learn_theta(
         prov["diagnostics"] = diagnostics
         prov["min_records"] = min_records
         prov["weights"] = weights
+    for p, cond in conditions.items():
+        prov["parameters"][p]["condition"] = str(cond)
+    if conditions:
+        prov["domain"] = {a: list(v) for a, v in declared.items()}
     return theta.with_provenance(prov)
 
 
