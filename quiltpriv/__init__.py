@@ -51,6 +51,7 @@ _EXPORTS = {
                      "Query", "SumQuery"], "queries.query"),
     "NetworkBuilder": "model.builder",
     "FractionQuery": "queries.fraction",
+    **dict.fromkeys(["ShareOf", "share_of"], "queries.share_of"),
     **dict.fromkeys(["hidden_markov", "markov_chain"], "model.time_series"),
     **dict.fromkeys(["discretise", "learn_theta", "population_parameters"], "model.learning"),
     **dict.fromkeys(["PlanVerification", "check_plan", "verify_plan"], "mechanisms.verification"),
@@ -69,11 +70,12 @@ __all__ = [
     "ParameterError", "ParameterStatesWarning", "Plan", "PlanError", "PlanVerification",
     "Predicate", "Query", "QueryError", "Quilt", "QuiltPrivError", "QuiltPrivWarning", "Release",
     "SearchStoppedWarning",
-    "SensitivePlan", "SumQuery", "Theta", "bundled_models", "bundled_network", "check_plan",
+    "SensitivePlan", "ShareOf", "SumQuery", "Theta", "bundled_models", "bundled_network",
+    "check_plan",
     "discretise", "enumerate_quilts", "hidden_markov", "joint_marginal", "learn_theta",
     "least_influence_quilt", "load_model", "load_theta", "markov_chain", "markov_quilt",
     "max_influence", "parse_predicate", "plan",
-    "population_parameters", "release", "theta_from_pgmpy", "theta_from_tables",
+    "population_parameters", "release", "share_of", "theta_from_pgmpy", "theta_from_tables",
     "theta_to_dict", "trivial_quilt", "verify_plan",
 ]
 
@@ -138,3 +140,4 @@ if _TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eager
         Query,
         SumQuery,
     )
+    from quiltpriv.queries.share_of import ShareOf, share_of

@@ -7,7 +7,7 @@ import argparse
 
 from quiltpriv.cli.core import _time_limit, emit, number, seed_type
 from quiltpriv.errors import ParameterError
-from quiltpriv.queries.options import _per_attribute, _values, split_list
+from quiltpriv.queries.options import domain_from_text, split_list
 
 
 def _items(text: str) -> list[str]:
@@ -66,8 +66,10 @@ def _cmd_learn(args: argparse.Namespace) -> int:
 
     parameters = _parameters(args.parameters)
     given = _edges(args.edges, "--edges")
-    domain = None if args.domain is None else {
-        a: _values(v, f"--domain {a}") for a, v in _per_attribute(args.domain, "--domain").items()}
+    from quiltpriv.queries.share_of import shares_from_text
+
+    domain = None if args.domain is None else domain_from_text(args.domain)
+    parameters = shares_from_text(parameters, domain)
     data = read_data(args.data)
     theta = learn_theta(
         data, parameters, population=args.population, quantiles=args.quantiles,
@@ -76,8 +78,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         forbidden_edges=_edges(args.forbidden_edges, "--forbidden-edges"),
         max_indegree=args.max_indegree, time_limit=args.time_limit,
         n_bootstrap=args.bootstrap, seed=args.seed, name=args.name,
-        data_public=args.data_public, min_records=args.min_records, weights=args.weights,
-        domain=domain)
+        data_public=args.data_public, min_records=args.min_records, weights=args.weights)
     emit(theta.to_json(indent=1), args.output)
     if args.output:
         edges = ", ".join(f"{a} -> {b}" for a, b in theta.edges) or "none"

@@ -45,7 +45,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -54,15 +54,10 @@ from quiltpriv.errors import DataError, ModelError, ParameterError
 from quiltpriv.model.builder import state_name
 from quiltpriv.model.network import Theta, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, data_sha256
-from quiltpriv.model.record_shares import (
-    check_condition_domain,
-    parameter_specs,
-    with_condition_columns,
-)
 
 __all__ = ["Bins", "MAX_PARAMETERS", "MAX_PC_PARAMETERS", "MAX_SCORE_EVALUATIONS",
            "MIN_POPULATIONS", "discretise", "learn_theta",
-           "population_parameters", "record_weights"]
+           "population_parameters", "record_weights", "RecordShare"]
 
 #: Fewest populations a network may be learned from (each population is one observation of
 #: the parameters; fewer make every table mostly prior).
@@ -157,6 +152,44 @@ def _check_frame(data: Any, what: str) -> pd.DataFrame:
         dup = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
         raise DataError(f"{what} has duplicate column(s) {', '.join(dup)}")
     return data
+
+
+@runtime_checkable
+class RecordShare(Protocol):
+    """A share parameter defined on the records rather than by a 0/1 column (the kind
+    :func:`quiltpriv.queries.share_of.share_of` builds): each record's 0/1 value, and what the
+    provenance records about it."""
+
+    kind: str
+
+    def indicator(self, records: pd.DataFrame) -> np.ndarray:
+        """Each record's 0/1 value; package errors for records it cannot read."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (its condition and declared domain)."""
+        ...
+
+
+def _record_shares(parameters: Any) -> tuple[Any, dict[str, RecordShare]]:
+    """``parameters`` with every :class:`RecordShare` kind as ``"share"``, and those shares."""
+    if not isinstance(parameters, Mapping):
+        return parameters, {}
+    kinds: dict[Any, Any] = {}
+    shares: dict[str, RecordShare] = {}
+    for name, kind in parameters.items():
+        if isinstance(kind, RecordShare) and not isinstance(kind, str):
+            if kind.kind != "share":
+                raise ParameterError(f"parameter {name!r}: a record-level kind must be a share")
+            shares[name] = kind
+            kind = "share"
+        elif isinstance(kind, str) and kind.strip().startswith("share of"):
+            raise ParameterError(
+                f"parameter {name!r}: give a share of records meeting a condition as "
+                f"qp.share_of({kind.strip()[len('share of'):].strip()!r}, domain={{...}}) (the "
+                "text form 'share of CONDITION' is the command line's)")
+        kinds[name] = kind
+    return kinds, shares
 
 
 def _check_parameters(parameters: Any) -> dict[str, str]:
@@ -560,7 +593,6 @@ def learn_theta(
     data_public: bool = False,
     min_records: int | None = None,
     weights: str | None = None,
-    domain: Mapping[str, Sequence[Any]] | None = None,
 ) -> Theta:
     """Learn a hyperparameter network (and a bootstrap Theta) from per-population parameters.
 
@@ -569,12 +601,12 @@ def learn_theta(
     data : pandas.DataFrame
         One row per population holding its parameters, or (with ``population``) one row per
         record.
-    parameters : mapping of str to {"share", "mean"} or "share of CONDITION"
+    parameters : mapping of str to {"share", "mean"} or RecordShare
         The attributes whose parameters the network models, and their kinds. In a population
         table a share is a number in [0, 1]; in a record table a 0/1 column, or the share of
-        records meeting a condition: ``{"high": 'share of income == "high"'}`` (a predicate of
-        the query language, :mod:`quiltpriv.model.record_shares`; the columns it reads need a
-        declared ``domain``).
+        records meeting a condition: ``{"high": qp.share_of('income == "high"',
+        domain={"income": ["low", "mid", "high"]})}`` (:mod:`quiltpriv.queries.share_of`;
+        the parameter is named by its key).
     population : str, optional
         The population column of a record-level table (see :func:`population_parameters`).
     bins, quantiles
@@ -626,10 +658,6 @@ def learn_theta(
     min_records : int, optional
         With ``population``: leave out populations with fewer records (their parameters are
         estimated from a handful of records). Recorded in the provenance.
-    domain : mapping of str to sequence, optional
-        The values each column read by a ``share of`` condition can take (declared, never
-        read off the data): a condition comparing a column with a value outside it, or a
-        record outside it, is refused. Recorded in the provenance.
     weights : str, optional
         With ``population``: a column of survey weights (positive finite numbers, one per
         record). The populations' shares and means are weighted means, and the diagnostics
@@ -657,12 +685,11 @@ def learn_theta(
     data = _check_frame(data, "the data")
     if not isinstance(data_public, bool):
         raise ParameterError(f"data_public must be True or False, got {data_public!r}")
-    kinds, conditions = parameter_specs(parameters)
+    kinds, conditions = _record_shares(parameters)
     params = _check_parameters(kinds)
     if conditions and population is None:
-        raise ParameterError("'share of CONDITION' parameters are shares of records: give the "
-                             "records and their population column (population=...)")
-    declared = check_condition_domain(conditions, domain, list(map(str, data.columns)))
+        raise ParameterError("a share of records meeting a condition needs the records and "
+                             "their population column (population=...)")
     ess, alpha = _check_settings(method, score, max_indegree, max_iter, n_bootstrap, seed,
                                  equivalent_sample_size, significance_level)
     limit = _check_search(method, edges is None, len(params), time_limit)
@@ -687,7 +714,7 @@ def learn_theta(
                                      "(population=...)")
         table = data
     else:
-        data = with_condition_columns(data, conditions, declared)
+        data = data.assign(**{p: c.indicator(data) for p, c in conditions.items()})
         table = population_parameters(data, population, params, weights=weights)
         data, table = _drop_small(data, table, population, min_records)
         diagnostics = _diagnose(data, population, params, min_records, weights)
@@ -728,9 +755,7 @@ def learn_theta(
         prov["min_records"] = min_records
         prov["weights"] = weights
     for p, cond in conditions.items():
-        prov["parameters"][p]["condition"] = str(cond)
-    if conditions:
-        prov["domain"] = {a: list(v) for a, v in declared.items()}
+        prov["parameters"][p].update(cond.to_dict())
     return theta.with_provenance(prov)
 
 

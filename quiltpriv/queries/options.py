@@ -27,8 +27,8 @@ from quiltpriv.queries.query import (
 )
 from quiltpriv.utils.validation import Boundaries, check_records, check_scalar
 
-__all__ = ["QUERY_KINDS", "domain_from_options", "parse_number", "query_from_options",
-           "record_states_from_options", "split_list"]
+__all__ = ["QUERY_KINDS", "domain_from_options", "domain_from_text", "parse_number",
+           "query_from_options", "record_states_from_options", "split_list"]
 
 #: The query kinds of ``--query``.
 QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram", "fraction")
@@ -151,8 +151,12 @@ def domain_from_options(args: Any) -> dict[str, list[Any]] | None:
     _check_options(args)
     if getattr(args, "domain", None) is None:
         return None
-    return {a: _values(v, f"--domain {a}")
-            for a, v in _per_attribute(args.domain, "--domain").items()}
+    return domain_from_text(args.domain)
+
+
+def domain_from_text(text: str, option: str = "--domain") -> dict[str, list[Any]]:
+    """``A=V1|V2,B=W1|W2`` as attribute -> values (numbers when every value reads as one)."""
+    return {a: _values(v, f"{option} {a}") for a, v in _per_attribute(text, option).items()}
 
 
 def record_states_from_options(args: Any) -> dict[str, dict[Any, int]] | None:

@@ -253,6 +253,22 @@ def _domain_codes(values: pd.Series, domain: Sequence[Any], what: str, col: str,
     return codes
 
 
+def declared_domain(values: Any, what: str) -> tuple[Any, ...]:
+    """A declared domain (untrusted), checked: distinct numbers, or distinct texts, in the
+    declared order (:class:`~quiltpriv.errors.QueryError` naming ``what`` otherwise)."""
+    return _domain(values, what)
+
+
+def check_in_domain(values: pd.Series, domain: Sequence[Any], what: str, col: str) -> None:
+    """Refuse a data column ``col`` with a value outside its declared ``domain``."""
+    import pandas as pd
+
+    if not isinstance(values, pd.Series):
+        raise QueryError(f"{what}: column {col!r} must be a pandas Series, got "
+                         f"{type(values).__name__}")
+    _domain_codes(values, _domain(domain, f"{what}: domain of {col!r}"), what, col)
+
+
 class Query:
     """Base class: a query ``F`` over attributes ``A`` with column sensitivities ``Delta_B``."""
 

@@ -1,5 +1,6 @@
 """A share of one category of a categorical column, learned without a hand-made 0/1 column:
-``parameters={"high": 'share of income == "high"'}`` with the column's domain declared."""
+``parameters={"high": qp.share_of('income == "high"', domain=...)}``, on the command line
+``--parameters 'high=share of income == "high"' --domain income=low|mid|high``."""
 
 from __future__ import annotations
 
@@ -36,75 +37,80 @@ def _learn(data, parameters, **kw):
 
 def test_a_condition_share_equals_the_hand_made_column():
     data = _records()
-    by_condition = _learn(data, {"high": 'share of income == "high"', "age": "mean"},
-                          domain=DOMAIN)
+    high = qp.share_of('income == "high"', domain=DOMAIN)
+    by_condition = _learn(data, {"high": high, "age": "mean"})
     manual = data.assign(high=(data["income"] == "high").astype(int))
     by_hand = _learn(manual, {"high": "share", "age": "mean"})
     assert by_condition.fingerprint() == by_hand.fingerprint()
-    table = qp.model.learning.population_parameters(manual, "place", {"high": "share"})
     first = data[data["place"] == "p00"]
-    assert table.loc["p00", "high"] == pytest.approx(float((first["income"] == "high").mean()),
-                                                     rel=1e-15)
-    param = by_condition.provenance["parameters"]["high"]
-    assert param["kind"] == "share" and param["condition"] == "income == 'high'"
-    assert qp.model.provenance.provenance_dict(by_condition)["domain"] == \
-        {"income": ["low", "mid", "high"]}
-    # a condition over several values and columns
-    both = _learn(data, {"rich": 'share of income in ["mid", "high"] and age > 50',
-                         "age": "mean"}, domain={"income": DOMAIN["income"]})
+    assert list(high.indicator(first)) == [int(v == "high") for v in first["income"]]
+    prov = qp.model.provenance.provenance_dict(by_condition)
+    assert prov["parameters"]["high"]["kind"] == "share"
+    assert prov["parameters"]["high"]["condition"] == "income == 'high'"
+    assert prov["parameters"]["high"]["domain"] == {"income": ["low", "mid", "high"]}
+    # a condition over several values and columns; age is only ordered: no domain needed
+    rich = qp.share_of('income in ["mid", "high"] and age > 50', domain=DOMAIN)
+    both = _learn(data, {"rich": rich, "age": "mean"})
     assert both.provenance["parameters"]["rich"]["condition"] == \
         "income in ['mid', 'high'] and age > 50"
+    want = ((first["income"] != "low") & (first["age"] > 50)).astype(int).tolist()
+    assert list(rich.indicator(first)) == want
 
 
 def test_the_domain_is_declared_and_enforced():
     data = _records()
-    spec = {"high": 'share of income == "high"', "age": "mean"}
     with pytest.raises(ParameterError, match="declare the values of the column"):
-        _learn(data, spec)
+        qp.share_of('income == "high"')
     with pytest.raises(ParameterError, match="not in its declared domain"):
-        _learn(data, {"high": 'share of income == "hihg"', "age": "mean"}, domain=DOMAIN)
-    with pytest.raises(ParameterError, match="no 'share of' condition reads: 'place'"):
-        _learn(data, spec, domain={**DOMAIN, "place": ["p00"]})
+        qp.share_of('income == "hihg"', domain=DOMAIN)
+    with pytest.raises(ParameterError, match="does not read: 'place'"):
+        qp.share_of('income == "high"', domain={**DOMAIN, "place": ["p00"]})
     with pytest.raises(ParameterError, match="compares 'age' with 50"):  # declared: enforced
-        _learn(data, {"old": "share of age > 50", "age": "mean"}, domain={"age": [1, 2]})
-    with pytest.raises(ParameterError, match="no parameter has a condition"):
-        _learn(data.assign(h=0), {"h": "share", "age": "mean"}, domain=DOMAIN)
+        qp.share_of("age > 50", domain={"age": [1, 2]})
+    spec = {"high": qp.share_of('income == "high"', domain=DOMAIN), "age": "mean"}
     odd = data.copy()
     odd.loc[7, "income"] = "very high"
     with pytest.raises(DataError, match=r"1 value\(s\) outside its declared domain"):
-        _learn(odd, spec, domain=DOMAIN)
+        _learn(odd, spec)
     with pytest.raises(DataError, match="no column"):
-        _learn(data.drop(columns="income"), spec, domain=DOMAIN)
-    with pytest.raises(ParameterError, match="share of CONDITION"):
-        qp.learn_theta(data.groupby("place")[["age"]].mean().assign(h=0.5),
-                       {"h": 'share of income == "high"', "age": "mean"}, quantiles=2,
-                       domain=DOMAIN)
+        _learn(data.drop(columns="income"), spec)
+    with pytest.raises(ParameterError, match="population column"):
+        qp.learn_theta(data.groupby("place")[["age"]].mean().assign(high=0.5), spec,
+                       quantiles=2)
+    with pytest.raises(ParameterError, match=r"qp.share_of\('income == \"high\"'"):
+        _learn(data, {"high": 'share of income == "high"', "age": "mean"})
 
 
-@pytest.mark.parametrize("kind, match", [
-    ("share of", "kind must be one of"),
-    ("share of income = 'high'", "use '==' to compare"),
-    ("share of income + 1", "not a true/false condition"),
-    ("share of __import__('os')", "a function call"),
-    ("share of @income == 1", "'@'"),
+@pytest.mark.parametrize("condition, match", [
+    ("", "empty"),
+    ("income = 'high'", "use '==' to compare"),
+    ("income + 1", "not a true/false condition"),
+    ("__import__('os')", "a function call"),
+    ("@income == 1", "'@'"),
 ])
-def test_strict_parsing(kind, match):
+def test_strict_parsing(condition, match):
     with pytest.raises(ParameterError, match=match):
-        _learn(_records(), {"high": kind, "age": "mean"}, domain=DOMAIN)
+        qp.share_of(condition, domain=DOMAIN)
 
 
-def test_cli_learn_share_of_a_category(tmp_path):
+def test_cli_learn_share_of_a_category(tmp_path, capsys):
     from quiltpriv.cli import main
 
     csv = tmp_path / "records.csv"
     _records().to_csv(csv, index=False)
     out = tmp_path / "theta.json"
+    args = ["learn", str(csv), "--parameters", 'high=share of income in ["mid", "high"],age=mean',
+            "--domain", "income=low|mid|high", "--population", "place", "--quantiles", "2",
+            "--data-public", "-o", str(out)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
-        assert main(["learn", str(csv), "--parameters",
-                     'high=share of income in ["mid", "high"],age=mean',
-                     "--domain", "income=low|mid|high", "--population", "place",
-                     "--quantiles", "2", "--data-public", "-o", str(out)]) == 0
+        assert main(args) == 0
     theta = qp.load_model(out)
     assert theta.provenance["parameters"]["high"]["condition"] == "income in ['mid', 'high']"
     assert list(theta.nodes) == ["high", "age"]
+    capsys.readouterr()
+    assert main(args[:5] + ["income=low|mid"] + args[6:]) == 2  # 'high' not declared
+    err = capsys.readouterr().err
+    assert "'high', which is not in its declared domain" in err and len(err.splitlines()) == 1
+    assert main(args[:3] + ['high=share of income == "high"'] + args[6:]) == 2  # no --domain
+    assert "declare the values of the column(s) 'income'" in capsys.readouterr().err
