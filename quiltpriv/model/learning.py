@@ -706,18 +706,8 @@ def learn_theta(
                              "apply only when the structure is learned")
 
     digest = data_sha256(data)
-    diagnostics = None
-    if population is None:
-        for option, value in (("min_records", min_records), ("weights", weights)):
-            if value is not None:
-                raise ParameterError(f"{option} applies to records with a population column "
-                                     "(population=...)")
-        table = data
-    else:
-        data = data.assign(**{p: c.indicator(data) for p, c in conditions.items()})
-        table = population_parameters(data, population, params, weights=weights)
-        data, table = _drop_small(data, table, population, min_records)
-        diagnostics = _diagnose(data, population, params, min_records, weights)
+    data, table, diagnostics = _population_table(data, population, params, conditions,
+                                                 min_records, weights)
     if len(table) < MIN_POPULATIONS:
         raise DataError(f"{len(table)} population(s): at least {MIN_POPULATIONS} are needed to "
                         "learn a network (each population is one observation of the "
@@ -757,6 +747,24 @@ def learn_theta(
     for p, cond in conditions.items():
         prov["parameters"][p].update(cond.to_dict())
     return theta.with_provenance(prov)
+
+
+def _population_table(
+    data: pd.DataFrame, population: str | None, params: dict[str, str],
+    conditions: Mapping[str, RecordShare], min_records: int | None, weights: str | None,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any] | None]:
+    """The records (with each condition's 0/1 column), the per-population table and the
+    record diagnostics; without ``population`` the data are that table already."""
+    if population is None:
+        for option, value in (("min_records", min_records), ("weights", weights)):
+            if value is not None:
+                raise ParameterError(f"{option} applies to records with a population column "
+                                     "(population=...)")
+        return data, data, None
+    data = data.assign(**{p: c.indicator(data) for p, c in conditions.items()})
+    table = population_parameters(data, population, params, weights=weights)
+    data, table = _drop_small(data, table, population, min_records)
+    return data, table, _diagnose(data, population, params, min_records, weights)
 
 
 def _drop_small(data: pd.DataFrame, table: pd.DataFrame, population: str,

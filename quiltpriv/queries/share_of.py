@@ -23,10 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from quiltpriv.errors import DataError, ParameterError, QueryError
 from quiltpriv.queries.predicate import (
@@ -37,6 +36,9 @@ from quiltpriv.queries.predicate import (
     parse_predicate,
 )
 from quiltpriv.queries.query import check_in_domain, declared_domain
+
+if TYPE_CHECKING:  # pandas is imported where records are read, not to declare a share
+    import pandas as pd
 
 __all__ = ["ShareOf", "share_of", "shares_from_text"]
 
@@ -89,6 +91,8 @@ class ShareOf:
             A missing column, missing values, a value outside its declared domain, a number
             compared with text.
         """
+        import pandas as pd
+
         if not isinstance(records, pd.DataFrame):
             raise DataError(f"the records must be a pandas DataFrame, got "
                             f"{type(records).__name__}")
