@@ -614,7 +614,8 @@ def test_the_readme_ledger_session_runs_as_shown(tmp_path, capsys, monkeypatch):
     from quiltpriv.audit.ledger import AUDIT_WORDS
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Releases over time"):readme.index("## How the exact")]
+    start = readme.index("## Releases over time")
+    section = readme[start:readme.index("\n## ", start + 1)]
     commands = [ln.strip() for ln in section.splitlines() if ln.startswith("    quiltpriv ")]
     assert len(commands) == 4
     monkeypatch.chdir(tmp_path)
