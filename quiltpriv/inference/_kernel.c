@@ -36,8 +36,9 @@
  * Deadline. joint(), price() and influence() take an optional budget in seconds (from the
  * caller's deadline; the clocks of Python and C need not share an origin, so the budget is
  * relative and measured here on the monotonic clock). The pricing loops look at the clock
- * every few dozen steps and the numeric elimination at every step; when it has passed, the
- * call returns LATE (joint, influence: 3; price: -1.0) with nothing computed.
+ * every few dozen steps and the numeric elimination at every step and every CLOCK_EVERY
+ * output rows within a step (one step of a large query can take minutes); when it has passed,
+ * the call returns LATE (joint, influence: 3; price: -1.0) with nothing computed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -587,16 +588,20 @@ price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const i
     return cost;
 }
 
+/* How many passes over the outer axes a product runs between two looks at the clock. */
+#define CLOCK_EVERY 1024
+
 /* product_sum's block path: the last `nb` output axes and x form a block of `e` cells whose
    offsets in each factor that varies over it are listed once (`offs`), so that each pass over
    the remaining (outer) axes is one gather loop per factor, however small each axis is; the
    factors constant over the block are multiplied once per pass into a scalar. The products are
    formed in the same factor order as product_sum's other paths (the constant factors first),
-   each cell being the same number of roundings. Returns -1 when out of memory. */
+   each cell being the same number of roundings. Returns -1 when out of memory, -2 when the
+   deadline `stop` passed (out partly written, not to be used). */
 static int
 product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int *lcard,
               double *out, const Py_ssize_t *st, const Py_ssize_t *sx, Py_ssize_t *off,
-              int *idx)
+              int *idx, double stop)
 {
     int cx = x >= 0 ? lcard[x] : 1, nvary = 0, first_block = r - nb;
     Py_ssize_t b = 1, outer = 1;
@@ -649,7 +654,12 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
         idx[j] = 0;
     for (int f = 0; f < g; f++)
         off[f] = 0;
+    int late = 0;
     for (Py_ssize_t o = 0; o < outer; o++) {
+        if ((o & (CLOCK_EVERY - 1)) == CLOCK_EVERY - 1 && past(stop)) {
+            late = 1;
+            break;
+        }
         double *dst = out + o * b;
         double *p = cx > 1 ? cells : dst;
         double scalar = 1.0;
@@ -696,7 +706,7 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
     free(konst);
     free(offs);
     free(cells);
-    return 0;
+    return late ? -2 : 0;
 }
 
 /* out[cell] = sum over x of the product of the factors, cells in C order over outv.
@@ -705,10 +715,13 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
    common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries).
    Where the last axis (times x) is shorter than BLOCK_FROM cells, the per-pass overhead of
    that loop would dominate: product_block takes trailing axes up to BLOCK_CELLS cells instead.
-   Returns -1 when out of memory. */
+   Returns -1 when out of memory, -2 when the deadline `stop` passed (out partly written, not
+   to be used): one step of a large query can take minutes, so the clock is read every
+   CLOCK_EVERY passes over the outer axes, not only between steps. */
 static int
 product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
-            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp)
+            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp,
+            double stop)
 {
     /* strides of every output variable (and of x) in every factor; 0 where absent */
     for (int f = 0; f < g; f++) {
@@ -740,13 +753,15 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
         while (nb < r && cells * lcard[outv[r - 1 - nb]] <= BLOCK_CELLS)
             cells *= lcard[outv[r - 1 - nb++]];
         if (nb > 1)
-            return product_block(g, fs, r, nb, outv, x, lcard, out, st, sx, off, idx);
+            return product_block(g, fs, r, nb, outv, x, lcard, out, st, sx, off, idx, stop);
     }
     for (int j = 0; j < last; j++) {
         outer *= lcard[outv[j]];
         idx[j] = 0;
     }
     for (Py_ssize_t o = 0; o < outer; o++) {
+        if ((o & (CLOCK_EVERY - 1)) == CLOCK_EVERY - 1 && past(stop))
+            return -2;
         double *dst = out + o * inner;
         if (g == 1) {
             const double *a = fs[0]->data + off[0];
@@ -1157,7 +1172,12 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
             goto nomem;
         memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
         nw->nv = r;
-        if (product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp) < 0)
+        int made = product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp, stop);
+        if (made == -2) {
+            rc = -2;
+            goto done;
+        }
+        if (made < 0)
             goto nomem;
         nw->data = nw->owned;
         nw->alive = 1;
@@ -1184,7 +1204,12 @@ compute_joint(Network *self, const int *q, int m, double *out, double max_table,
         if (grow((void **)&st, &st_cap, (size_t)g * (size_t)m + 1, sizeof(Py_ssize_t)) < 0 ||
             (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
             goto nomem;
-        if (product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp) < 0)
+        int made = product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp, stop);
+        if (made == -2) {
+            rc = -2;
+            goto done;
+        }
+        if (made < 0)
             goto nomem;
     }
     rc = 1;
