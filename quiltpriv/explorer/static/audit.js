@@ -5,40 +5,12 @@
 "use strict";
 
 (() => {
-  const token = new URLSearchParams(location.search).get("token") || "";
-  const $ = (id) => document.getElementById(id);
+  // The page's helpers (explorer.js, loaded first): one element builder and one API client.
+  const {token, $, el, sleep, set, api} = window.quiltprivExplorer;
   let verifyJob = null;
 
-  function el(tag, attrs, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") e.className = v;
-      else e.setAttribute(k, v === true ? "" : String(v));
-    }
-    for (const c of children) {
-      if (c === null || c === undefined) continue;
-      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return e;
-  }
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const fmt = (x) => (x === null || x === undefined ? "-" : typeof x === "string" ? x
     : x === 0 ? "0" : String(Number(x.toPrecision(6))));
-  const set = (xs) => "{" + (xs || []).join(", ") + "}";
-
-  async function api(method, path, body) {
-    const opts = {method, headers: {"X-Quiltpriv-Token": token}};
-    if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.body = JSON.stringify(body);
-    }
-    const r = await fetch(path, opts);
-    let data;
-    try { data = await r.json(); } catch (e) { data = {error: `HTTP ${r.status}`}; }
-    if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
-    return data;
-  }
 
   function status(text, isError) {
     const s = $("pub-status");

@@ -55,6 +55,9 @@
     return data;
   }
 
+  // The auditor's panel (audit.js, loaded after this script) uses the same helpers.
+  window.quiltprivExplorer = Object.freeze({token, $, el, sleep, set, api});
+
   function showError(box, message) {
     $(box).hidden = !message;
     $(box).textContent = message || "";
