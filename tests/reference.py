@@ -381,3 +381,28 @@ def lattice(n: int, width: int, seed: int = 1):
     return theta_from_tables(edges, {v: [0, 1] for v in names}, tables,
                              parents_order={names[j]: [names[p] for p in pa[j]]
                                             for j in range(n)})
+
+
+def student_ensemble(n: int, seed: int, *, concentration: float = 100.0,
+                     prefix: str = "bootstrap-"):
+    """The student model and ``n - 1`` members drawn around it (each CPD column from a Dirichlet
+    centred on the point estimate's, ``concentration`` its strength): a stand-in for a learned
+    Theta (a point estimate and its bootstrap resamples) whose members disagree on every
+    entry. Members are named ``point``, then ``prefix`` 1, 2, ..."""
+    import quiltpriv as qp
+    from quiltpriv.model.network import CPD, Theta
+
+    base = qp.load_model("student")
+    rng = np.random.default_rng(seed)
+    members = [dict(base.members[0])]
+    for _ in range(n - 1):
+        m = {}
+        for v in base.nodes:
+            t = base.members[0][v].table
+            flat = t.reshape(t.shape[0], -1)
+            new = np.stack([rng.dirichlet(concentration * flat[:, c] + 1)
+                            for c in range(flat.shape[1])], axis=1)
+            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
+        members.append(m)
+    return Theta(base.nodes, base.states, base.parents, members,
+                 ["point"] + [f"{prefix}{k}" for k in range(1, n)])

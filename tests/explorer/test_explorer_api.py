@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 
 import quiltpriv as qp
 from quiltpriv.explorer import jobs as jobs_module
@@ -271,22 +272,7 @@ def test_strength_scaling_and_undo(client, model_file):
 
 def _ensemble(n=6, seed=5):
     """The student model and ``n - 1`` members drawn around it (members disagree everywhere)."""
-    from quiltpriv.model.network import CPD, Theta
-
-    base = qp.load_model("student")
-    rng = np.random.default_rng(seed)
-    members = [dict(base.members[0])]
-    for _ in range(n - 1):
-        m = {}
-        for v in base.nodes:
-            t = base.members[0][v].table
-            flat = t.reshape(t.shape[0], -1)
-            new = np.stack([rng.dirichlet(100 * flat[:, c] + 1) for c in range(flat.shape[1])],
-                           axis=1)
-            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
-        members.append(m)
-    return Theta(base.nodes, base.states, base.parents, members,
-                 ["point"] + [f"b{k}" for k in range(1, n)])
+    return ref.student_ensemble(n, seed, prefix="b")
 
 
 def test_edits_of_all_members():

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import pytest
+import reference as ref
 
 import quiltpriv as qp
 from quiltpriv.model.loading import theta_to_dict
@@ -282,22 +283,7 @@ def test_screenshot_is_not_blank_and_shows_the_roles(explorer, browser, tmp_path
 def ensemble(n=21, seed=3):
     """The student model and ``n - 1`` members drawn around it: a stand-in for a learned Theta
     (a point estimate and its bootstrap resamples), so that members disagree on every entry."""
-    from quiltpriv.model.network import CPD, Theta
-
-    base = qp.load_model("student")
-    rng = np.random.default_rng(seed)
-    members = [dict(base.members[0])]
-    for _ in range(n - 1):
-        m = {}
-        for v in base.nodes:
-            t = base.members[0][v].table
-            flat = t.reshape(t.shape[0], -1)
-            new = np.stack([rng.dirichlet(200 * flat[:, c] + 1) for c in range(flat.shape[1])],
-                           axis=1)
-            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
-        members.append(m)
-    return Theta(base.nodes, base.states, base.parents, members,
-                 ["point"] + [f"bootstrap-{k}" for k in range(1, n)])
+    return ref.student_ensemble(n, seed, concentration=200.0)
 
 
 EVIL = "<script>alert(1)</script>"

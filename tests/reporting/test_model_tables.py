@@ -8,9 +8,10 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+import reference as ref
 
 import quiltpriv as qp
-from quiltpriv.model.network import CPD, Theta
+from quiltpriv.model.network import Theta
 from quiltpriv.reporting import model_tables
 from quiltpriv.reporting.model_tables import cpd_tables, cpd_tables_html, provenance_html
 from quiltpriv.reporting.report import audit_report
@@ -89,20 +90,7 @@ def parse(html: str) -> Tables:
 
 
 def ensemble(n: int = 5, seed: int = 2) -> Theta:
-    base = qp.load_model("student")
-    rng = np.random.default_rng(seed)
-    members = [dict(base.members[0])]
-    for _ in range(n - 1):
-        m = {}
-        for v in base.nodes:
-            t = base.members[0][v].table
-            flat = t.reshape(t.shape[0], -1)
-            new = np.stack([rng.dirichlet(100 * flat[:, c] + 1) for c in range(flat.shape[1])],
-                           axis=1)
-            m[v] = CPD(v, base.parents[v], new.reshape(t.shape))
-        members.append(m)
-    return Theta(base.nodes, base.states, base.parents, members,
-                 ["point"] + [f"bootstrap-{k}" for k in range(1, n)])
+    return ref.student_ensemble(n, seed)
 
 
 PROVENANCE = {
