@@ -406,3 +406,23 @@ def student_ensemble(n: int, seed: int, *, concentration: float = 100.0,
         members.append(m)
     return Theta(base.nodes, base.states, base.parents, members,
                  ["point"] + [f"{prefix}{k}" for k in range(1, n)])
+
+
+#: The count the published-files fixtures plan and release on the student model (CLI options).
+PUBLISHED_QUERY = ["--query", "count", "--attributes", "income", "--where", "income == 1",
+                   "--domain", "income=0|1", "--records", "1000", "--epsilon", "1"]
+
+
+def publish_student_files(folder):
+    """A publisher's files in ``folder``: ``plan.json`` and ``record.json`` (a release of the
+    students data through ``ledger.db``), made with the command line; returns ``folder``."""
+    from pathlib import Path
+
+    from quiltpriv.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "examples" / "data" / "students.csv"
+    sensitive = ["--sensitive", "gender,income", *PUBLISHED_QUERY]
+    assert main(["plan", "student", *sensitive, "--json", "-o", str(folder / "plan.json")]) == 0
+    assert main(["release", "student", *sensitive, "--data", str(data),
+                 "--ledger", str(folder / "ledger.db"), "-o", str(folder / "record.json")]) == 0
+    return folder

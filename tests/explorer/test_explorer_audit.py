@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import reference as ref
 
 import quiltpriv as qp
 from quiltpriv.cli import main
@@ -28,20 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_explorer_api import Client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-QUERY = ["--query", "count", "--attributes", "income", "--where", "income == 1", "--domain",
-         "income=0|1", "--records", "1000", "--epsilon", "1"]
+QUERY = ref.PUBLISHED_QUERY
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """The publisher's files: plan.json, record.json (released through ledger.db)."""
-    d = tmp_path_factory.mktemp("published")
-    assert main(["plan", "student", "--sensitive", "gender,income", *QUERY, "--json",
-                 "-o", str(d / "plan.json")]) == 0
-    assert main(["release", "student", "--sensitive", "gender,income", *QUERY, "--data",
-                 str(ROOT / "examples/data/students.csv"), "--ledger", str(d / "ledger.db"),
-                 "-o", str(d / "record.json")]) == 0
-    return d
+    return ref.publish_student_files(tmp_path_factory.mktemp("published"))
 
 
 @pytest.fixture

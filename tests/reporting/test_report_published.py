@@ -7,24 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
+import reference as ref
 
 import quiltpriv.cli.core as cli_core
 from quiltpriv.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-QUERY = ["--query", "count", "--attributes", "income", "--where", "income == 1", "--domain",
-         "income=0|1", "--records", "1000", "--epsilon", "1"]
+QUERY = ref.PUBLISHED_QUERY
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    d = tmp_path_factory.mktemp("published")
-    assert main(["plan", "student", "--sensitive", "gender,income", *QUERY, "--json",
-                 "-o", str(d / "plan.json")]) == 0
-    assert main(["release", "student", "--sensitive", "gender,income", *QUERY, "--data",
-                 str(ROOT / "examples/data/students.csv"), "--ledger", str(d / "ledger.db"),
-                 "-o", str(d / "record.json")]) == 0
-    return d
+    return ref.publish_student_files(tmp_path_factory.mktemp("published"))
 
 
 @pytest.fixture
