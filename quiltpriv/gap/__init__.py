@@ -8,7 +8,7 @@ convex programs (``privatizers``), the MMSE adversary and the mutual-information
 
 from quiltpriv._compat import forward_attribute as _forward
 
-_SUBMODULES = frozenset({"information", "learning", "privatizers"})
+_SUBMODULES = frozenset({"alpha_loss", "information", "learning", "privatizers"})
 
 
 def __getattr__(name: str) -> object:
