@@ -65,10 +65,12 @@ from bench_core import (  # noqa: E402
 )
 
 import quiltpriv.mechanisms.apmqm as mech  # noqa: E402
+import quiltpriv.mechanisms.apmqm.shared as shared  # noqa: E402
 from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive  # noqa: E402
 from quiltpriv.model.network import Theta, theta_from_pgmpy, theta_from_tables  # noqa: E402
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query  # noqa: E402
+from quiltpriv.utils.format import text_table  # noqa: E402
 
 SHAPES = ("star/centre", "star/centre-weak", "star/leaf", "dag", "alarm")
 EPSILON = 1.0
@@ -167,7 +169,7 @@ def old_search(theta: Theta, query: Query, node: str, eps: float,
             if delta / eps > best:
                 continue
             try:
-                infl = mech.influence_upper_bound(theta, node, q)
+                infl = shared.influence_upper_bound(theta, node, q)
             except InfluenceTooExpensive:
                 continue
             considered += 1
@@ -185,7 +187,7 @@ class InfluenceClock:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._orig = mech.influence_upper_bound
+        self._orig = shared.influence_upper_bound
 
     def __enter__(self) -> InfluenceClock:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -195,11 +197,11 @@ class InfluenceClock:
             finally:
                 self.seconds += time.perf_counter() - t0
 
-        mech.influence_upper_bound = timed
+        shared.influence_upper_bound = timed
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        mech.influence_upper_bound = self._orig
+        shared.influence_upper_bound = self._orig
 
 
 def run_one(theta: Theta, node: str, query: Query, time_limit: float, old_limit: float | None,
@@ -274,7 +276,7 @@ def sweep_report(rows: list[dict[str, Any]], time_limit: float) -> list[str]:
         table.append((f"{eps:g}", str(len(sel)), str(sum(r["optimal"] for r in sel)),
                       f"{secs[len(secs) // 2]:.3f}", f"{secs[-1]:.3f}",
                       str(cands[len(cands) // 2]), str(cands[-1])))
-    return lines + mech._table(header, table)
+    return lines + text_table(header, table)
 
 
 def report(rows: list[dict[str, Any]], facts: dict[str, Any], args: argparse.Namespace) -> str:
@@ -303,7 +305,7 @@ def report(rows: list[dict[str, Any]], facts: dict[str, Any], args: argparse.Nam
                                                else f">{args.old_limit:g}"),
                       "-" if old is None else str(r["old_candidates"]),
                       {True: "yes", False: "NO"}.get(r.get("same_scale"), "-")))
-    lines += mech._table(header, table)
+    lines += text_table(header, table)
     lines.append("")
     for shape in dict.fromkeys(r["shape"] for r in rows):
         for kind in ("count", "linear"):

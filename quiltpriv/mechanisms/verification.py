@@ -50,17 +50,15 @@ from quiltpriv.mechanisms.apmqm import (
     DEFAULT_MAX_CANDIDATES,
     Plan,
     SensitivePlan,
-    _nearby_query_attributes,
-    _plan_node,
-    _Shared,
-    _shared_context,
-    _trusted,
     canonical_json,
     plan_from_dict,
     plan_from_json,
     plan_query_fingerprint,
     quilt_scale,
 )
+from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
+from quiltpriv.mechanisms.apmqm.plan_types import _nearby_query_attributes, _trusted
+from quiltpriv.mechanisms.apmqm.shared import _Shared, _shared_context
 from quiltpriv.model.network import Theta, as_theta, model_mismatch
 from quiltpriv.queries.fraction import FractionQuery
 from quiltpriv.queries.query import (

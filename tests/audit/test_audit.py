@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import quiltpriv.mechanisms.apmqm as mech
+import quiltpriv.mechanisms.apmqm.shared as mech
 from quiltpriv.audit.exact import audit, audit_plan, query_laws
 from quiltpriv.cli.audit import register_cli
 from quiltpriv.errors import ModelError, ParameterError, QueryError

@@ -40,6 +40,7 @@ import quiltpriv as qp
 import quiltpriv.cli.core as cli_core
 import quiltpriv.cli.subset_privacy as cli_subset_privacy
 import quiltpriv.mechanisms.apmqm as mech
+import quiltpriv.mechanisms.apmqm.shared as shared
 import quiltpriv.mechanisms.noise as noise
 import quiltpriv.subset_privacy as subset_privacy
 from quiltpriv.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, main
@@ -455,7 +456,7 @@ def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file
 
 
 def _interrupt_second_influence(monkeypatch):
-    real = mech.influence_upper_bound
+    real = shared.influence_upper_bound
     calls = {"n": 0}
 
     def interrupting(*args, **kwargs):
@@ -464,7 +465,7 @@ def _interrupt_second_influence(monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mech, "influence_upper_bound", interrupting)
+    monkeypatch.setattr(shared, "influence_upper_bound", interrupting)
 
 
 def test_ctrl_c_during_a_serial_plan_gives_the_plan_then_exit_130(cli, monkeypatch):
@@ -533,7 +534,7 @@ def _python_env():
 
 SLOW_PARALLEL_PLAN = """
 import sys, time
-import quiltpriv.mechanisms.apmqm as mech
+import quiltpriv.mechanisms.apmqm.parallel as mech
 from quiltpriv.cli import main
 
 real = mech._plan_batch

@@ -507,7 +507,7 @@ def test_cli_wide_queries_plan_exactly(capsys, tmp_path):
 def test_cli_time_limit_is_on_by_default_and_reported(capsys, tmp_path, monkeypatch):
     import json
 
-    import quiltpriv.mechanisms.apmqm as mech
+    import quiltpriv.mechanisms.apmqm.planner as mech
     from quiltpriv.cli import build_parser
     from quiltpriv.cli.core import DEFAULT_TIME_LIMIT
 

@@ -51,7 +51,7 @@ def test_public_names_resolve_on_first_use():
             "print(qp.inference.influence.max_influence is qp.max_influence)")
     modules, out = _modules_after(code)
     assert out.split() == ["quiltpriv.queries.query", "quiltpriv.model.network",
-                           "quiltpriv.mechanisms.apmqm", "True"]
+                           "quiltpriv.mechanisms.apmqm.plan_types", "True"]
     assert _loaded(modules, ("pandas", "scipy", "matplotlib", "joblib", "networkx")) == []
 
 

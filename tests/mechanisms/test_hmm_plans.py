@@ -19,7 +19,8 @@ import pytest
 import quiltpriv as qp
 import quiltpriv.mechanisms.hmm_quilts as hmm_quilts
 from quiltpriv.inference.influence import max_influence
-from quiltpriv.mechanisms.apmqm import _hmm_plans, plan
+from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.mechanisms.apmqm.planner import _hmm_plans
 from quiltpriv.mechanisms.hmm_quilts import HMMNotApplicable, hmm_least_quilts, hmm_order
 from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
 

@@ -3,7 +3,7 @@
 import pickle
 
 import quiltpriv as qp
-import quiltpriv.mechanisms.apmqm as mech
+import quiltpriv.mechanisms.apmqm.shared as mech
 
 
 def test_theta_pickles(student_theta):

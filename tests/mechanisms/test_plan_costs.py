@@ -14,13 +14,9 @@ import random
 import numpy as np
 import pytest
 
-import quiltpriv.mechanisms.apmqm as apmqm
-from quiltpriv.mechanisms.apmqm import (
-    _QUERY_FINGERPRINT_FORMAT,
-    canonical_json,
-    plan,
-    query_fingerprint,
-)
+import quiltpriv.mechanisms.apmqm.planner as planner
+from quiltpriv.mechanisms.apmqm import canonical_json, plan, query_fingerprint
+from quiltpriv.mechanisms.apmqm.fingerprints import _QUERY_FINGERPRINT_FORMAT
 from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.query import CountQuery, LinearQuery
 
@@ -94,7 +90,7 @@ def test_single_attribute_plan_of_a_long_network_lists_nothing(monkeypatch):
     theta = _star(40)
     query = CountQuery(["v1", "v2"], 10)
     assert plan(theta, query, ["v3"], 1.0).sensitive[0].sets_listed
-    monkeypatch.setattr(apmqm, "LIST_SETS_MAX_NODES", 39)
+    monkeypatch.setattr(planner, "LIST_SETS_MAX_NODES", 39)
     sp = plan(theta, query, ["v3"], 1.0).sensitive[0]
     assert not sp.sets_listed and sp.nearby_attributes is not None
     assert plan(theta, query, ["v3"], 1.0, list_sets=True).sensitive[0].sets_listed

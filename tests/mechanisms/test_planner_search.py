@@ -31,11 +31,12 @@ from marks import fast_sample
 from test_exhaustive_14 import make_network
 
 import quiltpriv as qp
-from quiltpriv import mechanisms as mech
+import quiltpriv.mechanisms.apmqm.search as mech
 from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt
 from quiltpriv.inference.influence import joint_marginal, max_influence
-from quiltpriv.mechanisms.apmqm import _blocks, _pair_influences, plan
+from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.mechanisms.apmqm import quilt_scale as _scale
+from quiltpriv.mechanisms.apmqm.search import _blocks, _pair_influences
 from quiltpriv.model.network import ThetaCache, theta_from_tables
 from quiltpriv.queries.query import (
     CountQuery,

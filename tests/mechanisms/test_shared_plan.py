@@ -17,7 +17,9 @@ import pytest
 from marks import fast_sample
 from reference import random_network
 
-import quiltpriv.mechanisms.apmqm as apmqm
+import quiltpriv.mechanisms.apmqm.planner as apmqm_planner
+import quiltpriv.mechanisms.apmqm.shared as apmqm_shared
+from quiltpriv.errors import ParameterError, PlanError
 from quiltpriv.mechanisms.apmqm import Plan, plan, plan_node
 from quiltpriv.mechanisms.verification import check_plan
 from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
@@ -41,11 +43,11 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
     net = random_network(3000 + seed, min_nodes=3, max_nodes=9)
     theta = net.to_theta()
     query = _query(net, seed, kind)
-    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
-    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)
+    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
     calls = []
-    real = apmqm.joint_influence
-    monkeypatch.setattr(apmqm, "joint_influence", lambda *a: calls.append(a) or real(*a))
+    real = apmqm_shared.joint_influence
+    monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
     shared = plan(theta, query, theta.nodes, 1.0)
     # every non-empty candidate's influence came from the shared propagation
     assert calls or all(not sp.quilt for sp in shared.sensitive)
@@ -126,17 +128,17 @@ def test_propagation_only_where_it_costs_less(monkeypatch):
     net = random_network(3007, min_nodes=6, max_nodes=6)
     theta = net.to_theta()
     query = _query(net, 7, "count")
-    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     calls = []
-    real = apmqm.joint_influence
-    monkeypatch.setattr(apmqm, "joint_influence", lambda *a: calls.append(a) or real(*a))
-    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 0)
+    real = apmqm_shared.joint_influence
+    monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
     skipped = plan(theta, query, theta.nodes, 1.0)
     assert not calls
     for sp in skipped.sensitive:
         alone = plan_node(theta, query, sp.node, 1.0)
         assert (sp.quilt, sp.influence, sp.scale) == (alone.quilt, alone.influence, alone.scale)
-    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)
+    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
     shared = plan(theta, query, theta.nodes, 1.0)
     assert calls or all(not sp.quilt for sp in shared.sensitive)
 
@@ -147,13 +149,13 @@ def test_list_sets_rule_and_old_format():
     query = _query(net, 1, "count")
     listed = plan(theta, query, theta.nodes, 1.0)
     assert all(sp.sets_listed for sp in listed.sensitive)
-    old = apmqm.LIST_SETS_LIMIT
+    old = apmqm_planner.LIST_SETS_LIMIT
     try:
-        apmqm.LIST_SETS_LIMIT = len(theta.nodes) * len(theta.nodes) - 1
+        apmqm_planner.LIST_SETS_LIMIT = len(theta.nodes) * len(theta.nodes) - 1
         assert not any(sp.sets_listed for sp in plan(theta, query, theta.nodes, 1.0).sensitive)
     finally:
-        apmqm.LIST_SETS_LIMIT = old
-    with pytest.raises(apmqm.ParameterError):
+        apmqm_planner.LIST_SETS_LIMIT = old
+    with pytest.raises(ParameterError):
         plan(theta, query, theta.nodes, 1.0, list_sets="yes")
     # a plan of the previous format (always listed, no nearby_attributes) is still read
     d = listed.to_dict()
@@ -166,12 +168,12 @@ def test_list_sets_rule_and_old_format():
     d = listed.to_dict()
     entry = next(iter(d["sensitive"].values()))
     entry["nearby_attributes"] = []
-    with pytest.raises(apmqm.PlanError, match="nearby_attributes must be null"):
+    with pytest.raises(PlanError, match="nearby_attributes must be null"):
         Plan.from_dict(d)
     d = listed.to_dict()
     entry = next(iter(d["sensitive"].values()))
     entry["nearby"] = None
-    with pytest.raises(apmqm.PlanError):
+    with pytest.raises(PlanError):
         Plan.from_dict(d)
 
 
@@ -179,8 +181,8 @@ def test_a_shared_plan_runs_in_one_process(monkeypatch):
     net = random_network(4200, min_nodes=6, max_nodes=6)
     theta = net.to_theta()
     query = _query(net, 3, "count")
-    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
-    monkeypatch.setattr(apmqm, "_plan_parallel", None)  # would fail if called
+    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm_planner, "_plan_parallel", None)  # would fail if called
     p = plan(theta, query, theta.nodes, 1.0, n_jobs=2)
     assert any("n_jobs=2 not used" in n for n in p.notes)
     assert p.to_dict()["sensitive"] == plan(theta, query, theta.nodes, 1.0).to_dict()["sensitive"]
@@ -203,22 +205,22 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     each attribute alone and verifies. Priced one entry less than the propagation's work, the
     per-attribute path is kept."""
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
-    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 0)
-    need = apmqm.propagation_work(theta, query.attributes)
+    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
+    need = apmqm_shared.propagation_work(theta, query.attributes)
     priced = []
-    real_price = apmqm._per_node_work
-    monkeypatch.setattr(apmqm, "_per_node_work",
+    real_price = apmqm_shared._per_node_work
+    monkeypatch.setattr(apmqm_shared, "_per_node_work",
                         lambda *a: priced.append(real_price(*a)) or priced[-1])
     ran = []
-    real = apmqm.attribute_joints
-    monkeypatch.setattr(apmqm, "attribute_joints",
+    real = apmqm_shared.attribute_joints
+    monkeypatch.setattr(apmqm_shared, "attribute_joints",
                         lambda *a, **k: ran.append(real(*a, **k) is not None) or real(*a, **k))
     plan(theta, query, theta.nodes, 1.0)
     # on networks this small the eliminations are priced far below the propagation
     assert priced and ran and set(ran) == {need <= priced[0]}  # one run per member
     for price, used in ((need - 1, False), (need, True)):
-        monkeypatch.setattr(apmqm, "_per_node_work", lambda *a, p=price: p)
+        monkeypatch.setattr(apmqm_shared, "_per_node_work", lambda *a, p=price: p)
         ran.clear()
         shared = plan(theta, query, theta.nodes, 1.0)
         assert ran and set(ran) == {used}, price
@@ -241,8 +243,8 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
 
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm, "SHARED_MIN_SENSITIVE", 1)
-    monkeypatch.setattr(apmqm, "SHARED_WORK_RATIO", 10**9)  # the propagation always runs
+    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
+    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)  # the propagation always runs
     structure, cards = fill_tree_structure(theta), cardinalities(theta)
     idx = tuple(sorted(theta.index[a] for a in query.attributes))
     batch = math.prod(cards[a] for a in idx)
@@ -253,7 +255,7 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     split = _split(structure, idx, cards, budget)
     assert split is not None and math.prod(split[0]) < batch
     ran = []
-    real = apmqm.attribute_joints
+    real = apmqm_shared.attribute_joints
 
     def budgeted(*a, **k):
         found = real(*a, **k, max_held=budget)
@@ -261,7 +263,7 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
         return found
 
     reference = plan(theta, query, theta.nodes, 1.0)
-    monkeypatch.setattr(apmqm, "attribute_joints", budgeted)
+    monkeypatch.setattr(apmqm_shared, "attribute_joints", budgeted)
     got = plan(theta, query, theta.nodes, 1.0)
     assert ran and all(ran)
     for a, b in zip(got.sensitive, reference.sensitive, strict=True):

@@ -1,0 +1,562 @@
+"""The APMQM plan (:class:`Plan`) of [ZOC22, Alg. 3]: its JSON form, strict parsing and views.
+
+A plan is input like any other once saved: :func:`plan_from_dict` and :func:`plan_from_json`
+parse it strictly (every key required, every number finite) and return it unverified.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+
+from quiltpriv.errors import PlanError, QueryError
+from quiltpriv.inference.influence import fmt_influence
+from quiltpriv.mechanisms.apmqm.fingerprints import _plain, canonical_json, query_fingerprint
+from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _html_shown, _shown_set
+from quiltpriv.mechanisms.plan_fields import (
+    _bool,
+    _digest,
+    _fail,
+    _int,
+    _keys,
+    _names,
+    _number,
+    _text,
+)
+from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
+from quiltpriv.mechanisms.step_plans import StepPlans
+from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.format import describe_query as _describe_query
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.format import text_table as _table
+from quiltpriv.utils.validation import check_instance
+
+#: What an APMQM release guarantees ([ZOC22, Def. 4, Thm. 4]).
+GUARANTEE_KIND: GuaranteeKind = "distributional attribute privacy"
+
+#: The assumptions of [ZOC22, Thm. 4], in plain words.
+APMQM_ASSUMPTIONS = (
+    "the attribute parameters phi follow the hyperparameter network for some theta in Theta",
+    "the records are drawn independently given phi",
+    "the query reads only its declared attributes and at most its declared number of records",
+)
+
+
+#: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
+#: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
+PLAN_FORMAT = "quiltpriv-plan/2"
+
+#: The previous format, still read: it lists ``nearby`` and ``remote`` for every attribute and
+#: has no ``nearby_attributes``.
+PLAN_FORMAT_1 = "quiltpriv-plan/1"
+
+#: The format of a plan of the steps of a time series held as runs
+#: (:class:`~quiltpriv.mechanisms.step_plans.StepPlans`): ``"sensitive"`` is
+#: ``{"order", "attributes", "listed", "runs"}`` instead of one object per attribute.
+PLAN_FORMAT_RUNS = "quiltpriv-plan/3"
+
+
+#: The note of a plan that is not verified (read from a file or built by hand).
+UNVERIFIED_NOTE = ("NOT VERIFIED: this plan was read from a file or built by hand; its numbers are "
+               "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A deterministic, immutable APMQM plan: the noise a release needs and why.
+
+    ``to_json()`` gives the command line's JSON contract::
+
+        {"format": "quiltpriv-plan/2", "mechanism": "APMQM", "epsilon": E, "scale": b,
+         "optimal": true,
+         "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
+                              "nearby_attributes": null,
+                              "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
+         "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
+         "theta_size": t, "notes": [...], "provenance": {...} or null}
+
+    ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
+    it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
+    model's fingerprint (:meth:`~quiltpriv.model.network.Theta.fingerprint`). Above
+    :data:`LIST_SETS_LIMIT` names, ``nearby`` and ``remote`` are ``null`` and
+    ``nearby_attributes`` lists the query attributes in ``N`` (docs/trust-boundary.md).
+
+    ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
+    :func:`quiltpriv.mechanisms.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or
+    built by hand) is not, and :func:`release` and :func:`quiltpriv.reporting.report.audit_report`
+    verify it against the model before using it. ``provenance`` says where Theta came from
+    (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
+    """
+
+    epsilon: float
+    scale: float
+    optimal: bool
+    sensitive: Sequence[SensitivePlan]
+    query: Mapping[str, Any]
+    model: str
+    theta_size: int
+    query_fingerprint: str
+    notes: tuple[str, ...] = ()
+    provenance: Mapping[str, Any] | None = None
+    mechanism: str = field(default="APMQM", init=False)
+    verified: bool = field(default=False, init=False, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled plan is a saved plan like any other: it comes back unverified.
+        state = dict(self.__dict__)
+        state.pop("verified", None)
+        return state
+
+    def __getitem__(self, node: str) -> SensitivePlan:
+        if isinstance(self.sensitive, StepPlans):
+            try:
+                return self.sensitive[self.sensitive.index(node)]
+            except ValueError:
+                raise KeyError(node) from None
+        for sp in self.sensitive:
+            if sp.node == node:
+                return sp
+        raise KeyError(node)
+
+    @property
+    def binding(self) -> SensitivePlan:
+        """The sensitive attribute that sets the overall scale (first in order on ties)."""
+        if isinstance(self.sensitive, StepPlans):
+            return self.sensitive[self.sensitive.binding_index()]
+        return max(self.sensitive, key=lambda sp: sp.scale)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a release of this plan would not protect, in plain words: no noise (an exact
+        value), or a Theta learned from data not declared public
+        (:func:`quiltpriv.releases.records.release_warnings`)."""
+        from quiltpriv.releases.records import release_warnings
+
+        return tuple(release_warnings(scale=self.scale, kind=GUARANTEE_KIND,
+                                      provenance=self.provenance, table_sha256=None))
+
+    @property
+    def sampler_sensitivity(self) -> float:
+        """The sensitivity a release gives the noise sampler: the least positive
+        ``Delta_{A&N}`` of the plan (0 if none); the grid's snapping is paid against it."""
+        if isinstance(self.sensitive, StepPlans):
+            positive = [r.sensitivity for r in self.sensitive.runs if r.sensitivity > 0]
+        else:
+            positive = [sp.sensitivity for sp in self.sensitive if sp.sensitivity > 0]
+        return min(positive) if positive else 0.0
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """What a release of this plan guarantees ([ZOC22, Thm. 4])."""
+        return Guarantee(GUARANTEE_KIND, self.epsilon, 0.0, APMQM_ASSUMPTIONS,
+                         sensitive_nodes(self))
+
+    @property
+    def calibration(self) -> Calibration:
+        """The plan's Laplace scale and why: ``b = Delta_{A&N} F / (eps - e(Q|i))`` of the
+        binding attribute ([ZOC22, Alg. 3])."""
+        b = self.binding
+        if self.scale == 0:
+            why = ("[ZOC22, Alg. 3]: b = 0, every sensitive attribute has a quilt with "
+                   "Delta_{A&N} F = 0 and e(Q|i) <= eps")
+        else:
+            why = (f"[ZOC22, Alg. 3]: b = max over sensitive i of Delta_{{A&N}} F / (eps - "
+                   f"e(Q|i)), set by {b.node!r}: {_fmt(b.sensitivity)} / ({self.epsilon:g} - "
+                   f"{_fmt(b.influence)}) = {_fmt(self.scale)}")
+        return Calibration("laplace", self.scale, b.sensitivity, why, {
+            "binding": b.node, "binding_influence": b.influence,
+            "binding_sensitivity": b.sensitivity,
+            "sampler_sensitivity": self.sampler_sensitivity})
+
+    def to_dict(self) -> dict[str, Any]:
+        runs = isinstance(self.sensitive, StepPlans)
+        return {
+            "format": PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "scale": self.scale,
+            "optimal": self.optimal,
+            "sensitive": (self.sensitive.to_dict() if isinstance(self.sensitive, StepPlans)
+                          else {sp.node: sp.to_dict() for sp in self.sensitive}),
+            "query": dict(self.query),
+            "query_fingerprint": self.query_fingerprint,
+            "model": self.model,
+            "theta_size": self.theta_size,
+            "notes": list(self.notes),
+            "provenance": None if self.provenance is None else dict(self.provenance),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
+        """Parse :meth:`to_dict` output strictly; the plan returned is NOT verified.
+
+        Every key is required (and no other is allowed), every number must be finite and in
+        range, ``format`` must be :data:`PLAN_FORMAT` and ``mechanism`` ``"APMQM"``. A plan
+        is input like any other: before :func:`release` or a report uses it, it is verified
+        against the model and the query (:func:`quiltpriv.mechanisms.verification.verify_plan`).
+
+        Raises
+        ------
+        PlanError
+            Naming the first malformed field.
+        """
+        return plan_from_dict(d)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        """:meth:`from_dict` of a JSON text (NaN, infinities and repeated keys refused)."""
+        return plan_from_json(text)
+
+    def explain(self) -> str:
+        """A readable table and one paragraph per sensitive attribute."""
+        lines = [
+            f"APMQM plan: epsilon = {self.epsilon:g}, Laplace scale b = {_fmt(self.scale)}"
+            f" ({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
+            f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
+            "",
+        ]
+        if isinstance(self.sensitive, StepPlans):
+            return "\n".join(lines + _run_lines(self))
+        header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
+                  "scale", "quilts")
+        rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
+                 _shown_set(sp.remote, None),
+                 fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
+                 str(sp.quilts_considered)) for sp in self.sensitive]
+        lines += _table(header, rows)
+        lines.append("")
+        for sp in self.sensitive:
+            lines.append(f"{sp.node}: {sp.explanation}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        for warning in self.warnings:
+            lines.append(f"warning: {warning}")
+        if not self.verified:
+            lines.append(UNVERIFIED_NOTE)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+    def _repr_html_(self) -> str:
+        return plan_html(self)
+
+
+def sensitive_nodes(plan_: Plan) -> tuple[str, ...]:
+    """The plan's sensitive attributes, in order (without making each one's plan)."""
+    check_instance(plan_, Plan, "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        return plan_.sensitive.nodes()
+    return tuple(sp.node for sp in plan_.sensitive)
+
+
+def _run_lines(p: Plan) -> list[str]:
+    """:meth:`Plan.explain` of a plan held as runs: one row and one paragraph per run."""
+    steps = cast(StepPlans, p.sensitive)
+    header = ("sensitive steps", "quilt Q", "influence", "Delta_{A&N}", "scale", "quilts",
+              "optimal")
+    rows = [(steps.run_label(r), steps.run_quilt(r), fmt_influence(r.influence),
+             _fmt(r.sensitivity), _fmt(r.scale), str(r.considered),
+             "yes" if r.optimal else "not proven") for r in steps.runs]
+    lines = [f"{len(steps):,} sensitive steps of a {len(steps.order):,}-step chain, in "
+             f"{len(steps.runs):,} runs of steps with the same quilt (offsets i-a, i+b from "
+             "the step i) and the same numbers:"]
+    lines += _table(header, rows)
+    lines.append("")
+    k = 0
+    for r in steps.runs:
+        sp = steps[k]
+        k += r.length
+        more = "" if r.length == 1 else f" (and likewise each step of {steps.run_label(r)})"
+        lines.append(f"{sp.node}{more}: {sp.explanation}")
+    for note in p.notes:
+        lines.append(f"note: {note}")
+    for warning in p.warnings:
+        lines.append(f"warning: {warning}")
+    if not p.verified:
+        lines.append(UNVERIFIED_NOTE)
+    return lines
+
+
+def _nearby_query_attributes(sp: SensitivePlan, attributes: frozenset[str]) -> tuple[str, ...]:
+    """The query attributes (the set ``attributes``) in ``sp``'s ``N``, in network order.
+
+    :meth:`SensitivePlan.nearby_in` for a set given once: linear in ``N`` (or in the listed
+    ``nearby_attributes``), not in ``A``, so that checking every attribute of a plan over every
+    step of a long series stays linear in it.
+    """
+    near = sp.nearby if sp.nearby is not None else sp.nearby_attributes or ()
+    return tuple(v for v in near if v in attributes)
+
+
+def query_mismatch(plan_: Plan, query: Query) -> str | None:
+    """Why ``query`` is not the query ``plan_`` was made for, or None when it is.
+
+    Compares the definition (``to_dict``), each sensitivity ``Delta_{A&N}`` the plan used and
+    the fingerprint (which also covers ``Delta_A``), all recomputed from ``query`` now.
+    """
+    check_instance(plan_, Plan, "plan")
+    if not isinstance(query, Query):
+        return f"query must be a quiltpriv query, got {type(query).__name__}"
+    try:
+        mine, theirs = canonical_json(query.to_dict()), canonical_json(plan_.query)
+    except QueryError as exc:
+        return str(exc)
+    if mine != theirs:
+        return (f"its definition differs from the plan's: {mine} here, {theirs} in the "
+                "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        return _runs_query_mismatch(plan_, query)
+    attrs = frozenset(query.attributes)
+    nears = [_nearby_query_attributes(sp, attrs) for sp in plan_.sensitive]
+    for sp, near in zip(plan_.sensitive, nears, strict=True):
+        delta = query.sensitivity(near)
+        if delta != sp.sensitivity:
+            return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+                    f"{_set(near)}) is {delta:.17g}, the plan used {sp.sensitivity:.17g}")
+    if query_fingerprint(query, nears) != plan_.query_fingerprint:
+        return "its fingerprint (definition and every sensitivity the plan used) differs"
+    return None
+
+
+def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
+    """:func:`query_mismatch` of a plan held as runs: every step's ``Delta_{A&N}`` and the
+    fingerprint, recomputed (linear in the steps)."""
+    from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
+
+    steps = cast(StepPlans, plan_.sensitive)
+    order_attrs = sorted(steps.order[p] for p in steps.attributes.tolist())
+    if order_attrs != sorted(set(query.attributes)):
+        return "its query attributes are not the query's"
+    deltas = window_sensitivities(steps, query)
+    stated = steps.column("sensitivity")
+    bad = np.flatnonzero(deltas != stated)
+    if bad.size:
+        sp = steps[int(bad[0])]
+        return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+                f"{_set(sp.nearby_in(query.attributes))}) is {deltas[bad[0]]:.17g}, the plan "
+                f"used {sp.sensitivity:.17g}")
+    if window_fingerprint(query, steps, deltas, canonical_json) != plan_.query_fingerprint:
+        return "its fingerprint (definition and every sensitivity the plan used) differs"
+    return None
+
+
+def plan_query_fingerprint(query: Query, plan_: Plan) -> str:
+    """The fingerprint ``plan_`` should state for ``query`` (:func:`query_fingerprint` of its
+    nearby sets; for a plan held as runs, its linear form
+    :func:`~quiltpriv.mechanisms.step_plans.window_fingerprint`)."""
+    check_query(query)
+    check_instance(plan_, Plan, "plan")
+    if isinstance(plan_.sensitive, StepPlans):
+        from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
+
+        return window_fingerprint(query, plan_.sensitive,
+                                  window_sensitivities(plan_.sensitive, query), canonical_json)
+    attrs = frozenset(query.attributes)
+    return query_fingerprint(query, [_nearby_query_attributes(sp, attrs)
+                                     for sp in plan_.sensitive])
+
+
+#: The note of a plan whose search was interrupted (Ctrl-C); :func:`was_interrupted` reads it.
+INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the trivial quilt"
+
+
+def was_interrupted(plan_: Plan) -> bool:
+    """True when ``plan_`` is the best found before an interruption (still valid)."""
+    return INTERRUPTED_NOTE in check_instance(plan_, Plan, "plan").notes
+
+
+def _trusted(p: Plan) -> Plan:
+    """Mark a plan computed (or recomputed) here as verified; only this module's callers do."""
+    object.__setattr__(p, "verified", True)
+    return p
+
+
+_PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
+              "query_fingerprint", "model", "theta_size", "notes", "provenance")
+_SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
+                   "quilts_considered", "optimal", "explanation", "influence_member",
+                   "influence_pair", "influence_bound_via", "influence_arithmetic",
+                   "nearby_attributes")
+_SENSITIVE_KEYS_1 = _SENSITIVE_KEYS[:-1]
+
+
+# -- strict parsing ------------------------------------------------------------------------
+
+
+def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
+    if not isinstance(node, str) or not node:
+        raise _fail("a key of 'sensitive'", "a node name", node)
+    where = f"sensitive[{node!r}]"
+    s = _keys(s, _SENSITIVE_KEYS if version == 2 else _SENSITIVE_KEYS_1, where)
+    if s["node"] != node:
+        raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
+    quilt = _names(s["quilt"], f"{where}.quilt")
+    near_attrs = None
+    if version == 2 and s["nearby_attributes"] is not None:
+        near_attrs = _names(s["nearby_attributes"], f"{where}.nearby_attributes")
+    if version == 2 and s["nearby"] is None and s["remote"] is None:
+        if near_attrs is None:
+            raise PlanError(f"plan: {where} lists neither nearby nor nearby_attributes")
+        nearby = remote = None
+    else:
+        nearby, remote = (_names(s[k], f"{where}.{k}") for k in ("nearby", "remote"))
+        if near_attrs is not None:
+            raise PlanError(f"plan: {where} lists nearby, so its nearby_attributes must be "
+                            "null (they are the query attributes of nearby)")
+    member = s["influence_member"]
+    if member is not None:
+        member = _text(member, f"{where}.influence_member")
+    pair = s["influence_pair"]
+    if pair is not None:
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(v, str | int | float) for v in pair)):
+            raise _fail(f"{where}.influence_pair", "null or a list of two values", pair)
+        pair = tuple(pair)
+    via = s["influence_bound_via"]
+    if via is not None:
+        via = _names(via, f"{where}.influence_bound_via")
+    arithmetic = s["influence_arithmetic"]
+    if arithmetic not in ("float64", "exact"):
+        raise _fail(f"{where}.influence_arithmetic", '"float64" or "exact"', arithmetic)
+    return SensitivePlan(
+        node=node, quilt=quilt, nearby=nearby, remote=remote,
+        influence=_number(s["influence"], f"{where}.influence"),
+        sensitivity=_number(s["sensitivity"], f"{where}.sensitivity"),
+        scale=_number(s["scale"], f"{where}.scale"),
+        quilts_considered=_int(s["quilts_considered"], f"{where}.quilts_considered", 1),
+        optimal=_bool(s["optimal"], f"{where}.optimal"),
+        explanation=_text(s["explanation"], f"{where}.explanation"),
+        influence_member=member, influence_pair=pair, influence_bound_via=via,
+        influence_arithmetic=arithmetic, nearby_attributes=near_attrs,
+    )
+
+
+def plan_from_dict(d: Any) -> Plan:
+    """Parse a plan's JSON object strictly (see :meth:`quiltpriv.Plan.from_dict`).
+
+    The plan returned is not verified.
+
+    Raises
+    ------
+    PlanError
+        Naming the first malformed field; for a plan without ``"format"`` (written before
+        plans were versioned) or with another format, saying to plan again.
+    """
+    if not isinstance(d, Mapping):
+        raise _fail("the document", "a JSON object", d)
+    if "format" not in d:
+        raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
+                        f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
+    if d["format"] not in (PLAN_FORMAT, PLAN_FORMAT_1, PLAN_FORMAT_RUNS):
+        raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
+                        f"{PLAN_FORMAT_RUNS!r}, {PLAN_FORMAT!r} and {PLAN_FORMAT_1!r}); plan "
+                        "it again")
+    version = {PLAN_FORMAT: 2, PLAN_FORMAT_1: 1}.get(d["format"], 3)
+    d = _keys(d, _PLAN_KEYS, "the plan")
+    if d["mechanism"] != "APMQM":
+        raise _fail("mechanism", "'APMQM'", d["mechanism"])
+    sensitive = d["sensitive"]
+    if version == 3:
+        epsilon = _number(d["epsilon"], "epsilon", positive=True)
+        sensitive = StepPlans.from_dict(SensitivePlan, sensitive, epsilon)
+    elif not isinstance(sensitive, Mapping) or not sensitive:
+        raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
+                    sensitive)
+    query = d["query"]
+    if not isinstance(query, Mapping) or not isinstance(query.get("kind"), str):
+        raise _fail("query", "an object with a 'kind'", query)
+    try:
+        query = _plain(query, "plan: query")
+    except QueryError as exc:
+        raise PlanError(str(exc)) from None
+    notes = d["notes"]
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise _fail("notes", "a list of strings", notes)
+    provenance = d["provenance"]
+    if provenance is not None and not isinstance(provenance, dict):
+        raise _fail("provenance", "null or an object", provenance)
+    return Plan(
+        epsilon=_number(d["epsilon"], "epsilon", positive=True),
+        scale=_number(d["scale"], "scale"),
+        optimal=_bool(d["optimal"], "optimal"),
+        sensitive=(sensitive if isinstance(sensitive, StepPlans)
+                   else tuple(_sensitive(k, v, version) for k, v in sensitive.items())),
+        query=query,
+        model=_digest(d["model"], "model"),
+        theta_size=_int(d["theta_size"], "theta_size", 1),
+        query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
+        notes=tuple(notes), provenance=provenance,
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise PlanError(f"plan: the JSON holds {name}; every number must be finite")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # counted, not searched: a large plan has 10^5 keys in one object
+        counts = Counter(k for k, _ in pairs)
+        dup = sorted(k for k, c in counts.items() if c > 1)
+        raise PlanError(f"plan: the JSON names {', '.join(map(repr, dup))} twice in one object")
+    return out
+
+
+def plan_from_json(text: str | bytes) -> Plan:
+    """Parse a plan's JSON text strictly (:func:`plan_from_dict`); not verified."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise PlanError(f"plan: the JSON text must be a str or bytes, got {type(text).__name__}")
+    from quiltpriv.utils.serialize import load_json
+
+    doc = load_json(text, "plan", error=PlanError, parse_constant=_reject_constant,
+                    object_pairs_hook=_no_duplicate_keys)
+    if isinstance(doc, dict) and "format" not in doc and isinstance(doc.get("plan"), dict):
+        raise PlanError("plan: this is a release record or an audit report, not a plan; its "
+                        "plan is the 'plan' field")
+    if isinstance(doc, dict) and doc.get("format") == "quiltpriv-audit-report":
+        raise PlanError("plan: this is an audit report, not a plan; its plan is the 'plan' "
+                        "field")
+    return plan_from_dict(doc)
+
+
+# -- Jupyter views ----------------------------------------------------------------------------
+
+
+def plan_html(plan: Plan) -> str:
+    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    check_instance(plan, Plan, "plan")
+    from quiltpriv.utils.format import badge, escape, html_set, query_html
+
+    rows = "".join(
+        f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
+        f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
+        f"<td>{_html_shown(sp.remote, None)}</td>"
+        f"<td>{escape(fmt_influence(sp.influence))}</td>"
+        f"<td>{escape(_fmt(sp.sensitivity))}</td>"
+        f"<td>{escape(_fmt(sp.scale))}</td>"
+        f"<td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
+        for sp in plan.sensitive)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
+    unverified = "" if plan.verified else (
+        "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
+    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
+            f"{escape(f'{plan.epsilon:g}')}, Laplace scale b = "
+            f"<b>{escape(_fmt(plan.scale))}</b> "
+            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
+            f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"
+            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
+            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{unverified}"
+            "</div>")

@@ -1,0 +1,342 @@
+""":func:`plan`, the APMQM planner's entry point ([ZOC22, Alg. 3]): checks, dispatch (a chain's
+steps, a hidden Markov model, in parallel or one attribute after another) and the plan's notes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.graph.quilts import markov_quilt
+from quiltpriv.inference.influence import InferenceMethod, check_inference
+from quiltpriv.mechanisms.apmqm.fingerprints import canonical_json, query_fingerprint
+from quiltpriv.mechanisms.apmqm.node_plan import (
+    _check_max_candidates,
+    _explain,
+    _plan_node,
+    _trivial_plan,
+)
+from quiltpriv.mechanisms.apmqm.parallel import _plan_parallel
+from quiltpriv.mechanisms.apmqm.plan_types import (
+    INTERRUPTED_NOTE,
+    Plan,
+    _nearby_query_attributes,
+    _trusted,
+)
+from quiltpriv.mechanisms.apmqm.search import BUDGET_REASON, DEFAULT_MAX_CANDIDATES
+from quiltpriv.mechanisms.apmqm.sensitive_plan import (
+    LIST_SETS_LIMIT,
+    LIST_SETS_MAX_NODES,
+    SensitivePlan,
+)
+from quiltpriv.mechanisms.apmqm.shared import _shared_context
+from quiltpriv.mechanisms.calibration import scale_up
+from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
+from quiltpriv.model.network import Theta, as_theta
+from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.memory import table_limit
+from quiltpriv.utils.serialize import jsonable
+from quiltpriv.utils.validation import check_epsilon, check_n_jobs, check_positive
+
+
+def _check_sensitivity_finite(query: Query) -> None:
+    """Refuse a query whose ``Delta_A F`` overflows the float range (bounds of +-1e308, ...)."""
+    d = query.sensitivity(query.attributes)
+    if not math.isfinite(d):
+        raise QueryError(f"the query's sensitivity Delta_A F = {d} is not a finite float (it "
+                         f"overflows for these bounds, weights or records); declare a "
+                         f"narrower range")
+
+
+def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
+    """Refuse a plan whose least scale overflows the float range (a tiny eps, a huge Delta).
+
+    The trivial quilt always gives ``Delta_A F / eps``, finite in exact arithmetic, so an
+    infinite scale is a float overflow, and noise of that size would carry no information:
+    plans (and so the JSON contract) hold finite scales only.
+    """
+    for sp in plans:
+        if not math.isfinite(sp.scale):
+            raise ParameterError(
+                f"the least Laplace scale for {sp.node!r}, Delta_{{A&N}} F / (epsilon - e) = "
+                f"{_fmt(sp.sensitivity)} / ({eps:g} - {_fmt(sp.influence)}), overflows the "
+                f"float range; raise epsilon or lower the query's sensitivity")
+
+
+#: How many attribute names a plan-wide note lists before counting the rest (a 5,000-node
+#: plan stopped by its time limit listed every name: 30 KB in one note).
+NOTE_NAMES = 10
+
+
+def _few(names: Sequence[Hashable]) -> str:
+    """``names`` for a note: the first :data:`NOTE_NAMES`, then how many more (each attribute's
+    own explanation says what happened to it)."""
+    shown = ", ".join(map(repr, names[:NOTE_NAMES]))
+    rest = len(names) - NOTE_NAMES
+    return shown if rest <= 0 else f"{shown} and {rest} more (see each attribute's explanation)"
+
+
+def plan(
+    model: Any,
+    query: Query,
+    sensitive: str | Iterable[str],
+    epsilon: float,
+    *,
+    max_table: int | None = None,
+    time_limit: float | None = None,
+    n_jobs: int | None = None,
+    progress: bool = False,
+    inference: InferenceMethod = "auto",
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    list_sets: bool | None = None,
+    max_memory: int | str | None = None,
+) -> Plan:
+    """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
+
+    Parameters
+    ----------
+    model : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
+        The hyperparameter network(s); several networks form Theta.
+    query : Query
+        The query ``F`` and its column sensitivities (:mod:`quiltpriv.queries.query`).
+    sensitive : str or iterable of str
+        The sensitive attributes ``C``.
+    epsilon : float
+        The privacy parameter, finite and > 0.
+    max_table : int, optional
+        Largest joint table (entries) an exact influence may build; a candidate beyond it is
+        skipped (the plan stays private and says optimality is not proven). By default as
+        many as ``max_memory`` holds, and never more when both are given.
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``, ``"512M"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+    time_limit : float, optional
+        Seconds; when passed, the search stops with the best valid quilt found so far.
+    n_jobs : int, optional
+        Plan the sensitive attributes in parallel with joblib (``-1``: every core). The
+        backend is joblib's, so ``with joblib.parallel_backend("dask"): plan(...)`` spreads
+        the work over a Dask cluster with nothing else changed. The attributes go out in a few
+        batches per worker (each batch ships Theta once). ``time_limit`` is one overall
+        budget, passed to workers as a wall-clock deadline (a cluster's clocks must agree).
+        A plan that shares its work across attributes (:data:`SHARED_MIN_SENSITIVE`) runs in
+        one process, whatever ``n_jobs`` says, and a note says so.
+    progress : bool
+        Show a progress bar (tqdm) over the sensitive attributes.
+    inference : {"auto", "junction_tree", "elimination"}
+        How exact influences are computed (:func:`quiltpriv.inference.influence.joint_marginal`).
+        All are exact; the default is the fastest measured on the bundled networks.
+    max_candidates : int
+        Most target sets the search of one sensitive attribute evaluates (each costs at most
+        one influence). Count and histogram queries need two; additive (linear) and general
+        (custom) sensitivities are searched by branch and bound, which stops here with the
+        best quilt found so far, flagged as not proven optimal.
+    list_sets : bool, optional
+        List every sensitive attribute's nearby and remote sets. By default they are listed
+        when the network's size times the number of sensitive attributes is at most
+        :data:`LIST_SETS_LIMIT` and the network has at most :data:`LIST_SETS_MAX_NODES`
+        nodes; otherwise ``nearby_attributes`` and
+        :meth:`SensitivePlan.partition` stand for them, and the plan stays linear in the
+        network.
+
+    Returns
+    -------
+    Plan
+        Deterministic for given inputs (``time_limit`` and interruption aside).
+
+    Notes
+    -----
+    On Ctrl-C (KeyboardInterrupt) the plan is returned, valid and flagged as not proven
+    optimal (:func:`was_interrupted` is then true): in a serial plan the attribute being
+    searched keeps the best quilt found so far and the attributes not reached get the trivial
+    quilt; in a parallel plan the attributes of unfinished batches get the trivial quilt.
+
+    Raises
+    ------
+    ParameterError, ModelError, QueryError
+        eps not finite and > 0; an attribute not in the network; an empty sensitive set;
+        ``n_jobs`` 0 or not whole; a sensitivity or a least scale that overflows the float
+        range (plans hold finite scales only).
+    """
+    max_table = table_limit(max_table, max_memory)
+    theta = as_theta(model)
+    eps = check_epsilon(epsilon)
+    check_query(query)
+    sens = theta.check_sensitive(sensitive)
+    theta.check_nodes(query.attributes, "query attribute")
+    _check_sensitivity_finite(query)
+    n_jobs = check_n_jobs(n_jobs)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    check_inference(inference)
+    max_candidates = _check_max_candidates(max_candidates)
+    if list_sets is None:
+        list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
+                     and len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT)
+    elif not isinstance(list_sets, bool):
+        raise ParameterError(f"list_sets must be True, False or None, got {list_sets!r}")
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    wall_deadline = None if time_limit is None else time.time() + time_limit
+    notes: list[str] = []
+    shared = _shared_context(theta, query, sens, max_table, inference, deadline, progress)
+    if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
+        # Workers would each redo the work this plan shares: one process is faster.
+        notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
+                     "shares its graph walks and inference across them in one process")
+        n_jobs = None
+    from quiltpriv.mechanisms.step_plans import chain_step_plans
+
+    steps = chain_step_plans(SensitivePlan, theta, query, sens, eps, deadline, progress,
+                             list_sets)
+    if steps is not None:
+        # a time series (a directed chain, an additive or all-or-nothing query): exact and
+        # linear in its length, held as runs of steps
+        if n_jobs not in (None, 1):
+            notes.append(f"n_jobs={n_jobs} not used: a chain is planned in one pass")
+        return _chain_result(theta, query, steps, eps, notes, time_limit)
+    # a hidden Markov model: exact and linear in its length too
+    chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    if chained is not None:
+        plans = chained
+        if n_jobs not in (None, 1):
+            notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
+                         "pass")
+    elif n_jobs not in (None, 1) and len(sens) > 1:
+        plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
+                               n_jobs, notes, max_candidates, list_sets)
+    else:
+        done: list[SensitivePlan] = []
+        nodes: Iterable[str] = sens
+        if progress:
+            from quiltpriv.utils.progress import progress_bar
+
+            nodes = progress_bar(sens, desc="planning", unit="attribute")
+        try:
+            for s in nodes:
+                sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
+                                             inference, max_candidates, shared, list_sets)
+                done.append(sp)
+                if interrupted:
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            notes.append(INTERRUPTED_NOTE)
+        for s in sens[len(done):]:
+            done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
+                                      "this attribute was searched", list_sets,
+                                      shared.trivial_terms()))
+        plans = tuple(done)
+    _check_scale_finite(plans, eps)
+    for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
+                         (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
+        stopped = [sp.node for sp in plans if reason in sp.explanation]
+        if stopped:
+            notes.append(f"{what} was reached: the search of {_few(stopped)} stopped with the "
+                         "best quilt found so far (valid, optimality not proven)")
+    scale = max(sp.scale for sp in plans)
+    if len(plans) > 1:
+        b = max(plans, key=lambda sp: sp.scale)
+        notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+    from quiltpriv.model.provenance import provenance_dict, state_problems
+
+    notes.extend(state_problems(theta))
+    _warn_private_model(theta)
+    attrs_set = frozenset(query.attributes)
+    return _trusted(Plan(
+        epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
+        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query_fingerprint=query_fingerprint(query, [_nearby_query_attributes(sp, attrs_set)
+                                                    for sp in plans]),
+        notes=tuple(notes), provenance=provenance_dict(theta),
+    ))
+
+
+def _warn_private_model(theta: Theta) -> None:
+    """Warn (:class:`~quiltpriv.errors.PrivateModelWarning`) when Theta was learned from data
+    not declared public: its parameters go, without noise, into the plan."""
+    import warnings
+
+    from quiltpriv.errors import PrivateModelWarning
+    from quiltpriv.releases.records import learned_from
+
+    why = learned_from(theta.provenance)
+    if why is not None:
+        warnings.warn(why, PrivateModelWarning, stacklevel=3)
+
+
+def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, notes: list[str],
+                  time_limit: float | None) -> Plan:
+    """:func:`plan`'s result for a plan held as runs (its summaries per run, not per step)."""
+    from quiltpriv.mechanisms.step_plans import window_fingerprint
+    from quiltpriv.model.provenance import provenance_dict, state_problems
+
+    for r in steps.runs:
+        if not math.isfinite(r.scale):
+            _check_scale_finite((steps[int(steps.index(steps.order[r.first]))],), eps)
+    n_stopped = sum(r.length for r in steps.runs if not r.optimal)
+    if n_stopped:
+        first = [steps.order[p] for r in steps.runs if not r.optimal
+                 for p in range(r.first, r.first + min(r.length, NOTE_NAMES))][:NOTE_NAMES]
+        shown = ", ".join(map(repr, first))
+        if n_stopped > len(first):
+            shown += f" and {n_stopped - len(first)} more (see each attribute's explanation)"
+        notes.append(f"the time limit of {time_limit or 0:g} s was reached: the search of "
+                     f"{shown} stopped with the best quilt found so far (valid, optimality not "
+                     "proven)")
+    scale = max(r.scale for r in steps.runs)
+    if len(steps) > 1:
+        notes.append(f"the overall scale is set by {steps[steps.binding_index()].node!r} (max "
+                     "over sensitive attributes)")
+    notes.extend(state_problems(theta))
+    _warn_private_model(theta)
+    return _trusted(Plan(
+        epsilon=eps, scale=scale, optimal=all(r.optimal for r in steps.runs), sensitive=steps,
+        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query_fingerprint=window_fingerprint(query, steps, steps.column("sensitivity"),
+                                             canonical_json),
+        notes=tuple(notes), provenance=provenance_dict(theta),
+    ))
+
+
+def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
+               deadline: float | None, progress: bool,
+               list_sets: bool) -> tuple[SensitivePlan, ...] | None:
+    """Plans of ``sensitive`` on a hidden Markov model whose additive query reads every
+    observation with one weight (the fraction of time in a state), or None
+    (:func:`quiltpriv.mechanisms.hmm_quilts.hmm_search`). ``Delta_{A and N}`` is the query's
+    own for the chosen ``N``; the scale ``Delta / (eps - e)`` rounded up ([ZOC22, Alg. 3])."""
+    from quiltpriv.mechanisms.hmm_quilts import hmm_search
+
+    if query.sensitivity_structure != "additive":
+        return None
+    attrs = frozenset(query.attributes)
+    found = hmm_search(theta, lambda v: query.sensitivity((v,)) if v in attrs else 0.0,
+                       sensitive, eps, deadline=deadline, progress=progress)
+    if found is None:
+        return None
+    order, fq = found
+    plans = []
+    scales: dict[tuple[float, float], float] = {}  # exact quotients, shared by equal steps
+    for j, node in enumerate(sensitive):
+        quilt, near = fq.quilt(j, order), fq.nearby_observed(j, order)
+        delta, e, optimal = query.sensitivity(near), float(fq.influence[j]), bool(fq.optimal[j])
+        scale = scales.get((delta, e))
+        if scale is None:
+            scale = scales[delta, e] = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
+                scale_up(delta, eps, e) if e < eps else math.inf)
+        full = markov_quilt(theta, node, quilt) if list_sets else None
+        m = int(fq.member[j])
+        pair = fq.pair_states(j, theta.states[node])
+        member = theta.names[m] if m >= 0 else None
+        text = _explain(theta, query, node, quilt or None, full, near, e, delta, scale, eps,
+                        member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
+        plans.append(SensitivePlan(
+            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            remote=None if full is None else full.remote,
+            nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,
+            scale=scale, quilts_considered=int(fq.considered[j]), optimal=optimal,
+            explanation=text, influence_member=member, influence_pair=None if pair is None
+            else (jsonable(pair[0]), jsonable(pair[1]))))
+    return tuple(plans)

@@ -1,0 +1,165 @@
+"""One sensitive attribute's plan (:class:`SensitivePlan`): its quilt, numbers and views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from quiltpriv.graph.quilts import Quilt, markov_quilt
+from quiltpriv.inference.influence import fmt_influence
+from quiltpriv.model.network import as_theta
+from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.serialize import JSONResult, jsonable
+from quiltpriv.utils.validation import check_instance
+
+#: A plan lists every sensitive attribute's ``nearby`` and ``remote`` sets when the network's
+#: size times the number of sensitive attributes is at most this (about a million names);
+#: above it they are ``null``, so that a plan, its JSON and its text stay linear in the
+#: network, and ``nearby_attributes`` (the query attributes in ``N``, all the noise depends
+#: on) and :meth:`SensitivePlan.partition` stand for them. ``plan(list_sets=...)`` overrides.
+LIST_SETS_LIMIT = 2**20
+
+#: ... and the network has at most this many nodes: a plan of one attribute of a year-long
+#: series (500,000 steps) would otherwise list 13 MB of names nobody asked for, and cost more
+#: than a plan of every step.
+LIST_SETS_MAX_NODES = 2**16
+
+
+@dataclass(frozen=True)
+class SensitivePlan(JSONResult):
+    """The chosen quilt for one sensitive attribute and why it was chosen.
+
+    Attributes
+    ----------
+    node : str
+        The sensitive attribute ``i``.
+    quilt : tuple of str
+        The chosen quilt ``Q`` (network order).
+    nearby, remote : tuple of str or None
+        Its nearby set ``N`` and remote set ``R`` (network order), or None in a plan too large
+        to list them (:data:`LIST_SETS_LIMIT`); :meth:`partition` gives them on demand.
+    influence : float
+        ``e_Theta(Q | i)``, rounded upwards by at least 1e-10 relative plus 1e-10 absolute and
+        by a proven bound on float64's rounding (never below the exact value).
+    sensitivity : float
+        ``Delta_{A and N} F``.
+    scale : float
+        ``b_i``, the Laplace scale this attribute needs.
+    quilts_considered : int
+        Distinct candidate quilts whose scale was evaluated (trivial quilt included).
+    optimal : bool
+        True when ``scale`` is proven to be the least over all quilts of ``i``.
+    explanation : str
+        One paragraph, for humans.
+    influence_member : str or None
+        The member of Theta attaining the influence.
+    influence_pair : tuple or None
+        The values ``(a, b)`` of ``phi_i`` attaining it.
+    influence_bound_via : tuple of str or None
+        ``None`` when ``influence`` is exact; else the separator whose exact influence bounds it.
+    influence_arithmetic : {"float64", "exact"}
+        ``"exact"`` when the influence was computed in exact integer arithmetic (the model's
+        probabilities are too small for float64, or float64 could not tell a tiny influence
+        from 0).
+    nearby_attributes : tuple of str or None
+        In a plan that does not list ``nearby`` (and then only), the query's attributes in
+        ``N`` (network order): all ``Delta_{A and N}`` reads. :meth:`nearby_in` answers
+        either way.
+    """
+
+    node: str
+    quilt: tuple[str, ...]
+    nearby: tuple[str, ...] | None
+    remote: tuple[str, ...] | None
+    influence: float
+    sensitivity: float
+    scale: float
+    quilts_considered: int
+    optimal: bool
+    explanation: str
+    influence_member: str | None = None
+    influence_pair: tuple[Any, Any] | None = None
+    influence_bound_via: tuple[str, ...] | None = None
+    influence_arithmetic: str = "float64"
+    nearby_attributes: tuple[str, ...] | None = None
+
+    @property
+    def sets_listed(self) -> bool:
+        """Whether ``nearby`` and ``remote`` are listed (see :data:`LIST_SETS_LIMIT`)."""
+        return self.nearby is not None
+
+    def nearby_in(self, attributes: Iterable[str]) -> tuple[str, ...]:
+        """The query attributes (``attributes``, the plan's query's) that are in ``N``."""
+        near = set(self.nearby if self.nearby is not None else self.nearby_attributes or ())
+        return tuple(a for a in attributes if a in near)
+
+    def partition(self, model: Any) -> Quilt:
+        """The quilt ``(Q, N, R)``: as listed, or recomputed from ``model`` (linear in it).
+
+        The remote set of an unlisted plan is the largest one ``Q`` d-separates (how
+        :func:`plan` chooses it); for the trivial quilt (``Q = {}``, every query attribute
+        nearby) that is the quilt ``Q = {}`` with its remote set, which needs no more noise.
+        """
+        if self.nearby is not None and self.remote is not None:
+            return Quilt(self.node, self.quilt, self.nearby, self.remote)
+        return markov_quilt(as_theta(model), self.node, self.quilt)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["quilt"] = list(self.quilt)
+        d["nearby"] = None if self.nearby is None else list(self.nearby)
+        d["remote"] = None if self.remote is None else list(self.remote)
+        d["nearby_attributes"] = (None if self.nearby_attributes is None
+                                  else list(self.nearby_attributes))
+        d["influence_pair"] = None if self.influence_pair is None else [
+            jsonable(x) for x in self.influence_pair]
+        d["influence_bound_via"] = None if self.influence_bound_via is None else list(
+            self.influence_bound_via)
+        return d
+
+    def _repr_html_(self) -> str:
+        return sensitive_plan_html(self)
+
+
+def _shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+    """A listed set, or what an unlisted one shows: its query attributes, if known."""
+    if names is not None:
+        return _set(names)
+    return "(not listed)" if attrs is None else f"{_set(attrs)} + ... (not listed)"
+
+
+def _html_shown(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+    from quiltpriv.utils.format import escape, html_set
+
+    if names is not None:
+        return html_set(names)
+    return escape(_shown_set(None, attrs))
+
+
+def sensitive_plan_html(sp: SensitivePlan) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    check_instance(sp, SensitivePlan, "sp")
+    from quiltpriv.utils.format import escape, html_set, kv_table
+
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {escape(sp.influence_member)}, "
+                 f"\u03c6 = {escape(a)} vs {escape(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {html_set(sp.influence_bound_via)}")
+    facts = kv_table([
+        ("quilt Q", html_set(sp.quilt)), ("nearby N", _html_shown(sp.nearby,
+                                                                     sp.nearby_attributes)),
+        ("remote R", _html_shown(sp.remote, None)),
+        ("max-influence e(Q | i)", escape(fmt_influence(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
+        ("quilts evaluated", escape(sp.quilts_considered)),
+        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
