@@ -8,27 +8,90 @@ from __future__ import annotations
 
 
 class QuiltPrivError(ValueError):
-    """Base class of every error caused by bad input to quiltpriv."""
+    """Base class of every error caused by bad input to quiltpriv.
+
+    It is a :class:`ValueError`, so code that already catches bad values catches it too.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> try:
+    ...     qp.load_model("no-such-model")
+    ... except qp.QuiltPrivError as error:
+    ...     print(type(error).__name__, "-", error)
+    ModelError - no bundled model named 'no-such-model' (bundled: ...) and no such file
+    """
 
 
 class ModelError(QuiltPrivError):
-    """A hyperparameter network (or a member of Theta) is malformed."""
+    """A hyperparameter network (or a member of Theta) is malformed.
+
+    Examples
+    --------
+    A conditional table whose columns do not sum to one:
+
+    >>> import quiltpriv as qp
+    >>> qp.theta_from_tables([], {"x": [0.2, 0.8]}, {"x": [0.5, 0.6]})
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.ModelError: ...
+    """
 
 
 class QueryError(QuiltPrivError):
-    """A query is malformed or does not fit the model or the data."""
+    """A query is malformed or does not fit the model or the data.
+
+    Examples
+    --------
+    A count whose predicate reads an attribute the query does not declare:
+
+    >>> import quiltpriv as qp
+    >>> qp.CountQuery(["height"], records=10, where="sat > 1300")
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.QueryError: count query: ... (read but not declared: 'sat'; ...)
+    """
 
 
 class ParameterError(QuiltPrivError):
-    """A privacy or mechanism parameter (eps, delta, records, ...) is out of range."""
+    """A privacy or mechanism parameter (eps, delta, records, ...) is out of range.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> qp.CountQuery(["sat"], records=0)
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.ParameterError: ...
+    """
 
 
 class PlanError(ParameterError):
-    """A saved plan is malformed, or does not verify against the model and the query."""
+    """A saved plan is malformed, or does not verify against the model and the query.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> qp.Plan.from_dict({"epsilon": 1.0})
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.PlanError: plan: no 'format' field: ...
+    """
 
 
 class DataError(QuiltPrivError):
-    """A data table given to learn a model from is unusable (missing column, bad value, ...)."""
+    """A data table given to learn a model from is unusable (missing column, bad value, ...).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> records = pd.DataFrame({"school": ["a", "b"], "score": [1.0, 2.0]})
+    >>> qp.population_parameters(records, "district", {"score": "mean"})
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.DataError: ...
+    """
 
 
 class LedgerError(QuiltPrivError):
@@ -43,7 +106,17 @@ class BudgetError(LedgerError):
 
 
 class QuiltPrivWarning(UserWarning):
-    """Base class of quiltpriv's warnings (filter them with ``warnings.filterwarnings``)."""
+    """Base class of quiltpriv's warnings (filter them with ``warnings.filterwarnings``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import quiltpriv as qp
+    >>> issubclass(qp.ParameterStatesWarning, qp.QuiltPrivWarning)
+    True
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", qp.QuiltPrivWarning)  # every quiltpriv warning
+    """
 
 
 class ParameterStatesWarning(QuiltPrivWarning):
@@ -54,6 +127,22 @@ class ParameterStatesWarning(QuiltPrivWarning):
     ``no``), or shares outside [0, 1], suggest a record-level network (such as pgmpy's ``asia``)
     was given where a hyperparameter network was meant; the plan is then about a different
     secret than the user may think.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.model.provenance import check_parameter_states
+    >>> theta = qp.theta_from_tables([("smoker", "cough")],
+    ...                              {"smoker": ["yes", "no"], "cough": ["yes", "no"]},
+    ...                              {"smoker": [0.3, 0.7], "cough": [[0.6, 0.1], [0.4, 0.9]]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     problems = check_parameter_states(theta)
+    >>> caught[0].category.__name__
+    'ParameterStatesWarning'
+    >>> print(problems[0])
+    2 node(s) have states that are not numbers: 'smoker' ('yes', 'no'); 'cough' ('yes', 'no'). ...
     """
 
 
@@ -81,7 +170,17 @@ class AssumptionWarning(QuiltPrivWarning):
 class SearchStoppedWarning(QuiltPrivWarning):
     """Structure learning was stopped by its time limit, work budget or step limit: the learned
     DAG is the best found so far, not a local optimum of the score (the provenance's
-    ``structure.search_end`` says which bound stopped it)."""
+    ``structure.search_end`` says which bound stopped it).
+
+    Examples
+    --------
+    To make a stopped search an error rather than a warning:
+
+    >>> import warnings
+    >>> import quiltpriv as qp
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", qp.SearchStoppedWarning)
+    """
 
 
 class RepeatedReleaseWarning(QuiltPrivWarning):
