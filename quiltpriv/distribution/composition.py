@@ -76,7 +76,7 @@ _NOTIONS = ("DistP", "XDistP", "KL")
 class DistPGuarantee(JSONResult):
     """An (eps, delta) distribution-privacy guarantee and where it comes from.
 
-    Attributes
+    Parameters
     ----------
     epsilon : float
         eps >= 0 (``math.inf``: no bound). For XDistP it multiplies W_inf,d of the pair.
@@ -86,6 +86,13 @@ class DistPGuarantee(JSONResult):
         ``"DistP"`` or ``"XDistP"``.
     rule : str
         The [KM19] rule that gave it and on which pairs it holds.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import DistPGuarantee, post_process
+    >>> guarantee = post_process(DistPGuarantee(1.0, 0.0, "DistP", "calibrated"))
+    >>> guarantee.epsilon, guarantee.delta, guarantee.rule
+    (1.0, 0.0, '[KM19, Table III] post-processing: same pairs')
     """
 
     epsilon: float
@@ -164,6 +171,12 @@ def compose_independent_inputs(guarantees: Iterable[DistPGuarantee | tuple[float
         law of the product is the product of the lifted laws; writing each
         p_b = min(p_b, e^eps_b q_b) + r_b with mass(r_b) <= delta_b gives
         p0 x p1 <= e^(eps0 + eps1) q0 x q1 + r0 x p1 + p0 x r1 on every set.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import compose_independent_inputs
+    >>> compose_independent_inputs([(0.5, 0.0), (0.25, 0.01)])
+    DistPGuarantee(epsilon=0.75, delta=0.01, notion='DistP', rule='[KM19, Table III] ...')
     """
     n = _notion(notion)
     if n == "XDistP":
@@ -203,6 +216,16 @@ def compose_same_input(guarantees: Iterable[DistPGuarantee | tuple[float, float]
         output 0 with probability 1, 1/2, 0 and A1 the mirror image: each output law is
         (1/2, 1/2) under both, but the pair (A0, A1) is never (0, 0) under lambda and is with
         probability 1/4 under lambda').
+
+    Examples
+    --------
+    Point-private mechanisms add up; distribution privacy alone gives no bound:
+
+    >>> from quiltpriv.distribution import compose_same_input
+    >>> compose_same_input([(0.5, 0.0), (0.25, 0.0)], point_private=True).epsilon
+    0.75
+    >>> compose_same_input([(0.5, 0.0), (0.25, 0.0)], point_private=False).epsilon
+    inf
     """
     n = _notion(notion)
     parts = _parts(guarantees, "guarantees")
@@ -222,7 +245,26 @@ def compose_same_input(guarantees: Iterable[DistPGuarantee | tuple[float, float]
 def post_process(guarantee: DistPGuarantee | tuple[float, float], *,
                  notion: str = "DistP") -> DistPGuarantee:
     """[KM19, Table III], post-processing: mu . A is as private as A (any randomised mu that
-    does not read the input), on the same pairs."""
+    does not read the input), on the same pairs.
+
+    Parameters
+    ----------
+    guarantee : (epsilon, delta) or DistPGuarantee
+        A's guarantee.
+    notion : {"DistP", "XDistP", "KL"}
+        The notion of a guarantee given as a pair (a DistPGuarantee carries its own).
+
+    Returns
+    -------
+    DistPGuarantee
+        The same (eps, delta), on the same pairs.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import post_process
+    >>> post_process((1.0, 0.0)).epsilon
+    1.0
+    """
     (eps, delta), = _parts([guarantee], "guarantee")
     n = guarantee.notion if isinstance(guarantee, DistPGuarantee) else _notion(notion)
     return DistPGuarantee(eps, delta, n, "[KM19, Table III] post-processing: same pairs")
@@ -241,6 +283,8 @@ def pre_process(guarantee: DistPGuarantee | tuple[float, float], stability: floa
         every protected pair to two distributions joined by a chain of at most c pairs of Psi.
         For ``"XDistP"`` (A is (eps, d, delta)-XDistP): any c >= 0 with
         W_inf,d(T#lambda, T#lambda') <= c W_inf,d(lambda, lambda').
+    notion : {"DistP", "XDistP"}
+        The notion of a guarantee given as a pair (a DistPGuarantee carries its own).
 
     Returns
     -------
@@ -248,6 +292,12 @@ def pre_process(guarantee: DistPGuarantee | tuple[float, float], stability: floa
         DistP: (c eps, delta (e^(c eps) - 1) / (e^eps - 1)) (c delta when eps = 0), the chain
         bound p0 <= e^eps p1 + delta <= ... <= e^(c eps) p_c + delta (1 + e^eps + ... +
         e^((c-1) eps)). XDistP: (c eps, delta).
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import pre_process
+    >>> pre_process((1.0, 0.0), 2).epsilon
+    2.0
     """
     n = guarantee.notion if isinstance(guarantee, DistPGuarantee) else _notion(notion)
     (eps, delta), = _parts([guarantee], "guarantee")
@@ -280,7 +330,27 @@ def pre_process(guarantee: DistPGuarantee | tuple[float, float], stability: floa
 
 def same_input_mechanism(*mechanisms: ArrayLike) -> np.ndarray:
     """A1 . A0 as one matrix: row x, column (y0, y1, ...) in row-major order, entry
-    prod_b A_b(x)[y_b] (independent randomness, one shared input)."""
+    prod_b A_b(x)[y_b] (independent randomness, one shared input).
+
+    Parameters
+    ----------
+    *mechanisms : array-like
+        Each a row-stochastic matrix: row x is the law of A_b's output on input x; all share
+        their rows (inputs).
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    Randomised response run twice on one bit:
+
+    >>> from quiltpriv.distribution import same_input_mechanism
+    >>> same_input_mechanism([[0.75, 0.25], [0.25, 0.75]], [[0.75, 0.25], [0.25, 0.75]])
+    array([[0.5625, 0.1875, 0.1875, 0.0625],
+           [0.0625, 0.1875, 0.1875, 0.5625]])
+    """
     if not mechanisms:
         raise ParameterError("give at least one mechanism")
     mats = [_mechanism(m) for m in mechanisms]
@@ -294,7 +364,28 @@ def same_input_mechanism(*mechanisms: ArrayLike) -> np.ndarray:
 
 def independent_inputs_mechanism(*mechanisms: ArrayLike) -> np.ndarray:
     """A1 x A0 as one matrix: row (x0, x1, ...), column (y0, y1, ...), both row-major; entry
-    prod_b A_b(x_b)[y_b] (the Kronecker product)."""
+    prod_b A_b(x_b)[y_b] (the Kronecker product).
+
+    Parameters
+    ----------
+    *mechanisms : array-like
+        Each a row-stochastic matrix: row x is the law of A_b's output on input x.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    Randomised response on one bit, and a mechanism that ignores its own bit:
+
+    >>> from quiltpriv.distribution import independent_inputs_mechanism
+    >>> independent_inputs_mechanism([[0.75, 0.25], [0.25, 0.75]], [[1.0], [1.0]])
+    array([[0.75, 0.25],
+           [0.75, 0.25],
+           [0.25, 0.75],
+           [0.25, 0.75]])
+    """
     if not mechanisms:
         raise ParameterError("give at least one mechanism")
     out = _mechanism(mechanisms[0])
@@ -304,7 +395,23 @@ def independent_inputs_mechanism(*mechanisms: ArrayLike) -> np.ndarray:
 
 
 def product_distribution(*laws: ArrayLike) -> np.ndarray:
-    """lambda0 x lambda1 x ... in the row order of :func:`independent_inputs_mechanism`."""
+    """lambda0 x lambda1 x ... in the row order of :func:`independent_inputs_mechanism`.
+
+    Parameters
+    ----------
+    *laws : array-like
+        Probability vectors.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import product_distribution
+    >>> product_distribution([0.5, 0.5], [0.2, 0.8])
+    array([0.1, 0.4, 0.1, 0.4])
+    """
     if not laws:
         raise ParameterError("give at least one distribution")
     out = np.array([1.0])
@@ -321,7 +428,7 @@ def product_distribution(*laws: ArrayLike) -> np.ndarray:
 class BayesFactorBound(JSONResult):
     """[KM19, Sec. III-E]: how far one observed output can move the attacker's odds.
 
-    Attributes
+    Parameters
     ----------
     factor : float
         B: for every observed output y and every protected pair (lambda, lambda'),
@@ -332,6 +439,16 @@ class BayesFactorBound(JSONResult):
     epsilon : float
         The eps it comes from (for XDistP already multiplied by W_inf,d).
     notion : str
+        ``"DistP"``, ``"PDistP"`` or ``"XDistP"``.
+
+    Examples
+    --------
+    With eps = 1, one output moves even prior odds into [1/e, e]:
+
+    >>> from quiltpriv.distribution import bayes_factor_bound
+    >>> bound = bayes_factor_bound(1.0)
+    >>> bound.posterior_odds(1.0)
+    (0.367879441171442..., 2.71828182845904...)
     """
 
     factor: float
@@ -370,6 +487,13 @@ def bayes_factor_bound(result: DistributionPrivacy | float, *, notion: str = "Di
         probability >= 1 - delta (PDistP: outside the excluded set). DistP and XDistP with
         delta > 0 give no per-output bound (delta of probability may sit on outputs with any
         ratio): refused; use the PDistP parameters.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import bayes_factor_bound
+    >>> bound = bayes_factor_bound(0.5, notion="PDistP", delta=0.01)
+    >>> round(bound.factor, 6), bound.probability
+    (1.648721, 0.99)
     """
     if isinstance(result, DistributionPrivacy):
         eps, n, d = result.epsilon, result.notion, result.delta
@@ -414,6 +538,28 @@ def close_beliefs_bound(epsilon: float, delta: float, lam0: ArrayLike, lam1: Arr
     (eps + max(a0 + b1, a1 + b0), delta e^max(a0, a1))-DistP w.r.t. (belief0, belief1): the
     closer the beliefs, the closer to the calibrated guarantee. Infinite if a belief puts mass
     where the calibrated distribution has none (or the reverse).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        A's guarantee on (lambda0, lambda1).
+    lam0, lam1 : array-like
+        The distributions A was calibrated on (probability vectors on one finite space).
+    belief0, belief1 : array-like
+        The attacker's beliefs, on the same space.
+
+    Returns
+    -------
+    DistPGuarantee
+        Rounded up.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import close_beliefs_bound
+    >>> guarantee = close_beliefs_bound(1.0, 0.0, [0.5, 0.5], [0.4, 0.6],
+    ...                                 [0.45, 0.55], [0.4, 0.6])
+    >>> round(guarantee.epsilon, 6)
+    1.105361
     """
     eps = check_positive(epsilon, "epsilon", allow_zero=True)
     d = check_delta(delta, allow_zero=True)
@@ -448,6 +594,28 @@ def close_beliefs_xdistp(epsilon: float, metric: ArrayLike, lam0: ArrayLike, lam
                                              + W_inf(lambda1, belief1)).
 
     Returns that last bound (the total loss, not per unit), rounded up.
+
+    Parameters
+    ----------
+    epsilon : float
+        A's eps per unit of W_inf,d.
+    metric : array-like
+        d, the distance between the points of the finite space (a square matrix).
+    lam0, lam1 : array-like
+        The distributions A was calibrated on.
+    belief0, belief1 : array-like
+        The attacker's beliefs, on the same space.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import close_beliefs_xdistp
+    >>> close_beliefs_xdistp(1.0, [[0, 1], [1, 0]], [0.5, 0.5], [0.4, 0.6],
+    ...                      [0.45, 0.55], [0.4, 0.6])
+    2.0
     """
     eps = check_positive(epsilon, "epsilon", allow_zero=True)
     n = np.asarray(lam0).size

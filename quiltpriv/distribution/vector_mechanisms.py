@@ -119,6 +119,23 @@ def l1_cost_matrix(xs: ArrayLike, ys: ArrayLike) -> np.ndarray:
     The float sum of m absolute differences is within a relative gamma_(m+1) = (m+1) u / (1 -
     (m+1) u) of the exact value (u = 2^-53); each entry is inflated by that bound and one more
     ulp, so it is an upper bound (0 stays 0: equal points).
+
+    Parameters
+    ----------
+    xs, ys : array-like
+        k x m and l x m points (a 1-d array is m = 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        k x l.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import l1_cost_matrix
+    >>> l1_cost_matrix([[0, 0], [1, 1]], [[0, 1]])
+    array([[1.],
+           [1.]])
     """
     a, b = check_array(xs, "xs"), check_array(ys, "ys")
     if a.ndim == 1:
@@ -153,6 +170,25 @@ def wasserstein_inf_l1(xs: ArrayLike, p: ArrayLike, ys: ArrayLike, q: ArrayLike)
     of the largest L1 distance on the coupling's support: exact for the rounded-up distances of
     :func:`l1_cost_matrix` (:func:`quiltpriv.distances.wasserstein_inf`), so never below the
     true W_inf.
+
+    Parameters
+    ----------
+    xs, ys : array-like
+        The points of each law (k x m and l x m).
+    p, q : array-like
+        Their probabilities.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    A tenth of the mass sits at 5, four away from the other law's nearest point:
+
+    >>> from quiltpriv.distribution import wasserstein_inf_l1
+    >>> wasserstein_inf_l1([[0], [1], [5]], [0.45, 0.45, 0.1], [[0], [1]], [0.5, 0.5])
+    4.0
     """
     a, pa = _support(xs, p, "the first law", None)
     b, qb = _support(ys, q, "the second law", a.shape[1])
@@ -177,6 +213,28 @@ def closeness(xs: ArrayLike, p: ArrayLike, ys: ArrayLike, q: ArrayLike, delta: f
     least W is one of the pairwise distances (or 0); it is found by binary search, each
     candidate decided exactly by a rational max-flow, on the rounded-up distances of
     :func:`l1_cost_matrix` (so never below the true least W). delta = 0 gives W_inf.
+
+    Parameters
+    ----------
+    xs, ys : array-like
+        The points of each law (k x m and l x m).
+    p, q : array-like
+        Their probabilities.
+    delta : float
+        The mass allowed to move further than W.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    Leaving out a tenth of the mass leaves nothing to move:
+
+    >>> from quiltpriv.distribution import closeness
+    >>> xs, p, ys, q = [[0], [1], [5]], [0.45, 0.45, 0.1], [[0], [1]], [0.5, 0.5]
+    >>> closeness(xs, p, ys, q, 0.1), closeness(xs, p, ys, q, 0.05)
+    (0.0, 4.0)
     """
     dl = check_delta(delta, allow_zero=True)
     a, pa = _support(xs, p, "the first law", None)
@@ -235,10 +293,23 @@ def wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, *,
     pairs : sequence of (theta_i, theta_j), optional
         Psi; default every ordered pair of distinct thetas.
 
+    Returns
+    -------
+    DistributionPrivacyResult
+
     Notes
     -----
     Delta_W = max over Psi of W_inf with the L1 ground norm (:func:`wasserstein_inf_l1`, never
     below the exact value), inflated by the package's relative safety margin.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import wasserstein_mechanism
+    >>> laws = {"low": ([[0.0], [1.0]], [0.7, 0.3]),    # F is 0 or 1 under each theta
+    ...         "high": ([[0.0], [1.0]], [0.4, 0.6])}
+    >>> result = wasserstein_mechanism(laws, epsilon=1.0)
+    >>> result.sensitivity, result.laplace_scale  # Delta_W = 1, rounded up
+    (1.000000001, 1.0000000020000004)
     """
     eps = check_epsilon(epsilon)
     lw, m = _laws(laws)
@@ -256,7 +327,30 @@ def approximate_wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, d
                                       ) -> DistributionPrivacyResult:
     """Approximate Wasserstein Mechanism for F in R^m ([CO23, Thm. 3.2]): F + Lap(W / eps) per
     coordinate, (eps, delta), W = max over Psi of the least (W, delta)-closeness
-    (:func:`closeness`, exact, L1 norm)."""
+    (:func:`closeness`, exact, L1 norm).
+
+    Parameters
+    ----------
+    laws : mapping theta -> (points, probabilities)
+        The exact finite law of F under each theta.
+    epsilon, delta : float
+        The guarantee.
+    pairs : sequence of (theta_i, theta_j), optional
+        Psi; default every ordered pair of distinct thetas.
+
+    Returns
+    -------
+    DistributionPrivacyResult
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import approximate_wasserstein_mechanism
+    >>> laws = {"low": ([[0.0], [1.0]], [0.7, 0.3]),    # F is 0 or 1 under each theta
+    ...         "high": ([[0.0], [1.0]], [0.4, 0.6])}
+    >>> result = approximate_wasserstein_mechanism(laws, 1.0, 0.1)
+    >>> result.mechanism, result.laplace_scale
+    ('approximate Wasserstein', 1.0000000020000004)
+    """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
     lw, m = _laws(laws)
@@ -433,6 +527,22 @@ class DirectionsLaplaceResult(DistributionPrivacyResult):
     """DirM(L) with several directions: F + sum_k Y_k v_k, Y_k i.i.d. Lap(``laplace_scale``).
 
     ``basis`` holds the orthonormal directions v_k as columns (m x k).
+
+    Parameters
+    ----------
+    mechanism, noise, dimension, epsilon, delta, laplace_scale, covariance, direction
+        As in :class:`~quiltpriv.distribution.distribution_privacy.DistributionPrivacyResult`.
+    sensitivity, assumptions, notes, release_sigma
+        As there.
+    basis : numpy.ndarray
+        The directions v_k, as columns.
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import dirm_laplace_directions
+    >>> result = dirm_laplace_directions({"low": [0.0, 0.0], "high": [1.0, 1.0]}, 1.0)
+    >>> type(result).__name__, result.basis.shape
+    ('DirectionsLaplaceResult', (2, 1))
     """
 
     basis: np.ndarray | None = None
@@ -472,6 +582,36 @@ def dirm_laplace_directions(means: Mapping[Any, ArrayLike], epsilon: float, *,
     Lap(b), b = max over Psi of ||V^T (mu_i - mu_j)||_1 / eps: under translation the shift
     between the two laws of F is V c with c = V^T (mu_i - mu_j), and the noise density along V
     changes by at most exp(||c||_1 / b). Translation is assumed as for ExpM.
+
+    Parameters
+    ----------
+    means : mapping of theta to array-like
+        The mean of F (a vector of length m) under each theta.
+    epsilon : float
+        The guarantee.
+    directions : array-like, optional
+        The directions (k x m rows) whose orthonormal basis V carries the noise; default: the
+        mean differences. Every mean difference must lie in their span.
+    pairs : sequence of (theta_i, theta_j), optional
+        Psi; default every ordered pair of distinct thetas.
+    covariances : mapping of theta to array-like, optional
+        F's covariance under each theta, to check that the laws are translations of one
+        another (without them the assumption is recorded, not checked).
+    direction_rtol : float
+        Relative tolerance of the check that every mean difference lies in the span.
+
+    Returns
+    -------
+    DirectionsLaplaceResult
+
+    Examples
+    --------
+    Two means a unit apart on both coordinates: one direction, Lap(sqrt 2) along it:
+
+    >>> from quiltpriv.distribution import dirm_laplace_directions
+    >>> result = dirm_laplace_directions({"low": [0.0, 0.0], "high": [1.0, 1.0]}, 1.0)
+    >>> round(result.laplace_scale, 6), result.basis.ravel().round(6)
+    (1.414214, array([-0.707107, -0.707107]))
     """
     eps = check_epsilon(epsilon)
     mu, m = _means(means)
@@ -500,6 +640,37 @@ def dirm_gaussian_directions(means: Mapping[Any, ArrayLike], epsilon: float, del
     :func:`~quiltpriv.distribution.distribution_privacy.mahalanobis_budget`: inside the span
     the noise is isotropic with variance sigma^2, so the two shifted laws are Gaussians at
     Mahalanobis distance <= r. Translation is assumed as for ExpM.
+
+    Parameters
+    ----------
+    means : mapping of theta to array-like
+        The mean of F (a vector of length m) under each theta.
+    epsilon, delta : float
+        The guarantee.
+    directions : array-like, optional
+        The directions (k x m rows) whose orthonormal basis V carries the noise; default: the
+        mean differences. Every mean difference must lie in their span.
+    pairs : sequence of (theta_i, theta_j), optional
+        Psi; default every ordered pair of distinct thetas.
+    covariances : mapping of theta to array-like, optional
+        F's covariance under each theta, to check that the laws are translations of one
+        another (without them the assumption is recorded, not checked).
+    calibration : {"classical", "analytic"}
+        How r is found (:func:`~quiltpriv.distribution.distribution_privacy.mahalanobis_budget`).
+    direction_rtol : float
+        Relative tolerance of the check that every mean difference lies in the span.
+
+    Returns
+    -------
+    DistributionPrivacyResult
+
+    Examples
+    --------
+    >>> from quiltpriv.distribution import dirm_gaussian_directions
+    >>> result = dirm_gaussian_directions({"low": [0.0, 0.0], "high": [1.0, 1.0]}, 1.0, 1e-5)
+    >>> result.mechanism, result.covariance.round(3)
+    ('DirM(G)', array([[23.472, 23.472],
+           [23.472, 23.472]]))
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)

@@ -42,6 +42,32 @@ def explore(theta: Any, *, spec: str = "model", initial: dict[str, Any] | None =
 
     The address (with its access token) is printed and in ``server.url``; ``server.stop()``
     stops it.
+
+    Parameters
+    ----------
+    theta : Theta
+        The model to explore (anything :func:`quiltpriv.model.network.as_theta` accepts).
+    spec : str
+        How the model is named on the page and in the equivalent command.
+    initial : dict, optional
+        Initial inputs of the page (``sensitive``, ``epsilon``, ``query``), as a plan request.
+    port : int
+        The port on 127.0.0.1 (0: any free port).
+    open_browser : bool
+        Open the page in the default browser.
+
+    Returns
+    -------
+    ExplorerServer
+        Serving on a daemon thread.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.explorer import explore
+    >>> server = explore(qp.load_model("student"), spec="student")
+    quiltpriv explorer: http://127.0.0.1:.../?token=...
+    >>> server.stop()
     """
     from quiltpriv.explorer.server import Explorer, ExplorerServer
     from quiltpriv.model.network import as_theta

@@ -121,6 +121,17 @@ class Explorer:
         Initial inputs of the page (``sensitive``, ``epsilon``, ``query``), as a plan request.
     token : str, optional
         The session's secret (random by default).
+
+    Examples
+    --------
+    The page's JSON API, called directly (the server checks the token and the request first):
+
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.explorer import Explorer
+    >>> app = Explorer(qp.load_model("student"), "student")
+    >>> status, body = app.handle("GET", "/api/model", {}, None)
+    >>> status, body["spec"], [node["name"] for node in body["nodes"]][:2]
+    (200, 'student', ['gender', 'income'])
     """
 
     def __init__(self, theta: Theta, spec: str, sources: Any = (),
@@ -388,7 +399,29 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ExplorerServer(ThreadingHTTPServer):
-    """A ThreadingHTTPServer bound to 127.0.0.1 that serves one :class:`Explorer`."""
+    """A ThreadingHTTPServer bound to 127.0.0.1 that serves one :class:`Explorer`.
+
+    Parameters
+    ----------
+    app : Explorer
+        The application served.
+    port : int
+        The port on 127.0.0.1 (0: any free port).
+    verbose : bool
+        Log every request on stderr.
+
+    Examples
+    --------
+    >>> import urllib.request
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.explorer import Explorer, ExplorerServer
+    >>> server = ExplorerServer(Explorer(qp.load_model("student"), "student"))
+    >>> thread = server.start_in_thread()
+    >>> with urllib.request.urlopen(server.url) as page:
+    ...     page.status, page.headers["Content-Type"]
+    (200, 'text/html; charset=utf-8')
+    >>> server.stop()
+    """
 
     daemon_threads = True
     allow_reuse_address = False
@@ -423,7 +456,35 @@ class ExplorerServer(ThreadingHTTPServer):
 
 def serve(app: Explorer, port: int = 0, open_browser: bool = True,
           verbose: bool = False) -> int:
-    """Serve ``app`` until Ctrl-C; print the address (and open it in a browser)."""
+    """Serve ``app`` until Ctrl-C; print the address (and open it in a browser).
+
+    What ``quiltpriv explore`` runs. It blocks (and handles SIGTERM like Ctrl-C), so the
+    example is not run here; :func:`quiltpriv.explorer.explore` serves on a thread instead.
+
+    Parameters
+    ----------
+    app : Explorer
+        The application served.
+    port : int
+        The port on 127.0.0.1 (0: any free port).
+    open_browser : bool
+        Open the page in the default browser (not under CI).
+    verbose : bool
+        Log every request on stderr.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.explorer import Explorer, serve
+    >>> serve(Explorer(qp.load_model("student"), "student"))  # doctest: +SKIP
+    quiltpriv explorer: http://127.0.0.1:.../?token=...
+    (serving on 127.0.0.1 only; press Ctrl-C to stop)
+    """
     import os
 
     server = ExplorerServer(app, port, verbose)

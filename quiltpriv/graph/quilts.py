@@ -25,7 +25,30 @@ from quiltpriv.utils.validation import check_instance, check_scalar
 
 @dataclass(frozen=True)
 class Quilt:
-    """A Markov quilt ``(Q, N, R)`` of ``node``; each set in the network's node order."""
+    """A Markov quilt ``(Q, N, R)`` of ``node``; each set in the network's node order.
+
+    ``Q`` separates the nearby nodes ``N`` (``node`` among them) from the remote nodes ``R``
+    [ZOC22, Def. 7]. Build one with :func:`markov_quilt`, :func:`trivial_quilt` or
+    :func:`enumerate_quilts`.
+
+    Parameters
+    ----------
+    node : str
+        The sensitive attribute.
+    quilt : tuple of str
+        ``Q``.
+    nearby : tuple of str
+        ``N``: every node not in ``Q`` or ``R``.
+    remote : tuple of str
+        ``R``: nodes d-separated from ``node`` given ``Q``.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> quilt = qp.markov_quilt(qp.load_model("student"), "income", ["gender", "sat"])
+    >>> quilt.nearby, quilt.remote, quilt.is_trivial
+    (('income',), ('height', 'weight'), False)
+    """
 
     node: str
     quilt: tuple[str, ...]
@@ -103,12 +126,37 @@ def is_d_separated(theta: Theta, x: str, y: Iterable[str], given: Iterable[str])
 def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
     """The Markov quilt of ``node`` with quilt set ``quilt`` and the largest remote set.
 
+    Parameters
+    ----------
+    theta : Theta
+        The network.
+    node : str
+        The sensitive attribute.
+    quilt : iterable of str
+        ``Q``: the nodes conditioned on.
+
+    Returns
+    -------
+    Quilt
+        ``R`` holds every node d-separated from ``node`` given ``Q`` [ZOC22, Def. 7].
+
     Raises
     ------
     ModelError
         If ``theta`` is not a network, or ``node`` or a quilt member is not in it.
     ParameterError
         If ``node`` is in ``quilt``.
+
+    Examples
+    --------
+    On the bundled 12-step chain, two steps either side of ``x06`` cut it off from the rest:
+
+    >>> import quiltpriv as qp
+    >>> quilt = qp.markov_quilt(qp.load_model("chain"), "x06", ["x04", "x08"])
+    >>> quilt.nearby
+    ('x05', 'x06', 'x07')
+    >>> quilt.remote
+    ('x01', 'x02', 'x03', 'x09', 'x10', 'x11', 'x12')
     """
     theta = check_theta(theta)
     node = theta.check_node(node, "sensitive attribute")
@@ -129,7 +177,26 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
 
 
 def trivial_quilt(theta: Theta, node: str) -> Quilt:
-    """The trivial quilt: ``Q = R = {}`` and ``N = V``."""
+    """The trivial quilt: ``Q = R = {}`` and ``N = V``.
+
+    Parameters
+    ----------
+    theta : Theta
+        The network.
+    node : str
+        The sensitive attribute.
+
+    Returns
+    -------
+    Quilt
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> quilt = qp.trivial_quilt(qp.load_model("student"), "income")
+    >>> quilt.quilt, quilt.nearby, quilt.is_trivial
+    ((), ('gender', 'income', 'sat', 'height', 'weight'), True)
+    """
     theta = check_theta(theta)
     node = theta.check_node(node, "sensitive attribute")
     return Quilt(node, (), theta.nodes, ())
@@ -143,6 +210,28 @@ def enumerate_quilts(
     Quilts come by increasing ``|Q|``, then in the network's node order. There are
     ``2**(m-1)`` of them on ``m`` nodes; ``max_size`` bounds ``|Q|``. The trivial quilt is not
     repeated here (use :func:`trivial_quilt`).
+
+    Parameters
+    ----------
+    theta : Theta
+        The network.
+    node : str
+        The sensitive attribute.
+    max_size : int, optional
+        The largest ``|Q|`` enumerated (default: every size).
+
+    Yields
+    ------
+    Quilt
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("student")
+    >>> [quilt.quilt for quilt in qp.enumerate_quilts(theta, "income", max_size=1)]
+    [(), ('gender',), ('sat',), ('height',), ('weight',)]
+    >>> sum(1 for _ in qp.enumerate_quilts(theta, "income"))  # 2**4
+    16
     """
     theta = check_theta(theta)
     node = theta.check_node(node, "sensitive attribute")
@@ -194,12 +283,35 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
        i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality
        gives ``e(Q*) <= e(Q') <= e(Q)``.
 
+    Parameters
+    ----------
+    theta : Theta
+        The network.
+    node : str
+        The sensitive attribute.
+    targets : iterable of str
+        The attributes to keep out of ``N`` (typically those a query reads).
+
+    Returns
+    -------
+    tuple of str
+        ``Q*``, in the network's node order.
+
     Raises
     ------
     ModelError
         If ``theta`` is not a network, or ``node`` or a target is not in it.
     ParameterError
         If ``node`` is among ``targets`` (a sensitive attribute is always nearby).
+
+    Examples
+    --------
+    To keep ``height`` and ``weight`` out of the nearby set of ``income`` in the student
+    network, condition on both (``gender`` then stays nearby):
+
+    >>> import quiltpriv as qp
+    >>> qp.least_influence_quilt(qp.load_model("student"), "income", ["height", "weight"])
+    ('height', 'weight')
     """
     theta = check_theta(theta)
     node = theta.check_node(node, "sensitive attribute")

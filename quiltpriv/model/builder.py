@@ -70,6 +70,28 @@ class NetworkBuilder:
     -----
     Methods return the builder, so calls chain. Nothing is validated against pgmpy until
     :meth:`to_pgmpy` / :meth:`to_theta`, but every declaration is checked when it is made.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> builder = (qp.NetworkBuilder("school")
+    ...            .attribute("gender", [0.4, 0.5, 0.6], kind="share")
+    ...            .attribute("income", [0.2, 0.35, 0.5], kind="share")
+    ...            .edge("gender", "income")
+    ...            .table("gender", [0.3, 0.4, 0.3])
+    ...            .table("income", {0.4: [0.40, 0.35, 0.25],
+    ...                              0.5: [0.35, 0.35, 0.30],
+    ...                              0.6: [0.30, 0.35, 0.35]}))
+    >>> theta = builder.to_theta()
+    >>> theta, theta.names
+    (Theta(2 nodes, 1 edges, 1 member), ('school',))
+
+    A row that does not sum to one is refused when the network is built:
+
+    >>> qp.NetworkBuilder().attribute("x", [0.1, 0.9]).table("x", [0.5, 0.6]).to_theta()
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.ModelError: table of 'x': the probabilities sum to 1.1, not 1
     """
 
     def __init__(self, name: str = "declared") -> None:

@@ -268,6 +268,25 @@ def population_parameters(records: pd.DataFrame, population: str,
     DataError
         A missing column, a non-numeric or missing value, a share column with values other
         than 0 and 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> rng = np.random.default_rng(0)
+    >>> school = np.repeat(np.arange(40), 25)        # 40 schools of 25 pupils
+    >>> share = rng.uniform(0.2, 0.8, 40)[school]    # each school's share of women
+    >>> records = pd.DataFrame({"school": school,
+    ...                         "woman": (rng.random(1000) < share).astype(int),
+    ...                         "high_income": (rng.random(1000) < 0.2 + 0.6 * share).astype(int)})
+    >>> kinds = {"woman": "share", "high_income": "share"}
+    >>> qp.population_parameters(records, "school", kinds).round(2).head(3)
+            woman  high_income
+    school
+    0        0.72         0.64
+    1        0.12         0.36
+    2        0.20         0.56
     """
     records = _check_frame(records, "the records")
     params = _check_parameters(parameters)
@@ -375,6 +394,19 @@ def discretise(populations: pd.DataFrame, parameters: Mapping[str, str], *,
     -------
     (pandas.DataFrame, dict of str to Bins)
         The bin index (0, 1, ...) of each population and parameter, and the bins.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> schools = pd.DataFrame({"woman": [0.72, 0.12, 0.5], "high_income": [0.64, 0.36, 0.5]})
+    >>> binned, bins = qp.discretise(schools, {"woman": "share", "high_income": "share"},
+    ...                              bins={"woman": [0, 0.4, 0.6, 1],
+    ...                                    "high_income": [0, 0.4, 0.6, 1]})
+    >>> binned["woman"].tolist(), binned["high_income"].tolist()
+    ([2, 0, 1], [2, 0, 1])
+    >>> bins["woman"].edges
+    (0.0, 0.4, 0.6, 1.0)
     """
     populations = _check_frame(populations, "the population table")
     params = _check_parameters(parameters)
@@ -681,6 +713,29 @@ def learn_theta(
         Missing columns, non-numeric or missing values, shares outside [0, 1], too few
         populations, parameters without declared bins (and no ``quantiles``), bad settings,
         contradictory edges.
+
+    Examples
+    --------
+    Pupils of 40 schools; a school's share of women drives its share of high-income homes:
+
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> rng = np.random.default_rng(0)
+    >>> school = np.repeat(np.arange(40), 25)        # 40 schools of 25 pupils
+    >>> share = rng.uniform(0.2, 0.8, 40)[school]    # each school's share of women
+    >>> records = pd.DataFrame({"school": school,
+    ...                         "woman": (rng.random(1000) < share).astype(int),
+    ...                         "high_income": (rng.random(1000) < 0.2 + 0.6 * share).astype(int)})
+    >>> kinds = {"woman": "share", "high_income": "share"}
+    >>> theta = qp.learn_theta(records, kinds, population="school",
+    ...                        bins={"woman": [0, 0.4, 0.6, 1],
+    ...                              "high_income": [0, 0.4, 0.6, 1]},
+    ...                        data_public=True)
+    >>> theta, theta.parents["high_income"]
+    (Theta(2 nodes, 1 edges, 1 member), ('woman',))
+    >>> theta.states["woman"]  # the middle of each bin
+    ('0.2', '0.5', '0.8')
     """
     data = _check_frame(data, "the data")
     if not isinstance(data_public, bool):

@@ -159,7 +159,20 @@ def model_dirs() -> list[Path]:
 
 
 def bundled_models() -> dict[str, str]:
-    """Bundled model names and the first line of each module's docstring."""
+    """Bundled model names and the first line of each module's docstring.
+
+    Returns
+    -------
+    dict of str to str
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> sorted(qp.bundled_models())
+    ['chain', 'example3', 'student']
+    >>> qp.bundled_models()["example3"]
+    'The two-attribute network of Example 3 (Zhang, Ohrimenko and Cummings, Section 6).'
+    """
     out: dict[str, str] = {}
     for d in model_dirs():
         for f in sorted(d.glob("*.py")):
@@ -244,6 +257,28 @@ def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: An
     ``theta_from_pgmpy(net)``. Arguments go to the module's function. The bundled modules
     build a :class:`Theta` without pgmpy (what :func:`load_model` uses); here it becomes one
     pgmpy network per member of Theta (a list when there are several), which imports pgmpy.
+
+    Parameters
+    ----------
+    name : str
+        A bundled model (:func:`bundled_models`).
+    *args, **kwargs
+        Arguments of the module's function.
+    function : str, default "model"
+        The module's function to call.
+
+    Returns
+    -------
+    pgmpy.models.DiscreteBayesianNetwork or list of them
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> net = qp.bundled_network("chain", 4, stay=0.5, function="chain")
+    >>> type(net).__name__, list(net.nodes())
+    ('DiscreteBayesianNetwork', ['x01', 'x02', 'x03', 'x04'])
+    >>> qp.theta_from_pgmpy(net)
+    Theta(4 nodes, 3 edges, 1 member)
     """
     for d in model_dirs():
         candidate = d / f"{name}.py"
@@ -619,10 +654,28 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
         :data:`JSON_MEMORY_BUDGET`, the package's one budget
         (:data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory).
 
+    Returns
+    -------
+    Theta
+
     Raises
     ------
     ModelError
         Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
+
+    Examples
+    --------
+    A bundled model, and the same model saved to a JSON file and read back:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("student")
+    >>> theta
+    Theta(5 nodes, 5 edges, 1 member)
+    >>> path = theta.save("student.json")
+    >>> qp.load_model("student.json").nodes == theta.nodes
+    True
+    >>> qp.load_model("student:theta")  # another function of the bundled module
+    Theta(5 nodes, 5 edges, 2 members)
     """
     if not isinstance(reader, str) or reader not in READERS:
         raise ModelError(f"unknown model reader {reader!r} (use {' or '.join(READERS)})")
@@ -685,7 +738,29 @@ def load_theta(
     specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
     reader: ModelReader = "quiltpriv",
 ) -> Theta:
-    """Load several specs and join them into one Theta (they must share one DAG)."""
+    """Load several specs and join them into one Theta (they must share one DAG).
+
+    Parameters
+    ----------
+    specs : sequence of str or path
+        Model specs, as :func:`load_model` reads them; each gives one or more members.
+    tolerance : float
+        How far a CPD column may be from summing to one.
+    reader : {"quiltpriv", "pgmpy"}
+        Who reads BIF and XMLBIF files (see :func:`load_model`).
+
+    Returns
+    -------
+    Theta
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> path = qp.load_model("student").save("student.json")
+    >>> theta = qp.load_theta(["student", "student.json"])
+    >>> theta, theta.names
+    (Theta(5 nodes, 5 edges, 2 members), ('student', 'student'))
+    """
     if isinstance(specs, str | os.PathLike) or not isinstance(specs, Sequence):
         raise ModelError(f"specs must be a list of model specs, got {type(specs).__name__}")
     if not specs:

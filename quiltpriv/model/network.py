@@ -169,10 +169,12 @@ class CPD:
 class Theta:
     """The adversary's class of distributions: a shared DAG and one CPD set per member.
 
-    Build it with :func:`theta_from_pgmpy` (or :func:`quiltpriv.model.loading.load_model`); the
-    constructor takes already-validated parts.
+    Build it with :func:`theta_from_tables`, :func:`theta_from_pgmpy`,
+    :class:`~quiltpriv.model.builder.NetworkBuilder` or
+    :func:`quiltpriv.model.loading.load_model`; the constructor takes already-validated parts,
+    each kept as the attribute of the same name.
 
-    Attributes
+    Parameters
     ----------
     nodes : tuple of str
         Attribute names in a topological order of the DAG.
@@ -189,6 +191,19 @@ class Theta:
         Where Theta came from (JSON-ready; :mod:`quiltpriv.model.provenance`): for a learned Theta
         the data hash, bins, estimator settings and seed; for a declared one, the builder.
         Carried into plans and audit reports. Metadata only: not part of :meth:`fingerprint`.
+
+    Examples
+    --------
+    The student network of [ZOC22, Ex. 1, Fig. 1]:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("student")
+    >>> theta
+    Theta(5 nodes, 5 edges, 1 member)
+    >>> theta.nodes
+    ('gender', 'income', 'sat', 'height', 'weight')
+    >>> theta.parents["weight"], theta.states["income"]
+    (('gender', 'height'), ('0.2', '0.35', '0.5'))
     """
 
     def __init__(
@@ -527,12 +542,32 @@ def theta_from_pgmpy(
     tolerance : float
         How far a CPD column may be from summing to one (columns within it are renormalised).
 
+    Returns
+    -------
+    Theta
+
     Raises
     ------
     ModelError
         A cycle, a node without a CPD, a CPD whose parents disagree with the DAG, a wrongly
         shaped table, NaN or negative probabilities, a column that does not sum to one, or
         members with different DAGs or state spaces.
+
+    Examples
+    --------
+    >>> from pgmpy.factors.discrete import TabularCPD
+    >>> from pgmpy.models import DiscreteBayesianNetwork
+    >>> import quiltpriv as qp
+    >>> net = DiscreteBayesianNetwork([("x2", "x1")])
+    >>> net.add_cpds(
+    ...     TabularCPD("x2", 3, [[0.3], [0.4], [0.3]],
+    ...                state_names={"x2": ["0.2", "0.5", "0.8"]}),
+    ...     TabularCPD("x1", 2, [[0.7, 0.5, 0.2], [0.3, 0.5, 0.8]], evidence=["x2"],
+    ...                evidence_card=[3],
+    ...                state_names={"x1": ["0.4", "0.6"], "x2": ["0.2", "0.5", "0.8"]}))
+    >>> theta = qp.theta_from_pgmpy(net)
+    >>> theta, theta.parents["x1"]
+    (Theta(2 nodes, 1 edges, 1 member), ('x2',))
     """
     if not isinstance(models, Sequence) or isinstance(models, str):
         models = [models]
@@ -561,8 +596,46 @@ def theta_from_tables(
 ) -> Theta:
     """Build Theta from plain tables (no pgmpy): ``cpds[k][node]`` has axes ``(node, *parents)``.
 
-    ``parents_order`` fixes the parent axis order per node (default: parents in the order their
-    edges are listed). ``cpds`` may be one mapping (|Theta| = 1) or a sequence of them.
+    Parameters
+    ----------
+    edges : iterable of (str, str)
+        The DAG's edges, parent first.
+    states : mapping of str to sequence
+        Every node (in this order) and its states, values of a distribution parameter (numbers
+        are named by their shortest decimal, ``0.4 -> "0.4"``).
+    cpds : mapping of str to array-like, or a sequence of them
+        Per node, its conditional table with axes ``(node, *parents)`` (each column sums to
+        one); one mapping (|Theta| = 1) or one per member of Theta.
+    names : sequence of str, optional
+        A label per member, for errors and reports.
+    parents_order : mapping of str to sequence of str, optional
+        The parent axis order per node (default: parents in the order their edges are listed).
+    tolerance : float
+        How far a CPD column may be from summing to one (columns within it are renormalised).
+
+    Returns
+    -------
+    Theta
+
+    Raises
+    ------
+    ModelError
+        An edge naming a node without states, a duplicate edge, a cycle, a wrongly shaped
+        table, a negative probability or a column that does not sum to one.
+
+    Examples
+    --------
+    The two-attribute network of [ZOC22, Sec. 6, Ex. 3], as two members of Theta:
+
+    >>> import quiltpriv as qp
+    >>> states = {"x2": [0.2, 0.5, 0.8], "x1": [0.4, 0.6]}
+    >>> low = {"x2": [0.3, 0.4, 0.3], "x1": [[0.7, 0.5, 0.2], [0.3, 0.5, 0.8]]}
+    >>> high = {"x2": [0.2, 0.6, 0.2], "x1": [[0.6, 0.5, 0.3], [0.4, 0.5, 0.7]]}
+    >>> theta = qp.theta_from_tables([("x2", "x1")], states, [low, high], names=["low", "high"])
+    >>> theta, theta.names
+    (Theta(2 nodes, 1 edges, 2 members), ('low', 'high'))
+    >>> theta.states["x1"]
+    ('0.4', '0.6')
     """
     edge_list, states = _check_edges(edges), _check_states(states)
     if not isinstance(cpds, Mapping | Sequence) or isinstance(cpds, str):
@@ -1035,6 +1108,27 @@ def theta_to_dict(theta: Theta) -> dict[str, Any]:
     each member's ``cpds`` maps a node to its table as nested lists with axes
     ``(node, *parents)``. A Theta with a provenance record (:mod:`quiltpriv.model.provenance`)
     also gets a ``provenance`` object, read back by ``load_model``.
+
+    Parameters
+    ----------
+    theta : Theta
+        The network.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> import json
+    >>> import quiltpriv as qp
+    >>> doc = qp.theta_to_dict(qp.load_model("example3"))
+    >>> doc["format"], list(doc["nodes"])
+    ('quiltpriv-network/1', ['x2', 'x1'])
+    >>> print(json.dumps(doc["nodes"]["x1"]))
+    {"states": ["0.56", "0.5", "0.44"], "parents": ["x2"]}
+    >>> len(doc["members"][0]["cpds"]["x1"])  # axes (x1, x2)
+    3
     """
     theta = check_theta(theta)
     out: dict[str, Any] = {

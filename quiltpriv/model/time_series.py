@@ -124,6 +124,18 @@ def markov_chain(n_steps: int, transition: Any, initial: Any, *,
     ------
     ModelError
         A bad size, a matrix that is not row-stochastic, mismatched state counts.
+
+    Examples
+    --------
+    A two-state chain over a day of hours:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.markov_chain(24, [[0.9, 0.1], [0.2, 0.8]], [2 / 3, 1 / 3],
+    ...                         states=["home", "away"])
+    >>> theta
+    Theta(24 nodes, 23 edges, 1 member)
+    >>> theta.nodes[:3], theta.parents["X2"], theta.states["X2"]
+    (('X1', 'X2', 'X3'), ('X1',), ('home', 'away'))
     """
     n = _steps(n_steps)
     p0 = _initial(initial, len(np.asarray(initial, dtype=object).reshape(-1)),
@@ -163,11 +175,23 @@ def hidden_markov(n_steps: int, transition: Any, emission: Any, initial: Any, *,
         State names (default ``"0" ..``).
     hidden_prefix, observed_prefix : str
         Node names ``H1..HT`` and ``X1..XT`` by default.
+    name : str
+        The member's name.
 
     Returns
     -------
     Theta
         Nodes in the order ``H1, X1, H2, X2, ...``; the queries read the ``X`` nodes.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.hidden_markov(3, [[0.9, 0.1], [0.2, 0.8]], [[0.7, 0.3], [0.1, 0.9]],
+    ...                          [0.5, 0.5])
+    >>> theta.nodes
+    ('H1', 'X1', 'H2', 'X2', 'H3', 'X3')
+    >>> theta.parents["X2"], theta.parents["H2"]
+    (('H2',), ('H1',))
     """
     n = _steps(n_steps)
     p0 = _initial(initial, len(np.asarray(initial, dtype=object).reshape(-1)),

@@ -56,6 +56,20 @@ class FractionQuery(Query):
         The denominator: ``len(steps)`` (the share of the query's steps, the default) or the
         length of the whole series (the share of all steps spent in ``state`` within
         ``steps``). At least ``len(steps)``.
+
+    Examples
+    --------
+    The share of four steps of the bundled chain spent in state ``0.8``: changing two steps
+    changes it by at most 2/4.
+
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.FractionQuery(["x01", "x02", "x03", "x04"], "0.8")
+    >>> query.sensitivity({"x01", "x02"})
+    0.5
+    >>> query.evaluate(pd.DataFrame({"x01": ["0.8"], "x02": ["0.2"], "x03": ["0.8"],
+    ...                              "x04": ["0.5"]}))
+    0.5
     """
 
     steps: tuple[str, ...]

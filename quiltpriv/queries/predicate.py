@@ -758,12 +758,22 @@ class Predicate:
     parentheses, ``and``/``or``/``not``, names needing it in backticks); parsing it again gives
     an equal predicate.
 
-    Attributes
+    Parameters
     ----------
     root : Node
         The expression tree (frozen node types of this module).
     names : tuple of str
         The attributes the predicate reads, in order of first appearance.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> predicate = qp.parse_predicate("(height > 66) and sat>1300")
+    >>> str(predicate), predicate.names
+    ('height > 66 and sat > 1300', ('height', 'sat'))
+    >>> predicate.evaluate(pd.DataFrame({"height": [70, 60], "sat": [1400, 1400]}))
+    array([ True, False])
     """
 
     root: Node
@@ -896,6 +906,20 @@ def parse_predicate(
     QueryError
         Anything outside the grammar, undeclared names, a result that is not true/false, or a
         text beyond the size limits -- never any other exception.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> print(qp.parse_predicate("height > 66 and not smoker == 'yes'"))
+    height > 66 and not smoker == 'yes'
+    >>> qp.parse_predicate("weight > 80", attributes=["height"])
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.QueryError: ...
+    >>> qp.parse_predicate("__import__('os')")
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.QueryError: ...
     """
     if isinstance(text, Predicate):
         pred = text

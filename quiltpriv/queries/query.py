@@ -270,7 +270,21 @@ def check_in_domain(values: pd.Series, domain: Sequence[Any], what: str, col: st
 
 
 class Query:
-    """Base class: a query ``F`` over attributes ``A`` with column sensitivities ``Delta_B``."""
+    """Base class: a query ``F`` over attributes ``A`` with column sensitivities ``Delta_B``.
+
+    ``Delta_B F`` is the most ``F`` changes when the columns ``B`` of every record change
+    ([ZOC22, Def. 6]); a mechanism adds noise scaled to it. Subclasses say how to compute it
+    (:meth:`sensitivity`) and how to evaluate ``F`` on data (:meth:`evaluate`).
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> query = qp.MeanQuery("hours", lower=0, upper=40)
+    >>> isinstance(query, qp.Query), query.attributes
+    (True, ('hours',))
+    >>> query.sensitivity({"hours"}), query.sensitivity({"income"})
+    (40.0, 0.0)
+    """
 
     kind: str = "query"
     attributes: tuple[str, ...]
@@ -349,6 +363,19 @@ class CountQuery(_RecordBound):
     ----------
     predicate : Predicate or None
         The parsed ``where``.
+
+    Examples
+    --------
+    Changing the height or the SAT score of every record can change the count by ``n``:
+
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.CountQuery(["height", "sat"], records=1000,
+    ...                       where="height > 66 and sat > 1300")
+    >>> query.sensitivity({"height"}), query.sensitivity({"income"})
+    (1000.0, 0.0)
+    >>> query.evaluate(pd.DataFrame({"height": [60, 70, 72], "sat": [1400, 1350, 1200]}))
+    1.0
     """
 
     attributes: tuple[str, ...]
@@ -490,7 +517,27 @@ def _check_all_mapped(declared_values: Sequence[Any], keys: Sequence[Any], what:
 
 @dataclass(frozen=True)
 class SumQuery(_RecordBound):
-    """Sum of one bounded attribute over ``records`` rows: ``Delta = n (hi - lo)``."""
+    """Sum of one bounded attribute over ``records`` rows: ``Delta = n (hi - lo)``.
+
+    Parameters
+    ----------
+    attribute : str
+        The attribute summed.
+    lower, upper : float
+        Public bounds on its values; a value outside them is an error when evaluated.
+    records : int
+        ``n``, an upper bound on the number of records (public).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.SumQuery("hours", 0, 40, records=100)
+    >>> query.sensitivity({"hours"})
+    4000.0
+    >>> query.evaluate(pd.DataFrame({"hours": [10, 20, 35]}))
+    65.0
+    """
 
     attribute: str
     lower: float
@@ -526,7 +573,25 @@ class SumQuery(_RecordBound):
 
 @dataclass(frozen=True)
 class MeanQuery(Query):
-    """Mean of one attribute with values in ``[lower, upper]``: ``Delta = hi - lo``."""
+    """Mean of one attribute with values in ``[lower, upper]``: ``Delta = hi - lo``.
+
+    Parameters
+    ----------
+    attribute : str
+        The attribute averaged.
+    lower, upper : float
+        Public bounds on its values; a value outside them is an error when evaluated.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.MeanQuery("hours", 0, 40)
+    >>> query.sensitivity({"hours"})
+    40.0
+    >>> query.evaluate(pd.DataFrame({"hours": [10, 20, 36]}))
+    22.0
+    """
 
     attribute: str
     lower: float
@@ -571,6 +636,17 @@ class LinearQuery(Query):
         ``w_j`` per attribute.
     bounds : mapping of str to (float, float)
         ``(lo_j, hi_j)`` per attribute.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.LinearQuery({"math": 0.5, "reading": 0.5},
+    ...                        {"math": (0, 100), "reading": (0, 100)})
+    >>> query.sensitivity({"math"}), query.sensitivity({"math", "reading"})
+    (50.0, 100.0)
+    >>> query.evaluate(pd.DataFrame({"math": [80, 90], "reading": [70, 60]}))
+    75.0
     """
 
     weights: Mapping[str, float]
@@ -648,12 +724,27 @@ class HistogramQuery(_RecordBound):
     Parameters
     ----------
     attributes : sequence of str
+        The attributes whose joint categories are counted.
     records : int
+        ``n``, an upper bound on the number of records (public).
     categories : mapping of str to sequence
         Required: the values of every attribute (numbers or texts), in output order.
     catch_all : str or mapping of str to value, optional
         A label (for every attribute, or per attribute) of an extra last category that counts
         the values outside the declared ones.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.HistogramQuery(["smoker"], records=100,
+    ...                           categories={"smoker": ["yes", "no"]}, catch_all="other")
+    >>> query.cells
+    (('yes',), ('no',), ('other',))
+    >>> query.sensitivity({"smoker"})
+    200.0
+    >>> query.evaluate(pd.DataFrame({"smoker": ["yes", "no", "no", "unknown"]}))
+    array([1., 2., 1.])
     """
 
     attributes: tuple[str, ...]
@@ -777,6 +868,40 @@ class CustomQuery(Query):
     a fresh index: it cannot read another column of the data or change the caller's frame.
     quiltpriv cannot check that ``function`` has the sensitivity ``sensitivity_fn`` declares;
     that declaration is what the guarantee rests on.
+
+    Parameters
+    ----------
+    attributes : sequence of str
+        The attributes ``A`` the query reads.
+    sensitivity_fn : callable
+        ``Delta(B)`` for a frozenset ``B`` of attributes: finite, non-negative, monotone,
+        0 for the empty set.
+    function : callable, optional
+        ``F``: a DataFrame of the declared columns -> a number or an array. Required to
+        evaluate, not to plan.
+    name : str, default "custom"
+        A name for plans, records and reports.
+
+    Examples
+    --------
+    Two scores in [0, 2], summed over at most one record each:
+
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> query = qp.CustomQuery(["a", "b"], lambda columns: 2.0 * len(columns),
+    ...                        function=lambda frame: float(frame.to_numpy().sum()),
+    ...                        name="total")
+    >>> query.sensitivity({"a"}), query.sensitivity({"a", "b"})
+    (2.0, 4.0)
+    >>> query.evaluate(pd.DataFrame({"a": [1, 0], "b": [2, 1]}))
+    4.0
+
+    A sensitivity that falls when a column is added is refused:
+
+    >>> qp.CustomQuery(["a", "b"], lambda columns: 1.0 if columns == {"a"} else 0.0)
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.QueryError: custom query: Delta is not monotone: ...
     """
 
     attributes: tuple[str, ...]

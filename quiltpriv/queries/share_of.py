@@ -61,6 +61,13 @@ class ShareOf:
     ----------
     predicate : Predicate
         The parsed condition.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> kind = qp.ShareOf('income == "high"', domain={"income": ["low", "high"]})
+    >>> kind.condition, kind.names
+    ("income == 'high'", ('income',))
     """
 
     condition: str | Predicate
@@ -121,7 +128,28 @@ class ShareOf:
 def share_of(condition: str | Predicate,
              domain: Mapping[str, Sequence[Any]] | None = None) -> ShareOf:
     """The share of records meeting ``condition``, a kind for
-    :func:`~quiltpriv.model.learning.learn_theta` (see :class:`ShareOf`)."""
+    :func:`~quiltpriv.model.learning.learn_theta` (see :class:`ShareOf`).
+
+    Parameters
+    ----------
+    condition : str or Predicate
+        A predicate over record columns, e.g. ``'income == "high"'``.
+    domain : mapping of str to sequence, optional
+        The values of the columns the condition reads; required for every column it tests for
+        equality or membership.
+
+    Returns
+    -------
+    ShareOf
+
+    Examples
+    --------
+    The share of high earners of each school, as a parameter to learn a network of:
+
+    >>> import quiltpriv as qp
+    >>> qp.share_of('income == "high"', domain={"income": ["low", "high"]})
+    ShareOf(condition="income == 'high'", domain={'income': ('low', 'high')}, kind='share')
+    """
     return ShareOf(condition, domain)
 
 
