@@ -44,8 +44,10 @@ MOVED: dict[str, str] = {
     "gaussian_audit": "audit.gaussian", "joint_audit": "audit.joint",
     "adversary": "audit.adversary",
     "records": "releases.records", "ledger": "releases.ledger",
-    "report": "reporting.report", "drawing": "model.drawing", "plots": "reporting.plots",
+    "report": "reporting.report", "drawing": "reporting.drawing", "plots": "reporting.plots",
     "_cli_core": "cli.core",
+    # moved in 0.2.0 (issue 32: presentation out of the model layer)
+    "model.drawing": "reporting.drawing",
 }
 
 #: Files whose frames a deprecation warning skips (this module, the package and the forwarding

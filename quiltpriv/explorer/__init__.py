@@ -2,7 +2,7 @@
 
 ``quiltpriv explore MODEL`` serves one self-contained page on 127.0.0.1 (no network, no
 CDN: its script and stylesheet ship in this package). The page draws the hyperparameter
-network with the layout of :mod:`quiltpriv.model.drawing`, coloured by the chosen quilt of the
+network with the layout of :mod:`quiltpriv.reporting.drawing`, coloured by the chosen quilt of the
 selected sensitive attribute, lets the user choose sensitive attributes, the query and
 epsilon, edit conditional tables (or scale a dependency's strength) with undo, save the
 edited model (JSON or BIF, atomically, never over the original), compare the mechanisms

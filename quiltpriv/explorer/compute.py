@@ -17,8 +17,8 @@ from typing import Any
 from quiltpriv.errors import ParameterError
 from quiltpriv.explorer.state import ModelState, PlanRequest
 from quiltpriv.mechanisms.apmqm import plan
-from quiltpriv.model.drawing import dag_svg, layered_layout
 from quiltpriv.model.network import Theta
+from quiltpriv.reporting.drawing import dag_svg, layered_layout
 from quiltpriv.reporting.report import (
     MAX_CANDIDATE_ROWS,
     Candidate,

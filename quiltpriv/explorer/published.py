@@ -230,7 +230,7 @@ def _data(req: VerifyRequest, query: Any) -> Any:
 def _quilts(theta: Theta, query: Any, plan: Plan) -> list[dict[str, Any]]:
     """Per sensitive attribute: the published quilt drawn, with the candidate table."""
     from quiltpriv.explorer.compute import candidate_table
-    from quiltpriv.model.drawing import dag_svg, layered_layout
+    from quiltpriv.reporting.drawing import dag_svg, layered_layout
 
     layout = layered_layout(theta)
     out = []

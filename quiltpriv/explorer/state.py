@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.loading import model_dirs, theta_to_dict
-from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, theta_from_tables
+from quiltpriv.model.network import CPD, Theta, theta_from_tables
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.options import QUERY_KINDS, parse_number, query_from_options
 from quiltpriv.queries.query import Query
@@ -258,7 +259,8 @@ def with_tables(theta: Theta, node: str, tables: dict[int, np.ndarray]) -> Theta
     """``theta`` with the CPD of ``node`` replaced in each member ``k`` of ``tables``.
 
     Each new table is checked as a model file's are (shape, finite, no negative entry, no
-    subnormal one, columns summing to one within :data:`~quiltpriv.model.network.CPD_SUM_TOLERANCE`)
+    subnormal one, columns summing to one within
+    :data:`~quiltpriv.model.cpd_tables.CPD_SUM_TOLERANCE`)
     but not renormalised, and every other table is kept as it is: an edit changes exactly
     the entries it names (renormalising would move other columns by an ulp on every edit).
     """
@@ -434,7 +436,7 @@ class ModelState:
 
 def model_summary(state: ModelState, theta: Theta | None = None) -> dict[str, Any]:
     """What the page shows of the model: nodes, edges, members, edits, and its drawing."""
-    from quiltpriv.model.drawing import dag_svg, layered_layout
+    from quiltpriv.reporting.drawing import dag_svg, layered_layout
 
     theta = theta or state.theta
     lay = layered_layout(theta)

@@ -20,7 +20,7 @@ from itertools import combinations
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import Theta, check_theta
-from quiltpriv.utils.validation import check_instance, check_scalar
+from quiltpriv.utils.validation import check_scalar
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ class Quilt:
         return not self.quilt and not self.remote
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import quilt_html  # a presentation hook
+
         return quilt_html(self)
 
 
@@ -395,13 +397,8 @@ class QuiltIndex:
                      if a not in q and node in self._reached(a, q))
 
 
-def quilt_html(quilt: Quilt) -> str:
-    """HTML fragment for ``Quilt._repr_html_``: the partition N, Q, R of one node."""
-    check_instance(quilt, Quilt, "quilt")
-    from quiltpriv.utils.format import escape, html_set, kv_table
+def __getattr__(name: str) -> object:
+    # quilt_html moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-    kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
-    return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
-            f"{escape(quilt.node)}</code>{kind}</p>" + kv_table([
-                ("quilt Q", html_set(quilt.quilt)), ("nearby N", html_set(quilt.nearby)),
-                ("remote R", html_set(quilt.remote))]) + "</div>")
+    return moved_attribute(__name__, {"quilt_html": "quiltpriv.reporting.notebook"}, name)

@@ -18,18 +18,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
-from quiltpriv.mechanisms.apmqm import Plan, plan_html, query_mismatch
+from quiltpriv.mechanisms.apmqm import Plan, query_mismatch
 from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.releases.postprocess import postprocess_for
-from quiltpriv.utils.validation import check_instance
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
 
-__all__ = ["Release", "release", "release_html"]
+__all__ = ["Release", "release"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +111,8 @@ class Release:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import release_html  # a presentation hook
+
         return release_html(self)
 
 
@@ -290,17 +291,8 @@ def release(
     return r
 
 
-def release_html(release: Release) -> str:
-    """HTML fragment for ``Release._repr_html_``: the release record and its plan."""
-    check_instance(release, Release, "release")
-    from quiltpriv.utils.format import escape, fmt_number
+def __getattr__(name: str) -> object:
+    # release_html moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-    value = list(release.value) if isinstance(release.value, tuple) else release.value
-    warn = "" if release.secure or release.scale == 0 else (
-        " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
-    return (f"<div class=\"quiltpriv-release\"><p><b>Release</b>: value "
-            f"<code>{escape(json.dumps(value))}</code>, noise scale "
-            f"{escape(fmt_number(release.scale))}, "
-            f"sampler {escape(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
-            f"{'' if release.seed is None else ', seed ' + escape(release.seed)}{warn}</p>"
-            f"{plan_html(release.plan)}</div>")
+    return moved_attribute(__name__, {"release_html": "quiltpriv.reporting.notebook"}, name)

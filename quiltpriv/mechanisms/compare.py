@@ -51,7 +51,7 @@ from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
-from quiltpriv.utils.validation import check_epsilon, check_instance, check_positive
+from quiltpriv.utils.validation import check_epsilon, check_positive
 
 __all__ = ["DEFAULT_TIME_LIMIT", "Comparison", "MechanismRow", "compare"]
 
@@ -161,6 +161,8 @@ class Comparison:
         return self.explain()
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import comparison_html  # a presentation hook
+
         return comparison_html(self)
 
 
@@ -311,26 +313,8 @@ def _mqm_row(theta: Any, query: Query, sens: tuple[str, ...], eps: float,
                 + ("" if d.get("optimal") else " (optimality NOT proven)"))
 
 
-def comparison_html(comparison: Comparison) -> str:
-    """HTML fragment for ``Comparison._repr_html_``: every mechanism's noise side by side."""
-    check_instance(comparison, Comparison, "comparison")
-    from quiltpriv.utils.format import escape, fmt_number, query_html
+def __getattr__(name: str) -> object:
+    # comparison_html moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-    best = comparison.best
-    mark = ' class="best"'
-    rows = "".join(
-        f"<tr{mark if r is best else ''}><td>{escape(r.mechanism)}</td>"
-        f"<td>{escape(r.noise or '-')}</td>"
-        f"<td>{escape('-' if r.scale is None else fmt_number(r.scale))}</td>"
-        f"<td>{escape('-' if r.std is None else fmt_number(r.std))}</td>"
-        f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
-        f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
-    least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
-                                     f"(std {escape(fmt_number(cast(float, best.std)))})")
-    return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
-            f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
-            f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "
-            f"{query_html(comparison.query)}</p>"
-            "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
-            f"<th>guarantee</th><th>detail</th></tr></thead><tbody>{rows}</tbody></table>"
-            "</div>")
+    return moved_attribute(__name__, {"comparison_html": "quiltpriv.reporting.notebook"}, name)

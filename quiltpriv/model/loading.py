@@ -35,8 +35,8 @@ from typing import Any, Literal
 import numpy as np
 
 from quiltpriv.errors import ModelError
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
-    CPD_SUM_TOLERANCE,
     JSON_FORMAT,
     Theta,
     _theta_from_named_tables,

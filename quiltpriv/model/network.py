@@ -30,15 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
 from quiltpriv.utils.validation import check_scalar
 
 if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
     import networkx as nx
-
-#: Default tolerance for a CPD column to count as summing to one. Columns within it are
-#: renormalised exactly (BIF files print rounded probabilities); columns outside it are an error.
-CPD_SUM_TOLERANCE = 1e-6
-
 
 #: The ``"format"`` of the document :meth:`Theta.fingerprint` hashes. Version 1 (before
 #: quiltpriv 0.1.0's canonical fingerprint) hashed ``repr`` of the states in network order, so
@@ -293,6 +289,8 @@ class Theta:
         )
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import theta_html  # a presentation hook
+
         return theta_html(self)
 
     @property
@@ -836,169 +834,6 @@ def _topological_order(nodes: Sequence[str], parents: Mapping[str, Sequence[str]
     return order
 
 
-def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: float) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ModelError(f"{what} has non-numeric values") from exc
-    if arr.size != math.prod(shape):
-        raise ModelError(f"{what} has {arr.size} entries, expected shape {shape}")
-    arr = arr.reshape(shape)
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{what} contains NaN or infinite probabilities")
-    if np.any(arr < 0):
-        raise ModelError(f"{what} contains negative probabilities")
-    sums = arr.sum(axis=0)
-    bad = np.abs(sums - 1.0) > tolerance
-    if np.any(bad):
-        worst = float(sums.flat[int(np.argmax(np.abs(sums - 1.0)))])
-        raise ModelError(
-            f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
-            f"worst sums to {worst:.9g})"
-        )
-    # A column already normalised up to float rounding is kept as given: dividing would move its
-    # entries by an ulp, so a model written by theta_to_dict and read back would no longer have
-    # the same fingerprint. "Up to rounding" is decided on the correctly rounded sum, within
-    # KEEP_SUM_ULPS ulps of one whatever the cardinality k: the exact sum is then within
-    # 10 * 2^-53 of one, so the influence's log-ratios move by at most 4 * 10 * 2^-53 per node,
-    # far inside its rounding margin (a tolerance of 8 k ulps, as before, let a 2,000,000-state
-    # column report an influence 9.1e-10 below the exact one on the normalised model).
-    # Every other column is divided by that accurate sum: its entries are then within 2 ulps
-    # of the exactly normalised ones, and it sums to one within 5 * 2^-53 (so it is kept as
-    # given when read back).
-    exact_sums = _accurate_column_sums(arr)
-    off = np.abs(exact_sums - 1.0) > KEEP_SUM_ULPS * np.finfo(np.float64).eps
-    if not np.any(off):
-        arr = arr.copy()  # never freeze (or alias) the caller's array
-    else:
-        arr = np.where(off, arr / exact_sums, arr)  # renormalise within the tolerance
-        # Division rounds a subnormal entry by up to its own size; refuse rather than guess.
-        tiny = (arr > 0) & (arr < np.finfo(np.float64).tiny) & off
-        if np.any(tiny):
-            raise ModelError(
-                f"{what} has a probability below float64's normal range "
-                f"({float(arr[tiny].min()):.3g}) in a column that does not sum to one exactly; "
-                "renormalising would round it by up to its own size (make the column sum to "
-                "one, or use 0 for an impossible state)")
-    arr.setflags(write=False)
-    return arr
-
-
-def _check_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
-                  tolerance: float) -> list[np.ndarray]:
-    """:func:`_check_table` of every ``(values, shape, what)``, the checks vectorised over all.
-
-    Each table is converted on its own; finiteness, signs, the column sums against
-    ``tolerance`` and the keep-as-given test (:data:`KEEP_SUM_ULPS`) are then decided on one
-    concatenated array per cardinality, which is what makes a 100,000-node model load in a
-    fraction of the per-table time. The column-wise arithmetic is the same as
-    :func:`_check_table`'s, column for column, so the outcome is the same: a table that fails
-    any check, or needs renormalising, goes through :func:`_check_table` itself (in the given
-    order), which raises the same error or returns the same array.
-    """
-    arrs = _converted_tables(items, tolerance)
-    if not arrs:
-        return []
-    flat = np.concatenate([a.ravel() for a in arrs])
-    slow = np.zeros(len(arrs), dtype=bool)
-    if not (np.all(np.isfinite(flat)) and not np.any(flat < 0)):
-        slow[:] = True  # the per-table checks name the first offending table
-    else:
-        by_k: dict[int, list[int]] = {}
-        for i, (_, shape, _) in enumerate(items):
-            by_k.setdefault(shape[0], []).append(i)
-        for k, idx in by_k.items():
-            blocks = [arrs[i].reshape(k, -1) for i in idx]
-            wide = np.concatenate(blocks, axis=1)
-            bounds = np.cumsum([0] + [b.shape[1] for b in blocks])
-            bad = np.abs(wide.sum(axis=0) - 1.0) > tolerance
-            off = np.abs(_accurate_column_sums(wide) - 1.0) > (
-                KEEP_SUM_ULPS * np.finfo(np.float64).eps)
-            flagged = np.cumsum(np.concatenate(([0], (bad | off).astype(np.int64))))
-            hit = flagged[bounds[1:]] - flagged[bounds[:-1]] > 0
-            slow[np.asarray(idx)[hit]] = True
-    out = []
-    for i, (values, shape, what) in enumerate(items):
-        if slow[i]:
-            out.append(_check_table(values, shape, what, tolerance))
-        else:
-            arr = arrs[i]
-            arr.setflags(write=False)
-            out.append(arr)
-    return out
-
-
-def _converted_tables(items: Sequence[tuple[Any, tuple[int, ...], str]],
-                      tolerance: float) -> list[np.ndarray]:
-    """Every ``values`` of ``items`` as a float64 array of its ``shape`` (a copy, never the
-    caller's), or the precise :func:`_check_table` error of the first that is not one.
-
-    Tables of one shape are converted by one ``np.array`` call over all of them (100,000
-    small calls were most of the conversion time of a 100,000-node model); a group numpy
-    cannot convert whole (a ragged or non-numeric table among them) is converted table by
-    table, as before, so the error names the same table.
-    """
-    arrs: list[np.ndarray | None] = [None] * len(items)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, (values, shape, _) in enumerate(items):
-        if isinstance(values, list):
-            groups.setdefault(shape, []).append(i)
-    for shape, idx in groups.items():
-        if len(idx) < 2:
-            continue
-        try:
-            block = np.array([items[i][0] for i in idx], dtype=float)
-        except (TypeError, ValueError):
-            continue
-        if block.shape == (len(idx), *shape):
-            for j, i in enumerate(idx):
-                arrs[i] = block[j]
-    out = []
-    for i, (values, shape, what) in enumerate(items):
-        arr = arrs[i]
-        if arr is None:
-            try:
-                arr = np.array(values, dtype=float)  # a copy: never freeze or alias the caller's
-            except (TypeError, ValueError):
-                arr = None
-            if arr is None or arr.size != math.prod(shape):
-                _check_table(values, shape, what, tolerance)  # raises the precise error
-                raise AssertionError("unreachable")  # pragma: no cover
-        out.append(arr.reshape(shape))
-    return out
-
-
-#: A CPD column whose correctly rounded sum is within this many ulps (of 1.0) of one is kept
-#: as given; any other column within the tolerance is renormalised (:func:`_check_table`).
-KEEP_SUM_ULPS = 4
-
-#: Up to this many states, column sums are compensated (Neumaier) vectorised over the columns;
-#: beyond it each column is summed by math.fsum.
-_COMPENSATED_STATES = 64
-
-
-def _accurate_column_sums(arr: np.ndarray) -> np.ndarray:
-    """Sums over axis 0, each within one rounding of the exact sum, whatever the cardinality.
-
-    numpy's sum along axis 0 adds rows one after another (error up to k ulps for k states);
-    math.fsum is correctly rounded; Neumaier's compensated sum errs by at most
-    2u |s| + O(k u^2) sum |x|, which for k <= 64 non-negative entries is below 2.01 u |s|.
-    """
-    k = arr.shape[0]
-    flat = arr.reshape(k, -1)
-    if k > _COMPENSATED_STATES:
-        sums = np.array([math.fsum(flat[:, c].tolist()) for c in range(flat.shape[1])])
-        return sums.reshape(arr.shape[1:])
-    total = flat[0].copy()
-    comp = np.zeros_like(total)
-    for row in flat[1:]:
-        t = total + row
-        big = np.abs(total) >= np.abs(row)
-        comp += np.where(big, (total - t) + row, (row - t) + total)
-        total = t
-    return (total + comp).reshape(arr.shape[1:])
-
-
 def _check_same_structure(a: Theta, b: Theta, label: str) -> None:
     if set(a.nodes) != set(b.nodes):
         raise ModelError(
@@ -1077,25 +912,6 @@ def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
     return [v for *_, v in sorted(scored)[:n]]
 
 
-def theta_html(theta: Theta) -> str:
-    """HTML fragment for ``Theta._repr_html_``: summary, DAG drawing and node table."""
-    check_theta(theta)
-    from quiltpriv.model.drawing import dag_svg
-    from quiltpriv.utils.format import escape, html_set, inline_style
-
-    rows = "".join(
-        f"<tr><td><code>{escape(v)}</code></td><td>{len(theta.states[v])}</td>"
-        f"<td>{html_set(theta.parents[v])}</td></tr>" for v in theta.nodes)
-    return (f"<div class=\"quiltpriv-theta\"><p><b>Theta</b>: {len(theta.nodes)} nodes, "
-            f"{len(theta.edges)} edges, {len(theta)} member{'s' if len(theta) != 1 else ''} "
-            f"({escape(', '.join(theta.names))})<br>fingerprint <code>"
-            f"{escape(theta.fingerprint()[:16])}\u2026</code></p>"
-            f"<div style=\"overflow-x:auto\">{inline_style()}"
-            f"{dag_svg(theta, svg_id=f'theta-{id(theta):x}')}</div>"
-            "<table><thead><tr><th>node</th><th>states</th><th>parents</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table></div>")
-
-
 JSON_FORMAT = "quiltpriv-network/1"
 
 
@@ -1168,3 +984,10 @@ def theta_to_pgmpy(theta: Theta) -> Any:
                 state_names={u: list(built.states[u]) for u in (v, *parents)}))
         nets.append(net)
     return nets[0] if len(nets) == 1 else nets
+
+
+def __getattr__(name: str) -> object:
+    # theta_html moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
+
+    return moved_attribute(__name__, {"theta_html": "quiltpriv.reporting.notebook"}, name)

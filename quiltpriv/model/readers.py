@@ -55,7 +55,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from quiltpriv.errors import ModelError
-from quiltpriv.model.network import CPD_SUM_TOLERANCE, Theta, theta_from_tables
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
+from quiltpriv.model.network import Theta, theta_from_tables
 
 #: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
 MAX_STATES = 10_000

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError
-from quiltpriv.model.network import CPD, CPD_SUM_TOLERANCE, Theta, _check_table
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table
+from quiltpriv.model.network import CPD, Theta
 
 __all__ = ["hidden_markov", "markov_chain"]
 

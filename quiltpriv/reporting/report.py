@@ -13,8 +13,9 @@ Every number shown is recomputed with the same exact functions the planner uses
 nothing here changes the plan or the noise. Every user-provided string (node names, state
 names, member names, file names, query fields) is escaped with :func:`html.escape`.
 
-The Jupyter fragments (``theta_html``, ``plan_html``, ``release_html``, ...) live beside the
-classes whose ``_repr_html_`` they are, below this module; they are re-exported here.
+The Jupyter fragments (``theta_html``, ``plan_html``, ``release_html``, ...) are re-exported
+here; they live in :mod:`quiltpriv.reporting.notebook` (the planner's and the influence's still
+beside their classes).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from quiltpriv.graph.quilts import (
     enumerate_quilts,
     least_influence_quilt,
     markov_quilt,
-    quilt_html,
     trivial_quilt,
 )
 from quiltpriv.inference.influence import (
@@ -53,13 +53,13 @@ from quiltpriv.mechanisms.apmqm import (
     quilt_scale,
     sensitive_plan_html,
 )
-from quiltpriv.mechanisms.apmqm_release import Release, release_html
-from quiltpriv.mechanisms.compare import comparison_html
-from quiltpriv.model.drawing import Layout, dag_svg, layered_layout
-from quiltpriv.model.network import Theta, check_theta, model_mismatch, theta_html
+from quiltpriv.mechanisms.apmqm_release import Release
+from quiltpriv.model.network import Theta, check_theta, model_mismatch
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.reporting.drawing import Layout, dag_svg, layered_layout
 from quiltpriv.reporting.model_tables import cpd_tables, cpd_tables_html, provenance_html
+from quiltpriv.reporting.notebook import comparison_html, quilt_html, release_html, theta_html
 from quiltpriv.utils.format import badge as _badge
 from quiltpriv.utils.format import escape as _e
 from quiltpriv.utils.format import fmt_number as _fmt

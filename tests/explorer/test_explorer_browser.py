@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(
     reason="headless Chromium and its driver not installed (Debian packages 'chromium' and "
            "'chromium-driver'; .ci/run installs them)")
 
-# Fill colours of the roles (quiltpriv.model.drawing.ROLE_FILL).
+# Fill colours of the roles (quiltpriv.reporting.drawing.ROLE_FILL).
 NEARBY, QUILT, REMOTE = (0xF5, 0xB0, 0x41), (0x5D, 0xAD, 0xE2), (0xD5, 0xD8, 0xDC)
 TIMEOUT = 60
 

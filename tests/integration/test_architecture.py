@@ -112,11 +112,33 @@ def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
             stack.append(child)
 
 
-class Import:
-    """One imported name: ``source`` imports ``name`` from module ``target`` at ``line``."""
+def _type_only_nodes(tree: ast.AST) -> set[int]:
+    """The ids of the nodes of ``tree`` inside ``if TYPE_CHECKING:`` blocks."""
+    blocks = [node.body for node in ast.walk(tree)
+              if isinstance(node, ast.If) and _is_type_checking(node.test)]
+    return {id(n) for body in blocks for stmt in body for n in ast.walk(stmt)}
 
-    def __init__(self, source: str, target: str, name: str | None, line: int) -> None:
+
+def _hook_nodes(tree: ast.AST) -> set[int]:
+    """The ids of the nodes of ``tree`` inside a method called ``_repr_html_``."""
+    return {id(n) for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name == "_repr_html_"
+            for n in ast.walk(node)}
+
+
+class Import:
+    """One imported name: ``source`` imports ``name`` from module ``target`` at ``line``.
+
+    ``type_only`` if it is under ``if TYPE_CHECKING:``; ``hook`` if it is a presentation hook:
+    an import from ``quiltpriv.reporting`` inside a ``_repr_html_`` method, run only when a
+    notebook shows the object (see :func:`test_presentation_hooks`).
+    """
+
+    def __init__(self, source: str, target: str, name: str | None, line: int,
+                 type_only: bool = False, hook: bool = False) -> None:
         self.source, self.target, self.name, self.line = source, target, name, line
+        self.type_only = type_only
+        self.hook = hook and target.startswith("quiltpriv.reporting.")
 
     def __repr__(self) -> str:
         what = f"{self.target}.{self.name}" if self.name else self.target
@@ -124,15 +146,19 @@ class Import:
 
 
 def _imports() -> list[Import]:
+    """Every import of the package, type-only ones included (flagged)."""
     out = []
     for module, path in MODULES.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_only, hooks = _type_only_nodes(tree), _hook_nodes(tree)
+        for node in ast.walk(tree):
+            flags = {"type_only": id(node) in type_only, "hook": id(node) in hooks}
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     target = _resolve(alias.name) if alias.name.startswith("quiltpriv") else None
                     if target is not None:
-                        out.append(Import(module, target, None, node.lineno))
+                        out.append(Import(module, target, None, node.lineno, **flags))
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -143,21 +169,24 @@ def _imports() -> list[Import]:
                 for alias in node.names:
                     full = f"{base}.{alias.name}"
                     if full in MODULES:  # a submodule
-                        out.append(Import(module, full, None, node.lineno))
+                        out.append(Import(module, full, None, node.lineno, **flags))
                     else:
                         target = _resolve(base)
                         assert target is not None, f"{path}:{node.lineno}: no module {base}"
-                        out.append(Import(module, target, alias.name, node.lineno))
+                        out.append(Import(module, target, alias.name, node.lineno, **flags))
     return out
 
 
-IMPORTS = _imports()
+ALL_IMPORTS = _imports()
+#: The imports that run (type-only ones left out), presentation hooks included.
+IMPORTS = [imp for imp in ALL_IMPORTS if not imp.type_only]
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(imports: list[Import] | None = None) -> dict[str, set[str]]:
+    """The module import graph: every import (type-only ones too) but the presentation hooks."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for imp in IMPORTS:
-        if imp.target != imp.source:
+    for imp in ALL_IMPORTS if imports is None else imports:
+        if imp.target != imp.source and not imp.hook:
             graph[imp.source].add(imp.target)
     return graph
 
@@ -206,8 +235,30 @@ def test_cycle_finder_finds_cycles():
 
 
 def test_no_import_cycle_lazy_imports_included():
-    cycle = _cycle(_graph())
+    cycle = _cycle(_graph(IMPORTS))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+#: Modules a presentation hook may import: the Jupyter views and nothing else of reporting.
+HOOK_TARGETS = frozenset({"quiltpriv.reporting.notebook"})
+
+
+def test_presentation_hooks():
+    # A ``_repr_html_`` method of a lower layer imports its fragment from reporting.notebook
+    # when a notebook shows the object: the one way up the layers. It runs after both modules
+    # are loaded (never at import), so it is left out of the cycle check; nothing else may go
+    # up this way.
+    hooks = [imp for imp in IMPORTS if imp.hook]
+    sources = {imp.source for imp in hooks}
+    assert {"quiltpriv.model.network", "quiltpriv.graph.quilts",
+            "quiltpriv.mechanisms.compare", "quiltpriv.mechanisms.apmqm_release"} <= sources
+    bad = [imp for imp in hooks if imp.target not in HOOK_TARGETS or imp.name is None
+           or not imp.name.endswith("_html")]
+    assert not bad, "presentation hooks must import an *_html view of reporting.notebook:\n" + (
+        "\n".join(map(repr, bad)))
+    upward_elsewhere = [imp for imp in IMPORTS if not imp.hook and imp.target in HOOK_TARGETS
+                        and RANK[unit(imp.source)] < RANK["reporting"]]
+    assert not upward_elsewhere, "\n".join(map(repr, upward_elsewhere))
 
 
 def test_no_private_name_imported_from_another_subpackage():
@@ -244,7 +295,7 @@ def test_every_unit_has_a_layer():
 
 def test_imports_flow_down_the_layers():
     against = [imp for imp in IMPORTS
-               if unit(imp.target) != unit(imp.source)
+               if unit(imp.target) != unit(imp.source) and not imp.hook
                and unit(imp.target) not in ALLOWED[unit(imp.source)]]
     bad = [f"{imp!r} ({unit(imp.source)} is in layer {RANK[unit(imp.source)]}, "
            f"{unit(imp.target)} in layer {RANK[unit(imp.target)]})"

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import quiltpriv as qp
-from quiltpriv.model.network import KEEP_SUM_ULPS, _accurate_column_sums, theta_from_tables
+from quiltpriv.model.cpd_tables import KEEP_SUM_ULPS, _accurate_column_sums
+from quiltpriv.model.network import theta_from_tables
 
 U = 2.0**-53
 EPS = 2.0**-52

@@ -14,7 +14,7 @@ import pytest
 import quiltpriv as qp
 from quiltpriv.errors import ModelError
 from quiltpriv.model import loading
-from quiltpriv.model.network import CPD_SUM_TOLERANCE, _check_table, _check_tables
+from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
 
 
 def _random_tables(rng, n):

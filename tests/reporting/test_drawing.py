@@ -1,7 +1,7 @@
 """The DAG drawing's geometry: no edge passes through a box, read off the SVG that is drawn.
 
 The check is independent of the layout code: it parses the ``<rect>`` of every node and the
-``d`` of every edge path that :func:`quiltpriv.model.drawing.dag_svg` writes, samples each cubic
+``d`` of every edge path that :func:`quiltpriv.reporting.drawing.dag_svg` writes, samples each cubic
 Bezier densely and tests every piece against every box except the edge's own two ends.
 """
 
@@ -14,8 +14,8 @@ import pytest
 
 import quiltpriv as qp
 from quiltpriv.graph.quilts import markov_quilt
-from quiltpriv.model.drawing import BOX_H, dag_svg, layered_layout
 from quiltpriv.model.loading import bundled_models
+from quiltpriv.reporting.drawing import BOX_H, dag_svg, layered_layout
 
 _RECT = re.compile(r'<g class="node[^"]*" data-node="([^"]*)"><title>.*?</title>'
                    r'<rect x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)"')
