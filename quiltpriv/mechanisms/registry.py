@@ -56,7 +56,7 @@ from quiltpriv.utils.validation import check_delta, check_epsilon, check_instanc
 if TYPE_CHECKING:
     import pandas as pd
 
-    from quiltpriv.distribution.distribution_privacy import DistributionPrivacyResult
+    from quiltpriv.distribution.results import DistributionPrivacyResult
     from quiltpriv.mechanisms.apgm import APGMResult
     from quiltpriv.mechanisms.wasserstein import WassersteinResult
 
