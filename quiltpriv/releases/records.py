@@ -35,14 +35,13 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from numbers import Integral
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from quiltpriv.errors import ParameterError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from quiltpriv.mechanisms.apmqm_release import Release
 
 __all__ = ["READABLE_FORMATS", "RELEASE_FORMAT", "check_seed", "query_data", "release_record",
            "utc_timestamp"]
@@ -241,13 +240,22 @@ def provenance_json(provenance: Any) -> Any:
     return None if provenance is None else _json_ready(provenance)
 
 
-def release_record(r: Release) -> dict[str, Any]:
+class RecordedRelease(Protocol):
+    """What :func:`release_record` reads of a release (an APMQM
+    :class:`~quiltpriv.mechanisms.apmqm_release.Release`): named structurally, so that this
+    layer, below the mechanisms, does not import them even for its annotations."""
+
+    def to_record(self) -> Any: ...
+
+
+def release_record(r: RecordedRelease) -> dict[str, Any]:
     """The JSON record of an APMQM release (:data:`RELEASE_FORMAT`; see ``docs/ledger.md``):
     ``r.to_record().to_dict()``."""
     if not all(hasattr(r, a) for a in ("plan", "value", "scale", "timestamp", "to_record")):
         raise ParameterError(f"release_record takes a Release (quiltpriv.release), got "
                              f"{type(r).__name__}")
-    return r.to_record().to_dict()
+    record: dict[str, Any] = r.to_record().to_dict()
+    return record
 
 
 # -- the process's memory of earlier releases -------------------------------------------------

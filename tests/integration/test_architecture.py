@@ -1,10 +1,13 @@
 """The package's import structure, read from the source with ``ast`` (nothing is imported).
 
 Every ``import`` and ``from ... import`` of every module under quiltpriv/ counts, those inside
-functions (lazy imports) included; imports under ``if TYPE_CHECKING:`` do not run and are left
-out. Importing ``a.b.c`` also runs the ``__init__`` of ``a`` and ``a.b``; those implicit edges are
-left out too (the package ``__init__`` files import nothing but ``errors``, ``_version`` and
-``_compat``, which sit below everything).
+functions (lazy imports) included. Imports under ``if TYPE_CHECKING:`` do not run: the layering
+leaves them out, the cycle check counts them (issue 32). A ``_repr_html_`` method's import of
+its view from ``quiltpriv.reporting.notebook`` is a presentation hook, the one import allowed
+up the layers and left out of the cycle check (:func:`test_presentation_hooks`). No module has
+more than 1,000 lines. Importing ``a.b.c`` also runs the ``__init__`` of ``a`` and ``a.b``;
+those implicit edges are left out (the package ``__init__`` files import nothing but
+``errors``, ``_version`` and ``_compat``, which sit below everything).
 
 The layering (lower first; a unit may import units of lower layers and modules of its own):
 
@@ -237,6 +240,65 @@ def test_cycle_finder_finds_cycles():
 def test_no_import_cycle_lazy_imports_included():
     cycle = _cycle(_graph(IMPORTS))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+#: Type-only imports that close a cycle and wait for their fix, each with the reason; the test
+#: fails when one is gone, so that the list only ever shrinks.
+KNOWN_TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
+    ("quiltpriv.inference.cache", "quiltpriv.inference.influence"):
+        "the per-Theta cache names the engines' prepared models; the engine split (issue 32 "
+        "part 2) gives the caches to the engines",
+    ("quiltpriv.inference.cache", "quiltpriv.inference.junction_tree"):
+        "as above: the cache names the junction tree it holds",
+}
+
+
+def test_no_import_cycle_lazy_and_type_only_imports_included():
+    # Issue 32: no import cycle, counting the imports under ``if TYPE_CHECKING:`` (mypy follows
+    # them) and those inside functions. Only the presentation hooks are left out.
+    imports = [imp for imp in ALL_IMPORTS
+               if (imp.source, imp.target) not in KNOWN_TYPE_ONLY_CYCLES or not imp.type_only]
+    cycle = _cycle(_graph(imports))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+    present = {(imp.source, imp.target) for imp in ALL_IMPORTS if imp.type_only}
+    still_cyclic = {edge for edge in KNOWN_TYPE_ONLY_CYCLES if edge in present
+                    and _cycle(_graph(imports + [imp for imp in ALL_IMPORTS
+                                                 if (imp.source, imp.target) == edge]))}
+    gone = set(KNOWN_TYPE_ONLY_CYCLES) - still_cyclic
+    assert not gone, f"fixed, remove from KNOWN_TYPE_ONLY_CYCLES: {sorted(gone)}"
+
+
+def test_the_graph_counts_type_only_imports():
+    # reporting.drawing names Theta in annotations only: the edge is in the graph all the same.
+    type_only = {(imp.source, imp.target) for imp in ALL_IMPORTS if imp.type_only}
+    assert ("quiltpriv.reporting.drawing", "quiltpriv.model.network") in type_only
+    assert "quiltpriv.model.network" in _graph()["quiltpriv.reporting.drawing"]
+    assert _cycle(_graph([Import("quiltpriv.errors", "quiltpriv.utils", None, 1),
+                          Import("quiltpriv.utils", "quiltpriv.errors", None, 1,
+                                 type_only=True)])) is not None
+
+
+#: The most lines a module of the package may have (issue 32).
+MAX_MODULE_LINES = 1000
+
+#: Modules over the limit that are being split, each with the reason; the test fails when one
+#: of them is back under the limit, so that the list only ever shrinks.
+MODULES_BEING_SPLIT: dict[str, str] = {
+    "quiltpriv/inference/influence.py": "split into a factor layer and one module per engine "
+                                        "(issue 32 part 2, in progress)",
+    "quiltpriv/model/learning.py": "grew past 1,000 lines with its numpydoc sections (issue 32 "
+                                   "part 6); to split by concept (discretisation, search)",
+}
+
+
+def test_no_module_over_a_thousand_lines():
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+             for path in MODULES.values()}
+    over = {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES}
+    bad = sorted(f"{p}: {n} lines" for p, n in over.items() if p not in MODULES_BEING_SPLIT)
+    assert not bad, f"modules over {MAX_MODULE_LINES} lines: {bad}"
+    done = sorted(set(MODULES_BEING_SPLIT) - set(over))
+    assert not done, f"back under {MAX_MODULE_LINES} lines, remove from MODULES_BEING_SPLIT: {done}"
 
 
 #: Modules a presentation hook may import: the Jupyter views and nothing else of reporting.
