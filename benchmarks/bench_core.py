@@ -389,9 +389,12 @@ def machine_facts() -> dict[str, Any]:
 def _kernel_fact() -> str:
     """Whether quiltpriv's compiled kernel ran (and from where), for the results header."""
     try:
-        from quiltpriv.inference.influence import _KERNEL
-    except ImportError:  # a quiltpriv before the kernel
-        return "none (quiltpriv without a compiled kernel)"
+        from quiltpriv.inference.compiled import _KERNEL
+    except ImportError:
+        try:  # a quiltpriv before the kernel loading had a module of its own
+            from quiltpriv.inference.influence import _KERNEL
+        except ImportError:  # a quiltpriv before the kernel
+            return "none (quiltpriv without a compiled kernel)"
     if _KERNEL is None:
         return "not used (pure-Python bucket elimination)"
     return f"compiled, {_KERNEL.__file__}"

@@ -136,13 +136,13 @@ def _kernel_off(method: str | None) -> Any:
     if method != AUTO_PYTHON:
         yield
         return
-    import quiltpriv.inference.influence as influence
+    from quiltpriv.inference import compiled  # every engine reads the kernel from here
 
-    saved, influence._KERNEL = influence._KERNEL, None
+    saved, compiled._KERNEL = compiled._KERNEL, None
     try:
         yield
     finally:
-        influence._KERNEL = saved
+        compiled._KERNEL = saved
 
 
 def _rss_mb() -> float:

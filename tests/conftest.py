@@ -130,8 +130,9 @@ class _AlwaysUnderflows:
 def exact_arithmetic(monkeypatch):
     """Every floating-point query takes the exact-integer path: no static underflow bound
     holds, and the compiled kernel (when built) reports an underflow on every query."""
-    import quiltpriv.inference.influence as infl
+    from quiltpriv.inference import underflow
+    from quiltpriv.inference.engines import kernel
 
-    monkeypatch.setattr(infl, "SAFE_LOG2_FLOOR", 1)
-    real = infl._kernel_network
-    monkeypatch.setattr(infl, "_kernel_network", lambda *args: _AlwaysUnderflows(real(*args)))
+    monkeypatch.setattr(underflow, "SAFE_LOG2_FLOOR", 1)
+    real = kernel._kernel_network
+    monkeypatch.setattr(kernel, "_kernel_network", lambda *args: _AlwaysUnderflows(real(*args)))

@@ -42,14 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.inference.influence import (
-    ROUNDING_MARGIN,
-    Influence,
-    _influence_from_joint,
-    _junction_tree_depth,
-    _rounding_bound_k,
-    subnormals_kept,
-)
+from quiltpriv.inference.definition8 import _influence_from_joint
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
     cardinalities,
@@ -57,6 +50,9 @@ from quiltpriv.inference.junction_tree import (
     is_floating,
     sorted_tables,
 )
+from quiltpriv.inference.result import Influence
+from quiltpriv.inference.rounding import ROUNDING_MARGIN, _junction_tree_depth, _rounding_bound_k
+from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
 
 #: Most table entries the batched propagation may touch (the junction tree's size times the

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     import numpy as np
 
-    from quiltpriv.inference.influence import _Prepared
+    from quiltpriv.inference.engines.bucket import _Prepared
     from quiltpriv.inference.junction_tree import JunctionTree, TreeStructure
     from quiltpriv.model.network import Theta
 
@@ -100,7 +100,7 @@ class InferenceCache:
         Per node, its CPD as exact integers and a power-of-two exponent.
     prepared : Entries[member, NamedTuple]
         Everything variable elimination reads for one member, in one entry (a named tuple of
-        :mod:`quiltpriv.inference.influence`).
+        :mod:`quiltpriv.inference.engines.bucket`).
     kernel : Entries[member, compiled network]
         The compiled kernel's network of one member.
     kernel_unfolded : Entries[member, compiled network]

@@ -16,7 +16,9 @@ import pytest
 import reference as ref
 
 import quiltpriv.inference.influence as infl
+from quiltpriv.inference import compiled
 from quiltpriv.inference import junction_tree as jt
+from quiltpriv.inference.engines import kernel as kernel_engine
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
 
 
@@ -71,7 +73,7 @@ def test_min_fill_stops_at_its_size_cap_and_at_the_deadline():
 
 def test_the_python_elimination_sees_the_deadline(monkeypatch):
     theta = ref.lattice(400, 20)
-    monkeypatch.setattr(infl, "_KERNEL", None)
+    monkeypatch.setattr(compiled, "_KERNEL", None)
     with pytest.raises(InfluenceTooExpensive, match="time limit"):
         max_influence(theta, "v5", ["v390"], deadline=time.monotonic() - 1)
 
@@ -79,13 +81,13 @@ def test_the_python_elimination_sees_the_deadline(monkeypatch):
 @pytest.mark.skipif(not infl.compiled_kernel(), reason="the compiled kernel is not built here")
 def test_the_kernel_returns_late_when_its_budget_has_passed():
     theta = ref.lattice(400, 20)
-    net = infl._kernel_network(theta, 0)
+    net = kernel_engine._kernel_network(theta, 0)
     where = [theta.index["v5"], theta.index["v390"]]
     out = np.empty((2, 2))
-    assert net.joint(where, out, 2**20, 0, -1.0) == infl._KERNEL_OK  # no budget: as before
-    assert net.joint(where, out, 2**20, 0, 0.0) == infl._KERNEL_LATE
+    assert net.joint(where, out, 2**20, 0, -1.0) == compiled._KERNEL_OK  # no budget: as before
+    assert net.joint(where, out, 2**20, 0, 0.0) == compiled._KERNEL_LATE
     assert net.price(where, 2**20, 0, 0.0) == -1.0
-    assert net.influence(where, 2**20, 0, 0.0) == infl._KERNEL_LATE
+    assert net.influence(where, 2**20, 0, 0.0) == compiled._KERNEL_LATE
     assert net.price(where, 2**20, 0, 60.0) == net.price(where, 2**20)
     with pytest.raises(ValueError, match="budget"):
         net.price(where, 2**20, 0, math.nan)

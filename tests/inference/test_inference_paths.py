@@ -18,6 +18,8 @@ from marks import fast_sample
 
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
+from quiltpriv.inference import compiled, definition8
+from quiltpriv.inference.engines import bucket, cutset, exact
 from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
 
 METHODS = ("auto", "elimination", "junction_tree")
@@ -27,7 +29,7 @@ METHODS = ("auto", "elimination", "junction_tree")
 def kernel(request, monkeypatch):
     """Run a test with the compiled kernel (when built) and with the pure-Python auto path."""
     if request.param == "python":
-        monkeypatch.setattr(infl, "_KERNEL", None)
+        monkeypatch.setattr(compiled, "_KERNEL", None)
     elif not infl.compiled_kernel():
         pytest.skip("the compiled kernel is not built here "
                     "(tests/inference/test_kernel.py says why)")
@@ -176,7 +178,8 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
         calls.append(price_only)
         return real(*args, price_only=price_only, **kwargs)
 
-    monkeypatch.setattr(infl, "_eliminate", spy)
+    for module in (infl, cutset, exact):  # every caller of the Python order
+        monkeypatch.setattr(module, "_eliminate", spy)
     rng = np.random.default_rng(seed)
     for nodes in ref.random_node_sets(net.nodes, rng, 6):
         want = ref.marginal(net, joint, nodes)
@@ -202,15 +205,15 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
 
 def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_arithmetic):
     # every query takes the exact path
-    monkeypatch.setattr(infl, "EXACT_MAX_TABLE", 27)
-    real = infl._exact_tables
+    monkeypatch.setattr(exact, "EXACT_MAX_TABLE", 27)
+    real = exact._exact_tables
     converted: list[int] = []
 
     def spy(*args, **kwargs):
         converted.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(infl, "_exact_tables", spy)
+    monkeypatch.setattr(exact, "_exact_tables", spy)
     answered = refused = 0
     for seed in range(8):
         net = ref.random_network(9850 + seed, min_nodes=6, max_nodes=12, edge_prob=0.6,
@@ -322,7 +325,7 @@ def test_folded_private_ancestors_queried_or_not(seed, kernel):
     """Trees and chains are almost all private ancestors: query them, their children, both."""
     net = ref.random_network(9700 + seed, min_nodes=4, max_nodes=12, edge_prob=0.15)
     theta = net.to_theta()
-    folded = infl._folded_factors(theta, 0)
+    folded = bucket._folded_factors(theta, 0)
     private = {theta.nodes[u] for f in folded if f is not None for u in f[0]}
     joint = ref.full_joint(net)
     rng = np.random.default_rng(seed)
@@ -348,10 +351,10 @@ def test_definition8_small_path_equals_numpy_path(monkeypatch):
         if j.sum() == 0:
             continue
         j = j / j.sum()
-        small = infl._influence_small(j.tolist())
-        monkeypatch.setattr(infl, "SMALL_JOINT", -1)
-        monkeypatch.setattr(infl, "_KERNEL", None)
-        big = infl._influence_from_joint(j)
+        small = definition8._influence_small(j.tolist())
+        monkeypatch.setattr(definition8, "SMALL_JOINT", -1)
+        monkeypatch.setattr(compiled, "_KERNEL", None)
+        big = definition8._influence_from_joint(j)
         monkeypatch.undo()
         assert small[1:] == big[1:]
         if math.isinf(big[0]):

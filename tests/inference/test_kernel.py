@@ -23,6 +23,9 @@ from marks import fast_sample
 
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
+from quiltpriv.inference import compiled, definition8
+from quiltpriv.inference.engines import bucket
+from quiltpriv.inference.engines import kernel as kernel_engine
 
 # the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
 MODES = (0, 1, 2, 3, 4)
@@ -36,7 +39,7 @@ if not infl.compiled_kernel():
 
 def _kernel_joint(theta, nodes, mode=0, max_table=2**25, member=0):
     out = np.full([theta.cardinality[v] for v in nodes], np.nan)
-    code = infl._kernel_network(theta, member).joint([theta.index[v] for v in nodes], out,
+    code = kernel_engine._kernel_network(theta, member).joint([theta.index[v] for v in nodes], out,
                                                      max_table, mode)
     assert code in (0, 1), "no random test network here has probabilities small enough to underflow"
     return out if code else None
@@ -69,7 +72,7 @@ def test_private_ancestors_queried_or_not(seed):
     """Sparse networks are mostly folded private ancestors: query them, their children, both."""
     net = ref.random_network(12_500 + seed, min_nodes=4, max_nodes=14, edge_prob=0.15)
     theta = net.to_theta()
-    private = sorted({theta.nodes[u] for f in infl._folded_factors(theta, 0) if f is not None
+    private = sorted({theta.nodes[u] for f in bucket._folded_factors(theta, 0) if f is not None
                       for u in f[0]})
     joint = ref.full_joint(net)
     rng = np.random.default_rng(seed)
@@ -120,7 +123,7 @@ def test_tables_above_max_table_are_refused_and_out_is_untouched():
     nodes = [net.nodes[0], net.nodes[-1]]
     for mode in MODES:
         out = np.full([theta.cardinality[v] for v in nodes], -7.0)
-        assert infl._kernel_network(theta, 0).joint(
+        assert kernel_engine._kernel_network(theta, 0).joint(
             [theta.index[v] for v in nodes], out, 2.0, mode) == 0
         assert (out == -7.0).all()
     # joint_marginal then tries the core's elimination, which refuses with a clear error
@@ -129,7 +132,7 @@ def test_tables_above_max_table_are_refused_and_out_is_untouched():
 
 
 def test_malformed_inputs_are_refused_not_crashed():
-    net = infl._KERNEL.Network
+    net = compiled._KERNEL.Network
     two = np.array([0.5, 0.5])
     with pytest.raises(ValueError, match="out of range"):
         net([2], [0], [((0,), two, (1,))], [None])
@@ -170,7 +173,7 @@ def test_plans_are_the_same_with_and_without_the_kernel(seed, monkeypatch):
     nodes = list(net.nodes)
     query = qp.CountQuery(nodes[:3], 100)
     with_kernel = qp.plan(net.to_theta(), query, nodes, 1.0)
-    monkeypatch.setattr(infl, "_KERNEL", None)
+    monkeypatch.setattr(compiled, "_KERNEL", None)
     without = qp.plan(net.to_theta(), query, nodes, 1.0)
     for a, b in zip(with_kernel.sensitive, without.sensitive, strict=True):
         assert a.quilt == b.quilt and a.optimal and b.optimal, (seed, a.node)
@@ -194,7 +197,7 @@ def test_definition8_equals_the_python_and_numpy_paths(monkeypatch):
     log may differ in the last ulp, so against it the value agrees to rounding and the reported
     pair attains the value (a tie between columns may be settled differently)."""
     rng = np.random.default_rng(11)
-    kernel = infl._KERNEL.definition8
+    kernel = compiled._KERNEL.definition8
     checked = 0
     for trial in range(4000):
         k, m = int(rng.integers(1, 6)), int(rng.integers(1, 40))
@@ -208,10 +211,10 @@ def test_definition8_equals_the_python_and_numpy_paths(monkeypatch):
             continue
         j = j / j.sum()
         got = kernel(j, k)
-        assert got == infl._influence_small(j.tolist()), trial
-        monkeypatch.setattr(infl, "SMALL_JOINT", -1)
-        monkeypatch.setattr(infl, "_KERNEL", None)
-        want = infl._influence_from_joint(j)
+        assert got == definition8._influence_small(j.tolist()), trial
+        monkeypatch.setattr(definition8, "SMALL_JOINT", -1)
+        monkeypatch.setattr(compiled, "_KERNEL", None)
+        want = definition8._influence_from_joint(j)
         monkeypatch.undo()
         # numpy sums rows pairwise, so tied rows may differ in the last ulp there
         a, b = got[1:]
@@ -236,25 +239,25 @@ def test_a_build_of_other_source_is_not_used(monkeypatch):
     (and a warning), not a stale kernel; a build of this very source is used."""
     import types
 
-    current = infl._KERNEL
+    current = compiled._KERNEL
     assert current.SOURCE_SHA256 == __import__("hashlib").sha256(
-        (Path(infl.__file__).with_name("_kernel.c")).read_bytes()).hexdigest()
+        (Path(compiled.__file__).with_name("_kernel.c")).read_bytes()).hexdigest()
     stale = types.SimpleNamespace(ABI=current.ABI, SOURCE_SHA256="0" * 64, __file__="stale.so")
     monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", stale)
     with pytest.warns(RuntimeWarning, match="another version"):
-        assert infl._load_kernel() is None
+        assert compiled._load_kernel() is None
     monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", current)
-    assert infl._load_kernel() is current
+    assert compiled._load_kernel() is current
     other_abi = types.SimpleNamespace(ABI=current.ABI + 1, SOURCE_SHA256=current.SOURCE_SHA256)
     monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", other_abi)
-    assert infl._load_kernel() is None
+    assert compiled._load_kernel() is None
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_influence_in_one_call_equals_joint_then_definition8(seed):
     net = ref.random_network(14_000 + seed, min_nodes=2, max_nodes=12)
     theta = net.to_theta()
-    kernel = infl._kernel_network(theta, 0)
+    kernel = kernel_engine._kernel_network(theta, 0)
     rng = np.random.default_rng(seed)
     for nodes in ref.random_node_sets(net.nodes, rng, 8):
         if len(nodes) < 2:
@@ -262,14 +265,14 @@ def test_influence_in_one_call_equals_joint_then_definition8(seed):
         index = [theta.index[v] for v in nodes]
         joint = _kernel_joint(theta, nodes)
         assert kernel.influence(index, 2**25) == (
-            *infl._KERNEL.definition8(joint, joint.shape[0]), False)
+            *compiled._KERNEL.definition8(joint, joint.shape[0]), False)
         assert kernel.influence(index, 1.0) is None  # too large, like joint() returning 0
     with pytest.raises(ValueError, match="distinct"):
         kernel.influence([0, 0], 100.0)
 
 
 def test_a_half_built_network_is_refused():
-    net = infl._KERNEL.Network.__new__(infl._KERNEL.Network)
+    net = compiled._KERNEL.Network.__new__(compiled._KERNEL.Network)
     with pytest.raises(RuntimeError, match="not initialised"):
         net.joint([0], np.zeros(2), 10.0)
     with pytest.raises(ValueError, match="out of range"):  # fails half-way through __init__
@@ -280,7 +283,7 @@ def test_a_half_built_network_is_refused():
     with pytest.raises(RuntimeError, match="twice"):
         net.__init__([2], [0], [((0,), np.full(2, 0.5), ())], [None])
     with pytest.raises(ValueError, match="out of range"):
-        infl._KERNEL.Network([2**40], [0], [((0,), np.full(2, 0.5), ())], [None])
+        compiled._KERNEL.Network([2**40], [0], [((0,), np.full(2, 0.5), ())], [None])
 
 
 def _least_fitting_limit(theta, nodes, mode):
@@ -333,7 +336,7 @@ def test_price_is_none_exactly_where_joint_refuses(seed):
     joint() finds no order, else the entries its order builds (at least the output's)."""
     net = ref.random_network(14_000 + seed, min_nodes=6, max_nodes=11, edge_prob=0.5)
     theta = net.to_theta()
-    kernel = infl._kernel_network(theta, 0)
+    kernel = kernel_engine._kernel_network(theta, 0)
     rng = np.random.default_rng(seed)
     refused = fitted = 0
     for nodes in ref.random_node_sets(net.nodes, rng, 8):
@@ -377,7 +380,7 @@ def test_a_query_no_folded_order_fits_is_answered_unfolded(seed, times, monkeypa
     nodes = (node, *theta.sort(quilt))
     where = [theta.index[v] for v in nodes]
     limit = times * math.prod(theta.cardinality[v] for v in nodes)
-    assert infl._kernel_network(theta, 0).influence(where, limit) is None
+    assert kernel_engine._kernel_network(theta, 0).influence(where, limit) is None
     monkeypatch.setattr(infl, "_conditioned_joint", lambda *a: pytest.fail("conditioned"))
     got = infl.max_influence(theta, node, quilt, max_table=limit)
     want = ref.reference_influence(net, node, quilt)
@@ -445,8 +448,8 @@ def test_definition8_on_wide_tables_against_exact_rationals(seed):
             j[0] = 0
             j[-1, int(rng.integers(cols))] = 0
     j = np.ascontiguousarray(j / j.sum())
-    got = infl._KERNEL.definition8(j, rows)
-    assert got == infl._influence_small(j.tolist())
+    got = compiled._KERNEL.definition8(j, rows)
+    assert got == definition8._influence_small(j.tolist())
     want = _exact_definition8(j)
     value, a, b = got
     if want is None:

@@ -23,6 +23,10 @@ from marks import fast_sample
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
 from quiltpriv.errors import ModelError
+from quiltpriv.inference import compiled, underflow
+from quiltpriv.inference.engines import cutset
+from quiltpriv.inference.engines import exact as exact_engine
+from quiltpriv.inference.engines import kernel as kernel_engine
 
 PATHS = ["kernel", "python", "elimination", "junction_tree"]
 
@@ -33,10 +37,10 @@ TRIED: dict[str, int] = {"exact comparisons": 0, "refused files": 0}
 @pytest.fixture(params=PATHS)
 def path(request, monkeypatch):
     """Run a test once per inference path (kernel only when it is built)."""
-    if request.param == "kernel" and infl._KERNEL is None:
+    if request.param == "kernel" and compiled._KERNEL is None:
         pytest.skip("compiled kernel not built")
     if request.param == "python":
-        monkeypatch.setattr(infl, "_KERNEL", None)
+        monkeypatch.setattr(compiled, "_KERNEL", None)
     return {"kernel": "auto", "python": "auto"}.get(request.param, request.param)
 
 
@@ -128,14 +132,14 @@ def _tiny_chain() -> qp.Theta:
 
 
 def test_the_kernel_reports_an_underflow_and_the_exact_path_answers():
-    if infl._KERNEL is None:
+    if compiled._KERNEL is None:
         pytest.skip("compiled kernel not built")
     theta = _tiny_chain()
     index = [theta.index["i"], theta.index["B"]]
     # in float64 both P(B = 1, i) are 0: the column would be skipped and e read as ~0
-    value, _, _, underflow = infl._kernel_network(theta, 0).influence(index, 2.0**25)
+    value, _, _, underflow = kernel_engine._kernel_network(theta, 0).influence(index, 2.0**25)
     assert underflow and value < 1e-6
-    assert infl._kernel_network(theta, 0).joint(index, np.empty((2, 2)), 2.0**25) == 2
+    assert kernel_engine._kernel_network(theta, 0).joint(index, np.empty((2, 2)), 2.0**25) == 2
     e = qp.max_influence(theta, "i", ["B"])
     assert e.arithmetic == "exact"
     assert e.value >= 10 * math.log(10) and e.value == pytest.approx(10 * math.log(10), rel=1e-9)
@@ -160,17 +164,17 @@ def _long_chain(length: int, seed: int) -> qp.Theta:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_past_the_static_bound_float64_runs_when_nothing_underflowed(seed, request):
-    if infl._KERNEL is None:
+    if compiled._KERNEL is None:
         pytest.skip("compiled kernel not built")
     theta = _long_chain(250, seed)
-    assert not infl._float_safe(theta, 0, theta.nodes)
+    assert not underflow._float_safe(theta, 0, theta.nodes)
     node = theta.nodes[200]
     quilts = [[theta.nodes[199]], [theta.nodes[199], theta.nodes[201]], [theta.nodes[240]]]
     got = [qp.max_influence(theta, node, q) for q in quilts]
     assert [e.arithmetic for e in got] == ["float64"] * 3
     for q, e in zip(quilts, got, strict=True):
         # the joint in exact integers (the elimination is exact), Definition 8 in rationals
-        ints, _ = infl._exact_joint(theta, (node, *q), 0, 2**25)
+        ints, _ = exact_engine._exact_joint(theta, (node, *q), 0, 2**25)
         rows = [[Fraction(int(x)) for x in r] for r in ints.reshape(ints.shape[0], -1)]
         conds = [[x / sum(r) for x in r] for r in rows]
         exact = exact_log(max(max(c) / min(c) for c in zip(*conds, strict=True)))
@@ -458,11 +462,11 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, engine, monke
     import quiltpriv.inference.influence as infl
 
     if engine == "python":
-        monkeypatch.setattr(infl, "_KERNEL", None)
+        monkeypatch.setattr(compiled, "_KERNEL", None)
     net, theta, node, quilt, out = _tight_query(seed)
     used = []
-    real = infl._conditioned_term
-    monkeypatch.setattr(infl, "_conditioned_term",
+    real = cutset._conditioned_term
+    monkeypatch.setattr(cutset, "_conditioned_term",
                         lambda *a: used.append(a[-1].kernel) or real(*a))
     # measured: every one of these 80 queries is answered; most need a cutset at this limit
     got = infl.max_influence(theta, node, quilt, max_table=out)
@@ -484,12 +488,12 @@ def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
 
     _, theta, node, quilt, out = _tight_query(2)  # a query that needs a cutset
     ran = []
-    real = infl._conditioned_term
-    monkeypatch.setattr(infl, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
+    real = cutset._conditioned_term
+    monkeypatch.setattr(cutset, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
     for names in (("MAX_CUTSET_WORK", "MAX_CUTSET_KERNEL_WORK"), ("MAX_CUTSET_STATES",)):
         with monkeypatch.context() as m:
             for name in names:
-                m.setattr(infl, name, 1)
+                m.setattr(cutset, name, 1)
             with pytest.raises(infl.InfluenceTooExpensive):
                 infl.max_influence(theta, node, quilt, max_table=out)
     assert not ran
@@ -508,8 +512,8 @@ def test_a_passed_deadline_stops_a_conditioned_query_between_terms(monkeypatch):
 
     _, theta, node, quilt, out = _tight_query(2)
     ran = []
-    real = infl._conditioned_term
-    monkeypatch.setattr(infl, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
+    real = cutset._conditioned_term
+    monkeypatch.setattr(cutset, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
     with pytest.raises(infl.InfluenceTooExpensive, match="time limit passed"):
         infl.max_influence(theta, node, quilt, max_table=out, deadline=time.monotonic() - 1)
     with pytest.raises(infl.InfluenceTooExpensive, match="time limit"):

@@ -44,7 +44,7 @@ def test_pyagrum_model_holds_thetas_cpds_exactly(bench):
 
 
 def test_definition8_agrees_with_quiltpriv(bench):
-    from quiltpriv.inference.influence import _influence_from_joint
+    from quiltpriv.inference.definition8 import _influence_from_joint
 
     rng = np.random.default_rng(7)
     for _ in range(50):

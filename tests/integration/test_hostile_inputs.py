@@ -819,7 +819,7 @@ def test_cli_time_limit_bounds_the_whole_command(capsys, tmp_path, monkeypatch):
 
     import reference
 
-    import quiltpriv.inference.influence as infl
+    from quiltpriv.inference import compiled
     from quiltpriv.model.loading import theta_to_dict
 
     n, width = TIMED_LATTICE
@@ -831,7 +831,7 @@ def test_cli_time_limit_bounds_the_whole_command(capsys, tmp_path, monkeypatch):
     for kernel in (True, False):
         TRIED["work"] += 1
         if not kernel:
-            monkeypatch.setattr(infl, "_KERNEL", None)
+            monkeypatch.setattr(compiled, "_KERNEL", None)
         start = time.monotonic()
         rc, out, err = _cli(argv, capsys)
         took = time.monotonic() - start

@@ -1,0 +1,196 @@
+"""Cutset conditioning (Pearl 1986) for a query no elimination order fits ``max_table``: one
+elimination per state of a small cutset, each checked for underflow."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from quiltpriv.inference import compiled
+from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now, _late
+from quiltpriv.inference.compiled import _KERNEL_LATE, _KERNEL_OK, _budget
+from quiltpriv.inference.engines.elimination import _eliminate
+from quiltpriv.inference.junction_tree import cardinalities, parent_indices
+from quiltpriv.inference.underflow import subnormals_kept
+from quiltpriv.model.network import Theta
+
+#: Most joint states of the cutset :func:`_conditioned_joint` conditions on (each one
+#: elimination), and most table entries its eliminations may build in all, by the Python order
+#: (2**31: about 20 s of numpy on the 2-core test machine) or by the compiled kernel (2**34:
+#: 20-35 s there, measured at 1.1-2 ns an entry on diabetes): beyond any the query is refused.
+MAX_CUTSET_STATES = 256
+MAX_CUTSET_WORK = 2**31
+MAX_CUTSET_KERNEL_WORK = 2**34
+
+
+class _Cutset(NamedTuple):
+    """What :func:`_conditioned_joint` conditions on and how each term is computed."""
+
+    fixed: tuple[str, ...]  #: the cutset's variables, in the order they were chosen
+    kernel: bool  #: terms by the compiled kernel (else by the Python order, numpy ufuncs)
+    work: float  #: table entries one term builds
+    position: tuple[int, ...] | None = None  #: the kernel's first candidate order, per node
+    deadline: float | None = None  #: ``time.monotonic()`` by which every term must end
+
+
+def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
+            deadline: float | None = None) -> _Cutset | None:
+    """The least cutset :func:`_conditioned_joint` finds for a query no order fits, priced
+    symbolically (no arithmetic); None beyond :data:`MAX_CUTSET_STATES`.
+
+    Grown greedily by the variable of least cardinality in the Python order's refused step
+    (never a queried one); after each variable the compiled kernel prices its own orders of
+    the conditioned network (:func:`_conditioned_network`), and the first that fits ends the
+    search. When the Python order fits first, the kernel is given that order as its first
+    candidate, so the terms still run in C (about ten times faster per entry than numpy, and
+    watched for underflow by the IEEE flag) whenever the kernel is built. Every pricing sees
+    ``deadline`` (:class:`InfluenceTooExpensive` once it passed).
+    """
+    anc = theta.ancestral_set(nodes)
+    card = theta.cardinality
+    where = [theta.index[v] for v in nodes]
+    fixed: dict[str, int] = {}
+    while True:
+        _check_deadline_now(deadline, "the search for a cutset")
+        if fixed and compiled._KERNEL is not None:
+            cost = _price(_conditioned_network(theta, member, fixed), where, max_table,
+                          deadline)
+            if cost is not None:
+                return _Cutset(tuple(fixed), True, cost)
+        sizes: list[int] = []
+        order: list[str] = []
+        try:
+            _eliminate(theta, nodes, anc, member, max_table, price_only=True, fixed=fixed,
+                       sizes=sizes, order=order, deadline=deadline)
+        except InfluenceTooExpensive as exc:
+            _check_deadline_now(deadline, "the search for a cutset")
+            scope = [u for u in getattr(exc, "scope", ()) if u not in nodes and u not in fixed]
+            if not scope:
+                return None
+            # the least cardinality: fewest extra eliminations per variable conditioned on (on
+            # diabetes' hardest query it finds 30 states where the largest-first rule needs
+            # 6,336: small shared variables tend to sit in many of the large steps)
+            pick = min(scope, key=lambda u: (card[u], theta.index[u]))
+            if math.prod(card[u] for u in (*fixed, pick)) > MAX_CUTSET_STATES:
+                return None
+            fixed[pick] = 0
+            continue
+        if not fixed:
+            return None
+        if compiled._KERNEL is not None:
+            # a permutation of the nodes: the eliminated ones in the Python order, then the rest
+            rank = {v: k for k, v in enumerate(order)}
+            for v in theta.nodes:
+                rank.setdefault(v, len(rank))
+            position = tuple(rank[v] for v in theta.nodes)
+            cost = _price(_conditioned_network(theta, member, fixed, position), where,
+                          max_table, deadline)
+            if cost is not None:
+                return _Cutset(tuple(fixed), True, cost, position)
+        return _Cutset(tuple(fixed), False, float(sum(sizes)))
+
+
+def _price(network: Any, where: list[int], max_table: int,
+           deadline: float | None) -> float | None:
+    """``network.price`` of the query ``where`` within the time left before ``deadline``
+    (:class:`InfluenceTooExpensive` when it passed during the pricing)."""
+    if deadline is None:
+        cost: float | None = network.price(where, max_table)
+        return cost
+    cost = network.price(where, max_table, 0, _budget(deadline))
+    if cost is not None and cost < 0:
+        raise _late(deadline, "the pricing of an elimination order")
+    return cost
+
+
+def _conditioned_network(theta: Theta, member: int, fixed: Mapping[str, int],
+                         position: Sequence[int] | None = None) -> Any:
+    """The compiled kernel's network of ``member`` with each variable of ``fixed`` held at its
+    value: it keeps one state (cardinality 1) and every CPD holding it is sliced there, so any
+    joint the network computes is ``P(phi_nodes, fixed)``. No folded CPDs (a fold would sum
+    a fixed variable out). ``position``: the kernel's first candidate order (default: the
+    topological order)."""
+    cards = list(cardinalities(theta))
+    for u in fixed:
+        cards[theta.index[u]] = 1
+    cpds = theta.members[member]
+    base = []
+    for v, (name, ups) in enumerate(zip(theta.nodes, parent_indices(theta), strict=True)):
+        family = (name, *theta.parents[name])
+        table = cpds[name].table
+        if any(u in fixed for u in family):
+            table = table[tuple(slice(fixed[u], fixed[u] + 1) if u in fixed else slice(None)
+                                for u in family)]
+        base.append(((v, *ups), np.ascontiguousarray(table, dtype=np.float64), ups))
+    return compiled._KERNEL.Network(
+        cards, range(len(theta.nodes)) if position is None else position, base,
+        [None] * len(theta.nodes))
+
+
+def _conditioned_term(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
+                      fixed: Mapping[str, int], cutset: _Cutset) -> np.ndarray | None:
+    """One term ``P(phi_nodes, fixed)`` of :func:`_conditioned_joint`; None where an operation
+    underflowed (the kernel's IEEE flag, or ``numpy.errstate`` on the Python order); raises
+    :class:`InfluenceTooExpensive` when the cutset's deadline passes during the term."""
+    deadline = cutset.deadline
+    if cutset.kernel:
+        out = np.empty([theta.cardinality[v] for v in nodes])
+        code = _conditioned_network(theta, member, fixed, cutset.position).joint(
+            [theta.index[v] for v in nodes], out, max_table, 0, _budget(deadline))
+        if code == _KERNEL_LATE:
+            raise _late(deadline, "a conditioned elimination")
+        # the same scopes as priced, so an order fits; anything but a clean joint is refused
+        return out if code == _KERNEL_OK else None
+    try:
+        with np.errstate(under="raise", over="raise", invalid="raise"):
+            return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table,
+                              fixed=fixed, checked=True, deadline=deadline)
+    except FloatingPointError:
+        return None
+
+
+def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
+                       deadline: float | None = None) -> tuple[np.ndarray, int] | None:
+    """``P(phi_nodes)`` for a query no elimination order fits ``max_table``: conditioning on
+    a cutset (Pearl 1986) trades memory for time, ``P(nodes) = sum over states c of the
+    cutset C of P(nodes, C = c)``, each term an elimination with ``C`` fixed.
+
+    The cutset (:func:`_cutset`) has at most :data:`MAX_CUTSET_STATES` states, and its terms
+    build at most :data:`MAX_CUTSET_WORK` (:data:`MAX_CUTSET_KERNEL_WORK`) table entries in
+    all, both priced before any arithmetic. Every term is checked for underflow (the compiled
+    kernel's IEEE flag, or numpy's ufuncs under ``numpy.errstate(under="raise")`` with
+    subnormals kept), so float64 is trusted at any magnitude; the sum of non-negative terms
+    cannot underflow. Returns the
+    joint and the number of terms summed (for the rounding bound), or None when no such
+    cutset fits or an operation underflowed.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When ``deadline`` (``time.monotonic()``) passes: while the cutset is searched (each
+    pricing sees it), between two terms or during one.
+    """
+    cutset = _cutset(theta, nodes, member, max_table, deadline)
+    if cutset is None or not (cutset.kernel or subnormals_kept()):
+        return None
+    cutset = cutset._replace(deadline=deadline)
+    card = theta.cardinality
+    n_terms = math.prod(card[u] for u in cutset.fixed)
+    if cutset.work * n_terms > (MAX_CUTSET_KERNEL_WORK if cutset.kernel else MAX_CUTSET_WORK):
+        return None
+    total: np.ndarray | None = None
+    for done, states in enumerate(np.ndindex(*(card[u] for u in cutset.fixed))):
+        if deadline is not None and time.monotonic() > deadline:
+            raise InfluenceTooExpensive(
+                f"the time limit passed after {done} of {n_terms} conditioned eliminations")
+        term = _conditioned_term(theta, nodes, member, max_table,
+                                 dict(zip(cutset.fixed, states, strict=True)), cutset)
+        if term is None:
+            return None
+        total = term if total is None else total + term
+    assert total is not None
+    return total, n_terms

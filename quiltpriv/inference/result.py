@@ -1,0 +1,70 @@
+"""The max-influence result (:class:`Influence`) and how it is shown to people."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from quiltpriv.inference.methods import FLOAT64
+from quiltpriv.inference.rounding import ROUNDING_MARGIN
+from quiltpriv.utils.validation import check_instance, check_scalar
+
+
+@dataclass(frozen=True)
+class Influence:
+    """A max-influence value with the member of Theta and the pair that attain it."""
+
+    node: str
+    quilt: tuple[str, ...]
+    value: float
+    member: int | None
+    pair: tuple[object, object] | None
+    bound_via: tuple[str, ...] | None = None
+    """``None`` when exact; else the separator ``S`` whose exact influence bounds this one."""
+    arithmetic: str = FLOAT64
+    """``"float64"``, or ``"exact"`` when some member's joint was computed in exact integer
+    arithmetic: the model's probabilities are too small for float64 (an intermediate could
+    underflow), or float64 found the conditionals equal and exactness had to decide."""
+
+    @property
+    def exact(self) -> bool:
+        return self.bound_via is None
+
+    def _repr_html_(self) -> str:
+        return influence_html(self)
+
+
+def fmt_influence(value: float) -> str:
+    """An influence for people: ``0 (+1e-10 rounding margin)`` for a quilt found independent.
+
+    Every computed influence is raised by :data:`ROUNDING_MARGIN` (module docstring), so an
+    influence computed as exactly 0 is stored and used as the margin itself; a person reading
+    ``1e-10`` would look for a dependence that is not there. The value used for calibration is
+    unchanged: only its text says what it is.
+    """
+    from quiltpriv.utils.format import fmt_number
+
+    if not (isinstance(value, float) and value == math.inf):  # inf: no quilt keeps i apart
+        value = check_scalar(value, "influence", min_val=0.0)
+    if value == ROUNDING_MARGIN:
+        return f"0 (+{ROUNDING_MARGIN:g} rounding margin)"
+    return fmt_number(value)
+
+
+def influence_html(infl: Influence) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    check_instance(infl, Influence, "infl")
+    from quiltpriv.utils.format import escape, html_set, kv_table
+
+    rows = [("max-influence e(Q | i)", escape(fmt_influence(infl.value))),
+            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
+            ("quilt Q", html_set(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>",
+                     f"{escape(infl.pair[0])} vs {escape(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
+    rows.append(("arithmetic", escape(infl.arithmetic)))
+    return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"
