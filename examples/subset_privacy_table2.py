@@ -18,7 +18,11 @@ import argparse
 
 import numpy as np
 
-from quiltpriv.subset_privacy import SubsetPrivacyAccountant, cell_moments, consistent_count_table
+from quiltpriv.mechanisms.subset_privacy import (
+    SubsetPrivacyAccountant,
+    cell_moments,
+    consistent_count_table,
+)
 
 BANDS = ["<30k", "30-40k", "40-50k", "50-60k", "60-80k", "80-100k", "100-120k", ">=120k"]
 DEGREES = ["Bachelor of Arts", "Bachelor of Science", "Bachelor of Engineering"]

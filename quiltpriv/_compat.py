@@ -48,6 +48,8 @@ MOVED: dict[str, str] = {
     "_cli_core": "cli.core",
     # moved in 0.2.0 (issue 32: presentation out of the model layer)
     "model.drawing": "reporting.drawing",
+    # moved in 0.2.0 (issue 32: no top-level module but the package's own)
+    "distances": "utils.distances", "subset_privacy": "mechanisms.subset_privacy",
 }
 
 #: Files whose frames a deprecation warning skips (this module, the package and the forwarding

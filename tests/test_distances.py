@@ -10,13 +10,13 @@ import pytest
 from scipy.optimize import linprog
 from scipy.stats import wasserstein_distance
 
-from quiltpriv.distances import (
+from quiltpriv.errors import ParameterError
+from quiltpriv.utils.distances import (
     quantile_coupling,
     wasserstein_1_line,
     wasserstein_inf_line,
     wasserstein_line,
 )
-from quiltpriv.errors import ParameterError
 
 # W_1 and W_inf on the line (d = |x - x'|), derived by hand from [KM19, Sec. II-G].
 LINE_ORACLES = [
@@ -224,7 +224,7 @@ def _random_law(rng, size, total=16):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_toolbox_against_cdf_references(seed):
-    from quiltpriv.distances import (
+    from quiltpriv.utils.distances import (
         lifted_relation,
         line_metric,
         quantile_shift,
@@ -260,7 +260,7 @@ def test_toolbox_against_cdf_references(seed):
 
 
 def test_moved_distances_still_import_with_a_warning():
-    import quiltpriv.distances as dist
+    import quiltpriv.utils.distances as dist
     from quiltpriv.distribution import local_distribution_privacy as ldp
 
     for name in ("wasserstein_inf", "wasserstein_1", "lifted_relation", "line_metric",

@@ -1,4 +1,4 @@
-"""Tests for quiltpriv.subset_privacy ([Tan])."""
+"""Tests for quiltpriv.mechanisms.subset_privacy ([Tan])."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from quiltpriv.cli import main
 from quiltpriv.cli.subset_privacy import register_cli
 from quiltpriv.errors import ParameterError, QueryError, QuiltPrivError
-from quiltpriv.subset_privacy import (
+from quiltpriv.mechanisms.subset_privacy import (
     SubsetPrivacyAccountant,
     cell_moments,
     compose_subset_epsilons,

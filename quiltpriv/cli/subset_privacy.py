@@ -10,7 +10,7 @@ import numpy as np
 
 from quiltpriv.cli.core import epsilon_type, seed_type
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.subset_privacy import consistent_count_table
+from quiltpriv.mechanisms.subset_privacy import consistent_count_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.validation import check_epsilon
 

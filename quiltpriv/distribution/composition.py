@@ -42,7 +42,6 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from quiltpriv import distances
 from quiltpriv.distribution.local_distribution_privacy import (
     DistributionPrivacy,
     _distribution,
@@ -50,6 +49,7 @@ from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
 )
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils import distances
 from quiltpriv.utils.rounding import add_up, exp_up, mul_up, round_down, round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_cost_matrix, check_delta, check_positive

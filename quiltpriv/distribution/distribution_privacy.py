@@ -54,7 +54,6 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from quiltpriv.distances import NumbersLike, wasserstein_line
 from quiltpriv.distribution.results import (
     DistributionPrivacyResult,
     MechanismCheck,
@@ -72,6 +71,7 @@ from quiltpriv.mechanisms.calibration import (
     sqrt_up,
 )
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
+from quiltpriv.utils.distances import NumbersLike, wasserstein_line
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_array,
@@ -264,7 +264,8 @@ def wasserstein_mechanism_1d(laws: Mapping[Any, tuple[NumbersLike, NumbersLike]]
     """Wasserstein Mechanism (Theorem 3.1): F + Lap(Delta_W / eps), (eps, 0).
 
     ``laws`` maps each theta to the exact finite law (support, probabilities) of the scalar F;
-    Delta_W = max over Psi of W_inf, computed exactly (:mod:`quiltpriv.distances`, rounded up).
+    Delta_W = max over Psi of W_inf, computed exactly (:mod:`quiltpriv.utils.distances`,
+    rounded up).
     """
     eps = check_epsilon(epsilon)
     lw = _laws_1d(laws)

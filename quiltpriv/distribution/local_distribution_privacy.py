@@ -14,7 +14,7 @@ computes, exactly, the smallest parameters for which a given mechanism satisfies
   variation, chi-square and (squared) Hellinger (Table I).
 
 Distances between input distributions on a finite metric space [KM19, Sec. II-G] live in
-:mod:`quiltpriv.distances` with the other Wasserstein distances: ``wasserstein_inf``,
+:mod:`quiltpriv.utils.distances` with the other Wasserstein distances: ``wasserstein_inf``,
 ``wasserstein_1``, ``lifted_relation``, ``line_metric`` and ``Transport`` (importing them from
 here still works, with a DeprecationWarning).
 
@@ -41,12 +41,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
-from quiltpriv import distances
 from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms import noise
 from quiltpriv.mechanisms.calibration import laplace_scale
 from quiltpriv.mechanisms.noise import Seed, make_rng
+from quiltpriv.utils import distances
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_cost_matrix,
@@ -433,7 +433,7 @@ def laplace_scale_for_distp(xs0: ArrayLike, lam0: ArrayLike, xs1: ArrayLike, lam
     Kawamoto and Murakami: a (eps, d)-XDP mechanism (Laplace with scale 1/eps on the line) is
     XDistP with W_inf,d, so hiding lambda0 from lambda1 at level eps needs scale
     W_inf / eps -- in both directions, since W_inf is symmetric. W_inf is exact
-    (:func:`quiltpriv.distances.wasserstein_inf_line`).
+    (:func:`quiltpriv.utils.distances.wasserstein_inf_line`).
     """
     eps = check_epsilon(epsilon)
     _line_law(xs0, lam0, "lambda0")
@@ -679,8 +679,8 @@ def sample_mechanism(mechanism: ArrayLike, x: int, *,
     return LocalRelease(out, isinstance(rng, random.SystemRandom), _seed_record(seed))
 
 
-#: Distances moved to :mod:`quiltpriv.distances` (old names still work, with a warning).
-_MOVED = {name: "quiltpriv.distances" for name in (
+#: Distances moved to :mod:`quiltpriv.utils.distances` (old names still work, with a warning).
+_MOVED = {name: "quiltpriv.utils.distances" for name in (
     "LiftedRelation", "Transport", "lifted_relation", "line_metric", "wasserstein_1",
     "wasserstein_inf")}
 

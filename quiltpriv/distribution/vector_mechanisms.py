@@ -49,7 +49,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import ArrayLike
 
-from quiltpriv import distances
 from quiltpriv.distribution.distribution_privacy import (
     _SAFETY,
     DistributionPrivacyResult,
@@ -61,6 +60,7 @@ from quiltpriv.distribution.distribution_privacy import (
     mahalanobis_budget,
 )
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils import distances
 from quiltpriv.utils.rounding import add_up, div_up, mul_up
 from quiltpriv.utils.validation import (
     check_array,
@@ -168,7 +168,7 @@ def wasserstein_inf_l1(xs: ArrayLike, p: ArrayLike, ys: ArrayLike, q: ArrayLike)
 
     ``xs`` (k x m) with probabilities ``p``, ``ys`` (l x m) with ``q``. The least over couplings
     of the largest L1 distance on the coupling's support: exact for the rounded-up distances of
-    :func:`l1_cost_matrix` (:func:`quiltpriv.distances.wasserstein_inf`), so never below the
+    :func:`l1_cost_matrix` (:func:`quiltpriv.utils.distances.wasserstein_inf`), so never below the
     true W_inf.
 
     Parameters

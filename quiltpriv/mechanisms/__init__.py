@@ -7,7 +7,7 @@ mechanisms [ZOC22, Alg. 1, 2]), ``wasserstein`` ([ZOC22, Alg. 4]), ``group_dp`` 
 differential privacy baseline), ``noise`` (exact samplers), ``protocol`` (the one shape of
 every mechanism: guarantee, calibration, ``release(data)`` and its record), ``registry`` (the
 mechanisms by name, as ``quiltpriv release --mechanism`` runs them), ``compare`` (every
-applicable mechanism side by side).
+applicable mechanism side by side), ``subset_privacy`` (privacy on a subset of variables [Tan]).
 
 ``quiltpriv.mechanisms.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.mechanisms``
 module (now :mod:`quiltpriv.mechanisms.apmqm` and :mod:`quiltpriv.mechanisms.apmqm_release`)
@@ -17,7 +17,7 @@ still works, with a :class:`DeprecationWarning`.
 from quiltpriv._compat import forward_attribute as _forward
 
 _SUBMODULES = frozenset({"apgm", "apmqm", "apmqm_release", "compare", "group_dp", "mqm", "noise",
-                         "protocol", "registry", "verification", "wasserstein"})
+                         "protocol", "registry", "subset_privacy", "verification", "wasserstein"})
 
 
 def __getattr__(name: str) -> object:

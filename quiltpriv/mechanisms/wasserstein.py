@@ -11,7 +11,7 @@ is (eps, 0)-Pufferfish private for any instantiation, hence (eps, 0)-dataset att
 
 Soundness of W
 --------------
-* W_inf between two laws on the line is computed exactly (:mod:`quiltpriv.distances`, Fraction
+* W_inf between two laws on the line is computed exactly (:mod:`quiltpriv.utils.distances`, Fraction
   arithmetic, rounded up), and the conditional laws of Examples 2 and 3 are computed exactly in
   rationals: float parameters are read as the decimals they print as (0.4 means 2/5), so
   mathematical ties between cumulative probabilities are ties, not float slivers.
@@ -44,14 +44,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from quiltpriv.distances import (
+from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms.calibration import round_up
+from quiltpriv.utils.distances import (
     NumbersLike,
     quantile_shift,
     wasserstein_inf_exact,
     wasserstein_line,
 )
-from quiltpriv.errors import ParameterError
-from quiltpriv.mechanisms.calibration import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
@@ -236,7 +236,7 @@ def wasserstein_mechanism(
     Guarantee: (epsilon, 0)-Pufferfish privacy (Theorem 5) -- so dataset or distributional
     attribute privacy, depending on what the secrets are -- for the finite Theta given, when
     ``laws`` are the exact conditional laws of F(X) given each secret. W is exact (see
-    :func:`quiltpriv.distances.wasserstein_inf_line` for how float probabilities are read).
+    :func:`quiltpriv.utils.distances.wasserstein_inf_line` for how float probabilities are read).
 
     Parameters
     ----------

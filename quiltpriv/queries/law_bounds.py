@@ -8,7 +8,7 @@ seconds at ``n = 1000``, hours at ``10^5``. This module computes them in float64
 per distinct ``pi_c`` and per secret, *with a proven bound on every error*, and turns them into
 quantities that are never on the unsafe side:
 
-* :func:`quiltpriv.distances.w_inf_bracket` (from :func:`cdf_bounds`): integers
+* :func:`quiltpriv.utils.distances.w_inf_bracket` (from :func:`cdf_bounds`): integers
   ``lo <= W_inf <= hi`` for the Wasserstein mechanism; the mechanism uses ``hi`` (never below
   the exact ``W_inf``), and ``lo == hi`` proves it exact;
 * :func:`laplace_log_density` and :func:`pair_loss_bounds`: a bracket of the worst-case privacy
@@ -59,7 +59,7 @@ An absolute error ``e`` on ``log p`` is a relative error ``e^{|e|} - 1 ~ e`` on 
    running sum. It is strictly increasing in ``F`` and accurate at both ends (``~log F`` in the
    lower tail, ``~ -log S`` in the upper one), with error ``e_F + e_S``. ``key(n) = +inf``.
 
-From keys to ``W_inf`` (:func:`quiltpriv.distances.w_inf_bracket`). For laws on ``{0..n}``,
+From keys to ``W_inf`` (:func:`quiltpriv.utils.distances.w_inf_bracket`). For laws on ``{0..n}``,
 ``W_inf(P, Q) <= d`` if and only if ``F_P(k) <= F_Q(k + d)`` and ``F_Q(k) <= F_P(k + d)`` for
 every ``k`` (the quantile functions differ by at most ``d``). With ``lo(k) <= key(k) <= hi(k)``
 (made monotone: a running maximum of the lower bounds and a running minimum, from the right, of
@@ -412,7 +412,7 @@ def _monotone_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarra
 
 def cdf_bounds(key: np.ndarray, err: float) -> tuple[np.ndarray, np.ndarray]:
     """Monotone (lower, upper) bounds of a CDF key (:func:`cdf_key`), for
-    :func:`quiltpriv.distances.w_inf_bracket`."""
+    :func:`quiltpriv.utils.distances.w_inf_bracket`."""
     err = check_positive(err, "err", allow_zero=True)
     return _monotone_bounds(check_log_vector(key, "key"), err)
 
@@ -485,9 +485,9 @@ def identical(components_a: Iterable[tuple[Fraction, Fraction]],
     return canon(components_a) == canon(components_b)
 
 
-#: Moved to :mod:`quiltpriv.distances` with the other Wasserstein computations (the old name
+#: Moved to :mod:`quiltpriv.utils.distances` with the other Wasserstein computations (the old name
 #: still works, with a DeprecationWarning).
-_MOVED = {"w_inf_bracket": "quiltpriv.distances"}
+_MOVED = {"w_inf_bracket": "quiltpriv.utils.distances"}
 
 
 def __getattr__(name: str) -> object:

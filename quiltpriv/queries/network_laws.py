@@ -69,7 +69,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from quiltpriv.distances import w_inf_bracket
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, joint_marginal
 from quiltpriv.mechanisms.wasserstein import (
@@ -88,6 +87,7 @@ from quiltpriv.queries.law_bounds import (
 )
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
+from quiltpriv.utils.distances import w_inf_bracket
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_epsilon,

@@ -551,8 +551,8 @@ def composition(entries: Iterable[Any]) -> Composition:
                            alone_by=_alone_by(facts))
     subset = _subset_sequential(facts)
     if subset is not None:
-        # The sum rounded up, as quiltpriv.subset_privacy.compose_subset_epsilons gives it (a
-        # layer above this one; the tests check that both agree).
+        # The sum rounded up, as quiltpriv.mechanisms.subset_privacy.compose_subset_epsilons
+        # gives it (a layer above this one; the tests check that both agree).
         thm = THEOREMS["Tan, Prop. 3.4"]
         return Composition(releases=labels, epsilon=_sum_up(f.epsilon for f in facts),
                            theorem=thm.key, citation=thm.statement,

@@ -1,4 +1,5 @@
-"""Shared helpers with no privacy meaning: parameter validators, safe file output, progress bars.
+"""Shared helpers: parameter validators, safe file output, progress bars, formatting, directed
+rounding and the Wasserstein distances between distributions (:mod:`quiltpriv.utils.distances`).
 
 Every other subpackage may import from here; this subpackage imports only :mod:`quiltpriv.errors`.
 """

@@ -42,7 +42,7 @@ import quiltpriv.cli.subset_privacy as cli_subset_privacy
 import quiltpriv.mechanisms.apmqm as mech
 import quiltpriv.mechanisms.apmqm.shared as shared
 import quiltpriv.mechanisms.noise as noise
-import quiltpriv.subset_privacy as subset_privacy
+import quiltpriv.mechanisms.subset_privacy as subset_privacy
 from quiltpriv.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, main
 from quiltpriv.errors import ModelError, ParameterError, QueryError
 from quiltpriv.model.loading import theta_to_dict

@@ -9,14 +9,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from quiltpriv.distances import (
-    lifted_relation,
-    line_metric,
-    wasserstein_1,
-    wasserstein_1_line,
-    wasserstein_inf,
-    wasserstein_inf_line,
-)
 from quiltpriv.distribution.local_distribution_privacy import (
     approximate_max_divergence,
     distp_epsilon,
@@ -34,6 +26,14 @@ from quiltpriv.distribution.local_distribution_privacy import (
     xdistp_epsilon,
 )
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.utils.distances import (
+    lifted_relation,
+    line_metric,
+    wasserstein_1,
+    wasserstein_1_line,
+    wasserstein_inf,
+    wasserstein_inf_line,
+)
 
 
 def line_cost(xs, ys=None):

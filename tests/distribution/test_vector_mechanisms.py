@@ -161,7 +161,7 @@ def test_dirm_several_directions():
 def test_coupling_bounds_mechanism_is_private_on_a_grid():
     # F = (F_1, F_2) with independent coordinates under each theta: the product of the two
     # per-coordinate optimal couplings moves coordinate k by W_k, so the bounds are (W_1, W_2)
-    from quiltpriv.distances import wasserstein_inf_line
+    from quiltpriv.utils.distances import wasserstein_inf_line
 
     m1 = {"a": ([0.0, 1.0, 2.0], [0.5, 0.3, 0.2]), "b": ([0.0, 1.0, 2.0], [0.2, 0.3, 0.5])}
     m2 = {"a": ([0.0, 4.0], [0.7, 0.3]), "b": ([0.0, 4.0], [0.4, 0.6])}

@@ -13,14 +13,14 @@ The layering (lower first; a unit may import units of lower layers and modules o
 
 1. ``errors``, ``_version``, ``_compat``, ``data`` -- the error hierarchy, the version, old module
    paths, bundled data files;
-2. ``utils`` -- validation, files, progress bars, text and HTML formatting; ``distances``;
+2. ``utils`` -- validation, files, progress bars, text and HTML formatting, distances;
 3. ``model`` -- Theta, its files, builders, learning, provenance and its DAG drawing;
 4. ``graph`` -- d-separation and Markov quilts;
 5. ``inference`` -- max-influence, elimination, the junction tree and their cache;
 6. ``queries`` -- the query classes, the predicate language, count laws, query options;
 7. ``releases`` -- release records and the privacy ledger;
 8. ``mechanisms`` -- APMQM (planner, verification, release) and every sibling mechanism;
-9. ``distribution``, ``subset_privacy`` -- mechanisms of other privacy notions;
+9. ``distribution`` -- mechanisms of distribution privacy;
 10. ``audit`` -- exact auditors and the adversary scorecard;
 11. ``gap`` -- generative adversarial privacy (scored by ``audit.adversary``);
 12. ``reporting`` -- audit reports and plots;
@@ -45,14 +45,13 @@ PACKAGE = ROOT / "quiltpriv"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_version", "_compat", "data"),
     ("utils",),
-    ("distances",),
     ("model",),
     ("graph",),
     ("inference",),
     ("queries",),
     ("releases",),
     ("mechanisms",),
-    ("distribution", "subset_privacy"),
+    ("distribution",),
     ("audit",),
     ("gap",),
     ("reporting",),

@@ -327,8 +327,8 @@ def test_build_refuses_unknown_names_and_misplaced_delta(theta):
 
 
 def test_renamed_classes_keep_their_old_names_with_a_warning():
-    from quiltpriv import subset_privacy
     from quiltpriv.gap import privatizers
+    from quiltpriv.mechanisms import subset_privacy
 
     with pytest.warns(DeprecationWarning, match="AccountedRelease"):
         assert subset_privacy.Release is subset_privacy.AccountedRelease
@@ -341,7 +341,7 @@ RESULT_MODULES = ["quiltpriv.mechanisms." + m for m in (
     "protocol", "verification", "wasserstein")] + ["quiltpriv.distribution." + m for m in (
         "distribution_privacy", "local_distribution_privacy", "tupling", "property_model")] + [
     "quiltpriv.audit." + m for m in ("exact", "joint", "gaussian", "adversary")] + [
-    "quiltpriv.gap.privatizers", "quiltpriv.gap.learning", "quiltpriv.subset_privacy",
+    "quiltpriv.gap.privatizers", "quiltpriv.gap.learning", "quiltpriv.mechanisms.subset_privacy",
     "quiltpriv.queries.network_laws"]
 
 

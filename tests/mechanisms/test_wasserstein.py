@@ -8,7 +8,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from quiltpriv.distances import wasserstein_inf_line
 from quiltpriv.errors import ParameterError
 from quiltpriv.mechanisms.group_dp import group_laplace
 from quiltpriv.mechanisms.wasserstein import (
@@ -19,6 +18,7 @@ from quiltpriv.mechanisms.wasserstein import (
     two_binary_distributional_mechanism,
     wasserstein_mechanism,
 )
+from quiltpriv.utils.distances import wasserstein_inf_line
 
 TABLE1_G0 = [0.0256, 0.1536, 0.3456, 0.3456, 0.1296]
 TABLE1_G4 = [0.1296, 0.3456, 0.3456, 0.1536, 0.0256]

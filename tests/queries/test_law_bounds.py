@@ -19,7 +19,6 @@ from marks import fast_and_full
 
 import quiltpriv.queries.law_bounds as lb
 from quiltpriv.audit.exact import audit
-from quiltpriv.distances import quantile_coupling, w_inf_bracket
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.mechanisms.compare import compare
 from quiltpriv.model.loading import load_model
@@ -38,6 +37,7 @@ from quiltpriv.queries.law_bounds import (
 )
 from quiltpriv.queries.network_laws import count_laws, count_mixtures, network_wasserstein
 from quiltpriv.queries.query import CountQuery, LinearQuery
+from quiltpriv.utils.distances import quantile_coupling, w_inf_bracket
 
 mpmath.mp.prec = 160
 

@@ -374,7 +374,7 @@ def _as_kind(record, kind, sensitive=()):
 
 def test_subset_privacy_and_distribution_privacy_compose_only_as_their_papers_say():
     from quiltpriv.distribution.composition import compose_same_input
-    from quiltpriv.subset_privacy import compose_subset_epsilons
+    from quiltpriv.mechanisms.subset_privacy import compose_subset_epsilons
 
     theta = qp.load_model("example3")
     q = qp.CountQuery(["x1"], 3, where="x1 == 1", domain={"x1": (0, 1)})
