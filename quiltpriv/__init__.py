@@ -58,7 +58,7 @@ _EXPORTS = {
 }
 
 #: The subpackages, one per role; ``quiltpriv.<name>`` imports one on first use.
-_SUBMODULES = ("audit", "cli", "distribution", "errors", "explorer", "gap", "graph",
+_SUBMODULES = ("audit", "cli", "distribution", "errors", "explorer", "frontend", "gap", "graph",
                "inference", "mechanisms", "model", "queries", "releases", "reporting", "utils")
 
 _compat.install()  # quiltpriv 0.1's flat module paths, for one release, with a warning

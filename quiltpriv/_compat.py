@@ -50,6 +50,7 @@ MOVED: dict[str, str] = {
     "model.drawing": "reporting.drawing",
     # moved in 0.2.0 (issue 32: no top-level module but the package's own)
     "distances": "utils.distances", "subset_privacy": "mechanisms.subset_privacy",
+    "queries.options": "frontend.options",
 }
 
 #: Files whose frames a deprecation warning skips (this module, the package and the forwarding

@@ -3,7 +3,7 @@
 The other commands live in one module each under :mod:`quiltpriv.cli` and build their parsers
 from the helpers here (model, query, privacy and time-limit options, numeric option types,
 :func:`emit`, :func:`read_data`); the query options are parsed by
-:mod:`quiltpriv.queries.options`, which the explorer shares.
+:mod:`quiltpriv.frontend.options`, which the explorer shares.
 
 The ``plan`` contract is stable (other tools parse it)::
 
@@ -26,6 +26,12 @@ from typing import Any
 
 from quiltpriv.cli import EXIT_INTERRUPTED
 from quiltpriv.errors import ParameterError
+from quiltpriv.frontend.options import (
+    QUERY_KINDS,
+    parse_number,
+    query_from_options,
+    split_list,
+)
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
 from quiltpriv.inference.influence import (
     INFERENCE_METHODS,
@@ -38,12 +44,6 @@ from quiltpriv.mechanisms.apmqm_release import release
 from quiltpriv.model.loading import bundled_models, load_theta
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.data_file import read_query_data
-from quiltpriv.queries.options import (
-    QUERY_KINDS,
-    parse_number,
-    query_from_options,
-    split_list,
-)
 from quiltpriv.queries.query import CountQuery, Query
 from quiltpriv.utils.format import describe_query, fmt_number, text_table
 from quiltpriv.utils.io import write_text_atomic
@@ -98,7 +98,7 @@ def theta_from_args(args: argparse.Namespace) -> Theta:
 
 
 def query_from_args(args: argparse.Namespace) -> Query:
-    """The query the options ask for (:func:`quiltpriv.queries.options.query_from_options`);
+    """The query the options ask for (:func:`quiltpriv.frontend.options.query_from_options`);
     ``--attributes all`` and ``--attributes @FILE`` are expanded first (:func:`name_list`)."""
     text = getattr(args, "attributes", None)
     if isinstance(text, str) and _is_list_form(text):

@@ -7,7 +7,7 @@ import argparse
 
 from quiltpriv.cli.core import _time_limit, emit, number, seed_type
 from quiltpriv.errors import ParameterError
-from quiltpriv.queries.options import domain_from_text, split_list
+from quiltpriv.frontend.options import domain_from_text, split_list
 
 
 def _items(text: str) -> list[str]:

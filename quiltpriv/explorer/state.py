@@ -2,7 +2,7 @@
 
 Nothing here knows about HTTP. Every request body is untrusted: :func:`parse_plan_request`,
 :func:`parse_cell_edit`, ... turn it into a checked value once (the command line's own query
-parsing, :func:`quiltpriv.queries.options.query_from_options`, reads the query, so the predicate
+parsing, :func:`quiltpriv.frontend.options.query_from_options`, reads the query, so the predicate
 language, declared domains and every numeric check are the CLI's), and the rest of the code
 trusts only that value.
 
@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.frontend.options import QUERY_KINDS, parse_number, query_from_options
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.loading import model_dirs, theta_to_dict
 from quiltpriv.model.network import CPD, Theta, theta_from_tables
 from quiltpriv.model.provenance import provenance_dict
-from quiltpriv.queries.options import QUERY_KINDS, parse_number, query_from_options
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.io import check_output_path, write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, check_scalar

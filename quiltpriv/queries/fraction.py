@@ -10,7 +10,6 @@ constant ``1 / total`` of [SWC17]'s MQM), and the planners treat it as the linea
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,23 +23,6 @@ if TYPE_CHECKING:  # pandas is imported where data are read, not to declare a qu
     import pandas as pd
 
 __all__ = ["FractionQuery"]
-
-_RANGE = re.compile(r"^(?P<prefix>.*?)(?P<lo>\d+)\.\.(?P=prefix)?(?P<hi>\d+)$")
-
-
-def _expand_steps(text: str) -> list[str]:
-    """The command line's step ranges: ``"X1..X5"`` (or ``"X1..5"``) as ``["X1", ..., "X5"]``;
-    any other text as itself."""
-    m = _RANGE.match(text.strip())
-    if m is None:
-        return [text.strip()]
-    lo, hi = int(m["lo"]), int(m["hi"])
-    if hi < lo:
-        raise QueryError(f"the step range {text!r} runs backwards")
-    if hi - lo >= 10**7:
-        raise QueryError(f"the step range {text!r} has more than 10,000,000 steps")
-    return [f"{m['prefix']}{t}" for t in range(lo, hi + 1)]
-
 
 @dataclass(frozen=True)
 class FractionQuery(Query):

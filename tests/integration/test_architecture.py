@@ -14,19 +14,20 @@ The layering (lower first; a unit may import units of lower layers and modules o
 1. ``errors``, ``_version``, ``_compat``, ``data`` -- the error hierarchy, the version, old module
    paths, bundled data files;
 2. ``utils`` -- validation, files, progress bars, text and HTML formatting, distances;
-3. ``model`` -- Theta, its files, builders, learning, provenance and its DAG drawing;
+3. ``model`` -- Theta, its CPD checks, files, builders, learning and provenance;
 4. ``graph`` -- d-separation and Markov quilts;
 5. ``inference`` -- max-influence, elimination, the junction tree and their cache;
-6. ``queries`` -- the query classes, the predicate language, count laws, query options;
+6. ``queries`` -- the query classes, the predicate language, count laws;
 7. ``releases`` -- release records and the privacy ledger;
 8. ``mechanisms`` -- APMQM (planner, verification, release) and every sibling mechanism;
 9. ``distribution`` -- mechanisms of distribution privacy;
 10. ``audit`` -- exact auditors and the adversary scorecard;
 11. ``gap`` -- generative adversarial privacy (scored by ``audit.adversary``);
-12. ``reporting`` -- audit reports and plots;
-13. ``explorer`` -- the local browser explorer;
-14. ``cli`` -- the command line (the only user of ``argparse``);
-15. ``quiltpriv`` itself -- the package's lazy top-level names; ``__main__`` -- ``python -m
+12. ``reporting`` -- audit reports, the DAG drawing, the Jupyter views and plots;
+13. ``frontend`` -- the query options the command line and the explorer share;
+14. ``explorer`` -- the local browser explorer;
+15. ``cli`` -- the command line (the only user of ``argparse``);
+16. ``quiltpriv`` itself -- the package's lazy top-level names; ``__main__`` -- ``python -m
     quiltpriv``, which runs the command line.
 """
 
@@ -55,6 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("audit",),
     ("gap",),
     ("reporting",),
+    ("frontend",),
     ("explorer",),
     ("cli",),
     ("quiltpriv", "__main__"),

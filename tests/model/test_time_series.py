@@ -11,9 +11,9 @@ import pytest
 
 import quiltpriv as qp
 from quiltpriv.errors import ModelError, QueryError
+from quiltpriv.frontend.options import query_from_options
 from quiltpriv.mechanisms.compare import compare
 from quiltpriv.model.network import theta_from_tables
-from quiltpriv.queries.options import query_from_options
 
 FLIP = [[0.9, 0.1], [0.1, 0.9]]
 

@@ -12,11 +12,12 @@ attributes ``query``, ``attributes``, ``records``, ``where``, ``bounds``, ``weig
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.queries.fraction import FractionQuery, _expand_steps
+from quiltpriv.queries.fraction import FractionQuery
 from quiltpriv.queries.query import (
     CountQuery,
     HistogramQuery,
@@ -29,6 +30,22 @@ from quiltpriv.utils.validation import Boundaries, check_records, check_scalar
 
 __all__ = ["QUERY_KINDS", "domain_from_options", "domain_from_text", "parse_number",
            "query_from_options", "record_states_from_options", "split_list"]
+
+_RANGE = re.compile(r"^(?P<prefix>.*?)(?P<lo>\d+)\.\.(?P=prefix)?(?P<hi>\d+)$")
+
+
+def _expand_steps(text: str) -> list[str]:
+    """The command line's step ranges: ``"X1..X5"`` (or ``"X1..5"``) as ``["X1", ..., "X5"]``;
+    any other text as itself."""
+    m = _RANGE.match(text.strip())
+    if m is None:
+        return [text.strip()]
+    lo, hi = int(m["lo"]), int(m["hi"])
+    if hi < lo:
+        raise QueryError(f"the step range {text!r} runs backwards")
+    if hi - lo >= 10**7:
+        raise QueryError(f"the step range {text!r} has more than 10,000,000 steps")
+    return [f"{m['prefix']}{t}" for t in range(lo, hi + 1)]
 
 #: The query kinds of ``--query``.
 QUERY_KINDS = ("count", "sum", "mean", "linear", "histogram", "fraction")
