@@ -92,6 +92,46 @@ class Plan:
     built by hand) is not, and :func:`release` and :func:`quiltpriv.reporting.report.audit_report`
     verify it against the model before using it. ``provenance`` says where Theta came from
     (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter planned for.
+    scale : float
+        ``b``, the Laplace scale of the release: the largest of the attributes' scales.
+    optimal : bool
+        True when every attribute's scale is proven least over all its quilts.
+    sensitive : sequence of SensitivePlan
+        One per sensitive attribute, in the order given (:class:`SensitivePlan`).
+    query : mapping
+        The query's definition (``Query.to_dict()``).
+    model : str
+        The model's fingerprint.
+    theta_size : int
+        ``|Theta|``, the number of members.
+    query_fingerprint : str
+        Covers the query's definition and every sensitivity the plan used.
+    notes : tuple of str
+        What a reader should know (a stopped search, states that do not look like
+        parameters, ...).
+    provenance : mapping, optional
+        Where Theta came from.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> plan = qp.plan(theta, query, ["x01", "x04"], epsilon=1.0)
+    >>> plan.epsilon, plan.scale, plan.binding.node
+    (1.0, 1.0, 'x04')
+    >>> plan["x01"].quilt
+    ('x07',)
+    >>> saved = plan.to_json()
+    >>> again = qp.Plan.from_json(saved)
+    >>> again == plan, again.verified  # read back: equal, and to verify before a release
+    (True, False)
     """
 
     epsilon: float

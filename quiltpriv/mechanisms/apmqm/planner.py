@@ -160,6 +160,30 @@ def plan(
         eps not finite and > 0; an attribute not in the network; an empty sensitive set;
         ``n_jobs`` 0 or not whole; a sensitivity or a least scale that overflows the float
         range (plans hold finite scales only).
+
+    Examples
+    --------
+    Protecting the first step of a chain, conditioning on ``x07`` cuts off five of the twelve
+    steps: ``b = Delta_{A & N} F / (1 - e(Q | x01)) = 0.5 / (1 - 0.336478)``
+    [ZOC22, Alg. 3]:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")  # 12 steps of a Markov chain
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},  # the mean of the 12 steps
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> plan = qp.plan(theta, query, "x01", epsilon=1.0)
+    >>> round(plan.scale, 6), plan.optimal
+    (0.753554, True)
+    >>> chosen = plan.sensitive[0]
+    >>> chosen.quilt, chosen.remote
+    (('x07',), ('x08', 'x09', 'x10', 'x11', 'x12'))
+    >>> print(chosen.explanation)
+    Q = {x07} d-separates 'x01' from R = {x08, x09, x10, x11, x12}; max-influence ...
+
+    Every step sensitive: the plan's scale is the largest of the steps' scales.
+
+    >>> round(qp.plan(theta, query, theta.nodes, epsilon=1.0).scale, 6)
+    1.0
     """
     max_table = table_limit(max_table, max_memory)
     theta = as_theta(model)

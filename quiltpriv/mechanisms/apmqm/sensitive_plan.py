@@ -32,7 +32,7 @@ LIST_SETS_MAX_NODES = 2**16
 class SensitivePlan(JSONResult):
     """The chosen quilt for one sensitive attribute and why it was chosen.
 
-    Attributes
+    Parameters
     ----------
     node : str
         The sensitive attribute ``i``.
@@ -68,6 +68,18 @@ class SensitivePlan(JSONResult):
         In a plan that does not list ``nearby`` (and then only), the query's attributes in
         ``N`` (network order): all ``Delta_{A and N}`` reads. :meth:`nearby_in` answers
         either way.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")  # 12 steps of a Markov chain
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},  # the mean of the 12 steps
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> chosen = qp.plan(theta, query, "x01", epsilon=1.0).sensitive[0]
+    >>> chosen.node, chosen.quilt, round(chosen.sensitivity, 6)
+    ('x01', ('x07',), 0.5)
+    >>> round(chosen.influence, 6), round(chosen.scale, 6)
+    (0.336478, 0.753554)
     """
 
     node: str
