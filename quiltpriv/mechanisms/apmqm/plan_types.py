@@ -93,30 +93,6 @@ class Plan:
     verify it against the model before using it. ``provenance`` says where Theta came from
     (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
 
-    Parameters
-    ----------
-    epsilon : float
-        The privacy parameter planned for.
-    scale : float
-        ``b``, the Laplace scale of the release: the largest of the attributes' scales.
-    optimal : bool
-        True when every attribute's scale is proven least over all its quilts.
-    sensitive : sequence of SensitivePlan
-        One per sensitive attribute, in the order given (:class:`SensitivePlan`).
-    query : mapping
-        The query's definition (``Query.to_dict()``).
-    model : str
-        The model's fingerprint.
-    theta_size : int
-        ``|Theta|``, the number of members.
-    query_fingerprint : str
-        Covers the query's definition and every sensitivity the plan used.
-    notes : tuple of str
-        What a reader should know (a stopped search, states that do not look like
-        parameters, ...).
-    provenance : mapping, optional
-        Where Theta came from.
-
     Examples
     --------
     >>> import quiltpriv as qp
