@@ -1,5 +1,9 @@
-"""Distribution privacy: the mechanisms of [CO23] (Wasserstein, Gaussian, property models) and
-local distribution privacy with tupling [KM19]; their compositions and interpretation
+"""Distribution privacy: the mechanisms of [CO23] (Wasserstein, ExpM, DirM, EigM, DauM:
+``distribution_privacy``, their results: ``results``; Gaussian models of the property from
+data: ``property_model``) and
+local distribution privacy [KM19] (DistP, XDistP, PDistP of local mechanisms:
+``local_distribution_privacy``; the tupling mechanism: ``tupling``; location obfuscation on a
+grid: ``location``); their compositions and interpretation
 ([KM19, Table III, Sec. III-E/F]: :mod:`quiltpriv.distribution.composition`) and the vector
 forms of the [CO23] Wasserstein and directional mechanisms
 (:mod:`quiltpriv.distribution.vector_mechanisms`).

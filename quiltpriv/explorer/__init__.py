@@ -11,7 +11,9 @@ edited model (JSON or BIF, atomically, never over the original), compare the mec
 All computation stays in Python behind a small JSON API (:mod:`quiltpriv.explorer.server`);
 requests are checked like command-line input (:mod:`quiltpriv.explorer.state`) and planning
 runs on background jobs with a time budget, progress and cancellation
-(:mod:`quiltpriv.explorer.jobs`).
+(:mod:`quiltpriv.explorer.jobs`). What a job computes for the page (the plan, the candidate
+quilts, the comparison) is :mod:`quiltpriv.explorer.compute`; the auditor's side (a published
+plan or release record, verified and audited) is :mod:`quiltpriv.explorer.published`.
 
 From Python (a notebook, say)::
 

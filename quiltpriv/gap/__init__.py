@@ -1,6 +1,8 @@
 """Generative adversarial privacy [HKCSR17]: the optimal privatizers in closed form and by
 convex programs (``privatizers``), the MMSE adversary and the mutual-information privatizers
-(``information``), and privatizers learned against a neural adversary (``learning``).
+(``information``), the alpha-loss adversary and the privatizers minimising Arimoto mutual
+information (``alpha_loss``), and privatizers learned against a neural adversary
+(``learning``).
 
 ``quiltpriv.gap.<name>`` for a name of quiltpriv 0.1's flat ``quiltpriv.gap`` module (now
 :mod:`quiltpriv.gap.privatizers`) still works, with a :class:`DeprecationWarning`.

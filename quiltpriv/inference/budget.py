@@ -20,7 +20,17 @@ if TYPE_CHECKING:
 
 
 class InfluenceTooExpensive(QuiltPrivError):
-    """The exact joint of ``(phi_i, phi_Q)`` needs a table larger than the allowed size."""
+    """The exact joint of ``(phi_i, phi_Q)`` needs a table larger than the allowed size.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> try:
+    ...     qp.max_influence(qp.load_model("student"), "income", ["gender"], max_table=1)
+    ... except qp.InfluenceTooExpensive as error:
+    ...     print(error)
+    the joint table over 2 nodes has 9 entries, needing about 288 bytes of memory (limit 1 ...)
+    """
 
 
 #: Largest intermediate or output table (entries) the exact computation builds by default: as

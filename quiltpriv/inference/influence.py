@@ -175,6 +175,16 @@ def joint_marginal(
     InfluenceTooExpensive
         If the output or an intermediate factor would exceed ``max_table`` entries (the
         message names the memory it needs and the budget).
+
+    Examples
+    --------
+    ``P(gender, income)`` in the student network, gender's states along the rows:
+
+    >>> import quiltpriv as qp
+    >>> qp.joint_marginal(qp.load_model("student"), ["gender", "income"])
+    array([[0.12 , 0.105, 0.075],
+           [0.14 , 0.14 , 0.12 ],
+           [0.09 , 0.105, 0.105]])
     """
     max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)
@@ -291,6 +301,21 @@ def max_influence(
         When the exact computation would exceed ``max_table``, or ``deadline`` passed during
         it (callers fall back to a bound or drop the candidate; they never guess). The
         message names the memory needed and the budget.
+
+    Examples
+    --------
+    The farther the quilt from ``x01`` on the bundled 12-step chain, the less it can move
+    the odds on ``x01``:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> [round(qp.max_influence(theta, "x01", [q]).value, 4) for q in ("x02", "x07", "x12")]
+    [2.0794, 0.3365, 0.0588]
+    >>> influence = qp.max_influence(theta, "x01", ["x07"])
+    >>> influence.member, influence.pair
+    (0, ('0.2', '0.5'))
+    >>> qp.max_influence(theta, "x01", []).value  # the empty quilt
+    0.0
     """
     max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)

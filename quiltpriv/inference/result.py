@@ -12,7 +12,32 @@ from quiltpriv.utils.validation import check_instance, check_scalar
 
 @dataclass(frozen=True)
 class Influence:
-    """A max-influence value with the member of Theta and the pair that attain it."""
+    """A max-influence value with the member of Theta and the pair that attain it.
+
+    Parameters
+    ----------
+    node : str
+        The sensitive attribute ``i``.
+    quilt : tuple of str
+        The quilt ``Q``.
+    value : float
+        ``e_Theta(Q | i)`` [ZOC22, Def. 8], rounded up.
+    member : int or None
+        The member of Theta that attains it.
+    pair : (state, state) or None
+        The two values of ``phi_i`` that attain it.
+    bound_via : tuple of str, optional
+        None when exact; else the separator whose exact influence bounds this one.
+    arithmetic : {"float64", "exact"}
+        How the joints were computed.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> influence = qp.max_influence(qp.load_model("chain"), "x01", ["x07"])
+    >>> round(influence.value, 6), influence.pair, influence.exact
+    (0.336478, ('0.2', '0.5'), True)
+    """
 
     node: str
     quilt: tuple[str, ...]

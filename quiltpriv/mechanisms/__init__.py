@@ -1,7 +1,13 @@
 """The release mechanisms, one module per mechanism, and what they share.
 
 ``apmqm`` (the Attribute-Private Markov Quilt Mechanism's planner and plans, [ZOC22, Alg. 3]),
-``verification`` (checking a saved plan), ``apmqm_release`` (releasing a verified plan's query),
+``plan_fields`` (strict parsing of a plan's fields), ``step_plans`` (a time series' per-step
+plans, held as runs), ``chain_quilts`` and ``hmm_quilts`` (exact least-noise quilts of every
+step of a Markov chain or hidden Markov model, linear in T), ``attained`` (the epsilon each
+attribute really gets at the published scale) and ``fragility`` (would a small change of one
+table flip a plan), ``verification`` (checking a saved plan), ``record_verification`` (a
+published release record checked end to end), ``apmqm_release`` (releasing a verified plan's
+query), ``calibration`` (the one Laplace and Gaussian calibration),
 ``mqm`` (the original Markov Quilt Mechanism [SWC17]), ``apgm`` (attribute-private Gaussian
 mechanisms [ZOC22, Alg. 1, 2]), ``wasserstein`` ([ZOC22, Alg. 4]), ``group_dp`` (the group
 differential privacy baseline), ``noise`` (exact samplers), ``protocol`` (the one shape of

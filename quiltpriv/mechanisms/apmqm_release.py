@@ -201,6 +201,29 @@ def release(
     PrivateModelWarning
         Theta was learned from the released data, or from data not declared public. Both
         warnings also go into the record's ``warnings``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> plan = qp.plan(theta, query, "x01", epsilon=1.0)
+    >>> data = pd.DataFrame({v: [0.2, 0.5, 0.8] for v in theta.nodes})
+    >>> released = qp.release(plan, query, data)  # secure noise: a different value every time
+    >>> released.secure, released.seed
+    (True, None)
+    >>> record = released.to_dict()  # the release record; the true value is not kept
+    >>> record["format"], record["data"]["rows"], record["noise"]["source"]
+    ('quiltpriv-release/4', 3, 'secure')
+
+    A plan read from a file is verified against the model first:
+
+    >>> qp.release(qp.Plan.from_json(plan.to_json()), query, data)
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.PlanError: this plan was not made by plan() in this process ...
     """
     import pandas as pd
 

@@ -196,9 +196,10 @@ class AttributeCheck(JSONResult):
 class PlanVerification:
     """The verdict of :func:`check_plan`.
 
-    Attributes
+    Parameters
     ----------
     ok : bool
+        True when every claim of the plan holds.
     failure : str or None
         The first discrepancy, in plan order (None when ``ok``).
     kind : str or None
@@ -209,6 +210,20 @@ class PlanVerification:
         A verified copy of the plan when ``ok``, else the plan as given.
     query : dict
         The definition of the query the plan was checked against.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> saved = qp.plan(theta, query, "x01", epsilon=1.0).to_json()
+    >>> plan = qp.Plan.from_json(saved)  # read back: not verified yet
+    >>> verdict = qp.check_plan(plan, theta, query, epsilon=0.5)
+    >>> verdict.ok, verdict.kind, verdict.failure
+    (False, 'plan', 'it is made for epsilon = 1, weaker than the required 0.5')
+    >>> qp.check_plan(plan, theta, query, sensitive="x01", epsilon=1.0).ok
+    True
     """
 
     ok: bool
@@ -441,6 +456,22 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     PlanVerification
         ``ok``, the first discrepancy, one :class:`AttributeCheck` per sensitive attribute
         and, when ``ok``, the verified plan.
+
+    Examples
+    --------
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},
+    ...                        {v: (0, 1) for v in theta.nodes})
+    >>> saved = qp.plan(theta, query, "x01", epsilon=1.0).to_json()
+    >>> plan = qp.Plan.from_json(saved)  # read back: not verified yet
+    >>> qp.check_plan(plan, theta, query, sensitive="x01", epsilon=1.0).ok
+    True
+    >>> verdict = qp.check_plan(plan, qp.load_model("student"), query)
+    >>> verdict.ok, verdict.kind
+    (False, 'model')
+    >>> print(verdict.failure)
+    it was made for another model (model fingerprint ..., this model's is ...)
     """
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
