@@ -591,6 +591,103 @@ price_by_factors(const word *fac0, int nf0, word *fac, int *live, int W, const i
 /* How many passes over the outer axes a product runs between two looks at the clock. */
 #define CLOCK_EVERY 1024
 
+/* One step of the odometer over the output axes [lo, hi) (the last the fastest): advance the
+   index idx and the offsets off[f] of the g factors (strides st[f * r + j]) to the next cell.
+   The row and block products run it over their outer axes, the block's offset lists over the
+   block's axes (one factor: st then points at its strides). */
+static inline void
+odometer_step(int lo, int hi, int g, int r, const int *outv, const int *lcard,
+              const Py_ssize_t *st, int *idx, Py_ssize_t *off)
+{
+    for (int j = hi - 1; j >= lo; j--) {
+        int c = lcard[outv[j]];
+        if (++idx[j] < c) {
+            for (int f = 0; f < g; f++)
+                off[f] += st[(size_t)f * r + j];
+            return;
+        }
+        idx[j] = 0;
+        for (int f = 0; f < g; f++)
+            off[f] -= st[(size_t)f * r + j] * (c - 1);
+    }
+}
+
+/* product_block's split of the factors: those that vary over the block (the output axes from
+   first_block, or x) into vary, the others into konst; returns how many vary. */
+static int
+split_by_block(int g, int r, int first_block, const Py_ssize_t *st, const Py_ssize_t *sx,
+               int *vary, int *konst)
+{
+    int nvary = 0, nkonst = 0;
+    for (int f = 0; f < g; f++) {
+        int varies = sx[f] != 0;
+        for (int j = first_block; j < r && !varies; j++)
+            varies = st[(size_t)f * r + j] != 0;
+        if (varies)
+            vary[nvary++] = f;
+        else
+            konst[nkonst++] = f;
+    }
+    return nvary;
+}
+
+/* The offsets in factor f of the block's b x cx cells (C order over the block axes, then x). */
+static void
+block_offsets(int f, int r, int first_block, const int *outv, const int *lcard,
+              const Py_ssize_t *st, const Py_ssize_t *sx, Py_ssize_t b, int cx, int *idx,
+              Py_ssize_t *o)
+{
+    Py_ssize_t at = 0;
+    for (int j = first_block; j < r; j++)
+        idx[j] = 0;
+    for (Py_ssize_t t = 0; t < b; t++) {
+        for (int xv = 0; xv < cx; xv++)
+            o[t * cx + xv] = at + xv * sx[f];
+        odometer_step(first_block, r, 1, r, outv, lcard, st + (size_t)f * r, idx, &at);
+    }
+}
+
+/* One pass of product_block: the e cells of the block at the factors' offsets off into p, the
+   constant factors first (as a scalar), then the varying ones through their offset lists. */
+static inline void
+block_pass(Work **fs, const Py_ssize_t *off, const int *vary, int nvary, const int *konst,
+           int nkonst, const Py_ssize_t *offs, Py_ssize_t e, double *p)
+{
+    double scalar = 1.0;
+    for (int k = 0; k < nkonst; k++) {
+        double a = fs[konst[k]]->data[off[konst[k]]];
+        scalar = k ? scalar * a : a;
+    }
+    if (nvary == 0)
+        for (Py_ssize_t t = 0; t < e; t++)
+            p[t] = scalar;
+    for (int v = 0; v < nvary; v++) {
+        const double *a = fs[vary[v]]->data + off[vary[v]];
+        const Py_ssize_t *ov = offs + (size_t)v * (size_t)e;
+        if (v == 0 && nkonst == 0)
+            for (Py_ssize_t t = 0; t < e; t++)
+                p[t] = a[ov[t]];
+        else if (v == 0)
+            for (Py_ssize_t t = 0; t < e; t++)
+                p[t] = scalar * a[ov[t]];
+        else
+            for (Py_ssize_t t = 0; t < e; t++)
+                p[t] *= a[ov[t]];
+    }
+}
+
+/* dst[t] = the sum of the cx cells t * cx ... t * cx + cx - 1, for the n rows t. */
+static inline void
+sum_rows(const double *cells, Py_ssize_t n, int cx, double *dst)
+{
+    for (Py_ssize_t t = 0; t < n; t++) {
+        double acc = 0.0;
+        for (int xv = 0; xv < cx; xv++)
+            acc += cells[t * cx + xv];
+        dst[t] = acc;
+    }
+}
+
 /* product_sum's block path: the last `nb` output axes and x form a block of `e` cells whose
    offsets in each factor that varies over it are listed once (`offs`), so that each pass over
    the remaining (outer) axes is one gather loop per factor, however small each axis is; the
@@ -603,7 +700,7 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
               double *out, const Py_ssize_t *st, const Py_ssize_t *sx, Py_ssize_t *off,
               int *idx, double stop)
 {
-    int cx = x >= 0 ? lcard[x] : 1, nvary = 0, first_block = r - nb;
+    int cx = x >= 0 ? lcard[x] : 1, first_block = r - nb;
     Py_ssize_t b = 1, outer = 1;
     for (int j = first_block; j < r; j++)
         b *= lcard[outv[j]];
@@ -620,36 +717,10 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
         free(cells);
         return -1;
     }
-    int nkonst = 0;
-    for (int f = 0; f < g; f++) {
-        int varies = sx[f] != 0;
-        for (int j = first_block; j < r && !varies; j++)
-            varies = st[(size_t)f * r + j] != 0;
-        if (varies)
-            vary[nvary++] = f;
-        else
-            konst[nkonst++] = f;
-    }
-    /* the offsets of the block's cells (C order over the block axes, then x) per factor */
-    for (int v = 0; v < nvary; v++) {
-        int f = vary[v];
-        Py_ssize_t *o = offs + (size_t)v * (size_t)e, at = 0;
-        for (int j = first_block; j < r; j++)
-            idx[j] = 0;
-        for (Py_ssize_t t = 0; t < b; t++) {
-            for (int xv = 0; xv < cx; xv++)
-                o[t * cx + xv] = at + xv * sx[f];
-            for (int j = r - 1; j >= first_block; j--) {
-                int c = lcard[outv[j]];
-                if (++idx[j] < c) {
-                    at += st[(size_t)f * r + j];
-                    break;
-                }
-                idx[j] = 0;
-                at -= st[(size_t)f * r + j] * (c - 1);
-            }
-        }
-    }
+    int nvary = split_by_block(g, r, first_block, st, sx, vary, konst), nkonst = g - nvary;
+    for (int v = 0; v < nvary; v++)
+        block_offsets(vary[v], r, first_block, outv, lcard, st, sx, b, cx, idx,
+                      offs + (size_t)v * (size_t)e);
     for (int j = 0; j < first_block; j++)
         idx[j] = 0;
     for (int f = 0; f < g; f++)
@@ -661,46 +732,10 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
             break;
         }
         double *dst = out + o * b;
-        double *p = cx > 1 ? cells : dst;
-        double scalar = 1.0;
-        for (int k = 0; k < nkonst; k++) {
-            double a = fs[konst[k]]->data[off[konst[k]]];
-            scalar = k ? scalar * a : a;
-        }
-        if (nvary == 0)
-            for (Py_ssize_t t = 0; t < e; t++)
-                p[t] = scalar;
-        for (int v = 0; v < nvary; v++) {
-            const double *a = fs[vary[v]]->data + off[vary[v]];
-            const Py_ssize_t *ov = offs + (size_t)v * (size_t)e;
-            if (v == 0 && nkonst == 0)
-                for (Py_ssize_t t = 0; t < e; t++)
-                    p[t] = a[ov[t]];
-            else if (v == 0)
-                for (Py_ssize_t t = 0; t < e; t++)
-                    p[t] = scalar * a[ov[t]];
-            else
-                for (Py_ssize_t t = 0; t < e; t++)
-                    p[t] *= a[ov[t]];
-        }
+        block_pass(fs, off, vary, nvary, konst, nkonst, offs, e, cx > 1 ? cells : dst);
         if (cx > 1)
-            for (Py_ssize_t t = 0; t < b; t++) {
-                double acc = 0.0;
-                for (int xv = 0; xv < cx; xv++)
-                    acc += cells[t * cx + xv];
-                dst[t] = acc;
-            }
-        for (int j = first_block - 1; j >= 0; j--) { /* odometer over the outer axes */
-            int c = lcard[outv[j]];
-            if (++idx[j] < c) {
-                for (int f = 0; f < g; f++)
-                    off[f] += st[(size_t)f * r + j];
-                break;
-            }
-            idx[j] = 0;
-            for (int f = 0; f < g; f++)
-                off[f] -= st[(size_t)f * r + j] * (c - 1);
-        }
+            sum_rows(cells, b, cx, dst);
+        odometer_step(0, first_block, g, r, outv, lcard, st, idx, off);
     }
     free(vary);
     free(konst);
@@ -709,21 +744,12 @@ product_block(int g, Work **fs, int r, int nb, const int *outv, int x, const int
     return late ? -2 : 0;
 }
 
-/* out[cell] = sum over x of the product of the factors, cells in C order over outv.
-   x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
-   (one pointer step per factor), the others as an odometer; one and two factors, the
-   common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries).
-   Where the last axis (times x) is shorter than BLOCK_FROM cells, the per-pass overhead of
-   that loop would dominate: product_block takes trailing axes up to BLOCK_CELLS cells instead.
-   Returns -1 when out of memory, -2 when the deadline `stop` passed (out partly written, not
-   to be used): one step of a large query can take minutes, so the clock is read every
-   CLOCK_EVERY passes over the outer axes, not only between steps. */
-static int
-product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
-            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp,
-            double stop)
+/* The strides of every output variable (st[f * r + j]) and of x (sx[f]) in every factor, 0
+   where absent; every offset off[f] set to 0. */
+static void
+product_strides(int g, Work **fs, int r, const int *outv, int x, const int *lcard,
+                Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off)
 {
-    /* strides of every output variable (and of x) in every factor; 0 where absent */
     for (int f = 0; f < g; f++) {
         Work *w = fs[f];
         for (int j = 0; j < r; j++)
@@ -744,17 +770,118 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
         }
         off[f] = 0;
     }
+}
+
+/* How many trailing output axes product_sum's block path takes (BLOCK_FROM, BLOCK_CELLS); 1 or
+   less: the row path runs. */
+static int
+block_axes(int r, const int *outv, const int *lcard, int cx)
+{
+    Py_ssize_t inner = r > 0 ? lcard[outv[r - 1]] : 1;
+    if (r < 2 || inner * cx >= BLOCK_FROM)
+        return 0;
+    int nb = 1;
+    Py_ssize_t cells = inner * cx;
+    while (nb < r && cells * lcard[outv[r - 1 - nb]] <= BLOCK_CELLS)
+        cells *= lcard[outv[r - 1 - nb++]];
+    return nb;
+}
+
+/* One row of product_sum (the last output axis, `inner` cells, strides sa, sx: xa) for one
+   factor a, and for two factors a and b. */
+static inline void
+row_of_one(const double *a, Py_ssize_t sa, Py_ssize_t xa, Py_ssize_t inner, int cx,
+           double *dst)
+{
+    for (Py_ssize_t t = 0; t < inner; t++, a += sa) {
+        double acc = 0.0;
+        for (int xv = 0; xv < cx; xv++)
+            acc += a[xv * xa];
+        dst[t] = acc;
+    }
+}
+
+static inline void
+row_of_two(const double *a, const double *b, Py_ssize_t sa, Py_ssize_t sb, Py_ssize_t xa,
+           Py_ssize_t xb, Py_ssize_t inner, int cx, double *dst)
+{
+    for (Py_ssize_t t = 0; t < inner; t++, a += sa, b += sb) {
+        double acc = 0.0;
+        for (int xv = 0; xv < cx; xv++)
+            acc += a[xv * xa] * b[xv * xb];
+        dst[t] = acc;
+    }
+}
+
+/* One row of product_sum for three or more factors: the block of inner x cx products, one
+   factor at a time, into tmp ((inner + 1) x cx entries), then the sums; factors that do not
+   depend on the inner axis are multiplied once, into the first row of the block (base), which
+   then seeds the others. */
+static inline void
+row_of_many(int g, Work **fs, const Py_ssize_t *off, const Py_ssize_t *st,
+            const Py_ssize_t *sx, int r, Py_ssize_t inner, int cx, double *tmp, double *dst)
+{
+    int last = r - 1;
+    double *base = tmp + inner * cx;
+    int seeded = 0;
+    for (int f = 0; f < g; f++) {
+        Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
+        if (sa)
+            continue;
+        const double *a = fs[f]->data + off[f];
+        for (int xv = 0; xv < cx; xv++)
+            base[xv] = seeded ? base[xv] * a[xv * xa] : a[xv * xa];
+        seeded = 1;
+    }
+    int first = 1;
+    for (int f = 0; f < g; f++) {
+        const double *a = fs[f]->data + off[f];
+        Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
+        if (!sa)
+            continue;
+        double *p = tmp;
+        if (first && seeded)
+            for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                for (int xv = 0; xv < cx; xv++, p++)
+                    *p = base[xv] * a[xv * xa];
+        else if (first)
+            for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                for (int xv = 0; xv < cx; xv++, p++)
+                    *p = a[xv * xa];
+        else
+            for (Py_ssize_t t = 0; t < inner; t++, a += sa)
+                for (int xv = 0; xv < cx; xv++, p++)
+                    *p *= a[xv * xa];
+        first = 0;
+    }
+    if (first) /* no factor depends on the inner axis */
+        for (Py_ssize_t t = 0; t < inner; t++)
+            for (int xv = 0; xv < cx; xv++)
+                tmp[t * cx + xv] = seeded ? base[xv] : 1.0;
+    sum_rows(tmp, inner, cx, dst);
+}
+
+/* out[cell] = sum over x of the product of the factors, cells in C order over outv.
+   x < 0: no summed variable (a plain product). The last output axis runs as a plain loop
+   (one pointer step per factor), the others as an odometer; one and two factors, the
+   common cases, have loops of their own; more go through `tmp` ((inner + 1) x card x entries).
+   Where the last axis (times x) is shorter than BLOCK_FROM cells, the per-pass overhead of
+   that loop would dominate: product_block takes trailing axes up to BLOCK_CELLS cells instead.
+   Returns -1 when out of memory, -2 when the deadline `stop` passed (out partly written, not
+   to be used): one step of a large query can take minutes, so the clock is read every
+   CLOCK_EVERY passes over the outer axes, not only between steps. */
+static int
+product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, double *out,
+            Py_ssize_t *st, Py_ssize_t *sx, Py_ssize_t *off, int *idx, double *tmp,
+            double stop)
+{
+    product_strides(g, fs, r, outv, x, lcard, st, sx, off);
     int cx = x >= 0 ? lcard[x] : 1;
     int last = r - 1;
     Py_ssize_t inner = r > 0 ? lcard[outv[last]] : 1, outer = 1;
-    if (r >= 2 && inner * cx < BLOCK_FROM) {
-        int nb = 1;
-        Py_ssize_t cells = inner * cx;
-        while (nb < r && cells * lcard[outv[r - 1 - nb]] <= BLOCK_CELLS)
-            cells *= lcard[outv[r - 1 - nb++]];
-        if (nb > 1)
-            return product_block(g, fs, r, nb, outv, x, lcard, out, st, sx, off, idx, stop);
-    }
+    int nb = block_axes(r, outv, lcard, cx);
+    if (nb > 1)
+        return product_block(g, fs, r, nb, outv, x, lcard, out, st, sx, off, idx, stop);
     for (int j = 0; j < last; j++) {
         outer *= lcard[outv[j]];
         idx[j] = 0;
@@ -763,85 +890,14 @@ product_sum(int g, Work **fs, int r, const int *outv, int x, const int *lcard, d
         if ((o & (CLOCK_EVERY - 1)) == CLOCK_EVERY - 1 && past(stop))
             return -2;
         double *dst = out + o * inner;
-        if (g == 1) {
-            const double *a = fs[0]->data + off[0];
-            Py_ssize_t sa = r > 0 ? st[last] : 0, xa = sx[0];
-            for (Py_ssize_t t = 0; t < inner; t++, a += sa) {
-                double acc = 0.0;
-                for (int xv = 0; xv < cx; xv++)
-                    acc += a[xv * xa];
-                dst[t] = acc;
-            }
-        }
-        else if (g == 2) {
-            const double *a = fs[0]->data + off[0], *b = fs[1]->data + off[1];
-            Py_ssize_t sa = r > 0 ? st[last] : 0, sb = r > 0 ? st[(size_t)r + last] : 0;
-            Py_ssize_t xa = sx[0], xb = sx[1];
-            for (Py_ssize_t t = 0; t < inner; t++, a += sa, b += sb) {
-                double acc = 0.0;
-                for (int xv = 0; xv < cx; xv++)
-                    acc += a[xv * xa] * b[xv * xb];
-                dst[t] = acc;
-            }
-        }
-        else { /* the block of inner x cx products, one factor at a time, then the sums;
-                  factors that do not depend on the inner axis are multiplied once, into
-                  the first row of the block, which then seeds the others */
-            double *base = tmp + inner * cx;
-            int seeded = 0;
-            for (int f = 0; f < g; f++) {
-                Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
-                if (sa)
-                    continue;
-                const double *a = fs[f]->data + off[f];
-                for (int xv = 0; xv < cx; xv++)
-                    base[xv] = seeded ? base[xv] * a[xv * xa] : a[xv * xa];
-                seeded = 1;
-            }
-            int first = 1;
-            for (int f = 0; f < g; f++) {
-                const double *a = fs[f]->data + off[f];
-                Py_ssize_t sa = r > 0 ? st[(size_t)f * r + last] : 0, xa = sx[f];
-                if (!sa)
-                    continue;
-                double *p = tmp;
-                if (first && seeded)
-                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
-                        for (int xv = 0; xv < cx; xv++, p++)
-                            *p = base[xv] * a[xv * xa];
-                else if (first)
-                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
-                        for (int xv = 0; xv < cx; xv++, p++)
-                            *p = a[xv * xa];
-                else
-                    for (Py_ssize_t t = 0; t < inner; t++, a += sa)
-                        for (int xv = 0; xv < cx; xv++, p++)
-                            *p *= a[xv * xa];
-                first = 0;
-            }
-            if (first) /* no factor depends on the inner axis */
-                for (Py_ssize_t t = 0; t < inner; t++)
-                    for (int xv = 0; xv < cx; xv++)
-                        tmp[t * cx + xv] = seeded ? base[xv] : 1.0;
-            const double *p = tmp;
-            for (Py_ssize_t t = 0; t < inner; t++) {
-                double acc = 0.0;
-                for (int xv = 0; xv < cx; xv++)
-                    acc += *p++;
-                dst[t] = acc;
-            }
-        }
-        for (int j = last - 1; j >= 0; j--) { /* odometer over the outer axes */
-            int c = lcard[outv[j]];
-            if (++idx[j] < c) {
-                for (int f = 0; f < g; f++)
-                    off[f] += st[(size_t)f * r + j];
-                break;
-            }
-            idx[j] = 0;
-            for (int f = 0; f < g; f++)
-                off[f] -= st[(size_t)f * r + j] * (c - 1);
-        }
+        if (g == 1)
+            row_of_one(fs[0]->data + off[0], r > 0 ? st[last] : 0, sx[0], inner, cx, dst);
+        else if (g == 2)
+            row_of_two(fs[0]->data + off[0], fs[1]->data + off[1], r > 0 ? st[last] : 0,
+                       r > 0 ? st[(size_t)r + last] : 0, sx[0], sx[1], inner, cx, dst);
+        else
+            row_of_many(g, fs, off, st, sx, r, inner, cx, tmp, dst);
+        odometer_step(0, last, g, r, outv, lcard, st, idx, off);
     }
     return 0;
 }
@@ -882,6 +938,462 @@ grow(void **buf, size_t *cap, size_t need, size_t item)
     return 0;
 }
 
+/* ---- one query's joint: the state of compute_joint and its steps ------------------------- */
+
+/* Everything one call of compute_joint allocates (freed by query_free), by step. */
+typedef struct {
+    /* 1. the ancestral set: per node a mark (bit 1 queried, bit 2 reached by the walk) and a
+       local id (-1 none); per local variable its node, cardinality, position in the given
+       order; the chosen factors; the variables to eliminate */
+    int n, k, nf, ne, total_vars;
+    int *mark, *local, *glob, *stack, *lcard, *lpos, *elim;
+    Fac **chosen;
+    char *flag;
+    /* 2. the factor graph over local variables (W words a row), the orders priced (ord[3]:
+       the one being priced, the best, the second best) */
+    int W;
+    word *adj0, *adj, *saved;
+    int *ord[3], *cur, *best_order, *second_order;
+    double *noise, *wt;
+    double best_cost, second_cost;
+    int have, have_second;
+    word *fac0, *fac;
+    int *live;
+    /* 3. the numeric elimination: the factors (the chosen ones, then one per step) */
+    int cap, nwork;
+    Work *work, **sel;
+    Inc inc;
+    int *outv, *idx, *lv;
+    Py_ssize_t *st, *sx, *off;
+    size_t st_cap, tmp_cap;
+    double *tmp;
+} Query;
+
+/* -1 with MemoryError set. */
+static int
+no_memory(void)
+{
+    PyErr_NoMemory();
+    return -1;
+}
+
+static void
+query_free(Query *Q)
+{
+    if (Q->work)
+        for (int f = Q->nf; f < Q->cap; f++) { /* the original factors' memory is not ours */
+            free(Q->work[f].owned);
+            free(Q->work[f].vars);
+        }
+    free(Q->work);
+    free(Q->sel);
+    free(Q->outv);
+    free(Q->inc.head);
+    free(Q->inc.next);
+    free(Q->inc.fid);
+    free(Q->st);
+    free(Q->tmp);
+    free(Q->sx);
+    free(Q->off);
+    free(Q->idx);
+    free(Q->lv);
+    free(Q->mark);
+    free(Q->local);
+    free(Q->glob);
+    free(Q->lcard);
+    free(Q->stack);
+    free(Q->chosen);
+    free(Q->flag);
+    free(Q->elim);
+    for (int c = 0; c < 3; c++)
+        free(Q->ord[c]);
+    free(Q->noise);
+    free(Q->fac0);
+    free(Q->fac);
+    free(Q->live);
+    free(Q->lpos);
+    free(Q->wt);
+    free(Q->adj0);
+    free(Q->adj);
+    free(Q->saved);
+}
+
+/* Node v's factor for this query: its folded CPD when it has one and none of the private
+   ancestors summed into it is queried, else its own CPD. */
+static Fac *
+factor_of(const Network *self, const int *mark, int v)
+{
+    Fac *fo = &self->folded[v];
+    if (!fo->present)
+        return &self->base[v];
+    for (int i = 0; i < fo->npriv; i++)
+        if (mark[fo->priv[i]] & 1)
+            return &self->base[v];
+    return fo;
+}
+
+/* Step 1: the ancestral set of q, walked upwards from the query nodes, each node's factor
+   (factor_of) chosen and its variables given local ids. 0, or -1 with an exception set. */
+static int
+ancestral_set(Network *self, const int *q, int m, Query *Q)
+{
+    int n = self->n, sp = 0;
+    Q->mark = calloc((size_t)n, sizeof(int));
+    Q->local = malloc(sizeof(int) * (size_t)n);
+    Q->glob = malloc(sizeof(int) * (size_t)n);
+    Q->stack = malloc(sizeof(int) * (size_t)n);
+    Q->chosen = malloc(sizeof(Fac *) * (size_t)n);
+    if (!Q->mark || !Q->local || !Q->glob || !Q->stack || !Q->chosen)
+        return no_memory();
+    for (int i = 0; i < m; i++) {
+        Q->mark[q[i]] = 3;
+        Q->stack[sp++] = q[i];
+    }
+    for (int i = 0; i < n; i++)
+        Q->local[i] = -1;
+    while (sp) {
+        Fac *f = factor_of(self, Q->mark, Q->stack[--sp]);
+        Q->chosen[Q->nf++] = f;
+        Q->total_vars += f->nv;
+        for (int i = 0; i < f->nups; i++) {
+            int u = f->ups[i];
+            if (!(Q->mark[u] & 2)) {
+                Q->mark[u] |= 2;
+                Q->stack[sp++] = u;
+            }
+        }
+        for (int i = 0; i < f->nv; i++) {
+            int u = f->vars[i];
+            if (Q->local[u] < 0) {
+                Q->local[u] = Q->k;
+                Q->glob[Q->k++] = u;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++)
+        if (Q->local[q[i]] < 0) { /* cannot happen: a node's own table holds it */
+            PyErr_SetString(PyExc_RuntimeError, "a query node is in no factor");
+            return -1;
+        }
+    return 0;
+}
+
+/* The local variables' cardinalities and positions, the ones to eliminate, the scratch of
+   the pricing, and the factor graph (adj0: variables sharing a factor). 0, or -1 (no memory). */
+static int
+factor_graph(const Network *self, Query *Q)
+{
+    int k = Q->k;
+    Q->lcard = malloc(sizeof(int) * (size_t)k);
+    Q->flag = calloc((size_t)k, 1);
+    Q->elim = malloc(sizeof(int) * (size_t)k);
+    for (int c = 0; c < 3; c++)
+        Q->ord[c] = malloc(sizeof(int) * (size_t)k);
+    Q->noise = malloc(sizeof(double) * (size_t)k);
+    Q->cur = Q->ord[0];
+    Q->best_order = Q->ord[1];
+    Q->second_order = Q->ord[2];
+    Q->lpos = malloc(sizeof(int) * (size_t)k);
+    Q->wt = malloc(sizeof(double) * (size_t)k);
+    if (!Q->lcard || !Q->flag || !Q->elim || !Q->ord[0] || !Q->ord[1] || !Q->ord[2] ||
+        !Q->noise || !Q->lpos || !Q->wt)
+        return no_memory();
+    for (int i = 0; i < k; i++) {
+        Q->lcard[i] = self->card[Q->glob[i]];
+        Q->lpos[i] = self->pos[Q->glob[i]];
+        if (!(Q->mark[Q->glob[i]] & 1))
+            Q->elim[Q->ne++] = i;
+    }
+    int W = Q->W = (k + 63) / 64;
+    Q->adj0 = calloc((size_t)k * (size_t)W, sizeof(word));
+    Q->adj = calloc((size_t)k * (size_t)W, sizeof(word));
+    Q->saved = calloc((size_t)W * 2, sizeof(word));
+    if (!Q->adj0 || !Q->adj || !Q->saved)
+        return no_memory();
+    for (int f = 0; f < Q->nf; f++) {
+        const Fac *fa = Q->chosen[f];
+        for (int a = 0; a < fa->nv; a++)
+            for (int b = 0; b < fa->nv; b++)
+                if (a != b)
+                    SETBIT(Q->adj0 + (size_t)Q->local[fa->vars[a]] * W, Q->local[fa->vars[b]]);
+    }
+    return 0;
+}
+
+/* How many orders of candidate c (1 the given order, 2 greedy min-weight, 3 min-fill, 4
+   randomised min-weight and min-fill) to price. Mode 0 keeps the cheapest whose largest table
+   fits (the first of equal ones). Pricing costs more than small eliminations save, so mode 0
+   prices 3 only once the others cost FILL_FROM, and 4 only once they cost RANDOM_FROM.
+   Pricing a greedy order takes about ne * ne / 4 steps (each step scans the variables left)
+   plus the bitset updates; an order can save at most the best cost found, so on a large
+   ancestral set whose best order is already cheap (long chains, layered networks: hundreds of
+   variables, small tables) mode 0 prices no further order (PRICE_RATIO). Without an order
+   that fits, every candidate is priced. */
+static int
+tries_of(const Query *Q, int mode, int c)
+{
+    double pricing = (double)Q->ne * (double)Q->ne / 4.0 + (double)Q->ne * (double)Q->W * 8.0;
+    if (mode)
+        return mode != c ? 0 : c == 4 ? TRIES : 1;
+    if (c == 3 && Q->have && Q->best_cost < FILL_FROM)
+        return 0;
+    if (c >= 2 && Q->have && Q->best_cost < PRICE_RATIO * pricing * (c == 4 ? TRIES : 1))
+        return 0;
+    if (c < 4)
+        return 1;
+    return Q->have && Q->best_cost >= RANDOM_FROM ? TRIES : (Q->have ? 0 : HARD_TRIES);
+}
+
+/* Price try t of candidate c into Q->cur: its cost and largest table; sets *late when the
+   deadline passed. */
+static void
+price_candidate(Query *Q, int c, int t, double max_table, double stop, double *cost,
+                double *big, int *late)
+{
+    if (c == 1) {
+        memcpy(Q->cur, Q->elim, sizeof(int) * (size_t)Q->ne);
+        sort_pos = Q->lpos;
+        qsort(Q->cur, (size_t)Q->ne, sizeof(int), cmp_pos);
+        sort_pos = NULL;
+        simulate(Q->adj0, Q->adj, Q->k, Q->W, Q->cur, Q->ne, Q->lcard, max_table, stop, cost,
+                 big, late);
+        return;
+    }
+    const double *noise = NULL;
+    int kind = c == 2 ? BY_WEIGHT : BY_FILL;
+    if (c == 4) {
+        uint64_t state = 0x5EED0000ull + (uint64_t)t;
+        for (int i = 0; i < Q->k; i++)
+            Q->noise[i] = unit_noise(&state);
+        noise = Q->noise;
+        kind = t % 2 ? BY_FILL : BY_WEIGHT;
+    }
+    greedy(Q->adj0, Q->adj, Q->k, Q->W, Q->elim, Q->ne, Q->lcard, Q->glob, kind, noise, Q->cur,
+           Q->wt, Q->flag, Q->saved, max_table, stop, cost, big, late);
+}
+
+/* Rank the order just priced (Q->cur, of the given cost) among the best two kept. */
+static void
+keep_candidate(Query *Q, double cost)
+{
+    if (!Q->have || cost < Q->best_cost) { /* cur becomes the best, the best the second */
+        int *swap = Q->second_order;
+        Q->second_order = Q->best_order;
+        Q->best_order = Q->cur;
+        Q->cur = swap;
+        Q->second_cost = Q->best_cost;
+        Q->have_second = Q->have;
+        Q->best_cost = cost;
+        Q->have = 1;
+    }
+    else if (!Q->have_second || cost < Q->second_cost) {
+        int *swap = Q->second_order;
+        Q->second_order = Q->cur;
+        Q->cur = swap;
+        Q->second_cost = cost;
+        Q->have_second = 1;
+    }
+}
+
+/* Step 2: price the candidate orders (tries_of), keeping the best two that fit max_table
+   (Q->have, Q->have_second). 0, or -2 when the deadline passed. */
+static int
+price_orders(Query *Q, int mode, double max_table, double stop)
+{
+    for (int c = 1; c <= 4; c++) {
+        int tries = tries_of(Q, mode, c);
+        for (int t = 0; t < tries; t++) {
+            double cost = 0, big = 0;
+            int late = past(stop);
+            if (!late)
+                price_candidate(Q, c, t, max_table, stop, &cost, &big, &late);
+            if (late)
+                return -2;
+            if (big <= max_table)
+                keep_candidate(Q, cost);
+        }
+    }
+    return 0;
+}
+
+/* The order to run: the best, or at a near tie in mode 0 (the second within NEAR_TIE of the
+   best by tables) the one of the two that price_by_factors finds cheaper. 0, -1 (no memory)
+   or -2 (late). */
+static int
+choose_order(Query *Q, int mode, double stop, const int **order)
+{
+    *order = Q->best_order;
+    if (mode || !Q->have_second || Q->second_cost > NEAR_TIE * Q->best_cost)
+        return 0;
+    int nf = Q->nf, ne = Q->ne, W = Q->W;
+    Q->fac0 = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
+    Q->fac = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
+    Q->live = malloc(sizeof(int) * (size_t)(nf + ne));
+    if (!Q->fac0 || !Q->fac || !Q->live)
+        return no_memory();
+    for (int f = 0; f < nf; f++)
+        for (int a = 0; a < Q->chosen[f]->nv; a++)
+            SETBIT(Q->fac0 + (size_t)f * W, Q->local[Q->chosen[f]->vars[a]]);
+    double by_second = price_by_factors(Q->fac0, nf, Q->fac, Q->live, W, Q->second_order, ne,
+                                        Q->lcard, Q->saved, stop);
+    double by_best = by_second < 0 ? -1 : price_by_factors(Q->fac0, nf, Q->fac, Q->live, W,
+                                                           Q->best_order, ne, Q->lcard,
+                                                           Q->saved, stop);
+    if (by_best < 0)
+        return -2;
+    if (by_second < by_best)
+        *order = Q->second_order;
+    return 0;
+}
+
+/* Step 3's set-up: the chosen factors as live Work entries over local variables, indexed by
+   variable (Q->inc), and the scratch of the products. 0, or -1 (no memory). */
+static int
+start_elimination(Query *Q)
+{
+    int k = Q->k, cap = Q->cap = Q->nf + Q->ne;
+    Q->work = calloc((size_t)cap, sizeof(Work));
+    Q->sel = malloc(sizeof(Work *) * (size_t)cap);
+    Q->outv = malloc(sizeof(int) * (size_t)(k + 1));
+    Q->inc.head = malloc(sizeof(int) * (size_t)k);
+    Q->sx = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    Q->off = malloc(sizeof(Py_ssize_t) * (size_t)cap);
+    Q->idx = malloc(sizeof(int) * (size_t)(k + 1));
+    Q->lv = malloc(sizeof(int) * (size_t)(Q->total_vars > 0 ? Q->total_vars : 1));
+    if (!Q->work || !Q->sel || !Q->outv || !Q->inc.head || !Q->sx || !Q->off || !Q->idx ||
+        !Q->lv)
+        return no_memory();
+    for (int i = 0; i < k; i++)
+        Q->inc.head[i] = -1;
+    for (int f = 0, used = 0; f < Q->nf; f++) {
+        const Fac *fa = Q->chosen[f];
+        Work *w = &Q->work[f];
+        w->nv = fa->nv;
+        w->vars = Q->lv + used;
+        for (int a = 0; a < fa->nv; a++) {
+            w->vars[a] = Q->local[fa->vars[a]];
+            if (inc_add(&Q->inc, w->vars[a], f) < 0)
+                return no_memory();
+        }
+        used += fa->nv;
+        w->data = fa->data;
+        w->alive = 1;
+    }
+    Q->nwork = Q->nf;
+    memset(Q->flag, 0, (size_t)k); /* now: variable already in this step's output */
+    return 0;
+}
+
+/* The live factors holding x into Q->sel (returns how many) and the other variables they hold
+   into Q->outv (*r of them), largest cardinality last. */
+static int
+gather_step(Query *Q, int x, int *r)
+{
+    int g = 0;
+    *r = 0;
+    for (int e = Q->inc.head[x]; e >= 0; e = Q->inc.next[e]) {
+        Work *w = &Q->work[Q->inc.fid[e]];
+        if (!w->alive)
+            continue;
+        Q->sel[g++] = w;
+        for (int a = 0; a < w->nv; a++) {
+            int u = w->vars[a];
+            if (u != x && !Q->flag[u]) {
+                Q->flag[u] = 1;
+                Q->outv[(*r)++] = u;
+            }
+        }
+    }
+    sort_card = Q->lcard;
+    qsort(Q->outv, (size_t)*r, sizeof(int), cmp_card);
+    for (int j = 0; j < *r; j++)
+        Q->flag[Q->outv[j]] = 0;
+    return g;
+}
+
+/* Room for product_sum's strides (g factors, r axes) and, for three factors or more, its
+   block of (last axis + 1) x cx products. 0, or -1 (no memory). */
+static int
+product_room(Query *Q, int g, int r, int cx)
+{
+    size_t block = (size_t)((r ? Q->lcard[Q->outv[r - 1]] : 1) + 1) * (size_t)cx;
+    if (grow((void **)&Q->st, &Q->st_cap, (size_t)g * (size_t)r + 1, sizeof(Py_ssize_t)) < 0 ||
+        (g > 2 && grow((void **)&Q->tmp, &Q->tmp_cap, block, sizeof(double)) < 0))
+        return no_memory();
+    return 0;
+}
+
+/* One step of the numeric elimination: multiply the live factors holding x, sum x out, into a
+   new factor; the consumed ones die (intermediate tables freed at once). 0, -1 (no memory) or
+   -2 (late). */
+static int
+eliminate_step(Query *Q, int x, double stop)
+{
+    int r, g = gather_step(Q, x, &r);
+    Py_ssize_t size = 1;
+    for (int j = 0; j < r; j++)
+        size *= Q->lcard[Q->outv[j]];
+    Work *nw = &Q->work[Q->nwork++];
+    nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
+    nw->owned = malloc(sizeof(double) * (size_t)size);
+    if (!nw->vars || !nw->owned)
+        return no_memory();
+    if (product_room(Q, g, r, Q->lcard[x]) < 0)
+        return -1;
+    memcpy(nw->vars, Q->outv, sizeof(int) * (size_t)r);
+    nw->nv = r;
+    int made = product_sum(g, Q->sel, r, Q->outv, x, Q->lcard, nw->owned, Q->st, Q->sx, Q->off,
+                           Q->idx, Q->tmp, stop);
+    if (made == -2)
+        return -2;
+    if (made < 0)
+        return no_memory();
+    nw->data = nw->owned;
+    nw->alive = 1;
+    for (int f = 0; f < g; f++) {
+        Work *w = Q->sel[f];
+        w->alive = 0;
+        free(w->owned);
+        w->owned = NULL;
+        w->data = NULL;
+    }
+    for (int j = 0; j < r; j++)
+        if (inc_add(&Q->inc, Q->outv[j], (int)(nw - Q->work)) < 0)
+            return no_memory();
+    return 0;
+}
+
+/* The product of the factors left, onto the query's axes in the order given, into out. 0, -1
+   (no memory) or -2 (late). */
+static int
+final_product(Query *Q, const int *q, int m, double *out, double stop)
+{
+    int g = 0;
+    for (int f = 0; f < Q->nwork; f++)
+        if (Q->work[f].alive)
+            Q->sel[g++] = &Q->work[f];
+    for (int i = 0; i < m; i++)
+        Q->outv[i] = Q->local[q[i]];
+    if (product_room(Q, g, m, 1) < 0)
+        return -1;
+    int made = product_sum(g, Q->sel, m, Q->outv, -1, Q->lcard, out, Q->st, Q->sx, Q->off,
+                           Q->idx, Q->tmp, stop);
+    if (made == -2)
+        return -2;
+    return made < 0 ? no_memory() : 0;
+}
+
+/* Step 3: eliminate the variables in `order`, then the final product into out. 0, -1 (with
+   an exception set) or -2 (late). */
+static int
+eliminate(Query *Q, const int *order, const int *q, int m, double *out, double stop)
+{
+    int rc = start_elimination(Q);
+    for (int s = 0; s < Q->ne && rc == 0; s++)
+        rc = past(stop) ? -2 : eliminate_step(Q, order[s], stop);
+    return rc ? rc : final_product(Q, q, m, out, stop);
+}
+
 /* P(q) into out (C order, axes in the order of q). Returns 1 when computed, 0 when the output
    or every order considered would build a table above max_table (out untouched), -1 with an
    exception set, -2 when the deadline `stop` passed (out not to be used). With out NULL
@@ -892,369 +1404,27 @@ static int
 compute_joint(Network *self, const int *q, int m, double *out, double max_table, int mode,
               double *cost, double stop)
 {
-    int n = self->n;
     double out_size = 1;
     for (int i = 0; i < m; i++)
         out_size *= self->card[q[i]];
     if (out_size > max_table) /* the output is a table too */
         return 0;
-    /* every allocation is declared here and freed at `done` */
-    int rc = -1;
-    int *mark = NULL, *local = NULL, *glob = NULL, *lcard = NULL, *stack = NULL;
-    int *elim = NULL, *ord[3] = {NULL, NULL, NULL}, *cur = NULL, *best_order = NULL;
-    int *second_order = NULL, *live = NULL, *lpos = NULL, *outv = NULL, *lv = NULL;
-    int *idx = NULL;
-    char *flag = NULL;
-    double *wt = NULL;
-    word *adj0 = NULL, *adj = NULL, *saved = NULL;
-    Work *work = NULL;
-    Work **sel = NULL;
-    Fac **chosen = NULL;
-    Inc inc = {NULL, NULL, NULL, 0, 0};
-    Py_ssize_t *st = NULL, *sx = NULL, *off = NULL;
-    size_t st_cap = 0, tmp_cap = 0;
-    double *tmp = NULL;
-    int k = 0, nf = 0, ne = 0, cap = 0, nwork = 0, sp = 0, W = 0, total_vars = 0;
-    double best_cost = 0, second_cost = 0, *noise = NULL;
-    int have = 0, have_second = 0;
-    word *fac0 = NULL, *fac = NULL;
+    Query Q = {0};
     const int *order = NULL;
-
-
-    /* mark per node: bit 1 queried, bit 2 reached by the walk; local id per node, -1 none */
-    mark = calloc((size_t)n, sizeof(int));
-    local = malloc(sizeof(int) * (size_t)n);
-    glob = malloc(sizeof(int) * (size_t)n);
-    stack = malloc(sizeof(int) * (size_t)n);
-    chosen = malloc(sizeof(Fac *) * (size_t)n);
-    if (!mark || !local || !glob || !stack || !chosen)
-        goto nomem;
-    for (int i = 0; i < m; i++) {
-        mark[q[i]] = 3;
-        stack[sp++] = q[i];
+    int rc = ancestral_set(self, q, m, &Q);
+    if (rc == 0)
+        rc = factor_graph(self, &Q);
+    if (rc == 0)
+        rc = price_orders(&Q, mode, max_table, stop);
+    if (rc == 0 && Q.have && out == NULL) /* pricing only */
+        *cost = Q.best_cost;
+    else if (rc == 0 && Q.have) {
+        rc = choose_order(&Q, mode, stop, &order);
+        if (rc == 0)
+            rc = eliminate(&Q, order, q, m, out, stop);
     }
-    for (int i = 0; i < n; i++)
-        local[i] = -1;
-
-    /* 1. the ancestral set, folded where no private ancestor is queried */
-    while (sp) {
-        int v = stack[--sp];
-        Fac *f = &self->base[v];
-        Fac *fo = &self->folded[v];
-        if (fo->present) {
-            int hit = 0;
-            for (int i = 0; i < fo->npriv && !hit; i++)
-                hit = mark[fo->priv[i]] & 1;
-            if (!hit)
-                f = fo;
-        }
-        chosen[nf++] = f;
-        total_vars += f->nv;
-        for (int i = 0; i < f->nups; i++) {
-            int u = f->ups[i];
-            if (!(mark[u] & 2)) {
-                mark[u] |= 2;
-                stack[sp++] = u;
-            }
-        }
-        for (int i = 0; i < f->nv; i++) {
-            int u = f->vars[i];
-            if (local[u] < 0) {
-                local[u] = k;
-                glob[k++] = u;
-            }
-        }
-    }
-    for (int i = 0; i < m; i++)
-        if (local[q[i]] < 0) { /* cannot happen: a node's own table holds it */
-            PyErr_SetString(PyExc_RuntimeError, "a query node is in no factor");
-            goto done;
-        }
-
-    lcard = malloc(sizeof(int) * (size_t)k);
-    flag = calloc((size_t)k, 1);
-    elim = malloc(sizeof(int) * (size_t)k);
-    for (int c = 0; c < 3; c++)
-        ord[c] = malloc(sizeof(int) * (size_t)k);
-    noise = malloc(sizeof(double) * (size_t)k);
-    cur = ord[0];
-    best_order = ord[1];
-    second_order = ord[2];
-    lpos = malloc(sizeof(int) * (size_t)k);
-    wt = malloc(sizeof(double) * (size_t)k);
-    if (!lcard || !flag || !elim || !ord[0] || !ord[1] || !ord[2] || !noise || !lpos || !wt)
-        goto nomem;
-    for (int i = 0; i < k; i++) {
-        lcard[i] = self->card[glob[i]];
-        lpos[i] = self->pos[glob[i]];
-        if (!(mark[glob[i]] & 1))
-            elim[ne++] = i;
-    }
-
-    /* 2. symbolic: the factor graph over local variables; price the orders */
-    W = (k + 63) / 64;
-    adj0 = calloc((size_t)k * (size_t)W, sizeof(word));
-    adj = calloc((size_t)k * (size_t)W, sizeof(word));
-    saved = calloc((size_t)W * 2, sizeof(word));
-    if (!adj0 || !adj || !saved)
-        goto nomem;
-    for (int f = 0; f < nf; f++) {
-        Fac *fa = chosen[f];
-        for (int a = 0; a < fa->nv; a++)
-            for (int b = 0; b < fa->nv; b++)
-                if (a != b)
-                    SETBIT(adj0 + (size_t)local[fa->vars[a]] * W, local[fa->vars[b]]);
-    }
-    /* Candidates: 1 the given order, 2 greedy min-weight, 3 min-fill, 4 randomised
-       min-weight and min-fill orders. Mode 0 keeps the cheapest whose largest table fits (the
-       first of equal ones). Pricing costs more than small eliminations save, so mode 0 prices
-       3 only once the others cost FILL_FROM, and 4 only once they cost RANDOM_FROM. */
-    /* Pricing a greedy order takes about ne * ne / 4 steps (each step scans the variables
-       left) plus the bitset updates; an order can save at most the best cost found, so on a
-       large ancestral set whose best order is already cheap (long chains, layered networks:
-       hundreds of variables, small tables) mode 0 prices no further order (PRICE_RATIO).
-       Without an order that fits, every candidate is priced. */
-    double pricing = (double)ne * (double)ne / 4.0 + (double)ne * (double)W * 8.0;
-    for (int c = 1; c <= 4; c++) {
-        if (mode && mode != c)
-            continue;
-        if (!mode && c == 3 && have && best_cost < FILL_FROM)
-            continue;
-        if (!mode && c >= 2 && have && best_cost < PRICE_RATIO * pricing * (c == 4 ? TRIES : 1))
-            continue;
-        int tries = 1;
-        if (c == 4)
-            tries = mode || (have && best_cost >= RANDOM_FROM) ? TRIES : (have ? 0 : HARD_TRIES);
-        for (int t = 0; t < tries; t++) {
-            double c_cost, c_big;
-            int late = past(stop);
-            if (late) {
-            }
-            else if (c == 1) {
-                memcpy(cur, elim, sizeof(int) * (size_t)ne);
-                sort_pos = lpos;
-                qsort(cur, (size_t)ne, sizeof(int), cmp_pos);
-                sort_pos = NULL;
-                simulate(adj0, adj, k, W, cur, ne, lcard, max_table, stop, &c_cost, &c_big,
-                         &late);
-            }
-            else if (c < 4)
-                greedy(adj0, adj, k, W, elim, ne, lcard, glob, c == 2 ? BY_WEIGHT : BY_FILL,
-                       NULL, cur, wt, flag, saved, max_table, stop, &c_cost, &c_big, &late);
-            else {
-                uint64_t state = 0x5EED0000ull + (uint64_t)t;
-                for (int i = 0; i < k; i++)
-                    noise[i] = unit_noise(&state);
-                greedy(adj0, adj, k, W, elim, ne, lcard, glob, t % 2 ? BY_FILL : BY_WEIGHT,
-                       noise, cur, wt, flag, saved, max_table, stop, &c_cost, &c_big, &late);
-            }
-            if (late) {
-                rc = -2;
-                goto done;
-            }
-            if (c_big > max_table)
-                continue;
-            if (!have || c_cost < best_cost) { /* cur becomes the best, the best the second */
-                int *swap = second_order;
-                second_order = best_order;
-                best_order = cur;
-                cur = swap;
-                second_cost = best_cost;
-                have_second = have;
-                best_cost = c_cost;
-                have = 1;
-            }
-            else if (!have_second || c_cost < second_cost) {
-                int *swap = second_order;
-                second_order = cur;
-                cur = swap;
-                second_cost = c_cost;
-                have_second = 1;
-            }
-        }
-    }
-    if (!have) {
-        rc = 0;
-        goto done;
-    }
-    if (out == NULL) {
-        *cost = best_cost;
-        rc = 1;
-        goto done;
-    }
-    order = best_order;
-    if (!mode && have_second && second_cost <= NEAR_TIE * best_cost) {
-        /* near tie: let the number of factors per step decide */
-        fac0 = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
-        fac = calloc((size_t)(nf + ne) * (size_t)W, sizeof(word));
-        live = malloc(sizeof(int) * (size_t)(nf + ne));
-        if (!fac0 || !fac || !live)
-            goto nomem;
-        for (int f = 0; f < nf; f++)
-            for (int a = 0; a < chosen[f]->nv; a++)
-                SETBIT(fac0 + (size_t)f * W, local[chosen[f]->vars[a]]);
-        double by_second = price_by_factors(fac0, nf, fac, live, W, second_order, ne, lcard,
-                                            saved, stop);
-        double by_best = by_second < 0 ? -1 : price_by_factors(fac0, nf, fac, live, W,
-                                                               best_order, ne, lcard, saved,
-                                                               stop);
-        if (by_best < 0) {
-            rc = -2;
-            goto done;
-        }
-        if (by_second < by_best)
-            order = second_order;
-    }
-
-    /* 3. numeric elimination: each step multiplies the live factors holding x, sums x out */
-    cap = nf + ne;
-    work = calloc((size_t)cap, sizeof(Work));
-    sel = malloc(sizeof(Work *) * (size_t)cap);
-    outv = malloc(sizeof(int) * (size_t)(k + 1));
-    inc.head = malloc(sizeof(int) * (size_t)k);
-    sx = malloc(sizeof(Py_ssize_t) * (size_t)cap);
-    off = malloc(sizeof(Py_ssize_t) * (size_t)cap);
-    idx = malloc(sizeof(int) * (size_t)(k + 1));
-    lv = malloc(sizeof(int) * (size_t)(total_vars > 0 ? total_vars : 1));
-    if (!work || !sel || !outv || !inc.head || !sx || !off || !idx || !lv)
-        goto nomem;
-    for (int i = 0; i < k; i++)
-        inc.head[i] = -1;
-    for (int f = 0, used = 0; f < nf; f++) {
-        Fac *fa = chosen[f];
-        Work *w = &work[f];
-        w->nv = fa->nv;
-        w->vars = lv + used;
-        for (int a = 0; a < fa->nv; a++) {
-            w->vars[a] = local[fa->vars[a]];
-            if (inc_add(&inc, w->vars[a], f) < 0)
-                goto nomem;
-        }
-        used += fa->nv;
-        w->data = fa->data;
-        w->alive = 1;
-    }
-    nwork = nf;
-    memset(flag, 0, (size_t)k); /* now: variable already in this step's output */
-    for (int s = 0; s < ne; s++) {
-        int x = order[s], g = 0, r = 0;
-        if (past(stop)) {
-            rc = -2;
-            goto done;
-        }
-        for (int e = inc.head[x]; e >= 0; e = inc.next[e]) {
-            Work *w = &work[inc.fid[e]];
-            if (!w->alive)
-                continue;
-            sel[g++] = w;
-            for (int a = 0; a < w->nv; a++) {
-                int u = w->vars[a];
-                if (u != x && !flag[u]) {
-                    flag[u] = 1;
-                    outv[r++] = u;
-                }
-            }
-        }
-        sort_card = lcard;
-        qsort(outv, (size_t)r, sizeof(int), cmp_card);
-        Py_ssize_t size = 1;
-        for (int j = 0; j < r; j++) {
-            flag[outv[j]] = 0;
-            size *= lcard[outv[j]];
-        }
-        Work *nw = &work[nwork++];
-        nw->vars = malloc(sizeof(int) * (size_t)(r > 0 ? r : 1));
-        nw->owned = malloc(sizeof(double) * (size_t)size);
-        size_t block = (size_t)((r ? lcard[outv[r - 1]] : 1) + 1) * (size_t)lcard[x];
-        if (!nw->vars || !nw->owned ||
-            grow((void **)&st, &st_cap, (size_t)g * (size_t)r + 1, sizeof(Py_ssize_t)) < 0 ||
-            (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
-            goto nomem;
-        memcpy(nw->vars, outv, sizeof(int) * (size_t)r);
-        nw->nv = r;
-        int made = product_sum(g, sel, r, outv, x, lcard, nw->owned, st, sx, off, idx, tmp, stop);
-        if (made == -2) {
-            rc = -2;
-            goto done;
-        }
-        if (made < 0)
-            goto nomem;
-        nw->data = nw->owned;
-        nw->alive = 1;
-        for (int f = 0; f < g; f++) { /* consumed: free intermediate tables at once */
-            Work *w = sel[f];
-            w->alive = 0;
-            free(w->owned);
-            w->owned = NULL;
-            w->data = NULL;
-        }
-        for (int j = 0; j < r; j++)
-            if (inc_add(&inc, outv[j], (int)(nw - work)) < 0)
-                goto nomem;
-    }
-    /* the product of what is left, onto the query's axes in the order given */
-    {
-        int g = 0;
-        for (int f = 0; f < nwork; f++)
-            if (work[f].alive)
-                sel[g++] = &work[f];
-        for (int i = 0; i < m; i++)
-            outv[i] = local[q[i]];
-        size_t block = (size_t)lcard[outv[m - 1]] + 1;
-        if (grow((void **)&st, &st_cap, (size_t)g * (size_t)m + 1, sizeof(Py_ssize_t)) < 0 ||
-            (g > 2 && grow((void **)&tmp, &tmp_cap, block, sizeof(double)) < 0))
-            goto nomem;
-        int made = product_sum(g, sel, m, outv, -1, lcard, out, st, sx, off, idx, tmp, stop);
-        if (made == -2) {
-            rc = -2;
-            goto done;
-        }
-        if (made < 0)
-            goto nomem;
-    }
-    rc = 1;
-    goto done;
-
-nomem:
-    PyErr_NoMemory();
-done:
-    if (work)
-        for (int f = nf; f < cap; f++) { /* the original factors' memory is not ours */
-            free(work[f].owned);
-            free(work[f].vars);
-        }
-    free(work);
-    free(sel);
-    free(outv);
-    free(inc.head);
-    free(inc.next);
-    free(inc.fid);
-    free(st);
-    free(tmp);
-    free(sx);
-    free(off);
-    free(idx);
-    free(lv);
-    free(mark);
-    free(local);
-    free(glob);
-    free(lcard);
-    free(stack);
-    free(chosen);
-    free(flag);
-    free(elim);
-    for (int c = 0; c < 3; c++)
-        free(ord[c]);
-    free(noise);
-    free(fac0);
-    free(fac);
-    free(live);
-    free(lpos);
-    free(wt);
-    free(adj0);
-    free(adj);
-    free(saved);
-    return rc;
+    query_free(&Q);
+    return rc == 0 ? Q.have : rc; /* 0: no order fits */
 }
 
 /* Whether this thread's floating-point environment keeps subnormal numbers: neither
