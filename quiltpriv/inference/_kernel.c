@@ -55,7 +55,7 @@
 #endif
 
 #define KERNEL_ABI 4
-#ifndef KERNEL_SOURCE_SHA256 /* set by setup.py: the SHA-256 of this file */
+#ifndef KERNEL_SOURCE_SHA256 /* set by CMakeLists.txt: the SHA-256 of this file */
 #define KERNEL_SOURCE_SHA256 ""
 #endif
 
