@@ -95,6 +95,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"quiltpriv: error: {named}{hint}\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, and which inference engine runs (the compiled kernel and its
+    file, or the pure-Python engines); the kernel is looked up only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        sys.stdout.write(f"quiltpriv {__version__}\n{_engine_line()}\n")  # stdout, as argparse's
+        parser.exit()
+
+
+def _engine_line() -> str:
+    """Which engine runs, as the kernel's loader decided at import."""
+    try:  # the loader's module (quiltpriv.inference.influence before the engine split)
+        loader = importlib.import_module("quiltpriv.inference.compiled")
+    except ImportError:
+        loader = importlib.import_module("quiltpriv.inference.influence")
+    kernel = loader._KERNEL
+    if kernel is None:
+        return ("engine: pure Python (the compiled kernel is not built, switched off by "
+                "QUILTPRIV_NO_KERNEL, or built from other source)")
+    return f"engine: compiled kernel ({kernel.__file__})"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser.
 
@@ -110,7 +133,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="quiltpriv",
         description="Attribute privacy with Markov quilts: plan and release noisy queries.",
     )
-    parser.add_argument("--version", action="version", version=f"quiltpriv {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and which inference engine runs, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:

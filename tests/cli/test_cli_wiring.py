@@ -73,9 +73,16 @@ def test_audit_through_main(capsys):
 
 def test_version_flag(capsys):
     from quiltpriv import __version__
+    from quiltpriv.inference.influence import compiled_kernel
 
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"quiltpriv {__version__}"
+    version, engine = capsys.readouterr().out.splitlines()
+    assert version == f"quiltpriv {__version__}"
+    # which engine runs: the compiled kernel and its file, or pure Python
+    if compiled_kernel():
+        assert engine.startswith("engine: compiled kernel (") and "_kernel" in engine
+    else:
+        assert engine.startswith("engine: pure Python (")
 
 
 def test_python_dash_m_quiltpriv():
@@ -90,7 +97,9 @@ def test_python_dash_m_quiltpriv():
                               text=True, timeout=120)
 
     version = run("--version")
-    assert version.returncode == 0 and version.stdout.strip() == f"quiltpriv {__version__}"
+    assert version.returncode == 0
+    assert version.stdout.splitlines()[0] == f"quiltpriv {__version__}"
+    assert version.stdout.splitlines()[1].startswith("engine: ")
     models = run("models")
     assert models.returncode == 0 and "student" in models.stdout
     bad = run("plan")
