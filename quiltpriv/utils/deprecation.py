@@ -1,0 +1,163 @@
+"""Old parameter and attribute names of the public API, accepted for one release with a warning.
+
+quiltpriv uses one word for each thing in every public signature: the network is ``theta``
+(``model`` means only a GAP joint model), the record count is ``records``, the sensitive
+attribute is ``sensitive``, the privacy parameter is ``epsilon`` and a time budget in seconds is
+``time_limit`` (``tests/integration/test_vocabulary.py`` reads every signature). Where a public
+name changed, the old one still works until :data:`quiltpriv._compat.REMOVED_IN`, with a
+:class:`DeprecationWarning` naming the new one:
+
+- :func:`renamed_keywords` for a function's keyword arguments;
+- :func:`renamed_fields` for a frozen dataclass's fields (the old keyword of its constructor and
+  a read-only property of the old name).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from quiltpriv.errors import ParameterError
+
+__all__ = ["deprecated_name", "renamed_fields", "renamed_keywords"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+
+def _removed_in() -> str:
+    from quiltpriv._compat import REMOVED_IN
+
+    return REMOVED_IN
+
+
+def deprecated_name(where: str, old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn once per call site that ``old`` is the deprecated name of ``new`` in ``where``.
+
+    Parameters
+    ----------
+    where : str
+        The function or class whose name changed, as the user writes it.
+    old, new : str
+        The old and the new name.
+    stacklevel : int
+        Passed to :func:`warnings.warn`: the frame the warning names (the user's line).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     deprecated_name("plan", "model", "theta")
+    >>> print(caught[0].message)
+    plan: 'model' is deprecated, use 'theta' (the old name goes in quiltpriv 0.3.0)
+    """
+    warnings.warn(f"{where}: {old!r} is deprecated, use {new!r} (the old name goes in "
+                  f"quiltpriv {_removed_in()})", DeprecationWarning, stacklevel=stacklevel)
+
+
+def _translate(where: str, renames: dict[str, str], kwargs: dict[str, Any]) -> None:
+    """Move each old keyword of ``kwargs`` to its new name, warning; both given is an error."""
+    for old, new in renames.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise ParameterError(f"{where}: give {new}= only ({old}= is its deprecated "
+                                     "name)")
+            deprecated_name(where, old, new, stacklevel=4)
+            kwargs[new] = kwargs.pop(old)
+
+
+def renamed_keywords(**renames: str) -> Callable[[F], F]:
+    """Decorator: the function also accepts each old keyword (``old="new"``), with a warning.
+
+    The wrapped function keeps its signature (``inspect.signature`` shows the new names only).
+    Giving both the old and the new keyword raises :class:`~quiltpriv.errors.ParameterError`.
+
+    Parameters
+    ----------
+    **renames : str
+        Old keyword name -> new keyword name.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(eps="epsilon")
+    ... def scale(sensitivity, epsilon):
+    ...     return sensitivity / epsilon
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     scale(2.0, eps=0.5)
+    4.0
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    """
+
+    def decorate(func: F) -> F:
+        where = func.__qualname__
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                _translate(where, renames, kwargs)
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def renamed_fields(**renames: str) -> Callable[[C], C]:
+    """Class decorator for a (frozen) dataclass whose fields were renamed (``old="new"``).
+
+    The constructor accepts each old keyword with a warning, and the instance has a read-only
+    property of each old name that returns the new field, with a warning. JSON written by
+    ``to_dict`` is the class's own business (files keep their keys).
+
+    Parameters
+    ----------
+    **renames : str
+        Old field name -> new field name.
+
+    Examples
+    --------
+    >>> import dataclasses, warnings
+    >>> @renamed_fields(node="sensitive")
+    ... @dataclasses.dataclass(frozen=True)
+    ... class Row:
+    ...     sensitive: str
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     row = Row(node="income")
+    ...     old = row.node
+    >>> (row.sensitive, old, len(caught))
+    ('income', 'income', 2)
+    """
+
+    def decorate(cls: C) -> C:
+        init = cls.__init__  # type: ignore[misc]
+        where = cls.__name__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if kwargs:
+                _translate(where, renames, kwargs)
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
+        for old, new in renames.items():
+            setattr(cls, old, _old_property(where, old, new))
+        return cls
+
+    return decorate
+
+
+def _old_property(where: str, old: str, new: str) -> property:
+    def get(self: Any) -> Any:
+        deprecated_name(where, old, new)
+        return getattr(self, new)
+
+    get.__doc__ = f"Deprecated name of :attr:`{new}`."
+    get.__deprecated_alias__ = True  # type: ignore[attr-defined]  # for the vocabulary test
+    return property(get)
