@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike
 from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_positive, check_probability_vector
 
@@ -385,7 +386,8 @@ def score_laplace_noised(prior: ArrayLike, laws: ArrayLike, scale: float,
                  "integrals); MI by QUADPACK between support points, exact on the tails")
 
 
-def score_count_release(model: object, query: CountQuery, sensitive: str, scale: float, *,
+@renamed_keywords(model="theta")
+def score_count_release(theta: object, query: CountQuery, sensitive: str, scale: float, *,
                         member: int = 0) -> Scorecard:
     """Score a Laplace-noised count on a hyperparameter network: guessing ``phi_sensitive``.
 
@@ -398,7 +400,7 @@ def score_count_release(model: object, query: CountQuery, sensitive: str, scale:
 
     Parameters
     ----------
-    model : Theta or pgmpy network(s)
+    theta : Theta or pgmpy network(s)
     query : CountQuery
     sensitive : str
     scale : float
@@ -411,7 +413,7 @@ def score_count_release(model: object, query: CountQuery, sensitive: str, scale:
     from quiltpriv.queries.network_laws import count_laws, undeclared_domain_error
     from quiltpriv.queries.query import CountQuery
 
-    theta = as_theta(model)  # model: untrusted (any object), checked here
+    theta = as_theta(theta)  # model: untrusted (any object), checked here
     if not isinstance(query, CountQuery):
         raise ParameterError("score_count_release scores count queries")
     if not 0 <= member < len(theta.members):

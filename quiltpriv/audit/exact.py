@@ -130,6 +130,7 @@ from quiltpriv.queries.network_laws import (
     undeclared_domain_error,
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.validation import (
     check_epsilon,
@@ -294,8 +295,9 @@ def _law_builder(query: Query, n: int
                      f"{getattr(query, 'kind', query)!r}")
 
 
+@renamed_keywords(model="theta")
 def query_laws(
-    model: Any, query: Query, sensitive: str, records: int | None = None, *,
+    theta: Any, query: Query, sensitive: str, records: int | None = None, *,
     max_table: int = DEFAULT_MAX_TABLE,
 ) -> tuple[dict[Any, Law], ...]:
     """Exact law of ``F`` given each value of ``phi_sensitive``, per member of Theta.
@@ -314,7 +316,7 @@ def query_laws(
         ``records`` missing (linear query), not a whole number >= 1, or above
         :data:`~quiltpriv.queries.network_laws.MAX_EXACT_RECORDS`.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     n = _records(query, records)
     if n > MAX_EXACT_RECORDS:
         raise ParameterError(
@@ -430,8 +432,9 @@ def exact_pair_loss(pa: Mapping[Any, Fraction],
     return log_fraction(best), arg
 
 
+@renamed_keywords(model="theta")
 def audit(
-    model: Any,
+    theta: Any,
     query: Query,
     sensitive: str | Iterable[str],
     epsilon: float,
@@ -455,7 +458,7 @@ def audit(
 
     Parameters
     ----------
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         A hyperparameter network whose query attributes have Bernoulli-parameter states.
     query : CountQuery or LinearQuery
         Count: its predicate over the record categories (a declared domain or record_states
@@ -495,7 +498,7 @@ def audit(
         linear query over several attributes with more than :data:`MAX_EXACT_SUPPORT`
         possible outputs.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     s = check_positive(scale, "scale", allow_zero=True)
     tol = check_positive(tolerance, "tolerance", allow_zero=True)
@@ -694,10 +697,11 @@ def _certified_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s:
                 budget.tick()
 
 
-def audit_plan(model: Any, query: Query, plan: Any, *, records: int | None = None,
+@renamed_keywords(model="theta")
+def audit_plan(theta: Any, query: Query, plan: Any, *, records: int | None = None,
                tolerance: float = AUDIT_TOLERANCE) -> AuditResult:
     """Audit an APMQM :class:`~quiltpriv.mechanisms.apmqm.Plan`: its scale, eps and sensitive
     set."""
     check_instance(plan, Plan, "plan")
-    return audit(model, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
+    return audit(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
                  records=records, tolerance=tolerance)

@@ -79,6 +79,7 @@ from quiltpriv.queries.network_laws import (
     undeclared_domain_error,
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_positive, check_records
 
 __all__ = ["MAX_JOINT_OUTPUTS", "MAX_JOINT_WORK", "JointAuditResult", "joint_audit", "joint_laws"]
@@ -261,8 +262,9 @@ def _check_size(size: int) -> None:
                              "for the exact joint auditor (fewer records or releases)")
 
 
+@renamed_keywords(model="theta")
 def joint_laws(
-    model: Any, queries: Sequence[Query], sensitive: str, records: int | None = None, *,
+    theta: Any, queries: Sequence[Query], sensitive: str, records: int | None = None, *,
     max_table: int = DEFAULT_MAX_TABLE, budget: Budget | None = None,
 ) -> tuple[dict[Any, JointLaw], ...]:
     """Exact law of ``(F_1, ..., F_K)`` given each value of ``phi_sensitive``, per member.
@@ -281,7 +283,7 @@ def joint_laws(
         Queries on different numbers of records, ``records`` missing for linear queries only,
         or a joint law too large (:data:`MAX_JOINT_WORK`).
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     queries = tuple(queries)
     if not queries:
         raise ParameterError("give at least one query")
@@ -343,8 +345,9 @@ def _grid_log_densities(laws: Mapping[Any, JointLaw], states: list[Any],
     return out, points
 
 
+@renamed_keywords(model="theta")
 def joint_audit(
-    model: Any,
+    theta: Any,
     queries: Sequence[Query],
     scales: Sequence[float],
     sensitive: str | Iterable[str],
@@ -359,7 +362,7 @@ def joint_audit(
 
     Parameters
     ----------
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         A small hyperparameter network whose query attributes have record laws the queries
         can read (Bernoulli parameters, or categorical laws for counts with a predicate).
     queries : sequence of CountQuery or LinearQuery
@@ -391,7 +394,7 @@ def joint_audit(
     BudgetExceeded
         ``time_limit`` was reached.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     queries = tuple(queries)
     scales = tuple(check_positive(s, "scale", allow_zero=True) for s in scales)
     if len(scales) != len(queries):

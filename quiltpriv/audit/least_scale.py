@@ -25,6 +25,7 @@ from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import BudgetExceeded
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
@@ -80,7 +81,8 @@ class LeastScale(JSONResult):
         return text
 
 
-def least_scale(model: Any, query: Query, sensitive: str | Iterable[str], epsilon: float, *,
+@renamed_keywords(model="theta")
+def least_scale(theta: Any, query: Query, sensitive: str | Iterable[str], epsilon: float, *,
                 start: float | None = None, records: int | None = None,
                 rtol: float = LEAST_SCALE_RTOL, time_limit: float | None = None,
                 planned: float | None = None) -> LeastScale:
@@ -88,7 +90,7 @@ def least_scale(model: Any, query: Query, sensitive: str | Iterable[str], epsilo
 
     Parameters
     ----------
-    model, query, sensitive, epsilon, records
+    theta, query, sensitive, epsilon, records
         As in :func:`quiltpriv.audit.exact.audit`.
     start : float, optional
         A scale to start from (the plan's): doubled until it is proven ``MET``.
@@ -115,7 +117,7 @@ def least_scale(model: Any, query: Query, sensitive: str | Iterable[str], epsilo
         nonlocal runs
         runs += 1
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
-        return audit(model, query, sensitive, eps, scale, records=records,
+        return audit(theta, query, sensitive, eps, scale, records=records,
                      time_limit=left).met
 
     def out_of_time() -> bool:
@@ -145,18 +147,19 @@ def least_scale(model: Any, query: Query, sensitive: str | Iterable[str], epsilo
     return LeastScale(hi, lo, planned, runs, True)
 
 
-def audit_per_attribute(model: Any, query: Query, sensitive: str | Iterable[str],
+@renamed_keywords(model="theta")
+def audit_per_attribute(theta: Any, query: Query, sensitive: str | Iterable[str],
                         epsilon: float, scale: float, *, records: int | None = None,
                         time_limit: float | None = None) -> dict[str, AuditResult]:
     """The exact audit of each sensitive attribute alone, at one scale (in the order given)."""
     if not isinstance(sensitive, str | Iterable):
         raise ParameterError(f"sensitive must be an attribute name or a list of them, got "
                              f"{type(sensitive).__name__}")
-    nodes = list(as_theta(model).check_sensitive(sensitive))
+    nodes = list(as_theta(theta).check_sensitive(sensitive))
     deadline = None if time_limit is None else time.monotonic() + check_positive(
         time_limit, "time_limit")
     out = {}
     for node in nodes:
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
-        out[node] = audit(model, query, node, epsilon, scale, records=records, time_limit=left)
+        out[node] = audit(theta, query, node, epsilon, scale, records=records, time_limit=left)
     return out

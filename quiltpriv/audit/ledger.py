@@ -30,6 +30,7 @@ from typing import Any
 
 from quiltpriv.errors import LedgerError, QuiltPrivError
 from quiltpriv.model.network import as_theta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_positive
 
 __all__ = ["AUDIT_WORDS", "GroupAudit", "audit_ledger"]
@@ -158,13 +159,14 @@ def _group_inputs(records: Sequence[Mapping[str, Any]]
     return queries, scales, sens, (rows.pop() if rows else None)
 
 
-def audit_ledger(model: Any, entries: Sequence[Any], *,
+@renamed_keywords(model="theta")
+def audit_ledger(theta: Any, entries: Sequence[Any], *,
                  time_limit: float | None = DEFAULT_AUDIT_TIME_LIMIT) -> list[GroupAudit]:
-    """The exact joint privacy loss of each data set's releases in a ledger, for ``model``.
+    """The exact joint privacy loss of each data set's releases in a ledger, for ``theta``.
 
     Parameters
     ----------
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         The Theta to audit for (small: the exact auditor's limits apply).
     entries : sequence of LedgerEntry
         Verified entries (:func:`quiltpriv.releases.ledger.read`).
@@ -180,7 +182,7 @@ def audit_ledger(model: Any, entries: Sequence[Any], *,
     from quiltpriv.audit.joint import joint_audit
     from quiltpriv.releases.composition import record_of, same_data_groups
 
-    theta = as_theta(model)
+    theta = as_theta(theta)
     limit = None if time_limit is None else check_positive(time_limit, "time_limit")
     if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):
         raise LedgerError(f"expected a list of ledger entries, got {type(entries).__name__}")

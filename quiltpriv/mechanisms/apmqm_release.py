@@ -24,6 +24,7 @@ from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.releases.postprocess import postprocess_for
+from quiltpriv.utils.deprecation import renamed_keywords
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
@@ -116,9 +117,10 @@ class Release:
         return release_html(self)
 
 
+@renamed_keywords(model="theta")
 def release(
     plan_: Plan, query: Query, data: pd.DataFrame, *, seed: int | random.Random | None = None,
-    model: Any = None, ledger: str | os.PathLike[str] | None = None,
+    theta: Any = None, ledger: str | os.PathLike[str] | None = None,
     command: Sequence[str] | None = None, dataset: str | None = None,
     budget: float | None = None, allow_unproved: bool = False,
     postprocess: str | Sequence[str] | None = None,
@@ -140,14 +142,14 @@ def release(
     plan_ : Plan
         A plan made by :func:`~quiltpriv.mechanisms.apmqm.plan`, or a verified one
         (:func:`quiltpriv.mechanisms.verification.verify_plan`). A plan read from a file is verified
-        against ``model`` first, and refused when ``model`` is not given.
+        against ``theta`` first, and refused when ``theta`` is not given.
     query : Query
         The query the plan was made for: its definition and every sensitivity the plan used
         are recomputed and must match the plan's query fingerprint.
     data : pandas.DataFrame
     seed : int or random.Random, optional
         Any integer type (``np.int64(3)`` is recorded as 3); other types are refused.
-    model : Theta, pgmpy network or sequence of them, optional
+    theta : Theta, pgmpy network or sequence of them, optional
         The model: needed to verify a plan that is not verified; for a verified plan its
         fingerprint must be the plan's.
     ledger : str or path, optional
@@ -178,9 +180,9 @@ def release(
     Raises
     ------
     PlanError
-        If the plan is not verified and ``model`` is not given, or it does not verify.
+        If the plan is not verified and ``theta`` is not given, or it does not verify.
     ModelError
-        If ``model`` is given and the plan was made for another model.
+        If ``theta`` is given and the plan was made for another model.
     QueryError
         If ``query`` is not the query the plan was made for, the data lack a column, hold
         values outside the declared bounds, or have more records than planned.
@@ -240,13 +242,13 @@ def release(
     check_query(query)
     post = postprocess_for(postprocess, query.to_dict())  # before any work
     booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
-    theta = None if model is None else as_theta(model)
+    theta = None if theta is None else as_theta(theta)
     if not plan_.verified:
         if theta is None:
             raise PlanError(
                 "this plan was not made by plan() in this process (it was read from a file or "
                 "built by hand) and is not verified; verify it against the model first: "
-                "quiltpriv.verify_plan(plan, model, query), or release(..., model=model)")
+                "quiltpriv.verify_plan(plan, theta, query), or release(..., theta=theta)")
         plan_ = verify_plan(plan_, theta, query)
     elif theta is not None and (mismatch := model_mismatch(plan_.model, theta)) is not None:
         raise ModelError(f"the plan does not match the model: {mismatch}")

@@ -49,6 +49,7 @@ from quiltpriv.mechanisms.registry import (
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
@@ -190,15 +191,16 @@ def _group_row(query: Query, eps: float) -> MechanismRow:
                 f"scale = Delta / eps = {_fmt(cal.scale)}")
 
 
+@renamed_keywords(model="theta")
 def compare(
-    model: Any, query: Query, sensitive: str | Iterable[str], epsilon: float, *,
+    theta: Any, query: Query, sensitive: str | Iterable[str], epsilon: float, *,
     time_limit: float | None = None, progress: bool = False,
 ) -> Comparison:
     """Noise scale (and standard deviation) of every applicable mechanism, side by side.
 
     Parameters
     ----------
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         The hyperparameter network(s).
     query : Query
         The query ``F`` (:mod:`quiltpriv.queries.query`).
@@ -225,7 +227,7 @@ def compare(
         Bad epsilon, unknown attributes, a malformed query (as
         :func:`quiltpriv.mechanisms.apmqm.plan`).
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     check_query(query)
     sens = theta.check_sensitive(sensitive)

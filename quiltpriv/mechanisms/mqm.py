@@ -53,6 +53,7 @@ from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
 from quiltpriv.mechanisms.calibration import mul_up, scale_up
 from quiltpriv.mechanisms.chain_quilts import chain_order
 from quiltpriv.model.network import Theta, as_theta, check_theta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.memory import table_limit
@@ -449,8 +450,9 @@ def _family(family: str, order: tuple[str, ...] | None, n_nodes: int,
     return family
 
 
+@renamed_keywords(model="theta")
 def markov_quilt_mechanism(
-    model: Any,
+    theta: Any,
     epsilon: float,
     *,
     lipschitz: float = 1.0,
@@ -469,7 +471,7 @@ def markov_quilt_mechanism(
 
     Parameters
     ----------
-    model : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
+    theta : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
         The Bayesian network over the entries ``Y_i`` of the database (several networks with one
         DAG form Theta; every influence is a max over them).
     epsilon : float
@@ -520,7 +522,7 @@ def markov_quilt_mechanism(
         A protected entry not in the network.
     """
     max_table = table_limit(max_table, max_memory)
-    theta = as_theta(model)
+    theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     lip = check_positive(lipschitz, "lipschitz constant L")
     if family not in _FAMILIES:

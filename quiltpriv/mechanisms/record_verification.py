@@ -34,6 +34,7 @@ from quiltpriv.mechanisms.apmqm import Plan, canonical_json, plan_from_dict
 from quiltpriv.mechanisms.verification import PlanVerification, check_plan, query_from_dict
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.releases.records import READABLE_FORMATS
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.serialize import JSONResult, load_json
 
@@ -185,7 +186,8 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
-def check_record(record: Mapping[str, Any] | str | bytes, model: Any,
+@renamed_keywords(model="theta")
+def check_record(record: Mapping[str, Any] | str | bytes, theta: Any,
                  query: Query | None = None, *, data: Any = None, ledger: Any = None,
                  sensitive: str | Iterable[str] | None = None,
                  epsilon: float | None = None) -> RecordVerification:
@@ -195,7 +197,7 @@ def check_record(record: Mapping[str, Any] | str | bytes, model: Any,
     ----------
     record : dict, str or bytes
         The record, or its JSON text.
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         The model the release claims to be planned for.
     query : Query, optional
         The query; by default rebuilt from the plan's record of it (not possible for a custom
@@ -229,7 +231,7 @@ def check_record(record: Mapping[str, Any] | str | bytes, model: Any,
                         "APMQM releases (their record embeds the plan)")
     plan = plan_from_dict(rec["plan"])
     query = query_from_dict(plan.query) if query is None else check_query(query)
-    pv = check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon)
+    pv = check_plan(plan, theta, query, sensitive=sensitive, epsilon=epsilon)
     checks = [RecordCheck("embedded plan", pv.ok, "verifies against the model and the query"
                           if pv.ok else str(pv.failure)),
               _model_check(rec, plan), _query_check(rec, plan), _guarantee_check(rec, plan),

@@ -50,6 +50,7 @@ from quiltpriv.mechanisms.protocol import (
 )
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery, check_query
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
 
@@ -86,9 +87,10 @@ def _model_record(theta: Theta) -> dict[str, Any]:
 # -- APMQM -------------------------------------------------------------------------------------
 
 
+@renamed_fields(model="theta")
 @dataclass(frozen=True)
 class APMQMMechanism:
-    """APMQM behind the protocol: a verified plan, its query and its model.
+    """APMQM behind the protocol: a verified plan, its query and its network (``theta``).
 
     ``release`` is :func:`quiltpriv.mechanisms.apmqm_release.release` (every check it makes: the
     plan against the model and the query, the data against the query's declared domain), returning
@@ -97,7 +99,7 @@ class APMQMMechanism:
 
     plan: Plan
     query: Query
-    model: Theta
+    theta: Theta
     name: str = "APMQM"
 
     @property
@@ -123,18 +125,19 @@ class APMQMMechanism:
         """``F(data) + Lap(b)``: :func:`quiltpriv.mechanisms.apmqm_release.release` as a record."""
         from quiltpriv.mechanisms.apmqm_release import release
 
-        return release(self.plan, self.query, data, seed=seed, model=self.model, ledger=ledger,
+        return release(self.plan, self.query, data, seed=seed, theta=self.theta, ledger=ledger,
                        command=command, dataset=dataset, budget=budget,
                        allow_unproved=allow_unproved).to_record()
 
 
-def apmqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str], epsilon: float,
+@renamed_keywords(model="theta")
+def apmqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str], epsilon: float,
                     **plan_options: Any) -> APMQMMechanism:
     """Plan APMQM ([ZOC22, Alg. 3]; :func:`quiltpriv.mechanisms.apmqm.plan` with
     ``plan_options``) and wrap the plan."""
     from quiltpriv.mechanisms.apmqm import plan
 
-    theta = as_theta(model)
+    theta = as_theta(theta)
     return APMQMMechanism(plan(theta, check_query(query), sensitive, epsilon, **plan_options),
                           query, theta)
 
@@ -207,7 +210,8 @@ def group_dp_mechanism(query: Query, epsilon: float, *, delta: float | None = No
 # -- Wasserstein -------------------------------------------------------------------------------
 
 
-def network_wasserstein_mechanism(model: Any, query: Query, sensitive: str | Iterable[str],
+@renamed_keywords(model="theta")
+def network_wasserstein_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str],
                                   epsilon: float, *, time_limit: float | None = None,
                                   progress: bool = False) -> QueryMechanism:
     """The Wasserstein Mechanism for a count on a hyperparameter network ([ZOC22, Alg. 4],
@@ -219,7 +223,7 @@ def network_wasserstein_mechanism(model: Any, query: Query, sensitive: str | Ite
     """
     from quiltpriv.queries.network_laws import network_wasserstein
 
-    theta = as_theta(model)
+    theta = as_theta(theta)
     query = check_query(query)
     w = network_wasserstein(theta, query, sensitive, epsilon,  # type: ignore[arg-type]
                             time_limit=time_limit, progress=progress)
@@ -264,7 +268,8 @@ def wasserstein_laws_mechanism(result: WassersteinResult, query: Query, *,
 # -- the original Markov Quilt Mechanism ------------------------------------------------------
 
 
-def mqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str] | None,
+@renamed_keywords(model="theta")
+def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | None,
                   epsilon: float, **options: Any) -> QueryMechanism:
     """The original Markov Quilt Mechanism ([ZOC22, Alg. 5], [SWC17]) on a network whose nodes
     are the entries ``Y_i`` of ONE database (not attribute parameters).
@@ -277,7 +282,7 @@ def mqm_mechanism(model: Any, query: Query, sensitive: str | Iterable[str] | Non
     """
     from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
 
-    theta = as_theta(model)
+    theta = as_theta(theta)
     query = check_query(query)
     theta.check_nodes(query.attributes, "query attribute")
     lip = max(float(query.sensitivity([a])) for a in query.attributes)
@@ -368,7 +373,7 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
 class MechanismEntry:
     """One mechanism ``quiltpriv release --mechanism NAME`` can run.
 
-    ``build(model, query, sensitive, epsilon, delta=..., time_limit=..., progress=...)``
+    ``build(theta, query, sensitive, epsilon, delta=..., time_limit=..., progress=...)``
     returns the :class:`~quiltpriv.mechanisms.protocol.Mechanism`.
     """
 
@@ -379,27 +384,27 @@ class MechanismEntry:
     build: Callable[..., Mechanism]
 
 
-def _apmqm(model: Any, query: Query, sensitive: Any, epsilon: float, *,
+def _apmqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
            delta: float | None = None, time_limit: float | None = None,
            progress: bool = False, **plan_options: Any) -> APMQMMechanism:
-    return apmqm_mechanism(model, query, sensitive, epsilon, time_limit=time_limit,
+    return apmqm_mechanism(theta, query, sensitive, epsilon, time_limit=time_limit,
                            progress=progress, **plan_options)
 
 
-def _wasserstein(model: Any, query: Query, sensitive: Any, epsilon: float, *,
+def _wasserstein(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
                  delta: float | None = None, time_limit: float | None = None,
                  progress: bool = False) -> QueryMechanism:
-    return network_wasserstein_mechanism(model, query, sensitive, epsilon,
+    return network_wasserstein_mechanism(theta, query, sensitive, epsilon,
                                          time_limit=time_limit, progress=progress)
 
 
-def _group(model: Any, query: Query, sensitive: Any, epsilon: float, *,
+def _group(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
            delta: float | None = None, time_limit: float | None = None,
            progress: bool = False) -> QueryMechanism:
     return group_dp_mechanism(query, epsilon)
 
 
-def _group_gaussian(model: Any, query: Query, sensitive: Any, epsilon: float, *,
+def _group_gaussian(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
                     delta: float | None = None, time_limit: float | None = None,
                     progress: bool = False) -> QueryMechanism:
     if delta is None:
@@ -407,10 +412,10 @@ def _group_gaussian(model: Any, query: Query, sensitive: Any, epsilon: float, *,
     return group_dp_mechanism(query, epsilon, delta=delta)
 
 
-def _mqm(model: Any, query: Query, sensitive: Any, epsilon: float, *,
+def _mqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
          delta: float | None = None, time_limit: float | None = None,
          progress: bool = False) -> QueryMechanism:
-    return mqm_mechanism(model, query, sensitive, epsilon, time_limit=time_limit,
+    return mqm_mechanism(theta, query, sensitive, epsilon, time_limit=time_limit,
                          progress=progress)
 
 
@@ -438,7 +443,8 @@ def mechanism_entry(name: str) -> MechanismEntry:
     return entry
 
 
-def build_mechanism(name: str, model: Any, query: Query, sensitive: str | Iterable[str],
+@renamed_keywords(model="theta")
+def build_mechanism(name: str, theta: Any, query: Query, sensitive: str | Iterable[str],
                     epsilon: float, *, delta: float | None = None,
                     time_limit: float | None = None, progress: bool = False,
                     **options: Any) -> Mechanism:
@@ -448,7 +454,7 @@ def build_mechanism(name: str, model: Any, query: Query, sensitive: str | Iterab
     ----------
     name : str
         A key of :data:`MECHANISMS`.
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         The model (group DP does not use it).
     query : Query
     sensitive : str or iterable of str
@@ -474,8 +480,8 @@ def build_mechanism(name: str, model: Any, query: Query, sensitive: str | Iterab
         raise ParameterError(f"{name} gives a pure (eps, 0) guarantee: delta does not apply")
     if options and name != "apmqm":
         raise ParameterError(f"{name} takes no options {sorted(options)}")
-    theta = None if name.startswith("group-dp") else as_theta(model)
+    theta = None if name.startswith("group-dp") else as_theta(theta)
     if theta is not None and sensitive is not None:
         theta.check_sensitive(sensitive)
-    return entry.build(theta if theta is not None else model, query, sensitive, epsilon,
+    return entry.build(theta if theta is not None else theta, query, sensitive, epsilon,
                        delta=delta, time_limit=time_limit, progress=progress, **options)

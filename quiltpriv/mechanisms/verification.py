@@ -71,6 +71,7 @@ from quiltpriv.queries.query import (
     SumQuery,
     check_query,
 )
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult, jsonable
@@ -422,11 +423,12 @@ def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
     return None
 
 
-def check_plan(plan: Plan, model: Any, query: Query, *,
+@renamed_keywords(model="theta")
+def check_plan(plan: Plan, theta: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                max_table: int | None = None, inference: InferenceMethod = "auto",
                max_memory: int | str | None = None) -> PlanVerification:
-    """Verify ``plan`` against ``model`` and ``query``; never raises for a discrepancy.
+    """Verify ``plan`` against ``theta`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
     check, raising on failure.
@@ -440,7 +442,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
     ----------
     plan : Plan
         Typically :meth:`quiltpriv.Plan.from_json` of a saved plan.
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
         The model the plan claims to be made for.
     query : Query
         The query the plan claims to be made for.
@@ -477,7 +479,7 @@ def check_plan(plan: Plan, model: Any, query: Query, *,
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     check_query(query)
     max_table = table_limit(max_table, max_memory)
-    theta = as_theta(model)
+    theta = as_theta(theta)
     inference = check_inference(inference)
     definition = query.to_dict()
 
@@ -579,15 +581,16 @@ def _summary_mismatch(plan: Plan) -> str | None:
     return None
 
 
-def verify_plan(plan: Plan, model: Any, query: Query, *,
+@renamed_keywords(model="theta")
+def verify_plan(plan: Plan, theta: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                 max_table: int | None = None, inference: InferenceMethod = "auto",
                 max_memory: int | str | None = None) -> Plan:
-    """The plan, verified against ``model`` and ``query``, ready for :func:`quiltpriv.release`.
+    """The plan, verified against ``theta`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
     a file (:meth:`quiltpriv.Plan.from_json`) must pass through here (or through
-    ``release(..., model=...)``, which calls this) before it can be released or reported on.
+    ``release(..., theta=...)``, which calls this) before it can be released or reported on.
     Parameters as in :func:`check_plan`; give ``sensitive`` and ``epsilon`` to have the plan
     checked against the privacy you require, not only against its own statement of it.
 
@@ -600,7 +603,7 @@ def verify_plan(plan: Plan, model: Any, query: Query, *,
     PlanError
         Any other claim of the plan does not hold; the message names the first one.
     """
-    return check_plan(plan, model, query, sensitive=sensitive, epsilon=epsilon,
+    return check_plan(plan, theta, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference,
                       max_memory=max_memory).verified_plan()
 
@@ -674,12 +677,13 @@ class ModelComparison(JSONResult):
         return self.explain()
 
 
-def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = None,
+@renamed_keywords(model="theta")
+def compare_models(plan: Plan, theta: Any, query: Query, *, plan_model: Any = None,
                    time_limit: float | None = 60.0,
                    inference: InferenceMethod = "auto") -> ModelComparison:
-    """What differs between ``plan``'s model and ``model``, and whether its noise suffices.
+    """What differs between ``plan``'s model and ``theta``, and whether its noise suffices.
 
-    Re-plans the plan's query, sensitive attributes and epsilon under ``model`` and compares
+    Re-plans the plan's query, sensitive attributes and epsilon under ``theta`` and compares
     the least scale found with the published one; with ``plan_model`` (the model the plan was
     made for: its fingerprint must be the plan's) also lists the differing nodes, edges and
     tables (:func:`quiltpriv.model.diff.model_diff`).
@@ -695,7 +699,7 @@ def compare_models(plan: Plan, model: Any, query: Query, *, plan_model: Any = No
     if not isinstance(plan, Plan):
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     check_query(query)
-    theta = as_theta(model)
+    theta = as_theta(theta)
     diff = None
     if plan_model is not None:
         published = as_theta(plan_model)

@@ -31,6 +31,7 @@ import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_scalar
 
 if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
@@ -876,11 +877,12 @@ def check_theta(theta: object, name: str = "theta") -> Theta:
     return theta
 
 
-def as_theta(model: Any) -> Theta:
+@renamed_keywords(model="theta")
+def as_theta(theta: Any) -> Theta:
     """Accept a :class:`Theta`, a pgmpy network or a sequence of pgmpy networks."""
-    if isinstance(model, Theta):
-        return model
-    return theta_from_pgmpy(model)
+    if isinstance(theta, Theta):
+        return theta
+    return theta_from_pgmpy(theta)
 
 
 #: A network with at most this many nodes lists them all in an unknown-name error; a larger one

@@ -87,6 +87,7 @@ from quiltpriv.queries.law_bounds import (
 )
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.distances import w_inf_bracket
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
@@ -559,8 +560,9 @@ def _exact_count_laws(theta: Theta, spec: _CountSpec, sensitive: str,
                      spec.predicate)
 
 
+@renamed_keywords(model="theta")
 def count_laws(
-    model: Any, attribute: str | Sequence[str], sensitive: str, records: int, *,
+    theta: Any, attribute: str | Sequence[str], sensitive: str, records: int, *,
     where: str | Predicate | None = None,
     domain: Mapping[str, Sequence[Any]] | None = None,
     record_states: Mapping[str, Mapping[Any, int]] | None = None,
@@ -588,7 +590,7 @@ def count_laws(
     ParameterError
         ``records`` not a whole number >= 1, or above :data:`MAX_EXACT_RECORDS`.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     i = _check_sensitive(theta, attribute, sensitive)
     spec = _count_spec(theta, attribute, records, where, domain, record_states)
     if spec.records > MAX_EXACT_RECORDS:
@@ -603,8 +605,9 @@ def count_laws(
 Mixture = dict[Fraction, Fraction]
 
 
+@renamed_keywords(model="theta")
 def count_mixtures(
-    model: Any, attribute: str | Sequence[str], sensitive: str, *,
+    theta: Any, attribute: str | Sequence[str], sensitive: str, *,
     where: str | Predicate | None = None,
     domain: Mapping[str, Sequence[Any]] | None = None,
     record_states: Mapping[str, Mapping[Any, int]] | None = None,
@@ -617,7 +620,7 @@ def count_mixtures(
     configurations with the same ``pi`` merged). Same arguments (but ``records``) and checks as
     :func:`count_laws`.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     i = _check_sensitive(theta, attribute, sensitive)
     spec = _count_spec(theta, attribute, 1, where, domain, record_states)
     return pi_mixtures(theta, spec.attributes, i, spec.probability, max_table)
@@ -679,8 +682,9 @@ class NetworkWassersteinResult(JSONResult):
         return self.result.release(value, seed=seed)
 
 
+@renamed_keywords(model="theta")
 def network_wasserstein(
-    model: Any,
+    theta: Any,
     query: CountQuery | str,
     sensitive: str | Iterable[str],
     epsilon: float,
@@ -706,7 +710,7 @@ def network_wasserstein(
 
     Parameters
     ----------
-    model : Theta, pgmpy network or sequence of them
+    theta : Theta, pgmpy network or sequence of them
     query : CountQuery or str
         A count (or one attribute's name, with ``records``). A count with a predicate must
         declare ``domain`` (equal to the record categories) or ``record_states``, which say
@@ -732,7 +736,7 @@ def network_wasserstein(
     BudgetExceeded
         The time limit was reached, or ``n`` is above :data:`MAX_RECORDS`.
     """
-    theta = as_theta(model)
+    theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     limit = _time_limit(time_limit)
     attr: str | tuple[str, ...]

@@ -30,6 +30,7 @@ from typing import Any
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.io import check_output_path, write_bytes_atomic
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_path, check_scalar
 
@@ -87,7 +88,8 @@ class NoiseCurves:
     guarantees: dict[str, str]
 
 
-def noise_curves(model: Any, query: Query, sensitive: str | Iterable[str],
+@renamed_keywords(model="theta")
+def noise_curves(theta: Any, query: Query, sensitive: str | Iterable[str],
                  epsilons: Iterable[float]) -> NoiseCurves:
     """Run :func:`quiltpriv.mechanisms.compare.compare` at every epsilon and collect the Laplace
     scales.
@@ -107,7 +109,7 @@ def noise_curves(model: Any, query: Query, sensitive: str | Iterable[str],
         raise ParameterError("epsilons is empty: give at least one epsilon")
     if len(grid) > MAX_EPSILONS:
         raise ParameterError(f"{len(grid)} epsilons; at most {MAX_EPSILONS} per plot")
-    theta = as_theta(model)
+    theta = as_theta(theta)
     comparisons = [compare(theta, query, sensitive, e) for e in grid]
     names: list[str] = []
     for c in comparisons:
@@ -156,7 +158,8 @@ class QuiltTradeoff:
         return self.candidates[0] if self.candidates else None
 
 
-def quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float) -> QuiltTradeoff:
+@renamed_keywords(model="theta")
+def quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float) -> QuiltTradeoff:
     """The candidate quilts of ``node`` with their influence, sensitivity and scale.
 
     Reuses :func:`quiltpriv.reporting.report.candidate_quilts` (the trivial quilt, ``Q = {}``, the
@@ -166,7 +169,7 @@ def quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float) -> Quilt
     """
     from quiltpriv.reporting.report import candidate_quilts
 
-    theta = as_theta(model)
+    theta = as_theta(theta)
     check_query(query)
     eps = check_epsilon(epsilon)
     (node,) = theta.check_sensitive([node])
@@ -184,7 +187,8 @@ def _as_list(xs: Any, name: str) -> list[Any]:
 # -- figures ---------------------------------------------------------------------------------
 
 
-def plot_noise_vs_epsilon(model: Any, query: Query, sensitive: str | Iterable[str],
+@renamed_keywords(model="theta")
+def plot_noise_vs_epsilon(theta: Any, query: Query, sensitive: str | Iterable[str],
                           epsilons: Sequence[float] | None = None, *,
                           path: str | os.PathLike[str] | None = None) -> Any:
     """Figure: Laplace scale ``b`` of each mechanism against epsilon (log-log axes).
@@ -206,7 +210,7 @@ def plot_noise_vs_epsilon(model: Any, query: Query, sensitive: str | Iterable[st
     """
     if epsilons is None:
         epsilons = [10 ** (-1 + 2 * k / 24) for k in range(25)]
-    curves = noise_curves(model, query, sensitive, epsilons)
+    curves = noise_curves(theta, query, sensitive, epsilons)
     _, Figure = _matplotlib()
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
@@ -228,7 +232,8 @@ def plot_noise_vs_epsilon(model: Any, query: Query, sensitive: str | Iterable[st
     return fig
 
 
-def plot_quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float, *,
+@renamed_keywords(model="theta")
+def plot_quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float, *,
                         levels: int = 5,
                         path: str | os.PathLike[str] | None = None) -> Any:
     """Figure: candidate quilts of ``node`` by influence and sensitivity, with iso-scale curves.
@@ -247,7 +252,7 @@ def plot_quilt_tradeoff(model: Any, query: Query, node: str, epsilon: float, *,
     """
     if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= 20:
         raise ParameterError(f"levels must be an integer from 1 to 20, got {levels!r}")
-    t = quilt_tradeoff(model, query, node, epsilon)
+    t = quilt_tradeoff(theta, query, node, epsilon)
     _, Figure = _matplotlib()
     fig = Figure(figsize=(6.4, 4.6), layout="constrained")
     ax = fig.add_subplot()

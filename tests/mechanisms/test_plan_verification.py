@@ -87,7 +87,7 @@ def test_scale_edit_1000_to_1_is_refused_everywhere(student, count_plan):
     with pytest.raises(qp.PlanError, match="not verified"):
         qp.release(bad, query, _frame())
     with pytest.raises(qp.PlanError, match="states scale 1, below"):
-        qp.release(bad, query, _frame(), model=student)
+        qp.release(bad, query, _frame(), theta=student)
     with pytest.raises(qp.PlanError, match="states scale 1, below"):
         audit_report(student, query, bad)
     v = qp.check_plan(bad, student, query)
@@ -135,7 +135,7 @@ def test_epsilon_edit_1_to_100_is_refused(student, count_plan):
     with pytest.raises(qp.PlanError, match="claims the least scale"):
         qp.verify_plan(bad, student, query)
     with pytest.raises(qp.PlanError, match="claims the least scale"):
-        qp.release(bad, query, _frame(), model=student)
+        qp.release(bad, query, _frame(), theta=student)
     # With the privacy required stated, it is refused for what it is.
     with pytest.raises(qp.PlanError, match="epsilon = 100, weaker than the required 1"):
         qp.verify_plan(bad, student, query, epsilon=1.0)
@@ -310,11 +310,11 @@ def test_round_trip_plan_json_verify_release(student, count_plan):
     data = _frame()
     r1 = qp.release(trusted, query, data, seed=7)
     r2 = qp.release(p, query, data, seed=7)
-    r3 = qp.release(back, query, data, seed=7, model=student)
+    r3 = qp.release(back, query, data, seed=7, theta=student)
     assert r1.value == r2.value == r3.value and r1.scale == r2.scale >= p.scale
     assert r3.plan.verified
     with pytest.raises(qp.ModelError, match="another model"):
-        qp.release(p, query, data, model=qp.load_model("student:theta"))
+        qp.release(p, query, data, theta=qp.load_model("student:theta"))
     report = audit_report(student, query, back)
     assert qp.Plan.from_dict(report.to_dict()["plan"]) == p
 

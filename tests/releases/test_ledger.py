@@ -113,7 +113,7 @@ def test_provenance_is_recorded_when_theta_carries_one(student):
     p = qp.plan(student, q, "income", 1.0)
     theta = qp.load_model("student")
     theta.provenance = {"learned_from": {"sha256": "ab" * 32}, "bins": (1, 2)}
-    d = qp.release(p, q, _frame(), model=theta).to_dict()
+    d = qp.release(p, q, _frame(), theta=theta).to_dict()
     _valid(d)
     assert d["model"]["provenance"] == {"learned_from": {"sha256": "ab" * 32}, "bins": [1, 2]}
 
