@@ -238,3 +238,19 @@ def test_renamed_fields_keeps_the_old_constructor_keyword_and_attribute() -> Non
     assert _is_deprecated_alias(vars(Made)["model"])
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.model_fingerprint = "x"  # type: ignore[misc]
+
+
+def test_the_old_keywords_of_the_public_api_still_work_with_a_warning() -> None:
+    from quiltpriv.audit.exact import audit
+    from quiltpriv.mechanisms.verification import check_plan
+
+    theta = quiltpriv.load_model("student")
+    query = quiltpriv.CountQuery(["height"], records=20, where="height == 1",
+                                  domain={"height": (0, 1)})
+    plan = quiltpriv.plan(theta, query, "income", epsilon=1.0)
+    with pytest.warns(DeprecationWarning, match="check_plan: 'model' is deprecated, use 'theta'"):
+        old = check_plan(plan, model=theta, query=query)
+    assert old == check_plan(plan, theta, query)
+    with pytest.warns(DeprecationWarning, match="audit: 'model' is deprecated"):
+        assert audit(model=theta, query=query, sensitive="income", epsilon=1.0,
+                     scale=plan.scale) == audit(theta, query, "income", 1.0, plan.scale)
