@@ -51,6 +51,7 @@ from quiltpriv.mechanisms.apgm import (
     query_weights,
 )
 from quiltpriv.mechanisms.calibration import gaussian_delta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_covariance,
@@ -323,9 +324,10 @@ def audit_apgm(
     return audit_gaussian_release(laws, res.sigma, res.epsilon, res.delta, pairs=pairs)
 
 
+@renamed_keywords(n_records="records")
 def column_mean_laws(
     models: GaussianRecordModel | Sequence[GaussianRecordModel],
-    n_records: int,
+    records: int,
     query: str | Sequence[str] | Mapping[str, float],
     secrets: Mapping[str, Sequence[float]],
 ) -> dict[str, list[dict[float, tuple[np.ndarray, np.ndarray]]]]:
@@ -336,7 +338,7 @@ def column_mean_laws(
     ``(V - V e_i e_i^T V / V_ii) / n``; F = W xbar maps both linearly. Derived here from the
     model, independently of the mechanism's closed forms.
     """
-    n = check_records(n_records, "n_records")
+    n = check_records(records, "records")
     thetas = [models] if isinstance(models, GaussianRecordModel) else list(models)
     if not thetas:
         raise ParameterError("Theta is empty")
@@ -360,9 +362,10 @@ def column_mean_laws(
     return laws
 
 
+@renamed_keywords(n_records="records")
 def audit_apgm_gaussian_columns(
     models: GaussianRecordModel | Sequence[GaussianRecordModel],
-    n_records: int,
+    records: int,
     query: str | Sequence[str] | Mapping[str, float],
     secrets: Mapping[str, Sequence[float]],
     result: APGMResult,
@@ -374,5 +377,5 @@ def audit_apgm_gaussian_columns(
     g_i = a is the event that the column mean equals a).
     """
     res = _check_result(result)
-    laws = column_mean_laws(models, n_records, query, secrets)
+    laws = column_mean_laws(models, records, query, secrets)
     return audit_gaussian_release(laws, res.sigma, res.epsilon, res.delta)

@@ -38,7 +38,7 @@ def rank(rows: list[dict[str, Any]], by_scale: bool) -> list[dict[str, Any]]:
     return sorted(rows, key=_scale_key) if by_scale else list(rows)
 
 
-def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, eps: float | None,
+def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, epsilon: float | None,
              query_attributes: Sequence[str]) -> str:
     """Why ``row`` is not the planner's choice (``"chosen"`` for the choice itself)."""
     if chosen is not None and row["quilt"] == chosen["quilt"]:
@@ -46,11 +46,11 @@ def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, eps: float | No
     infl = row.get("influence")
     if infl is None:
         return "influence too expensive to compute exactly (max_table)"
-    if eps is None or chosen is None:
+    if epsilon is None or chosen is None:
         return ""
     scale, best = row.get("scale"), chosen.get("scale")
     if scale is not None and math.isinf(scale):
-        return f"infeasible: e(Q|i) = {fmt_number(infl)} >= eps = {eps:g}"
+        return f"infeasible: e(Q|i) = {fmt_number(infl)} >= eps = {epsilon:g}"
     near = [a for a in query_attributes if a in set(row["nearby"])]
     if scale is not None and best is not None and scale > best:
         stay = ("query attribute(s) " + short_set(near) + " stay nearby" if near
@@ -60,7 +60,7 @@ def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, eps: float | No
 
 
 def annotate(rows: list[dict[str, Any]], chosen_quilt: Sequence[str] | None,
-             eps: float | None, query_attributes: Sequence[str]) -> list[dict[str, Any]]:
+             epsilon: float | None, query_attributes: Sequence[str]) -> list[dict[str, Any]]:
     """Each row with ``chosen`` (bool) and ``why`` (why it lost, or that it is chosen)."""
     chosen = next((r for r in rows if chosen_quilt is not None
                    and sorted(r["quilt"]) == sorted(chosen_quilt)), None)
@@ -68,7 +68,7 @@ def annotate(rows: list[dict[str, Any]], chosen_quilt: Sequence[str] | None,
     for r in rows:
         is_chosen = chosen is not None and r is chosen
         out.append({**r, "chosen": is_chosen,
-                    "why": why_lost(r, chosen, eps, query_attributes)})
+                    "why": why_lost(r, chosen, epsilon, query_attributes)})
     return out
 
 
@@ -82,7 +82,7 @@ def top(rows: list[dict[str, Any]], k: int | None) -> list[dict[str, Any]]:
     return head
 
 
-def scale_text(row: dict[str, Any], eps: float | None) -> str:
+def scale_text(row: dict[str, Any], epsilon: float | None) -> str:
     """The scale cell: a number, ``infeasible`` for an influence at or above eps, or ``-``."""
     scale = row.get("scale")
     if scale is None:

@@ -71,6 +71,7 @@ from quiltpriv.mechanisms.calibration import (
     sqrt_up,
 )
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.distances import NumbersLike, wasserstein_line
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
@@ -695,7 +696,8 @@ def daum_variance_bisection(covariance: ArrayLike, direction: ArrayLike, alpha: 
 # group DP baselines (Table 2)
 
 
-def group_dp_gaussian(sensitivity_l2: float, n_records: int, dimension: int, epsilon: float,
+@renamed_keywords(n_records="records")
+def group_dp_gaussian(sensitivity_l2: float, records: int, dimension: int, epsilon: float,
                       delta: float, *, calibration: str = "classical"
                       ) -> DistributionPrivacyResult:
     """GroupDP(G): F + N(0, sigma^2 I), sigma = c_G n Delta_2 / eps (group of all n records).
@@ -705,7 +707,7 @@ def group_dp_gaussian(sensitivity_l2: float, n_records: int, dimension: int, eps
     baseline), applied to each of the ``dimension`` coordinates.
     """
     m = check_records(dimension, "dimension")
-    res = group_gaussian(sensitivity_l2, n_records, epsilon, delta, calibration=calibration)
+    res = group_gaussian(sensitivity_l2, records, epsilon, delta, calibration=calibration)
     return DistributionPrivacyResult(
         "GroupDP(G)", "gaussian", m, res.epsilon, res.delta,
         covariance=res.scale ** 2 * np.eye(m), sensitivity=res.group_sensitivity,
@@ -713,14 +715,15 @@ def group_dp_gaussian(sensitivity_l2: float, n_records: int, dimension: int, eps
                f"{res.scale:g}", *res.notes[1:]))
 
 
-def group_dp_laplace(sensitivity_l1: float, n_records: int, dimension: int, epsilon: float
+@renamed_keywords(n_records="records")
+def group_dp_laplace(sensitivity_l1: float, records: int, dimension: int, epsilon: float
                      ) -> DistributionPrivacyResult:
     """GroupDP(L): F + Lap(n Delta_1 / eps) per coordinate, (eps, 0) for any property.
 
     The scale is :func:`quiltpriv.mechanisms.group_dp.group_laplace`'s.
     """
     m = check_records(dimension, "dimension")
-    res = group_laplace(sensitivity_l1, n_records, epsilon)
+    res = group_laplace(sensitivity_l1, records, epsilon)
     return DistributionPrivacyResult("GroupDP(L)", "laplace", m, res.epsilon, 0.0,
                                      laplace_scale=res.scale, sensitivity=res.group_sensitivity,
                                      notes=(f"group sensitivity n Delta_1 = "

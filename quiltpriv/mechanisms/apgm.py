@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from quiltpriv.mechanisms.noise import NoisyValue, Seed
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import (
     check_array,
     check_covariance,
@@ -412,9 +413,10 @@ def query_weights(query: str | Sequence[str] | Mapping[str, float],
     return w
 
 
+@renamed_keywords(n_records="records")
 def apgm_gaussian_columns(
     models: GaussianRecordModel | Sequence[GaussianRecordModel],
-    n_records: int,
+    records: int,
     query: str | Sequence[str] | Mapping[str, float],
     secrets: Mapping[str, Sequence[float]],
     epsilon: float,
@@ -443,7 +445,7 @@ def apgm_gaussian_columns(
     ----------
     models
         One model (|Theta| = 1) or several (Theta = that finite set); same columns in each.
-    n_records
+    records
         n, the number of records.
     query
         Column name, list of names, or {name: weight}.
@@ -455,7 +457,7 @@ def apgm_gaussian_columns(
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
     check_calibration(calibration)
-    n = check_records(n_records, "n_records")
+    n = check_records(records, "records")
     thetas = [models] if isinstance(models, GaussianRecordModel) else list(models)
     if not thetas:
         raise ParameterError("Theta is empty: give at least one GaussianRecordModel")

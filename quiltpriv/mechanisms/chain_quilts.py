@@ -43,6 +43,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.inference.influence import ROUNDING_MARGIN
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["CHAIN_MIN_NODES", "ChainNotApplicable", "ChainQuilts", "chain_least_quilts",
@@ -305,8 +306,9 @@ def _scales(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     return np.where(np.isnan(e), np.inf, s)
 
 
+@renamed_keywords(eps="epsilon")
 def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[int] | np.ndarray,
-                       weights: Sequence[float] | np.ndarray, eps: float, *,
+                       weights: Sequence[float] | np.ndarray, epsilon: float, *,
                        deadline: float | None = None, progress: bool = False,
                        cap: float | None = None) -> ChainQuilts:
     """The least-scale quilt of each step in ``positions`` of the chain ``order``.
@@ -321,7 +323,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         Per step, ``Delta`` of that step alone (>= 0, additive: ``Delta(N)`` is their sum over
         ``N``): ``|w_j| (hi_j - lo_j)`` for a linear query, 1 for a step MQM counts, 0 for a
         step the query does not read.
-    eps : float
+    epsilon : float
     deadline : float, optional
         ``time.monotonic()`` deadline: steps not proven by then keep their best quilt so far
         (valid, ``optimal`` False; steps not reached keep the quilt ``{}``).
@@ -344,7 +346,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
     if isinstance(order, str) or not isinstance(order, Sequence) \
             or tuple(order) != chain_order(theta):
         raise ParameterError("order must be the network's chain order (chain_order(theta))")
-    eps = check_epsilon(eps)
+    epsilon = check_epsilon(epsilon)
     n_steps = len(order)
     try:
         pos_arr = np.asarray(positions)
@@ -388,7 +390,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
     out_b = np.zeros(n, dtype=np.int64)
     out_e = np.zeros(n)
     out_d = _capped(pre[n_steps] * np.ones(n), cap)
-    out_s = _scales(out_d, out_e, eps)
+    out_s = _scales(out_d, out_e, epsilon)
     out_opt = np.zeros(n, dtype=bool)
     out_m = np.full(n, -1, dtype=np.int64)
     out_p = np.full((n, 2), -1, dtype=np.int64)
@@ -407,7 +409,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
             if deadline is not None and time.monotonic() > deadline:
                 stopped = True
                 break
-            _block(fs, pis, sfs, spis, c, pre, suf, pos, sel, radius, eps, pi_bound, cap,
+            _block(fs, pis, sfs, spis, c, pre, suf, pos, sel, radius, epsilon, pi_bound, cap,
                    out_a, out_b, out_e, out_d, out_s, out_opt, out_m, out_p, out_n)
             sel = sel[~out_opt[sel]]
             radius *= 2

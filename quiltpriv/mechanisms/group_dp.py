@@ -30,6 +30,7 @@ from quiltpriv.mechanisms.calibration import (
     laplace_scale,
     mul_up,
 )
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
@@ -80,11 +81,12 @@ class GroupPrivacyResult(JSONResult):
 
 def _group_sensitivity(sensitivity: float, n_records: int) -> float:
     d = check_positive(sensitivity, "sensitivity", allow_zero=True)
-    n = check_records(n_records, "n_records")
+    n = check_records(n_records, "records")
     return check_finite_noise(mul_up(d, n), "the group sensitivity n Delta")
 
 
-def group_laplace(sensitivity: float, n_records: int, epsilon: float) -> GroupPrivacyResult:
+@renamed_keywords(n_records="records")
+def group_laplace(sensitivity: float, records: int, epsilon: float) -> GroupPrivacyResult:
     """Laplace mechanism with group privacy over all n records: scale = n * Delta / eps.
 
     Guarantee: (eps, 0)-DP for groups of n records, i.e. for any change of the whole dataset,
@@ -93,14 +95,15 @@ def group_laplace(sensitivity: float, n_records: int, epsilon: float) -> GroupPr
     for sums and counts; for F with known global range pass range / n).
     """
     eps = check_epsilon(epsilon)
-    gs = _group_sensitivity(sensitivity, n_records)
+    gs = _group_sensitivity(sensitivity, records)
     scale = laplace_scale(gs, eps)
     return GroupPrivacyResult("laplace", scale, gs, eps, 0.0,
                               ("group privacy over all records: Lap(n Delta / eps)",))
 
 
+@renamed_keywords(n_records="records")
 def group_gaussian(
-    sensitivity: float, n_records: int, epsilon: float, delta: float,
+    sensitivity: float, records: int, epsilon: float, delta: float,
     *, calibration: str = "classical",
 ) -> GroupPrivacyResult:
     """Gaussian mechanism with group privacy over all n records: sigma = c_G n Delta / eps.
@@ -113,7 +116,7 @@ def group_gaussian(
     """
     eps = check_epsilon(epsilon)
     dl = check_delta(delta)
-    gs = _group_sensitivity(sensitivity, n_records)
+    gs = _group_sensitivity(sensitivity, records)
     budget = gaussian_budget(eps, dl, calibration)
     sigma = budget.sigma(gs)
     return GroupPrivacyResult("gaussian", sigma, gs, eps, dl,

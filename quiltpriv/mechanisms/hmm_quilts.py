@@ -82,6 +82,7 @@ from quiltpriv.mechanisms.chain_quilts import (
     _scales,
 )
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["HMM_MIN_STEPS", "HMMNotApplicable", "HMMOrder", "HMMQuilts", "hmm_least_quilts",
@@ -674,7 +675,8 @@ def _band_evaluate(st: _Search, idx: np.ndarray, band: np.ndarray
     return best, mem_i, pair
 
 
-def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: float, *,
+@renamed_keywords(eps="epsilon")
+def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], epsilon: float, *,
                      deadline: float | None = None, progress: bool = False) -> HMMQuilts:
     """The least-scale quilt of each node in ``nodes`` (hidden states or observations).
 
@@ -687,7 +689,7 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
         A hidden Markov model (``order`` is :func:`hmm_order` of it).
     nodes : sequence of str
         The sensitive (protected) nodes.
-    eps : float
+    epsilon : float
     deadline : float, optional
         ``time.monotonic()`` deadline: nodes not proven by then keep their best quilt so far
         (valid, ``optimal`` False; nodes not reached keep the quilt ``{}``).
@@ -703,7 +705,7 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], eps: f
     if not isinstance(order, HMMOrder) or order != hmm_order(theta):
         raise ParameterError("order must be the network's hmm_order(theta)")
     return _least_quilts(theta, order, theta.check_nodes(nodes, "sensitive node"),
-                         check_epsilon(eps), deadline, progress)
+                         check_epsilon(epsilon), deadline, progress)
 
 
 def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: float,
@@ -814,7 +816,8 @@ def _bands(st: _Search, deadline: float | None) -> None:
 # -- the planners' hook -----------------------------------------------------------------------
 
 
-def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str], eps: float,
+@renamed_keywords(eps="epsilon")
+def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str], epsilon: float,
                *, deadline: float | None = None, progress: bool = False
                ) -> tuple[HMMOrder, HMMQuilts] | None:
     """:func:`hmm_least_quilts` where it applies, else None: a hidden Markov model of at least
@@ -824,7 +827,7 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     theta = check_theta(theta)
     if not callable(weight):
         raise ParameterError("weight must be a function of a node")
-    eps = check_epsilon(eps)
+    epsilon = check_epsilon(epsilon)
     nodes = theta.check_nodes(nodes, "sensitive node")
     if len(theta.nodes) < 2 * HMM_MIN_STEPS:
         return None
@@ -835,6 +838,6 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     if not (w0 > 0 and math.isfinite(w0)) or any(weight(v) != w0 for v in order.observed):
         return None
     try:
-        return order, _least_quilts(theta, order, nodes, eps, deadline, progress)
+        return order, _least_quilts(theta, order, nodes, epsilon, deadline, progress)
     except HMMNotApplicable:
         return None

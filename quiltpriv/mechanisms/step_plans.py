@@ -23,6 +23,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.mechanisms import plan_fields as pf
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.rounding import scale_up
 from quiltpriv.utils.serialize import jsonable
 
@@ -350,8 +351,9 @@ def _parse_ranges(x: Any, n_steps: int, where: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+@renamed_keywords(eps="epsilon")
 def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[str, ...],
-                     run: StepRun, eps: float, n_nodes: int, time_reason: str) -> str:
+                     run: StepRun, epsilon: float, n_nodes: int, time_reason: str) -> str:
     """One paragraph on a step's chain quilt (the planner's wording, [ZOC22, Alg. 3])."""
     from quiltpriv.inference.influence import fmt_influence
     from quiltpriv.utils.format import fmt_number as fmt
@@ -378,7 +380,7 @@ def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[s
                     f"noise is needed for {node!r}")
         else:
             cost = (f"the query reads nearby {fmt_set(near)}, Delta_{{A&N}} F = {fmt(delta)}, "
-                    f"scale = {fmt(delta)} / ({eps:g} - {fmt(e)}) = {fmt(scale)}")
+                    f"scale = {fmt(delta)} / ({epsilon:g} - {fmt(e)}) = {fmt(scale)}")
         text = f"{sep}; {infl}; {cost}."
     if run.optimal:
         m = n_nodes - 1
@@ -519,7 +521,8 @@ def _scales_up(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     return scales[inverse.reshape(-1)]
 
 
-def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[str], eps: float,
+@renamed_keywords(eps="epsilon")
+def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[str], epsilon: float,
                      deadline: float | None, progress: bool,
                      list_sets: bool) -> StepPlans | None:
     """The plans of ``sensitive`` on a time series, or None where the chain search does not
@@ -561,14 +564,14 @@ def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[s
         for v in dict.fromkeys(query.attributes):
             weights[index[v]] = query.sensitivity((v,))
     try:
-        found = cq.chain_least_quilts(theta, order, positions, weights, eps,
+        found = cq.chain_least_quilts(theta, order, positions, weights, epsilon,
                                       deadline=deadline, progress=progress, cap=cap)
     except cq.ChainNotApplicable:
         return None
     k0, k1 = _windows(n_steps, attr_pos, positions, found.a, found.b)
     delta = _window_deltas(order, attr_pos, k0, k1, query)
     e = found.influence
-    scale = _scales_up(delta, e, eps)
+    scale = _scales_up(delta, e, epsilon)
     state_of: dict[tuple[Any, ...], int] = {}
     states: list[Sequence[Any]] = []
     ids = np.empty(len(positions), dtype=np.int64)
@@ -582,4 +585,4 @@ def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[s
     runs = runs_from_columns(positions, found.a, found.b, e, delta, scale, found.optimal,
                              found.considered, theta.names, found.member, found.pair, ids,
                              states)
-    return StepPlans(kind, order, runs, attr_pos, eps, list_sets)
+    return StepPlans(kind, order, runs, attr_pos, epsilon, list_sets)

@@ -46,6 +46,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.mechanisms.calibration import round_up
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.distances import (
     NumbersLike,
     quantile_shift,
@@ -203,15 +204,16 @@ def _w_inf_exact(a: Law, b: Law) -> Fraction:
     return wasserstein_inf_exact(a[0], a[1], b[0], b[1])
 
 
-def wasserstein_scale(w: Fraction, eps: float) -> float:
+@renamed_keywords(eps="epsilon")
+def wasserstein_scale(w: Fraction, epsilon: float) -> float:
     """The Laplace scale ``W / eps`` of a Wasserstein distance ``W``, rounded up.
 
-    ``w`` must be exact (a Fraction or an int) and >= 0, ``eps`` a number > 0.
+    ``w`` must be exact (a Fraction or an int) and >= 0, ``epsilon`` a number > 0.
     """
     if isinstance(w, bool) or not isinstance(w, Rational) or w < 0:
         raise ParameterError(f"w must be an exact distance >= 0 (a Fraction), got {w!r}")
-    eps = check_epsilon(eps, "eps")
-    return _ceil(w / Fraction(eps))  # exact quotient rounded up: never below W / eps
+    epsilon = check_epsilon(epsilon)
+    return _ceil(w / Fraction(epsilon))  # exact quotient rounded up: never below W / eps
 
 
 def _ceil(w: Fraction) -> float:
@@ -383,21 +385,23 @@ def _bb_result(lower: Fraction, upper: Fraction, where: str, cells: int, eps: fl
 # Example 2: dataset attribute privacy with two binary attributes
 
 
-def two_binary_dataset_law(n: int, a: int, p1: ProbabilityLike, p2: ProbabilityLike) -> Law:
+@renamed_keywords(n="records")
+def two_binary_dataset_law(records: int, a: int, p1: ProbabilityLike, p2: ProbabilityLike) -> Law:
     """Exact law of F = sum of X1 given g = sum of X2 = a (Example 2): Bin(a, p1) + Bin(n-a, p2).
 
     p1 = P(X1 = 1 | X2 = 1), p2 = P(X1 = 1 | X2 = 0); records i.i.d. Returns the support
     0..n and exact Fraction probabilities (floats read as decimals: 0.4 is 2/5).
     """
-    nn = check_records(n, "n")
+    nn = check_records(records, "records")
     if isinstance(a, bool) or not isinstance(a, int | np.integer) or not 0 <= a <= nn:
         raise ParameterError(f"secret value a must be an integer in 0..{nn}, got {a!r}")
     q1, q2 = _probability(p1, "p1"), _probability(p2, "p2")
     return list(range(nn + 1)), _convolve(_binomial(int(a), q1), _binomial(nn - int(a), q2))
 
 
+@renamed_keywords(n="records")
 def two_binary_dataset_mechanism(
-    n: int,
+    records: int,
     p1: ProbabilityRange,
     p2: ProbabilityRange,
     epsilon: float,
@@ -420,7 +424,7 @@ def two_binary_dataset_mechanism(
     Paper oracles (n = 4): W = 1 for [0.4, 0.6]^2, 2 for [0.3, 0.7]^2, 4 for [0, 1]^2.
     """
     eps = check_epsilon(epsilon)
-    nn = check_records(n, "n")
+    nn = check_records(records, "records")
     sec = list(range(nn + 1)) if secrets is None else list(secrets)
     if not sec:
         raise ParameterError("the secret set is empty")
@@ -461,21 +465,23 @@ def two_binary_dataset_mechanism(
 # Example 3: distributional attribute privacy with two binary attributes
 
 
-def two_binary_distributional_law(n: int, phi2: ProbabilityLike, p1: ProbabilityLike,
+@renamed_keywords(n="records")
+def two_binary_distributional_law(records: int, phi2: ProbabilityLike, p1: ProbabilityLike,
                                   p2: ProbabilityLike) -> Law:
     """Exact law of F = sum of X1 given phi2 (Example 3): Bin(n, p1 phi2 + p2 (1 - phi2)).
 
     phi2 = P(X2 = 1) is the protected hyperparameter; with p1 = 0.4, p2 = 0.6 this is the
     paper's phi1 = 0.6 - 0.2 phi2.
     """
-    nn = check_records(n, "n")
+    nn = check_records(records, "records")
     f2 = _probability(phi2, "phi2")
     q1, q2 = _probability(p1, "p1"), _probability(p2, "p2")
     return list(range(nn + 1)), _binomial(nn, q1 * f2 + q2 * (1 - f2))
 
 
+@renamed_keywords(n="records")
 def two_binary_distributional_mechanism(
-    n: int,
+    records: int,
     phi2: Sequence[ProbabilityLike] | Interval,
     p1: ProbabilityRange,
     p2: ProbabilityRange,
@@ -500,7 +506,7 @@ def two_binary_distributional_mechanism(
     phi2 in [0.2, 0.8] gives W = 1.
     """
     eps = check_epsilon(epsilon)
-    nn = check_records(n, "n")
+    nn = check_records(records, "records")
     if isinstance(phi2, Interval):
         lo, hi = _prob_range(phi2, "phi2")
         values = [lo, hi]

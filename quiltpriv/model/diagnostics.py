@@ -157,8 +157,8 @@ def record_diagnostics(values: Mapping[str, np.ndarray], groups: np.ndarray, *,
     }
 
 
-def check_weights(weights: Any, n: int) -> np.ndarray | None:
-    """Survey weights (untrusted): ``n`` positive finite numbers, scaled to mean 1; None
+def check_weights(weights: Any, records: int) -> np.ndarray | None:
+    """Survey weights (untrusted): ``records`` positive finite numbers, scaled to mean 1; None
     stays None."""
     if weights is None:
         return None
@@ -166,8 +166,8 @@ def check_weights(weights: Any, n: int) -> np.ndarray | None:
         w = np.asarray(weights, dtype=float)
     except (TypeError, ValueError):
         raise ParameterError("weights must be numbers, one per record") from None
-    if w.shape != (n,):
-        raise ParameterError(f"weights must be one number per record ({n}), got shape "
+    if w.shape != (records,):
+        raise ParameterError(f"weights must be one number per record ({records}), got shape "
                              f"{w.shape}")
     bad = ~np.isfinite(w) | (w <= 0)
     if np.any(bad):

@@ -301,8 +301,8 @@ class Query:
         """``F(X)`` on a DataFrame whose columns are the attributes."""
         raise NotImplementedError
 
-    def check_records(self, n_rows: int) -> None:
-        """Raise if ``n_rows`` rows break the sensitivity this query was planned with."""
+    def check_records(self, records: int) -> None:
+        """Raise if data of ``records`` rows break the sensitivity this query was planned with."""
 
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -324,10 +324,10 @@ def check_query(query: object, name: str = "query") -> Query:
 class _RecordBound(Query):
     records: int
 
-    def check_records(self, n_rows: int) -> None:
-        if n_rows > self.records:
+    def check_records(self, records: int) -> None:
+        if records > self.records:
             raise QueryError(
-                f"the data has {n_rows} records but the query was planned for at most "
+                f"the data has {records} records but the query was planned for at most "
                 f"{self.records}; its sensitivity would be under-estimated"
             )
 

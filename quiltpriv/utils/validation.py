@@ -116,9 +116,9 @@ def _shown(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def check_epsilon(eps: object, name: str = "epsilon") -> float:
-    """Return ``eps`` as a float, or raise if it is not a finite number > 0."""
-    return check_positive(eps, name)
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise if it is not a finite number > 0."""
+    return check_positive(epsilon, name)
 
 
 def check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
