@@ -80,6 +80,13 @@ PAPER_NO_DEFENCE = 0.75
 #: Public bounds of the query attributes ([CO23, Sec. 5]: the Group DP sensitivities are range / n).
 BOUNDS = {"age": (17.0, 90.0), "education_num": (1.0, 16.0), "hours_per_week": (1.0, 99.0)}
 
+
+def _mean(attribute: str) -> MeanQuery:
+    """The mean of ``attribute`` over its range in :data:`BOUNDS`."""
+    lower, upper = BOUNDS[attribute]
+    return MeanQuery(attribute, lower=lower, upper=upper)
+
+
 MECHANISMS = ("ExpM(G)", "EigM(G)", "DauM(G)", "GroupDP(G)", "APMQM", "Wasserstein")
 
 
@@ -184,12 +191,12 @@ def adult_network(df, proportions: tuple[float, float] = (0.45, 0.55)) -> tuple[
 
 def _component_queries(n: int):
     """The five components of F as the core's scalar queries (same order as ADULT_QUERY_NAMES)."""
-    return (MeanQuery("age", *BOUNDS["age"]), MeanQuery("education_num", *BOUNDS["education_num"]),
+    return (_mean("age"), _mean("education_num"),
             # 0/1 columns: the declared domain is the record model's own {0, 1}.
             CountQuery(("never_married",), n, "never_married == 1",
                        domain={"never_married": (0, 1)}),
             CountQuery(("female",), n, "female == 1", domain={"female": (0, 1)}),
-            MeanQuery("hours_per_week", *BOUNDS["hours_per_week"]))
+            _mean("hours_per_week"))
 
 
 def apmqm_mechanism(theta: Theta, n: int, epsilon: float) -> CoordinateLaplaceResult:

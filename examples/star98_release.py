@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
 
     queries = {
         "count above the math median": count("math_above"),
-        "share above the math median (mean)": qp.MeanQuery("math_above", 0, 1),
+        "share above the math median (mean)": qp.MeanQuery("math_above", lower=0, upper=1),
         "count in prep courses": count("prep_courses"),
         "count of Asian students": count("asian"),
     }

@@ -247,8 +247,8 @@ def query_from_options(args: Any) -> Query:
             raise QueryError(f"a {kind} query needs --bounds LO:HI")
         lo, hi = _interval(args.bounds, "--bounds")
         if kind == "sum":
-            return SumQuery(attrs[0], lo, hi, int(records))
-        return MeanQuery(attrs[0], lo, hi)
+            return SumQuery(attrs[0], int(records), lower=lo, upper=hi)
+        return MeanQuery(attrs[0], lower=lo, upper=hi)
     # linear
     if not args.weights or not args.bounds:
         raise QueryError("a linear query needs --weights A1=W1,... and --bounds A1=LO:HI,...")

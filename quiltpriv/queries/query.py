@@ -38,6 +38,7 @@ import numpy as np
 
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.predicate import Predicate, parse_predicate
+from quiltpriv.utils.deprecation import reordered_arguments
 from quiltpriv.utils.validation import check_records
 
 if TYPE_CHECKING:  # pandas is imported when data are evaluated, not when queries are built
@@ -515,24 +516,29 @@ def _check_all_mapped(declared_values: Sequence[Any], keys: Sequence[Any], what:
             + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
 
 
+@reordered_arguments(("attribute", "lower", "upper", "records"), 2)
 @dataclass(frozen=True)
 class SumQuery(_RecordBound):
     """Sum of one bounded attribute over ``records`` rows: ``Delta = n (hi - lo)``.
+
+    ``SumQuery(attribute, records, lower=..., upper=...)``, the shape of every query
+    constructor (attributes, then ``records``, then the bounds by keyword); the old order
+    ``SumQuery(attribute, lower, upper, records)`` still works, with a DeprecationWarning.
 
     Parameters
     ----------
     attribute : str
         The attribute summed.
-    lower, upper : float
-        Public bounds on its values; a value outside them is an error when evaluated.
     records : int
         ``n``, an upper bound on the number of records (public).
+    lower, upper : float
+        Public bounds on its values; a value outside them is an error when evaluated.
 
     Examples
     --------
     >>> import pandas as pd
     >>> import quiltpriv as qp
-    >>> query = qp.SumQuery("hours", 0, 40, records=100)
+    >>> query = qp.SumQuery("hours", 100, lower=0, upper=40)
     >>> query.sensitivity({"hours"})
     4000.0
     >>> query.evaluate(pd.DataFrame({"hours": [10, 20, 35]}))
@@ -540,9 +546,9 @@ class SumQuery(_RecordBound):
     """
 
     attribute: str
-    lower: float
-    upper: float
     records: int
+    lower: float = field(kw_only=True)
+    upper: float = field(kw_only=True)
     kind: str = field(default="sum", init=False)
 
     def __post_init__(self) -> None:
@@ -571,9 +577,14 @@ class SumQuery(_RecordBound):
                 "upper": self.upper, "records": self.records}
 
 
+@reordered_arguments(("attribute", "lower", "upper"), 1)
 @dataclass(frozen=True)
 class MeanQuery(Query):
     """Mean of one attribute with values in ``[lower, upper]``: ``Delta = hi - lo``.
+
+    ``MeanQuery(attribute, lower=..., upper=...)`` (the bounds by keyword, as every query
+    constructor takes them); the old ``MeanQuery(attribute, lower, upper)`` still works, with a
+    DeprecationWarning.
 
     Parameters
     ----------
@@ -586,7 +597,7 @@ class MeanQuery(Query):
     --------
     >>> import pandas as pd
     >>> import quiltpriv as qp
-    >>> query = qp.MeanQuery("hours", 0, 40)
+    >>> query = qp.MeanQuery("hours", lower=0, upper=40)
     >>> query.sensitivity({"hours"})
     40.0
     >>> query.evaluate(pd.DataFrame({"hours": [10, 20, 36]}))
@@ -594,8 +605,8 @@ class MeanQuery(Query):
     """
 
     attribute: str
-    lower: float
-    upper: float
+    lower: float = field(kw_only=True)
+    upper: float = field(kw_only=True)
     kind: str = field(default="mean", init=False)
 
     def __post_init__(self) -> None:

@@ -9,7 +9,8 @@ name changed, the old one still works until :data:`quiltpriv._compat.REMOVED_IN`
 
 - :func:`renamed_keywords` for a function's keyword arguments;
 - :func:`renamed_fields` for a frozen dataclass's fields (the old keyword of its constructor and
-  a read-only property of the old name).
+  a read-only property of the old name);
+- :func:`reordered_arguments` for a class whose constructor's positional order changed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 from quiltpriv.errors import ParameterError
 
-__all__ = ["deprecated_name", "renamed_fields", "renamed_keywords"]
+__all__ = ["deprecated_name", "renamed_fields", "renamed_keywords", "reordered_arguments"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -148,6 +149,62 @@ def renamed_fields(**renames: str) -> Callable[[C], C]:
         cls.__init__ = __init__  # type: ignore[misc]
         for old, new in renames.items():
             setattr(cls, old, _old_property(where, old, new))
+        return cls
+
+    return decorate
+
+
+def reordered_arguments(old_order: tuple[str, ...], positional: int) -> Callable[[C], C]:
+    """Class decorator: a constructor that took ``old_order`` positionally now takes only its
+    first ``positional`` arguments so; a call with more is read in the old order, with a warning.
+
+    Parameters
+    ----------
+    old_order : tuple of str
+        The old constructor's parameters, in their old positional order.
+    positional : int
+        How many leading arguments the new constructor takes positionally (the rest are
+        keyword-only), so that a call with more positional arguments is an old call.
+
+    Examples
+    --------
+    >>> import dataclasses, warnings
+    >>> @reordered_arguments(("attribute", "lower", "upper", "records"), 2)
+    ... @dataclasses.dataclass(frozen=True)
+    ... class Sum:
+    ...     attribute: str
+    ...     records: int
+    ...     lower: float = dataclasses.field(kw_only=True)
+    ...     upper: float = dataclasses.field(kw_only=True)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = Sum("x", 0.0, 1.0, 10)
+    >>> old == Sum("x", 10, lower=0.0, upper=1.0), caught[0].category.__name__
+    (True, 'DeprecationWarning')
+    """
+
+    def decorate(cls: C) -> C:
+        init = cls.__init__  # type: ignore[misc]
+        where = cls.__name__
+        new = ", ".join(old_order[:positional])
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if len(args) > positional:
+                if len(args) > len(old_order):
+                    raise ParameterError(f"{where}: at most {positional} positional arguments "
+                                         f"({new}), got {len(args)}")
+                named = dict(zip(old_order, args, strict=False))
+                if clash := sorted(set(named) & set(kwargs)):
+                    raise ParameterError(f"{where}: {', '.join(clash)} given twice")
+                warnings.warn(
+                    f"{where}: positional arguments in the old order ({', '.join(old_order)}) "
+                    f"are deprecated; pass {new} positionally and the rest by keyword (the old "
+                    f"order goes in quiltpriv {_removed_in()})", DeprecationWarning, stacklevel=2)
+                args, kwargs = (), {**named, **kwargs}
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
         return cls
 
     return decorate

@@ -128,7 +128,7 @@ def test_linear_query_over_means():
 def test_bad_inputs():
     t = load_model("student")
     with pytest.raises(QueryError, match="supports"):
-        audit(t, MeanQuery("sat", 0, 1), "income", 1.0, 1.0)
+        audit(t, MeanQuery("sat", lower=0, upper=1), "income", 1.0, 1.0)
     with pytest.raises(ParameterError, match="scale"):
         audit(t, CountQuery(("sat",), 3), "income", 1.0, -1.0)
     with pytest.raises(ParameterError, match="epsilon"):

@@ -167,7 +167,7 @@ def test_bad_inputs():
     with pytest.raises(ParameterError, match="records"):
         joint_audit(t, [_linear(random.Random(1), ["sat"])], [1.0], "income")
     with pytest.raises(QueryError, match="supports"):
-        joint_audit(t, [q, qp.MeanQuery("sat", 0, 1)], [1.0, 1.0], "income")
+        joint_audit(t, [q, qp.MeanQuery("sat", lower=0, upper=1)], [1.0, 1.0], "income")
     with pytest.raises(QueryError, match="domain"):
         joint_audit(t, [qp.CountQuery(["sat"], 3, where="sat == 1")], [1.0], "income")
     with pytest.raises(ParameterError, match="too"):

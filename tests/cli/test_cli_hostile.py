@@ -230,8 +230,8 @@ def test_queries_with_infinite_sensitivity_refused_by_plan():
     TRIED["extreme"] += 3
     theta = qp.load_model("student")
     # Such a query is now refused when it is built (its sensitivity overflows), before any plan.
-    for build in (lambda: qp.SumQuery("height", -1e308, 1e308, 10),
-                  lambda: qp.SumQuery("height", 0, 1e308, 2**53),
+    for build in (lambda: qp.SumQuery("height", 10, lower=-1e308, upper=1e308),
+                  lambda: qp.SumQuery("height", 2**53, lower=0, upper=1e308),
                   lambda: qp.LinearQuery({"height": 1e308, "weight": 1e308},
                                          {"height": (0, 1), "weight": (-1, 1)})):
         with pytest.raises(QueryError, match="not a finite float"):

@@ -113,7 +113,7 @@ CASES = [
      {"kind": "count", "attributes": ["height", "sat"], "records": 1000}),
     (["income", "weight"], 2.0, qp.CountQuery(["sat"], 50, where="sat > 0.15"),
      {"kind": "count", "attributes": "sat", "records": "50", "where": "sat > 0.15"}),
-    (["weight"], 0.7, qp.MeanQuery("height", 0.0, 1.0),
+    (["weight"], 0.7, qp.MeanQuery("height", lower=0.0, upper=1.0),
      {"kind": "mean", "attributes": ["height"], "bounds": "0:1"}),
     (["income", "gender"], 3.0,
      qp.LinearQuery({"income": 1.0, "weight": -2.0}, {"income": (0, 1), "weight": (0, 1)}),

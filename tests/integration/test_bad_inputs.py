@@ -101,7 +101,7 @@ def test_bad_records(n):
 
 
 def test_dataframe_missing_column_and_out_of_bounds():
-    q = qp.MeanQuery("x", 0, 1)
+    q = qp.MeanQuery("x", lower=0, upper=1)
     with pytest.raises(QueryError, match="no column.*'x'"):
         q.evaluate(pd.DataFrame({"y": [0.5]}))
     with pytest.raises(QueryError, match="outside the declared bounds"):
@@ -118,7 +118,7 @@ def test_count_refuses_missing_values():
 
 def test_bad_query_definitions():
     with pytest.raises(QueryError, match="lower bound"):
-        qp.MeanQuery("x", 2, 1)
+        qp.MeanQuery("x", lower=2, upper=1)
     with pytest.raises(QueryError, match="no bounds"):
         qp.LinearQuery({"x": 1.0}, {})
     with pytest.raises(QueryError, match="not a finite number"):

@@ -104,7 +104,7 @@ def test_chain_influence_decays_with_distance():
         assert v == pytest.approx(expected, rel=1e-9)
         assert v <= expected * (1 + 2 * ROUNDING_MARGIN) + 2 * ROUNDING_MARGIN
     # A mean over far periods is released with little noise; over the node itself, full noise.
-    far = qp.MeanQuery("x12", 0, 1)
+    far = qp.MeanQuery("x12", lower=0, upper=1)
     p = qp.plan(t, far, node, 1.0)
     assert p.scale == 0.0
 

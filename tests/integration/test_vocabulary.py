@@ -232,3 +232,31 @@ def test_the_old_keywords_of_the_public_api_still_work_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match="audit: 'model' is deprecated"):
         assert audit(model=theta, query=query, sensitive="income", epsilon=1.0,
                      scale=plan.scale) == audit(theta, query, "income", 1.0, plan.scale)
+
+
+def test_query_constructors_take_attributes_then_records_then_bounds_by_keyword() -> None:
+    new_sum = quiltpriv.SumQuery("sat", 30, lower=0.0, upper=2.0)
+    new_mean = quiltpriv.MeanQuery("sat", lower=0.0, upper=2.0)
+    assert (new_sum.records, new_sum.lower, new_sum.upper) == (30, 0.0, 2.0)
+    for name in ("SumQuery", "MeanQuery", "CountQuery", "HistogramQuery"):
+        params = list(inspect.signature(getattr(quiltpriv, name)).parameters.values())
+        first = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD][:2]
+        assert first[0] in ("attribute", "attributes"), name
+        assert "records" not in first or first[1] == "records", name
+        bounds = [p for p in params if p.name in ("lower", "upper")]
+        assert all(p.kind is p.KEYWORD_ONLY for p in bounds), name
+    # The old positional order still works, with a warning, and gives the same query (and the
+    # same JSON, so plans and their fingerprints are unchanged).
+    with pytest.warns(DeprecationWarning, match=r"SumQuery: positional arguments in the old "
+                      r"order \(attribute, lower, upper, records\)") as got:
+        old_sum = quiltpriv.SumQuery("sat", 0.0, 2.0, 30)
+    assert got[0].filename == __file__
+    with pytest.warns(DeprecationWarning):
+        assert quiltpriv.SumQuery("sat", 0.0, 2.0, records=30) == new_sum
+    with pytest.warns(DeprecationWarning, match="MeanQuery"):
+        old_mean = quiltpriv.MeanQuery("sat", 0.0, 2.0)
+    assert (old_sum, old_mean) == (new_sum, new_mean)
+    assert old_sum.to_dict() == {"kind": "sum", "attribute": "sat", "lower": 0.0, "upper": 2.0,
+                                 "records": 30}
+    with pytest.raises(quiltpriv.ParameterError, match="records given twice"):
+        quiltpriv.SumQuery("sat", 0.0, 2.0, 30, records=30)

@@ -65,15 +65,15 @@ def test_example3_matches_paper():
 
 
 def test_mean_query_and_bad_inputs():
-    c = compare(load_model("student"), MeanQuery("height", 0, 1), ["income"], 0.5)
+    c = compare(load_model("student"), MeanQuery("height", lower=0, upper=1), ["income"], 0.5)
     assert c["group DP Laplace"].scale == 2.0
     assert not c["Wasserstein"].applicable and "count" in c["Wasserstein"].detail
     with pytest.raises(ParameterError):
-        compare(load_model("student"), MeanQuery("height", 0, 1), [], 0.5)
+        compare(load_model("student"), MeanQuery("height", lower=0, upper=1), [], 0.5)
     with pytest.raises(ModelError):
-        compare(load_model("student"), MeanQuery("height", 0, 1), ["nope"], 0.5)
+        compare(load_model("student"), MeanQuery("height", lower=0, upper=1), ["nope"], 0.5)
     with pytest.raises(ParameterError):
-        compare(load_model("student"), MeanQuery("height", 0, 1), ["income"], -1)
+        compare(load_model("student"), MeanQuery("height", lower=0, upper=1), ["income"], -1)
 
 
 def test_cli_text_and_json(capsys):

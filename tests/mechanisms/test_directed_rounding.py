@@ -105,7 +105,7 @@ def test_quilt_scale_is_the_exact_quotient_rounded_up():
 
 def test_a_mean_over_0_1_at_eps_3_gets_at_least_one_third():
     theta = load_model("student")
-    p = plan(theta, MeanQuery("height", 0, 1), ["height"], 3.0)
+    p = plan(theta, MeanQuery("height", lower=0, upper=1), ["height"], 3.0)
     assert F(p.scale) >= F(1, 3)
     assert F(p.scale) == F(least_float_at_least(F(1, 3)))
 

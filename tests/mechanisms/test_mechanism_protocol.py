@@ -156,7 +156,7 @@ def test_mqm_calibration_is_l_times_nearby_over_eps_minus_influence(theta):
 
 
 def test_lipschitz_of_mqm_is_the_largest_one_column_sensitivity(theta):
-    q = MeanQuery("sat", 0, 3)
+    q = MeanQuery("sat", lower=0, upper=3)
     m = build_mechanism("mqm", theta, q, "income", EPS)
     assert m.calibration.details["lipschitz"] == 3.0
     # N counts only the entries the query reads (sat): less noise than counting all of N
@@ -268,7 +268,7 @@ def test_apgm_wasserstein_laws_and_distribution_privacy_follow_the_protocol():
 
     model = GaussianRecordModel([0.0, 0.0], [[1.0, 0.5], [0.5, 1.0]], ("x", "y"))
     res = apgm_gaussian_columns(model, 50, "x", {"y": [0.0, 1.0]}, 0.5, 1e-5)
-    q = MeanQuery("x", -10, 10)
+    q = MeanQuery("x", lower=-10, upper=10)
     m = apgm_mechanism(res, q)
     assert isinstance(m, Mechanism) and m.calibration.scale == res.sigma > 0
     assert m.calibration.sensitivity == max(res.sensitivity.values())
@@ -286,13 +286,13 @@ def test_apgm_wasserstein_laws_and_distribution_privacy_follow_the_protocol():
     _valid(_quiet_release(mw, _data("x"), seed=1)[0].to_dict())
 
     e = expm_laplace({"a": [0.0], "b": [0.3]}, EPS)
-    md = distribution_privacy_mechanism(e, MeanQuery("x", 0, 1))
+    md = distribution_privacy_mechanism(e, MeanQuery("x", lower=0, upper=1))
     assert md.calibration.scale == e.laplace_scale == pytest.approx(0.3)
     assert md.guarantee.kind == "distribution privacy"
     _valid(_quiet_release(md, pd.DataFrame({"x": [0.5, 0.25]}), seed=1)[0].to_dict())
     d = dirm_laplace({"a": [0.0, 0.0], "b": [0.3, 0.1]}, EPS)
     with pytest.raises(QuiltPrivError):  # directional noise has no one-scale release
-        distribution_privacy_mechanism(d, MeanQuery("x", 0, 1))
+        distribution_privacy_mechanism(d, MeanQuery("x", lower=0, upper=1))
 
 
 # -- the protocol's own types -----------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_scale_at_the_tie_is_refused_one_ulp_below_and_accepted_equal(student, c
     """No tolerance below the need: a trivial quilt's scale Delta / eps = 1/3 (a mean over
     [0, 1] at eps 3) is stored as the least float above 1/3; one ulp or 1e-13 below is refused
     (1e-13 to 5e-13 below used to be accepted as a tie), equal is accepted."""
-    mean = qp.MeanQuery("height", 0, 1)
+    mean = qp.MeanQuery("height", lower=0, upper=1)
     cases = [(mean, qp.plan(student, mean, ["height"], 3.0), "height"),
              (count_plan[0], count_plan[1], "income")]
     for query, p, node in cases:
@@ -323,7 +323,8 @@ def test_round_trip_of_every_rebuildable_query_kind(student):
     queries = [qp.CountQuery(["height", "sat"], 50, where="height > 66 and sat > 1300"),
                qp.CountQuery(["height", "sat"], 50, where="height == 1 and sat == 1",
                              domain={"height": [0, 1], "sat": [0, 1]}),
-               qp.SumQuery("weight", 0.0, 1.0, 30), qp.MeanQuery("weight", -1.0, 2.5),
+               qp.SumQuery("weight", 30, lower=0.0, upper=1.0),
+               qp.MeanQuery("weight", lower=-1.0, upper=2.5),
                qp.LinearQuery({"height": 1.0, "weight": -2.0},
                               {"height": (0.0, 1.0), "weight": (0.0, 1.0)}),
                qp.HistogramQuery(["sat"], 40, categories={"sat": [0, 1]})]

@@ -505,8 +505,8 @@ def test_sensitivity_structures():
     assert CountQuery(["a", "b"], 3).sensitivity_structure == "all-or-nothing"
     histogram = HistogramQuery(["a", "b"], 3, categories=_cells(["a", "b"]))
     assert histogram.sensitivity_structure == "all-or-nothing"
-    assert qp.SumQuery("a", 0, 1, 3).sensitivity_structure == "all-or-nothing"
-    assert qp.MeanQuery("a", 0, 1).sensitivity_structure == "all-or-nothing"
+    assert qp.SumQuery("a", 3, lower=0, upper=1).sensitivity_structure == "all-or-nothing"
+    assert qp.MeanQuery("a", lower=0, upper=1).sensitivity_structure == "all-or-nothing"
     lin = LinearQuery({"a": -2.0, "b": 0.5}, {"a": (0, 1), "b": (1, 5)})
     assert lin.sensitivity_structure == "additive"
     assert lin.sensitivity(["a", "b"]) == lin.sensitivity(["a"]) + lin.sensitivity(["b"])

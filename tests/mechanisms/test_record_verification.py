@@ -18,7 +18,7 @@ from quiltpriv.mechanisms.verification import compare_models
 from quiltpriv.model.diff import model_diff
 from quiltpriv.model.loading import load_model, theta_to_dict
 
-QUERY = qp.SumQuery("gender", 0.0, 1.0, 100)
+QUERY = qp.SumQuery("gender", 100, lower=0.0, upper=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_model_diff_names_the_changed_table(student, tmp_path):
 
 def test_compare_models_replans_and_says_whether_the_noise_suffices(student, tmp_path):
     other, _ = _changed_student(tmp_path)
-    q = qp.SumQuery("sat", 0.0, 1.0, 100)
+    q = qp.SumQuery("sat", 100, lower=0.0, upper=1.0)
     plan = qp.plan(student, q, ["gender", "income"], 1.0)
     c = compare_models(plan, other, q, plan_model=student)
     assert c.needed_scale == qp.plan(other, q, ["gender", "income"], 1.0).scale
@@ -201,7 +201,7 @@ def test_hostile_record_text_is_one_line(published, tmp_path, capsys):
 
 
 def test_compare_models_against_a_model_without_the_plan_attributes(student):
-    q = qp.SumQuery("sat", 0.0, 1.0, 100)
+    q = qp.SumQuery("sat", 100, lower=0.0, upper=1.0)
     plan = qp.plan(student, q, ["gender"], 1.0)
     other = qp.theta_from_tables([], {"sat": [0, 1]}, {"sat": [0.5, 0.5]})
     c = compare_models(plan, other, q)

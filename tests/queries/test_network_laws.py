@@ -91,7 +91,7 @@ def test_refusals():
     with pytest.raises(QueryError, match="not valid"):
         network_wasserstein(theta, CountQuery(["sat", "height"], 5, where="sat >"), "income", 1.0)
     with pytest.raises(QueryError, match="count"):
-        network_wasserstein(theta, MeanQuery("sat", 0, 1), "income", 1.0)
+        network_wasserstein(theta, MeanQuery("sat", lower=0, upper=1), "income", 1.0)
     with pytest.raises(ModelError, match="nope"):
         network_wasserstein(theta, CountQuery(["nope"], 5), "income", 1.0)
     with pytest.raises(ParameterError):

@@ -26,8 +26,8 @@ from quiltpriv.queries.query import (
 QUERIES = {
     "count": CountQuery(["a"], 10, where="a > 0.2"),
     "domain count": CountQuery(["a"], 10, where="a == 1", domain={"a": [0.5, 1]}),
-    "sum": SumQuery("a", 0, 1, 10),
-    "mean": MeanQuery("a", 0, 1),
+    "sum": SumQuery("a", 10, lower=0, upper=1),
+    "mean": MeanQuery("a", lower=0, upper=1),
     "linear": LinearQuery({"a": 1.0, "b": 2.0}, {"a": (0, 1), "b": (0, 1)}),
     "histogram": HistogramQuery(["a"], 10, categories={"a": [0.5, 1]}),
     "custom": CustomQuery(["a"], lambda b: float(len(b)),
@@ -101,10 +101,10 @@ def test_linear_query_refuses_huge_numbers_with_its_error(weights, bounds, words
 
 def test_sum_and_mean_refuse_overflowing_sensitivity():
     with pytest.raises(QueryError, match="sum query.*not a finite float"):
-        SumQuery("a", 0, 1e300, 10**10)
+        SumQuery("a", 10**10, lower=0, upper=1e300)
     with pytest.raises(QueryError, match="mean query.*upper bound"):
-        MeanQuery("a", 0, 10**400)
-    assert SumQuery("a", 0, 1e300, 10).sensitivity(["a"]) == 1e301
+        MeanQuery("a", lower=0, upper=10**400)
+    assert SumQuery("a", 10, lower=0, upper=1e300).sensitivity(["a"]) == 1e301
 
 
 # -- the command line ---------------------------------------------------------------------------

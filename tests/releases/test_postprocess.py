@@ -28,9 +28,10 @@ def _valid(record):
 @pytest.mark.parametrize("query, lo, hi", [
     (qp.CountQuery(["a"], 35), 0, 35),
     (qp.HistogramQuery(["a"], 12, categories={"a": ("x", "y")}), 0, 12),
-    (qp.MeanQuery("a", -1.0, 2.0), -1.0, 2.0),
-    (qp.SumQuery("a", -1.0, 2.0, 10), -10.0, 20.0),
-    (qp.SumQuery("a", 1.0, 2.0, 10), 0.0, 20.0),  # at most n records: the empty sum is 0
+    (qp.MeanQuery("a", lower=-1.0, upper=2.0), -1.0, 2.0),
+    (qp.SumQuery("a", 10, lower=-1.0, upper=2.0), -10.0, 20.0),
+    (qp.SumQuery("a", 10, lower=1.0, upper=2.0), 0.0, 20.0),  # at most 10 records: 0 is
+    # the empty sum
     (qp.LinearQuery({"a": 1.0, "b": -2.0}, {"a": (0.0, 1.0), "b": (0.5, 1.0)}), -2.0, 0.0),
 ])
 def test_clamping_range_is_what_the_query_can_take(query, lo, hi):
@@ -54,7 +55,7 @@ def test_bad_steps_are_refused():
     with pytest.raises(ParameterError, match="unknown post-processing step 'floor'"):
         postprocess_for(["round", "floor"], count)
     with pytest.raises(ParameterError, match="rounding applies to counts"):
-        postprocess_for("round", qp.MeanQuery("a", 0.0, 1.0).to_dict())
+        postprocess_for("round", qp.MeanQuery("a", lower=0.0, upper=1.0).to_dict())
     with pytest.raises(ParameterError, match="must be None, a step or a list"):
         postprocess_for(3, count)
 
