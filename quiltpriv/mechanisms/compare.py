@@ -33,7 +33,7 @@ releases exactly the noise of that row (the recommended row's name is :attr:`Com
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -42,11 +42,13 @@ from quiltpriv.inference.influence import InfluenceTooExpensive, fmt_influence
 from quiltpriv.mechanisms.apmqm import was_interrupted
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, Mechanism
 from quiltpriv.mechanisms.registry import (
+    REGISTRY,
+    MechanismEntry,
     apmqm_mechanism,
     group_dp_mechanism,
     network_wasserstein_mechanism,
 )
-from quiltpriv.model.network import as_theta
+from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
@@ -181,14 +183,83 @@ def _row(name: str, m: Mechanism, guarantee: str, detail: str) -> MechanismRow:
                         privacy=m.guarantee, calibration=cal)
 
 
-def _group_row(query: Query, eps: float) -> MechanismRow:
+@dataclass(frozen=True)
+class _Compared:
+    """What every row of one comparison is computed from."""
+
+    theta: Theta
+    query: Query
+    sensitive: tuple[str, ...]
+    epsilon: float
+    budget: Budget
+    progress: bool
+
+
+def _apmqm_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
+    apmqm = apmqm_mechanism(c.theta, c.query, c.sensitive, c.epsilon,
+                            time_limit=_left(c.budget))
+    p = apmqm.plan
+    if was_interrupted(p):
+        raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
+    detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, "
+                       f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale)}"
+                       for sp in p.sensitive)
+    detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"
+    return _row(entry.name, apmqm, "(eps, 0)-distributional attribute privacy (Theorem 4)",
+                detail)
+
+
+def _group_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
     # Per-record sensitivity for record-additive queries; otherwise Delta over every column is
     # already the largest change of F when every record changes (registry.group_sensitivity).
-    m = group_dp_mechanism(query, eps)
+    m = group_dp_mechanism(c.query, c.epsilon)
     cal = m.calibration
-    return _row("group-dp", m, "(eps, 0) for any change of the whole dataset",
+    return _row(entry.name, m, "(eps, 0) for any change of the whole dataset",
                 f"every record may change: Delta = {_fmt(cal.sensitivity)}, "
                 f"scale = Delta / eps = {_fmt(cal.scale)}")
+
+
+def _wasserstein_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
+    try:
+        wm = network_wasserstein_mechanism(c.theta, c.query, c.sensitive, c.epsilon,
+                                           time_limit=_left(c.budget), progress=c.progress)
+    except BudgetExceeded as exc:
+        return MechanismRow(entry.title, False, None, None, None, "", f"not computed: {exc}")
+    except (QueryError, ModelError, InfluenceTooExpensive) as exc:
+        return MechanismRow(entry.title, False, None, None, None, "",
+                            f"not computable here: {exc}")
+    r = wm.details or {}
+    sensitivity, lower = wm.calibration.sensitivity, r.get("sensitivity_lower", 0.0)
+    # The laws of a network's count are exact or certified, never a grid over Theta:
+    # the scale always buys Theorem 5 (a bracket that does not close uses its top).
+    if r.get("arithmetic") == "exact":
+        how = f"W_inf = {_fmt(sensitivity)} from the exact laws of the count"
+    elif r.get("exact"):
+        how = (f"W_inf = {_fmt(sensitivity)} from certified float64 laws of the count "
+               "(error-bounded; the bracket closes, so the value is exact)")
+    else:
+        how = (f"W_inf <= {_fmt(sensitivity)} (proven bound; the exact value is at least "
+               f"{_fmt(lower)}) from certified float64 laws of the count")
+    return _row(entry.name, wm, "(eps, 0)-distributional attribute privacy (Theorem 5)",
+                f"{how} ({r.get('worst_case')})")
+
+
+def _protocol_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
+    """A mechanism of the registry with no row of its own here: built by the registry, its row
+    read off the protocol (guarantee and calibration)."""
+    if entry.build is None:
+        return MechanismRow(entry.title, False, None, None, None, "", entry.unavailable)
+    m = entry.build(c.theta, c.query, c.sensitive, c.epsilon, time_limit=_left(c.budget),
+                    progress=c.progress)
+    return _row(entry.name, m, m.guarantee.describe(), m.calibration.why)
+
+
+#: How the row of a mechanism of the registry is made, by registry name (any other buildable
+#: mechanism: :func:`_protocol_row`).
+_ROWS: dict[str, Callable[[MechanismEntry, _Compared], MechanismRow]] = {
+    "apmqm": _apmqm_row, "group-dp": _group_row, "wasserstein": _wasserstein_row,
+    "mqm": lambda entry, c: _mqm_row(c.theta, c.query, c.sensitive, c.epsilon, c.budget),
+}
 
 
 @renamed_keywords(model="theta")
@@ -197,6 +268,9 @@ def compare(
     time_limit: float | None = None, progress: bool = False,
 ) -> Comparison:
     """Noise scale (and standard deviation) of every applicable mechanism, side by side.
+
+    One row per mechanism of the registry (:data:`quiltpriv.mechanisms.registry.REGISTRY`, in
+    its order) that a pure epsilon calibrates: the ones a network cannot calibrate say why.
 
     Parameters
     ----------
@@ -232,50 +306,14 @@ def compare(
     check_query(query)
     sens = theta.check_sensitive(sensitive)
     budget = Budget(None if time_limit is None else check_positive(time_limit, "time_limit"))
+    compared = _Compared(theta, query, sens, eps, budget, progress)
     rows = []
-    apmqm = apmqm_mechanism(theta, query, sens, eps, time_limit=_left(budget))
-    p = apmqm.plan
-    if was_interrupted(p):
-        raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
-    detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, "
-                       f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale)}"
-                       for sp in p.sensitive)
-    detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"
-    rows.append(_row("apmqm", apmqm, "(eps, 0)-distributional attribute privacy (Theorem 4)",
-                     detail))
-    rows.append(_group_row(query, eps))
-    try:
-        wm = network_wasserstein_mechanism(theta, query, sens, eps, time_limit=_left(budget),
-                                           progress=progress)
-    except BudgetExceeded as exc:
-        rows.append(MechanismRow("Wasserstein", False, None, None, None, "",
-                                 f"not computed: {exc}"))
-    except (QueryError, ModelError, InfluenceTooExpensive) as exc:
-        rows.append(MechanismRow("Wasserstein", False, None, None, None, "",
-                                 f"not computable here: {exc}"))
-    else:
-        r = wm.details or {}
-        sensitivity, lower = wm.calibration.sensitivity, r.get("sensitivity_lower", 0.0)
-        # The laws of a network's count are exact or certified, never a grid over Theta:
-        # the scale always buys Theorem 5 (a bracket that does not close uses its top).
-        if r.get("arithmetic") == "exact":
-            how = f"W_inf = {_fmt(sensitivity)} from the exact laws of the count"
-        elif r.get("exact"):
-            how = (f"W_inf = {_fmt(sensitivity)} from certified float64 laws of the count "
-                   "(error-bounded; the bracket closes, so the value is exact)")
-        else:
-            how = (f"W_inf <= {_fmt(sensitivity)} (proven bound; the exact value is at least "
-                   f"{_fmt(lower)}) from certified float64 laws of the count")
-        rows.append(_row("wasserstein", wm,
-                         "(eps, 0)-distributional attribute privacy (Theorem 5)",
-                         f"{how} ({r.get('worst_case')})"))
-    rows.append(MechanismRow(
-        "APGM", False, None, None, None, "",
-        "does not apply: Theorem 1 needs F | secret Gaussian with a variance independent of the "
-        "secret (Gaussian record models, see quiltpriv.mechanisms.apgm.apgm_gaussian_columns)"
-        "; on a network of Bernoulli parameters F | phi_i is a binomial mixture whose variance "
-        "depends on phi_i (APGMnG, Algorithm 2, would need a checked Gaussian approximation)"))
-    rows.append(_mqm_row(theta, query, sens, eps, budget))
+    for entry in REGISTRY:
+        if entry.build is None:
+            rows.append(MechanismRow(entry.title, False, None, None, None, "",
+                                     entry.unavailable))
+        elif not entry.needs_delta:  # (eps, delta) mechanisms need a delta compare is not given
+            rows.append(_ROWS.get(entry.name, _protocol_row)(entry, compared))
     from quiltpriv.releases.records import assumption_warnings
 
     # What the diagnostics of the records Theta was learned from flagged: the Wasserstein row
@@ -283,7 +321,6 @@ def compare(
     flagged = tuple(f"WARNING: {w}" for w in assumption_warnings(theta.provenance))
     return Comparison(eps, query.to_dict(), sens, tuple(rows),
                       notes=("standard deviation of Laplace(b) is sqrt(2) b", *flagged))
-
 
 
 #: The provenance key and value of a network over record values (a time series built by

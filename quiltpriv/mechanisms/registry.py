@@ -65,6 +65,7 @@ __all__ = [
     "MECHANISMS",
     "APMQMMechanism",
     "MechanismEntry",
+    "REGISTRY",
     "apgm_mechanism",
     "apmqm_mechanism",
     "build_mechanism",
@@ -371,17 +372,22 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
 
 @dataclass(frozen=True)
 class MechanismEntry:
-    """One mechanism ``quiltpriv release --mechanism NAME`` can run.
+    """One mechanism of the registry: ``quiltpriv release --mechanism NAME`` runs it and
+    ``quiltpriv compare`` lists it (:data:`REGISTRY`).
 
     ``build(theta, query, sensitive, epsilon, delta=..., time_limit=..., progress=...)``
-    returns the :class:`~quiltpriv.mechanisms.protocol.Mechanism`.
+    returns the :class:`~quiltpriv.mechanisms.protocol.Mechanism`. ``build`` is None for a
+    mechanism that a network of attribute parameters cannot calibrate (APGM needs a Gaussian
+    record model): ``compare`` lists it with ``unavailable``, the reason, and ``release`` does
+    not offer it.
     """
 
     name: str
     title: str
     summary: str
     needs_delta: bool
-    build: Callable[..., Mechanism]
+    build: Callable[..., Mechanism] | None
+    unavailable: str = ""
 
 
 def _apmqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
@@ -419,8 +425,8 @@ def _mqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
                          progress=progress)
 
 
-#: The mechanisms by name, in the order ``compare`` lists them.
-MECHANISMS: Mapping[str, MechanismEntry] = {e.name: e for e in (
+#: Every mechanism, in the order ``quiltpriv compare`` lists them.
+REGISTRY: tuple[MechanismEntry, ...] = (
     MechanismEntry("apmqm", "APMQM", "Attribute-Private Markov Quilt Mechanism: least Laplace "
                    "noise over all Markov quilts [ZOC22, Alg. 3]", False, _apmqm),
     MechanismEntry("group-dp", "group DP Laplace", "Laplace noise for a change of every record "
@@ -429,9 +435,21 @@ MECHANISMS: Mapping[str, MechanismEntry] = {e.name: e for e in (
                    "on the network [ZOC22, Alg. 4]", False, _wasserstein),
     MechanismEntry("group-dp-gaussian", "group DP Gaussian", "Gaussian noise for a change of "
                    "every record, (eps, delta) [BW18]", True, _group_gaussian),
+    MechanismEntry(
+        "apgm", "APGM", "Attribute-Private Gaussian Mechanism on a Gaussian record model "
+        "[ZOC22, Alg. 1] (apgm_mechanism wraps its result)", True, None,
+        unavailable="does not apply: Theorem 1 needs F | secret Gaussian with a variance "
+        "independent of the secret (Gaussian record models, see "
+        "quiltpriv.mechanisms.apgm.apgm_gaussian_columns); on a network of Bernoulli parameters "
+        "F | phi_i is a binomial mixture whose variance depends on phi_i (APGMnG, Algorithm 2, "
+        "would need a checked Gaussian approximation)"),
     MechanismEntry("mqm", "MQM", "the original Markov Quilt Mechanism on a network over the "
                    "entries of one database (one row of data) [ZOC22, Alg. 5]", False, _mqm),
-)}
+)
+
+#: The mechanisms ``quiltpriv release --mechanism NAME`` runs (those of :data:`REGISTRY` that a
+#: network, a query and epsilon calibrate), by name.
+MECHANISMS: Mapping[str, MechanismEntry] = {e.name: e for e in REGISTRY if e.build is not None}
 
 
 def mechanism_entry(name: str) -> MechanismEntry:
@@ -483,5 +501,7 @@ def build_mechanism(name: str, theta: Any, query: Query, sensitive: str | Iterab
     theta = None if name.startswith("group-dp") else as_theta(theta)
     if theta is not None and sensitive is not None:
         theta.check_sensitive(sensitive)
-    return entry.build(theta if theta is not None else theta, query, sensitive, epsilon,
+    if entry.build is None:  # never: MECHANISMS holds the buildable entries only
+        raise ParameterError(f"{name}: {entry.unavailable}")
+    return entry.build(theta, query, sensitive, epsilon,
                        delta=delta, time_limit=time_limit, progress=progress, **options)

@@ -92,3 +92,73 @@ def test_cli_text_and_json(capsys):
     args = ap.parse_args("compare student --sensitive income --attributes sat --epsilon 1".split())
     with pytest.raises(ParameterError, match="records"):
         args.func(args)
+
+
+#: The rows (mechanism, applicable, registry name, scale) ``compare`` gave when it hard-coded
+#: them (before it iterated the registry), for five inputs that reach every row's branches.
+ROWS_BEFORE_THE_REGISTRY = {
+    "two": [("APMQM", True, "apmqm", 100.0), ("group DP Laplace", True, "group-dp", 100.0),
+            ("Wasserstein", False, None, None), ("APGM", False, None, None),
+            ("original MQM", False, None, None)],
+    "height": [("APMQM", True, "apmqm", 0.0), ("group DP Laplace", True, "group-dp", 100.0),
+               ("Wasserstein", True, "wasserstein", 2.0), ("APGM", False, None, None),
+               ("original MQM", False, None, None)],
+    "sat": [("APMQM", True, "apmqm", 100.0), ("group DP Laplace", True, "group-dp", 100.0),
+            ("Wasserstein", True, "wasserstein", 14.0), ("APGM", False, None, None),
+            ("original MQM", False, None, None)],
+    "mean": [("APMQM", True, "apmqm", 0.0), ("group DP Laplace", True, "group-dp", 2.0),
+             ("Wasserstein", False, None, None), ("APGM", False, None, None),
+             ("original MQM", False, None, None)],
+    "chain": [("APMQM", True, "apmqm", 0.5), ("group DP Laplace", True, "group-dp", 0.5),
+              ("Wasserstein", False, None, None), ("APGM", False, None, None),
+              ("MQM", True, "mqm", 1.0)],
+}
+
+
+def _compared(case: str):
+    from quiltpriv.model.time_series import markov_chain
+
+    student = load_model("student")
+    if case == "chain":
+        chain = markov_chain(4, [[0.9, 0.1], [0.2, 0.8]], [0.5, 0.5])
+        return compare(chain, CountQuery(["X1", "X2"], 1), ["X1", "X3"], 2.0)
+    if case == "mean":
+        return compare(student, MeanQuery("height", lower=0, upper=1), ["income"], 0.5)
+    attrs = {"two": ["height", "sat"], "height": ["height"], "sat": ["sat"]}[case]
+    return compare(student, CountQuery(attrs, 100), "income", 1.0)
+
+
+@pytest.mark.parametrize("case", sorted(ROWS_BEFORE_THE_REGISTRY))
+def test_rows_from_the_registry_are_the_rows_compare_hard_coded(case):
+    c = _compared(case)
+    assert [(r.mechanism, r.applicable, r.name, r.scale) for r in c.rows] == \
+        ROWS_BEFORE_THE_REGISTRY[case]
+    for r in c.rows:
+        assert (r.std is None) == (r.scale is None)
+        if r.scale is not None:
+            assert r.std == pytest.approx(math.sqrt(2) * r.scale)
+
+
+def test_compare_lists_every_mechanism_of_the_registry(monkeypatch):
+    """A mechanism added to the registry gets a row, read off its protocol; an (eps, delta)
+    one is left out (compare has no delta); one a network cannot calibrate says why."""
+    from quiltpriv.mechanisms import compare as compare_mod
+    from quiltpriv.mechanisms.registry import REGISTRY, MechanismEntry, group_dp_mechanism
+
+    assert [e.name for e in REGISTRY] == ["apmqm", "group-dp", "wasserstein",
+                                          "group-dp-gaussian", "apgm", "mqm"]
+
+    def build(theta, query, sensitive, epsilon, **_):
+        return group_dp_mechanism(query, 2 * epsilon)
+
+    extra = MechanismEntry("twice", "twice", "group DP at 2 eps", False, build)
+    gone = MechanismEntry("gone", "gone", "needs what a network lacks", False, None,
+                          unavailable="does not apply: no reason")
+    monkeypatch.setattr(compare_mod, "REGISTRY", (*REGISTRY, extra, gone))
+    c = compare(load_model("student"), CountQuery(["sat"], 100), "income", 1.0)
+    row = c.rows[-2]
+    assert (row.name, row.applicable, row.scale) == ("twice", True, 50.0)
+    assert row.privacy == group_dp_mechanism(CountQuery(["sat"], 100), 2.0).guarantee
+    assert (c.rows[-1].mechanism, c.rows[-1].applicable, c.rows[-1].detail) == \
+        ("gone", False, "does not apply: no reason")
+    assert "group-dp-gaussian" not in [r.name for r in c.rows]
