@@ -262,6 +262,14 @@ def _check_size(size: int) -> None:
                              "for the exact joint auditor (fewer records or releases)")
 
 
+def _query_sequence(queries: object) -> tuple[Query, ...]:
+    """The queries as a tuple; a :class:`QueryError` for anything but a sequence of them."""
+    if isinstance(queries, str) or not isinstance(queries, Iterable):
+        raise QueryError("queries must be a sequence of quiltpriv queries, got "
+                         f"{type(queries).__name__}")
+    return tuple(queries)
+
+
 @renamed_keywords(model="theta")
 def joint_laws(
     theta: Any, queries: Sequence[Query], sensitive: str, records: int | None = None, *,
@@ -284,7 +292,7 @@ def joint_laws(
         or a joint law too large (:data:`MAX_JOINT_WORK`).
     """
     theta = as_theta(theta)
-    queries = tuple(queries)
+    queries = _query_sequence(queries)
     if not queries:
         raise ParameterError("give at least one query")
     for q in queries:
@@ -395,7 +403,7 @@ def joint_audit(
         ``time_limit`` was reached.
     """
     theta = as_theta(theta)
-    queries = tuple(queries)
+    queries = _query_sequence(queries)
     scales = tuple(check_positive(s, "scale", allow_zero=True) for s in scales)
     if len(scales) != len(queries):
         raise ParameterError(f"give one scale per query ({len(queries)} queries, "

@@ -68,7 +68,7 @@ class Published:
         out: dict[str, Any] = {
             "kind": self.kind, "name": self.name, "sha256": self.sha256, "bytes": self.size,
             "epsilon": p.epsilon, "scale": json_value(p.scale),
-            "sensitive": [sp.node for sp in p.sensitive], "model": p.model,
+            "sensitive": [sp.node for sp in p.sensitive], "model": p.model_fingerprint,
             "query": json_value(dict(p.query)), "optimal": p.optimal}
         if self.record is not None:
             out["value"] = json_value(self.record.get("value"))
@@ -274,7 +274,7 @@ def verify_payload(theta: Theta, original: Theta, doc: Published, req: VerifyReq
     out["other_model"] = None
     if pv.kind == "model" and "another model" in (pv.failure or ""):
         progress("planning under this model", 0, 1)
-        plan_model = original if original.fingerprint() == doc.plan.model else None
+        plan_model = original if original.fingerprint() == doc.plan.model_fingerprint else None
         cmp = compare_models(doc.plan, theta, query, plan_model=plan_model,
                              time_limit=max(deadline - time.monotonic(), 1e-3))
         out["other_model"] = dict(json_value(cmp.to_dict()), text=cmp.explain())

@@ -93,7 +93,7 @@ class Release:
         from quiltpriv.queries.query import histogram_cells
 
         p = self.plan
-        model = {"fingerprint": p.model, "theta_size": p.theta_size,
+        model = {"fingerprint": p.model_fingerprint, "theta_size": p.theta_size,
                  "provenance": self.provenance}
         return ReleaseRecord(
             mechanism=p.mechanism, value=self.value, guarantee=p.guarantee,
@@ -250,7 +250,8 @@ def release(
                 "built by hand) and is not verified; verify it against the model first: "
                 "quiltpriv.verify_plan(plan, theta, query), or release(..., theta=theta)")
         plan_ = verify_plan(plan_, theta, query)
-    elif theta is not None and (mismatch := model_mismatch(plan_.model, theta)) is not None:
+    elif theta is not None and (
+            mismatch := model_mismatch(plan_.model_fingerprint, theta)) is not None:
         raise ModelError(f"the plan does not match the model: {mismatch}")
     why = query_mismatch(plan_, query)
     if why is not None:
@@ -261,7 +262,7 @@ def release(
     query.check_records(len(data))
     value = query.evaluate(data)
     data_record = records.query_data(data, query.attributes, dataset=dataset)
-    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model)
+    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model_fingerprint)
     ledger_mod.warn_repeats(booked, fingerprints)
     positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
     sensitivity = min(positive) if positive else 0.0

@@ -536,7 +536,7 @@ def fragility(theta: Theta, plan: Plan, query: Query | None = None, *,
         raise PlanError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     if query is not None:
         query = check_query(query)
-    if plan.model != theta.fingerprint():
+    if plan.model_fingerprint != theta.fingerprint():
         raise PlanError("fragility: the plan was made for another model (verify it first)")
     delta = check_scalar(delta, "delta", min_val=0.0, max_val=1.0)
     if delta <= 0:

@@ -253,10 +253,11 @@ def check_record(record: Mapping[str, Any] | str | bytes, theta: Any,
 
 def _model_check(rec: Mapping[str, Any], plan: Plan) -> RecordCheck:
     fp, size = _get(rec, "model", "fingerprint"), _get(rec, "model", "theta_size")
-    if fp == plan.model and size == plan.theta_size:
-        return RecordCheck("model", True, f"fingerprint {plan.model[:16]}..., |Theta| = {size}")
+    mine = plan.model_fingerprint
+    if fp == mine and size == plan.theta_size:
+        return RecordCheck("model", True, f"fingerprint {mine[:16]}..., |Theta| = {size}")
     return RecordCheck("model", False, f"the record states model {str(fp)[:16]}... (|Theta| = "
-                                       f"{size}), its plan {plan.model[:16]}... (|Theta| = "
+                                       f"{size}), its plan {mine[:16]}... (|Theta| = "
                                        f"{plan.theta_size})")
 
 

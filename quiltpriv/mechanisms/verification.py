@@ -246,7 +246,7 @@ class PlanVerification:
             "verified": self.ok, "failure": self.failure, "kind": self.kind,
             "mechanism": self.plan.mechanism, "epsilon": self.plan.epsilon,
             "scale": self.plan.scale, "optimal": self.plan.optimal,
-            "model": self.plan.model, "query": dict(self.query),
+            "model": self.plan.model_fingerprint, "query": dict(self.query),
             "sensitive": {c.node: c.to_dict() for c in self.attributes},
             "unverified_fields": ["explanation", "notes", "quilts_considered"],
         }
@@ -262,7 +262,8 @@ class PlanVerification:
         lines = [head,
                  f"APMQM, epsilon = {p.epsilon:g}, Laplace scale b = {fmt_number(p.scale)} "
                  f"({'optimal over all quilts' if p.optimal else 'optimality not claimed'})",
-                 f"protects {fmt_set(sp.node for sp in p.sensitive)}; model {p.model[:16]}...; "
+                 f"protects {fmt_set(sp.node for sp in p.sensitive)}; "
+                 f"model {p.model_fingerprint[:16]}...; "
                  f"query: {describe_query(self.query)}"
                  + (f", where {self.query['where']}" if self.query.get("where") else ""), ""]
         if self.attributes:
@@ -521,7 +522,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
 
 def _model_mismatch(plan: Plan, theta: Theta) -> str | None:
     """Why ``plan`` was not made for ``theta`` (fingerprint, size, provenance), or None."""
-    mismatch = model_mismatch(plan.model, theta)
+    mismatch = model_mismatch(plan.model_fingerprint, theta)
     if mismatch is not None:
         return mismatch
     if plan.theta_size != len(theta):
@@ -703,7 +704,7 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_model: Any = No
     diff = None
     if plan_model is not None:
         published = as_theta(plan_model)
-        mismatch = model_mismatch(plan.model, published, "the plan")
+        mismatch = model_mismatch(plan.model_fingerprint, published, "the plan")
         if mismatch is not None:
             raise ModelError(f"--plan-model is not the plan's model: {mismatch}")
         diff = model_diff(published, theta)

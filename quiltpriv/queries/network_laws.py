@@ -546,6 +546,9 @@ def _count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
 
 def _check_sensitive(theta: Theta, attribute: str | Sequence[str], sensitive: str) -> str:
     """``sensitive`` checked (after the count's attributes, so errors come in that order)."""
+    if not isinstance(attribute, str | Iterable):
+        raise QueryError(f"the count's attribute must be a name or a sequence of names, got "
+                         f"{type(attribute).__name__}")
     attrs = (attribute,) if isinstance(attribute, str) else tuple(attribute)
     theta.check_nodes(attrs, "query attribute")
     (i,) = theta.check_nodes([sensitive], "sensitive attribute")

@@ -351,7 +351,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
     Parameters
     ----------
     theta : Theta
-        The model the plan was made for (its fingerprint must match ``plan.model``).
+        The model the plan was made for (its fingerprint must match ``plan.model_fingerprint``).
     query : Query
         The planned query (must match ``plan.query``).
     plan : Plan
@@ -390,7 +390,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     check_query(query)
     fingerprint = theta.fingerprint()
-    mismatch = model_mismatch(plan.model, theta, "the plan")
+    mismatch = model_mismatch(plan.model_fingerprint, theta, "the plan")
     if mismatch is not None:
         raise ModelError(mismatch)
     if not plan.verified:  # read from a file or built by hand: recompute what it claims

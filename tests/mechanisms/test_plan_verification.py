@@ -424,7 +424,7 @@ def test_verification_of_model_and_structure(student, count_plan):
 
     with pytest.raises(qp.PlanError, match="attributes say true"):
         qp.verify_plan(_edited(p, flag), student, query)
-    hand = qp.Plan(p.epsilon, 0.0, True, p.sensitive, p.query, p.model, p.theta_size,
+    hand = qp.Plan(p.epsilon, 0.0, True, p.sensitive, p.query, p.model_fingerprint, p.theta_size,
                    p.query_fingerprint)
     assert not hand.verified
     with pytest.raises(qp.PlanError, match="not verified"):

@@ -44,7 +44,7 @@ def test_learn_save_load_plan_verify(learned, tmp_path):
     plan = qp.plan(learned, query, "a", 1.0)
     saved = qp.Plan.from_json(plan.to_json())
     verified = qp.verify_plan(saved, again, query, sensitive="a", epsilon=1.0)
-    assert verified.model == learned.fingerprint() and verified.scale == plan.scale
+    assert verified.model_fingerprint == learned.fingerprint() and verified.scale == plan.scale
 
 
 def test_save_refuses_other_names(learned, tmp_path):

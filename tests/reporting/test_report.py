@@ -223,7 +223,7 @@ def test_json_twin_round_trip_matches_plan(student_plan, student_report):
     assert Plan.from_dict(d["plan"]) == plan
     assert d["epsilon"] == plan.epsilon and d["scale"] == plan.scale
     assert d["optimal"] is True
-    assert d["model"]["fingerprint"] == theta.fingerprint() == plan.model
+    assert d["model"]["fingerprint"] == theta.fingerprint() == plan.model_fingerprint
     assert d["model"]["theta_size"] == 2
     assert d["model"]["members"] == ["student", "student-strong-gender-income"]
     assert d["model"]["nodes"] == list(theta.nodes)

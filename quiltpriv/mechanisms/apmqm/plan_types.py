@@ -31,6 +31,7 @@ from quiltpriv.mechanisms.plan_fields import (
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.mechanisms.step_plans import StepPlans
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_fields
 from quiltpriv.utils.format import describe_query as _describe_query
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
@@ -67,6 +68,7 @@ UNVERIFIED_NOTE = ("NOT VERIFIED: this plan was read from a file or built by han
                "claims until quiltpriv.verify_plan(plan, model, query) recomputes them")
 
 
+@renamed_fields(model="model_fingerprint")
 @dataclass(frozen=True)
 class Plan:
     """A deterministic, immutable APMQM plan: the noise a release needs and why.
@@ -82,8 +84,10 @@ class Plan:
          "theta_size": t, "notes": [...], "provenance": {...} or null}
 
     ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
-    it and every sensitivity the plan used (:func:`query_fingerprint`), ``model`` is the
-    model's fingerprint (:meth:`~quiltpriv.model.network.Theta.fingerprint`). Above
+    it and every sensitivity the plan used (:func:`query_fingerprint`), ``model_fingerprint``
+    (the file's ``"model"``) is Theta's fingerprint
+    (:meth:`~quiltpriv.model.network.Theta.fingerprint`; ``Plan.model`` is its deprecated
+    name). Above
     :data:`LIST_SETS_LIMIT` names, ``nearby`` and ``remote`` are ``null`` and
     ``nearby_attributes`` lists the query attributes in ``N`` (docs/trust-boundary.md).
 
@@ -115,7 +119,7 @@ class Plan:
     optimal: bool
     sensitive: Sequence[SensitivePlan]
     query: Mapping[str, Any]
-    model: str
+    model_fingerprint: str
     theta_size: int
     query_fingerprint: str
     notes: tuple[str, ...] = ()
@@ -128,6 +132,12 @@ class Plan:
         state = dict(self.__dict__)
         state.pop("verified", None)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        if "model" in state:  # pickled before the field was named model_fingerprint
+            state.setdefault("model_fingerprint", state.pop("model"))
+        self.__dict__.update(state)
 
     def __getitem__(self, node: str) -> SensitivePlan:
         if isinstance(self.sensitive, StepPlans):
@@ -202,7 +212,7 @@ class Plan:
                           else {sp.node: sp.to_dict() for sp in self.sensitive}),
             "query": dict(self.query),
             "query_fingerprint": self.query_fingerprint,
-            "model": self.model,
+            "model": self.model_fingerprint,  # the file's key stays "model"
             "theta_size": self.theta_size,
             "notes": list(self.notes),
             "provenance": None if self.provenance is None else dict(self.provenance),
@@ -508,7 +518,7 @@ def plan_from_dict(d: Any) -> Plan:
         sensitive=(sensitive if isinstance(sensitive, StepPlans)
                    else tuple(_sensitive(k, v, version) for k, v in sensitive.items())),
         query=query,
-        model=_digest(d["model"], "model"),
+        model_fingerprint=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),
         query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
         notes=tuple(notes), provenance=provenance,

@@ -37,6 +37,7 @@ from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import jsonable
@@ -80,8 +81,9 @@ def _few(names: Sequence[Hashable]) -> str:
     return shown if rest <= 0 else f"{shown} and {rest} more (see each attribute's explanation)"
 
 
+@renamed_keywords(model="theta")
 def plan(
-    model: Any,
+    theta: Any,
     query: Query,
     sensitive: str | Iterable[str],
     epsilon: float,
@@ -99,7 +101,7 @@ def plan(
 
     Parameters
     ----------
-    model : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
+    theta : Theta, pgmpy DiscreteBayesianNetwork or sequence of them
         The hyperparameter network(s); several networks form Theta.
     query : Query
         The query ``F`` and its column sensitivities (:mod:`quiltpriv.queries.query`).
@@ -186,7 +188,7 @@ def plan(
     1.0
     """
     max_table = table_limit(max_table, max_memory)
-    theta = as_theta(model)
+    theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     check_query(query)
     sens = theta.check_sensitive(sensitive)
@@ -270,7 +272,7 @@ def plan(
     attrs_set = frozenset(query.attributes)
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(sp.optimal for sp in plans), sensitive=plans,
-        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query=query.to_dict(), model_fingerprint=theta.fingerprint(), theta_size=len(theta),
         query_fingerprint=query_fingerprint(query, [_nearby_query_attributes(sp, attrs_set)
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
@@ -317,7 +319,7 @@ def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, note
     _warn_private_model(theta)
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(r.optimal for r in steps.runs), sensitive=steps,
-        query=query.to_dict(), model=theta.fingerprint(), theta_size=len(theta),
+        query=query.to_dict(), model_fingerprint=theta.fingerprint(), theta_size=len(theta),
         query_fingerprint=window_fingerprint(query, steps, steps.column("sensitivity"),
                                              canonical_json),
         notes=tuple(notes), provenance=provenance_dict(theta),

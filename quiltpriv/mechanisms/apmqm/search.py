@@ -28,22 +28,22 @@ from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 
-def quilt_scale(delta: float, e: float, eps: float) -> float:
+def quilt_scale(delta: float, e: float, epsilon: float) -> float:
     """Laplace scale of one quilt: ``Delta / (eps - e)`` computed exactly and rounded up (never
     below the exact need; ``inf`` beyond the float range); 0 if Delta = 0 and e <= eps.
 
-    ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``eps`` > 0;
+    ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``epsilon`` > 0;
     anything else is refused (ParameterError).
     """
     delta = check_positive(delta, "delta", allow_zero=True)
     if isinstance(e, bool) or not isinstance(e, Real) or not e >= 0:  # NaN fails e >= 0
         raise ParameterError(f"e must be an influence >= 0 (inf allowed), got {e!r}")
-    eps = check_epsilon(eps, "eps")
+    epsilon = check_epsilon(epsilon)
     if delta == 0.0:
-        return 0.0 if e <= eps else math.inf
-    if e < eps:
+        return 0.0 if e <= epsilon else math.inf
+    if e < epsilon:
         # exact quotient rounded up: fl(1 / 3) < 1/3 would give a (3 + 1.7e-16)-private mean
-        return scale_up(delta, eps, e)
+        return scale_up(delta, epsilon, e)
     return math.inf
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from quiltpriv.graph.quilts import Quilt, markov_quilt
 from quiltpriv.inference.influence import fmt_influence
 from quiltpriv.model.network import as_theta
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.serialize import JSONResult, jsonable
@@ -108,8 +109,9 @@ class SensitivePlan(JSONResult):
         near = set(self.nearby if self.nearby is not None else self.nearby_attributes or ())
         return tuple(a for a in attributes if a in near)
 
-    def partition(self, model: Any) -> Quilt:
-        """The quilt ``(Q, N, R)``: as listed, or recomputed from ``model`` (linear in it).
+    @renamed_keywords(model="theta")
+    def partition(self, theta: Any) -> Quilt:
+        """The quilt ``(Q, N, R)``: as listed, or recomputed from ``theta`` (linear in it).
 
         The remote set of an unlisted plan is the largest one ``Q`` d-separates (how
         :func:`plan` chooses it); for the trivial quilt (``Q = {}``, every query attribute
@@ -117,7 +119,7 @@ class SensitivePlan(JSONResult):
         """
         if self.nearby is not None and self.remote is not None:
             return Quilt(self.node, self.quilt, self.nearby, self.remote)
-        return markov_quilt(as_theta(model), self.node, self.quilt)
+        return markov_quilt(as_theta(theta), self.node, self.quilt)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
