@@ -105,7 +105,7 @@ def _comparison(pv: PlanVerification | None, theta: object, plan_model: object,
     """When the plan was made for another model: the diff and the re-planned scale."""
     if pv is None or pv.kind != "model" or "another model" not in (pv.failure or ""):
         return None
-    return compare_models(pv.plan, theta, query_from_dict(pv.query), plan_model=plan_model,
+    return compare_models(pv.plan, theta, query_from_dict(pv.query), plan_theta=plan_model,
                           time_limit=args.time_limit)
 
 

@@ -275,7 +275,7 @@ def verify_payload(theta: Theta, original: Theta, doc: Published, req: VerifyReq
     if pv.kind == "model" and "another model" in (pv.failure or ""):
         progress("planning under this model", 0, 1)
         plan_model = original if original.fingerprint() == doc.plan.model_fingerprint else None
-        cmp = compare_models(doc.plan, theta, query, plan_model=plan_model,
+        cmp = compare_models(doc.plan, theta, query, plan_theta=plan_model,
                              time_limit=max(deadline - time.monotonic(), 1e-3))
         out["other_model"] = dict(json_value(cmp.to_dict()), text=cmp.explain())
     out.update(attained=None, quilts=None, fragility=None, audit=None, notes=[])

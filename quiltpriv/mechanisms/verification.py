@@ -678,21 +678,21 @@ class ModelComparison(JSONResult):
         return self.explain()
 
 
-@renamed_keywords(model="theta")
-def compare_models(plan: Plan, theta: Any, query: Query, *, plan_model: Any = None,
+@renamed_keywords(model="theta", plan_model="plan_theta")
+def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = None,
                    time_limit: float | None = 60.0,
                    inference: InferenceMethod = "auto") -> ModelComparison:
     """What differs between ``plan``'s model and ``theta``, and whether its noise suffices.
 
     Re-plans the plan's query, sensitive attributes and epsilon under ``theta`` and compares
-    the least scale found with the published one; with ``plan_model`` (the model the plan was
+    the least scale found with the published one; with ``plan_theta`` (the network the plan was
     made for: its fingerprint must be the plan's) also lists the differing nodes, edges and
     tables (:func:`quiltpriv.model.diff.model_diff`).
 
     Raises
     ------
     ModelError
-        ``plan_model`` is not the model the plan states.
+        ``plan_theta`` is not the network the plan states.
     """
     from quiltpriv.mechanisms.apmqm import plan as make_plan
     from quiltpriv.model.diff import model_diff
@@ -702,8 +702,8 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_model: Any = No
     check_query(query)
     theta = as_theta(theta)
     diff = None
-    if plan_model is not None:
-        published = as_theta(plan_model)
+    if plan_theta is not None:
+        published = as_theta(plan_theta)
         mismatch = model_mismatch(plan.model_fingerprint, published, "the plan")
         if mismatch is not None:
             raise ModelError(f"--plan-model is not the plan's model: {mismatch}")

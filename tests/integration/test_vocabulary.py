@@ -28,7 +28,7 @@ from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 
 #: Old word -> the word of the vocabulary.
 OLD_WORDS: dict[str, str] = {
-    "model": "theta", "network": "theta", "net": "theta", "bn": "theta",
+    "model": "theta", "plan_model": "plan_theta", "network": "theta", "net": "theta", "bn": "theta",
     "n_records": "records", "num_records": "records", "n_rows": "records", "n": "records",
     "eps": "epsilon", "epsilon_": "epsilon",
     "secret": "sensitive", "sensitive_attribute": "sensitive", "secret_attribute": "sensitive",

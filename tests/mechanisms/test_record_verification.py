@@ -156,7 +156,7 @@ def test_compare_models_replans_and_says_whether_the_noise_suffices(student, tmp
     other, _ = _changed_student(tmp_path)
     q = qp.SumQuery("sat", 100, lower=0.0, upper=1.0)
     plan = qp.plan(student, q, ["gender", "income"], 1.0)
-    c = compare_models(plan, other, q, plan_model=student)
+    c = compare_models(plan, other, q, plan_theta=student)
     assert c.needed_scale == qp.plan(other, q, ["gender", "income"], 1.0).scale
     assert c.suffices is (plan.scale >= c.needed_scale)
     assert c.diff.tables[0].node == "income"
@@ -168,7 +168,7 @@ def test_compare_models_replans_and_says_whether_the_noise_suffices(student, tmp
     if c.needed_scale > 0:
         assert compare_models(lowered, other, q).suffices is False
     with pytest.raises(qp.ModelError, match="not the plan's model"):
-        compare_models(plan, other, q, plan_model=other)
+        compare_models(plan, other, q, plan_theta=other)
 
 
 def test_cli_verify_against_another_model_shows_the_diff(student, tmp_path, capsys):
