@@ -8,10 +8,11 @@ above the planner and the verifier: a plan read from a file is verified here bef
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from quiltpriv.mechanisms.apmqm import Plan, query_mismatch
 from quiltpriv.mechanisms.protocol import ReleaseRecord
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
-from quiltpriv.queries.query import Query, check_query
+from quiltpriv.queries.query import Query, check_query, histogram_cells
 from quiltpriv.releases.postprocess import postprocess_for
 from quiltpriv.utils.deprecation import renamed_keywords
 
@@ -32,33 +33,37 @@ if TYPE_CHECKING:  # pandas is imported by release(), not by planning
 __all__ = ["Release", "release"]
 
 
-@dataclass(frozen=True)
-class Release:
+@dataclass(frozen=True, kw_only=True)
+class Release(ReleaseRecord):
     """A released value and its audit record (the plan it used and how noise was drawn).
 
-    The true value of the query is deliberately not kept. :meth:`to_dict` is the release
-    record (format ``"quiltpriv-release/4"``, :mod:`quiltpriv.releases.records`): time, version,
-    model, query, data hash and row count, guarantee, calibration, noise source and seed,
-    command line.
+    The one release shape: a :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` (what every
+    mechanism's ``release`` returns), whose ``plan`` is the APMQM :class:`Plan` itself rather
+    than its JSON. The true value of the query is deliberately not kept. :meth:`to_dict` is
+    the release record (format ``"quiltpriv-release/4"``, :mod:`quiltpriv.releases.records`):
+    time, version, model, query, data hash and row count, guarantee, calibration, noise source
+    and seed, command line.
+
+    Attributes
+    ----------
+    plan : Plan
+        The plan released (``to_dict`` writes its JSON).
+    sensitivity : float
+        The least positive sensitivity of the plan's sensitive attributes (0 without one).
+    provenance
+        Where Theta came from (the record's ``model.provenance``).
+    scale : float
+        The noise scale actually drawn (``noise_scale_used``).
     """
 
-    value: float | tuple[float, ...]
-    scale: float
-    granularity: float
-    secure: bool
-    sampler: str
-    seed: int | None
-    plan: Plan
+    plan: Plan  # type: ignore[assignment]  # the Plan itself; the record's JSON holds its dict
     sensitivity: float = 0.0
-    timestamp: str = ""
-    version: str = ""
-    data: Mapping[str, Any] | None = None
-    command: tuple[str, ...] | None = None
     provenance: Any = None
-    warnings: tuple[str, ...] = ()
-    postprocess: Mapping[str, Any] | None = None
-    """The record's ``postprocess`` (steps, range, noisy value) when the value was
-    post-processed (:mod:`quiltpriv.releases.postprocess`), else None."""
+
+    @property
+    def scale(self) -> float:
+        """The noise scale actually drawn (:attr:`noise_scale_used`; the plan's, or more)."""
+        return self.noise_scale_used
 
     @property
     def series(self) -> pd.Series:
@@ -80,29 +85,10 @@ class Release:
                  else pd.MultiIndex.from_tuples(cells, names=attrs))
         return pd.Series(values, index=index, name="released")
 
-    @property
-    def cells(self) -> tuple[tuple[Any, ...], ...] | None:
-        """For a histogram, the label of each released value (one value per attribute, in
-        the declared order of the categories); None for other queries."""
-        from quiltpriv.queries.query import histogram_cells
-
-        return histogram_cells(self.plan.query)
-
     def to_record(self) -> ReleaseRecord:
-        """This release as the record every mechanism's release returns."""
-        from quiltpriv.queries.query import histogram_cells
-
-        p = self.plan
-        model = {"fingerprint": p.model_fingerprint, "theta_size": p.theta_size,
-                 "provenance": self.provenance}
-        return ReleaseRecord(
-            mechanism=p.mechanism, value=self.value, guarantee=p.guarantee,
-            calibration=p.calibration, noise_scale_used=self.scale,
-            granularity=self.granularity, secure=self.secure, sampler=self.sampler,
-            seed=self.seed, query=dict(p.query), query_fingerprint=p.query_fingerprint,
-            data=self.data, model=model, command=self.command, timestamp=self.timestamp,
-            version=self.version, plan=p.to_dict(), cells=histogram_cells(p.query),
-            warnings=self.warnings, postprocess=self.postprocess)
+        """This release as a plain :class:`ReleaseRecord` (the plan as its JSON)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(ReleaseRecord)}
+        return ReleaseRecord(**{**fields, "plan": self.plan.to_dict()})
 
     def to_dict(self) -> dict[str, Any]:
         """The release record (:meth:`to_record`)."""
@@ -292,13 +278,17 @@ def release(
                        "attribute)")
             secure = seed is None
         return Release(
-            value=out if np.ndim(value) else out[0], scale=used, granularity=grid,
-            secure=secure, sampler=sampler,
-            seed=seed if isinstance(seed, int) else None, plan=plan_,
-            sensitivity=float(sensitivity), timestamp=records.utc_timestamp(),
-            version=records.quiltpriv_version(), data=data_record,
+            mechanism=plan_.mechanism, value=out if np.ndim(value) else out[0],
+            guarantee=plan_.guarantee, calibration=plan_.calibration, noise_scale_used=used,
+            granularity=grid, secure=secure, sampler=sampler,
+            seed=seed if isinstance(seed, int) else None, query=dict(plan_.query),
+            query_fingerprint=plan_.query_fingerprint, data=data_record,
+            model={"fingerprint": plan_.model_fingerprint, "theta_size": plan_.theta_size,
+                   "provenance": provenance},
             command=None if command is None else tuple(str(c) for c in command),
-            provenance=provenance, warnings=said, postprocess=done,
+            timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
+            plan=plan_, cells=histogram_cells(plan_.query), warnings=said, postprocess=done,
+            sensitivity=float(sensitivity), provenance=provenance,
         )
 
     def draw() -> Release:

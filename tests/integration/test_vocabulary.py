@@ -80,6 +80,7 @@ NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.inference.influence.max_influence": frozenset({'node'}),
     "quiltpriv.mechanisms.apmqm.node_plan.plan_node": frozenset({'node'}),
     "quiltpriv.mechanisms.apmqm.sensitive_plan.SensitivePlan": frozenset({'node'}),
+    "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
     "quiltpriv.mechanisms.attained.AttainedEpsilon": frozenset({'node'}),
     "quiltpriv.mechanisms.fragility.AttributeFragility": frozenset({'node'}),
     "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
@@ -280,3 +281,31 @@ def test_plan_model_is_model_fingerprint_and_plan_files_keep_their_key(tmp_path)
     old = quiltpriv.Plan.__new__(quiltpriv.Plan)
     old.__setstate__(state)
     assert old == plan and pickle.loads(pickle.dumps(plan)) == plan
+
+
+def test_one_release_shape_qp_release_returns_a_release_record() -> None:
+    import pandas as pd
+
+    from quiltpriv.mechanisms.protocol import ReleaseRecord
+    from quiltpriv.mechanisms.registry import MECHANISMS, build_mechanism
+
+    theta = quiltpriv.load_model("student")
+    query = quiltpriv.CountQuery(["sat"], records=20, where="sat == 1", domain={"sat": (0, 1)})
+    plan = quiltpriv.plan(theta, query, "income", epsilon=1.0)
+    data = pd.DataFrame({"sat": [k % 2 for k in range(20)]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # repeated releases of one data set, seeded noise
+        rel = quiltpriv.release(plan, query, data, seed=3)
+        assert isinstance(rel, ReleaseRecord) and rel.plan is plan
+        assert rel.scale == rel.noise_scale_used >= plan.scale
+        assert (rel.guarantee, rel.calibration) == (plan.guarantee, plan.calibration)
+        assert rel.model == {"fingerprint": theta.fingerprint(), "theta_size": len(theta),
+                             "provenance": rel.provenance}
+        record = rel.to_record()
+        assert type(record) is ReleaseRecord and record.plan == plan.to_dict()
+        assert rel.to_dict() == record.to_dict() and rel.to_dict()["plan"] == plan.to_dict()
+        for name in MECHANISMS:
+            if MECHANISMS[name].needs_delta or name == "mqm":  # MQM releases one row of data
+                continue
+            mech = build_mechanism(name, theta, query, "income", 1.0)
+            assert isinstance(mech.release(data, seed=3), ReleaseRecord), name
