@@ -85,11 +85,10 @@ class Plan:
 
     ``query`` is the query's definition (``Query.to_dict()``), ``query_fingerprint`` covers
     it and every sensitivity the plan used (:func:`query_fingerprint`), ``model_fingerprint``
-    (the file's ``"model"``) is Theta's fingerprint
-    (:meth:`~quiltpriv.model.network.Theta.fingerprint`; ``Plan.model`` is its deprecated
-    name). Above
-    :data:`LIST_SETS_LIMIT` names, ``nearby`` and ``remote`` are ``null`` and
-    ``nearby_attributes`` lists the query attributes in ``N`` (docs/trust-boundary.md).
+    (the file's ``"model"``; ``Plan.model`` is its deprecated name) is Theta's fingerprint
+    (:meth:`~quiltpriv.model.network.Theta.fingerprint`). Above :data:`LIST_SETS_LIMIT` names,
+    ``nearby`` and ``remote`` are ``null`` and ``nearby_attributes`` lists the query
+    attributes in ``N`` (docs/trust-boundary.md).
 
     ``verified`` is True for a plan made by :func:`plan` in this process, or returned by
     :func:`quiltpriv.mechanisms.verification.verify_plan`; a plan rebuilt by :meth:`from_dict` (or
