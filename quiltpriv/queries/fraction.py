@@ -18,6 +18,7 @@ import numpy as np
 
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.query import Query, _attrs, _columns
+from quiltpriv.utils.rounding import div_up
 
 if TYPE_CHECKING:  # pandas is imported where data are read, not to declare a query
     import pandas as pd
@@ -86,10 +87,10 @@ class FractionQuery(Query):
         return 1.0 / self.total  # type: ignore[operator]
 
     def sensitivity(self, columns: Iterable[str]) -> float:
-        # |B & steps| / total, linear in |B|; a count then one division (exact for a count)
+        # |B & steps| / total, linear in |B|; a count then one division, rounded up
         hit = self._step_set  # type: ignore[attr-defined]
         n = len(hit.intersection(columns))
-        return n / self.total  # type: ignore[operator]
+        return div_up(n, self.total)  # type: ignore[arg-type]
 
     sensitivity_structure = "additive"
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ import numpy as np
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.utils.deprecation import reordered_arguments
+from quiltpriv.utils.rounding import mul_up, round_up, sum_of_spans_up
 from quiltpriv.utils.validation import check_records
 
 if TYPE_CHECKING:  # pandas is imported when data are evaluated, not when queries are built
@@ -312,7 +314,6 @@ class Query:
         return f"{self.kind} over {', '.join(self.attributes)}"
 
 
-
 def check_query(query: object, name: str = "query") -> Query:
     """Return ``query`` if it is one of quiltpriv's queries, else raise QueryError naming what
     it is: the one check every function taking a query starts with."""
@@ -564,7 +565,8 @@ class SumQuery(_RecordBound):
         return (self.attribute,)
 
     def sensitivity(self, columns: Iterable[str]) -> float:
-        return self.records * (self.upper - self.lower) if self.attribute in set(columns) else 0.0
+        hit = self.attribute in set(columns)  # Delta exact, rounded up
+        return mul_up(self.records, Fraction(self.upper) - Fraction(self.lower)) if hit else 0.0
 
     sensitivity_structure = "all-or-nothing"  # one attribute
 
@@ -620,7 +622,8 @@ class MeanQuery(Query):
         return (self.attribute,)
 
     def sensitivity(self, columns: Iterable[str]) -> float:
-        return self.upper - self.lower if self.attribute in set(columns) else 0.0
+        hit = self.attribute in set(columns)  # Delta exact, rounded up
+        return round_up(Fraction(self.upper) - Fraction(self.lower)) if hit else 0.0
 
     sensitivity_structure = "all-or-nothing"  # one attribute
 
@@ -687,19 +690,16 @@ class LinearQuery(Query):
         # for the sensitivity of small column sets many times (each must not cost O(|A|)).
         object.__setattr__(self, "_attribute_tuple", tuple(w))
         object.__setattr__(self, "_position", {a: k for k, a in enumerate(w)})
-        object.__setattr__(self, "_terms", tuple(abs(x) * (b[a][1] - b[a][0])
-                                                 for a, x in w.items()))
 
     @property
     def attributes(self) -> tuple[str, ...]:  # type: ignore[override]
         return self._attribute_tuple  # type: ignore[attr-defined]
 
     def sensitivity(self, columns: Iterable[str]) -> float:
-        # Summed in the weights' order (the same float as summing over every weight and
-        # skipping the columns not in B), in time linear in |B| rather than in |A|.
-        pos, terms = self._position, self._terms  # type: ignore[attr-defined]
-        ks = sorted({pos[a] for a in set(columns) if a in pos})
-        return float(sum(terms[k] for k in ks))
+        # Exact and rounded up (never below the true Delta_B), in time linear in |B|.
+        keys = [a for a in set(columns) if a in self._position]  # type: ignore[attr-defined]
+        return sum_of_spans_up([self.weights[a] for a in keys], [self.bounds[a][0] for a in keys],
+                               [self.bounds[a][1] for a in keys])
 
     sensitivity_structure = "additive"
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from fractions import Fraction
 
 from quiltpriv.errors import ParameterError
 
 __all__ = [
+    "EXACT_TERMS",
+    "sum_of_spans_up",
     "EXP_ULPS",
     "Exact",
     "add_up",
@@ -113,6 +116,36 @@ def add_up(*terms: Exact) -> float:
         tn, td = _ratio(t, f"term {k}")
         n, d = n * td + tn * d, d * td
     return _ratio_up(n, d)
+
+
+#: Up to this many terms :func:`sum_of_spans_up` adds exactly; longer sums take a float bound.
+EXACT_TERMS = 256
+
+
+def sum_of_spans_up(weights: Sequence[float], lows: Sequence[float],
+                    highs: Sequence[float]) -> float:
+    """A float ``>= sum_k |w_k| (hi_k - lo_k)`` (a linear query's sensitivity), never below.
+
+    Up to :data:`EXACT_TERMS` terms it is the least such float (exact integer ratios). Longer
+    sums (a weighted query over every step of a long series) are added in floats and widened:
+    each term ``fl(|w| fl(hi - lo))`` is within a factor ``(1 - u)^-2`` of its exact value and
+    ``fsum`` is correctly rounded, so the exact sum is at most ``s (1 - u)^-3`` (``u = 2^-53``);
+    the result is ``s (1 + 2^-50)`` rounded up, plus ``n`` smallest subnormals for underflowed
+    terms: at most a few ulps above the exact sum.
+    """
+    n = len(weights)
+    if n <= EXACT_TERMS:
+        num, den = 0, 1
+        for w, lo, hi in zip(weights, lows, highs, strict=True):
+            wn, wd = _ratio(abs(w), "weight")
+            hn, hd = _ratio(hi, "upper bound")
+            ln, ld = _ratio(lo, "lower bound")
+            tn, td = wn * (hn * ld - ln * hd), wd * hd * ld
+            num, den = num * td + tn * den, den * td
+        return _ratio_up(num, den)
+    terms = [abs(w) * (hi - lo) for w, lo, hi in zip(weights, lows, highs, strict=True)]
+    s = math.fsum(terms) + n * 5e-324
+    return math.nextafter(s * (1 + 2.0**-50), math.inf)
 
 
 #: Ulps by which math.exp may miss the exact value (glibc's is within 1; the margin is for
