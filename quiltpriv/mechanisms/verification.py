@@ -47,18 +47,16 @@ from quiltpriv.inference.influence import (
     check_inference,
 )
 from quiltpriv.mechanisms.apmqm import (
-    DEFAULT_MAX_CANDIDATES,
     Plan,
+    PlanningContext,
     SensitivePlan,
     canonical_json,
     plan_from_dict,
     plan_from_json,
     plan_query_fingerprint,
+    planning_context,
     quilt_scale,
 )
-from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
-from quiltpriv.mechanisms.apmqm.plan_types import _nearby_query_attributes, _trusted
-from quiltpriv.mechanisms.apmqm.shared import _Shared, _shared_context
 from quiltpriv.model.network import Theta, as_theta, model_mismatch
 from quiltpriv.queries.fraction import FractionQuery
 from quiltpriv.queries.query import (
@@ -293,9 +291,9 @@ class PlanVerification:
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
                      max_table: int, inference: InferenceMethod,
-                     shared: _Shared) -> AttributeCheck:
-    """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, with the
-    work the planner shares for a plan of this size (``shared``)."""
+                     context: PlanningContext) -> AttributeCheck:
+    """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, as the
+    planner computes them for a plan of this size (``context``)."""
     node = sp.node
     found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
                              "stated_influence": sp.influence,
@@ -306,12 +304,12 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         return AttributeCheck(ok=False, reason=reason, **found)
 
     problem = (_listed_problem(theta, sp) if sp.sets_listed
-               else _unlisted_problem(theta, query, sp, shared))
+               else _unlisted_problem(theta, query, sp, context))
     if problem is not None:
         return fail(problem)
     q = set(sp.quilt)
     try:
-        infl = shared.influence(node, theta.sort(q))
+        infl = context.influence(node, q)
     except InfluenceTooExpensive as exc:
         return fail(f"the influence of Q = {fmt_set(sp.quilt)} cannot be recomputed within "
                     f"max_table = {max_table}: {exc}")
@@ -320,7 +318,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         what = "exact" if infl.exact else "an upper bound (the exact value is too expensive)"
         return fail(f"it states influence e(Q|{node}) = {sp.influence:.17g}, below the "
                     f"recomputed {infl.value:.17g} ({what})")
-    delta = query.sensitivity(_nearby_query_attributes(sp, shared.attrs))
+    delta = query.sensitivity(context.stated_nearby_attributes(sp))
     found.update(sensitivity=delta)
     if sp.sensitivity != delta:
         return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
@@ -337,8 +335,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         return fail(f"it states scale {sp.scale:.17g}, below Delta / (eps - e) = "
                     f"{need:.17g}")
     if sp.optimal:
-        best = _plan_node(theta, query, node, eps, max_table, None, inference,
-                          DEFAULT_MAX_CANDIDATES, shared, list_sets=False)[0]
+        best = context.least_scale_plan(node, eps)
         found.update(least_scale=best.scale)
         if not best.optimal:
             return fail("it claims the least scale over all quilts, which could not be "
@@ -390,7 +387,7 @@ def _listed_problem(theta: Theta, sp: SensitivePlan) -> str | None:
 
 
 def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
-                      shared: _Shared) -> str | None:
+                      context: PlanningContext) -> str | None:
     """What is wrong with an unlisted quilt of ``sp.node``, if anything.
 
     Its remote set is the largest ``Q`` d-separates, so what must hold is that every query
@@ -412,11 +409,7 @@ def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
     if set(sp.quilt) & stated:
         return (f"{fmt_set(theta.sort(set(sp.quilt) & stated))} is both in Q and among the "
                 "nearby attributes")
-    if shared.index is not None and attrs.issuperset(sp.quilt):
-        near = set(shared.index.nearby_attributes(node, sp.quilt))
-    else:
-        near = d_connected(theta, node, sp.quilt) & attrs
-    missed = near - stated
+    missed = context.nearby_query_attributes(node, sp.quilt) - stated
     if missed:
         return (f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from the query "
                 f"attribute(s) {fmt_set(theta.sort(missed))}, which nearby_attributes leaves "
@@ -501,9 +494,9 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     failure = _query_mismatch(plan, theta, query, definition)
     if failure is not None:
         return verdict("query", failure)
-    shared = _shared_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
-                             inference)
-    rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, shared)
+    context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
+                               inference)
+    rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, context)
                  for sp in plan.sensitive)
     for c in rows:
         if not c.ok:
@@ -516,7 +509,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
                                 "(its definition and the sensitivities Delta_A and Delta_{A&N} "
                                 "the plan uses): the query differs from the one the plan was "
                                 "made for (Delta_A, say), or the plan was edited", rows)
-    verified = _trusted(dataclasses.replace(plan))
+    verified = PlanningContext.mark_verified(plan)
     return PlanVerification(True, None, None, rows, verified, definition)
 
 

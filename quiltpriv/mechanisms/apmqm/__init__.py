@@ -43,12 +43,15 @@ views); :mod:`~quiltpriv.mechanisms.apmqm.fingerprints` (canonical JSON and quer
 :mod:`~quiltpriv.mechanisms.apmqm.search` (the branch and bound over one attribute's quilts),
 :mod:`~quiltpriv.mechanisms.apmqm.shared` (the work a plan shares across attributes),
 :mod:`~quiltpriv.mechanisms.apmqm.node_plan` (one attribute's plan and why),
-:mod:`~quiltpriv.mechanisms.apmqm.parallel` (joblib dispatch) and
-:mod:`~quiltpriv.mechanisms.apmqm.planner` (:func:`plan`). Every name is importable from here.
+:mod:`~quiltpriv.mechanisms.apmqm.parallel` (joblib dispatch),
+:mod:`~quiltpriv.mechanisms.apmqm.planner` (:func:`plan`) and
+:mod:`~quiltpriv.mechanisms.apmqm.context` (:class:`PlanningContext`, the planner's work as
+verification uses it). Every name is importable from here.
 """
 
 from __future__ import annotations
 
+from quiltpriv.mechanisms.apmqm.context import PlanningContext, planning_context
 from quiltpriv.mechanisms.apmqm.fingerprints import canonical_json, query_fingerprint
 from quiltpriv.mechanisms.apmqm.node_plan import plan_node
 from quiltpriv.mechanisms.apmqm.plan_types import (
@@ -107,6 +110,7 @@ __all__ = [
     "PLAN_FORMAT_1",
     "PLAN_FORMAT_RUNS",
     "Plan",
+    "PlanningContext",
     "SHARED_MAX_ATTRIBUTES",
     "SHARED_MIN_SENSITIVE",
     "SHARED_PRICE_SAMPLE",
@@ -123,6 +127,7 @@ __all__ = [
     "plan_html",
     "plan_node",
     "plan_query_fingerprint",
+    "planning_context",
     "query_fingerprint",
     "query_mismatch",
     "quilt_scale",
