@@ -9,6 +9,7 @@ Nothing here changes a plan or a noise scale.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,7 @@ from quiltpriv.utils.format import json_number as _num
 from quiltpriv.utils.progress import observe
 from quiltpriv.utils.serialize import jsonable
 
-#: ``progress(phase, done, total)``; ``check()`` raises KeyboardInterrupt once cancelled.
+#: ``progress(phase, done, total)``; ``check()`` raises the job's JobCancelled once cancelled.
 Progress = Callable[[str, int, int], None]
 
 
@@ -60,18 +61,20 @@ def candidate_table(theta: Theta, query: Any, sp: Any, epsilon: float) -> dict[s
 
 
 def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
-                 check: Callable[[], None]) -> dict[str, Any]:
+                 check: Callable[[], None],
+                 cancel: threading.Event | None = None) -> dict[str, Any]:
     """Plan ``req`` on ``theta`` and gather what the page shows.
 
     The plan gets the request's time budget; the candidate tables and the comparison are made
     only while that budget lasts (the page says which were skipped). ``check`` is called
-    between phases and raises KeyboardInterrupt when the job was cancelled.
+    between phases and raises when the job was cancelled; ``cancel`` (the job's event) stops
+    the planner's search cooperatively.
     """
     start = time.monotonic()
     deadline = start + req.time_limit
     with observe(lambda done, total: progress("planning", done, total)):
         p = plan(theta, req.query, req.sensitive, req.epsilon, time_limit=req.time_limit,
-                 progress=True)
+                 progress=True, cancel=cancel)
     check()
     layout = layered_layout(theta)
     notes: list[str] = []
@@ -119,11 +122,13 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
 
 
 def export_report(state: ModelState, theta: Theta, req: PlanRequest, target: Path,
-                  progress: Progress, check: Callable[[], None]) -> dict[str, Any]:
-    """Plan ``req`` and write the audit report ``quiltpriv report`` writes, to ``target``."""
+                  progress: Progress, check: Callable[[], None],
+                  cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Plan ``req`` and write the audit report ``quiltpriv report`` writes, to ``target``
+    (``check`` and ``cancel`` as for :func:`plan_payload`)."""
     with observe(lambda done, total: progress("planning", done, total)):
         p = plan(theta, req.query, req.sensitive, req.epsilon, time_limit=req.time_limit,
-                 progress=True)
+                 progress=True, cancel=cancel)
     check()
     progress("writing the report", 0, 1)
     edited = theta.fingerprint() != state.original

@@ -1,16 +1,16 @@
 """Background jobs: planning off the request thread, with progress and cancellation.
 
 Each job runs on its own daemon thread; the page polls its state by id. Cancelling a job
-raises KeyboardInterrupt in its thread (``PyThreadState_SetAsyncExc``), which is exactly what
-Ctrl-C does to the command line's planner: :func:`quiltpriv.plan` stops at once with the best
-valid plan found so far, and the job then ends as ``cancelled`` without using it. The
-exception arrives when the thread next runs Python code, so a long step inside the compiled
-kernel finishes first; the time budget of the plan bounds the rest.
+sets its :attr:`Job.cancel_event`, a cooperative stop: nothing is raised into the job's thread.
+The work passes the event to :func:`quiltpriv.plan` (``cancel=``), whose searches read it where
+they read the time limit and stop with the best valid plan found so far, as on Ctrl-C; the
+work calls :meth:`Job.check` between its phases, which ends the job as ``cancelled`` without
+using that plan. A long step the planner does not interrupt (one influence inside the compiled
+kernel, say) finishes first; the time budget of the plan bounds it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import secrets
 import threading
 import time
@@ -24,6 +24,10 @@ from quiltpriv.errors import ParameterError, QuiltPrivError
 #: Jobs running at once (a new request beyond it is refused), and finished jobs remembered.
 MAX_RUNNING = 4
 MAX_KEPT = 64
+
+
+class JobCancelled(Exception):
+    """Raised by :meth:`Job.check`, in the job's own thread, once the job was cancelled."""
 
 
 class Job:
@@ -42,8 +46,8 @@ class Job:
         self.finished: float | None = None
         self._work = work
         self._lock = threading.Lock()
-        self._cancel = threading.Event()
-        self._in_work = False
+        #: Set when the job is cancelled; the work passes it on (``plan(..., cancel=...)``).
+        self.cancel_event = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"quiltpriv-job-{self.id}",
                                         daemon=True)
 
@@ -53,51 +57,38 @@ class Job:
             self.phase, self.done, self.total = phase, int(done), int(total)
 
     def check(self) -> None:
-        """Raise KeyboardInterrupt if the job was cancelled (between phases)."""
-        if self._cancel.is_set():
-            raise KeyboardInterrupt
+        """Raise :class:`JobCancelled` if the job was cancelled (between phases)."""
+        if self.cancel_event.is_set():
+            raise JobCancelled
 
     def _run(self) -> None:
+        outcome: tuple[str, Any]
         try:
-            outcome: tuple[str, Any]
-            try:
-                with self._lock:
-                    self._in_work = True
-                result = self._work(self)
-                with self._lock:
-                    self._in_work = False
-                self.check()  # cancelled at the very end: still cancelled
-                outcome = ("done", result)
-            except KeyboardInterrupt:
-                outcome = ("cancelled", None)
-            except QuiltPrivError as exc:
-                outcome = ("error", str(exc))
-            except Exception as exc:  # a bug: say so on the page and in the terminal
-                traceback.print_exc()
-                outcome = ("error", f"internal error ({type(exc).__name__}: {exc})")
-            with self._lock:
-                self._in_work = False
-                self.state = outcome[0]
-                if outcome[0] == "done":
-                    self.result = cast("dict[str, Any]", outcome[1])
-                elif outcome[0] == "error":
-                    self.error = cast(str, outcome[1])
-                self.finished = time.monotonic()
-        except KeyboardInterrupt:  # a cancel that arrived after the work had ended
-            with self._lock:
-                if self.state == "running":
-                    self.state, self.finished = "cancelled", time.monotonic()
+            result = self._work(self)
+            self.check()  # cancelled at the very end: still cancelled
+            outcome = ("done", result)
+        except JobCancelled:
+            outcome = ("cancelled", None)
+        except QuiltPrivError as exc:
+            outcome = ("error", str(exc))
+        except Exception as exc:  # a bug: say so on the page and in the terminal
+            traceback.print_exc()
+            outcome = ("error", f"internal error ({type(exc).__name__}: {exc})")
+        with self._lock:
+            self.state = outcome[0]
+            if outcome[0] == "done":
+                self.result = cast("dict[str, Any]", outcome[1])
+            elif outcome[0] == "error":
+                self.error = cast(str, outcome[1])
+            self.finished = time.monotonic()
 
     # -- called from request threads ----------------------------------------------------------
     def start(self) -> None:
         self._thread.start()
 
     def cancel(self) -> None:
-        self._cancel.set()
-        with self._lock:
-            if self._in_work and self._thread.ident is not None:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self._thread.ident), ctypes.py_object(KeyboardInterrupt))
+        """Ask the job to stop (it stops where its work next reads :attr:`cancel_event`)."""
+        self.cancel_event.set()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)

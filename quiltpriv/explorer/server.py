@@ -209,7 +209,7 @@ class Explorer:
         model = self.state.spec if theta.fingerprint() == self.state.original else \
             "EDITED_MODEL.json"
         job = self.jobs.start("plan", lambda j: plan_payload(theta, req, model, j.progress,
-                                                             j.check))
+                                                             j.check, j.cancel_event))
         return 202, {"job": job.id}
 
     def _start_report(self, body: Any) -> tuple[int, Any]:
@@ -220,7 +220,8 @@ class Explorer:
         req = parse_plan_request(dict(b, compare=False), theta)
         target = report_target(self.state, path)  # refused before any work
         job = self.jobs.start("report", lambda j: export_report(self.state, theta, req, target,
-                                                                j.progress, j.check))
+                                                                j.progress, j.check,
+                                                                j.cancel_event))
         return 202, {"job": job.id}
 
 

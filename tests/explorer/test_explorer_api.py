@@ -557,10 +557,12 @@ def test_cancel_stops_a_running_plan(client, monkeypatch):
 
     started = []
 
-    def slow_plan(*args, **kwargs):
+    def slow_plan(*args, cancel, **kwargs):
         started.append(1)
         end = time.monotonic() + 60
-        while time.monotonic() < end:  # Python code, so the cancel can arrive
+        while time.monotonic() < end:  # the planner reads the job's cancel event
+            if cancel.is_set():
+                return None  # the job sees the cancel next and ends without this "plan"
             time.sleep(0.005)
         raise AssertionError("the job was not cancelled")
 
@@ -576,36 +578,65 @@ def test_cancel_stops_a_running_plan(client, monkeypatch):
     assert s["state"] == "cancelled" and s["result"] is None and s["error"] is None
 
 
-def test_cancel_interrupts_the_real_planner(monkeypatch):
-    # The injected KeyboardInterrupt reaches quiltpriv.plan, which stops with its best plan
-    # so far; the job then ends as cancelled, not with that plan.
-    seen = {}
+def test_cancel_stops_the_real_planner_without_injecting_an_exception(client, monkeypatch):
+    """A long plan (each influence made to take 0.3 s; about 40 candidates) is cancelled from
+    the API: the planner's search sees the job's event at its next candidate and returns its
+    best plan so far, flagged interrupted, and the job ends as cancelled. No exception is put
+    into the job's thread (PyThreadState_SetAsyncExc is never called)."""
+    import ctypes
 
-    def work(job):
-        from quiltpriv.mechanisms.apmqm import plan, was_interrupted
+    import quiltpriv.mechanisms.apmqm.shared as apmqm_shared
+    from quiltpriv.explorer import compute
+    from quiltpriv.mechanisms.apmqm import was_interrupted
 
-        theta = qp.load_model("chain")
-        q = qp.CountQuery(list(theta.nodes), 10)
-        for _ in range(10_000):
-            p = plan(theta, q, list(theta.nodes), 1.0)
-            if was_interrupted(p):
-                seen["interrupted"] = True
-                job.check()
-        raise AssertionError("never cancelled")
+    injected = []
+    monkeypatch.setattr(ctypes.pythonapi, "PyThreadState_SetAsyncExc",
+                        lambda *a: injected.append(a) or 1)
+    calls, plans = [], []
+    real_influence, real_plan = apmqm_shared.influence_upper_bound, compute.plan
 
-    manager = jobs_module.JobManager()
-    job = manager.start("test", work)
-    time.sleep(0.3)
-    job.cancel()
-    job.join(60)
-    assert job.snapshot()["state"] == "cancelled"
+    def slow_influence(*args, **kwargs):
+        calls.append(time.monotonic())
+        time.sleep(0.3)
+        return real_influence(*args, **kwargs)
+
+    def recorded_plan(*args, **kwargs):
+        plans.append(real_plan(*args, **kwargs))
+        return plans[-1]
+
+    monkeypatch.setattr(apmqm_shared, "influence_upper_bound", slow_influence)
+    monkeypatch.setattr(compute, "plan", recorded_plan)
+    req = _req(["gender", "income", "sat", "height", "weight"], 1.0, kind="linear",
+               weights="gender=1,income=1,sat=1,height=1,weight=1",
+               bounds="gender=0:1,income=0:1,sat=0:1,height=0:1,weight=0:1")
+    status, j = client.call("POST", "/api/plan", dict(req, time_limit=600))
+    assert status == 202, j
+    while len(calls) < 3:
+        time.sleep(0.01)
+    assert client.call("POST", f"/api/jobs/{j['job']}/cancel")[0] == 200
+    cancelled_at = time.monotonic()
+    s = client.wait(j["job"])
+    assert s["state"] == "cancelled" and s["result"] is None and s["error"] is None
+    # stopped at the next candidate: at most the influence under way when cancelled, and one
+    # more started just before the event was set
+    assert len([c for c in calls if c > cancelled_at]) <= 1, len(calls)
+    assert len(plans) == 1 and was_interrupted(plans[0]) and not plans[0].optimal
+    assert "cancelled" in " ".join(sp.explanation for sp in plans[0].sensitive)
+    assert injected == []
+    assert not hasattr(jobs_module, "ctypes")
+    # the same plan without cancelling evaluates many more candidates
+    monkeypatch.setattr(apmqm_shared, "influence_upper_bound", real_influence)
+    theta = qp.load_model("student")
+    full = qp.plan(theta, qp.LinearQuery({v: 1.0 for v in theta.nodes},
+                                         {v: (0, 1) for v in theta.nodes}), theta.nodes, 1.0)
+    assert sum(sp.quilts_considered for sp in full.sensitive) > len(calls) + 5
 
 
 def test_jobs_are_limited(client, monkeypatch):
     from quiltpriv.explorer import compute
 
-    def slow_plan(*args, **kwargs):
-        while True:
+    def slow_plan(*args, cancel, **kwargs):
+        while not cancel.is_set():
             time.sleep(0.005)
 
     monkeypatch.setattr(compute, "plan", slow_plan)

@@ -14,14 +14,15 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from quiltpriv.graph.quilts import d_connected
-from quiltpriv.inference.influence import InferenceMethod, Influence
+from quiltpriv.inference.influence import InferenceMethod, Influence, check_inference
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
 from quiltpriv.mechanisms.apmqm.plan_types import Plan, _nearby_query_attributes, _trusted
 from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.apmqm.shared import _shared_context
-from quiltpriv.model.network import Theta
-from quiltpriv.queries.query import Query
+from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.validation import check_scalar
 
 
 class PlanningContext:
@@ -47,6 +48,12 @@ class PlanningContext:
 
     def __init__(self, theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
                  inference: InferenceMethod = "auto") -> None:
+        theta = check_theta(theta)
+        check_query(query)
+        sensitive = theta.check_sensitive(sensitive)
+        theta.check_nodes(query.attributes, "query attribute")
+        max_table = int(check_scalar(max_table, "max_table", integer=True, min_val=1))
+        inference = check_inference(inference)
         self._theta, self._query = theta, query
         self._max_table, self._inference = max_table, inference
         self._shared = _shared_context(theta, query, sensitive, max_table, inference)

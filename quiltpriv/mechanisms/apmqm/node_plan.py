@@ -15,7 +15,7 @@ from quiltpriv.mechanisms.apmqm.search import (
     quilt_scale,
 )
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
-from quiltpriv.mechanisms.apmqm.shared import _Shared
+from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -78,6 +78,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         interrupted = True
         best.optimal = False
         best.reasons.append("the search was interrupted; this is the best quilt found so far")
+    interrupted = interrupted or _cancelled(shared.cancel)
     full = shared.partition(node, best.quilt) if list_sets else None
     explanation = _explain(theta, query, node, best.quilt, full, best.nearby_attributes,
                            best.e, best.delta, best.scale, eps, best.member, best.pair,

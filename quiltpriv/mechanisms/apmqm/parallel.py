@@ -11,6 +11,7 @@ from quiltpriv.mechanisms.apmqm.node_plan import _plan_node, _trivial_plan
 from quiltpriv.mechanisms.apmqm.plan_types import INTERRUPTED_NOTE
 from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
+from quiltpriv.mechanisms.apmqm.shared import CancelToken, _cancelled
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 
@@ -34,12 +35,14 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
                    max_table: int, wall_deadline: float | None, inference: InferenceMethod,
                    n_jobs: int, notes: list[str],
                    max_candidates: int = DEFAULT_MAX_CANDIDATES,
-                   list_sets: bool = True) -> tuple[SensitivePlan, ...]:
+                   list_sets: bool = True,
+                   cancel: CancelToken | None = None) -> tuple[SensitivePlan, ...]:
     """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
 
     Results are collected as batches finish, so on Ctrl-C (KeyboardInterrupt in this process;
-    joblib then stops the workers) the finished batches are kept and every attribute not
-    finished gets the always-valid trivial quilt, as the serial search does.
+    joblib then stops the workers) or once ``cancel`` is set (seen as each batch finishes) the
+    finished batches are kept and every attribute not finished gets the always-valid trivial
+    quilt, as the serial search does.
     """
     from joblib import Parallel, delayed, effective_n_jobs
 
@@ -54,13 +57,19 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
     except ValueError:  # a backend without generators (multiprocessing): all at once
         runner = Parallel(n_jobs=n_jobs)
     by_node: dict[str, SensitivePlan] = {}
+    stopped = False
     try:
         for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
                                                  wall_deadline, inference, max_candidates,
                                                  list_sets)
                             for b in batches):
             by_node.update((sp.node, sp) for sp in batch)
+            if _cancelled(cancel):
+                stopped = True
+                break
     except KeyboardInterrupt:
+        stopped = True
+    if stopped:
         notes.append(INTERRUPTED_NOTE)
         terms = (theta.sort(set(query.attributes)), query.sensitivity(query.attributes))
         for s in sens:

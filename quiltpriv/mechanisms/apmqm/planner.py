@@ -32,7 +32,7 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_MAX_NODES,
     SensitivePlan,
 )
-from quiltpriv.mechanisms.apmqm.shared import _shared_context
+from quiltpriv.mechanisms.apmqm.shared import CancelToken, _Shared, _shared_context
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta, as_theta
@@ -96,6 +96,7 @@ def plan(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     list_sets: bool | None = None,
     max_memory: int | str | None = None,
+    cancel: CancelToken | None = None,
 ) -> Plan:
     """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
 
@@ -143,18 +144,25 @@ def plan(
         nodes; otherwise ``nearby_attributes`` and
         :meth:`SensitivePlan.partition` stand for them, and the plan stays linear in the
         network.
+    cancel : threading.Event, optional
+        Another thread sets it to stop the plan (anything with ``is_set()``): the searches read
+        it where they read the time limit, and the plan is returned as on Ctrl-C (below). A
+        cooperative stop: no exception is raised in the planning thread. The one-pass plans
+        of a chain's steps and of a hidden Markov model, and a single long influence
+        computation, see only the time limit.
 
     Returns
     -------
     Plan
-        Deterministic for given inputs (``time_limit`` and interruption aside).
+        Deterministic for given inputs (``time_limit``, cancellation and interruption aside).
 
     Notes
     -----
-    On Ctrl-C (KeyboardInterrupt) the plan is returned, valid and flagged as not proven
-    optimal (:func:`was_interrupted` is then true): in a serial plan the attribute being
-    searched keeps the best quilt found so far and the attributes not reached get the trivial
-    quilt; in a parallel plan the attributes of unfinished batches get the trivial quilt.
+    On Ctrl-C (KeyboardInterrupt) or ``cancel`` the plan is returned, valid and flagged as
+    not proven optimal (:func:`was_interrupted` is then true): in a serial plan the attribute
+    being searched keeps the best quilt found so far and the attributes not reached get the
+    trivial quilt; in a parallel plan the attributes of unfinished batches get the trivial
+    quilt.
 
     Raises
     ------
@@ -199,6 +207,7 @@ def plan(
         time_limit = check_positive(time_limit, "time_limit")
     check_inference(inference)
     max_candidates = _check_max_candidates(max_candidates)
+    _check_cancel(cancel)
     if list_sets is None:
         list_sets = (len(theta.nodes) <= LIST_SETS_MAX_NODES
                      and len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT)
@@ -207,7 +216,8 @@ def plan(
     deadline = None if time_limit is None else time.monotonic() + time_limit
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes: list[str] = []
-    shared = _shared_context(theta, query, sens, max_table, inference, deadline, progress)
+    shared = _shared_context(theta, query, sens, max_table, inference, deadline, progress,
+                             cancel)
     if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
         # Workers would each redo the work this plan shares: one process is faster.
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
@@ -232,28 +242,10 @@ def plan(
                          "pass")
     elif n_jobs not in (None, 1) and len(sens) > 1:
         plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
-                               n_jobs, notes, max_candidates, list_sets)
+                               n_jobs, notes, max_candidates, list_sets, cancel)
     else:
-        done: list[SensitivePlan] = []
-        nodes: Iterable[str] = sens
-        if progress:
-            from quiltpriv.utils.progress import progress_bar
-
-            nodes = progress_bar(sens, desc="planning", unit="attribute")
-        try:
-            for s in nodes:
-                sp, interrupted = _plan_node(theta, query, s, eps, max_table, deadline,
-                                             inference, max_candidates, shared, list_sets)
-                done.append(sp)
-                if interrupted:
-                    raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            notes.append(INTERRUPTED_NOTE)
-        for s in sens[len(done):]:
-            done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
-                                      "this attribute was searched", list_sets,
-                                      shared.trivial_terms()))
-        plans = tuple(done)
+        plans = _plan_serial(theta, query, sens, eps, max_table, deadline, inference,
+                             max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)
     for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
                          (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
@@ -277,6 +269,48 @@ def plan(
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))
+
+
+def _plan_serial(theta: Theta, query: Query, sens: tuple[str, ...], eps: float, max_table: int,
+                 deadline: float | None, inference: InferenceMethod, max_candidates: int,
+                 shared: _Shared, list_sets: bool, progress: bool,
+                 notes: list[str]) -> tuple[SensitivePlan, ...]:
+    """:func:`plan`'s serial branch: one attribute after another, with the work they share.
+
+    Interrupted (Ctrl-C) or cancelled, the attribute being searched keeps its best quilt so
+    far and the attributes not reached get the trivial quilt (and ``notes`` says so).
+    """
+    done: list[SensitivePlan] = []
+    nodes: Iterable[str] = sens
+    if progress:
+        from quiltpriv.utils.progress import progress_bar
+
+        nodes = progress_bar(sens, desc="planning", unit="attribute")
+    halted = False
+    try:
+        for s in nodes:
+            # halted: interrupted (Ctrl-C) or cancelled during this attribute's search
+            sp, halted = _plan_node(theta, query, s, eps, max_table, deadline, inference,
+                                    max_candidates, shared, list_sets)
+            done.append(sp)
+            if halted:
+                break
+    except KeyboardInterrupt:
+        halted = True
+    if halted:
+        notes.append(INTERRUPTED_NOTE)
+    for s in sens[len(done):]:
+        done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
+                                  "this attribute was searched", list_sets,
+                                  shared.trivial_terms()))
+    return tuple(done)
+
+
+def _check_cancel(cancel: object) -> None:
+    """Refuse a ``cancel`` that is neither None nor an event with ``is_set()``."""
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise ParameterError(f"cancel must be None or an event with is_set() (a "
+                             f"threading.Event), got {type(cancel).__name__}")
 
 
 def _warn_private_model(theta: Theta) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError
 from quiltpriv.graph.quilts import least_influence_quilt, moral_ancestral_graph
 from quiltpriv.inference.influence import InferenceMethod, InfluenceTooExpensive, joint_marginal
-from quiltpriv.mechanisms.apmqm.shared import _Shared
+from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON
 from quiltpriv.model.network import Theta
@@ -108,6 +108,9 @@ class _Search:
 DEFAULT_MAX_CANDIDATES = 100_000
 
 
+#: Said when the plan is cancelled (:func:`plan`'s ``cancel``) during a search.
+CANCELLED_REASON = "the plan was cancelled; this is the best quilt found so far"
+
 #: Begins what is said when the candidate budget stops a search.
 BUDGET_REASON = "the search stopped after its budget of"
 
@@ -162,6 +165,8 @@ class _Candidates:
         """
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _Stop(TIME_LIMIT_REASON)
+        if _cancelled(self.shared.cancel):
+            raise _Stop(CANCELLED_REASON)
         if self.evaluated >= self.max_candidates:
             raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets")
         self.evaluated += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import Protocol, cast
 
 from quiltpriv.graph.quilts import (
     Quilt,
@@ -84,9 +84,10 @@ class _Shared:
     def __init__(self, theta: Theta, query: Query, max_table: int,
                  inference: InferenceMethod, shared: bool,
                  deadline: float | None = None, progress: bool = False,
-                 sensitive: Sequence[str] = ()) -> None:
+                 sensitive: Sequence[str] = (), cancel: CancelToken | None = None) -> None:
         self.theta, self.max_table, self.inference = theta, max_table, inference
         self.deadline, self.progress = deadline, progress
+        self.cancel = cancel
         self.sensitive = theta.sort(sensitive)
         self.attrs = frozenset(query.attributes)
         self._query = query
@@ -174,13 +175,25 @@ class _Shared:
 
 def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
                    inference: InferenceMethod, deadline: float | None = None,
-                   progress: bool = False) -> _Shared:
+                   progress: bool = False, cancel: CancelToken | None = None) -> _Shared:
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
     return _Shared(theta, query, max_table, inference,
                    len(sensitive) >= SHARED_MIN_SENSITIVE
                    and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress,
-                   sensitive)
+                   sensitive, cancel)
+
+
+class CancelToken(Protocol):
+    """What :func:`plan` accepts as ``cancel``: anything with ``is_set()``, such as a
+    :class:`threading.Event` another thread sets to stop the plan."""
+
+    def is_set(self) -> bool: ...
+
+
+def _cancelled(cancel: CancelToken | None) -> bool:
+    """Whether ``cancel`` (None: never) was set."""
+    return cancel is not None and cancel.is_set()
 
 
 def _per_node_work(theta: Theta, attrs: Sequence[str], sensitive: Sequence[str],
