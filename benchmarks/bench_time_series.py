@@ -1,21 +1,28 @@
 """Time series at the lengths people record: the fraction of time in a state, every step sensitive.
 
-Each run is one fresh process (``python -c``), timed whole: import quiltpriv, build the model
-(``qp.markov_chain`` / ``qp.hidden_markov``), plan (APMQM: ``qp.plan`` with every step
-sensitive; MQM: ``markov_quilt_mechanism`` with every entry protected and ``lipschitz = 1/T``),
-and the plan's fingerprints. Reported per run: wall time of the process, of the build and of
-the plan, peak RSS, the scale times T, whether the plan is proven optimal, and for the chain
-the closed form (a stationary symmetric two-state chain with flip probability 0.1, eps = 1:
-31.737788616 / T; the plan must be above it by less than 1e-9 relative).
+Each run is the whole command-line process a practitioner runs, timed from outside: reading
+the model (a ``.json.gz`` file written beforehand by ``qp.markov_chain`` /
+``qp.hidden_markov``, not timed), planning and writing the result:
+
+* APMQM: ``quiltpriv plan MODEL.json.gz --sensitive all --epsilon 1 --query fraction --state 1
+  --attributes X1..XT --json -o plan.json`` (every step sensitive);
+* MQM: ``quiltpriv release MODEL.json.gz --mechanism mqm --data trace.csv --sensitive all ...
+  --seed 1 --json -o record.json`` (every entry protected; the record holds the plan).
+
+Reported per run: the process's wall time, its CPU time (user + system) and peak RSS
+(``os.wait4``), the size of the file written, the scale times T, whether the plan is proven
+optimal, and the relative distance to the closed form (a stationary symmetric two-state chain
+with flip probability 0.1, eps = 1: 31.737788616 / T; the plan must be above it by less than
+1e-9 relative). The machine may be shared: the CPU time is the figure to compare, and the
+results record the load average.
 
 The HMM (two hidden states with flip probability 0.1, emission 0.8/0.2; every hidden state and
 every observation sensitive, the query reads the observations) is planned by the HMM search
 (:mod:`quiltpriv.mechanisms.hmm_quilts`); its closed form is 30.876143219 / T
-(docs/time-series.md). Every row reports the process's CPU time (user + system) next to its
-wall time: the machine is shared.
+(docs/time-series.md).
 
     python benchmarks/bench_time_series.py                       # the committed run
-    python benchmarks/bench_time_series.py --sizes 1000 --quick  # a smoke run, writes nothing
+    python benchmarks/bench_time_series.py --sizes 1000 --hmm-sizes '' --quick   # a smoke run
     python benchmarks/bench_time_series.py --out /tmp/ts         # /tmp/ts.txt and /tmp/ts.json
 """
 
@@ -28,6 +35,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,61 +44,102 @@ ROOT = Path(__file__).resolve().parents[1]
 CLOSED_FORM = 31.737788616  # T times the scale at eps = 1, p = 0.1 (docs/time-series.md)
 HMM_CLOSED_FORM = 30.876143219  # the same for the HMM with emission 0.8 (docs/time-series.md)
 
-WORKER = r"""
-import json, resource, sys, time
-t0 = time.perf_counter()
+#: Writes the model (and, for MQM, a one-row trace) before the timed process; not timed.
+BUILDER = r"""
+import gzip, json, sys
 import quiltpriv as qp
-from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
-model, mechanism, n, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-t_import = time.perf_counter() - t0
+model, n, path, trace = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 flip = [[0.9, 0.1], [0.1, 0.9]]
-t1 = time.perf_counter()
 if model == "chain":
     theta = qp.markov_chain(n, flip, [0.5, 0.5])
-    steps = theta.nodes
 else:
     theta = qp.hidden_markov(n, flip, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5])
-    steps = tuple(f"X{t}" for t in range(1, n + 1))
-query = qp.FractionQuery(steps, "1")
-t_build = time.perf_counter() - t1
-t2 = time.perf_counter()
-if mechanism == "apmqm":
-    p = qp.plan(theta, query, theta.nodes, 1.0, time_limit=limit)
-    scale, optimal = p.scale, p.optimal
-else:
-    p = markov_quilt_mechanism(theta, 1.0, lipschitz=1.0 / n, read=steps, time_limit=limit)
-    scale, optimal = p.scale, p.optimal
-t_plan = time.perf_counter() - t2
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"import_s": t_import, "build_s": t_build, "plan_s": t_plan,
-                  "scale_T": scale * n, "optimal": bool(optimal), "rss_mb": ru.ru_maxrss / 1024,
-                  "cpu_s": ru.ru_utime + ru.ru_stime}))
+with gzip.open(path, "wt", encoding="utf-8") as fh:
+    json.dump(qp.theta_to_dict(theta), fh)
+steps = [f"X{t}" for t in range(1, n + 1)]
+with open(trace, "w", encoding="utf-8") as fh:
+    fh.write(",".join(steps) + chr(10))
+    fh.write(",".join("1" if t % 3 else "0" for t in range(n)) + chr(10))
 """
 
 
-def run(model: str, mechanism: str, n: int, limit: float, timeout: float) -> dict:
-    t = time.perf_counter()
+def command(mechanism: str, n: int, model: str, trace: str, out: str,
+            limit: float) -> list[str]:
+    """The timed command line (``python -m quiltpriv``: the installed entry point's code)."""
+    common = ["--sensitive", "all", "--epsilon", "1", "--query", "fraction", "--state", "1",
+              "--attributes", f"X1..X{n}", "--time-limit", f"{limit:g}", "--json", "-o", out]
+    if mechanism == "apmqm":
+        return [sys.executable, "-m", "quiltpriv", "plan", model, *common]
+    return [sys.executable, "-m", "quiltpriv", "release", model, "--mechanism", "mqm",
+            "--data", trace, "--seed", "1", *common]
+
+
+def machine_facts() -> dict:
+    """The machine, as the other results files record it (cpu, cores, RAM, versions, load)."""
+    import numpy as np
+
+    cpu, ram = platform.processor() or "unknown", None
     try:
-        out = subprocess.run([sys.executable, "-c", WORKER, model, mechanism, str(n), str(limit)],
-                             capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                             check=False)
-    except subprocess.TimeoutExpired:
-        return {"model": model, "mechanism": mechanism, "T": n, "error": f"killed at {timeout} s"}
-    wall = time.perf_counter() - t
-    row = {"model": model, "mechanism": mechanism, "T": n, "wall_s": wall}
-    if out.returncode != 0:
-        row["error"] = (out.stderr.strip().splitlines() or ["?"])[-1]
-        return row
-    row.update(json.loads(out.stdout.strip().splitlines()[-1]))
-    row["closed_form_rel"] = row["scale_T"] / (CLOSED_FORM if model == "chain"
-                                               else HMM_CLOSED_FORM) - 1
+        cpu = next(line.split(":", 1)[1].strip() for line in
+                   Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name"))
+        ram = next(round(int(line.split()[1]) / 2**20, 1) for line in
+                   Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    except (OSError, StopIteration):
+        pass
+    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "cpu": cpu,
+            "cores": os.cpu_count(), "ram_gb": ram, "platform": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "loadavg_at_end": os.getloadavg()}
+
+
+def run(model: str, mechanism: str, n: int, limit: float, timeout: float) -> dict:
+    row: dict = {"model": model, "mechanism": mechanism, "T": n}
+    with tempfile.TemporaryDirectory(prefix="bench-ts-") as tmp:
+        path, trace, out = (os.path.join(tmp, f) for f in ("model.json.gz", "trace.csv",
+                                                         "out.json"))
+        subprocess.run([sys.executable, "-c", BUILDER, model, str(n), path, trace], check=True,
+                       cwd=ROOT)
+        row["model_file_mb"] = os.path.getsize(path) / 2**20
+        cmd = command(mechanism, n, path, trace, out, limit)
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                cwd=ROOT)
+        assert proc.stderr is not None
+        deadline = t + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                row["error"] = f"killed at {timeout:g} s"
+                return row
+            time.sleep(0.05)
+        row["wall_s"] = time.perf_counter() - t
+        row["cpu_s"] = usage.ru_utime + usage.ru_stime
+        row["rss_mb"] = usage.ru_maxrss / 1024
+        err = proc.stderr.read().decode("utf-8", "replace")
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            row["error"] = f"exit {code}: " + ((err.strip().splitlines() or ["?"])[-1])
+            return row
+        row["out_file_mb"] = os.path.getsize(out) / 2**20
+        with open(out, encoding="utf-8") as fh:
+            d = json.load(fh)
+    if mechanism == "apmqm":
+        scale, optimal = d["scale"], d["optimal"]
+    else:
+        scale, optimal = d["details"]["scale"], d["details"]["optimal"]
+    row.update(scale_T=scale * n, optimal=bool(optimal),
+               closed_form_rel=scale * n / (CLOSED_FORM if model == "chain"
+                                            else HMM_CLOSED_FORM) - 1)
     return row
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'model':6} {'mech':6} {'T':>8} {'wall s':>8} {'CPU s':>8} {'build s':>8} "
-            f"{'plan s':>8} "
-            f"{'RSS MB':>8} {'scale*T':>14} {'optimal':>8} {'vs closed form':>15}")
+    head = (f"{'model':6} {'mech':6} {'T':>8} {'wall s':>8} {'CPU s':>8} {'RSS MB':>8} "
+            f"{'out MB':>8} {'scale*T':>14} {'optimal':>8} {'vs closed form':>15}")
     lines = [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
@@ -98,8 +147,7 @@ def table(rows: list[dict]) -> str:
             continue
         cf = f"{r['closed_form_rel']:+.2e}" if "closed_form_rel" in r else "-"
         lines.append(f"{r['model']:6} {r['mechanism']:6} {r['T']:>8} {r['wall_s']:8.2f} "
-                     f"{r.get('cpu_s', float('nan')):8.2f} "
-                     f"{r['build_s']:8.2f} {r['plan_s']:8.2f} {r['rss_mb']:8.0f} "
+                     f"{r['cpu_s']:8.2f} {r['rss_mb']:8.0f} {r['out_file_mb']:8.1f} "
                      f"{r['scale_T']:14.9f} {str(r['optimal']):>8} {cf:>15}")
     return "\n".join(lines)
 
@@ -115,11 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="kill a run after this")
     ap.add_argument("--quick", action="store_true", help="write nothing unless --out")
     ap.add_argument("--out", help="write OUT.txt and OUT.json")
+    ap.add_argument("--note", default="", help="a sentence for the results (the load, say)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     hmm = [int(s) for s in args.hmm_sizes.split(",") if s]
     mechs = [m for m in args.mechanisms.split(",") if m]
     rows = []
+    load_start = os.getloadavg()
     for model, ns in (("chain", sizes), ("hmm", hmm)):
         for n in ns:
             for m in mechs:
@@ -129,10 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT, check=False).stdout.strip()
-    machine = {"python": platform.python_version(), "platform": platform.platform(),
-               "cpus": os.cpu_count(), "commit": commit,
-               "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "time_limit": args.time_limit, "load_average_at_end": os.getloadavg()}
+    machine = {**machine_facts(), "commit": commit, "niceness": os.nice(0),
+               "time_limit": args.time_limit, "loadavg_at_start": load_start,
+               "command": " ".join(["python", "benchmarks/bench_time_series.py",
+                                    *(sys.argv[1:] if argv is None else argv)]),
+               "note": args.note}
     print()
     print(text)
     print(json.dumps(machine))
