@@ -494,10 +494,12 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     failure = _query_mismatch(plan, theta, query, definition)
     if failure is not None:
         return verdict("query", failure)
-    context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
-                               inference)
-    rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, context)
-                 for sp in plan.sensitive)
+    rows = _time_series_rows(theta, query, plan, eps)
+    if rows is None:
+        context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
+                                   inference)
+        rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, context)
+                     for sp in plan.sensitive)
     for c in rows:
         if not c.ok:
             return verdict("plan", f"sensitive attribute {c.node!r}: {c.reason}", rows)
@@ -511,6 +513,17 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
                                 "made for (Delta_A, say), or the plan was edited", rows)
     verified = PlanningContext.mark_verified(plan)
     return PlanVerification(True, None, None, rows, verified, definition)
+
+
+def _time_series_rows(theta: Theta, query: Query, plan: Plan,
+                      eps: float) -> tuple[AttributeCheck, ...] | None:
+    """The checks of a chain's or HMM's plan, each step verified in the structure of its
+    search (:mod:`quiltpriv.mechanisms.time_series_verification`; one row per run of steps of
+    a chain), or None where that does not apply."""
+    from quiltpriv.mechanisms.time_series_verification import check_time_series
+
+    found = check_time_series(theta, query, plan.sensitive, eps, quilt_scale)
+    return None if found is None else tuple(AttributeCheck(**vars(r)) for r in found)
 
 
 def _model_mismatch(plan: Plan, theta: Theta) -> str | None:
@@ -531,10 +544,11 @@ def _protection_mismatch(plan: Plan, theta: Theta, eps: float,
                          sensitive: str | Iterable[str] | None,
                          epsilon: float | None) -> str | None:
     """Why the plan's sensitive attributes or epsilon are wrong or too weak, or None."""
-    unknown = [sp.node for sp in plan.sensitive if sp.node not in theta]
+    nodes = (list(plan.sensitive.nodes()) if hasattr(plan.sensitive, "nodes")
+             else [sp.node for sp in plan.sensitive])
+    unknown = [v for v in nodes if v not in theta]
     if unknown:
         return f"sensitive attribute(s) {fmt_set(unknown)} not in the network"
-    nodes = [sp.node for sp in plan.sensitive]
     if len(set(nodes)) != len(nodes) or not nodes:
         return "its sensitive attributes are empty or repeated"
     if sensitive is not None:
@@ -564,11 +578,12 @@ def _query_mismatch(plan: Plan, theta: Theta, query: Query,
 
 def _summary_mismatch(plan: Plan) -> str | None:
     """Why the plan's overall scale or optimality disagrees with its attributes, or None."""
-    top = max(sp.scale for sp in plan.sensitive)
+    runs = getattr(plan.sensitive, "runs", None)  # a chain's steps: per run, not per step
+    top = max(sp.scale for sp in (plan.sensitive if runs is None else runs))
     if plan.scale != top:
         return (f"it states the overall scale {plan.scale:.17g}, but the "
                 f"largest per-attribute scale is {top:.17g}")
-    every = all(sp.optimal for sp in plan.sensitive)
+    every = all(sp.optimal for sp in (plan.sensitive if runs is None else runs))
     if plan.optimal != every:
         return (f"it states optimal = {str(plan.optimal).lower()}, but the "
                 f"attributes say {str(every).lower()}")

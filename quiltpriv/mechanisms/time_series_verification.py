@@ -1,0 +1,1028 @@
+"""Verifying plans of time series: every step of a chain or HMM, independently and in linear time.
+
+:func:`quiltpriv.mechanisms.verification.check_plan` recomputes what a saved plan claims. On a
+long time series the general route (one influence computation and, for a claim of
+optimality, one run of the planner per sensitive node) is quadratic in the series and its
+error bounds grow with the quilt. This module verifies the two plans the time-series searches
+make, from the model and the query alone, without calling those searches:
+
+* a plan of a directed chain ``X_1 -> ... -> X_T`` held as runs
+  (:class:`~quiltpriv.mechanisms.step_plans.StepPlans`: quilts ``{X_(i-a), X_(i+b)}``,
+  :mod:`quiltpriv.mechanisms.chain_quilts`);
+* a plan of a hidden Markov model with two hidden states whose query reads every observation
+  with one weight (:mod:`quiltpriv.mechanisms.hmm_quilts`): each node's quilt is parsed into
+  its shape (the observations past each end of a window, the hidden state beyond them, the
+  node's own observation) or handed back to the general route.
+
+Per step it recomputes the stated quilt's influence ``e(Q | i)`` ([ZOC22, Def. 8]) with a
+rigorous float64 error bound ``beta`` (Higham, Section 3.1: every number here is a sum of
+products of non-negative numbers, so each carries a relative error of at most ``gamma_n``
+after ``n`` roundings; the logs and their sums add at most a few units in the last place of
+their magnitudes) and accepts the stated influence only when it is at least the recomputed
+value plus ``beta``, so it is never below the exact one. The sensitivity ``Delta_{A and N}``
+is the query's own for each step's ``N``, and the scale is checked exactly against
+``Delta / (eps - e)`` rounded up ([ZOC22, Alg. 3]).
+
+A claim of optimality is checked in the same structure:
+
+* chain: every quilt of ``X_i`` is dominated by one ``{X_(i-a), X_(i+b)}`` (the same ``N``,
+  fewer nodes: [SWC17]), ``e(a, b) = max over pairs of L_a + R_b`` with ``L_a, R_b >= 0`` and
+  ``Delta(N)`` monotone in ``N``; the quilts within a radius ``K`` are enumerated and those
+  beyond are bounded below (``Delta`` of the ``K`` nearest steps over ``eps - e(one side)``);
+  ``K`` doubles until the bound closes, so the work is ``O(T K^2)``;
+* HMM: every quilt is dominated by a *window* (every observation outside ``X_(i-a) ..
+  X_(i+b)`` held fixed; the dominance proof is in :mod:`~quiltpriv.mechanisms.hmm_quilts`),
+  whose influence follows from the largest and smallest likelihood ratio of the hidden state
+  that the fixed observations can produce. Here those extremes are propagated as an interval
+  through each observation (a ratio times the emission ratio) and each transition (a
+  linear-fractional map, increasing or decreasing with the sign of its determinant): exact,
+  whatever the sign, and one scan over the series serves every window.
+
+The claim holds when the stated scale is within :data:`OPTIMALITY_RTOL` of a proven *lower*
+bound on the least scale over all quilts (the influences at ``recomputed - beta``); the
+tolerance covers the two searches' different upward roundings (about ``1e-9`` relative at
+``T = 500,000``), and optimality is a claim about the noise's size, not its privacy.
+
+Steps of equal inputs (the middle of a homogeneous series) are evaluated once. Models outside
+these structures (zero or tiny probabilities, more than two hidden states, quilts of another
+shape, a query reading hidden states) are not handled here: :func:`check_time_series` returns
+None and the general route verifies the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from quiltpriv.mechanisms.chain_quilts import _groups, chain_order
+from quiltpriv.mechanisms.hmm_quilts import HMMOrder, hmm_order
+from quiltpriv.mechanisms.step_plans import StepPlans, StepRun, window_sensitivities
+from quiltpriv.model.network import Theta
+from quiltpriv.queries.query import Query
+from quiltpriv.utils.serialize import jsonable
+
+__all__ = ["OPTIMALITY_RTOL", "check_time_series"]
+
+#: A claim of optimality holds when the stated scale is at most a proven lower bound on the
+#: least scale over all quilts times ``1 + OPTIMALITY_RTOL``.
+OPTIMALITY_RTOL = 1e-8
+
+#: The unit roundoff of float64.
+_U = 2.0**-53
+
+#: Every probability of the model and every computed one must be at least this (no underflow
+#: can then hide a rounding), else the general route verifies the plan.
+_FLOOR = 2.0**-900
+
+#: Largest search radius of the optimality check (beyond: the general route's verdict).
+_MAX_RADIUS = 1 << 14
+
+#: Largest table of one chunk of evaluations (floats).
+_CHUNK = 2**21
+
+
+class _NotHere(Exception):
+    """The model or plan is outside what this module verifies (the general route does)."""
+
+
+def _gamma(n: float) -> float:
+    """Higham's ``gamma_n = n u / (1 - n u)``: the relative error after ``n`` roundings."""
+    if n * _U >= 0.1:
+        raise _NotHere("too many roundings for a useful error bound")
+    return n * _U / (1 - n * _U)
+
+
+def _log_ratio_bound(n: float) -> float:
+    """Error of ``log p - log q`` from ``p`` and ``q`` each within ``gamma_n`` relative
+    (``|log(1 + t)| <= g / (1 - g)`` for ``|t| <= g``)."""
+    g = _gamma(n)
+    return 2 * g / (1 - g)
+
+
+def _log_bound(terms: float) -> float:
+    """Error of a sum of a few float64 logs whose magnitudes add to at most ``terms``: each log
+    within 2 ulp of its value, each of at most 8 additions within 1 ulp of a partial sum."""
+    return 10 * _U * terms
+
+
+@dataclass(frozen=True)
+class Row:
+    """One verified unit (a run of chain steps or one node): the fields of
+    :class:`~quiltpriv.mechanisms.verification.AttributeCheck`."""
+
+    node: str
+    ok: bool
+    reason: str | None
+    quilt: tuple[str, ...]
+    stated_influence: float
+    influence: float | None
+    stated_sensitivity: float
+    sensitivity: float | None
+    stated_scale: float
+    scale: float | None
+    optimal: bool
+    least_scale: float | None
+
+
+def check_time_series(theta: Theta, query: Query, sensitive: Any, eps: float,
+                      quilt_scale: Any) -> list[Row] | None:
+    """The rows of a time-series plan's verification, or None where the general route must
+    verify it (a plan or model outside the structures of the module docstring).
+
+    ``sensitive`` is the plan's :attr:`~quiltpriv.mechanisms.apmqm.Plan.sensitive`;
+    ``quilt_scale`` is :func:`quiltpriv.mechanisms.apmqm.quilt_scale` (the exact need).
+    """
+    try:
+        if isinstance(sensitive, StepPlans):
+            return _check_chain(theta, query, sensitive, eps, quilt_scale)
+        return _check_hmm(theta, query, sensitive, eps, quilt_scale)
+    except _NotHere:
+        return None
+
+
+# -- shared pieces ------------------------------------------------------------------------------
+
+
+def _member_row(theta: Theta, node: str, member: Any, pair: Any) -> str | None:
+    """What is wrong with a stated member and pair of values, if anything."""
+    if member is not None and member not in theta.names and len(theta) > 1:
+        return (f"its influence_member {member!r} is not a member of Theta "
+                f"({', '.join(theta.names)})")
+    if pair is not None:
+        states = [jsonable(x) for x in theta.states[node]]
+        bad = [x for x in pair if x not in states]
+        if bad:
+            return f"its influence_pair names {bad[0]!r}, not a value of {node!r}"
+    return None
+
+
+def _weights(theta: Theta, query: Query, nodes: Sequence[str]) -> tuple[np.ndarray, float | None]:
+    """Per node of ``nodes``, ``Delta`` of that node alone (0 if the query does not read it),
+    and the cap of an all-or-nothing sensitivity (None for an additive one)."""
+    structure = query.sensitivity_structure
+    attrs = set(query.attributes)
+    if structure == "additive":
+        w = np.array([float(query.sensitivity((v,))) if v in attrs else 0.0 for v in nodes])
+        return w, None
+    if structure == "all-or-nothing":
+        cap = float(query.sensitivity(query.attributes))
+        if query.sensitivity(()) != 0.0 or any(query.sensitivity((v,)) != cap
+                                              for v in dict.fromkeys(query.attributes)):
+            raise _NotHere("not an all-or-nothing sensitivity")
+        return np.array([1.0 if v in attrs else 0.0 for v in nodes]), cap
+    raise _NotHere("a general (custom) sensitivity")
+
+
+def _delta_low(sums: np.ndarray, cap: float | None, n_terms: int) -> np.ndarray:
+    """A lower bound on ``Delta(N)`` from float sums of the weights over ``N`` (each sum of at
+    most ``n_terms`` non-negative terms: relative error ``gamma_n``)."""
+    if cap is not None:
+        return np.where(sums > 0, cap, 0.0)
+    return sums * (1 - _gamma(n_terms + 1))
+
+
+def _scale_low(delta: np.ndarray, e_low: np.ndarray, eps: float) -> np.ndarray:
+    """``Delta / (eps - e)`` rounded down from lower bounds of both (:func:`quilt_scale`'s
+    cases: ``inf`` for ``e >= eps``, or for ``Delta = 0`` and ``e > eps``; 0 for ``Delta = 0``
+    and ``e <= eps``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(e_low < eps, delta / (eps - e_low), np.inf) * (1 - 4 * _U)
+    s = np.where((delta == 0) & (e_low <= eps), 0.0, s)  # quilt_scale's 0 (or inf)
+    return np.where(np.isnan(s), np.inf, s)
+
+
+# -- chains -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """A positive chain's numbers: ``f[m][t][u, x] = P(X_t = x | X_(t-1) = u)`` (``f[m][0]``
+    unused), log marginals ``lpi[m][t]`` and the step ids (equal ids: equal inputs)."""
+
+    f: list[np.ndarray]
+    lpi: list[np.ndarray]
+    pi_bound: float
+    ids: np.ndarray
+    k: int
+
+
+def _chain_numbers(theta: Theta, order: Sequence[str], weights: np.ndarray) -> _Chain:
+    k = theta.cardinality[order[0]]
+    if any(theta.cardinality[v] != k for v in order):
+        raise _NotHere("the steps have different numbers of states")
+    n = len(order)
+    fs, lpis, rows = [], [], []
+    for cpds in theta.members:
+        p0 = np.asarray(cpds[order[0]].table, dtype=np.float64).reshape(k)
+        f = np.empty((n, k, k))
+        f[0] = np.eye(k)
+        seen: dict[int, np.ndarray] = {}
+        for t in range(1, n):
+            table = cpds[order[t]].table
+            hit = seen.get(id(table))
+            if hit is None:
+                hit = seen[id(table)] = np.asarray(table, dtype=np.float64).T
+            f[t] = hit
+        if np.any(p0 < _FLOOR) or np.any(f[1:] < _FLOOR):
+            raise _NotHere("a zero or tiny probability")
+        pi = np.empty((n, k))
+        pi[0] = p0
+        cur = p0
+        t = 1
+        while t < n:
+            nxt = cur @ f[t]
+            # a fixed point of a matrix every later step repeats: the rest are these floats
+            if np.array_equal(nxt, cur) and (f[t:] == f[t]).all():
+                pi[t:] = cur
+                break
+            pi[t] = cur = nxt
+            t += 1
+        if np.any(pi < _FLOOR):
+            raise _NotHere("a marginal too small for float64 here")
+        fs.append(f)
+        lpis.append(np.log(pi))
+        rows += [f.reshape(n, -1), pi]
+    rows.append(weights[:, None])
+    ids = _groups(np.concatenate(rows, axis=1))[1].astype(np.int64)
+    # P(X_t) after t vector-matrix products of k non-negative terms: gamma_(t k) relative
+    return _Chain(fs, lpis, _log_ratio_bound(n * k + 1), ids, k)
+
+
+def _side(ch: _Chain, m: int, steps: np.ndarray, dmax: int, left: bool,
+          only_last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per step, ``L_d`` (``left``) or ``R_d`` for ``d = 1..dmax`` of member ``m``, shape
+    ``(n, dmax + 1, k, k)`` (``[:, 0]`` unused, ``nan`` past the chain's end), and the
+    largest magnitude of a log used per ``d``.
+
+    ``L_d(x, x') = max_u log P(x | u) / P(x' | u) + log P(x') / P(x)`` (``u = X_(i-d)``),
+    ``R_d(x, x') = max_c log P(c | x) / P(c | x')`` (``c = X_(i+d)``). With ``only_last``
+    only ``d = dmax`` is kept (index 0 of a table of shape ``(n, 1, k, k)``)."""
+    f = ch.f[m]
+    n_steps, k = f.shape[0], ch.k
+    n = len(steps)
+    out = np.full((n, 1 if only_last else dmax + 1, k, k), np.nan)
+    mags = np.zeros(dmax + 1)
+    cur = np.broadcast_to(np.eye(k), (n, k, k)).copy()
+    lpi = ch.lpi[m][steps]
+    for d in range(1, dmax + 1):
+        src = steps - d + 1 if left else steps + d
+        ok = (src >= 1) & (src < n_steps) if left else src < n_steps
+        if left:
+            ok &= steps - d >= 0
+        if not ok.any():
+            break
+        srcc = np.clip(src, 1, n_steps - 1)
+        cur = np.matmul(f[srcc], cur) if left else np.matmul(cur, f[srcc])
+        good = cur[ok]
+        if good.size and good.min() < _FLOOR:
+            raise _NotHere("a transition product too small for float64 here")
+        if only_last and d < dmax:
+            continue
+        lc = np.log(np.where(cur > 0, cur, 1.0))
+        if left:  # rows u: lc[n, u, x] - lc[n, u, x'], max over u; then the marginals
+            t = (lc[:, :, :, None] - lc[:, :, None, :]).max(axis=1)
+            t = t + lpi[:, None, :] - lpi[:, :, None]
+            mag = 2 * np.abs(lc[ok]).max(initial=0) + 2 * np.abs(lpi[ok]).max(initial=0)
+        else:      # columns c: lc[n, x, c] - lc[n, x', c], max over c
+            t = (lc[:, :, None, :] - lc[:, None, :, :]).max(axis=3)
+            mag = 2 * np.abs(lc[ok]).max(initial=0)
+        t[~ok] = np.nan
+        out[:, 0 if only_last else d] = t
+        mags[d] = mag
+    return out, mags
+
+
+def _pair_max(left: np.ndarray, right: np.ndarray, k: int) -> np.ndarray:
+    """``max over x != x' of left[..., x, x'] + right[..., x, x']`` (broadcast)."""
+    best = None
+    for x in range(k):
+        for y in range(k):
+            if x != y:
+                v = left[..., x, y] + right[..., x, y]
+                best = v if best is None else np.fmax(best, v)
+    assert best is not None
+    return best
+
+
+def _chain_bounds(ch: _Chain, a_max: int, b_max: int, mags_l: np.ndarray,
+                  mags_r: np.ndarray) -> np.ndarray:
+    """``beta(a, b)`` for ``a = 0..a_max``, ``b = 0..b_max`` (0: no quilt node there)."""
+    k = ch.k
+    bl = np.array([0.0] + [_log_ratio_bound(d * (k + 1)) + ch.pi_bound
+                           for d in range(1, a_max + 1)])
+    br = np.array([0.0] + [_log_ratio_bound(d * (k + 1)) for d in range(1, b_max + 1)])
+    return (bl[:, None] + br[None, :] + _log_bound(1.0) * (mags_l[:a_max + 1, None]
+                                                           + mags_r[None, :b_max + 1]))
+
+
+def _influences(ch: _Chain, steps: np.ndarray, a_max: int, b_max: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Recomputed ``e(a, b)`` of ``steps`` (max over members) and its error bound, shape
+    ``(n, a_max + 1, b_max + 1)``; ``nan`` where a quilt node lies outside the chain."""
+    k = ch.k
+    e = None
+    mags_l = np.zeros(a_max + 1)
+    mags_r = np.zeros(b_max + 1)
+    for m in range(len(ch.f)):
+        lt, ml = _side(ch, m, steps, a_max, True)
+        rt, mr = _side(ch, m, steps, b_max, False)
+        mags_l, mags_r = np.maximum(mags_l, ml), np.maximum(mags_r, mr)
+        lt[:, 0] = 0.0
+        rt[:, 0] = 0.0
+        v = _pair_max(lt[:, :, None], rt[:, None, :], k)
+        e = v if e is None else np.fmax(e, v)  # nan only where every member's is
+    assert e is not None
+    e[:, 0, 0] = 0.0  # Q = {}: nothing observed
+    return e, _chain_bounds(ch, a_max, b_max, mags_l, mags_r)
+
+
+def _stated_influence(ch: _Chain, pos: np.ndarray, a: int, b: int) -> float:
+    """The largest recomputed ``e(a, b) + beta`` over the steps ``pos`` (``inf`` when a quilt
+    node lies outside the chain)."""
+    top = 0.0
+    for s in range(0, len(pos), 1 << 16):
+        steps = pos[s:s + (1 << 16)]
+        e = None
+        mags_l, mags_r = np.zeros(a + 1), np.zeros(b + 1)
+        for m in range(len(ch.f)):
+            shape = (len(steps), 1, ch.k, ch.k)
+            lt, ml = _side(ch, m, steps, a, True, True) if a else (np.zeros(shape), mags_l)
+            rt, mr = _side(ch, m, steps, b, False, True) if b else (np.zeros(shape), mags_r)
+            mags_l, mags_r = np.maximum(mags_l, ml), np.maximum(mags_r, mr)
+            v = _pair_max(lt[:, 0], rt[:, 0], ch.k) if a or b else np.zeros(len(steps))
+            e = v if e is None else np.fmax(e, v)
+        assert e is not None
+        if np.isnan(e).any():
+            return math.inf
+        beta = _chain_bounds(ch, a, b, mags_l, mags_r)[a, b]
+        top = max(top, float(np.max(e)) + beta if a or b else 0.0)
+    return top
+
+
+def _check_chain(theta: Theta, query: Query, steps: StepPlans, eps: float,
+                 quilt_scale: Any) -> list[Row]:
+    order = chain_order(theta)
+    if order is None or tuple(steps.order) != order:
+        raise _NotHere("not the model's chain")
+    index = theta.index
+    attr_pos = np.unique(np.fromiter((index[v] for v in query.attributes), dtype=np.int64))
+    weights, cap = _weights(theta, query, order)
+    ch = _chain_numbers(theta, order, weights)
+    rows: list[Row] = []
+    if not np.array_equal(steps.attributes, attr_pos):
+        rows.append(_chain_row(steps, steps.runs[0], False,
+                               "its query attributes are not the query's", None, None, None,
+                               None))
+        return rows
+    deltas = window_sensitivities(steps, query)
+    starts = np.concatenate([[0], np.cumsum([r.length for r in steps.runs])])
+    optimal_steps: list[np.ndarray] = []
+    stated: list[np.ndarray] = []
+    run_of: list[np.ndarray] = []
+    checks: list[tuple[StepRun, float, float, float | None]] = []
+    for j, r in enumerate(steps.runs):
+        pos = np.arange(r.first, r.first + r.length, dtype=np.int64)
+        infl = _stated_influence(ch, pos, r.a, r.b)
+        d = deltas[starts[j]:starts[j + 1]]
+        need = quilt_scale(r.sensitivity, r.influence, eps)
+        checks.append((r, infl, float(d[0]), need))
+        if r.optimal and r.scale > 0:
+            optimal_steps.append(pos)
+            stated.append(np.full(r.length, r.scale))
+            run_of.append(np.full(r.length, j))
+    least = np.full(len(steps.runs), np.inf)
+    if optimal_steps:
+        pos = np.concatenate(optimal_steps)
+        low = _chain_least(ch, weights, cap, eps, pos, np.concatenate(stated))
+        np.minimum.at(least, np.concatenate(run_of), low)
+    for j, (r, infl, delta, need) in enumerate(checks):
+        d = deltas[starts[j]:starts[j + 1]]
+        lo = None if not math.isfinite(least[j]) else float(least[j])
+        reason = None
+        if r.influence < infl:
+            reason = (f"it states influence e(Q|i) = {r.influence:.17g}, below the recomputed "
+                      f"{infl:.17g} (an upper bound on the exact value)")
+        elif not np.all(d == r.sensitivity):
+            bad = int(np.flatnonzero(d != r.sensitivity)[0])
+            reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
+                      f"{d[bad]:.17g} for {order[r.first + bad]!r}")
+        elif not r.scale >= need:
+            reason = (f"its influence {r.influence:.17g} is not below epsilon = {eps:g}, so "
+                      "no finite scale makes this quilt private" if math.isinf(need) else
+                      f"it states scale {r.scale:.17g}, below Delta / (eps - e) = "
+                      f"{need:.17g}")
+        elif r.optimal and r.scale > 0 and not (lo is not None
+                                                and r.scale <= lo * (1 + OPTIMALITY_RTOL)):
+            reason = ("it claims the least scale over all quilts, but a quilt may need only "
+                      f"{lo if lo is not None else 0:.17g} < {r.scale:.17g}")
+        else:
+            reason = _member_row(theta, order[r.first], r.member, r.pair)
+        rows.append(_chain_row(steps, r, reason is None, reason, infl, delta, need, lo))
+    return rows
+
+
+def _chain_row(steps: StepPlans, r: StepRun, ok: bool, reason: str | None,
+               infl: float | None, delta: float | None, need: float | None,
+               least: float | None) -> Row:
+    return Row(node=steps.run_label(r), ok=ok, reason=reason, quilt=steps.run_quilt_parts(r),
+               stated_influence=r.influence, influence=infl, stated_sensitivity=r.sensitivity,
+               sensitivity=delta, stated_scale=r.scale, scale=need, optimal=r.optimal,
+               least_scale=least)
+
+
+def _chain_least(ch: _Chain, w: np.ndarray, cap: float | None, eps: float, pos: np.ndarray,
+                 stated: np.ndarray) -> np.ndarray:
+    """Per step of ``pos``, a proven lower bound on the least scale over all its quilts (at
+    least ``stated / (1 + OPTIMALITY_RTOL)`` once proven; else the least bound reached at the
+    largest radius)."""
+    n_steps = len(w)
+    pre = np.concatenate([[0.0], np.cumsum(w)])  # pre[j] = w[0..j-1]
+    out = np.zeros(len(pos))
+    todo = np.arange(len(pos))
+    radius = 16
+    while todo.size:
+        kr = min(radius, n_steps)
+        got = _chain_round(ch, w, pre, cap, eps, pos[todo], kr)
+        out[todo] = got
+        room = np.maximum(pos[todo], n_steps - 1 - pos[todo])
+        done = (stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+        todo = todo[~done]
+        if radius >= _MAX_RADIUS:
+            break
+        radius *= 2
+    return out
+
+
+def _chain_round(ch: _Chain, w: np.ndarray, pre: np.ndarray, cap: float | None, eps: float,
+                 steps: np.ndarray, kr: int) -> np.ndarray:
+    """Lower bounds on the least scale of ``steps``: the quilts within ``kr`` enumerated, the
+    ones beyond bounded below."""
+    n_steps = len(w)
+    room_l, room_r = steps, n_steps - 1 - steps
+    vi = np.clip(steps[:, None] + np.arange(-kr, kr + 1)[None, :], 0, n_steps - 1)
+    sig = np.concatenate([np.minimum(room_l, kr + 1)[:, None],
+                          np.minimum(room_r, kr + 1)[:, None], ch.ids[vi]], axis=1)
+    first, inverse = _groups(sig)
+    reps = steps[first]
+    n_u = len(reps)
+    kr1 = kr + 1
+    e_low = np.empty((n_u, kr1, kr1))
+    chunk = max(1, _CHUNK // (kr1 * kr1 * ch.k * ch.k))
+    for s in range(0, n_u, chunk):
+        e, beta = _influences(ch, reps[s:s + chunk], kr, kr)
+        e_low[s:s + chunk] = np.maximum(e - beta[None], 0.0)  # nan stays nan
+    e_low[:, 0, 0] = 0.0
+    n_terms = n_steps
+    # Delta of N per candidate: left part (a = 1..kr: steps i-a+1..i; a = 0: 0..i) plus the
+    # right part (b = 1..kr: steps i+1..i+b-1; b = 0: i+1..T-1)
+    d_idx = np.arange(1, kr1)
+    lo = np.clip(steps[:, None] - d_idx[None, :] + 1, 0, n_steps)
+    left = np.concatenate([pre[steps + 1][:, None], pre[steps + 1][:, None] - pre[lo]], axis=1)
+    hi = np.clip(steps[:, None] + d_idx[None, :], 0, n_steps)
+    right = np.concatenate([(pre[n_steps] - pre[steps + 1])[:, None],
+                            pre[hi] - pre[steps + 1][:, None]], axis=1)
+    # a past the start (a > room_l) is no quilt: nan in e_low already
+    least = np.full(len(steps), np.inf)
+    n = len(steps)
+    rows_chunk = max(1, _CHUNK // (kr1 * kr1))
+    for s in range(0, n, rows_chunk):
+        sl = slice(s, s + rows_chunk)
+        el = e_low[inverse[sl]]
+        dl = _delta_low(left[sl][:, :, None] + right[sl][:, None, :], cap, n_terms)
+        sc = _scale_low(dl, el, eps)
+        sc = np.where(np.isnan(el), np.inf, sc)
+        least[sl] = sc.reshape(len(sc), -1).min(axis=1)
+        # beyond the radius on the left (a > kr, a quilt node there): N holds i-kr..i and the
+        # right part, and e(a, b) >= e(0, b) (L_a >= 0); on the right likewise
+        far_l = room_l[sl] > kr
+        far_r = room_r[sl] > kr
+        near_l = pre[steps[sl] + 1] - pre[np.clip(steps[sl] - kr, 0, n_steps)]
+        near_r = pre[np.clip(steps[sl] + kr + 1, 0, n_steps)] - pre[steps[sl] + 1]
+        e0b = el[:, 0, :]          # e(no left node, b)
+        ea0 = el[:, :, 0]          # e(a, no right node)
+        bl = _scale_low(_delta_low(near_l[:, None] + right[sl], cap, n_terms), e0b, eps)
+        bl = np.where(np.isnan(e0b), np.inf, bl)
+        br = _scale_low(_delta_low(left[sl] + near_r[:, None], cap, n_terms), ea0, eps)
+        br = np.where(np.isnan(ea0), np.inf, br)
+        both = _scale_low(_delta_low(near_l + near_r, cap, n_terms), np.zeros(len(near_l)),
+                          eps)
+        bound_l = np.minimum(bl.min(axis=1), both)
+        bound_r = np.minimum(br.min(axis=1), both)
+        least[sl] = np.minimum(least[sl], np.where(far_l, bound_l, np.inf))
+        least[sl] = np.minimum(least[sl], np.where(far_r, bound_r, np.inf))
+    return least
+
+
+# -- hidden Markov models -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _HMMember:
+    """One member of a positive two-state HMM: ``tr[t][u, h] = P(H_t = h | H_(t-1) = u)``
+    (``tr[0]`` unused), the sign of each transition's determinant (exact), the emission
+    ``emit[h, x]``, its columns of largest and smallest ratio, the log odds of the marginals
+    ``lpi[t] = log P(H_t = 0) / P(H_t = 1)``, ``log P(X_t = x)``, and the extremal scans
+    (:func:`_scans`)."""
+
+    tr: np.ndarray
+    sign: np.ndarray
+    emit: np.ndarray
+    cols: tuple[int, int]
+    pi: np.ndarray
+    fwd: np.ndarray
+    bwd: np.ndarray
+
+
+def _hmm_member(theta: Theta, order: HMMOrder, m: int) -> _HMMember:
+    from fractions import Fraction
+
+    cpds = theta.members[m]
+    n = len(order.hidden)
+    p0 = np.asarray(cpds[order.hidden[0]].table, dtype=np.float64).reshape(-1)
+    if p0.shape != (2,):
+        raise _NotHere("not two hidden states")
+    tr = np.empty((n, 2, 2))
+    tr[0] = np.eye(2)
+    sign = np.ones(n, dtype=np.int64)
+    seen: dict[int, tuple[np.ndarray, int]] = {}
+    for t in range(1, n):
+        table = cpds[order.hidden[t]].table
+        hit = seen.get(id(table))
+        if hit is None:
+            arr = np.asarray(table, dtype=np.float64)
+            if arr.shape != (2, 2):
+                raise _NotHere("not two hidden states")
+            a, b, c, d = (Fraction(float(x)) for x in arr.T.reshape(-1))
+            det = a * d - b * c
+            hit = seen[id(table)] = (arr.T, -1 if det < 0 else 1)
+        tr[t], sign[t] = hit
+    emit = np.asarray(cpds[order.observed[0]].table, dtype=np.float64).T
+    for x in order.observed[1:]:
+        if not np.array_equal(np.asarray(cpds[x].table, dtype=np.float64).T, emit):
+            raise _NotHere("the emissions change with the step")
+    if emit.ndim != 2 or emit.shape[0] != 2:
+        raise _NotHere("not two hidden states")
+    for arr in (p0, tr[1:], emit):
+        if np.any(arr < _FLOOR):
+            raise _NotHere("a zero or tiny probability")
+    ratio = emit[0] / emit[1]
+    cols = (int(np.argmax(ratio)), int(np.argmin(ratio)))
+    pi = np.empty((n, 2))
+    pi[0] = cur = p0
+    for t in range(1, n):
+        nxt = cur @ tr[t]
+        if np.array_equal(nxt, cur) and (tr[t:] == tr[t]).all():
+            pi[t:] = cur
+            break
+        pi[t] = cur = nxt
+    fwd, bwd = _scans(tr, sign, emit, cols, p0)
+    for arr in (pi, fwd, bwd):
+        if np.any(arr < _FLOOR) or not np.all(np.isfinite(arr)):
+            raise _NotHere("a marginal too small for float64 here")
+    return _HMMember(tr, sign, emit, cols, pi, fwd, bwd)
+
+
+def _ext(v: np.ndarray, emit: np.ndarray, cols: tuple[int, int]) -> np.ndarray:
+    """Observations at the largest (``v[..., 0, :]``) and smallest (``v[..., 1, :]``) emission
+    ratio: the ends of the interval of likelihood ratios they can produce."""
+    return v * np.stack([emit[:, cols[0]], emit[:, cols[1]]])
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    return v / v.sum(axis=-1, keepdims=True)
+
+
+def _scans(tr: np.ndarray, sign: np.ndarray, emit: np.ndarray, cols: tuple[int, int],
+           p0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``fwd[t]``: the vectors ``P(x_0..x_(t-1), H_t)`` (up to a factor) of largest and
+    smallest ratio over the values of the observations before ``t`` (shape ``(T, 2, 2)``);
+    ``bwd[t]``: ``P(x_(t+1)..x_(T-1) | H_t)`` likewise. A transition maps the ratio by an
+    increasing (``det >= 0``) or decreasing (``det < 0``) linear-fractional map, so the ends
+    follow the ends (swapped by a decreasing map). Once the pair repeats under a matrix every
+    later step repeats, the rest are these floats."""
+    n = tr.shape[0]
+    fwd = np.empty((n, 2, 2))
+    fwd[0] = cur = np.stack([p0, p0])
+    for t in range(1, n):
+        nxt = _norm(np.matmul(_ext(cur, emit, cols), tr[t]))
+        if sign[t] < 0:
+            nxt = nxt[::-1]
+        if np.array_equal(nxt, cur) and (tr[t:] == tr[t]).all() and (sign[t:] == 1).all():
+            fwd[t:] = cur
+            break
+        fwd[t] = cur = nxt
+    bwd = np.empty((n, 2, 2))
+    bwd[n - 1] = cur = np.full((2, 2), 0.5)
+    for t in range(n - 2, -1, -1):
+        nxt = _norm(np.matmul(tr[t + 1], _ext(cur, emit, cols)[..., None])[..., 0])
+        if sign[t + 1] < 0:
+            nxt = nxt[::-1]
+        if np.array_equal(nxt, cur) and (tr[1:t + 2] == tr[t + 1]).all() \
+                and (sign[1:t + 2] == 1).all():
+            bwd[:t + 1] = cur
+            break
+        bwd[t] = cur = nxt
+    return fwd, bwd
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Parsed quilts (arrays by node): step ``t``, ``observed``; left: ``lk`` 0 = no quilt
+    node (N runs to the start), 1 = observations ``X_0 .. X_lc``, 2 = ``H_lh`` and
+    observations ``X_(lh+1) .. X_lc``; right: ``rk`` likewise with ``X_rc .. X_(T-1)`` or
+    ``X_rc .. X_(rh-1)`` and ``H_rh``; ``center``: ``X_t`` in ``Q`` (hidden nodes)."""
+
+    t: np.ndarray
+    observed: np.ndarray
+    lk: np.ndarray
+    lh: np.ndarray
+    lc: np.ndarray
+    rk: np.ndarray
+    rh: np.ndarray
+    rc: np.ndarray
+    center: np.ndarray
+
+
+def _parse_quilts(order: HMMOrder, plans: Sequence[Any]) -> _Shape:
+    n_steps = len(order.hidden)
+    where = {v: (t, False) for t, v in enumerate(order.hidden)}
+    where.update({v: (t, True) for t, v in enumerate(order.observed)})
+    cols: dict[str, list[int]] = {k: [] for k in ("t", "o", "lk", "lh", "lc", "rk", "rh", "rc",
+                                                 "c")}
+    for sp in plans:
+        t, obs = where[sp.node]
+        left_h, left_x, right_h, right_x = [], [], [], []
+        center = False
+        for v in sp.quilt:
+            got = where.get(v)
+            if got is None:
+                raise _NotHere("a quilt node outside the model")
+            s, o = got
+            if s == t:
+                if obs or not o:
+                    raise _NotHere("a quilt holding the node's own step")
+                center = True
+            elif s < t:
+                (left_x if o else left_h).append(s)
+            else:
+                (right_x if o else right_h).append(s)
+        lk, lh, lc = _side_shape(sorted(left_h), sorted(left_x), False, n_steps)
+        rk, rh, rc = _side_shape(sorted(right_h), sorted(right_x), True, n_steps)
+        for k, v in (("t", t), ("o", obs), ("lk", lk), ("lh", lh), ("lc", lc), ("rk", rk),
+                     ("rh", rh), ("rc", rc), ("c", center)):
+            cols[k].append(int(v))
+    a = {k: np.asarray(v, dtype=np.int64) for k, v in cols.items()}
+    return _Shape(a["t"], a["o"].astype(bool), a["lk"], a["lh"], a["lc"], a["rk"], a["rh"],
+                  a["rc"], a["c"].astype(bool))
+
+
+def _side_shape(hid: list[int], obs: list[int], right: bool, n_steps: int
+                ) -> tuple[int, int, int]:
+    """One side of a quilt as ``(kind, hidden step, last (first) observation)``."""
+    if not hid and not obs:
+        return 0, -1, -1
+    if len(hid) > 1 or (obs and obs != list(range(obs[0], obs[-1] + 1))):
+        raise _NotHere("a quilt of another shape")
+    if not right:
+        if not hid:
+            if obs[0] != 0:
+                raise _NotHere("a quilt of another shape")
+            return 1, -1, obs[-1]
+        h = hid[0]
+        if obs and obs[0] != h + 1:
+            raise _NotHere("a quilt of another shape")
+        return 2, h, obs[-1] if obs else h
+    if not hid:
+        if obs[-1] != n_steps - 1:
+            raise _NotHere("a quilt of another shape")
+        return 1, n_steps, obs[0]
+    h = hid[0]
+    if obs and obs[-1] != h - 1:
+        raise _NotHere("a quilt of another shape")
+    return 2, h, obs[0] if obs else h
+
+
+def _left_vectors(mem: _HMMember, sh: _Shape) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, the extremal vectors at ``H_t`` of its quilt's left part (shape
+    ``(n, 2, 2)``: largest, smallest ratio; ``P(H_t)`` where the part is empty) and the
+    roundings each entry carries."""
+    n_steps = mem.tr.shape[0]
+    t = sh.t
+    n = len(t)
+    start = np.where(sh.lk == 2, sh.lh + 1, 0)
+    # kind 2: H_lh = u held fixed, X_lh in R: the vector at H_(lh+1) is tr[lh+1][u, :]
+    trs = mem.tr[np.clip(start, 1, n_steps - 1)]
+    two = _order_pair(_norm(trs[:, :, :]))
+    vec = np.where((sh.lk == 2)[:, None, None], two, np.broadcast_to(mem.pi[0], (n, 2, 2)))
+    pos = start.copy()
+    act = (sh.lk > 0) & (pos < t)
+    while act.any():
+        j = pos
+        inq = (j <= sh.lc)[:, None, None]
+        v = np.where(inq, _ext(vec, mem.emit, mem.cols), vec)
+        nxt = _norm(np.matmul(v, mem.tr[np.clip(j + 1, 1, n_steps - 1)]))
+        nxt = np.where((mem.sign[np.clip(j + 1, 1, n_steps - 1)] < 0)[:, None, None],
+                       nxt[:, ::-1], nxt)
+        vec = np.where(act[:, None, None], nxt, vec)
+        pos = np.where(act, pos + 1, pos)
+        act = (sh.lk > 0) & (pos < t)
+    vec = np.where((sh.lk == 0)[:, None, None], mem.pi[t][:, None, :], vec)
+    return vec, 4.0 * (t - start) + 8
+
+
+def _right_vectors(mem: _HMMember, sh: _Shape) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_left_vectors` for the right part: ``P(x_Q right | H_t)`` up to a factor."""
+    n_steps = mem.tr.shape[0]
+    t = sh.t
+    n = len(t)
+    start = np.where(sh.rk == 2, sh.rh - 1, n_steps - 1)
+    # kind 2: H_rh = u held fixed, X_rh in R: the vector at H_(rh-1) is tr[rh][:, u]
+    cols = np.swapaxes(mem.tr[np.clip(sh.rh, 1, n_steps - 1)], 1, 2)
+    two = _order_pair(_norm(cols))
+    vec = np.where((sh.rk == 2)[:, None, None], two, np.full((n, 2, 2), 0.5))
+    pos = start.copy()
+    act = (sh.rk > 0) & (pos > t)
+    while act.any():
+        j = pos
+        inq = (j >= sh.rc)[:, None, None]
+        v = np.where(inq, _ext(vec, mem.emit, mem.cols), vec)
+        nxt = _norm(np.matmul(mem.tr[np.clip(j, 1, n_steps - 1)][:, None], v[..., None])[..., 0])
+        nxt = np.where((mem.sign[np.clip(j, 1, n_steps - 1)] < 0)[:, None, None],
+                       nxt[:, ::-1], nxt)
+        vec = np.where(act[:, None, None], nxt, vec)
+        pos = np.where(act, pos - 1, pos)
+        act = (sh.rk > 0) & (pos > t)
+    # the last observation before H_t's side: X_(t+1) .. handled above; ones: no quilt node
+    vec = np.where((sh.rk == 0)[:, None, None], 1.0, vec)
+    return vec, 4.0 * (start - t) + 8
+
+
+def _order_pair(v: np.ndarray) -> np.ndarray:
+    """Two vectors ``v[:, 0]``, ``v[:, 1]`` ordered by ratio (largest first)."""
+    r = v[:, :, 0] * v[:, ::-1, 1]  # compare v0[0] v1[1] with v1[0] v0[1]
+    first = r[:, 0] >= r[:, 1]
+    return np.where(first[:, None, None], v, v[:, ::-1])
+
+
+def _hmm_influence(mem: _HMMember, t: np.ndarray, observed: bool, center: np.ndarray,
+                   wl: np.ndarray, wr: np.ndarray, lpi_exact: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``e(Q | v)`` of one member from the extremal vectors ``wl``, ``wr`` at ``H_t`` (shape
+    ``(..., 2, 2)``: largest, smallest), and the largest magnitude of a log used.
+
+    Hidden ``v = H_t``: ``max(l_hi + r_hi + c_hi - lpi, lpi - l_lo - r_lo - c_lo)`` with the
+    log ratios ``l``, ``r`` of the vectors and ``c`` the emission's when ``X_t`` is in ``Q``.
+    Observed ``v = X_t``: ``max over pairs and ends of log w.e_x - log w.e_x' - log P(x) +
+    log P(x')`` with ``w = wl * wr``."""
+    with np.errstate(divide="ignore"):
+        lpi = np.log(mem.pi[t][..., 0]) - np.log(mem.pi[t][..., 1])
+        if not observed:
+            l_ = np.log(wl[..., 0]) - np.log(wl[..., 1])
+            r_ = np.log(wr[..., 0]) - np.log(wr[..., 1])
+            if lpi_exact is not None:  # no left quilt node: the left vector is P(H_t)
+                l_ = np.where(lpi_exact[..., None], lpi[..., None], l_)
+            ce = np.log(mem.emit[0, list(mem.cols)]) - np.log(mem.emit[1, list(mem.cols)])
+            c_hi = np.where(center, ce[0], 0.0)
+            c_lo = np.where(center, ce[1], 0.0)
+            up = l_[..., 0] + r_[..., 0] + c_hi - lpi
+            down = lpi - l_[..., 1] - r_[..., 1] - c_lo
+            mag = (np.abs(l_).max(axis=-1) + np.abs(r_).max(axis=-1) + np.abs(ce).max()
+                   + np.abs(lpi)) * 2
+            return np.maximum(up, down), mag
+        w = wl * wr
+        lpx = np.log(mem.pi[t] @ mem.emit)  # (..., states)
+        lw = np.log(w @ mem.emit)           # (..., 2 ends, states)
+        a = lw - lpx[..., None, :]
+        e = (a.max(axis=-1) - a.min(axis=-1)).max(axis=-1)
+        mag = (np.abs(lw).max(axis=(-1, -2)) + np.abs(lpx).max(axis=-1)) * 2
+        return e, mag
+
+
+def _hmm_setup(theta: Theta, query: Query) -> tuple[HMMOrder, list[_HMMember], float]:
+    order = hmm_order(theta)
+    if order is None or query.sensitivity_structure != "additive":
+        raise _NotHere("not a hidden Markov model read at its observations")
+    attrs = set(query.attributes)
+    if any(v in attrs for v in order.hidden) or attrs != set(order.observed):
+        raise _NotHere("the query does not read exactly the observations")
+    w = float(query.sensitivity((order.observed[0],)))
+    if not (w > 0 and math.isfinite(w)) or any(query.sensitivity((v,)) != w
+                                               for v in order.observed):
+        raise _NotHere("the observations are weighted unequally")
+    return order, [_hmm_member(theta, order, m) for m in range(len(theta.members))], w
+
+
+def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
+               quilt_scale: Any) -> list[Row]:
+    if not isinstance(sensitive, tuple) or not sensitive:
+        raise _NotHere("not a plan of nodes")
+    order, members, w = _hmm_setup(theta, query)
+    n_steps = len(order.hidden)
+    sh = _parse_quilts(order, sensitive)
+    e_hat = np.full(len(sensitive), -np.inf)
+    beta = np.zeros(len(sensitive))
+    log_pi = _log_ratio_bound(2 * n_steps + 2)  # the marginals: 2 roundings a step
+    for mem in members:
+        wl, nl = _left_vectors(mem, sh)
+        wr, nr = _right_vectors(mem, sh)
+        for observed in (False, True):
+            sel = sh.observed == observed
+            if not sel.any():
+                continue
+            e, mag = _hmm_influence(mem, sh.t[sel], observed, sh.center[sel], wl[sel], wr[sel],
+                                    (sh.lk[sel] == 0))
+            # each vector entry within gamma_n; the ratio of two entries of each, and of the
+            # marginals; an observed node's dot products add 2 roundings and its P(x) 2 more
+            extra = 4 if observed else 0
+            b = (_log_ratio_bound_arr(nl[sel] + extra) + _log_ratio_bound_arr(nr[sel] + extra)
+                 + log_pi + _log_bound(1.0) * mag)
+            if observed:
+                b = b * 2  # two ends of w, two states: each log ratio within the sum above
+            better = e > e_hat[sel]
+            idx = np.flatnonzero(sel)
+            e_hat[idx] = np.where(better, e, e_hat[idx])
+            beta[idx] = np.maximum(beta[idx], b)
+    empty = (sh.lk == 0) & (sh.rk == 0) & ~sh.center
+    up = np.where(empty, 0.0, np.maximum(e_hat, 0.0) + beta)
+    least = _hmm_least(members, sh, w, eps, np.array([sp.scale for sp in sensitive]),
+                       np.array([sp.optimal for sp in sensitive], dtype=bool))
+    rows = []
+    for j, sp in enumerate(sensitive):
+        near_x = _near_observations(order, sh, j)
+        delta = float(query.sensitivity(near_x))
+        stated_near = sp.nearby_attributes if sp.nearby is None else tuple(
+            v for v in sp.nearby if v in set(order.observed))
+        need = quilt_scale(sp.sensitivity, sp.influence, eps)
+        lo = None if not math.isfinite(least[j]) else float(least[j])
+        reason = None
+        if sp.nearby is not None and set(sp.nearby) != set(_nearby_nodes(order, sh, j)):
+            reason = (f"its nearby set N is not the part of the network that Q = "
+                      f"{{{', '.join(sp.quilt)}}} leaves around {sp.node!r}")
+        elif sp.remote is not None and set(sp.remote) != (
+                set(theta.nodes) - set(sp.quilt) - set(sp.nearby or ())):
+            reason = "its remote set R is not the rest of the network"
+        elif not set(near_x) <= set(stated_near or ()):
+            missed = sorted(set(near_x) - set(stated_near or ()), key=order.observed.index)
+            reason = (f"Q = {{{', '.join(sp.quilt)}}} does not d-separate {sp.node!r} from "
+                      f"the query attribute(s) {{{', '.join(missed[:5])}}}, which its "
+                      "nearby attributes leave out")
+        elif sp.influence < up[j]:
+            reason = (f"it states influence e(Q|{sp.node}) = {sp.influence:.17g}, below the "
+                      f"recomputed {up[j]:.17g} (an upper bound on the exact value)")
+        elif sp.sensitivity != float(query.sensitivity(stated_near or ())):
+            reason = (f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
+                      f"{float(query.sensitivity(stated_near or ())):.17g}")
+        elif not sp.scale >= need:
+            reason = (f"its influence {sp.influence:.17g} is not below epsilon = {eps:g}, so "
+                      "no finite scale makes this quilt private" if math.isinf(need) else
+                      f"it states scale {sp.scale:.17g}, below Delta / (eps - e) = "
+                      f"{need:.17g}")
+        elif sp.optimal and sp.scale > 0 and not (lo is not None
+                                                  and sp.scale <= lo * (1 + OPTIMALITY_RTOL)):
+            reason = ("it claims the least scale over all quilts, but a quilt may need only "
+                      f"{lo if lo is not None else 0:.17g} < {sp.scale:.17g}")
+        else:
+            reason = _member_row(theta, sp.node, sp.influence_member, sp.influence_pair)
+        rows.append(Row(node=sp.node, ok=reason is None, reason=reason, quilt=sp.quilt,
+                        stated_influence=sp.influence, influence=float(up[j]),
+                        stated_sensitivity=sp.sensitivity, sensitivity=delta,
+                        stated_scale=sp.scale, scale=need, optimal=sp.optimal,
+                        least_scale=lo))
+    return rows
+
+
+def _log_ratio_bound_arr(n: np.ndarray) -> np.ndarray:
+    if np.any(n * _U >= 0.1):
+        raise _NotHere("too many roundings for a useful error bound")
+    g = n * _U / (1 - n * _U)
+    return 2 * g / (1 - g)
+
+
+def _near_observations(order: HMMOrder, sh: _Shape, j: int) -> tuple[str, ...]:
+    """The observations in node ``j``'s ``N`` (in step order)."""
+    t = int(sh.t[j])
+    lo = 0 if sh.lk[j] == 0 else int(sh.lc[j]) + 1
+    hi = len(order.hidden) - 1 if sh.rk[j] == 0 else int(sh.rc[j]) - 1
+    own = () if (not sh.observed[j] and sh.center[j]) else (order.observed[t],)
+    return order.observed[lo:t] + own + order.observed[t + 1:hi + 1]
+
+
+def _nearby_nodes(order: HMMOrder, sh: _Shape, j: int) -> tuple[str, ...]:
+    """Node ``j``'s ``N``: the part of the network ``Q`` leaves around it."""
+    h_lo = 0 if sh.lk[j] != 2 else int(sh.lh[j]) + 1
+    h_hi = len(order.hidden) - 1 if sh.rk[j] != 2 else int(sh.rh[j]) - 1
+    return order.hidden[h_lo:h_hi + 1] + _near_observations(order, sh, j)
+
+
+def _hmm_least(members: list[_HMMember], sh: _Shape, w: float, eps: float,
+               stated: np.ndarray, claimed: np.ndarray) -> np.ndarray:
+    """Per node, a proven lower bound on the least scale over all its quilts (the windows of
+    the module docstring; those wider than a radius bounded by their count), where optimality
+    is claimed (0 elsewhere)."""
+    n_steps = members[0].tr.shape[0]
+    out = np.zeros(len(sh.t))
+    ids = _groups(np.concatenate(
+        [np.concatenate([m.tr.reshape(n_steps, -1), m.sign[:, None], m.pi,
+                         m.fwd.reshape(n_steps, -1), m.bwd.reshape(n_steps, -1)], axis=1)
+         for m in members], axis=1))[1].astype(np.int64)
+    for observed in (False, True):
+        todo = np.flatnonzero(claimed & (sh.observed == observed) & (stated > 0))
+        radius = 16
+        while todo.size:
+            kr = min(radius, n_steps)
+            got = _hmm_round(members, ids, sh.t[todo], observed, w, eps, kr)
+            out[todo] = got
+            t = sh.t[todo]
+            room = np.maximum(t, n_steps - 1 - t)
+            done = (stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+            todo = todo[~done]
+            if radius >= _MAX_RADIUS:
+                break
+            radius *= 2
+    return out
+
+
+def _hmm_round(members: list[_HMMember], ids: np.ndarray, steps: np.ndarray, observed: bool,
+               w: float, eps: float, kr: int) -> np.ndarray:
+    """Lower bounds on the least scale of the nodes at ``steps``: windows with at most ``kr``
+    observations of ``N`` on each side enumerated (and "no quilt node" on a side within
+    reach), wider ones bounded by their count."""
+    n_steps = members[0].tr.shape[0]
+    room_l, room_r = steps, n_steps - 1 - steps
+    vi = np.clip(steps[:, None] + np.arange(-kr - 1, kr + 2)[None, :], 0, n_steps - 1)
+    sig = np.concatenate([np.minimum(room_l, kr + 1)[:, None],
+                          np.minimum(room_r, kr + 1)[:, None], ids[vi]], axis=1)
+    first, inverse = _groups(sig)
+    reps = steps[first]
+    n_u, kr1 = len(reps), kr + 1
+    centers = (False,) if observed else (True, False)
+    best = np.full((len(centers), n_u, kr1, kr1), -np.inf)
+    beta = np.zeros(best.shape)
+    idx = np.arange(kr1)
+    for mem in members:
+        wl = _window_side(mem, reps, kr, True)    # (n_u, kr1, 2, 2)
+        wr = _window_side(mem, reps, kr, False)
+        none_l = (idx[None, :] == room_l[first][:, None])  # (n_u, kr1): no left quilt node
+        for ci, center in enumerate(centers):
+            e, mag = _hmm_influence(mem, reps[:, None, None], observed,
+                                    np.full((n_u, kr1, kr1), center), wl[:, :, None],
+                                    wr[:, None, :], np.broadcast_to(none_l[:, :, None],
+                                                                    (n_u, kr1, kr1)))
+            e = np.where(np.isnan(e), np.inf, e)
+            n_rd = 4.0 * n_steps + 4 * kr + 16 + (4 if observed else 0)
+            b = (2 * _log_ratio_bound(n_rd) + _log_ratio_bound(2 * n_steps + 2)
+                 + _log_bound(1.0) * mag) * (2 if observed else 1)
+            best[ci] = np.maximum(best[ci], e)
+            beta[ci] = np.maximum(beta[ci], b)
+    e_low = np.maximum(best - beta, 0.0)
+    valid = (idx[None, :, None] <= room_l[first][:, None, None]) & (
+        idx[None, None, :] <= room_r[first][:, None, None])
+    least = np.full(n_u, np.inf)
+    for ci, center in enumerate(centers):
+        own = 1 if (observed or not center) else 0
+        count = idx[:, None] + idx[None, :] + own
+        el = e_low[ci]
+        none_both = (idx[None, :, None] == room_l[first][:, None, None]) & (
+            idx[None, None, :] == room_r[first][:, None, None])
+        if not center:
+            el = np.where(none_both, 0.0, el)  # Q = {}: nothing observed
+        s = _scale_low(_delta_low(w * count[None] * np.ones_like(el), None, 2), el, eps)
+        s = np.where(valid, s, np.inf)
+        least = np.minimum(least, s.reshape(n_u, -1).min(axis=1))
+    # windows with more than kr observations of N on a side: count >= kr + 1 there
+    far = (room_l[first] > kr) | (room_r[first] > kr)
+    bound = float(_delta_low(np.array([w * (kr + 1)]), None, 2)[0]) / eps * (1 - 4 * _U)
+    least = np.where(far, np.minimum(least, bound), least)
+    return least[inverse]
+
+
+def _window_side(mem: _HMMember, steps: np.ndarray, kr: int, left: bool) -> np.ndarray:
+    """The extremal vectors at ``H_t`` of the windows with ``n = 0..kr`` observations of
+    ``N`` on one side and every farther observation in ``Q`` (shape ``(n, kr + 1, 2, 2)``;
+    ``nan`` past the end): the scan's pair at ``H_(t -+ n)`` through the ``n`` transitions
+    between, whose product maps ratios increasingly or decreasingly by its determinant's
+    sign."""
+    n_steps = mem.tr.shape[0]
+    n = len(steps)
+    out = np.full((n, kr + 1, 2, 2), np.nan)
+    prod = np.broadcast_to(np.eye(2), (n, 2, 2)).copy()
+    sgn = np.ones(n, dtype=np.int64)
+    for d in range(kr + 1):
+        far = steps - d if left else steps + d
+        ok = (far >= 0) if left else (far <= n_steps - 1)
+        if d:
+            src = np.clip(steps - d + 1 if left else steps + d, 1, n_steps - 1)
+            prod = np.matmul(mem.tr[src], prod) if left else np.matmul(prod, mem.tr[src])
+            sgn = sgn * mem.sign[src]
+        farc = np.clip(far, 0, n_steps - 1)
+        if left:
+            v = np.matmul(mem.fwd[farc], prod)                      # (n, 2, 2) @ (n, 2, 2)
+        else:
+            v = np.matmul(prod[:, None], mem.bwd[farc][..., None])[..., 0]
+        v = np.where((sgn < 0)[:, None, None], v[:, ::-1], v)
+        out[:, d] = np.where(ok[:, None, None], v, np.nan)
+    return out
