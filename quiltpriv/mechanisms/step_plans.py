@@ -20,8 +20,8 @@ from typing import Any, NamedTuple, overload
 
 import numpy as np
 
+import quiltpriv.mechanisms.plan_fields as pf
 from quiltpriv.errors import ParameterError, PlanError, QueryError
-from quiltpriv.mechanisms import plan_fields as pf
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.rounding import scale_up

@@ -78,8 +78,8 @@ _U = 2.0**-53
 #: can then hide a rounding), else the general route verifies the plan.
 _FLOOR = 2.0**-900
 
-#: Largest search radius of the optimality check (beyond: the general route's verdict).
-_MAX_RADIUS = 1 << 14
+#: Largest search radius of the optimality check (a claim not proven within it is refused).
+_MAX_RADIUS = 1 << 10
 
 #: Largest table of one chunk of evaluations (floats).
 _CHUNK = 2**21
@@ -383,7 +383,7 @@ def _check_chain(theta: Theta, query: Query, steps: StepPlans, eps: float,
     optimal_steps: list[np.ndarray] = []
     stated: list[np.ndarray] = []
     run_of: list[np.ndarray] = []
-    checks: list[tuple[StepRun, float, float, float | None]] = []
+    checks: list[tuple[StepRun, float, float, float]] = []
     for j, r in enumerate(steps.runs):
         pos = np.arange(r.first, r.first + r.length, dtype=np.int64)
         infl = _stated_influence(ch, pos, r.a, r.b)
@@ -446,10 +446,12 @@ def _chain_least(ch: _Chain, w: np.ndarray, cap: float | None, eps: float, pos: 
     radius = 16
     while todo.size:
         kr = min(radius, n_steps)
-        got = _chain_round(ch, w, pre, cap, eps, pos[todo], kr)
+        got, inside = _chain_round(ch, w, pre, cap, eps, pos[todo], kr)
         out[todo] = got
         room = np.maximum(pos[todo], n_steps - 1 - pos[todo])
-        done = (stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+        # a wider radius only adds quilts: once one within it may need less, the claim fails
+        done = ((stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+                | (stated[todo] > inside * (1 + OPTIMALITY_RTOL)))
         todo = todo[~done]
         if radius >= _MAX_RADIUS:
             break
@@ -458,9 +460,9 @@ def _chain_least(ch: _Chain, w: np.ndarray, cap: float | None, eps: float, pos: 
 
 
 def _chain_round(ch: _Chain, w: np.ndarray, pre: np.ndarray, cap: float | None, eps: float,
-                 steps: np.ndarray, kr: int) -> np.ndarray:
+                 steps: np.ndarray, kr: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower bounds on the least scale of ``steps``: the quilts within ``kr`` enumerated, the
-    ones beyond bounded below."""
+    ones beyond bounded below; and the least over the enumerated ones alone."""
     n_steps = len(w)
     room_l, room_r = steps, n_steps - 1 - steps
     vi = np.clip(steps[:, None] + np.arange(-kr, kr + 1)[None, :], 0, n_steps - 1)
@@ -487,6 +489,7 @@ def _chain_round(ch: _Chain, w: np.ndarray, pre: np.ndarray, cap: float | None, 
                             pre[hi] - pre[steps + 1][:, None]], axis=1)
     # a past the start (a > room_l) is no quilt: nan in e_low already
     least = np.full(len(steps), np.inf)
+    inside = np.full(len(steps), np.inf)
     n = len(steps)
     rows_chunk = max(1, _CHUNK // (kr1 * kr1))
     for s in range(0, n, rows_chunk):
@@ -495,7 +498,7 @@ def _chain_round(ch: _Chain, w: np.ndarray, pre: np.ndarray, cap: float | None, 
         dl = _delta_low(left[sl][:, :, None] + right[sl][:, None, :], cap, n_terms)
         sc = _scale_low(dl, el, eps)
         sc = np.where(np.isnan(el), np.inf, sc)
-        least[sl] = sc.reshape(len(sc), -1).min(axis=1)
+        least[sl] = inside[sl] = sc.reshape(len(sc), -1).min(axis=1)
         # beyond the radius on the left (a > kr, a quilt node there): N holds i-kr..i and the
         # right part, and e(a, b) >= e(0, b) (L_a >= 0); on the right likewise
         far_l = room_l[sl] > kr
@@ -514,7 +517,7 @@ def _chain_round(ch: _Chain, w: np.ndarray, pre: np.ndarray, cap: float | None, 
         bound_r = np.minimum(br.min(axis=1), both)
         least[sl] = np.minimum(least[sl], np.where(far_l, bound_l, np.inf))
         least[sl] = np.minimum(least[sl], np.where(far_r, bound_r, np.inf))
-    return least
+    return least, inside
 
 
 # -- hidden Markov models -------------------------------------------------------------------------
@@ -655,7 +658,10 @@ def _parse_quilts(order: HMMOrder, plans: Sequence[Any]) -> _Shape:
                                                  "c")}
     for sp in plans:
         t, obs = where[sp.node]
-        left_h, left_x, right_h, right_x = [], [], [], []
+        left_h: list[int] = []
+        left_x: list[int] = []
+        right_h: list[int] = []
+        right_x: list[int] = []
         center = False
         for v in sp.quilt:
             got = where.get(v)
@@ -934,11 +940,12 @@ def _hmm_least(members: list[_HMMember], sh: _Shape, w: float, eps: float,
         radius = 16
         while todo.size:
             kr = min(radius, n_steps)
-            got = _hmm_round(members, ids, sh.t[todo], observed, w, eps, kr)
+            got, inside = _hmm_round(members, ids, sh.t[todo], observed, w, eps, kr)
             out[todo] = got
             t = sh.t[todo]
             room = np.maximum(t, n_steps - 1 - t)
-            done = (stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+            done = ((stated[todo] <= got * (1 + OPTIMALITY_RTOL)) | (room <= kr)
+                    | (stated[todo] > inside * (1 + OPTIMALITY_RTOL)))
             todo = todo[~done]
             if radius >= _MAX_RADIUS:
                 break
@@ -947,10 +954,10 @@ def _hmm_least(members: list[_HMMember], sh: _Shape, w: float, eps: float,
 
 
 def _hmm_round(members: list[_HMMember], ids: np.ndarray, steps: np.ndarray, observed: bool,
-               w: float, eps: float, kr: int) -> np.ndarray:
+               w: float, eps: float, kr: int) -> tuple[np.ndarray, np.ndarray]:
     """Lower bounds on the least scale of the nodes at ``steps``: windows with at most ``kr``
     observations of ``N`` on each side enumerated (and "no quilt node" on a side within
-    reach), wider ones bounded by their count."""
+    reach), wider ones bounded by their count; and the least over the enumerated ones."""
     n_steps = members[0].tr.shape[0]
     room_l, room_r = steps, n_steps - 1 - steps
     vi = np.clip(steps[:, None] + np.arange(-kr - 1, kr + 2)[None, :], 0, n_steps - 1)
@@ -996,8 +1003,9 @@ def _hmm_round(members: list[_HMMember], ids: np.ndarray, steps: np.ndarray, obs
     # windows with more than kr observations of N on a side: count >= kr + 1 there
     far = (room_l[first] > kr) | (room_r[first] > kr)
     bound = float(_delta_low(np.array([w * (kr + 1)]), None, 2)[0]) / eps * (1 - 4 * _U)
+    inside = least
     least = np.where(far, np.minimum(least, bound), least)
-    return least[inverse]
+    return least[inverse], inside[inverse]
 
 
 def _window_side(mem: _HMMember, steps: np.ndarray, kr: int, left: bool) -> np.ndarray:
