@@ -112,8 +112,9 @@ def run(model: str, mechanism: str, n: int, limit: float, timeout: float) -> dic
                 break
             if time.perf_counter() > deadline:
                 proc.kill()
-                os.wait4(proc.pid, 0)
-                row["error"] = f"killed at {timeout:g} s"
+                _, _, usage = os.wait4(proc.pid, 0)
+                row.update(error=f"killed at {timeout:g} s", cpu_s=usage.ru_utime
+                           + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024)
                 return row
             time.sleep(0.05)
         row["wall_s"] = time.perf_counter() - t
@@ -143,7 +144,9 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
-            lines.append(f"{r['model']:6} {r['mechanism']:6} {r['T']:>8} {r['error']}")
+            used = (f" (CPU {r['cpu_s']:.1f} s, RSS {r['rss_mb']:.0f} MB by then)"
+                    if "cpu_s" in r else "")
+            lines.append(f"{r['model']:6} {r['mechanism']:6} {r['T']:>8} {r['error']}{used}")
             continue
         cf = f"{r['closed_form_rel']:+.2e}" if "closed_form_rel" in r else "-"
         lines.append(f"{r['model']:6} {r['mechanism']:6} {r['T']:>8} {r['wall_s']:8.2f} "

@@ -155,3 +155,53 @@ def test_cli_plans_and_releases_the_fraction_of_time(tmp_path, capsys):
         r = json.loads(capsys.readouterr().out)
         # the noise pays for snapping the value to its grid: a little above the plan's scale
         assert 31.737788616 / n <= r["scale"] <= 31.737788616 / n * (1 + 1e-5), mechanism
+
+
+def test_fraction_evaluate_matches_each_cells_text():
+    # the state as given or as its text, missing values never its text (pandas' per-column
+    # astype(str), as the query compared them before it read all cells at once)
+    df = pd.DataFrame({"a": [1, 0, 2], "b": ["1", "x", None], "c": [1.0, np.nan, 1.5],
+                       "d": [True, False, True], "f": ["nan", "None", "1"]})
+    values = df.to_numpy(dtype=object)
+    for state in ["1", 1, "nan", "None", "<NA>", "True", "1.0", "x", 1.5]:
+        q = qp.FractionQuery(list(df.columns), state)
+        per_column = ((values == state) | (df.astype(str).to_numpy() == str(state))).mean(0)
+        assert q.evaluate(df) == float(per_column.sum() / q.total), state
+
+
+@pytest.mark.parametrize("model,mechanism", [("chain", "apmqm")])
+def test_cli_time_limit_holds_on_a_long_series(tmp_path, model, mechanism):
+    # a tiny --time-limit on a long series: a prompt answer, valid and flagged as not proven
+    # optimal (a generous wall-clock bound: the issue asks that the limit hold)
+    import subprocess
+    import sys
+    import time
+
+    n = 5_000
+    theta = (qp.markov_chain(n, FLIP, [0.5, 0.5]) if model == "chain" else
+             qp.hidden_markov(n, FLIP, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5]))
+    path = tmp_path / "series.json.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        json.dump(qp.theta_to_dict(theta), fh)
+    out = tmp_path / "out.json"
+    args = [str(path), "--sensitive", "all", "--epsilon", "1", "--query", "fraction",
+            "--state", "1", "--attributes", f"X1..X{n}", "--time-limit", "0.001", "--json",
+            "-o", str(out)]
+    if mechanism == "apmqm":
+        cmd = ["plan", *args]
+    else:
+        data = tmp_path / "trace.csv"
+        data.write_text(",".join(f"X{t}" for t in range(1, n + 1)) + "\n"
+                        + ",".join("1" if t % 3 else "0" for t in range(n)) + "\n")
+        cmd = ["release", *args, "--mechanism", "mqm", "--data", str(data), "--seed", "1"]
+    t = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "quiltpriv", *cmd], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert time.monotonic() - t < 300, "the time limit was not kept"
+    assert done.returncode == 0, done.stderr
+    d = json.loads(out.read_text())
+    details = d if mechanism == "apmqm" else d["details"]
+    assert details["optimal"] is False
+    assert any("time limit" in note for note in details["notes"])
+    # the quilt {} for the steps the search did not reach: at most Delta_A / eps = 1
+    assert 0 < details["scale"] <= 1.0
