@@ -29,7 +29,7 @@ from quiltpriv.mechanisms.time_series_verification import (
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 
-__all__ = ["check_hmm"]
+__all__ = ["check_hmm", "check_hmm_plan"]
 
 
 # -- hidden Markov models -------------------------------------------------------------------------
@@ -332,6 +332,16 @@ def _hmm_setup(theta: Theta, query: Query) -> tuple[HMMOrder, list[_HMMember], f
                                                for v in order.observed):
         raise _NotHere("the observations are weighted unequally")
     return order, [_hmm_member(theta, order, m) for m in range(len(theta.members))], w
+
+
+def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, eps: float,
+                   quilt_scale: Any) -> list[Row] | None:
+    """The rows of an HMM plan's verification, or None where the general route must verify
+    it (:func:`quiltpriv.mechanisms.time_series_verification.check_time_series` for chains)."""
+    try:
+        return check_hmm(theta, query, sensitive, eps, quilt_scale)
+    except _NotHere:
+        return None
 
 
 def check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,

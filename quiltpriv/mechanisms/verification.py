@@ -520,9 +520,12 @@ def _time_series_rows(theta: Theta, query: Query, plan: Plan,
     """The checks of a chain's or HMM's plan, each step verified in the structure of its
     search (:mod:`quiltpriv.mechanisms.time_series_verification`; one row per run of steps of
     a chain), or None where that does not apply."""
+    from quiltpriv.mechanisms.hmm_verification import check_hmm_plan
     from quiltpriv.mechanisms.time_series_verification import check_time_series
 
     found = check_time_series(theta, query, plan.sensitive, eps, quilt_scale)
+    if found is None:
+        found = check_hmm_plan(theta, query, plan.sensitive, eps, quilt_scale)
     return None if found is None else tuple(AttributeCheck(**vars(r)) for r in found)
 
 

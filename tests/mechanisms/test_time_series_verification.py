@@ -54,13 +54,19 @@ def random_chain(seed: int, n: int):
 
 
 def _rows(theta, query, p):
-    return tsv.check_time_series(theta, query, p.sensitive, p.epsilon, quilt_scale)
+    from quiltpriv.mechanisms.hmm_verification import check_hmm_plan
+
+    return (tsv.check_time_series(theta, query, p.sensitive, p.epsilon, quilt_scale)
+            or check_hmm_plan(theta, query, p.sensitive, p.epsilon, quilt_scale))
 
 
 def _general(monkeypatch, theta, query, p):
     """The general verifier's verdict (the time-series route switched off)."""
+    import quiltpriv.mechanisms.hmm_verification as hv
+
     with monkeypatch.context() as m:
         m.setattr(tsv, "check_time_series", lambda *a: None)
+        m.setattr(hv, "check_hmm_plan", lambda *a: None)
         return check_plan(p, theta, query)
 
 
