@@ -27,9 +27,10 @@ from quiltpriv.mechanisms.time_series_verification import (
     _scale_low,
 )
 from quiltpriv.model.network import Theta
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.validation import check_epsilon, check_instance
 
-__all__ = ["check_hmm", "check_hmm_plan"]
+__all__ = ["check_hmm_plan"]
 
 
 # -- hidden Markov models -------------------------------------------------------------------------
@@ -338,14 +339,18 @@ def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, eps: float,
                    quilt_scale: Any) -> list[Row] | None:
     """The rows of an HMM plan's verification, or None where the general route must verify
     it (:func:`quiltpriv.mechanisms.time_series_verification.check_time_series` for chains)."""
+    # untrusted arguments get the package's errors; a plan of another shape gets None
+    check_instance(theta, Theta, "theta")
+    check_query(query)
+    check_epsilon(eps)
     try:
-        return check_hmm(theta, query, sensitive, eps, quilt_scale)
+        return _check_hmm(theta, query, sensitive, eps, quilt_scale)
     except _NotHere:
         return None
 
 
-def check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
-               quilt_scale: Any) -> list[Row]:
+def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
+                quilt_scale: Any) -> list[Row]:
     if not isinstance(sensitive, tuple) or not sensitive:
         raise _NotHere("not a plan of nodes")
     order, members, w = _hmm_setup(theta, query)

@@ -61,8 +61,9 @@ import numpy as np
 from quiltpriv.mechanisms.chain_quilts import _groups, chain_order
 from quiltpriv.mechanisms.step_plans import StepPlans, StepRun, window_sensitivities
 from quiltpriv.model.network import Theta
-from quiltpriv.queries.query import Query
+from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.serialize import jsonable
+from quiltpriv.utils.validation import check_epsilon, check_instance
 
 __all__ = ["OPTIMALITY_RTOL", "check_time_series"]
 
@@ -135,6 +136,10 @@ def check_time_series(theta: Theta, query: Query, sensitive: Any, eps: float,
     ``sensitive`` is the plan's :attr:`~quiltpriv.mechanisms.apmqm.Plan.sensitive`;
     ``quilt_scale`` is :func:`quiltpriv.mechanisms.apmqm.quilt_scale` (the exact need).
     """
+    # untrusted arguments get the package's errors; a plan of another shape gets None
+    check_instance(theta, Theta, "theta")
+    check_query(query)
+    check_epsilon(eps)
     try:
         if isinstance(sensitive, StepPlans):
             return _check_chain(theta, query, sensitive, eps, quilt_scale)

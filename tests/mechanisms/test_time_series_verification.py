@@ -26,6 +26,7 @@ from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale
 from quiltpriv.mechanisms.step_plans import StepPlans
 from quiltpriv.mechanisms.verification import check_plan, verify_plan
 from quiltpriv.queries.query import CountQuery, LinearQuery
+from quiltpriv.utils.rounding import div_up
 
 
 def _flip(p: float) -> list[list[float]]:
@@ -178,7 +179,7 @@ def test_tampered_chain_plans_are_refused():
         r[2] += 4
         g = [np.log((1 + 0.8**k) / (1 - 0.8**k)) for k in (r[2], r[3])]
         r[4] = float(sum(g)) + 1e-9
-        r[5] = (r[2] + r[3] - 1) / n
+        r[5] = div_up(r[2] + r[3] - 1, n)  # the query's Delta: exact, rounded up
         r[6] = quilt_scale(r[5], r[4], 1.0)
         d["scale"] = max(x[6] for x in d["sensitive"]["runs"])
 
