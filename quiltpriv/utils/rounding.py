@@ -133,6 +133,9 @@ def sum_of_spans_up(weights: Sequence[float], lows: Sequence[float],
     the result is ``s (1 + 2^-50)`` rounded up, plus ``n`` smallest subnormals for underflowed
     terms: at most a few ulps above the exact sum.
     """
+    if not all(isinstance(x, Sequence) for x in (weights, lows, highs)) or not (
+            len(weights) == len(lows) == len(highs)):
+        raise ParameterError("weights, lows and highs must be sequences of the same length")
     n = len(weights)
     if n <= EXACT_TERMS:
         num, den = 0, 1
@@ -143,7 +146,13 @@ def sum_of_spans_up(weights: Sequence[float], lows: Sequence[float],
             tn, td = wn * (hn * ld - ln * hd), wd * hd * ld
             num, den = num * td + tn * den, den * td
         return _ratio_up(num, den)
-    terms = [abs(w) * (hi - lo) for w, lo, hi in zip(weights, lows, highs, strict=True)]
+    try:
+        terms = [abs(float(w)) * (float(hi) - float(lo))
+                 for w, lo, hi in zip(weights, lows, highs, strict=True)]
+    except (TypeError, ValueError):
+        raise ParameterError("weights, lows and highs must hold numbers") from None
+    if not all(map(math.isfinite, terms)):
+        raise ParameterError("a term |w| (hi - lo) is not finite")
     s = math.fsum(terms) + n * 5e-324
     return math.nextafter(s * (1 + 2.0**-50), math.inf)
 
