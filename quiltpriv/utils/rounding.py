@@ -140,7 +140,8 @@ def sum_of_spans_up(weights: Sequence[float], lows: Sequence[float],
     if n <= EXACT_TERMS:
         num, den = 0, 1
         for w, lo, hi in zip(weights, lows, highs, strict=True):
-            wn, wd = _ratio(abs(w), "weight")
+            wn, wd = _ratio(w, "weight")
+            wn = abs(wn)
             hn, hd = _ratio(hi, "upper bound")
             ln, ld = _ratio(lo, "lower bound")
             tn, td = wn * (hn * ld - ln * hd), wd * hd * ld
