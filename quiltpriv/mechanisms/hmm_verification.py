@@ -335,14 +335,14 @@ def _hmm_setup(theta: Theta, query: Query) -> tuple[HMMOrder, list[_HMMember], f
     return order, [_hmm_member(theta, order, m) for m in range(len(theta.members))], w
 
 
-def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, eps: float,
+def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, epsilon: float,
                    quilt_scale: Any) -> list[Row] | None:
     """The rows of an HMM plan's verification, or None where the general route must verify
     it (:func:`quiltpriv.mechanisms.time_series_verification.check_time_series` for chains)."""
     # untrusted arguments get the package's errors; a plan of another shape gets None
     check_instance(theta, Theta, "theta")
     check_query(query)
-    check_epsilon(eps)
+    eps = check_epsilon(epsilon)
     try:
         return _check_hmm(theta, query, sensitive, eps, quilt_scale)
     except _NotHere:

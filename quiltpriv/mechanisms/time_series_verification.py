@@ -128,7 +128,7 @@ class Row:
     least_scale: float | None
 
 
-def check_time_series(theta: Theta, query: Query, sensitive: Any, eps: float,
+def check_time_series(theta: Theta, query: Query, sensitive: Any, epsilon: float,
                       quilt_scale: Any) -> list[Row] | None:
     """The rows of a time-series plan's verification, or None where the general route must
     verify it (a plan or model outside the structures of the module docstring).
@@ -139,7 +139,7 @@ def check_time_series(theta: Theta, query: Query, sensitive: Any, eps: float,
     # untrusted arguments get the package's errors; a plan of another shape gets None
     check_instance(theta, Theta, "theta")
     check_query(query)
-    check_epsilon(eps)
+    eps = check_epsilon(epsilon)
     try:
         if isinstance(sensitive, StepPlans):
             return _check_chain(theta, query, sensitive, eps, quilt_scale)
