@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from quiltpriv.mechanisms.apmqm import canonical_json, plan, query_fingerprint
 from quiltpriv.mechanisms.apmqm.fingerprints import _QUERY_FINGERPRINT_FORMAT
 from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.query import CountQuery, LinearQuery
+from quiltpriv.utils.rounding import round_up
 
 
 def _fingerprint_reference(query, column_sets) -> str:
@@ -33,9 +35,11 @@ def _fingerprint_reference(query, column_sets) -> str:
 
 
 def _linear_sensitivity_reference(query: LinearQuery, columns) -> float:
+    # Delta_B exactly (rationals of the floats the query holds), rounded up: the query's rule
     cols = set(columns)
-    return float(sum(abs(w) * (query.bounds[a][1] - query.bounds[a][0])
-                     for a, w in query.weights.items() if a in cols))
+    return round_up(sum((abs(Fraction(w)) * (Fraction(query.bounds[a][1])
+                                             - Fraction(query.bounds[a][0]))
+                         for a, w in query.weights.items() if a in cols), Fraction(0)))
 
 
 @pytest.mark.parametrize("seed", range(30))
