@@ -30,7 +30,7 @@ is drawn through :mod:`quiltpriv.mechanisms.noise` (exact discrete samplers) fro
 secure
 ``random.Random``. A real release must use the default secure source.
 
-    python examples/adult_evaluation.py --quick          # about a minute
+    python examples/adult_evaluation.py --quick          # a few seconds
     python examples/adult_evaluation.py --full --out examples/results/adult_evaluation_full.txt \
         --plot examples/figures/adult_evaluation.png
 
