@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from scipy import integrate, optimize, special
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.gap.information import _conditionals, _nested_min
+from quiltpriv.gap.information import _conditionals, _pdd_search, _pdi_search, _score
 from quiltpriv.gap.privatizers import (
     BinaryModel,
     GaussianMixtureModel,
@@ -55,8 +55,6 @@ from quiltpriv.gap.privatizers import (
     _boundary_mechanisms,
     _check_budget,
     _two_gaussian_accuracy,
-    binary_pdd_score,
-    binary_pdi_score,
     gaussian_mechanism_accuracy,
 )
 from quiltpriv.utils.serialize import JSONResult
@@ -276,22 +274,11 @@ def _binary_objective(py: np.ndarray, alpha: float) -> Callable[[float, float], 
 
 def _binary_result(model: BinaryModel, flips: list[float], d: float, kind: str,
                    alpha: float) -> BinaryAlphaOptimum:
-    flips = [min(max(v, 0.0), 1.0) for v in flips]
-    if kind == "PDI":
-        card, dist = binary_pdi_score(model, flips)
-        full = [flips[0], flips[0], flips[1], flips[1]]
-    else:
-        card, dist = binary_pdd_score(model, flips)
-        full = flips
-    if dist > d + 1e-9:  # pragma: no cover - the searches stay inside the budget
-        raise ParameterError(f"privatizer exceeds the budget ({dist} > {d})")
+    sc = _score(model, flips, d, kind)
     py, _ = _conditionals(model)
-    fl = np.array(full).reshape(2, 2)
-    p = model.array
-    a = (p[0, :] * (1 - fl[0, :]) + p[1, :] * fl[1, :]) / py
-    mi = arimoto_mutual_information(_binary_joint(py, float(a[0]), float(a[1])), alpha)
-    return BinaryAlphaOptimum(alpha, mi, card.map_accuracy, tuple(float(v) for v in flips),
-                              dist, d, kind)
+    mi = arimoto_mutual_information(_binary_joint(py, float(sc.a[0]), float(sc.a[1])), alpha)
+    return BinaryAlphaOptimum(alpha, mi, sc.card.map_accuracy, tuple(float(v) for v in sc.flips),
+                              sc.distortion, d, kind)
 
 
 def binary_alpha_pdd_optimum(model: BinaryModel, distortion: float,
@@ -327,22 +314,9 @@ def binary_alpha_pdd_optimum(model: BinaryModel, distortion: float,
     check_instance(model, BinaryModel, "model")
     d = _check_budget(distortion)
     a = _check_alpha(alpha)
-    py, r = _conditionals(model)
-    f = _binary_objective(py, a)
-
-    def inner(a0: float) -> tuple[float, float]:
-        rem = max(0.0, d - py[0] * abs(a0 - r[0])) * (1 - 1e-12)
-        return max(0.0, r[1] - rem / py[1]), min(1.0, r[1] + rem / py[1])
-
-    span = d / py[0] * (1 - 1e-12)
-    a0, a1 = _nested_min(f, (max(0.0, r[0] - span), min(1.0, r[0] + span)), inner)
-    s = np.ones((2, 2))
-    for y, ay in enumerate((a0, a1)):  # one-way flips inside group y cost P(y) |a_y - r_y|
-        if ay > r[y]:
-            s[0, y] = 1 - (ay - r[y]) / (1 - r[y])
-        elif ay < r[y]:
-            s[1, y] = 1 - (r[y] - ay) / r[y]
-    return _binary_result(model, [float(v) for v in s.ravel()], d, "PDD", a)
+    py, _ = _conditionals(model)
+    flips = _pdd_search(model, d, _binary_objective(py, a))
+    return _binary_result(model, flips, d, "PDD", a)
 
 
 def binary_alpha_pdi_optimum(model: BinaryModel, distortion: float,
@@ -374,22 +348,9 @@ def binary_alpha_pdi_optimum(model: BinaryModel, distortion: float,
     check_instance(model, BinaryModel, "model")
     d = _check_budget(distortion)
     a = _check_alpha(alpha)
-    py, r = _conditionals(model)
-    px1 = float(model.array[1, :].sum())
-    px0 = 1 - px1
-    g = _binary_objective(py, a)
-
-    def f(u: float, w: float) -> float:  # u = 1 - s1, w = 1 - s0
-        return g(r[0] * (1 - u) + (1 - r[0]) * w, r[1] * (1 - u) + (1 - r[1]) * w)
-
-    def inner(u: float) -> tuple[float, float]:
-        if px0 == 0:
-            return 0.0, 0.0
-        return 0.0, min(1.0, max(0.0, (d - px1 * u) / px0 * (1 - 1e-12)))
-
-    top = 1.0 if px1 == 0 else min(1.0, d / px1 * (1 - 1e-12))
-    u, w = _nested_min(f, (0.0, top), inner)
-    return _binary_result(model, [1 - w, 1 - u], d, "PDI", a)
+    py, _ = _conditionals(model)
+    flips = _pdi_search(model, d, _binary_objective(py, a))
+    return _binary_result(model, flips, d, "PDI", a)
 
 
 # =========================================================================== Gaussian mixture

@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import integrate, optimize
 
+from quiltpriv.audit.adversary import Scorecard
 from quiltpriv.errors import ParameterError
 from quiltpriv.gap.privatizers import (
     BinaryModel,
@@ -248,7 +249,20 @@ def mi_saturation_distortion(model: BinaryModel, kind: str = "PDD") -> float:
     raise ParameterError(f"kind must be 'PDD' or 'PDI', got {kind!r}")
 
 
-def _result(model: BinaryModel, s: list[float], d: float, kind: str) -> BinaryMIOptimum:
+@dataclass(frozen=True)
+class _Scored:
+    """A binary privatizer's flips (clipped to [0, 1]), its card, its exact distortion and
+    ``a_y = P(X^ = 1 | Y = y)``: what the MI and the alpha-loss results are computed from."""
+
+    flips: list[float]
+    card: Scorecard
+    distortion: float
+    a: np.ndarray
+
+
+def _score(model: BinaryModel, s: list[float], d: float, kind: str) -> _Scored:
+    """Score the flips ``s`` found by :func:`_pdd_search` / :func:`_pdi_search`, checking the
+    budget ``d`` (the searches stay inside it)."""
     flips = [min(max(v, 0.0), 1.0) for v in s]
     if kind == "PDI":
         card, dist = binary_pdi_score(model, flips)
@@ -257,54 +271,64 @@ def _result(model: BinaryModel, s: list[float], d: float, kind: str) -> BinaryMI
         card, dist = binary_pdd_score(model, flips)
         full = flips
     if dist > d + 1e-9:  # pragma: no cover - the searches stay inside the budget
-        raise ParameterError(f"MI privatizer exceeds the budget ({dist} > {d})")
+        raise ParameterError(f"privatizer exceeds the budget ({dist} > {d})")
     py, _ = _conditionals(model)
     fl = np.array(full).reshape(2, 2)
     p = model.array
     a = (p[0, :] * (1 - fl[0, :]) + p[1, :] * fl[1, :]) / py
+    return _Scored(flips, card, dist, a)
+
+
+def _result(model: BinaryModel, s: list[float], d: float, kind: str) -> BinaryMIOptimum:
+    sc = _score(model, s, d, kind)
+    py, _ = _conditionals(model)
+    a = sc.a
     joint = np.array([[py[y] * (1 - a[y]), py[y] * a[y]] for y in range(2)])
-    return BinaryMIOptimum(_mi_bits(py, a), card.map_accuracy,
+    return BinaryMIOptimum(_mi_bits(py, a), sc.card.map_accuracy,
                            mmse_adversary(joint / joint.sum()).mmse,
-                           tuple(float(v) for v in flips), dist, d, kind)
+                           tuple(float(v) for v in sc.flips), sc.distortion, d, kind)
 
 
-def binary_mi_pdd_optimum(model: BinaryModel, distortion: float) -> BinaryMIOptimum:
-    """The PDD privatizer minimising ``I(X^; Y)`` at Hamming distortion <= D ([HKCSR17, Sec. 2.2,
-    Fig. 5c,d]); see the module docstring for the reduction to ``(a_0, a_1)``."""
-    check_instance(model, BinaryModel, "model")
-    d = _check_budget(distortion)
+def _pdd_search(model: BinaryModel, d: float,
+                objective: Callable[[float, float], float]) -> list[float]:
+    """The PDD flips ``(s00, s01, s10, s11)`` minimising a jointly convex ``objective(a_0, a_1)``
+    of ``a_y = P(X^ = 1 | Y = y)`` at Hamming distortion <= ``d``.
+
+    A PDD privatizer reaches ``a_y`` at least cost ``P(y) |a_y - r_y|`` by one-way flips inside
+    group ``y``, so the search is over ``(a_0, a_1)`` in that budget (the module docstring's
+    reduction); shared by the MI and the alpha-loss privatizers ([HKCSR17, Sec. 2.2]).
+    """
     py, r = _conditionals(model)
-
-    def f(a0: float, a1: float) -> float:
-        return _mi_bits(py, np.array([a0, a1]))
 
     def inner(a0: float) -> tuple[float, float]:
         rem = max(0.0, d - py[0] * abs(a0 - r[0])) * (1 - 1e-12)
         return max(0.0, r[1] - rem / py[1]), min(1.0, r[1] + rem / py[1])
 
     span = d / py[0] * (1 - 1e-12)
-    a0, a1 = _nested_min(f, (max(0.0, r[0] - span), min(1.0, r[0] + span)), inner)
-    # one-way flips inside each group realise a_y at distortion P(y) |a_y - r_y|
+    a0, a1 = _nested_min(objective, (max(0.0, r[0] - span), min(1.0, r[0] + span)), inner)
     s = np.ones((2, 2))
-    for y, ay in enumerate((a0, a1)):
+    for y, ay in enumerate((a0, a1)):  # one-way flips inside group y cost P(y) |a_y - r_y|
         if ay > r[y]:  # move mass from X = 0 to X^ = 1
             s[0, y] = 1 - (ay - r[y]) / (1 - r[y])
         elif ay < r[y]:
             s[1, y] = 1 - (r[y] - ay) / r[y]
-    return _result(model, [float(v) for v in s.ravel()], d, "PDD")
+    return [float(v) for v in s.ravel()]
 
 
-def binary_mi_pdi_optimum(model: BinaryModel, distortion: float) -> BinaryMIOptimum:
-    """The PDI privatizer (``X^`` from ``X`` only) minimising ``I(X^; Y)`` at distortion <= D."""
-    check_instance(model, BinaryModel, "model")
-    d = _check_budget(distortion)
+def _pdi_search(model: BinaryModel, d: float,
+                objective: Callable[[float, float], float]) -> list[float]:
+    """The PDI flips ``(s0, s1)`` minimising ``objective(a_0, a_1)`` at distortion <= ``d``.
+
+    With ``u = 1 - s1`` and ``w = 1 - s0``, ``a_y = r_y (1 - u) + (1 - r_y) w`` is linear and
+    the distortion ``P(X = 1) u + P(X = 0) w``, so a convex objective stays convex in
+    ``(u, w)``.
+    """
     py, r = _conditionals(model)
     px1 = float(model.array[1, :].sum())
     px0 = 1 - px1
 
-    def f(u: float, w: float) -> float:  # u = 1 - s1, w = 1 - s0
-        a = np.array([r[y] * (1 - u) + (1 - r[y]) * w for y in range(2)])
-        return _mi_bits(py, a)
+    def f(u: float, w: float) -> float:
+        return objective(r[0] * (1 - u) + (1 - r[0]) * w, r[1] * (1 - u) + (1 - r[1]) * w)
 
     def inner(u: float) -> tuple[float, float]:
         if px0 == 0:
@@ -313,7 +337,26 @@ def binary_mi_pdi_optimum(model: BinaryModel, distortion: float) -> BinaryMIOpti
 
     top = 1.0 if px1 == 0 else min(1.0, d / px1 * (1 - 1e-12))
     u, w = _nested_min(f, (0.0, top), inner)
-    return _result(model, [1 - w, 1 - u], d, "PDI")
+    return [1 - w, 1 - u]
+
+
+def binary_mi_pdd_optimum(model: BinaryModel, distortion: float) -> BinaryMIOptimum:
+    """The PDD privatizer minimising ``I(X^; Y)`` at Hamming distortion <= D ([HKCSR17, Sec. 2.2,
+    Fig. 5c,d]); see the module docstring for the reduction to ``(a_0, a_1)``."""
+    check_instance(model, BinaryModel, "model")
+    d = _check_budget(distortion)
+    py, _ = _conditionals(model)
+    flips = _pdd_search(model, d, lambda a0, a1: _mi_bits(py, np.array([a0, a1])))
+    return _result(model, flips, d, "PDD")
+
+
+def binary_mi_pdi_optimum(model: BinaryModel, distortion: float) -> BinaryMIOptimum:
+    """The PDI privatizer (``X^`` from ``X`` only) minimising ``I(X^; Y)`` at distortion <= D."""
+    check_instance(model, BinaryModel, "model")
+    d = _check_budget(distortion)
+    py, _ = _conditionals(model)
+    flips = _pdi_search(model, d, lambda a0, a1: _mi_bits(py, np.array([a0, a1])))
+    return _result(model, flips, d, "PDI")
 
 
 # =========================================================================== release
