@@ -231,7 +231,7 @@ class ReleaseRecord:
     command, timestamp, version
         The command line of a command-line release, the UTC time, quiltpriv's version.
     plan : mapping or None
-        An APMQM release's plan (format ``quiltpriv-plan/2``).
+        An APMQM release's plan (format ``quiltpriv-plan/4``, or ``/3`` held as runs).
     details : mapping or None
         Another mechanism's own result (``MQMPlan``, ``WassersteinResult``, ... as JSON).
     cells : tuple or None

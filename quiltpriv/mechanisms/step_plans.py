@@ -249,7 +249,9 @@ class StepPlans(Sequence[Any]):
             nearby_attributes=near if full is None else None,
             influence=run.influence, sensitivity=run.sensitivity, scale=run.scale,
             quilts_considered=run.considered, optimal=run.optimal, explanation=text,
-            influence_member=run.member, influence_pair=run.pair)
+            influence_member=run.member, influence_pair=run.pair,
+            # only the time limit stops the chain's search short of the optimum
+            status="optimal" if run.optimal else "time_limit")
 
     # -- JSON -----------------------------------------------------------------------------
 

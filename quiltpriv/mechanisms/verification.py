@@ -23,7 +23,8 @@ report relies on, and returns a trusted copy only when all of them hold:
 
 Stating *more* noise than needed (a larger influence or scale) is accepted, as long as the
 attribute does not also claim to be optimal. The explanation texts and notes are free text,
-carried along but not verified. Verifying a plan that claims optimality costs about as much as
+and an attribute's status (why optimality is not proven) a claim about the search: carried
+along but not verified. Verifying a plan that claims optimality costs about as much as
 planning it again; one that does not costs one influence computation per sensitive attribute.
 
 ``quiltpriv verify PLAN.json MODEL`` runs the same check on the command line.
@@ -246,7 +247,7 @@ class PlanVerification:
             "scale": self.plan.scale, "optimal": self.plan.optimal,
             "model": self.plan.model_fingerprint, "query": dict(self.query),
             "sensitive": {c.node: c.to_dict() for c in self.attributes},
-            "unverified_fields": ["explanation", "notes", "quilts_considered"],
+            "unverified_fields": ["explanation", "notes", "quilts_considered", "status"],
         }
 
     def to_json(self, **kwargs: Any) -> str:
@@ -281,7 +282,8 @@ class PlanVerification:
                 if not c.ok:
                     lines.append(f"{c.node}: FAILED: {c.reason}")
             lines.append("")
-        lines.append("explanations, notes and quilts_considered are free text or counts: "
+        lines.append("explanations, notes, quilts_considered and the reasons optimality is not "
+                     "proven (status) are free text, counts or claims about the search: "
                      "carried along, not verified")
         return "\n".join(lines)
 

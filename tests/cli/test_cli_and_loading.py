@@ -33,7 +33,7 @@ def test_plan_list_sets_option(capsys):
     assert main([*PLAN, "--attributes", "height,sat", "--json", "--list-sets", "no"]) == 0
     d = json.loads(capsys.readouterr().out)
     s = d["sensitive"]["income"]
-    assert d["format"] == "quiltpriv-plan/2"
+    assert d["format"] == "quiltpriv-plan/4"
     assert s["nearby"] is None and s["remote"] is None and isinstance(s["quilt"], list)
     assert set(s["nearby_attributes"]) <= {"height", "sat"}
     assert main([*PLAN, "--attributes", "height,sat", "--json", "--list-sets", "yes"]) == 0

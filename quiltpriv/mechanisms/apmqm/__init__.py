@@ -60,6 +60,7 @@ from quiltpriv.mechanisms.apmqm.plan_types import (
     INTERRUPTED_NOTE,
     PLAN_FORMAT,
     PLAN_FORMAT_1,
+    PLAN_FORMAT_2,
     PLAN_FORMAT_RUNS,
     UNVERIFIED_NOTE,
     Plan,
@@ -94,6 +95,7 @@ from quiltpriv.mechanisms.apmqm.shared import (
     SHARED_PRICE_SAMPLE,
     SHARED_WORK_RATIO,
 )
+from quiltpriv.mechanisms.plan_status import PlanStatus
 
 __all__ = [
     "APMQM_ASSUMPTIONS",
@@ -108,8 +110,10 @@ __all__ = [
     "PAIR_MIN_ITEMS",
     "PLAN_FORMAT",
     "PLAN_FORMAT_1",
+    "PLAN_FORMAT_2",
     "PLAN_FORMAT_RUNS",
     "Plan",
+    "PlanStatus",
     "PlanningContext",
     "SHARED_MAX_ATTRIBUTES",
     "SHARED_MIN_SENSITIVE",

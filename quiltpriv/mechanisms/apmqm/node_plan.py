@@ -16,6 +16,7 @@ from quiltpriv.mechanisms.apmqm.search import (
 )
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
+from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -76,8 +77,8 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
                 shared)
     except KeyboardInterrupt:
         interrupted = True
-        best.optimal = False
-        best.reasons.append("the search was interrupted; this is the best quilt found so far")
+        best.not_optimal("the search was interrupted; this is the best quilt found so far",
+                         PlanStatus.INTERRUPTED)
     interrupted = interrupted or _cancelled(shared.cancel)
     full = shared.partition(node, best.quilt) if list_sets else None
     explanation = _explain(theta, query, node, best.quilt, full, best.nearby_attributes,
@@ -92,13 +93,16 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
         influence_member=best.member,
         influence_pair=None if best.pair is None else tuple(jsonable(x) for x in best.pair),
         influence_bound_via=best.via, influence_arithmetic=best.arithmetic,
+        status=best.status,
     ), interrupted
 
 
 def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
                   reason: str, list_sets: bool = True,
-                  terms: tuple[tuple[str, ...], float] | None = None) -> SensitivePlan:
-    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal.
+                  terms: tuple[tuple[str, ...], float] | None = None,
+                  status: PlanStatus = PlanStatus.NOT_REACHED) -> SensitivePlan:
+    """The always-valid trivial quilt (every attribute nearby), flagged as not optimal
+    (``status``, and ``reason`` in words).
 
     ``terms``: the query's attributes in network order and ``Delta_A F``
     (:meth:`_Shared.trivial_terms`), when already known.
@@ -114,7 +118,7 @@ def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
                          remote=None if q is None else q.remote,
                          nearby_attributes=a_n if q is None else None,
                          influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,
-                         optimal=False, explanation=text)
+                         optimal=False, explanation=text, status=status)
 
 
 def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,

@@ -36,8 +36,10 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
                    n_jobs: int, notes: list[str],
                    max_candidates: int = DEFAULT_MAX_CANDIDATES,
                    list_sets: bool = True,
-                   cancel: CancelToken | None = None) -> tuple[SensitivePlan, ...]:
-    """:func:`plan`'s parallel branch: batches of attributes on joblib workers.
+                   cancel: CancelToken | None = None,
+                   ) -> tuple[tuple[SensitivePlan, ...], bool]:
+    """:func:`plan`'s parallel branch: batches of attributes on joblib workers; the plans
+    and whether planning was interrupted.
 
     Results are collected as batches finish, so on Ctrl-C (KeyboardInterrupt in this process;
     joblib then stops the workers) or once ``cancel`` is set (seen as each batch finishes) the
@@ -77,4 +79,4 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
                 by_node[s] = _trivial_plan(theta, query, s, eps, "planning was interrupted "
                                            "before the search of this attribute finished",
                                            list_sets, terms)
-    return tuple(by_node[s] for s in sens)
+    return tuple(by_node[s] for s in sens), stopped

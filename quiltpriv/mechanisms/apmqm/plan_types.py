@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from quiltpriv.errors import PlanError, QueryError
+from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.inference.influence import fmt_influence
 from quiltpriv.mechanisms.apmqm.fingerprints import _plain, canonical_json, query_fingerprint
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _html_shown, _shown_set
@@ -28,6 +28,7 @@ from quiltpriv.mechanisms.plan_fields import (
     _number,
     _text,
 )
+from quiltpriv.mechanisms.plan_status import PlanStatus, check_status
 from quiltpriv.mechanisms.protocol import Calibration, Guarantee, GuaranteeKind
 from quiltpriv.mechanisms.step_plans import StepPlans
 from quiltpriv.queries.query import Query, check_query
@@ -50,17 +51,26 @@ APMQM_ASSUMPTIONS = (
 
 
 #: The ``"format"`` of a plan's JSON. A plan without it (written before plans were versioned)
-#: or with another value is refused by :meth:`Plan.from_dict`: plan it again.
-PLAN_FORMAT = "quiltpriv-plan/2"
-
-#: The previous format, still read: it lists ``nearby`` and ``remote`` for every attribute and
-#: has no ``nearby_attributes``.
-PLAN_FORMAT_1 = "quiltpriv-plan/1"
+#: or with another value is refused by :meth:`Plan.from_dict`: plan it again. Since /4 each
+#: attribute states its ``"status"`` (:class:`~quiltpriv.mechanisms.plan_status.PlanStatus`)
+#: and the plan whether it was ``"interrupted"``.
+PLAN_FORMAT = "quiltpriv-plan/4"
 
 #: The format of a plan of the steps of a time series held as runs
 #: (:class:`~quiltpriv.mechanisms.step_plans.StepPlans`): ``"sensitive"`` is
-#: ``{"order", "attributes", "listed", "runs"}`` instead of one object per attribute.
+#: ``{"order", "attributes", "listed", "runs"}`` instead of one object per attribute. A run's
+#: status follows from its ``optimal`` (only the time limit stops the chain's one-pass
+#: search short), and such a plan is never interrupted (it sees neither Ctrl-C nor cancel).
 PLAN_FORMAT_RUNS = "quiltpriv-plan/3"
+
+#: Older formats, still read. /2: no ``"status"`` (an attribute not proven optimal reads as
+#: ``"not_recorded"``) and no ``"interrupted"`` (read from the plan's notes). /1: also no
+#: ``nearby_attributes`` (``nearby`` and ``remote`` listed for every attribute).
+PLAN_FORMAT_2 = "quiltpriv-plan/2"
+PLAN_FORMAT_1 = "quiltpriv-plan/1"
+
+#: Each format's version number, as :func:`plan_from_dict` reads it.
+_VERSIONS = {PLAN_FORMAT_1: 1, PLAN_FORMAT_2: 2, PLAN_FORMAT_RUNS: 3, PLAN_FORMAT: 4}
 
 
 #: The note of a plan that is not verified (read from a file or built by hand).
@@ -75,10 +85,10 @@ class Plan:
 
     ``to_json()`` gives the command line's JSON contract::
 
-        {"format": "quiltpriv-plan/2", "mechanism": "APMQM", "epsilon": E, "scale": b,
-         "optimal": true,
+        {"format": "quiltpriv-plan/4", "mechanism": "APMQM", "epsilon": E, "scale": b,
+         "optimal": true, "interrupted": false,
          "sensitive": {"S1": {"scale": b1, "quilt": [...], "nearby": [...], "remote": [...],
-                              "nearby_attributes": null,
+                              "nearby_attributes": null, "status": "optimal",
                               "influence": e, "sensitivity": d, "quilts_considered": k}, ...},
          "query": {...}, "query_fingerprint": "<sha256>", "model": "<sha256>",
          "theta_size": t, "notes": [...], "provenance": {...} or null}
@@ -96,6 +106,33 @@ class Plan:
     verify it against the model before using it. ``provenance`` says where Theta came from
     (:mod:`quiltpriv.model.provenance`; ``None`` when not recorded).
 
+    Parameters
+    ----------
+    epsilon : float
+        The privacy parameter the plan is for.
+    scale : float
+        The Laplace scale ``b``: the largest of the sensitive attributes' scales.
+    optimal : bool
+        True when every attribute's scale is proven least over its quilts.
+    sensitive : sequence of SensitivePlan
+        One plan per sensitive attribute (a
+        :class:`~quiltpriv.mechanisms.step_plans.StepPlans` for the steps of a time series).
+    query : mapping
+        The query's definition (``Query.to_dict()``).
+    model_fingerprint : str
+        Theta's fingerprint (``"model"`` in the file; ``model`` is its deprecated keyword).
+    theta_size : int
+        The number of networks in Theta.
+    query_fingerprint : str
+        The fingerprint of the query and every sensitivity the plan used.
+    notes : tuple of str
+        Plan-wide notes, for humans.
+    provenance : mapping or None
+        Where Theta came from.
+    interrupted : bool
+        True when planning was interrupted (Ctrl-C) or cancelled: the plan is the best found
+        before (still valid; :func:`was_interrupted`).
+
     Examples
     --------
     >>> import quiltpriv as qp
@@ -111,6 +148,8 @@ class Plan:
     >>> again = qp.Plan.from_json(saved)
     >>> again == plan, again.verified  # read back: equal, and to verify before a release
     (True, False)
+    >>> again.interrupted, [sp.status.value for sp in again.sensitive]
+    (False, ['optimal', 'optimal'])
     """
 
     epsilon: float
@@ -123,8 +162,14 @@ class Plan:
     query_fingerprint: str
     notes: tuple[str, ...] = ()
     provenance: Mapping[str, Any] | None = None
+    interrupted: bool = False
     mechanism: str = field(default="APMQM", init=False)
     verified: bool = field(default=False, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.interrupted and isinstance(self.sensitive, StepPlans):
+            raise ParameterError("a plan of a chain's steps held as runs is made in one pass "
+                                 "that sees neither Ctrl-C nor cancel: it is never interrupted")
 
     def __getstate__(self) -> dict[str, Any]:
         # A pickled plan is a saved plan like any other: it comes back unverified.
@@ -136,6 +181,8 @@ class Plan:
         state = dict(state)
         if "model" in state:  # pickled before the field was named model_fingerprint
             state.setdefault("model_fingerprint", state.pop("model"))
+        if "interrupted" not in state:  # pickled before it was a field: the note stood for it
+            state["interrupted"] = INTERRUPTED_NOTE in state.get("notes", ())
         self.__dict__.update(state)
 
     def __getitem__(self, node: str) -> SensitivePlan:
@@ -207,6 +254,7 @@ class Plan:
             "epsilon": self.epsilon,
             "scale": self.scale,
             "optimal": self.optimal,
+            **({} if runs else {"interrupted": self.interrupted}),
             "sensitive": (self.sensitive.to_dict() if isinstance(self.sensitive, StepPlans)
                           else {sp.node: sp.to_dict() for sp in self.sensitive}),
             "query": dict(self.query),
@@ -225,7 +273,8 @@ class Plan:
         """Parse :meth:`to_dict` output strictly; the plan returned is NOT verified.
 
         Every key is required (and no other is allowed), every number must be finite and in
-        range, ``format`` must be :data:`PLAN_FORMAT` and ``mechanism`` ``"APMQM"``. A plan
+        range, ``format`` must be one this version reads (:data:`PLAN_FORMAT`,
+        :data:`PLAN_FORMAT_RUNS` or an older one) and ``mechanism`` ``"APMQM"``. A plan
         is input like any other: before :func:`release` or a report uses it, it is verified
         against the model and the query (:func:`quiltpriv.mechanisms.verification.verify_plan`).
 
@@ -252,11 +301,11 @@ class Plan:
         if isinstance(self.sensitive, StepPlans):
             return "\n".join(lines + _run_lines(self))
         header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
-                  "scale", "quilts")
+                  "scale", "quilts", "optimal")
         rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
                  _shown_set(sp.remote, None),
                  fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
-                 str(sp.quilts_considered)) for sp in self.sensitive]
+                 str(sp.quilts_considered), _status_word(sp)) for sp in self.sensitive]
         lines += _table(header, rows)
         lines.append("")
         for sp in self.sensitive:
@@ -274,6 +323,11 @@ class Plan:
 
     def _repr_html_(self) -> str:
         return plan_html(self)
+
+
+def _status_word(sp: SensitivePlan) -> str:
+    """An attribute's status in a table cell: ``yes``, or ``not proven (<status>)``."""
+    return "yes" if sp.optimal else f"not proven ({sp.status.value.replace('_', ' ')})"
 
 
 def sensitive_nodes(plan_: Plan) -> tuple[str, ...]:
@@ -396,8 +450,9 @@ INTERRUPTED_NOTE = "planning was interrupted: attributes not reached use the tri
 
 
 def was_interrupted(plan_: Plan) -> bool:
-    """True when ``plan_`` is the best found before an interruption (still valid)."""
-    return INTERRUPTED_NOTE in check_instance(plan_, Plan, "plan").notes
+    """True when ``plan_`` is the best found before an interruption (still valid): its
+    ``interrupted`` field."""
+    return check_instance(plan_, Plan, "plan").interrupted
 
 
 def _trusted(p: Plan) -> Plan:
@@ -406,13 +461,15 @@ def _trusted(p: Plan) -> Plan:
     return p
 
 
-_PLAN_KEYS = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
-              "query_fingerprint", "model", "theta_size", "notes", "provenance")
-_SENSITIVE_KEYS = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
-                   "quilts_considered", "optimal", "explanation", "influence_member",
-                   "influence_pair", "influence_bound_via", "influence_arithmetic",
-                   "nearby_attributes")
-_SENSITIVE_KEYS_1 = _SENSITIVE_KEYS[:-1]
+_PLAN_KEYS_2 = ("format", "mechanism", "epsilon", "scale", "optimal", "sensitive", "query",
+                "query_fingerprint", "model", "theta_size", "notes", "provenance")
+_PLAN_KEYS = _PLAN_KEYS_2 + ("interrupted",)
+_SENSITIVE_KEYS_2 = ("node", "quilt", "nearby", "remote", "influence", "sensitivity", "scale",
+                     "quilts_considered", "optimal", "explanation", "influence_member",
+                     "influence_pair", "influence_bound_via", "influence_arithmetic",
+                     "nearby_attributes")
+_SENSITIVE_KEYS = _SENSITIVE_KEYS_2 + ("status",)
+_SENSITIVE_KEYS_1 = _SENSITIVE_KEYS_2[:-1]
 
 
 # -- strict parsing ------------------------------------------------------------------------
@@ -422,14 +479,15 @@ def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
     if not isinstance(node, str) or not node:
         raise _fail("a key of 'sensitive'", "a node name", node)
     where = f"sensitive[{node!r}]"
-    s = _keys(s, _SENSITIVE_KEYS if version == 2 else _SENSITIVE_KEYS_1, where)
+    s = _keys(s, {1: _SENSITIVE_KEYS_1, 2: _SENSITIVE_KEYS_2}.get(version, _SENSITIVE_KEYS),
+              where)
     if s["node"] != node:
         raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
     quilt = _names(s["quilt"], f"{where}.quilt")
     near_attrs = None
-    if version == 2 and s["nearby_attributes"] is not None:
+    if version >= 2 and s["nearby_attributes"] is not None:
         near_attrs = _names(s["nearby_attributes"], f"{where}.nearby_attributes")
-    if version == 2 and s["nearby"] is None and s["remote"] is None:
+    if version >= 2 and s["nearby"] is None and s["remote"] is None:
         if near_attrs is None:
             raise PlanError(f"plan: {where} lists neither nearby nor nearby_attributes")
         nearby = remote = None
@@ -453,16 +511,26 @@ def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
     arithmetic = s["influence_arithmetic"]
     if arithmetic not in ("float64", "exact"):
         raise _fail(f"{where}.influence_arithmetic", '"float64" or "exact"', arithmetic)
+    optimal = _bool(s["optimal"], f"{where}.optimal")
+    # Before /4 the status was not written: an optimal attribute's is "optimal", another's
+    # "not_recorded" (its explanation says why, in words; never parsed).
+    status = s.get("status", PlanStatus.NOT_RECORDED)
+    if not isinstance(status, str):
+        raise _fail(f"{where}.status", "a string", status)
+    try:
+        status = check_status(status, optimal, f"{where}.status")
+    except ParameterError as exc:
+        raise PlanError(f"plan: {exc}") from None
     return SensitivePlan(
         node=node, quilt=quilt, nearby=nearby, remote=remote,
         influence=_number(s["influence"], f"{where}.influence"),
         sensitivity=_number(s["sensitivity"], f"{where}.sensitivity"),
         scale=_number(s["scale"], f"{where}.scale"),
         quilts_considered=_int(s["quilts_considered"], f"{where}.quilts_considered", 1),
-        optimal=_bool(s["optimal"], f"{where}.optimal"),
+        optimal=optimal,
         explanation=_text(s["explanation"], f"{where}.explanation"),
         influence_member=member, influence_pair=pair, influence_bound_via=via,
-        influence_arithmetic=arithmetic, nearby_attributes=near_attrs,
+        influence_arithmetic=arithmetic, nearby_attributes=near_attrs, status=status,
     )
 
 
@@ -482,12 +550,12 @@ def plan_from_dict(d: Any) -> Plan:
     if "format" not in d:
         raise PlanError("plan: no 'format' field: this is not a quiltpriv plan, or one written "
                         f"by an older quiltpriv (before {PLAN_FORMAT!r}); plan it again")
-    if d["format"] not in (PLAN_FORMAT, PLAN_FORMAT_1, PLAN_FORMAT_RUNS):
+    version = _VERSIONS.get(d["format"]) if isinstance(d["format"], str) else None
+    if version is None:
         raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
-                        f"{PLAN_FORMAT_RUNS!r}, {PLAN_FORMAT!r} and {PLAN_FORMAT_1!r}); plan "
+                        f"{', '.join(map(repr, sorted(_VERSIONS, reverse=True)))}); plan "
                         "it again")
-    version = {PLAN_FORMAT: 2, PLAN_FORMAT_1: 1}.get(d["format"], 3)
-    d = _keys(d, _PLAN_KEYS, "the plan")
+    d = _keys(d, _PLAN_KEYS if version == 4 else _PLAN_KEYS_2, "the plan")
     if d["mechanism"] != "APMQM":
         raise _fail("mechanism", "'APMQM'", d["mechanism"])
     sensitive = d["sensitive"]
@@ -510,6 +578,9 @@ def plan_from_dict(d: Any) -> Plan:
     provenance = d["provenance"]
     if provenance is not None and not isinstance(provenance, dict):
         raise _fail("provenance", "null or an object", provenance)
+    # Before /4 the flag was not written: the planner's note, word for word, stood for it.
+    interrupted = (_bool(d["interrupted"], "interrupted") if version == 4
+                   else version != 3 and INTERRUPTED_NOTE in notes)
     return Plan(
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),
@@ -520,7 +591,7 @@ def plan_from_dict(d: Any) -> Plan:
         model_fingerprint=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),
         query_fingerprint=_digest(d["query_fingerprint"], "query_fingerprint"),
-        notes=tuple(notes), provenance=provenance,
+        notes=tuple(notes), provenance=provenance, interrupted=interrupted,
     )
 
 
@@ -569,7 +640,7 @@ def plan_html(plan: Plan) -> str:
         f"<td>{escape(fmt_influence(sp.influence))}</td>"
         f"<td>{escape(_fmt(sp.sensitivity))}</td>"
         f"<td>{escape(_fmt(sp.scale))}</td>"
-        f"<td>{'yes' if sp.optimal else 'not proven'}</td></tr>"
+        f"<td>{escape(_status_word(sp))}</td></tr>"
         for sp in plan.sensitive)
     notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
     unverified = "" if plan.verified else (

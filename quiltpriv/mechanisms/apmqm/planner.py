@@ -26,7 +26,7 @@ from quiltpriv.mechanisms.apmqm.plan_types import (
     _nearby_query_attributes,
     _trusted,
 )
-from quiltpriv.mechanisms.apmqm.search import BUDGET_REASON, DEFAULT_MAX_CANDIDATES
+from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
 from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_LIMIT,
     LIST_SETS_MAX_NODES,
@@ -34,6 +34,7 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
 )
 from quiltpriv.mechanisms.apmqm.shared import CancelToken, _Shared, _shared_context
 from quiltpriv.mechanisms.calibration import scale_up
+from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import Query, check_query
@@ -235,21 +236,23 @@ def plan(
         return _chain_result(theta, query, steps, eps, notes, time_limit)
     # a hidden Markov model: exact and linear in its length too
     chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
         if n_jobs not in (None, 1):
             notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
                          "pass")
     elif n_jobs not in (None, 1) and len(sens) > 1:
-        plans = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline, inference,
-                               n_jobs, notes, max_candidates, list_sets, cancel)
+        plans, interrupted = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline,
+                                            inference, n_jobs, notes, max_candidates,
+                                            list_sets, cancel)
     else:
-        plans = _plan_serial(theta, query, sens, eps, max_table, deadline, inference,
+        plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, deadline, inference,
                              max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)
-    for reason, what in ((TIME_LIMIT_REASON, f"the time limit of {time_limit or 0:g} s"),
-                         (BUDGET_REASON, f"the budget of {max_candidates} candidates")):
-        stopped = [sp.node for sp in plans if reason in sp.explanation]
+    for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {time_limit or 0:g} s"),
+                         (PlanStatus.BUDGET, f"the budget of {max_candidates} candidates")):
+        stopped = [sp.node for sp in plans if sp.status is status]
         if stopped:
             notes.append(f"{what} was reached: the search of {_few(stopped)} stopped with the "
                          "best quilt found so far (valid, optimality not proven)")
@@ -268,14 +271,16 @@ def plan(
         query_fingerprint=query_fingerprint(query, [_nearby_query_attributes(sp, attrs_set)
                                                     for sp in plans]),
         notes=tuple(notes), provenance=provenance_dict(theta),
+        interrupted=interrupted,
     ))
 
 
 def _plan_serial(theta: Theta, query: Query, sens: tuple[str, ...], eps: float, max_table: int,
                  deadline: float | None, inference: InferenceMethod, max_candidates: int,
                  shared: _Shared, list_sets: bool, progress: bool,
-                 notes: list[str]) -> tuple[SensitivePlan, ...]:
-    """:func:`plan`'s serial branch: one attribute after another, with the work they share.
+                 notes: list[str]) -> tuple[tuple[SensitivePlan, ...], bool]:
+    """:func:`plan`'s serial branch: one attribute after another, with the work they share;
+    the plans and whether planning was interrupted.
 
     Interrupted (Ctrl-C) or cancelled, the attribute being searched keeps its best quilt so
     far and the attributes not reached get the trivial quilt (and ``notes`` says so).
@@ -303,7 +308,7 @@ def _plan_serial(theta: Theta, query: Query, sens: tuple[str, ...], eps: float, 
         done.append(_trivial_plan(theta, query, s, eps, "planning was interrupted before "
                                   "this attribute was searched", list_sets,
                                   shared.trivial_terms()))
-    return tuple(done)
+    return tuple(done), halted
 
 
 def _check_cancel(cancel: object) -> None:
@@ -393,6 +398,7 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
         text = _explain(theta, query, node, quilt or None, full, near, e, delta, scale, eps,
                         member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
         plans.append(SensitivePlan(
+            status=PlanStatus.OPTIMAL if optimal else PlanStatus.TIME_LIMIT,
             node=node, quilt=quilt, nearby=None if full is None else full.nearby,
             remote=None if full is None else full.remote,
             nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,

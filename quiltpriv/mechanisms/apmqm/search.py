@@ -21,6 +21,7 @@ from quiltpriv.graph.quilts import least_influence_quilt, moral_ancestral_graph
 from quiltpriv.inference.influence import InferenceMethod, InfluenceTooExpensive, joint_marginal
 from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
 from quiltpriv.mechanisms.calibration import scale_up
+from quiltpriv.mechanisms.plan_status import PlanStatus, worse
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
@@ -99,6 +100,13 @@ class _Search:
     considered: int = 1
     optimal: bool = True
     reasons: list[str] = field(default_factory=list)
+    status: PlanStatus = PlanStatus.OPTIMAL
+
+    def not_optimal(self, reason: str, status: PlanStatus) -> None:
+        """Optimality is not proven, for ``reason`` (words) and ``status`` (data)."""
+        self.optimal = False
+        self.reasons.append(reason)
+        self.status = worse(self.status, status)
 
 
 #: Most target sets ``T`` the search of one sensitive attribute evaluates (each costs at most
@@ -123,7 +131,12 @@ PAIR_CHECK_SIZE = 2**16
 
 
 class _Stop(Exception):
-    """The search must stop now (time limit or candidate budget); the message says which."""
+    """The search must stop now (time limit, cancellation or candidate budget): the message
+    says which in words, ``status`` as data."""
+
+    def __init__(self, message: str, status: PlanStatus) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _Candidates:
@@ -151,8 +164,7 @@ class _Candidates:
         still have a scale below the best one found."""
         for low, reason in self.unresolved:
             if low < self.best.scale:
-                self.best.optimal = False
-                self.best.reasons.append(reason)
+                self.best.not_optimal(reason, PlanStatus.UNRESOLVED)
 
     def evaluate(self, target: frozenset[str], floor: float, lazy: bool = False) -> float:
         """Make ``Q*(target)`` a candidate; return a lower bound on ``e(Q*(T))`` for every
@@ -164,11 +176,12 @@ class _Candidates:
         quilt cannot beat the best scale (then ``floor`` is returned).
         """
         if self.deadline is not None and time.monotonic() > self.deadline:
-            raise _Stop(TIME_LIMIT_REASON)
+            raise _Stop(TIME_LIMIT_REASON, PlanStatus.TIME_LIMIT)
         if _cancelled(self.shared.cancel):
-            raise _Stop(CANCELLED_REASON)
+            raise _Stop(CANCELLED_REASON, PlanStatus.CANCELLED)
         if self.evaluated >= self.max_candidates:
-            raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets")
+            raise _Stop(f"{BUDGET_REASON} {self.max_candidates} candidate target sets",
+                        PlanStatus.BUDGET)
         self.evaluated += 1
         theta, node, eps, best = self.theta, self.node, self.eps, self.best
         q = self.shared.quilt(node, target)
@@ -239,8 +252,7 @@ def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
         else:
             _branch_and_bound(ctx, others)
     except _Stop as stop:
-        best.optimal = False
-        best.reasons.append(str(stop))
+        best.not_optimal(str(stop), stop.status)
     finally:
         ctx.resolve()
 

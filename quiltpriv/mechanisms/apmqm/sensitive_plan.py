@@ -9,6 +9,7 @@ from typing import Any
 
 from quiltpriv.graph.quilts import Quilt, markov_quilt
 from quiltpriv.inference.influence import fmt_influence
+from quiltpriv.mechanisms.plan_status import PlanStatus, check_status
 from quiltpriv.model.network import as_theta
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -69,6 +70,12 @@ class SensitivePlan(JSONResult):
         In a plan that does not list ``nearby`` (and then only), the query's attributes in
         ``N`` (network order): all ``Delta_{A and N}`` reads. :meth:`nearby_in` answers
         either way.
+    status : PlanStatus or str
+        Why the scale is or is not proven least (:class:`~quiltpriv.mechanisms.plan_status.
+        PlanStatus`): ``"optimal"`` exactly when ``optimal`` is true; otherwise what stopped
+        the search (``"time_limit"``, ``"budget"``, ``"cancelled"``, ``"interrupted"``,
+        ``"not_reached"``) or ``"unresolved"``. By default ``"optimal"`` for an optimal plan
+        and ``"not_recorded"`` otherwise (a plan file written before ``quiltpriv-plan/4``).
 
     Examples
     --------
@@ -81,6 +88,8 @@ class SensitivePlan(JSONResult):
     ('x01', ('x07',), 0.5)
     >>> round(chosen.influence, 6), round(chosen.scale, 6)
     (0.336478, 0.753554)
+    >>> chosen.status.value, chosen.influence_arithmetic
+    ('optimal', 'float64')
     """
 
     node: str
@@ -98,6 +107,17 @@ class SensitivePlan(JSONResult):
     influence_bound_via: tuple[str, ...] | None = None
     influence_arithmetic: str = "float64"
     nearby_attributes: tuple[str, ...] | None = None
+    status: PlanStatus = PlanStatus.NOT_RECORDED
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", check_status(self.status, self.optimal))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # pickled before the status was a field: derived as from a plan file of then
+        state = dict(state)
+        state["status"] = check_status(state.get("status", PlanStatus.NOT_RECORDED),
+                                       state["optimal"])
+        self.__dict__.update(state)
 
     @property
     def sets_listed(self) -> bool:
@@ -132,6 +152,7 @@ class SensitivePlan(JSONResult):
             jsonable(x) for x in self.influence_pair]
         d["influence_bound_via"] = None if self.influence_bound_via is None else list(
             self.influence_bound_via)
+        d["status"] = self.status.value
         return d
 
     def _repr_html_(self) -> str:
@@ -173,7 +194,7 @@ def sensitive_plan_html(sp: SensitivePlan) -> str:
         ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
         ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
         ("quilts evaluated", escape(sp.quilts_considered)),
-        ("optimal", "proven least over all quilts" if sp.optimal else "NOT proven"),
+        ("optimal", escape(sp.status.describe())),
     ])
     return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
             f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
