@@ -58,6 +58,12 @@ class PlanStatus(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    @classmethod
+    def _missing_(cls, value: object) -> PlanStatus:
+        # the package's own error, naming every status, instead of Enum's bare ValueError
+        raise ParameterError(f"status must be one of {', '.join(repr(s.value) for s in cls)}, "
+                             f"got {value!r}")
+
     def describe(self) -> str:
         """A few words for text and HTML views."""
         return _WORDS[self]
@@ -100,10 +106,8 @@ def check_status(status: object, optimal: bool, where: str = "status") -> PlanSt
     """
     try:
         st = PlanStatus(status)
-    except ValueError:
-        raise ParameterError(f"{where} must be one of "
-                             f"{', '.join(repr(s.value) for s in PlanStatus)}, got "
-                             f"{status!r}") from None
+    except ParameterError as exc:
+        raise ParameterError(f"{where}{str(exc).removeprefix('status')}") from None
     if optimal and st is PlanStatus.NOT_RECORDED:
         return PlanStatus.OPTIMAL
     if not optimal and st is PlanStatus.OPTIMAL:
@@ -117,6 +121,7 @@ def check_status(status: object, optimal: bool, where: str = "status") -> PlanSt
 def worse(current: PlanStatus, new: PlanStatus) -> PlanStatus:
     """The status to keep when ``new`` happens to a search whose status is ``current``: what
     stopped the search wins over an unresolved candidate, and the first stop is kept."""
+    current, new = PlanStatus(current), PlanStatus(new)
     if current is PlanStatus.OPTIMAL or (current is PlanStatus.UNRESOLVED and new.stopped):
         return new
     return current

@@ -62,6 +62,9 @@ EXCLUDED_NAMES = {
     "check_instance": "its kind argument is code",
     # a result record whose __post_init__ only fills defaults (no input of its own)
     "AuditResult": "result record",
+    # a result record the planner (or the strict plan parser) builds; its __post_init__ only
+    # derives the status from optimal (no input of its own)
+    "SensitivePlan": "result record",
     # the planner's comparison of two computed scales or influences (shared with verification
     # and the report): no input of its own
     "is_tie": "planner internal, compares computed floats",

@@ -166,11 +166,6 @@ class Plan:
     mechanism: str = field(default="APMQM", init=False)
     verified: bool = field(default=False, init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if self.interrupted and isinstance(self.sensitive, StepPlans):
-            raise ParameterError("a plan of a chain's steps held as runs is made in one pass "
-                                 "that sees neither Ctrl-C nor cancel: it is never interrupted")
-
     def __getstate__(self) -> dict[str, Any]:
         # A pickled plan is a saved plan like any other: it comes back unverified.
         state = dict(self.__dict__)
@@ -248,6 +243,10 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         runs = isinstance(self.sensitive, StepPlans)
+        if runs and self.interrupted:
+            raise PlanError("plan: a plan of a chain's steps held as runs is made in one pass "
+                            "that sees neither Ctrl-C nor cancel; its format has no "
+                            "'interrupted', and this one says it was interrupted")
         return {
             "format": PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
             "mechanism": self.mechanism,
