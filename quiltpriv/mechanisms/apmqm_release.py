@@ -44,16 +44,61 @@ class Release(ReleaseRecord):
     time, version, model, query, data hash and row count, guarantee, calibration, noise source
     and seed, command line.
 
-    Attributes
+    Built by :func:`quiltpriv.release`, not by hand.
+
+    Parameters
     ----------
+    mechanism : str
+        ``"APMQM"``.
+    value : float or tuple of float
+        The released value (one number per cell of a histogram).
+    guarantee, calibration
+        The plan's :class:`~quiltpriv.mechanisms.protocol.Guarantee` and
+        :class:`~quiltpriv.mechanisms.protocol.Calibration`.
+    noise_scale_used, granularity, secure, sampler, seed
+        The noise actually drawn: its scale (``scale``; the plan's, or more to pay for the
+        grid), the grid step, whether it came from the secure generator, the sampler, and
+        the integer seed of a seeded release (None otherwise).
+    query, query_fingerprint
+        The query's definition and the plan's query fingerprint.
+    data : mapping or None
+        SHA-256, row count and columns of the data the query read (never the data).
+    model : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` of Theta.
+    command, timestamp, version
+        The command line of a command-line release, the UTC time, quiltpriv's version.
+    details : mapping or None
+        None for APMQM (another mechanism's own result in a plain record).
+    cells : tuple or None
+        A histogram's cell labels.
+    warnings : tuple of str
+        What the release does not protect, in plain words.
+    postprocess : mapping or None
+        The post-processing steps, when the value was post-processed.
     plan : Plan
         The plan released (``to_dict`` writes its JSON).
     sensitivity : float
         The least positive sensitivity of the plan's sensitive attributes (0 without one).
     provenance
         Where Theta came from (the record's ``model.provenance``).
-    scale : float
-        The noise scale actually drawn (``noise_scale_used``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("student")
+    >>> query = qp.CountQuery(["height"], records=4, where="height == 1",
+    ...                       domain={"height": (0, 1)})
+    >>> plan = qp.plan(theta, query, "income", epsilon=1.0)
+    >>> data = pd.DataFrame({"height": [0, 1, 1, 0]})
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # seeded noise: for examples only
+    ...     rel = qp.release(plan, query, data, seed=3)
+    >>> isinstance(rel, qp.Release), rel.plan is plan, rel.scale >= plan.scale
+    (True, True, True)
+    >>> rel.to_dict()["plan"]["format"], rel.seed
+    ('quiltpriv-plan/4', 3)
     """
 
     plan: Plan  # type: ignore[assignment]  # the Plan itself; the record's JSON holds its dict

@@ -605,8 +605,28 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
     a file (:meth:`quiltpriv.Plan.from_json`) must pass through here (or through
     ``release(..., theta=...)``, which calls this) before it can be released or reported on.
-    Parameters as in :func:`check_plan`; give ``sensitive`` and ``epsilon`` to have the plan
-    checked against the privacy you require, not only against its own statement of it.
+    Give ``sensitive`` and ``epsilon`` to have the plan checked against the privacy you
+    require, not only against its own statement of it.
+
+    Parameters
+    ----------
+    plan : Plan
+        Typically :meth:`quiltpriv.Plan.from_json` of a saved plan.
+    theta : Theta, pgmpy network or sequence of them
+        The model the plan claims to be made for.
+    query : Query
+        The query the plan claims to be made for.
+    sensitive : str or iterable of str, optional
+        Attributes the plan must protect (it may protect more).
+    epsilon : float, optional
+        The privacy the plan must give: its epsilon must be at most this.
+    max_table, inference, max_memory
+        As in :func:`quiltpriv.plan` (how influences are recomputed).
+
+    Returns
+    -------
+    Plan
+        The plan, marked verified (``verified`` is True).
 
     Raises
     ------
@@ -616,6 +636,26 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
         The plan was made for another query (definition or a sensitivity it used).
     PlanError
         Any other claim of the plan does not hold; the message names the first one.
+
+    Examples
+    --------
+    A plan read back from its JSON is a claim until verified; an edit that lowers its noise
+    is refused:
+
+    >>> import json
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("student")
+    >>> query = qp.CountQuery(["height"], records=100)
+    >>> saved = qp.plan(theta, query, "income", epsilon=1.0).to_json()
+    >>> read = qp.Plan.from_json(saved)
+    >>> read.verified, qp.verify_plan(read, theta, query, epsilon=1.0).verified
+    (False, True)
+    >>> doc = json.loads(saved)
+    >>> doc["scale"] = doc["sensitive"]["income"]["scale"] = 1.0
+    >>> qp.verify_plan(qp.Plan.from_dict(doc), theta, query)
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.PlanError: ...
     """
     return check_plan(plan, theta, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference,

@@ -133,7 +133,7 @@ def check_student_report(out: str, tmp: Path) -> None:
     scale, ref = student_reference_scale(eps)
     assert close_to_printed(m.group(2), scale), (m.group(2), scale)
     for s in ("weight", "income"):
-        row = re.search(rf"^{s}\s+\{{(\w+)\}}.*?\s(\d\.\d+)\s+1\s+(\d\.\d+)\s+\d+\s*$", out,
+        row = re.search(rf"^{s}\s+\{{(\w+)\}}.*?\s(\d\.\d+)\s+1\s+(\d\.\d+)\s+\d+\s+yes\s*$", out,
                         re.MULTILINE)
         assert row, out
         assert close_to_printed(row.group(2), ref[f"e {s}"])
