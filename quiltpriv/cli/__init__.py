@@ -113,8 +113,7 @@ def _engine_line() -> str:
         loader = importlib.import_module("quiltpriv.inference.influence")
     kernel = loader._KERNEL
     if kernel is None:
-        return ("engine: pure Python (the compiled kernel is not built, switched off by "
-                "QUILTPRIV_NO_KERNEL, or built from other source)")
+        return f"engine: pure Python ({loader.kernel_or_reason()[1] or 'switched off'})"
     return f"engine: compiled kernel ({kernel.__file__})"
 
 

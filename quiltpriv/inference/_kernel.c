@@ -1,5 +1,5 @@
 /*
- * _quiltpriv_kernel: exact joint marginals of a discrete Bayesian network by bucket
+ * quiltpriv.inference._kernel: exact joint marginals of a discrete Bayesian network by bucket
  * elimination, the compiled path of quiltpriv.influence (inference="auto").
  *
  * It does what quiltpriv.influence._bucket_eliminate does, without the per-step Python and
@@ -151,13 +151,27 @@ typedef struct {
 
 /* ---- construction ------------------------------------------------------------------------ */
 
+/* obj as a tuple (a new reference), or NULL with a TypeError that names it. A tuple rather
+ * than the "fast sequence" (list or tuple): that one's item macros are not in the limited API
+ * (abi3), and the tuple's functions are. */
+static PyObject *
+as_tuple(PyObject *obj, const char *what)
+{
+    PyObject *t = PySequence_Tuple(obj);
+    if (t == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, what);
+    }
+    return t;
+}
+
 static int
 int_seq(PyObject *obj, int n_bound, int **out, int *len, const char *what)
 {
-    PyObject *seq = PySequence_Fast(obj, what);
+    PyObject *seq = as_tuple(obj, what);
     if (seq == NULL)
         return -1;
-    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t m = PyTuple_Size(seq);
     int *buf = PyMem_Malloc(sizeof(int) * (size_t)(m > 0 ? m : 1));
     if (buf == NULL) {
         Py_DECREF(seq);
@@ -165,7 +179,7 @@ int_seq(PyObject *obj, int n_bound, int **out, int *len, const char *what)
         return -1;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        long v = PyLong_AsLong(PyTuple_GetItem(seq, i));
         if (v == -1 && PyErr_Occurred()) {
             PyMem_Free(buf);
             Py_DECREF(seq);
@@ -209,19 +223,19 @@ static int
 fac_parse(Network *self, PyObject *item, Fac *f, int with_private)
 {
     int want = with_private ? 4 : 3;
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != want) {
+    if (!PyTuple_Check(item) || PyTuple_Size(item) != want) {
         PyErr_Format(PyExc_TypeError, "factor entries must be %d-tuples", want);
         return -1;
     }
     int k = 0;
     if (with_private) {
-        if (int_seq(PyTuple_GET_ITEM(item, 0), self->n, &f->priv, &f->npriv, "private") < 0)
+        if (int_seq(PyTuple_GetItem(item, 0), self->n, &f->priv, &f->npriv, "private") < 0)
             return -1;
         k = 1;
     }
-    if (int_seq(PyTuple_GET_ITEM(item, k), self->n, &f->vars, &f->nv, "scope") < 0)
+    if (int_seq(PyTuple_GetItem(item, k), self->n, &f->vars, &f->nv, "scope") < 0)
         return -1;
-    if (int_seq(PyTuple_GET_ITEM(item, k + 2), self->n, &f->ups, &f->nups, "ups") < 0)
+    if (int_seq(PyTuple_GetItem(item, k + 2), self->n, &f->ups, &f->nups, "ups") < 0)
         return -1;
     for (int i = 0; i < f->nv; i++)
         for (int j = 0; j < i; j++)
@@ -229,7 +243,7 @@ fac_parse(Network *self, PyObject *item, Fac *f, int with_private)
                 PyErr_SetString(PyExc_ValueError, "scope has a repeated variable");
                 return -1;
             }
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, k + 1), &f->view,
+    if (PyObject_GetBuffer(PyTuple_GetItem(item, k + 1), &f->view,
                            PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
     f->has_view = 1;
@@ -262,7 +276,11 @@ Network_dealloc(Network *self)
     PyMem_Free(self->folded);
     PyMem_Free(self->card);
     PyMem_Free(self->pos);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    /* a heap type (PyType_FromSpec): its instances hold a reference to it */
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    freefunc free_self = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_self(self);
+    Py_DECREF(type);
 }
 
 static int
@@ -292,16 +310,16 @@ Network_init(Network *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "position must have one entry per node");
         return -1;
     }
-    PyObject *bseq = PySequence_Fast(base, "base");
+    PyObject *bseq = as_tuple(base, "base");
     if (bseq == NULL)
         return -1;
-    PyObject *fseq = PySequence_Fast(folded, "folded");
+    PyObject *fseq = as_tuple(folded, "folded");
     if (fseq == NULL) {
         Py_DECREF(bseq);
         return -1;
     }
     int rc = -1;
-    if (PySequence_Fast_GET_SIZE(bseq) != n || PySequence_Fast_GET_SIZE(fseq) != n) {
+    if (PyTuple_Size(bseq) != n || PyTuple_Size(fseq) != n) {
         PyErr_SetString(PyExc_ValueError, "base and folded must have one entry per node");
         goto done;
     }
@@ -312,9 +330,9 @@ Network_init(Network *self, PyObject *args, PyObject *kwds)
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        if (fac_parse(self, PySequence_Fast_GET_ITEM(bseq, i), &self->base[i], 0) < 0)
+        if (fac_parse(self, PyTuple_GetItem(bseq, i), &self->base[i], 0) < 0)
             goto done;
-        PyObject *fi = PySequence_Fast_GET_ITEM(fseq, i);
+        PyObject *fi = PyTuple_GetItem(fseq, i);
         if (fi != Py_None && fac_parse(self, fi, &self->folded[i], 1) < 0)
             goto done;
     }
@@ -1587,20 +1605,30 @@ static PyMethodDef Network_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject NetworkType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_quiltpriv_kernel.Network",
-    .tp_doc = "Network(cards, position, base, folded): one member of Theta, prepared.\n\n"
-              "cards: states per node; position: each node's place in a candidate elimination\n"
-              "order; base: per node (scope, float64 table, parents to walk); folded: per node\n"
-              "None or (private ancestors, scope, table, parents to walk).",
-    .tp_basicsize = sizeof(Network),
-    .tp_itemsize = 0,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Network_init,
-    .tp_dealloc = (destructor)Network_dealloc,
-    .tp_methods = Network_methods,
+/* A heap type (PyType_FromSpec), not a static PyTypeObject: the limited API (abi3) has no
+ * static types. */
+static PyType_Slot Network_slots[] = {
+    {Py_tp_doc, (void *)"Network(cards, position, base, folded): one member of Theta, prepared.\n\n"
+                        "cards: states per node; position: each node's place in a candidate\n"
+                        "elimination order; base: per node (scope, float64 table, parents to walk);\n"
+                        "folded: per node None or (private ancestors, scope, table, parents to walk)."},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_init, (void *)Network_init},
+    {Py_tp_dealloc, (void *)Network_dealloc},
+    {Py_tp_methods, (void *)Network_methods},
+    {0, NULL},
+};
+
+static PyType_Spec Network_spec = {
+    .name = "quiltpriv.inference._kernel.Network",
+    .basicsize = sizeof(Network),
+    .itemsize = 0,
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+#else
+    .flags = Py_TPFLAGS_DEFAULT,
+#endif
+    .slots = Network_slots,
 };
 
 /* ---- Definition 8 on a joint table ------------------------------------------------------ */
@@ -1845,24 +1873,29 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef kernel_module = {
-    PyModuleDef_HEAD_INIT, "_quiltpriv_kernel",
-    "Compiled bucket elimination for quiltpriv.influence (optional; pure-Python fallback).",
+    PyModuleDef_HEAD_INIT, "quiltpriv.inference._kernel",
+    "Compiled bucket elimination for quiltpriv.inference (pure-Python engines otherwise).",
     -1, module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__quiltpriv_kernel(void)
+PyInit__kernel(void)
 {
-    if (PyType_Ready(&NetworkType) < 0)
-        return NULL;
     PyObject *mod = PyModule_Create(&kernel_module);
     if (mod == NULL)
         return NULL;
-    Py_INCREF(&NetworkType);
-    if (PyModule_AddObject(mod, "Network", (PyObject *)&NetworkType) < 0 ||
-        PyModule_AddIntConstant(mod, "ABI", KERNEL_ABI) < 0 ||
+    PyObject *type = PyType_FromSpec(&Network_spec);
+    if (type == NULL) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyModule_AddObject(mod, "Network", type) < 0) {  /* steals type only on success */
+        Py_DECREF(type);
+        Py_DECREF(mod);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(mod, "ABI", KERNEL_ABI) < 0 ||
         PyModule_AddStringConstant(mod, "SOURCE_SHA256", KERNEL_SOURCE_SHA256) < 0) {
-        Py_DECREF(&NetworkType);
         Py_DECREF(mod);
         return NULL;
     }

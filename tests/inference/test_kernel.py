@@ -1,4 +1,5 @@
-"""The compiled bucket elimination (``_quiltpriv_kernel``) against slow, independent references.
+"""The compiled bucket elimination (``quiltpriv.inference._kernel``) against slow, independent
+references, and how it is found.
 
 References: :func:`reference.full_joint` (the literal product of every CPD, marginalised by
 numpy sums) on seeded random networks, and quiltpriv's pure-Python bucket elimination on the
@@ -239,18 +240,83 @@ def test_a_build_of_other_source_is_not_used(monkeypatch):
     (and a warning), not a stale kernel; a build of this very source is used."""
     import types
 
+    monkeypatch.delenv("QUILTPRIV_KERNEL_PATH", raising=False)
     current = compiled._KERNEL
     assert current.SOURCE_SHA256 == __import__("hashlib").sha256(
         (Path(compiled.__file__).with_name("_kernel.c")).read_bytes()).hexdigest()
     stale = types.SimpleNamespace(ABI=current.ABI, SOURCE_SHA256="0" * 64, __file__="stale.so")
-    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", stale)
+    monkeypatch.setitem(sys.modules, compiled.KERNEL_MODULE, stale)
     with pytest.warns(RuntimeWarning, match="another version"):
         assert compiled._load_kernel() is None
-    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", current)
+    monkeypatch.setitem(sys.modules, compiled.KERNEL_MODULE, current)
     assert compiled._load_kernel() is current
     other_abi = types.SimpleNamespace(ABI=current.ABI + 1, SOURCE_SHA256=current.SOURCE_SHA256)
-    monkeypatch.setitem(sys.modules, "_quiltpriv_kernel", other_abi)
-    assert compiled._load_kernel() is None
+    monkeypatch.setitem(sys.modules, compiled.KERNEL_MODULE, other_abi)
+    with pytest.warns(RuntimeWarning, match="interface"):
+        assert compiled._load_kernel() is None
+
+
+class _FakeFile:
+    """A file of an installed distribution's record (importlib.metadata.PackagePath's two
+    methods the loader calls)."""
+
+    def __init__(self, name, path):
+        self.name, self.path = name, path
+
+    def as_posix(self):
+        return self.name
+
+    def locate(self):
+        return self.path
+
+
+def test_a_checkout_finds_the_installed_build(monkeypatch):
+    """Not importable from the package (a source checkout), the kernel is the installed
+    distribution's build, found through its record of files; a distribution without one
+    leaves the Python path, quietly (never built is not an error)."""
+    import warnings
+
+    monkeypatch.delenv("QUILTPRIV_KERNEL_PATH", raising=False)
+    built = Path(compiled._KERNEL.__file__)
+    recorded = "quiltpriv/inference/_kernel" + next(
+        s for s in __import__("importlib.machinery").machinery.EXTENSION_SUFFIXES
+        if built.name.endswith(s))
+    monkeypatch.setitem(sys.modules, compiled.KERNEL_MODULE, None)  # import fails: no build here
+    old = types_dist([_FakeFile("_quiltpriv_kernel.so", built)])
+    new = types_dist([_FakeFile("quiltpriv/__init__.py", built), _FakeFile(recorded, built)])
+    monkeypatch.setattr(compiled.importlib.metadata, "distributions", lambda name: [old, new])
+    kernel = compiled._load_kernel()
+    assert kernel is not None and Path(kernel.__file__) == built
+    assert kernel.SOURCE_SHA256 == compiled._KERNEL.SOURCE_SHA256
+    # (loading an extension module registers it in sys.modules: not importable again)
+    monkeypatch.setitem(sys.modules, compiled.KERNEL_MODULE, None)
+    monkeypatch.setattr(compiled.importlib.metadata, "distributions", lambda name: [old])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compiled._load_kernel() is None
+    assert compiled.kernel_or_reason()[1] == "no build of the compiled kernel is installed"
+
+
+def types_dist(files):
+    import types
+
+    return types.SimpleNamespace(files=files)
+
+
+def test_kernel_path_names_a_build(monkeypatch, tmp_path):
+    """QUILTPRIV_KERNEL_PATH loads the build it names (the file, or its folder), under the
+    same checks; one that does not load gives the Python path and a warning."""
+    built = Path(compiled._KERNEL.__file__)
+    for named in (built, built.parent):
+        monkeypatch.setenv("QUILTPRIV_KERNEL_PATH", str(named))
+        kernel = compiled._load_kernel()
+        assert kernel is not None and Path(kernel.__file__) == built
+    monkeypatch.setenv("QUILTPRIV_KERNEL_PATH", str(tmp_path))  # a folder without a build
+    with pytest.warns(RuntimeWarning, match="QUILTPRIV_KERNEL_PATH.*does not load"):
+        assert compiled._load_kernel() is None
+    (tmp_path / "_kernel.abi3.so").write_bytes(b"not a shared library")
+    with pytest.warns(RuntimeWarning, match="does not load"):
+        assert compiled._load_kernel() is None
 
 
 @pytest.mark.parametrize("seed", range(20))
