@@ -70,7 +70,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         attained = attained_epsilons(pv.plan, query_from_dict(pv.query)) \
             if pv is not None and pv.ok else ()
         out = rv.to_dict()
-        out["attained_epsilon"] = {r.node: r.to_dict() for r in attained}
+        out["attained_epsilon"] = {r.sensitive: r.to_dict() for r in attained}
         if comparison is not None:
             out["other_model"] = comparison.to_dict()
         text = rv.explain()
@@ -87,7 +87,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     attained = attained_epsilons(result.plan, query) if result.ok else ()
     if args.json:
         out = result.to_dict()
-        out["attained_epsilon"] = {r.node: r.to_dict() for r in attained}
+        out["attained_epsilon"] = {r.sensitive: r.to_dict() for r in attained}
         if comparison is not None:
             out["other_model"] = comparison.to_dict()
         emit(json.dumps(out, allow_nan=False), None)

@@ -20,27 +20,29 @@ from itertools import combinations
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.validation import check_scalar
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class Quilt:
-    """A Markov quilt ``(Q, N, R)`` of ``node``; each set in the network's node order.
+    """A Markov quilt ``(Q, N, R)`` of ``sensitive``; each set in the network's node order.
 
-    ``Q`` separates the nearby nodes ``N`` (``node`` among them) from the remote nodes ``R``
+    ``Q`` separates the nearby nodes ``N`` (``sensitive`` among them) from the remote nodes ``R``
     [ZOC22, Def. 7]. Build one with :func:`markov_quilt`, :func:`trivial_quilt` or
     :func:`enumerate_quilts`.
 
     Parameters
     ----------
-    node : str
-        The sensitive attribute.
+    sensitive : str
+        The sensitive attribute (``node`` is its deprecated name).
     quilt : tuple of str
         ``Q``.
     nearby : tuple of str
         ``N``: every node not in ``Q`` or ``R``.
     remote : tuple of str
-        ``R``: nodes d-separated from ``node`` given ``Q``.
+        ``R``: nodes d-separated from ``sensitive`` given ``Q``.
 
     Examples
     --------
@@ -50,7 +52,7 @@ class Quilt:
     (('income',), ('height', 'weight'), False)
     """
 
-    node: str
+    sensitive: str
     quilt: tuple[str, ...]
     nearby: tuple[str, ...]
     remote: tuple[str, ...]
@@ -125,14 +127,15 @@ def is_d_separated(theta: Theta, x: str, y: Iterable[str], given: Iterable[str])
     return not any(v in reach for v in y if v not in given)
 
 
-def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
-    """The Markov quilt of ``node`` with quilt set ``quilt`` and the largest remote set.
+@renamed_keywords(node="sensitive")
+def markov_quilt(theta: Theta, sensitive: str, quilt: Iterable[str]) -> Quilt:
+    """The Markov quilt of ``sensitive`` with quilt set ``quilt`` and the largest remote set.
 
     Parameters
     ----------
     theta : Theta
         The network.
-    node : str
+    sensitive : str
         The sensitive attribute.
     quilt : iterable of str
         ``Q``: the nodes conditioned on.
@@ -140,14 +143,14 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
     Returns
     -------
     Quilt
-        ``R`` holds every node d-separated from ``node`` given ``Q`` [ZOC22, Def. 7].
+        ``R`` holds every node d-separated from ``sensitive`` given ``Q`` [ZOC22, Def. 7].
 
     Raises
     ------
     ModelError
-        If ``theta`` is not a network, or ``node`` or a quilt member is not in it.
+        If ``theta`` is not a network, or ``sensitive`` or a quilt member is not in it.
     ParameterError
-        If ``node`` is in ``quilt``.
+        If ``sensitive`` is in ``quilt``.
 
     Examples
     --------
@@ -161,11 +164,11 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
     ('x01', 'x02', 'x03', 'x09', 'x10', 'x11', 'x12')
     """
     theta = check_theta(theta)
-    node = theta.check_node(node, "sensitive attribute")
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
     q = set(theta.check_nodes(quilt, "quilt node"))
-    if node in q:
-        raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
-    nearby = d_connected(theta, node, q)
+    if sensitive in q:
+        raise ParameterError(f"a quilt of {sensitive!r} cannot contain {sensitive!r} itself")
+    nearby = d_connected(theta, sensitive, q)
     # One pass over the (topologically ordered) nodes splits N and R in the network's order:
     # linear in the network, where sorting the remote set cost n log n per sensitive node.
     near: list[str] = []
@@ -175,17 +178,18 @@ def markov_quilt(theta: Theta, node: str, quilt: Iterable[str]) -> Quilt:
             near.append(v)
         elif v not in q:
             remote.append(v)
-    return Quilt(node, theta.sort(q), tuple(near), tuple(remote))
+    return Quilt(sensitive, theta.sort(q), tuple(near), tuple(remote))
 
 
-def trivial_quilt(theta: Theta, node: str) -> Quilt:
+@renamed_keywords(node="sensitive")
+def trivial_quilt(theta: Theta, sensitive: str) -> Quilt:
     """The trivial quilt: ``Q = R = {}`` and ``N = V``.
 
     Parameters
     ----------
     theta : Theta
         The network.
-    node : str
+    sensitive : str
         The sensitive attribute.
 
     Returns
@@ -200,14 +204,15 @@ def trivial_quilt(theta: Theta, node: str) -> Quilt:
     ((), ('gender', 'income', 'sat', 'height', 'weight'), True)
     """
     theta = check_theta(theta)
-    node = theta.check_node(node, "sensitive attribute")
-    return Quilt(node, (), theta.nodes, ())
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
+    return Quilt(sensitive, (), theta.nodes, ())
 
 
+@renamed_keywords(node="sensitive")
 def enumerate_quilts(
-    theta: Theta, node: str, *, max_size: int | None = None
+    theta: Theta, sensitive: str, *, max_size: int | None = None
 ) -> Iterator[Quilt]:
-    """Every Markov quilt of ``node``: one per subset ``Q`` of the other nodes.
+    """Every Markov quilt of ``sensitive``: one per subset ``Q`` of the other nodes.
 
     Quilts come by increasing ``|Q|``, then in the network's node order. There are
     ``2**(m-1)`` of them on ``m`` nodes; ``max_size`` bounds ``|Q|``. The trivial quilt is not
@@ -217,7 +222,7 @@ def enumerate_quilts(
     ----------
     theta : Theta
         The network.
-    node : str
+    sensitive : str
         The sensitive attribute.
     max_size : int, optional
         The largest ``|Q|`` enumerated (default: every size).
@@ -236,14 +241,14 @@ def enumerate_quilts(
     16
     """
     theta = check_theta(theta)
-    node = theta.check_node(node, "sensitive attribute")
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
     if max_size is not None:
         max_size = int(check_scalar(max_size, "max_size", integer=True, min_val=0))
-    others = [v for v in theta.nodes if v != node]
+    others = [v for v in theta.nodes if v != sensitive]
     top = len(others) if max_size is None else min(max_size, len(others))
     for k in range(top + 1):
         for q in combinations(others, k):
-            yield markov_quilt(theta, node, q)
+            yield markov_quilt(theta, sensitive, q)
 
 
 def moral_ancestral_graph(theta: Theta, nodes: Iterable[str]) -> dict[str, set[str]]:
@@ -266,22 +271,24 @@ def moral_ancestral_graph(theta: Theta, nodes: Iterable[str]) -> dict[str, set[s
     return adj
 
 
-def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tuple[str, ...]:
+@renamed_keywords(node="sensitive")
+def least_influence_quilt(theta: Theta, sensitive: str, targets: Iterable[str]) -> tuple[str, ...]:
     """The quilt of least max-influence among those that keep ``targets`` out of ``N``.
 
-    Among all quilts ``Q`` of ``node`` with ``targets`` contained in ``Q + R(Q)``, return one
-    whose max-influence ``e(Q | node)`` is smallest, for every member of Theta at once. It is
-    ``Q* = boundary of C`` in ``M``, where ``M`` is the moral graph of the ancestral set of
-    ``{node} + targets`` and ``C`` is the connected component of ``node`` in ``M - targets``;
-    ``Q*`` is a subset of ``targets``.
+    Among all quilts ``Q`` of ``sensitive`` with ``targets`` contained in ``Q + R(Q)``, return one
+    whose max-influence ``e(Q | sensitive)`` is smallest, for every member of Theta at once.
+    It is ``Q* = boundary of C`` in ``M``, where ``M`` is the moral graph of the ancestral set
+    of ``{sensitive} + targets`` and ``C`` is the connected component of ``sensitive`` in
+    ``M - targets``; ``Q*`` is a subset of ``targets``.
 
     Why this is optimal (docs/concepts.md gives the proof in full):
 
-    1. Any feasible ``Q`` can be cut down to ``Q' = Q & An({node} + targets)``, still feasible,
+    1. Any feasible ``Q`` can be cut down to ``Q' = Q & An({sensitive} + targets)``, still feasible,
        and ``e(Q') <= e(Q)`` by monotonicity (influence never falls as a quilt grows).
     2. For ``Q'`` inside that ancestral set, feasibility is vertex separation in ``M``; the
-       component of ``node`` in ``M - Q'`` is connected, avoids ``targets`` and so lies in
-       ``C``. Hence every node of ``Q*`` is in ``Q'`` or separated from ``node`` by ``Q'``,
+       component of ``sensitive`` in ``M - Q'`` is connected, avoids ``targets`` and so lies in
+       ``C``. Hence every node of ``Q*`` is in ``Q'`` or separated from ``sensitive`` by
+       ``Q'``,
        i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality
        gives ``e(Q*) <= e(Q') <= e(Q)``.
 
@@ -289,7 +296,7 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
     ----------
     theta : Theta
         The network.
-    node : str
+    sensitive : str
         The sensitive attribute.
     targets : iterable of str
         The attributes to keep out of ``N`` (typically those a query reads).
@@ -302,9 +309,9 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
     Raises
     ------
     ModelError
-        If ``theta`` is not a network, or ``node`` or a target is not in it.
+        If ``theta`` is not a network, or ``sensitive`` or a target is not in it.
     ParameterError
-        If ``node`` is among ``targets`` (a sensitive attribute is always nearby).
+        If ``sensitive`` is among ``targets`` (a sensitive attribute is always nearby).
 
     Examples
     --------
@@ -316,19 +323,19 @@ def least_influence_quilt(theta: Theta, node: str, targets: Iterable[str]) -> tu
     ('height', 'weight')
     """
     theta = check_theta(theta)
-    node = theta.check_node(node, "sensitive attribute")
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
     targets = set(theta.check_nodes(targets, "target"))
-    if node in targets:
-        raise ParameterError(f"{node!r} is always in its own nearby set")
+    if sensitive in targets:
+        raise ParameterError(f"{sensitive!r} is always in its own nearby set")
     if not targets:
         return ()
     # Search i's component of M - targets without building M: the neighbours of v in the
     # moral graph of the ancestral set are its parents, its children in the set and their
     # other parents (co-parents).
-    anc = theta.ancestral_set(targets | {node})
+    anc = theta.ancestral_set(targets | {sensitive})
     parents, children = theta.parents, theta.children
-    component = {node}
-    stack = [node]
+    component = {sensitive}
+    stack = [sensitive]
     boundary: set[str] = set()
     while stack:
         v = stack.pop()
@@ -377,24 +384,26 @@ class QuiltIndex:
             hit = self._reach[key] = frozenset(d_connected(self.theta, source, given))
         return hit
 
-    def least_influence_quilt(self, node: str, targets: Iterable[str]) -> tuple[str, ...]:
-        """:func:`least_influence_quilt` for targets inside ``A`` (without ``node``)."""
+    @renamed_keywords(node="sensitive")
+    def least_influence_quilt(self, sensitive: str, targets: Iterable[str]) -> tuple[str, ...]:
+        """:func:`least_influence_quilt` for targets inside ``A`` (without ``sensitive``)."""
         t = frozenset(targets)
-        if node in t:
-            raise ParameterError(f"{node!r} is always in its own nearby set")
+        if sensitive in t:
+            raise ParameterError(f"{sensitive!r} is always in its own nearby set")
         outside = t - set(self.attributes)
         if outside:
             raise ParameterError(f"targets {sorted(outside)} are not among the attributes")
-        return self.theta.sort(x for x in t if node in self._reached(x, t - {x}))
+        return self.theta.sort(x for x in t if sensitive in self._reached(x, t - {x}))
 
-    def nearby_attributes(self, node: str, quilt: Iterable[str]) -> tuple[str, ...]:
-        """The attributes of ``A`` in the nearby set ``N`` of ``markov_quilt(node, quilt)``,
+    @renamed_keywords(node="sensitive")
+    def nearby_attributes(self, sensitive: str, quilt: Iterable[str]) -> tuple[str, ...]:
+        """The attributes of ``A`` in the nearby set ``N`` of ``markov_quilt(sensitive, quilt)``,
         for a quilt inside ``A`` (network order)."""
         q = frozenset(quilt)
-        if node in q:
-            raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
+        if sensitive in q:
+            raise ParameterError(f"a quilt of {sensitive!r} cannot contain {sensitive!r} itself")
         return tuple(a for a in self.attributes
-                     if a not in q and node in self._reached(a, q))
+                     if a not in q and sensitive in self._reached(a, q))
 
 
 def __getattr__(name: str) -> object:

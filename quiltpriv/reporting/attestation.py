@@ -177,7 +177,7 @@ def attestation(theta: Theta, query: Query, plan: Plan,
         "verify": {"plan": "VERIFIED against the model and the query", "record": rec_verdict},
         "audit": audit_summary(theta, query, plan, records, time_limit) if run_audit else
         {"run": False, "why": "not asked (report --audit)"},
-        "attained_epsilon": {r.node: r.to_dict() for r in attained_epsilons(plan, query)},
+        "attained_epsilon": {r.sensitive: r.to_dict() for r in attained_epsilons(plan, query)},
         "fragility": _fragility_section(theta, query, plan, time_limit) if run_audit else
         {"run": False, "why": "not asked (report --audit)"},
         "ledger": _ledger_section(ledger, record),
@@ -233,7 +233,8 @@ def attestation_html(a: Mapping[str, Any]) -> str:
     else:
         rows.append(_row("exact audit", escape(f"not run: {au['why']}")))
     att = "; ".join(f"{k}: {fmt_number(v['epsilon']) if v['epsilon'] != 'inf' else 'inf'}"
-                    + (" (FRAGILE)" if v["fragile"] else "")
+                    # the margin flag (an attestation written before it was renamed: "fragile")
+                    + (" (near the limit)" if v.get("near_limit", v.get("fragile")) else "")
                     for k, v in a["attained_epsilon"].items())
     rows.append(_row("epsilon attained per attribute", escape(att)))
     fr = a.get("fragility")

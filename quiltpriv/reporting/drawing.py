@@ -50,7 +50,7 @@ def check_theta(theta: Theta) -> Theta:
 
 
 def _check_quilt(quilt: Quilt) -> None:
-    if not all(hasattr(quilt, a) for a in ("node", "quilt", "nearby", "remote")):
+    if not all(hasattr(quilt, a) for a in ("sensitive", "quilt", "nearby", "remote")):
         raise ParameterError(f"quilt must be a quiltpriv Quilt, got {type(quilt).__name__}")
 
 #: Height of a node's box, vertical distance between layers and the least gaps between boxes.
@@ -391,7 +391,7 @@ def dag_svg(theta: Theta, quilt: Quilt | None = None, *, svg_id: str = "dag",
                    f'marker-end="url(#{_e(marker)})"><title>{_e(p)} \u2192 {_e(c)}</title>'
                    '</path>')
     for v in theta.nodes:
-        sensitive = quilt is not None and v == quilt.node
+        sensitive = quilt is not None and v == quilt.sensitive
         cls = f"node role-{role[v]}" + (" sensitive" if sensitive else "")
         stroke = (f'stroke="{SENSITIVE_STROKE}" stroke-width="3.5"' if sensitive
                   else 'stroke="#333" stroke-width="1.2"')

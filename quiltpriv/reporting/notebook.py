@@ -50,7 +50,7 @@ def quilt_html(quilt: Quilt) -> str:
 
     kind = " (the trivial quilt: everything nearby)" if quilt.is_trivial else ""
     return (f"<div class=\"quiltpriv-quilt\"><p><b>Markov quilt</b> of <code>"
-            f"{escape(quilt.node)}</code>{kind}</p>" + kv_table([
+            f"{escape(quilt.sensitive)}</code>{kind}</p>" + kv_table([
                 ("quilt Q", html_set(quilt.quilt)), ("nearby N", html_set(quilt.nearby)),
                 ("remote R", html_set(quilt.remote))]) + "</div>")
 

@@ -69,13 +69,6 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
 NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.explorer.compute.plan_payload": frozenset({'model'}),
     "quiltpriv.explorer.state.PlanRequest.command": frozenset({'model'}),
-    "quiltpriv.graph.quilts.Quilt": frozenset({'node'}),
-    "quiltpriv.graph.quilts.QuiltIndex.least_influence_quilt": frozenset({'node'}),
-    "quiltpriv.graph.quilts.QuiltIndex.nearby_attributes": frozenset({'node'}),
-    "quiltpriv.graph.quilts.enumerate_quilts": frozenset({'node'}),
-    "quiltpriv.graph.quilts.least_influence_quilt": frozenset({'node'}),
-    "quiltpriv.graph.quilts.markov_quilt": frozenset({'node'}),
-    "quiltpriv.graph.quilts.trivial_quilt": frozenset({'node'}),
     "quiltpriv.inference.influence.influence_upper_bound": frozenset({'node'}),
     "quiltpriv.inference.influence.max_influence": frozenset({'node'}),
     "quiltpriv.inference.result.Influence": frozenset({'node'}),
@@ -87,7 +80,6 @@ NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.mechanisms.apmqm.sensitive_plan.SensitivePlan": frozenset({'node'}),
     "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
     "quiltpriv.mechanisms.time_series_verification.Row": frozenset({'node'}),
-    "quiltpriv.mechanisms.attained.AttainedEpsilon": frozenset({'node'}),
     "quiltpriv.mechanisms.fragility.AttributeFragility": frozenset({'node'}),
     "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
     "quiltpriv.mechanisms.protocol.ReleaseRecord": frozenset({'model'}),
@@ -235,6 +227,12 @@ def test_the_old_keywords_of_the_public_api_still_work_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match="audit: 'model' is deprecated"):
         assert audit(model=theta, query=query, sensitive="income", epsilon=1.0,
                      scale=plan.scale) == audit(theta, query, "income", 1.0, plan.scale)
+    quilt = quiltpriv.markov_quilt(theta, "income", ["gender"])
+    with pytest.warns(DeprecationWarning, match="markov_quilt: 'node' is deprecated, use "
+                                                "'sensitive'"):
+        assert quiltpriv.markov_quilt(theta, node="income", quilt=["gender"]) == quilt
+    with pytest.warns(DeprecationWarning, match="Quilt: 'node' is deprecated"):
+        assert quilt.node == quilt.sensitive == "income"  # type: ignore[attr-defined]
 
 
 def test_query_constructors_take_attributes_then_records_then_bounds_by_keyword() -> None:

@@ -13,7 +13,7 @@ import quiltpriv as qp
 from quiltpriv.audit.exact import audit
 from quiltpriv.errors import PlanError
 from quiltpriv.mechanisms.attained import (
-    FRAGILE_MARGIN,
+    NEAR_LIMIT_MARGIN,
     attained_epsilon,
     attained_epsilons,
     attained_table,
@@ -45,7 +45,7 @@ def test_point_masses_attain_exactly_the_audited_loss():
         (row,) = attained_epsilons(p, q)
         loss = audit(x, q, "x", eps, p.scale).loss
         assert row.epsilon == pytest.approx(loss, rel=1e-12) == pytest.approx(eps)
-        assert row.binding and not row.fragile
+        assert row.binding and not row.near_limit
 
 
 def test_attained_epsilon_bounds_the_exact_audit_per_attribute_on_random_networks():
@@ -58,15 +58,15 @@ def test_attained_epsilon_bounds_the_exact_audit_per_attribute_on_random_network
             continue
         for row in attained_epsilons(p, q):
             assert row.epsilon <= eps * (1 + 1e-12), (seed, row)
-            loss = audit(theta, q, row.node, eps, p.scale).loss
-            assert loss <= row.epsilon + 1e-9, (seed, row.node, loss, row.epsilon)
+            loss = audit(theta, q, row.sensitive, eps, p.scale).loss
+            assert loss <= row.epsilon + 1e-9, (seed, row.sensitive, loss, row.epsilon)
             checked += 1
             slack += row.epsilon < eps * (1 - 1e-6)
     # every attribute checked; many get strictly less than the stated eps
     assert checked > 20 and slack > 5, (checked, slack)
 
 
-def test_fragile_zero_noise_choice_is_flagged():
+def test_zero_noise_choice_near_the_limit_is_flagged():
     # y -> z -> x, the query reads x only: y's least-influence quilt needs no noise
     theta = theta_from_tables([("y", "z"), ("z", "x")],
                               {"x": ("0.2", "0.8"), "y": ("0.2", "0.8"), "z": ("0.2", "0.8")},
@@ -75,10 +75,15 @@ def test_fragile_zero_noise_choice_is_flagged():
     q = CountQuery(("x",), 10)
     roomy = qp.plan(theta, q, "y", 5.0)
     (row,) = attained_epsilons(roomy, q)
-    assert row.sensitivity == 0 and roomy.scale == 0 and not row.fragile
+    assert row.sensitivity == 0 and roomy.scale == 0 and not row.near_limit
     e = row.influence
-    tight = qp.plan(theta, q, "y", e / (1 - FRAGILE_MARGIN / 2))
+    tight = qp.plan(theta, q, "y", e / (1 - NEAR_LIMIT_MARGIN / 2))
     (row,) = attained_epsilons(tight, q)
     assert tight.scale == 0 and row.influence == e and row.epsilon == e
-    assert row.fragile and "Delta_A F / eps = " in row.why_fragile
-    assert "FRAGILE" in "\n".join(attained_table((row,), tight.epsilon))
+    assert row.near_limit and "Delta_A F / eps = " in row.why_near_limit
+    text = "\n".join(attained_table((row,), tight.epsilon))
+    # the margin flag is worded apart from the exact analysis, which alone says FRAGILE
+    assert "y: near the limit (margin < 10% of eps): e(Q|i) = " in text and "FRAGILE" not in text
+    assert row.to_dict()["near_limit"] is True and "fragile" not in row.to_dict()
+    with pytest.warns(DeprecationWarning, match="'fragile' is deprecated, use 'near_limit'"):
+        assert row.fragile  # type: ignore[attr-defined]

@@ -101,7 +101,7 @@
       (r.attained || []).map((a) => el("tr", {"data-node": a.node, "data-epsilon": a.epsilon},
         el("td", {}, a.node), el("td", {}, set(a.quilt)), el("td", {class: "num"}, fmt(a.influence)),
         el("td", {class: "num"}, fmt(a.sensitivity)), el("td", {class: "num"}, fmt(a.epsilon)),
-        el("td", {}, [a.binding ? "sets b" : "", a.fragile ? "near \u03b5" : ""]
+        el("td", {}, [a.binding ? "sets b" : "", a.near_limit ? "near the limit" : ""]
           .filter(Boolean).join(", ") || "-"))));
     const fr = r.fragility;
     table("pub-fragility", ["sensitive", "verdict", "what a change of one table does"],
