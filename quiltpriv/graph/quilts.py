@@ -288,8 +288,7 @@ def least_influence_quilt(theta: Theta, sensitive: str, targets: Iterable[str]) 
     2. For ``Q'`` inside that ancestral set, feasibility is vertex separation in ``M``; the
        component of ``sensitive`` in ``M - Q'`` is connected, avoids ``targets`` and so lies in
        ``C``. Hence every node of ``Q*`` is in ``Q'`` or separated from ``sensitive`` by
-       ``Q'``,
-       i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality
+       ``Q'``, i.e. ``Q*`` is inside ``Q' + R(Q')``, and the data-processing inequality
        gives ``e(Q*) <= e(Q') <= e(Q)``.
 
     Parameters

@@ -143,9 +143,8 @@ def attained_epsilons(plan: Plan, query: Query | None = None) -> tuple[AttainedE
     plan : Plan
         A plan (verify a plan read from a file first: these are its own numbers).
     query : Query, optional
-        The plan's query; with it a zero-noise choice near the limit names the trivial
-        quilt's scale
-        ``Delta_A F / eps`` it could fall back on.
+        The plan's query; with it a zero-noise choice near the limit names the scale
+        ``Delta_A F / eps`` of the trivial quilt it could fall back on.
 
     Returns
     -------
