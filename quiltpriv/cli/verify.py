@@ -19,7 +19,7 @@ from quiltpriv.cli.core import (
     theta_from_args,
 )
 from quiltpriv.errors import ParameterError
-from quiltpriv.mechanisms.attained import attained_epsilons, attained_table
+from quiltpriv.mechanisms.attained import attained_epsilons, plan_attained_table
 from quiltpriv.mechanisms.record_verification import (
     check_record,
     looks_like_record,
@@ -67,25 +67,30 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                           sensitive=sensitive, epsilon=args.epsilon)
         pv = rv.plan
         comparison = _comparison(pv, theta, plan_model, args)
-        attained = attained_epsilons(pv.plan, query_from_dict(pv.query)) \
-            if pv is not None and pv.ok else ()
-        out = rv.to_dict()
-        out["attained_epsilon"] = {r.sensitive: r.to_dict() for r in attained}
-        if comparison is not None:
-            out["other_model"] = comparison.to_dict()
-        text = rv.explain()
-        if attained and pv is not None:
-            text += "\n\n" + "\n".join(attained_table(attained, pv.plan.epsilon))
-        emit(json.dumps(out, allow_nan=False) if args.json else
-             text + ("" if comparison is None else "\n\n" + comparison.explain()), None)
+        ok = pv is not None and pv.ok
+        if args.json:
+            attained = attained_epsilons(pv.plan, query_from_dict(pv.query)) \
+                if pv is not None and ok else ()
+            out = rv.to_dict()
+            out["attained_epsilon"] = {r.sensitive: r.to_dict() for r in attained}
+            if comparison is not None:
+                out["other_model"] = comparison.to_dict()
+            emit(json.dumps(out, allow_nan=False), None)
+        else:
+            text = rv.explain()
+            if ok and pv is not None:
+                # one row per run of steps for a time series (the JSON lists every node)
+                text += "\n\n" + "\n".join(plan_attained_table(pv.plan,
+                                                                query_from_dict(pv.query)))
+            emit(text + ("" if comparison is None else "\n\n" + comparison.explain()), None)
         rv.verified()  # a failure becomes the one-line error and exit status 2
         return 0
     assert plan is not None
     query = query or query_from_dict(plan.query)
     result = check_plan(plan, theta, query, sensitive=sensitive, epsilon=args.epsilon)
     comparison = _comparison(result, theta, plan_model, args)
-    attained = attained_epsilons(result.plan, query) if result.ok else ()
     if args.json:
+        attained = attained_epsilons(result.plan, query) if result.ok else ()
         out = result.to_dict()
         out["attained_epsilon"] = {r.sensitive: r.to_dict() for r in attained}
         if comparison is not None:
@@ -93,8 +98,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         emit(json.dumps(out, allow_nan=False), None)
     else:
         text = result.explain()
-        if attained:
-            text += "\n\n" + "\n".join(attained_table(attained, result.plan.epsilon))
+        if result.ok:
+            # one row per run of steps for a time series (the JSON lists every node)
+            text += "\n\n" + "\n".join(plan_attained_table(result.plan, query))
         emit(text + ("" if comparison is None else "\n\n" + comparison.explain()), None)
     result.verified_plan()  # a failure becomes the one-line error and exit status 2
     return 0

@@ -201,13 +201,12 @@ def plan_attained_table(plan: Plan, query: Query | None = None) -> list[str]:
     if not isinstance(steps, StepPlans):
         return attained_table(attained_epsilons(plan, query), plan.epsilon)
     fallback = None if query is None else query.sensitivity(query.attributes) / plan.epsilon
-    top = steps.binding_index()
-    rows, k = [], 0
-    for r in steps.runs:
+    top = steps.binding_run()
+    rows = []
+    for i, r in enumerate(steps.runs):
         why = _why_near_limit(plan, r.influence, r.sensitivity, fallback)
         rows.append(AttainedEpsilon(
             steps.run_label(r), steps.run_quilt_parts(r), r.influence, r.sensitivity, plan.scale,
-            attained_epsilon(r.influence, r.sensitivity, plan.scale), k <= top < k + r.length,
+            attained_epsilon(r.influence, r.sensitivity, plan.scale), i == top,
             why is not None, why))
-        k += r.length
     return attained_table(tuple(rows), plan.epsilon)

@@ -351,13 +351,111 @@ def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, epsilon: float,
 
 def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
                 quilt_scale: Any) -> list[Row]:
+    from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
+
+    if isinstance(sensitive, HMMStepPlans):
+        return _check_hmm_runs(theta, query, sensitive, eps, quilt_scale)
     if not isinstance(sensitive, tuple) or not sensitive:
         raise _NotHere("not a plan of nodes")
     order, members, w = _hmm_setup(theta, query)
-    n_steps = len(order.hidden)
     sh = _parse_quilts(order, sensitive)
-    e_hat = np.full(len(sensitive), -np.inf)
-    beta = np.zeros(len(sensitive))
+    up = _upper_influences(order, members, sh)
+    least = _hmm_least(members, sh, w, eps, np.array([sp.scale for sp in sensitive]),
+                       np.array([sp.optimal for sp in sensitive], dtype=bool))
+    rows = []
+    for j, sp in enumerate(sensitive):
+        near_x = _near_observations(order, sh, j)
+        delta = float(query.sensitivity(near_x))
+        need = quilt_scale(sp.sensitivity, sp.influence, eps)
+        lo = None if not math.isfinite(least[j]) else float(least[j])
+        reason = _hmm_reason(theta, query, order, sh, j, sp, near_x, float(up[j]), need, lo,
+                             eps)
+        rows.append(Row(node=sp.node, ok=reason is None, reason=reason, quilt=sp.quilt,
+                        stated_influence=sp.influence, influence=float(up[j]),
+                        stated_sensitivity=sp.sensitivity, sensitivity=delta,
+                        stated_scale=sp.scale, scale=need, optimal=sp.optimal,
+                        least_scale=lo))
+    return rows
+
+
+def _runs_shape(steps: Any) -> _Shape:
+    """The :class:`_Shape` of every node of an HMM plan held as runs (plan order)."""
+    n_steps = len(steps.hidden)
+    t = steps.column("step")
+    left, right = steps.column("left"), steps.column("right")
+    bl, br = steps.column("band_left"), steps.column("band_right")
+    lk = np.where(left < 0, 0, np.where(bl < 0, 1, 2))
+    rk = np.where(right < 0, 0, np.where(br < 0, 1, 2))
+    return _Shape(
+        t, steps.column("observed").astype(bool), lk,
+        np.where(lk == 2, t - bl - 1, -1), np.where(lk > 0, t - left - 1, -1), rk,
+        np.where(rk == 2, t + br + 1, np.where(rk == 1, n_steps, -1)),
+        np.where(rk > 0, t + right + 1, -1), steps.column("center").astype(bool))
+
+
+def _check_hmm_runs(theta: Theta, query: Query, steps: Any, eps: float,
+                    quilt_scale: Any) -> list[Row]:
+    """The rows of an HMM plan held as runs: every node's influence and least scale
+    recomputed as for a plan of nodes, one row per run."""
+    order, members, w = _hmm_setup(theta, query)
+    if steps.hidden != order.hidden or steps.observed != order.observed:
+        raise _NotHere("not the model's hidden Markov model")
+    sh = _runs_shape(steps)
+    up = _upper_influences(order, members, sh)
+    n_runs = len(steps.runs)
+    run_of = steps.run_indices()
+    least_all = _hmm_least(members, sh, w, eps, steps.column("scale"),
+                           steps.column("optimal").astype(bool))
+    up_run = np.full(n_runs, -np.inf)
+    np.maximum.at(up_run, run_of, up)
+    least = np.full(n_runs, np.inf)
+    np.minimum.at(least, run_of, least_all)
+    deltas = steps.sensitivities(query)
+    stated = steps.column("sensitivity")
+    bad_delta = np.full(n_runs, -1, dtype=np.int64)
+    for j in np.flatnonzero(deltas != stated)[::-1].tolist():
+        bad_delta[run_of[j]] = j
+    first_delta = np.empty(n_runs)
+    first_delta[run_of[::-1]] = deltas[::-1]
+    rows = []
+    for i, r in enumerate(steps.runs):
+        need = quilt_scale(r.sensitivity, r.influence, eps)
+        lo = None if not (r.optimal and r.scale > 0 and math.isfinite(least[i])) \
+            else float(least[i])
+        infl = float(up_run[i])
+        reason = None
+        if r.influence < infl:
+            reason = (f"it states influence e(Q|i) = {r.influence:.17g}, below the recomputed "
+                      f"{infl:.17g} (an upper bound on the exact value)")
+        elif bad_delta[i] >= 0:
+            j = int(bad_delta[i])
+            reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
+                      f"{deltas[j]:.17g} for {steps.nodes()[j]!r}")
+        elif not r.scale >= need:
+            reason = (f"its influence {r.influence:.17g} is not below epsilon = {eps:g}, so "
+                      "no finite scale makes this quilt private" if math.isinf(need) else
+                      f"it states scale {r.scale:.17g}, below Delta / (eps - e) = "
+                      f"{need:.17g}")
+        elif r.optimal and r.scale > 0 and not (lo is not None
+                                                and r.scale <= lo * (1 + OPTIMALITY_RTOL)):
+            reason = ("it claims the least scale over all quilts, but a quilt may need only "
+                      f"{lo if lo is not None else 0:.17g} < {r.scale:.17g}")
+        else:
+            reason = _member_row(theta, steps.node_at(r, 0), r.member, r.pair)
+        rows.append(Row(node=steps.run_label(r), ok=reason is None, reason=reason,
+                        quilt=steps.run_quilt_parts(r), stated_influence=r.influence,
+                        influence=infl, stated_sensitivity=r.sensitivity,
+                        sensitivity=float(first_delta[i]), stated_scale=r.scale, scale=need,
+                        optimal=r.optimal, least_scale=lo))
+    return rows
+
+
+def _upper_influences(order: HMMOrder, members: list[_HMMember], sh: _Shape) -> np.ndarray:
+    """Per node, an upper bound on the exact influence of its quilt (recomputed plus its
+    rounding bound ``beta``; 0 for ``Q = {}``)."""
+    n_steps = len(order.hidden)
+    e_hat = np.full(len(sh.t), -np.inf)
+    beta = np.zeros(len(sh.t))
     log_pi = _log_ratio_bound(2 * n_steps + 2)  # the marginals: 2 roundings a step
     for mem in members:
         wl, nl = _left_vectors(mem, sh)
@@ -380,23 +478,7 @@ def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
             e_hat[idx] = np.where(better, e, e_hat[idx])
             beta[idx] = np.maximum(beta[idx], b)
     empty = (sh.lk == 0) & (sh.rk == 0) & ~sh.center
-    up = np.where(empty, 0.0, np.maximum(e_hat, 0.0) + beta)
-    least = _hmm_least(members, sh, w, eps, np.array([sp.scale for sp in sensitive]),
-                       np.array([sp.optimal for sp in sensitive], dtype=bool))
-    rows = []
-    for j, sp in enumerate(sensitive):
-        near_x = _near_observations(order, sh, j)
-        delta = float(query.sensitivity(near_x))
-        need = quilt_scale(sp.sensitivity, sp.influence, eps)
-        lo = None if not math.isfinite(least[j]) else float(least[j])
-        reason = _hmm_reason(theta, query, order, sh, j, sp, near_x, float(up[j]), need, lo,
-                             eps)
-        rows.append(Row(node=sp.node, ok=reason is None, reason=reason, quilt=sp.quilt,
-                        stated_influence=sp.influence, influence=float(up[j]),
-                        stated_sensitivity=sp.sensitivity, sensitivity=delta,
-                        stated_scale=sp.scale, scale=need, optimal=sp.optimal,
-                        least_scale=lo))
-    return rows
+    return np.where(empty, 0.0, np.maximum(e_hat, 0.0) + beta)
 
 
 def _hmm_reason(theta: Theta, query: Query, order: HMMOrder, sh: _Shape, j: int, sp: Any,

@@ -217,6 +217,37 @@ class StepPlans(Sequence[Any]):
                 return int(s)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def node_at(self, run: Any, offset: int) -> str:
+        """The name of the ``offset``-th step of ``run``."""
+        return self.order[run.first + offset]
+
+    def binding_run(self) -> int:
+        """Index of the run holding :meth:`binding_index`."""
+        return int(np.searchsorted(self._starts, self.binding_index(), side="right")) - 1
+
+    def run_head(self, i: int) -> int:
+        """Plan index of the first step of run ``i``."""
+        return int(self._starts[i])
+
+    def describe(self) -> str:
+        """The sentence above the table of runs in :meth:`Plan.explain`."""
+        return (f"{len(self):,} sensitive steps of a {len(self.order):,}-step chain, in "
+                f"{len(self.runs):,} runs of steps with the same quilt (offsets i-a, i+b from "
+                "the step i) and the same numbers:")
+
+    def sensitivities(self, query: Query) -> np.ndarray:
+        """``Delta_{A&N} F`` of every step (:func:`window_sensitivities`)."""
+        return window_sensitivities(self, query)
+
+    def fingerprint(self, query: Query, sensitivities: np.ndarray, canonical: Any) -> str:
+        """The query fingerprint of this plan (:func:`window_fingerprint`)."""
+        return window_fingerprint(query, self, sensitivities, canonical)
+
+    def attributes_match(self, query: Query) -> bool:
+        """Whether the plan's query attributes are the query's."""
+        return sorted(self.order[p] for p in self.attributes.tolist()) \
+            == sorted(set(query.attributes))
+
     # -- one step -------------------------------------------------------------------------
 
     def _bounds(self, run: StepRun, p: int) -> tuple[int, int]:

@@ -141,7 +141,9 @@ def check_time_series(theta: Theta, query: Query, sensitive: Any, epsilon: float
     check_query(query)
     eps = check_epsilon(epsilon)
     try:
-        if isinstance(sensitive, StepPlans):
+        from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
+
+        if isinstance(sensitive, StepPlans) and not isinstance(sensitive, HMMStepPlans):
             return _check_chain(theta, query, sensitive, eps, quilt_scale)
         return None  # an HMM's plan: quiltpriv.mechanisms.hmm_verification
     except _NotHere:

@@ -261,7 +261,7 @@ class PlanVerification:
         lines = [head,
                  f"APMQM, epsilon = {p.epsilon:g}, Laplace scale b = {fmt_number(p.scale)} "
                  f"({'optimal over all quilts' if p.optimal else 'optimality not claimed'})",
-                 f"protects {fmt_set(sp.node for sp in p.sensitive)}; "
+                 f"protects {_protected(p)}; "
                  f"model {p.model_fingerprint[:16]}...; "
                  f"query: {describe_query(self.query)}"
                  + (f", where {self.query['where']}" if self.query.get("where") else ""), ""]
@@ -289,6 +289,24 @@ class PlanVerification:
 
     def __str__(self) -> str:
         return self.explain()
+
+
+#: A plan held as runs names at most this many of its sensitive nodes at each end in the text.
+_PROTECTED_SHOWN = 3
+
+
+def _protected(p: Plan) -> str:
+    """The sensitive nodes as a set; for a plan held as runs (a time series), its count and
+    ends, so that the text stays linear in the runs, not in the steps."""
+    from quiltpriv.mechanisms.apmqm.plan_types import sensitive_nodes
+    from quiltpriv.mechanisms.step_plans import StepPlans
+
+    nodes = sensitive_nodes(p)
+    if not isinstance(p.sensitive, StepPlans) or len(nodes) <= 2 * _PROTECTED_SHOWN:
+        return fmt_set(nodes)
+    k = _PROTECTED_SHOWN
+    return (f"{len(nodes):,} nodes {{{', '.join(nodes[:k])}, ..., "
+            f"{', '.join(nodes[-k:])}}}")
 
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,

@@ -63,6 +63,12 @@ PLAN_FORMAT = "quiltpriv-plan/4"
 #: search short), and such a plan is never interrupted (it sees neither Ctrl-C nor cancel).
 PLAN_FORMAT_RUNS = "quiltpriv-plan/3"
 
+#: The format of a plan of the nodes of a hidden Markov model held as runs
+#: (:class:`~quiltpriv.mechanisms.hmm_step_plans.HMMStepPlans`): ``"sensitive"`` is
+#: ``{"hidden", "observed", "runs"}``; a run's status follows from its ``optimal`` as in
+#: :data:`PLAN_FORMAT_RUNS`, and such a plan is never interrupted.
+PLAN_FORMAT_HMM_RUNS = "quiltpriv-plan/hmm-runs-1"
+
 #: Older formats, still read. /2: no ``"status"`` (an attribute not proven optimal reads as
 #: ``"not_recorded"``) and no ``"interrupted"`` (read from the plan's notes). /1: also no
 #: ``nearby_attributes`` (``nearby`` and ``remote`` listed for every attribute).
@@ -70,7 +76,8 @@ PLAN_FORMAT_2 = "quiltpriv-plan/2"
 PLAN_FORMAT_1 = "quiltpriv-plan/1"
 
 #: Each format's version number, as :func:`plan_from_dict` reads it.
-_VERSIONS = {PLAN_FORMAT_1: 1, PLAN_FORMAT_2: 2, PLAN_FORMAT_RUNS: 3, PLAN_FORMAT: 4}
+_VERSIONS = {PLAN_FORMAT_1: 1, PLAN_FORMAT_2: 2, PLAN_FORMAT_RUNS: 3, PLAN_FORMAT: 4,
+             PLAN_FORMAT_HMM_RUNS: 5}
 
 
 #: The note of a plan that is not verified (read from a file or built by hand).
@@ -242,13 +249,16 @@ class Plan:
             "sampler_sensitivity": self.sampler_sensitivity})
 
     def to_dict(self) -> dict[str, Any]:
+        from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
+
         runs = isinstance(self.sensitive, StepPlans)
         if runs and self.interrupted:
             raise PlanError("plan: a plan of a chain's steps held as runs is made in one pass "
                             "that sees neither Ctrl-C nor cancel; its format has no "
                             "'interrupted', and this one says it was interrupted")
+        hmm = isinstance(self.sensitive, HMMStepPlans)
         return {
-            "format": PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
+            "format": PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "scale": self.scale,
@@ -345,15 +355,11 @@ def _run_lines(p: Plan) -> list[str]:
     rows = [(steps.run_label(r), steps.run_quilt(r), fmt_influence(r.influence),
              _fmt(r.sensitivity), _fmt(r.scale), str(r.considered),
              "yes" if r.optimal else "not proven") for r in steps.runs]
-    lines = [f"{len(steps):,} sensitive steps of a {len(steps.order):,}-step chain, in "
-             f"{len(steps.runs):,} runs of steps with the same quilt (offsets i-a, i+b from "
-             "the step i) and the same numbers:"]
+    lines = [steps.describe()]
     lines += _table(header, rows)
     lines.append("")
-    k = 0
-    for r in steps.runs:
-        sp = steps[k]
-        k += r.length
+    for i, r in enumerate(steps.runs):
+        sp = steps[steps.run_head(i)]
         more = "" if r.length == 1 else f" (and likewise each step of {steps.run_label(r)})"
         lines.append(f"{sp.node}{more}: {sp.explanation}")
     for note in p.notes:
@@ -409,13 +415,10 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
 def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
     """:func:`query_mismatch` of a plan held as runs: every step's ``Delta_{A&N}`` and the
     fingerprint, recomputed (linear in the steps)."""
-    from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
-
     steps = cast(StepPlans, plan_.sensitive)
-    order_attrs = sorted(steps.order[p] for p in steps.attributes.tolist())
-    if order_attrs != sorted(set(query.attributes)):
+    if not steps.attributes_match(query):
         return "its query attributes are not the query's"
-    deltas = window_sensitivities(steps, query)
+    deltas = steps.sensitivities(query)
     stated = steps.column("sensitivity")
     bad = np.flatnonzero(deltas != stated)
     if bad.size:
@@ -423,7 +426,7 @@ def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
         return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
                 f"{_set(sp.nearby_in(query.attributes))}) is {deltas[bad[0]]:.17g}, the plan "
                 f"used {sp.sensitivity:.17g}")
-    if window_fingerprint(query, steps, deltas, canonical_json) != plan_.query_fingerprint:
+    if steps.fingerprint(query, deltas, canonical_json) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None
 
@@ -435,10 +438,8 @@ def plan_query_fingerprint(query: Query, plan_: Plan) -> str:
     check_query(query)
     check_instance(plan_, Plan, "plan")
     if isinstance(plan_.sensitive, StepPlans):
-        from quiltpriv.mechanisms.step_plans import window_fingerprint, window_sensitivities
-
-        return window_fingerprint(query, plan_.sensitive,
-                                  window_sensitivities(plan_.sensitive, query), canonical_json)
+        steps = plan_.sensitive
+        return steps.fingerprint(query, steps.sensitivities(query), canonical_json)
     attrs = frozenset(query.attributes)
     return query_fingerprint(query, [_nearby_query_attributes(sp, attrs)
                                      for sp in plan_.sensitive])
@@ -561,6 +562,11 @@ def plan_from_dict(d: Any) -> Plan:
     if version == 3:
         epsilon = _number(d["epsilon"], "epsilon", positive=True)
         sensitive = StepPlans.from_dict(SensitivePlan, sensitive, epsilon)
+    elif version == 5:
+        from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
+
+        epsilon = _number(d["epsilon"], "epsilon", positive=True)
+        sensitive = HMMStepPlans.from_dict(SensitivePlan, sensitive, epsilon)
     elif not isinstance(sensitive, Mapping) or not sensitive:
         raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
                     sensitive)
@@ -579,7 +585,7 @@ def plan_from_dict(d: Any) -> Plan:
         raise _fail("provenance", "null or an object", provenance)
     # Before /4 the flag was not written: the planner's note, word for word, stood for it.
     interrupted = (_bool(d["interrupted"], "interrupted") if version == 4
-                   else version != 3 and INTERRUPTED_NOTE in notes)
+                   else version not in (3, 5) and INTERRUPTED_NOTE in notes)
     return Plan(
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),

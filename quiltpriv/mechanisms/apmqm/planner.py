@@ -9,6 +9,8 @@ import time
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import markov_quilt
 from quiltpriv.inference.influence import InferenceMethod, check_inference
@@ -236,6 +238,12 @@ def plan(
         return _chain_result(theta, query, steps, eps, notes, time_limit)
     # a hidden Markov model: exact and linear in its length too
     chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    if isinstance(chained, StepPlans):
+        # every node of a hidden Markov model, in step order: held as runs too
+        if n_jobs not in (None, 1):
+            notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
+                         "pass")
+        return _chain_result(theta, query, chained, eps, notes, time_limit)
     interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
@@ -334,16 +342,15 @@ def _warn_private_model(theta: Theta) -> None:
 def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, notes: list[str],
                   time_limit: float | None) -> Plan:
     """:func:`plan`'s result for a plan held as runs (its summaries per run, not per step)."""
-    from quiltpriv.mechanisms.step_plans import window_fingerprint
     from quiltpriv.model.provenance import provenance_dict, state_problems
 
     for r in steps.runs:
         if not math.isfinite(r.scale):
-            _check_scale_finite((steps[int(steps.index(steps.order[r.first]))],), eps)
+            _check_scale_finite((steps[int(steps.index(steps.node_at(r, 0)))],), eps)
     n_stopped = sum(r.length for r in steps.runs if not r.optimal)
     if n_stopped:
-        first = [steps.order[p] for r in steps.runs if not r.optimal
-                 for p in range(r.first, r.first + min(r.length, NOTE_NAMES))][:NOTE_NAMES]
+        first = [steps.node_at(r, k) for r in steps.runs if not r.optimal
+                 for k in range(min(r.length, NOTE_NAMES))][:NOTE_NAMES]
         shown = ", ".join(map(repr, first))
         if n_stopped > len(first):
             shown += f" and {n_stopped - len(first)} more (see each attribute's explanation)"
@@ -359,19 +366,23 @@ def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, note
     return _trusted(Plan(
         epsilon=eps, scale=scale, optimal=all(r.optimal for r in steps.runs), sensitive=steps,
         query=query.to_dict(), model_fingerprint=theta.fingerprint(), theta_size=len(theta),
-        query_fingerprint=window_fingerprint(query, steps, steps.column("sensitivity"),
-                                             canonical_json),
+        query_fingerprint=steps.fingerprint(query, steps.column("sensitivity"),
+                                            canonical_json),
         notes=tuple(notes), provenance=provenance_dict(theta),
     ))
 
 
 def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
                deadline: float | None, progress: bool,
-               list_sets: bool) -> tuple[SensitivePlan, ...] | None:
+               list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose additive query reads every
     observation with one weight (the fraction of time in a state), or None
     (:func:`quiltpriv.mechanisms.hmm_quilts.hmm_search`). ``Delta_{A and N}`` is the query's
-    own for the chosen ``N``; the scale ``Delta / (eps - e)`` rounded up ([ZOC22, Alg. 3])."""
+    own for the chosen ``N``; the scale ``Delta / (eps - e)`` rounded up ([ZOC22, Alg. 3]).
+
+    Held as runs (:class:`~quiltpriv.mechanisms.hmm_step_plans.HMMStepPlans`) when the sets
+    are not listed and ``sensitive`` is in step order (``H_t`` before ``X_t``, as
+    ``--sensitive all`` gives them); else one record per node, in the order given."""
     from quiltpriv.mechanisms.hmm_quilts import hmm_search
 
     if query.sensitivity_structure != "additive":
@@ -382,15 +393,41 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
     if found is None:
         return None
     order, fq = found
-    plans = []
     scales: dict[tuple[float, float], float] = {}  # exact quotients, shared by equal steps
-    for j, node in enumerate(sensitive):
-        quilt, near = fq.quilt(j, order), fq.nearby_observed(j, order)
-        delta, e, optimal = query.sensitivity(near), float(fq.influence[j]), bool(fq.optimal[j])
+    deltas: dict[tuple[int, int, int], float] = {}
+
+    def numbers(j: int) -> tuple[tuple[str, ...], float, float]:
+        near = fq.nearby_observed(j, order)
+        t = int(fq.step[j])
+        key = (t - int(fq.left[j]), t + int(fq.right[j]), t if fq.center[j] else -1)
+        delta = deltas.get(key)  # the same observations in N: the same Delta
+        if delta is None:
+            delta = deltas[key] = float(query.sensitivity(near))
+        e = float(fq.influence[j])
         scale = scales.get((delta, e))
         if scale is None:
             scale = scales[delta, e] = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
                 scale_up(delta, eps, e) if e < eps else math.inf)
+        return near, delta, scale
+
+    states = (theta.states[order.hidden[0]], theta.states[order.observed[0]])
+    if not list_sets and all(theta.states[v] == states[0] for v in order.hidden) \
+            and all(theta.states[v] == states[1] for v in order.observed):
+        from quiltpriv.mechanisms.hmm_step_plans import hmm_runs
+
+        n = len(sensitive)
+        delta_col, scale_col = np.empty(n), np.empty(n)
+        for j in range(n):
+            _, delta_col[j], scale_col[j] = numbers(j)
+        runs = hmm_runs(SensitivePlan, order, fq, sensitive, delta_col, scale_col, theta.names,
+                        states, eps)
+        if runs is not None:
+            return runs
+    plans = []
+    for j, node in enumerate(sensitive):
+        quilt = fq.quilt(j, order)
+        near, delta, scale = numbers(j)
+        e, optimal = float(fq.influence[j]), bool(fq.optimal[j])
         full = markov_quilt(theta, node, quilt) if list_sets else None
         m = int(fq.member[j])
         pair = fq.pair_states(j, theta.states[node])
