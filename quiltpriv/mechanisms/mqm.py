@@ -188,12 +188,20 @@ class MQMPlan:
         raise KeyError(node)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The plan as JSON: ``"nodes"``, one object per protected entry, where they list
+        their sets; else (a long series: sets not listed) ``"node_runs"``, the entries as runs
+        with the same numbers and the same quilt up to a shift (:func:`node_runs`), every
+        number exact, linear in the runs rather than the entries."""
+        d: dict[str, Any] = {
             "mechanism": self.mechanism, "epsilon": self.epsilon, "lipschitz": self.lipschitz,
             "b_max": self.b_max, "scale": self.scale, "binding": self.binding,
-            "family": self.family, "optimal": self.optimal,
-            "nodes": [ns.to_dict() for ns in self.nodes], "notes": list(self.notes),
-        }
+            "family": self.family, "optimal": self.optimal}
+        if self.nodes and all(ns.nearby is None for ns in self.nodes):
+            d["node_runs"] = node_runs(self.nodes)
+        else:
+            d["nodes"] = [ns.to_dict() for ns in self.nodes]
+        d["notes"] = list(self.notes)
+        return d
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
@@ -228,6 +236,38 @@ class MQMPlan:
 
     def __str__(self) -> str:
         return self.explain()
+
+
+def node_runs(nodes: tuple[NodeScale, ...]) -> list[dict[str, Any]]:
+    """``nodes`` (in order) as runs of consecutive entries with the same numbers and the same
+    quilt up to a shift: each run names its first and last entry, its length, its quilt as
+    offsets in the list of ``nodes`` (``quilt_offsets``; ``quilt`` by name where a quilt node
+    is not in the list) and the numbers, exactly."""
+    pos = {ns.node: k for k, ns in enumerate(nodes)}
+    runs: list[dict[str, Any]] = []
+    prev: tuple[Any, ...] | None = None
+    for k, ns in enumerate(nodes):
+        offs = [pos.get(q) for q in ns.quilt]
+        shifted = None if any(o is None for o in offs) else tuple(
+            int(o) - k for o in offs if o is not None)
+        pair = None if ns.influence_pair is None else [str(x) for x in ns.influence_pair]
+        key = (shifted, ns.nearby_count, ns.influence, ns.scale, ns.quilts_considered,
+               ns.influence_member, pair)
+        if shifted is not None and key == prev:
+            runs[-1]["last"] = ns.node
+            runs[-1]["count"] += 1
+            continue
+        run: dict[str, Any] = {"first": ns.node, "last": ns.node, "count": 1}
+        if shifted is None:
+            run["quilt"] = list(ns.quilt)
+        else:
+            run["quilt_offsets"] = list(shifted)
+        run.update({"nearby_read": ns.nearby_count, "influence": ns.influence,
+                    "scale": ns.scale, "quilts_considered": ns.quilts_considered,
+                    "influence_member": ns.influence_member, "influence_pair": pair})
+        runs.append(run)
+        prev = key if shifted is not None else None
+    return runs
 
 
 def _quilt_scale(nearby: int, e: float, eps: float) -> float:

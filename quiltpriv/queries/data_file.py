@@ -32,6 +32,19 @@ def read_query_data(path: str, query: Query | None = None) -> Any:
 
     declared = getattr(query, "domain", None) or getattr(query, "categories", None) or {}
     text = {a: str for a, values in declared.items() if values and isinstance(values[0], str)}
+    from quiltpriv.utils.tabular_csv import read_wide_csv
+
+    # a file of whole numbers (a trace: one row, a column per step) in one pass, the same
+    # frame as pandas' (which reads a 500,000-column row column by column: 58 s)
+    fast = read_wide_csv(path, frozenset(text))
+    if fast is not None:
+        names = Counter(str(v) for v in fast.columns)
+        dup = sorted(c for c, k in names.items() if k > 1)
+        if dup:
+            raise QueryError(f"data file {path}: more than one column named "
+                             f"{', '.join(map(repr, dup))}; a query reads exactly one column "
+                             "per attribute")
+        return fast
     try:
         # pandas renames a repeated header name ("a", "a.1"), which would hide a duplicated
         # column from the query's own check: read the header as written first.

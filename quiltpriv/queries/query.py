@@ -143,7 +143,10 @@ def query_columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.D
         raise QueryError(f"{what}: the data has no column(s) {', '.join(map(repr, missing))}")
     # Positions, not labels: the frame returned holds exactly the declared columns once each.
     pos = {c: k for k, c in enumerate(names) if isinstance(c, str) and c in wanted}
-    return data.iloc[:, [pos[c] for c in columns]]
+    take = [pos[c] for c in columns]
+    if take == list(range(len(names))):  # every column, in order (iloc copies column by column)
+        return data
+    return data.iloc[:, take]
 
 
 _columns = query_columns

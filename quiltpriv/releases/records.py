@@ -156,8 +156,11 @@ def query_data(data: pd.DataFrame, columns: Iterable[str], *,
     missing = [c for c in cols if c not in data.columns]
     if missing:
         raise DataError(f"the data have no column {', '.join(map(repr, missing))}")
-    return {"sha256": data_sha256(data[cols]), "rows": int(len(data)), "columns": cols,
-            "table_sha256": data_sha256(data), "dataset": check_dataset(dataset)}
+    whole = data_sha256(data)
+    # the same columns (the hash sorts them): the same text, hashed once
+    same = len(cols) == data.shape[1] and sorted(map(str, data.columns)) == list(map(str, cols))
+    return {"sha256": whole if same else data_sha256(data[cols]), "rows": int(len(data)),
+            "columns": cols, "table_sha256": whole, "dataset": check_dataset(dataset)}
 
 
 def learned_from(provenance: Any, table_sha256: str | None = None) -> str | None:
