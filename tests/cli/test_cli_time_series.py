@@ -1,4 +1,4 @@
-"""The command line on time series: plans and their verification summarised per run of steps.
+"""The command line on time series: runs of steps, and the time limit on the whole command.
 
 ``quiltpriv verify`` of a plan of every step of a chain or an HMM names the protected nodes by
 their count and ends and tabulates one row per run of steps (its text linear in the runs, not
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 
 import pytest
 
@@ -51,3 +52,65 @@ def test_verify_text_summarises_runs(tmp_path, capsys, kind, n, closed):
     assert main(["verify", str(out), model, *query, "--json"]) == 0
     full = json.loads(capsys.readouterr().out)
     assert full["verified"] and len(full["attained_epsilon"]) == n_nodes
+
+
+# -- --time-limit on the whole command, MQM and HMM networks ---------------------------------
+
+
+@pytest.mark.parametrize("kind", ["chain", "hmm"])
+@pytest.mark.parametrize("mechanism", ["apmqm", "mqm"])
+def test_a_tiny_time_limit_gives_a_prompt_flagged_result(tmp_path, kind, mechanism):
+    # the limit bounds the whole command (reading the model counts against it): a search
+    # started past it stops at once, every step keeping a valid quilt, flagged not optimal;
+    # exit status 0 as for any plan that hit its limit (docs/cli.md)
+    n = 400
+    model = _model(tmp_path, kind, n)
+    out = tmp_path / "out.json"
+    args = [model, "--sensitive", "all", "--epsilon", "1", "--query", "fraction", "--state",
+            "1", "--attributes", f"X1..X{n}", "--time-limit", "0.000001", "--json", "-o",
+            str(out)]
+    if mechanism == "apmqm":
+        cmd = ["plan", *args]
+    else:
+        data = tmp_path / "trace.csv"
+        data.write_text(",".join(f"X{t}" for t in range(1, n + 1)) + "\n"
+                        + ",".join("1" if t % 3 else "0" for t in range(n)) + "\n")
+        cmd = ["release", *args, "--mechanism", "mqm", "--data", str(data), "--seed", "1"]
+    t = time.monotonic()
+    assert main(cmd) == 0
+    assert time.monotonic() - t < 120  # generous: the search itself stops at once
+    d = json.loads(out.read_text())
+    details = d if mechanism == "apmqm" else d["details"]
+    assert details["optimal"] is False
+    assert any("time limit" in note for note in details["notes"]), details["notes"]
+    # the quilt {} (every step nearby) where the search did not reach: at most
+    # Delta_A / eps = 1 for the share of time, and never less than the closed form
+    closed = 31.737788616 if kind == "chain" else 30.876143219
+    assert closed / n * (1 - 1e-10) <= details["scale"] <= 1.0 + 1e-12
+
+
+def test_mqm_record_of_a_long_series_holds_runs(tmp_path):
+    from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
+
+    n = 3000
+    theta = qp.markov_chain(n, FLIP, [0.5, 0.5])
+    p = markov_quilt_mechanism(theta, 1.0, lipschitz=1 / n)
+    d = p.to_dict()
+    assert "nodes" not in d and len(d["node_runs"]) < 200
+    assert sum(r["count"] for r in d["node_runs"]) == n
+    # every entry's numbers and quilt, exactly, from the runs
+    pos = {v: k for k, v in enumerate(theta.nodes)}
+    k = 0
+    for r in d["node_runs"]:
+        assert r["first"] == p.nodes[k].node and r["last"] == p.nodes[k + r["count"] - 1].node
+        for j in range(k, k + r["count"]):
+            ns = p.nodes[j]
+            quilt = r.get("quilt") or [theta.nodes[j + o] for o in r["quilt_offsets"]]
+            assert tuple(quilt) == ns.quilt and [pos[q] - j for q in ns.quilt] == (
+                r.get("quilt_offsets") or [pos[q] - j for q in ns.quilt])
+            assert (r["influence"], r["scale"], r["nearby_read"], r["quilts_considered"]) == (
+                ns.influence, ns.scale, ns.nearby_count, ns.quilts_considered)
+        k += r["count"]
+    assert d["scale"] == p.scale and json.loads(p.to_json()) == d
+    small = markov_quilt_mechanism(qp.markov_chain(40, FLIP, [0.5, 0.5]), 1.0, lipschitz=0.025)
+    assert "nodes" in small.to_dict()  # sets listed: one object per entry, as before
