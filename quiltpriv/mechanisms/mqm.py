@@ -239,25 +239,31 @@ class MQMPlan:
 
 
 def node_runs(nodes: tuple[NodeScale, ...]) -> list[dict[str, Any]]:
-    """``nodes`` (in order) as runs of consecutive entries with the same numbers and the same
-    quilt up to a shift: each run names its first and last entry, its length, its quilt as
+    """``nodes`` (in order) as runs of entries with the same numbers and the same quilt up to
+    a shift, every ``stride``-th entry from ``first`` to ``last`` (stride 2: the hidden
+    states, or the readings, of an HMM whose entries alternate). Each run gives its quilt as
     offsets in the list of ``nodes`` (``quilt_offsets``; ``quilt`` by name where a quilt node
-    is not in the list) and the numbers, exactly."""
+    is not in the list, and then the run is one entry) and the numbers, exactly."""
     pos = {ns.node: k for k, ns in enumerate(nodes)}
     runs: list[dict[str, Any]] = []
-    prev: tuple[Any, ...] | None = None
+    last: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}  # key -> (run, last index)
     for k, ns in enumerate(nodes):
         offs = [pos.get(q) for q in ns.quilt]
         shifted = None if any(o is None for o in offs) else tuple(
             int(o) - k for o in offs if o is not None)
         pair = None if ns.influence_pair is None else [str(x) for x in ns.influence_pair]
         key = (shifted, ns.nearby_count, ns.influence, ns.scale, ns.quilts_considered,
-               ns.influence_member, pair)
-        if shifted is not None and key == prev:
-            runs[-1]["last"] = ns.node
-            runs[-1]["count"] += 1
-            continue
-        run: dict[str, Any] = {"first": ns.node, "last": ns.node, "count": 1}
+               ns.influence_member, None if pair is None else tuple(pair))
+        hit = last.get(key) if shifted is not None else None
+        if hit is not None:
+            run, at = hit
+            step = k - at
+            if (run["count"] == 1 and step in (1, 2)) or step == run["stride"]:
+                run["stride"], run["last"] = step, ns.node
+                run["count"] += 1
+                last[key] = (run, k)
+                continue
+        run = {"first": ns.node, "last": ns.node, "count": 1, "stride": 1}
         if shifted is None:
             run["quilt"] = list(ns.quilt)
         else:
@@ -266,7 +272,8 @@ def node_runs(nodes: tuple[NodeScale, ...]) -> list[dict[str, Any]]:
                     "scale": ns.scale, "quilts_considered": ns.quilts_considered,
                     "influence_member": ns.influence_member, "influence_pair": pair})
         runs.append(run)
-        prev = key if shifted is not None else None
+        if shifted is not None:
+            last[key] = (run, k)
     return runs
 
 

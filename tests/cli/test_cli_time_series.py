@@ -89,28 +89,33 @@ def test_a_tiny_time_limit_gives_a_prompt_flagged_result(tmp_path, kind, mechani
     assert closed / n * (1 - 1e-10) <= details["scale"] <= 1.0 + 1e-12
 
 
-def test_mqm_record_of_a_long_series_holds_runs(tmp_path):
+@pytest.mark.parametrize("kind", ["chain", "hmm"])
+def test_mqm_record_of_a_long_series_holds_runs(tmp_path, kind):
     from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
 
-    n = 3000
-    theta = qp.markov_chain(n, FLIP, [0.5, 0.5])
-    p = markov_quilt_mechanism(theta, 1.0, lipschitz=1 / n)
+    n = 1500
+    theta = (qp.markov_chain(n, FLIP, [0.5, 0.5]) if kind == "chain" else
+             qp.hidden_markov(n, FLIP, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5]))
+    read = [f"X{t}" for t in range(1, n + 1)]
+    p = markov_quilt_mechanism(theta, 1.0, lipschitz=1 / n, read=read)
     d = p.to_dict()
-    assert "nodes" not in d and len(d["node_runs"]) < 200
-    assert sum(r["count"] for r in d["node_runs"]) == n
-    # every entry's numbers and quilt, exactly, from the runs
-    pos = {v: k for k, v in enumerate(theta.nodes)}
-    k = 0
+    assert "nodes" not in d and len(d["node_runs"]) < 400
+    # every entry once, with its quilt and numbers exactly, from the runs
+    pos = {ns.node: k for k, ns in enumerate(p.nodes)}
+    seen = [False] * len(p.nodes)
     for r in d["node_runs"]:
-        assert r["first"] == p.nodes[k].node and r["last"] == p.nodes[k + r["count"] - 1].node
-        for j in range(k, k + r["count"]):
+        first, stride = pos[r["first"]], r["stride"]
+        assert pos[r["last"]] == first + stride * (r["count"] - 1)
+        for j in range(first, first + stride * r["count"], stride):
             ns = p.nodes[j]
-            quilt = r.get("quilt") or [theta.nodes[j + o] for o in r["quilt_offsets"]]
-            assert tuple(quilt) == ns.quilt and [pos[q] - j for q in ns.quilt] == (
-                r.get("quilt_offsets") or [pos[q] - j for q in ns.quilt])
+            assert not seen[j]
+            seen[j] = True
+            quilt = r["quilt"] if "quilt" in r else [p.nodes[j + o].node
+                                                     for o in r["quilt_offsets"]]
+            assert tuple(quilt) == ns.quilt
             assert (r["influence"], r["scale"], r["nearby_read"], r["quilts_considered"]) == (
                 ns.influence, ns.scale, ns.nearby_count, ns.quilts_considered)
-        k += r["count"]
+    assert all(seen)
     assert d["scale"] == p.scale and json.loads(p.to_json()) == d
     small = markov_quilt_mechanism(qp.markov_chain(40, FLIP, [0.5, 0.5]), 1.0, lipschitz=0.025)
     assert "nodes" in small.to_dict()  # sets listed: one object per entry, as before
