@@ -10,9 +10,9 @@ step makes the same choice, at the same offsets from ``t``, with the same number
 observed) that share them, as :class:`~quiltpriv.mechanisms.step_plans.StepPlans` does for a
 chain, and is a read-only sequence of :class:`~quiltpriv.mechanisms.apmqm.SensitivePlan` in
 step order (``H_t`` before ``X_t``), each made when it is asked for. A plan of every node of a
-10,000-step HMM is then a few hundred runs in memory and in its JSON (``"quiltpriv-plan/hmm-runs-1"``)
-instead of 20,000 records, and its query fingerprint (:meth:`HMMStepPlans.fingerprint`) is
-linear in the steps.
+10,000-step HMM is then a few hundred runs in memory and in its JSON
+(``"quiltpriv-plan/hmm-runs-1"``) instead of 20,000 records, and its query fingerprint
+(:meth:`HMMStepPlans.fingerprint`) is linear in the steps.
 """
 
 from __future__ import annotations

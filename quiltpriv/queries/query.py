@@ -141,12 +141,9 @@ def query_columns(data: pd.DataFrame, columns: Sequence[str], what: str) -> pd.D
     missing = [c for c in columns if counts.get(c, 0) == 0]
     if missing:
         raise QueryError(f"{what}: the data has no column(s) {', '.join(map(repr, missing))}")
-    # Positions, not labels: the frame returned holds exactly the declared columns once each.
     pos = {c: k for k, c in enumerate(names) if isinstance(c, str) and c in wanted}
-    take = [pos[c] for c in columns]
-    if take == list(range(len(names))):  # every column, in order (iloc copies column by column)
-        return data
-    return data.iloc[:, take]
+    take = [pos[c] for c in columns]  # positions: exactly the declared columns once each
+    return data if take == list(range(len(names))) else data.iloc[:, take]  # (iloc: slow)
 
 
 _columns = query_columns
