@@ -25,7 +25,6 @@ import importlib
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import NoReturn, TextIO
@@ -181,7 +180,6 @@ def _run(argv: Sequence[str] | None) -> int:
             check_output_path(args.output, "-o")  # before any model or data is read
             _refuse_output_naming_an_input(args)
         args.argv = ["quiltpriv", *(sys.argv[1:] if argv is None else argv)]  # for records
-        args.started = time.monotonic()  # --time-limit bounds the whole command from here
         _quiet_resource_tracker()
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

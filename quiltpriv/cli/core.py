@@ -217,20 +217,6 @@ def _time_limit(text: str) -> float | None:
     return time_limit_type(text)
 
 
-def remaining_time(args: argparse.Namespace) -> float | None:
-    """What is left of ``--time-limit`` (None: no limit): the limit bounds the whole command,
-    so the reading of the model and the data before the search counts against it. Never
-    below a microsecond: a search started past the deadline stops at once, flagged."""
-    import time
-
-    limit = getattr(args, "time_limit", None)
-    if limit is None:
-        return None
-    started = getattr(args, "started", None)
-    used = 0.0 if started is None else time.monotonic() - started
-    return max(float(limit) - used, 1e-6)
-
-
 def max_memory_type(text: str) -> int:
     """``--max-memory``: a size such as 4G or 512M (:func:`.memory.parse_memory_size`)."""
     try:
@@ -313,7 +299,7 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
     with warnings.catch_warnings():
         # Said by the command itself (plan: print_warnings; release: the record's warnings).
         warnings.simplefilter("ignore", PrivateModelWarning)
-        p = plan(theta, query, sensitive, args.epsilon, time_limit=remaining_time(args),
+        p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
                  max_memory=getattr(args, "max_memory", None), n_jobs=getattr(args, "jobs", None),
                  progress=len(sensitive) > 1 and sys.stderr.isatty(),
                  inference=getattr(args, "inference", "auto"),
@@ -487,7 +473,7 @@ def _release_mechanism(args: argparse.Namespace, name: str, query: Query, data: 
     theta = theta_from_args(args)
     sensitive = sensitive_from_args(args)
     mech = build_mechanism(name, theta, query, sensitive, args.epsilon, delta=args.delta,
-                           time_limit=remaining_time(args), progress=sys.stderr.isatty())
+                           time_limit=args.time_limit, progress=sys.stderr.isatty())
     with one_line_warnings():
         r = mech.release(data, seed=args.seed, ledger=args.ledger,  # type: ignore[call-arg]
                          command=getattr(args, "argv", None), **_booking_options(args))
@@ -547,7 +533,7 @@ def _quilt_rows(args: argparse.Namespace, theta: Theta, node: str, query: Query 
         quilts.insert(0, trivial_quilt(theta, node))
     chosen = None
     if query is not None and args.epsilon:
-        sp = plan(theta, query, node, args.epsilon, time_limit=remaining_time(args),
+        sp = plan(theta, query, node, args.epsilon, time_limit=args.time_limit,
                   max_memory=args.max_memory).sensitive[0]
         chosen = tuple(sp.quilt)
         if not any(sorted(q.quilt) == sorted(chosen) for q in quilts):

@@ -29,7 +29,7 @@ from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans, step_e
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.serialize import jsonable
 
-__all__ = ["HMMRun", "HMMStepPlans", "hmm_runs"]
+__all__ = ["HMMStepPlans"]
 
 #: The fingerprint format of an HMM plan held as runs (:meth:`HMMStepPlans.fingerprint`).
 HMM_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/hmm-windows-1"

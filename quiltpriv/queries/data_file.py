@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from quiltpriv.errors import QueryError
+from quiltpriv.errors import QueryError, QuiltPrivError
 from quiltpriv.queries.query import Query
 
 __all__ = ["read_query_data"]
@@ -36,7 +36,10 @@ def read_query_data(path: str, query: Query | None = None) -> Any:
 
     # a file of whole numbers (a trace: one row, a column per step) in one pass, the same
     # frame as pandas' (which reads a 500,000-column row column by column: 58 s)
-    fast = read_wide_csv(path, frozenset(text))
+    try:
+        fast = read_wide_csv(path, frozenset(text))
+    except QuiltPrivError:
+        fast = None  # not a path, or unreadable: pandas' reading below says so, as before
     if fast is not None:
         names = Counter(str(v) for v in fast.columns)
         dup = sorted(c for c, k in names.items() if k > 1)

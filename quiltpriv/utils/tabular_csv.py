@@ -13,8 +13,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 from typing import TYPE_CHECKING, Any
+
+from quiltpriv.errors import DataError, ParameterError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,15 +39,27 @@ def read_wide_csv(path: str, text_columns: frozenset[str]) -> pd.DataFrame | Non
     ``text_columns``: the columns read as text exactly as written (``dtype=str``,
     ``keep_default_na=False``); the fast path applies when there are none, or when every
     column is one (then every cell is kept as written, empty cells included).
+
+    Raises
+    ------
+    DataError
+        ``path`` is not a path, or the file cannot be opened.
     """
     import numpy as np
     import pandas as pd
 
+    if not isinstance(path, str | os.PathLike):
+        raise DataError(f"a data file is named by a path, got {type(path).__name__}")
+    if not isinstance(text_columns, frozenset) or not all(isinstance(c, str)
+                                                          for c in text_columns):
+        raise ParameterError("text_columns must be a frozenset of column names")
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return None
+    except (UnicodeDecodeError, csv.Error):
+        return None  # pandas reads it, or says why it cannot
+    except OSError as exc:
+        raise DataError(f"cannot read data file {path}: {exc}") from exc
     if not rows:
         return None
     header = rows[0]
@@ -75,6 +90,8 @@ def canonical_csv_text(frame: pd.DataFrame) -> str | None:
     import numpy as np
     import pandas as pd
 
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(frame).__name__}")
     if isinstance(frame.columns, pd.MultiIndex) or frame.shape[1] == 0:
         return None
     names = list(frame.columns)

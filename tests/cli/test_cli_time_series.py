@@ -60,9 +60,8 @@ def test_verify_text_summarises_runs(tmp_path, capsys, kind, n, closed):
 @pytest.mark.parametrize("kind", ["chain", "hmm"])
 @pytest.mark.parametrize("mechanism", ["apmqm", "mqm"])
 def test_a_tiny_time_limit_gives_a_prompt_flagged_result(tmp_path, kind, mechanism):
-    # the limit bounds the whole command (reading the model counts against it): a search
-    # started past it stops at once, every step keeping a valid quilt, flagged not optimal;
-    # exit status 0 as for any plan that hit its limit (docs/cli.md)
+    # a search past its limit stops at once, every step keeping a valid quilt, flagged not
+    # optimal; exit status 0 as for any plan that hit its limit (docs/cli.md)
     n = 400
     model = _model(tmp_path, kind, n)
     out = tmp_path / "out.json"

@@ -84,6 +84,7 @@ NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
     "quiltpriv.mechanisms.protocol.ReleaseRecord": frozenset({'model'}),
     "quiltpriv.mechanisms.step_plans.StepPlans.index": frozenset({'node'}),
+    "quiltpriv.mechanisms.hmm_step_plans.HMMStepPlans.index": frozenset({'node'}),
     "quiltpriv.mechanisms.step_plans.step_explanation": frozenset({'node'}),
     "quiltpriv.mechanisms.verification.AttributeCheck": frozenset({'node'}),
     "quiltpriv.reporting.plots.QuiltTradeoff": frozenset({'node'}),
