@@ -298,7 +298,7 @@ _PROTECTED_SHOWN = 3
 def _protected(p: Plan) -> str:
     """The sensitive nodes as a set; for a plan held as runs (a time series), its count and
     ends, so that the text stays linear in the runs, not in the steps."""
-    from quiltpriv.mechanisms.apmqm.plan_types import sensitive_nodes
+    from quiltpriv.mechanisms.apmqm import sensitive_nodes
     from quiltpriv.mechanisms.step_plans import StepPlans
 
     nodes = sensitive_nodes(p)
