@@ -388,7 +388,7 @@ def score_laplace_noised(prior: ArrayLike, laws: ArrayLike, scale: float,
 
 @renamed_keywords(model="theta")
 def score_count_release(theta: object, query: CountQuery, sensitive: str, scale: float, *,
-                        member: int = 0) -> Scorecard:
+                        member: int = 0, max_memory: int | str | None = None) -> Scorecard:
     """Score a Laplace-noised count on a hyperparameter network: guessing ``phi_sensitive``.
 
     The secret is the value of ``phi_sensitive`` (its prior from the network), the output is
@@ -407,6 +407,9 @@ def score_count_release(theta: object, query: CountQuery, sensitive: str, scale:
         Laplace scale (>= 0).
     member : int
         Which member of Theta is the adversary's prior.
+    max_memory : int or str, optional
+        Memory budget of the exact tables (bytes or a size such as ``"4G"``), as in
+        :func:`quiltpriv.queries.network_laws.count_laws`.
     """
     from quiltpriv.inference.influence import joint_marginal
     from quiltpriv.model.network import as_theta
@@ -424,9 +427,9 @@ def score_count_release(theta: object, query: CountQuery, sensitive: str, scale:
                                       "score_count_release")
     laws = count_laws(theta, query.attributes, sensitive, query.records,
                       where=query.predicate, domain=query.domain,
-                      record_states=query.record_states)
+                      record_states=query.record_states, max_memory=max_memory)
     member_laws = laws.laws[member]
-    marg = joint_marginal(theta, (sensitive,), member)
+    marg = joint_marginal(theta, (sensitive,), member, max_memory=max_memory)
     states = list(theta.states[sensitive])
     secrets = [s for s in states if s in member_laws]
     prior = np.array([marg[states.index(s)] for s in secrets], dtype=float)

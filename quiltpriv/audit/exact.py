@@ -103,7 +103,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.inference.influence import DEFAULT_MAX_TABLE
 from quiltpriv.mechanisms.apmqm import Plan
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.law_bounds import (
@@ -132,6 +131,7 @@ from quiltpriv.queries.network_laws import (
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number
+from quiltpriv.utils.memory import exact_table_limit
 from quiltpriv.utils.validation import (
     check_epsilon,
     check_instance,
@@ -298,12 +298,13 @@ def _law_builder(query: Query, n: int
 @renamed_keywords(model="theta")
 def query_laws(
     theta: Any, query: Query, sensitive: str, records: int | None = None, *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None, max_memory: int | str | None = None,
 ) -> tuple[dict[Any, Law], ...]:
     """Exact law of ``F`` given each value of ``phi_sensitive``, per member of Theta.
 
     Returns one mapping per member: state name of ``phi_i`` (with positive probability) ->
     law ``{support point: probability}`` (exact rationals). See the module docstring.
+    ``max_table`` and ``max_memory`` bound the exact tables as in :func:`audit`.
 
     Raises
     ------
@@ -323,7 +324,8 @@ def query_laws(
             f"exact rational laws over n = {n} records are too expensive (at most "
             f"{MAX_EXACT_RECORDS} records; their cost grows like n^2); audit uses certified "
             "float64 laws at any n")
-    return _query_laws(theta, query, sensitive, n, max_table, None)
+    return _query_laws(theta, query, sensitive, n, exact_table_limit(max_table, max_memory),
+                       None)
 
 
 def _query_laws(theta: Any, query: Query, sensitive: str, n: int, max_table: int,
@@ -442,10 +444,11 @@ def audit(
     *,
     records: int | None = None,
     tolerance: float = AUDIT_TOLERANCE,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     time_limit: float | None = None,
     progress: bool = False,
     exact_records: int = EXACT_RECORDS,
+    max_memory: int | str | None = None,
 ) -> AuditResult:
     """Worst-case privacy loss of ``F(X) + Lap(scale)`` and whether it meets ``eps``.
 
@@ -474,6 +477,14 @@ def audit(
         ``n`` for a linear query (a count query carries its own).
     tolerance : float
         ``met`` is ``loss <= epsilon + tolerance``.
+    max_table : int, optional
+        Largest exact table (entries); by default as many as ``max_memory`` holds.
+    max_memory : int or str, optional
+        Memory budget of the exact tables, in bytes or as a size (``"4G"``); default half the
+        machine's memory, at :data:`~quiltpriv.utils.memory.EXACT_BYTES_PER_TABLE_ENTRY`
+        bytes an entry (:func:`~quiltpriv.utils.memory.exact_table_limit`). A table above it
+        is refused with :class:`~quiltpriv.inference.influence.InfluenceTooExpensive`
+        naming the budget.
     time_limit : float, optional
         Seconds. When it is reached the audit stops: ``VIOLATED`` if the pairs audited so far
         already prove a violation, else ``UNDECIDED`` (``complete=False``), never ``MET``.
@@ -498,6 +509,7 @@ def audit(
         linear query over several attributes with more than :data:`MAX_EXACT_SUPPORT`
         possible outputs.
     """
+    max_table = exact_table_limit(max_table, max_memory)
     theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     s = check_positive(scale, "scale", allow_zero=True)
@@ -699,9 +711,10 @@ def _certified_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s:
 
 @renamed_keywords(model="theta")
 def audit_plan(theta: Any, query: Query, plan: Any, *, records: int | None = None,
-               tolerance: float = AUDIT_TOLERANCE) -> AuditResult:
+               tolerance: float = AUDIT_TOLERANCE,
+               max_memory: int | str | None = None) -> AuditResult:
     """Audit an APMQM :class:`~quiltpriv.mechanisms.apmqm.Plan`: its scale, eps and sensitive
-    set."""
+    set (``max_memory`` as in :func:`audit`)."""
     check_instance(plan, Plan, "plan")
     return audit(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
-                 records=records, tolerance=tolerance)
+                 records=records, tolerance=tolerance, max_memory=max_memory)

@@ -68,7 +68,6 @@ from scipy.special import logsumexp
 
 from quiltpriv.audit.exact import AUDIT_TOLERANCE, exact_pair_loss, log_fraction
 from quiltpriv.errors import ParameterError, QueryError
-from quiltpriv.inference.influence import DEFAULT_MAX_TABLE
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.law_bounds import Budget
 from quiltpriv.queries.network_laws import (
@@ -80,6 +79,7 @@ from quiltpriv.queries.network_laws import (
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.memory import exact_table_limit
 from quiltpriv.utils.validation import check_positive, check_records
 
 __all__ = ["MAX_JOINT_OUTPUTS", "MAX_JOINT_WORK", "JointAuditResult", "joint_audit", "joint_laws"]
@@ -273,13 +273,15 @@ def _query_sequence(queries: object) -> tuple[Query, ...]:
 @renamed_keywords(model="theta")
 def joint_laws(
     theta: Any, queries: Sequence[Query], sensitive: str, records: int | None = None, *,
-    max_table: int = DEFAULT_MAX_TABLE, budget: Budget | None = None,
+    max_table: int | None = None, budget: Budget | None = None,
+    max_memory: int | str | None = None,
 ) -> tuple[dict[Any, JointLaw], ...]:
     """Exact law of ``(F_1, ..., F_K)`` given each value of ``phi_sensitive``, per member.
 
     Returns one mapping per member of Theta: state name of ``phi_i`` (with positive
     probability) -> ``{output vector: probability}`` (exact rationals). See the module
-    docstring.
+    docstring. ``max_table`` and ``max_memory`` bound the exact tables as in
+    :func:`joint_audit`.
 
     Raises
     ------
@@ -315,7 +317,8 @@ def joint_laws(
                 step[v] = step.get(v, Fraction(0)) + p
         return _n_fold(step, n, len(queries), budget)
 
-    return parameter_mixture(theta, attrs, i, law_of, max_table=max_table)
+    return parameter_mixture(theta, attrs, i, law_of, max_table=max_table,
+                             max_memory=max_memory)
 
 
 # -- worst-case loss --------------------------------------------------------------------------
@@ -363,8 +366,9 @@ def joint_audit(
     records: int | None = None,
     epsilon: float | None = None,
     tolerance: float = AUDIT_TOLERANCE,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     time_limit: float | None = None,
+    max_memory: int | str | None = None,
 ) -> JointAuditResult:
     """Exact worst-case privacy loss of the joint output of Laplace releases on one dataset.
 
@@ -385,6 +389,14 @@ def joint_audit(
         A claimed joint guarantee: ``met`` says whether the loss is within it.
     tolerance : float
         ``met`` is ``loss <= epsilon + tolerance``.
+    max_table : int, optional
+        Largest exact table (entries); by default as many as ``max_memory`` holds.
+    max_memory : int or str, optional
+        Memory budget of the exact tables, in bytes or as a size (``"4G"``); default half the
+        machine's memory, at :data:`~quiltpriv.utils.memory.EXACT_BYTES_PER_TABLE_ENTRY`
+        bytes an entry (:func:`~quiltpriv.utils.memory.exact_table_limit`). A table above it
+        is refused with :class:`~quiltpriv.inference.influence.InfluenceTooExpensive`
+        naming the budget.
     time_limit : float, optional
         Seconds; past them the audit stops with
         :class:`~quiltpriv.queries.law_bounds.BudgetExceeded` (checked after every record's
@@ -402,6 +414,7 @@ def joint_audit(
     BudgetExceeded
         ``time_limit`` was reached.
     """
+    max_table = exact_table_limit(max_table, max_memory)
     theta = as_theta(theta)
     queries = _query_sequence(queries)
     scales = tuple(check_positive(s, "scale", allow_zero=True) for s in scales)
@@ -419,7 +432,7 @@ def joint_audit(
     noise_free = all(s == 0 for s in scales)
     for i in sens:
         for m, laws in enumerate(joint_laws(theta, queries, i, n, max_table=max_table,
-                                            budget=budget)):
+                                            budget=budget, max_memory=max_memory)):
             states = list(laws)
             if len(states) < 2:
                 continue

@@ -85,12 +85,13 @@ class LeastScale(JSONResult):
 def least_scale(theta: Any, query: Query, sensitive: str | Iterable[str], epsilon: float, *,
                 start: float | None = None, records: int | None = None,
                 rtol: float = LEAST_SCALE_RTOL, time_limit: float | None = None,
-                planned: float | None = None) -> LeastScale:
+                planned: float | None = None,
+                max_memory: int | str | None = None) -> LeastScale:
     """Bisect the Laplace scale down to the least one the exact audit proves ``MET``.
 
     Parameters
     ----------
-    theta, query, sensitive, epsilon, records
+    theta, query, sensitive, epsilon, records, max_memory
         As in :func:`quiltpriv.audit.exact.audit`.
     start : float, optional
         A scale to start from (the plan's): doubled until it is proven ``MET``.
@@ -118,7 +119,7 @@ def least_scale(theta: Any, query: Query, sensitive: str | Iterable[str], epsilo
         runs += 1
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
         return audit(theta, query, sensitive, eps, scale, records=records,
-                     time_limit=left).met
+                     time_limit=left, max_memory=max_memory).met
 
     def out_of_time() -> bool:
         return deadline is not None and time.monotonic() >= deadline
@@ -150,8 +151,10 @@ def least_scale(theta: Any, query: Query, sensitive: str | Iterable[str], epsilo
 @renamed_keywords(model="theta")
 def audit_per_attribute(theta: Any, query: Query, sensitive: str | Iterable[str],
                         epsilon: float, scale: float, *, records: int | None = None,
-                        time_limit: float | None = None) -> dict[str, AuditResult]:
-    """The exact audit of each sensitive attribute alone, at one scale (in the order given)."""
+                        time_limit: float | None = None,
+                        max_memory: int | str | None = None) -> dict[str, AuditResult]:
+    """The exact audit of each sensitive attribute alone, at one scale (in the order given;
+    ``max_memory`` as in :func:`quiltpriv.audit.exact.audit`)."""
     if not isinstance(sensitive, str | Iterable):
         raise ParameterError(f"sensitive must be an attribute name or a list of them, got "
                              f"{type(sensitive).__name__}")
@@ -161,5 +164,6 @@ def audit_per_attribute(theta: Any, query: Query, sensitive: str | Iterable[str]
     out = {}
     for node in nodes:
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
-        out[node] = audit(theta, query, node, epsilon, scale, records=records, time_limit=left)
+        out[node] = audit(theta, query, node, epsilon, scale, records=records, time_limit=left,
+                          max_memory=max_memory)
     return out

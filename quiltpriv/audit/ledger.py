@@ -161,7 +161,8 @@ def _group_inputs(records: Sequence[Mapping[str, Any]]
 
 @renamed_keywords(model="theta")
 def audit_ledger(theta: Any, entries: Sequence[Any], *,
-                 time_limit: float | None = DEFAULT_AUDIT_TIME_LIMIT) -> list[GroupAudit]:
+                 time_limit: float | None = DEFAULT_AUDIT_TIME_LIMIT,
+                 max_memory: int | str | None = None) -> list[GroupAudit]:
     """The exact joint privacy loss of each data set's releases in a ledger, for ``theta``.
 
     Parameters
@@ -172,6 +173,9 @@ def audit_ledger(theta: Any, entries: Sequence[Any], *,
         Verified entries (:func:`quiltpriv.releases.ledger.read`).
     time_limit : float or None
         Seconds per group (None: no limit); a group past it is refused.
+    max_memory : int or str, optional
+        Memory budget of the exact tables (bytes or a size such as ``"4G"``), as in
+        :func:`quiltpriv.audit.joint.joint_audit`; a group over it is refused.
 
     Returns
     -------
@@ -200,7 +204,8 @@ def audit_ledger(theta: Any, entries: Sequence[Any], *,
         names = tuple(labels[k] for k in group)
         try:
             queries, scales, sens, rows = _group_inputs(members)
-            res = joint_audit(theta, queries, scales, sens, records=rows, time_limit=limit)
+            res = joint_audit(theta, queries, scales, sens, records=rows, time_limit=limit,
+                              max_memory=max_memory)
         except QuiltPrivError as exc:
             out.append(GroupAudit(names, None, (), (), None, fp, models, str(exc),
                                   time.monotonic() - start))

@@ -10,6 +10,7 @@ from typing import Any
 from quiltpriv.audit.exact import EXACT_RECORDS, audit
 from quiltpriv.audit.least_scale import audit_per_attribute, least_scale
 from quiltpriv.cli.core import (
+    add_max_memory_argument,
     add_model_arguments,
     add_query_arguments,
     emit,
@@ -67,7 +68,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         scale = args.scale
         p_used = None
         if scale is None:
-            p = plan(theta, query, sens, eps, time_limit=limit)
+            p = plan(theta, query, sens, eps, time_limit=limit, max_memory=args.max_memory)
             if was_interrupted(p):
                 raise KeyboardInterrupt  # a partial plan is not the one to audit
             scale, p_used = p.scale, p
@@ -77,13 +78,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     left = budget.remaining()
     result = audit(theta, query, sens, eps, scale, records=records,
                    time_limit=None if left is None else max(left, 1e-3),
-                   progress=sys.stderr.isatty())
+                   progress=sys.stderr.isatty(), max_memory=args.max_memory)
     extra: dict[str, Any] = {}
     lines = [result.explain()]
     if args.per_attribute:
         left = budget.remaining()
         per = audit_per_attribute(theta, query, sens, eps, scale, records=records,
-                                  time_limit=None if left is None else max(left, 1e-3))
+                                  time_limit=None if left is None else max(left, 1e-3),
+                                  max_memory=args.max_memory)
         extra["per_attribute"] = {k: r.to_dict() for k, r in per.items()}
         lines += ["", f"per sensitive attribute, at scale {fmt_number(scale)}:"]
         lines += text_table(("sensitive", "loss", "epsilon", "verdict"),
@@ -93,7 +95,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         left = budget.remaining()
         least = least_scale(theta, query, sens, eps, start=scale or None, records=records,
                             time_limit=None if left is None else max(left, 1e-3),
-                            planned=scale)
+                            planned=scale, max_memory=args.max_memory)
         extra["least_scale"] = least.to_dict()
         lines += ["", least.explain()]
     if args.fragility:
@@ -156,6 +158,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    metavar="SECONDS",
                    help="stop after this long (default: %(default)g); an audit cut short is "
                         "UNDECIDED (or VIOLATED if the pairs done already prove it), never MET")
+    add_max_memory_argument(p, "the exact (rational) tables of the audit and of the plan")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     p.set_defaults(func=_cmd_audit)

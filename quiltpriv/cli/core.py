@@ -89,10 +89,12 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def theta_from_args(args: argparse.Namespace) -> Theta:
     """The model of ``MODEL [--theta MODEL2 ...]``, loaded once per command (``--sensitive
-    all`` and ``--attributes all`` need it too)."""
+    all`` and ``--attributes all`` need it too), within ``--max-memory`` where the command
+    has it (a JSON model whose reading would exceed it is refused)."""
     theta = getattr(args, "_theta", None)
     if theta is None:
-        theta = load_theta([args.model, *args.theta])
+        theta = load_theta([args.model, *args.theta],
+                           max_memory=getattr(args, "max_memory", None))
         args._theta = theta
     return theta
 
@@ -235,10 +237,20 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
                         "quilts found so far, flagged as not proven optimal, and its notes say "
                         "so")
     p.add_argument("--max-memory", type=max_memory_type, default=None, metavar="SIZE",
-                   help=f"memory budget of exact inference, e.g. 4G or 512M (default "
-                        f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory); "
-                        "an influence whose tables need more is not computed (the plan "
-                        "stays private, flagged as not proven optimal)")
+                   help=f"memory budget, e.g. 4G or 512M (default "
+                        f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory) "
+                        "of reading a JSON model (one that needs more is refused) and of "
+                        "exact inference (an influence whose tables need more is not "
+                        "computed: the plan stays private, flagged as not proven optimal)")
+
+
+def add_max_memory_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--max-memory SIZE`` of a command whose exact tables are bounded by it (``what``
+    says which, in the help); the model is read within it too (:func:`theta_from_args`)."""
+    p.add_argument("--max-memory", type=max_memory_type, default=None, metavar="SIZE",
+                   help=f"memory budget, e.g. 4G or 512M (default "
+                        f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory) "
+                        f"of reading a JSON model and of {what}; what needs more is refused")
 
 
 #: The help of the options that take a list of names (``--sensitive``, ``--attributes``).

@@ -58,8 +58,8 @@ def _audits(args: argparse.Namespace, entries: Any) -> Any:
     from quiltpriv.audit.ledger import audit_ledger
     from quiltpriv.model.loading import load_theta
 
-    theta = load_theta([args.audit, *args.theta])
-    return audit_ledger(theta, entries, time_limit=args.time_limit)
+    theta = load_theta([args.audit, *args.theta], max_memory=args.max_memory)
+    return audit_ledger(theta, entries, time_limit=args.time_limit, max_memory=args.max_memory)
 
 
 def _audit_time_limit(text: str) -> float | None:
@@ -108,4 +108,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"with --audit: seconds per data set (default "
                         f"{DEFAULT_AUDIT_TIME_LIMIT:g}; none: no limit); a data set past it "
                         "is refused")
+    from quiltpriv.cli.core import add_max_memory_argument
+
+    add_max_memory_argument(p, "the exact tables of --audit")
     p.set_defaults(func=_cmd_ledger)

@@ -736,7 +736,7 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
 
 def load_theta(
     specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
-    reader: ModelReader = "quiltpriv",
+    reader: ModelReader = "quiltpriv", max_memory: int | str | None = None,
 ) -> Theta:
     """Load several specs and join them into one Theta (they must share one DAG).
 
@@ -748,6 +748,8 @@ def load_theta(
         How far a CPD column may be from summing to one.
     reader : {"quiltpriv", "pgmpy"}
         Who reads BIF and XMLBIF files (see :func:`load_model`).
+    max_memory : int or str, optional
+        The memory budget each JSON model is read within (see :func:`load_model`).
 
     Returns
     -------
@@ -765,7 +767,8 @@ def load_theta(
         raise ModelError(f"specs must be a list of model specs, got {type(specs).__name__}")
     if not specs:
         raise ModelError("Theta is empty: give at least one model")
-    theta = load_model(specs[0], tolerance=tolerance, reader=reader)
+    theta = load_model(specs[0], tolerance=tolerance, reader=reader, max_memory=max_memory)
     for s in specs[1:]:
-        theta = theta.with_members(load_model(s, tolerance=tolerance, reader=reader))
+        theta = theta.with_members(load_model(s, tolerance=tolerance, reader=reader,
+                                              max_memory=max_memory))
     return theta

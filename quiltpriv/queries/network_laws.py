@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError, QueryError
-from quiltpriv.inference.influence import DEFAULT_MAX_TABLE, joint_marginal
+from quiltpriv.inference.influence import InfluenceTooExpensive, joint_marginal
 from quiltpriv.mechanisms.wasserstein import (
     WassersteinResult,
     wasserstein_mechanism,
@@ -89,6 +89,7 @@ from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.queries.query import CountQuery
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.distances import w_inf_bracket
+from quiltpriv.utils.memory import EXACT_BYTES_PER_TABLE_ENTRY, describe_bytes, exact_table_limit
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_epsilon,
@@ -401,7 +402,8 @@ def mixture_weights(
     attrs: Sequence[str],
     sensitive: str,
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
+    max_memory: int | str | None = None,
 ) -> tuple[dict[Any, dict[tuple[int, ...], Fraction]], ...]:
     """Exact ``P(phi_A = key | phi_sensitive = a)``, per member of Theta.
 
@@ -409,14 +411,26 @@ def mixture_weights(
     index when it is among them); only keys of positive probability are listed. The weights
     come from exact variable elimination on the Fraction CPDs (module docstring). Values of
     ``phi_sensitive`` with probability zero are left out (their conditional is undefined).
+
+    ``max_memory`` (bytes, or a size such as ``"4G"``; default half the machine's memory)
+    bounds the exact tables of the elimination at
+    :data:`~quiltpriv.utils.memory.EXACT_BYTES_PER_TABLE_ENTRY` bytes an entry
+    (:func:`~quiltpriv.utils.memory.exact_table_limit`); ``max_table`` (entries) lowers it.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        A table of the exact elimination would not fit in the memory budget (the message
+        names the budget).
     """
+    limit = exact_table_limit(max_table, max_memory)
     attrs = check_theta(theta).check_nodes(attrs, "query attribute")
     sensitive = theta.check_node(sensitive, "sensitive attribute")
     others = tuple(a for a in theta.sort(attrs) if a != sensitive)
     out = []
     for m in range(len(theta.members)):
         exact = _exact_member(theta, m)
-        joint = joint_marginal(exact, (sensitive, *others), 0, max_table=max_table)
+        joint = _exact_joint(exact, (sensitive, *others), limit)
         weights: dict[Any, dict[tuple[int, ...], Fraction]] = {}
         for ai, state in enumerate(theta.states[sensitive]):
             row = np.asarray(joint[ai], dtype=object)
@@ -437,20 +451,38 @@ def mixture_weights(
     return tuple(out)
 
 
+def _exact_joint(exact: Theta, nodes: tuple[str, ...], limit: int) -> np.ndarray:
+    """The exact joint over ``nodes``, or a refusal naming the memory budget it is over.
+
+    The elimination's own refusal counts float64 entries; its tables here hold Fractions,
+    charged :data:`~quiltpriv.utils.memory.EXACT_BYTES_PER_TABLE_ENTRY` bytes each.
+    """
+    try:
+        return joint_marginal(exact, nodes, 0, max_table=limit)
+    except InfluenceTooExpensive as exc:
+        shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
+        raise InfluenceTooExpensive(
+            f"the exact (rational) joint of {shown} needs a table above {limit} entries, "
+            f"the {describe_bytes(limit * EXACT_BYTES_PER_TABLE_ENTRY)} memory budget at "
+            f"{EXACT_BYTES_PER_TABLE_ENTRY} bytes an exact entry (max_memory= or "
+            "--max-memory raises it)") from exc
+
+
 def parameter_mixture(
     theta: Theta,
     attrs: Sequence[str],
     sensitive: str,
     law_of: Callable[[tuple[int, ...]], Mapping[Any, Fraction]],
     *,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
+    max_memory: int | str | None = None,
 ) -> tuple[dict[Any, dict[Any, Fraction]], ...]:
     """Exact ``P(F | phi_sensitive = a) = sum_{phi_A} P(phi_A | phi_sensitive = a) P(F | phi_A)``.
 
     ``law_of`` receives the state indices of ``attrs`` (in that order; the sensitive
     attribute's own index when it is among them) and returns the law of ``F`` given those
     hyperparameters as ``{value: probability}``; it is called once per distinct tuple. The
-    weights are :func:`mixture_weights`.
+    weights are :func:`mixture_weights` (``max_table`` and ``max_memory`` as there).
 
     Returns
     -------
@@ -460,7 +492,8 @@ def parameter_mixture(
     """
     cache: dict[tuple[int, ...], Mapping[Any, Fraction]] = {}
     out = []
-    for weights in mixture_weights(theta, attrs, sensitive, max_table=max_table):
+    for weights in mixture_weights(theta, attrs, sensitive, max_table=max_table,
+                                   max_memory=max_memory):
         laws: dict[Any, dict[Any, Fraction]] = {}
         for state, given in weights.items():
             law: dict[Any, Fraction] = {}
@@ -569,7 +602,8 @@ def count_laws(
     where: str | Predicate | None = None,
     domain: Mapping[str, Sequence[Any]] | None = None,
     record_states: Mapping[str, Mapping[Any, int]] | None = None,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
+    max_memory: int | str | None = None,
 ) -> CountLaws:
     """Exact law of the count given each value of ``phi_i``, per member of Theta.
 
@@ -581,13 +615,16 @@ def count_laws(
 
     ``where`` reads the record categories (0/1, or 0..k-1) unless ``domain`` (the data values
     of each attribute, equal to its categories) or ``record_states`` (data value -> category)
-    say how it reads data values (:func:`record_truth`).
+    say how it reads data values (:func:`record_truth`). ``max_memory`` and ``max_table``
+    bound the exact tables as in :func:`mixture_weights`.
 
     Raises
     ------
     ModelError
         An attribute not in the network, or a state of ``attribute`` that is not a Bernoulli
         parameter.
+    InfluenceTooExpensive
+        The exact joint would not fit in the memory budget.
     QueryError
         A predicate that :func:`record_truth` refuses, or a count that needs one and has none.
     ParameterError
@@ -601,7 +638,7 @@ def count_laws(
             f"exact rational laws of a count over n = {spec.records} records are too expensive "
             f"(at most {MAX_EXACT_RECORDS} records; their cost grows like n^2); "
             "network_wasserstein and audit use certified float64 laws at any n")
-    return _exact_count_laws(theta, spec, i, max_table)
+    return _exact_count_laws(theta, spec, i, exact_table_limit(max_table, max_memory))
 
 
 #: A law of the count as a binomial mixture: success probability ``pi`` -> weight.
@@ -614,7 +651,8 @@ def count_mixtures(
     where: str | Predicate | None = None,
     domain: Mapping[str, Sequence[Any]] | None = None,
     record_states: Mapping[str, Mapping[Any, int]] | None = None,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
+    max_memory: int | str | None = None,
 ) -> tuple[dict[Any, Mixture], ...]:
     """The law of the count given each value of ``phi_i`` as an exact binomial mixture.
 
@@ -623,10 +661,11 @@ def count_mixtures(
     configurations with the same ``pi`` merged). Same arguments (but ``records``) and checks as
     :func:`count_laws`.
     """
+    limit = exact_table_limit(max_table, max_memory)
     theta = as_theta(theta)
     i = _check_sensitive(theta, attribute, sensitive)
     spec = _count_spec(theta, attribute, 1, where, domain, record_states)
-    return pi_mixtures(theta, spec.attributes, i, spec.probability, max_table)
+    return pi_mixtures(theta, spec.attributes, i, spec.probability, limit)
 
 
 def pi_mixtures(theta: Theta, attrs: tuple[str, ...], sensitive: str,
@@ -693,10 +732,11 @@ def network_wasserstein(
     epsilon: float,
     *,
     records: int | None = None,
-    max_table: int = DEFAULT_MAX_TABLE,
+    max_table: int | None = None,
     time_limit: float | None = None,
     progress: bool = False,
     exact_records: int = EXACT_RECORDS,
+    max_memory: int | str | None = None,
 ) -> NetworkWassersteinResult:
     """Wasserstein Mechanism ([ZOC22, Alg. 4]) for a count on a core network.
 
@@ -722,6 +762,8 @@ def network_wasserstein(
     epsilon : float
     records : int, optional
         ``n`` when ``query`` is a name.
+    max_table : int, optional
+        Largest exact table (entries); by default as many as ``max_memory`` holds.
     time_limit : float, optional
         Seconds; past it :class:`~quiltpriv.queries.law_bounds.BudgetExceeded` is raised (no partial
         ``W``: a maximum over some of the pairs could be too small).
@@ -729,6 +771,9 @@ def network_wasserstein(
         Show a progress bar (tqdm) when the computation takes more than half a second.
     exact_records : int
         Largest ``n`` computed in exact rationals.
+    max_memory : int or str, optional
+        Memory budget of the exact tables, in bytes or as a size (``"4G"``); default half the
+        machine's memory (:func:`~quiltpriv.utils.memory.exact_table_limit`).
 
     Raises
     ------
@@ -738,7 +783,10 @@ def network_wasserstein(
         before any law is computed.
     BudgetExceeded
         The time limit was reached, or ``n`` is above :data:`MAX_RECORDS`.
+    InfluenceTooExpensive
+        An exact table would not fit in the memory budget (the message names it).
     """
+    max_table = exact_table_limit(max_table, max_memory)
     theta = as_theta(theta)
     eps = check_epsilon(epsilon)
     limit = _time_limit(time_limit)
