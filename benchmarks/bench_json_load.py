@@ -1,11 +1,13 @@
 """Reading a large model in quiltpriv's own JSON format (issue 31, section 3).
 
 Writes a seeded network of a family of ``bench_linear_scale.py`` (``banded`` by default:
-100,000 nodes, 2-4 parents among the 8 before, 2-3 states) with ``theta_to_dict`` to a
-temporary file, then reads it back in fresh processes, interleaved: with this tree's
-``load_model`` and, when ``--before`` names another checkout (e.g. ``git archive`` of the
-commit before the change), with that checkout's ``load_model`` (or, for a checkout whose
-JSON reader had a fixed size cap, its reader called past the cap). Each run reports wall
+100,000 nodes, 2-4 parents among the 8 before, 2-3 states) with ``theta_to_dict`` to
+temporary files in both formats (``quiltpriv-network/2``, the tables as one binary column
+per member, and ``/1``, nested lists of decimals), then reads them back in fresh processes,
+interleaved: each format with this tree's ``load_model`` and, when ``--before`` names
+another checkout (e.g. ``git archive`` of the commit before the change), format ``/1`` with
+that checkout's ``load_model`` (or, for a checkout whose JSON reader had a fixed size cap,
+its reader called past the cap). Each run reports wall
 time, CPU time (the import of ``quiltpriv.model.loading`` included), peak RSS, the model's
 fingerprint (which must agree: the same checks give the same Theta) and, as the floor, the
 CPU time of ``json.loads`` alone on the same text in the same process.
@@ -54,16 +56,21 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_mb": peak,
 """
 
 
-def write_model(family: str, n: int, width: int, path: Path) -> dict[str, Any]:
+def write_model(family: str, n: int, width: int, paths: dict[int, Path]) -> dict[str, Any]:
+    """The model written in each format of ``paths`` (version -> file); sizes and counts."""
     from bench_linear_scale import build
 
     from quiltpriv.model.network import theta_to_dict
 
     theta = build(family, n, width)
-    text = json.dumps(theta_to_dict(theta))
-    path.write_text(text, encoding="utf-8")
+    sizes = {}
+    for version, path in paths.items():
+        text = json.dumps(theta_to_dict(theta, version=version))
+        path.write_text(text, encoding="utf-8")
+        sizes[f"bytes_format_{version}"] = len(text)
     entries = sum(t.table.size for t in theta.members[0].values())
-    return {"bytes": len(text), "nodes": n, "table_entries": int(entries)}
+    return {**sizes, "bytes": sizes["bytes_format_1"], "nodes": n,
+            "table_entries": int(entries)}
 
 
 def read(path: Path, tree: Path, which: str) -> dict[str, Any]:
@@ -85,15 +92,16 @@ def main() -> None:
     args = ap.parse_args()
     load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{args.family}-{args.n}.json"
-        model = write_model(args.family, args.n, args.width, path)
-        runs: dict[str, list[dict[str, Any]]] = {"after": []}
+        paths = {v: Path(tmp) / f"{args.family}-{args.n}-format{v}.json" for v in (2, 1)}
+        model = write_model(args.family, args.n, args.width, paths)
+        # run name -> (checkout, format version)
+        readers = {"after, format /2": (HERE.parent, 2), "after, format /1": (HERE.parent, 1)}
         if args.before:
-            runs["before"] = []
+            readers["before, format /1"] = (args.before, 1)
+        runs: dict[str, list[dict[str, Any]]] = {which: [] for which in readers}
         for _ in range(args.runs):
-            for which in runs:
-                tree = HERE.parent if which == "after" else args.before
-                runs[which].append(read(path, tree, which))
+            for which, (tree, version) in readers.items():
+                runs[which].append(read(paths[version], tree, which.split(",")[0]))
     fingerprints = {r["fingerprint"] for rs in runs.values() for r in rs}
     result = {"command": " ".join(sys.argv), "machine": machine_facts(), "code": code_version(),
               "load_average": [load_start, os.getloadavg()], "family": args.family,
@@ -104,8 +112,9 @@ def main() -> None:
              f"code: {result['code']}",
              f"load average at start {load_start}, at end {os.getloadavg()} (a shared machine: "
              "wall times move with the load; CPU times and same-run ratios move less)",
-             f"model: {model['bytes']} bytes, {model['nodes']} nodes, "
-             f"{model['table_entries']} table entries", f"note: {args.note}", ""]
+             f"model: {model['nodes']} nodes, {model['table_entries']} table entries; "
+             f"{model['bytes_format_2']} bytes in format /2, {model['bytes_format_1']} in /1",
+             f"note: {args.note}", ""]
     for which, rs in runs.items():
         for r in rs:
             lines.append(f"- {which}: wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, "

@@ -21,13 +21,14 @@ import contextlib
 import gc
 import gzip
 import importlib.util
+import operator
 import os
 import re
 import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -36,6 +37,7 @@ import numpy as np
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
+from quiltpriv.model.json_columns import JSON_FORMAT_V2, theta_from_columns
 from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
     JSON_FORMAT,
     Theta,
@@ -465,17 +467,19 @@ def _theta_from_json_document(text: str, path: Path, tolerance: float) -> Theta:
     """
     try:
         theta, risky = _theta_from_doc(_json_document(text, path, checked=False), path,
-                                       tolerance)
+                                       tolerance, text)
     except ModelError:
         if _json_numbers_plain(text):
             raise
         risky = True
     if risky and not _json_numbers_plain(text):
-        theta, _ = _theta_from_doc(_json_document(text, path, checked=True), path, tolerance)
+        theta, _ = _theta_from_doc(_json_document(text, path, checked=True), path, tolerance,
+                                   text)
     return theta
 
 
-def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float) -> tuple[Theta, bool]:
+def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
+                    text: str) -> tuple[Theta, bool]:
     """Theta from a parsed JSON model, and whether a float in it might come from a literal
     the float reader could not check (see :func:`_theta_from_json_document`)."""
     nodes = doc.get("nodes")
@@ -486,24 +490,102 @@ def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float) -> tuple[
         raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
     states, parents = _json_nodes(nodes, path)
     # a node entry with other keys than states and parents: read its numbers checked
-    risky = sum(map(len, nodes.values())) != len(nodes) + sum("parents" in s for s in
-                                                             nodes.values())
+    risky = sum(map(len, nodes.values())) != len(nodes) + sum(
+        map(operator.contains, nodes.values(), repeat("parents")))
+    columns = doc["format"] == JSON_FORMAT_V2
+    key = "tables" if columns else "cpds"
     tables, names = [], []
     for k, m in enumerate(members):
-        if not isinstance(m, dict) or not isinstance(m.get("cpds"), dict):
-            raise ModelError(f"{path}: member {k} must be an object with 'cpds'")
+        if not isinstance(m, dict) or key not in m or not columns and \
+                not isinstance(m["cpds"], dict):
+            raise ModelError(f"{path}: member {k} must be an object with {key!r}")
         names.append(str(m.get("name") or f"{path.stem}[{k}]"))
-        tables.append(m["cpds"])
-        risky = risky or _holds_float({key: x for key, x in m.items() if key != "cpds"})
+        tables.append(m[key])
+        risky = risky or _holds_float({name: x for name, x in m.items() if name != key})
     provenance = doc.get("provenance")
     if provenance is not None and not isinstance(provenance, dict):
         raise ModelError(f"{path}: 'provenance' must be an object")
     risky = risky or _holds_float({key: x for key, x in doc.items()
                                    if key not in ("nodes", "members")})
-    theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance)
-    risky = risky or any(_tiny_or_infinite(m) for m in theta.members)
+    if columns:  # binary tables: no literal to check; only the metadata's floats are
+        theta = theta_from_columns(states, parents, tables, names, tolerance=tolerance)
+    else:
+        _check_table_leaves(doc, tables, names, text, path)
+        theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance)
+        risky = risky or any(_tiny_or_infinite(m) for m in theta.members)
     # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
     return (theta if provenance is None else theta.with_provenance(provenance)), risky
+
+
+def _check_table_leaves(doc: dict[str, Any], tables: Sequence[Any], names: Sequence[str],
+                        text: str, path: Path) -> None:
+    """Refuse a format ``/1`` table holding a string or a boolean where a number belongs.
+
+    numpy reads ``"0.5"`` and ``"1e-400"`` as numbers and ``true`` as 1.0, which would let a
+    table through that is not made of JSON numbers (and a literal past the per-literal check).
+    Cheaply first: without ``true`` or ``false`` anywhere in the text, no table holds a
+    boolean; and when the text's double quotes are exactly those of the strings found
+    outside the tables (:func:`_strings_outside_tables`, never an over-count), no table holds
+    a string. Only otherwise is every table walked (:func:`_non_numbers`).
+    """
+    if "true" not in text and "false" not in text and \
+            text.count('"') == 2 * _strings_outside_tables(doc):
+        return
+    for m, name in zip(tables, names, strict=True):
+        for v, values in m.items():
+            bad = _non_numbers(values)
+            if bad is not None:
+                raise ModelError(f"{path}: {name}: the CPD of {v!r} holds {bad!r}, not a number")
+
+
+def _non_numbers(values: object) -> object:
+    """The first leaf of a (nested-list) table that is not an int or a float, else None."""
+    stack = [values]
+    while stack:
+        x = stack.pop()
+        if type(x) is list:
+            if all(type(y) is float or type(y) is int for y in x):
+                continue
+            stack.extend(reversed(x))
+        elif type(x) is not float and type(x) is not int:
+            return x
+    return None
+
+
+def _strings_outside_tables(doc: dict[str, Any]) -> int:
+    """Strings (keys included) of a parsed format ``/1`` model outside its tables' values:
+    exact for nodes whose entries hold lists of strings, else fewer (never more)."""
+    n = len(doc)
+    for key, x in doc.items():
+        if key == "nodes" and type(x) is dict and all(type(s) is dict for s in x.values()):
+            specs = list(x.values())
+            n += len(x) + sum(map(len, specs))
+            for field in ("states", "parents"):
+                lists = [s[field] for s in specs if field in s]
+                if all(type(a) is list for a in lists):
+                    every = list(chain.from_iterable(lists))
+                    n += sum(type(a) is str for a in every) if len(every) < 64 else \
+                        (len(every) if set(map(type, every)) <= {str} else 0)
+        elif key == "members" and type(x) is list:
+            for m in x:
+                if type(m) is dict:
+                    n += len(m) + sum(len(y) if k == "cpds" and type(y) is dict
+                                      else 0 if k == "cpds" else _n_strings(y)
+                                      for k, y in m.items())
+        else:
+            n += _n_strings(x)
+    return n
+
+
+def _n_strings(x: object) -> int:
+    """Strings (keys included) in a small parsed JSON value."""
+    if isinstance(x, str):
+        return 1
+    if isinstance(x, dict):
+        return len(x) + sum(_n_strings(v) for v in x.values())
+    if isinstance(x, list):
+        return sum(_n_strings(v) for v in x)
+    return 0
 
 
 def _holds_float(x: object) -> bool:
@@ -579,9 +661,9 @@ def _json_document(text: str, path: Path, *, checked: bool = True) -> dict[str, 
         doc = parse(_json_float if checked else float, _no_duplicate_keys)
     if not isinstance(doc, dict):
         raise ModelError(f"{path}: a JSON model must be an object")
-    if doc.get("format") != JSON_FORMAT:
+    if doc.get("format") not in (JSON_FORMAT, JSON_FORMAT_V2):
         raise ModelError(f"{path}: unknown JSON model format {doc.get('format')!r} "
-                         f"(expected {JSON_FORMAT!r})")
+                         f"(expected {JSON_FORMAT_V2!r} or {JSON_FORMAT!r})")
     return doc
 
 
@@ -591,10 +673,10 @@ def _json_nodes(nodes: dict[str, Any], path: Path
     once (a handful of passes over all nodes in C), and node by node, which names the first
     offending node, only when the passes find something wrong."""
     specs = list(nodes.values())
-    if all(type(s) is dict for s in specs):
-        st = [s.get("states") for s in specs]
-        pa = [s.get("parents", []) for s in specs]
-        if all(type(x) is list for x in st) and all(type(x) is list for x in pa):
+    if set(map(type, specs)) == {dict}:
+        st: list[Any] = list(map(dict.get, specs, repeat("states")))
+        pa: list[Any] = list(map(dict.get, specs, repeat("parents"), repeat([])))  # read only
+        if set(map(type, st)) == {list} and set(map(type, pa)) == {list}:
             every_st = list(chain.from_iterable(st))
             every_pa = list(chain.from_iterable(pa))
             lengths = list(map(len, st))

@@ -116,7 +116,7 @@ def state_problems(theta: Theta, kinds: Mapping[str, str] | None = None) -> tupl
     # that can have a problem are visited (every node when some name is not a number).
     as_number = {s: _as_number(s) for s in set().union(*theta.states.values())}
     visit = theta.nodes if None in as_number.values() else [
-        v for v in theta.nodes if kinds.get(v) == "share"]
+        v for v in theta.nodes if kinds.get(v) == "share"] if kinds else []
     for v in visit:
         values = [as_number[s] for s in theta.states[v]]
         if any(x is None for x in values):

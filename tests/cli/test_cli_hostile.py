@@ -313,7 +313,7 @@ def test_release_refuses_an_infinite_plan_scale(csv_file):
 
 
 def _json_model(tmp_path, number_text):
-    d = theta_to_dict(qp.load_model("student"))
+    d = theta_to_dict(qp.load_model("student"), version=1)
     text = json.dumps(d)
     first = json.dumps(d["members"][0]["cpds"]["gender"])  # [0.x, 0.y, 0.z]
     bad = first.replace("[", "[" + number_text + ", ", 1)

@@ -364,7 +364,7 @@ def test_bif_keeps_small_normal_probabilities_and_real_zeros(tmp_path):
 
 def test_json_and_xmlbif_refuse_underflowing_probabilities(tmp_path):
     theta = and_network(1e-300, 2e-300)
-    text = __import__("json").dumps(qp.theta_to_dict(theta)).replace("1e-300", "1e-400")
+    text = __import__("json").dumps(qp.theta_to_dict(theta, version=1)).replace("1e-300", "1e-400")
     path = tmp_path / "m.json"
     path.write_text(text)
     with pytest.raises(ModelError, match="1e-400"):

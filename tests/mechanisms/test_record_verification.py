@@ -123,7 +123,7 @@ def test_cli_verifies_a_record_and_refuses_an_edited_one(published, data, tmp_pa
 
 
 def _changed_student(tmp_path, delta=0.05):
-    d = theta_to_dict(load_model("student"))
+    d = theta_to_dict(load_model("student"), version=1)
     table = d["members"][0]["cpds"]["income"]  # axes (income, gender)
     table[0][0] += delta
     table[2][0] -= delta

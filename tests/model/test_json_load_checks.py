@@ -67,7 +67,7 @@ def test_batched_tables_refuse_with_the_per_table_message(bad):
 
 @pytest.fixture(scope="module")
 def student_text():
-    return json.dumps(qp.theta_to_dict(qp.load_model("student:theta")))
+    return json.dumps(qp.theta_to_dict(qp.load_model("student:theta"), version=1))
 
 
 @pytest.mark.parametrize("literal", [

@@ -13,7 +13,7 @@ TRIED = {"n": 0}
 
 @pytest.fixture(scope="module")
 def student_doc():
-    return qp.theta_to_dict(qp.load_model("student:theta"))
+    return qp.theta_to_dict(qp.load_model("student:theta"), version=1)
 
 
 def _write(tmp_path, doc, name="m.json"):
