@@ -334,7 +334,7 @@ def test_json_model_with_a_huge_integer(tmp_path, cli, digits):
 
 def test_json_model_small_integers_still_read(tmp_path):
     # 0 and 1 are valid probabilities written as integers.
-    d = theta_to_dict(qp.load_model("student"))
+    d = theta_to_dict(qp.load_model("student"), version=1)
     d["members"][0]["cpds"]["gender"] = [1, 0, 0]
     path = tmp_path / "ints.json"
     path.write_text(json.dumps(d), encoding="utf-8")
