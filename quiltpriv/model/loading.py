@@ -21,6 +21,7 @@ import contextlib
 import gc
 import gzip
 import importlib.util
+import math
 import operator
 import os
 import re
@@ -37,11 +38,18 @@ import numpy as np
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
-from quiltpriv.model.json_columns import JSON_FORMAT_V2, theta_from_columns
-from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
+from quiltpriv.model.json_format import (
     JSON_FORMAT,
+    JSON_FORMAT_V2,
+    _check_column,
+    _decode_column,
+    _table_shapes,
+)
+from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it always was
+    CPD,
     Theta,
     _theta_from_named_tables,
+    _topological_order,
     theta_from_pgmpy,
     theta_to_pgmpy,
 )
@@ -508,13 +516,46 @@ def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
     risky = risky or _holds_float({key: x for key, x in doc.items()
                                    if key not in ("nodes", "members")})
     if columns:  # binary tables: no literal to check; only the metadata's floats are
-        theta = theta_from_columns(states, parents, tables, names, tolerance=tolerance)
+        theta = _theta_from_columns(states, parents, tables, names, tolerance=tolerance)
     else:
         _check_table_leaves(doc, tables, names, text, path)
         theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance)
         risky = risky or any(_tiny_or_infinite(m) for m in theta.members)
     # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
     return (theta if provenance is None else theta.with_provenance(provenance)), risky
+
+
+def _theta_from_columns(states: Mapping[str, list[str]], parents: Mapping[str, list[str]],
+                        columns: Sequence[object], names: Sequence[str], *,
+                        tolerance: float) -> Theta:
+    """Theta from a format ``/2`` model's checked nodes (as the JSON reader checks them:
+    each node's states a non-empty list of distinct ``str``, its parents distinct known
+    nodes) and each member's ``tables`` column (untrusted: decoded and checked here)."""
+    order = list(states)
+    topo = order if _in_topological_order(order, parents) else \
+        _topological_order(order, parents)
+    shapes = _table_shapes(order, states, parents)
+    entries = sum(map(math.prod, shapes))
+    members = []
+    for data, name in zip(columns, names, strict=True):
+        def what(i: int, name: str = name) -> str:
+            return f"{name}: CPD of {order[i]!r}"
+
+        tables = _check_column(_decode_column(data, entries, name), shapes, what, tolerance)
+        cpds = dict(zip(order, map(CPD, order, map(tuple, map(parents.__getitem__, order)),
+                                   tables), strict=True))
+        members.append({v: cpds[v] for v in topo} if topo != order else cpds)
+    return Theta._from_named(topo, states, parents, members, names)
+
+
+def _in_topological_order(order: list[str], parents: Mapping[str, Sequence[str]]) -> bool:
+    """Whether every node's parents come before it in ``order`` (decided in numpy)."""
+    pos = dict(zip(order, range(len(order)), strict=True))
+    lists = list(map(parents.__getitem__, order))
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(order))
+    before = np.fromiter(map(pos.__getitem__, chain.from_iterable(lists)), dtype=np.int64,
+                         count=int(counts.sum()))
+    return bool(np.all(before < np.repeat(np.arange(len(order)), counts)))
 
 
 def _check_table_leaves(doc: dict[str, Any], tables: Sequence[Any], names: Sequence[str],

@@ -15,16 +15,13 @@ is a maximum over :attr:`Theta.members`.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-import math
 import os
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from numbers import Real
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +29,11 @@ import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
+from quiltpriv.model.json_format import JSON_FORMAT, JSON_FORMAT_V2, _encode_column
+from quiltpriv.model.names import MAX_LISTED_NODES as MAX_LISTED_NODES
+from quiltpriv.model.names import _closest as _closest
+from quiltpriv.model.names import _known_hint, _state_names
+from quiltpriv.model.names import state_name as state_name
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_scalar
 
@@ -43,45 +45,6 @@ if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not
 #: the same model read from two files with its nodes in another order, or saved and read back
 #: with float states, had two fingerprints.
 FINGERPRINT_FORMAT = "quiltpriv-model-fingerprint/2"
-
-
-def state_name(value: Any) -> str:
-    """The canonical name of a state: a string is kept, a number becomes its shortest decimal.
-
-    ``0.35 -> "0.35"``, ``3.0 -> "3"``, ``np.float64(0.4) -> "0.4"``, ``-0.0 -> "0"``.
-    Distinct floats get distinct names (Python's ``repr`` of a float round-trips). Every Theta
-    holds its states under these names, so a model declared with float states, with a numpy
-    array of them or with their names is the same model, and keeps its fingerprint through
-    :func:`quiltpriv.model.loading.theta_to_dict` (which writes the names).
-
-    Raises
-    ------
-    ModelError
-        For a value that is neither a string nor a finite number (booleans included).
-    """
-    if isinstance(value, str):
-        return str(value)  # np.str_ becomes str
-    if isinstance(value, bool | np.bool_) or not isinstance(value, Real | np.number):
-        raise ModelError(f"a state must be a string or a number, got {value!r}")
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    x = float(value)
-    if not math.isfinite(x):
-        raise ModelError(f"a state must be finite, got {value!r}")
-    if x == 0.0:
-        return "0"  # one name for 0.0 and -0.0
-    text = repr(x)
-    return text[:-2] if text.endswith(".0") else text
-
-
-def _state_names(node: str, states: Iterable[Any]) -> tuple[str, ...]:
-    """The canonical names of one node's states, refusing two states with one name."""
-    names = tuple(state_name(s) for s in states)
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise ModelError(f"node {node!r}: state(s) {', '.join(dup)} listed twice (as names, "
-                         "numbers 1 and 1.0 are the same state)")
-    return names
 
 
 #: Most ``("influence", ...)`` entries a Theta's cache keeps (least recently used out first).
@@ -413,7 +376,7 @@ class Theta:
         })
 
     def to_dict(self) -> dict[str, Any]:
-        """Theta as a JSON-ready dict, provenance included (format ``quiltpriv-network/1``:
+        """Theta as a JSON-ready dict, provenance included (format ``quiltpriv-network/2``:
         :func:`theta_to_dict`); :func:`~quiltpriv.model.loading.load_model` reads it back
         with the same :meth:`fingerprint`."""
         return theta_to_dict(self)
@@ -891,38 +854,6 @@ def as_theta(theta: Any) -> Theta:
     return theta_from_pgmpy(theta)
 
 
-#: A network with at most this many nodes lists them all in an unknown-name error; a larger one
-#: lists only the closest names (a 441-node grid would otherwise print 441 names).
-MAX_LISTED_NODES = 12
-
-
-def _known_hint(missing: Sequence[object], nodes: tuple[str, ...]) -> str:
-    """``(nodes: a, b, c)`` for a small network, else the names closest to the missing ones."""
-    if len(nodes) <= MAX_LISTED_NODES:
-        return f"(nodes: {', '.join(nodes)})"
-    close = dict.fromkeys(m for name in missing[:5] for m in _closest(str(name), nodes))
-    if not close:
-        return f"(it has {len(nodes)} nodes, none with a similar name)"
-    return f"(closest: {', '.join(close)}; {len(nodes)} nodes in all)"
-
-
-def _closest(name: str, nodes: tuple[str, ...], n: int = 3) -> list[str]:
-    """The ``n`` nodes most like ``name`` (difflib's ratio >= 0.6, as ``get_close_matches``).
-
-    Ties go to the longer common prefix, then to network order: for ``x0l`` among ``x01 ..
-    x441``, ``x01`` comes before ``x90``, which difflib alone would rank first.
-    """
-    scored = []
-    for k, v in enumerate(nodes):
-        ratio = difflib.SequenceMatcher(None, name, v).ratio()
-        if ratio >= 0.6:
-            scored.append((-ratio, -len(os.path.commonprefix([name, v])), k, v))
-    return [v for *_, v in sorted(scored)[:n]]
-
-
-JSON_FORMAT = "quiltpriv-network/1"
-
-
 def theta_to_dict(theta: Theta, *, version: int = 2) -> dict[str, Any]:
     """Theta as a JSON-ready dict (format ``quiltpriv-network/2``, or ``/1`` with
     ``version=1``; :func:`quiltpriv.model.loading.load_model` reads both).
@@ -930,7 +861,7 @@ def theta_to_dict(theta: Theta, *, version: int = 2) -> dict[str, Any]:
     ``nodes`` maps each node to its ``states`` (their canonical names,
     :func:`quiltpriv.model.network.state_name`) and ``parents`` (the CPD axis order).
     Version 2: each member's ``tables`` is every node's table, in the order of ``nodes``,
-    as one base64 column of float64 numbers (:mod:`quiltpriv.model.json_columns`; reading
+    as one base64 column of float64 numbers (:mod:`quiltpriv.model.json_format`; reading
     a 100,000-node model takes a fraction of version 1's time). Version 1: each member's
     ``cpds`` maps a node to its table as nested lists with axes ``(node, *parents)``
     (readable and editable by hand). A Theta with a provenance record
@@ -964,8 +895,6 @@ def theta_to_dict(theta: Theta, *, version: int = 2) -> dict[str, Any]:
     theta = check_theta(theta)
     if version not in (1, 2) or isinstance(version, bool):
         raise ParameterError(f"version must be 1 or 2, not {version!r}")
-    from quiltpriv.model.json_columns import JSON_FORMAT_V2, theta_columns
-
     out: dict[str, Any] = {
         "format": JSON_FORMAT if version == 1 else JSON_FORMAT_V2,
         "nodes": {v: {"states": list(theta.states[v]),
@@ -973,11 +902,16 @@ def theta_to_dict(theta: Theta, *, version: int = 2) -> dict[str, Any]:
         "members": [{"name": name, "cpds": {v: m[v].table.tolist() for v in theta.nodes}}
                     for name, m in zip(theta.names, theta.members, strict=True)]
         if version == 1 else [{"name": name, "tables": column} for name, column
-                              in zip(theta.names, theta_columns(theta), strict=True)],
+                              in zip(theta.names, _theta_columns(theta), strict=True)],
     }
     if theta.provenance is not None:
         out["provenance"] = _thawed(theta.provenance)
     return out
+
+
+def _theta_columns(theta: Theta) -> list[str]:
+    """Each member's ``tables`` column of format ``/2``, nodes in ``theta.nodes`` order."""
+    return [_encode_column([m[v].table for v in theta.nodes]) for m in theta.members]
 
 
 def theta_to_pgmpy(theta: Theta) -> Any:

@@ -12,8 +12,13 @@ import pytest
 
 import quiltpriv as qp
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.model.json_columns import JSON_FORMAT_V2, decode_column, encode_column
-from quiltpriv.model.network import JSON_FORMAT, theta_from_tables
+from quiltpriv.model.json_format import (
+    JSON_FORMAT,
+    JSON_FORMAT_V2,
+    _decode_column,
+    _encode_column,
+)
+from quiltpriv.model.network import theta_from_tables
 
 
 def _write(tmp_path, doc, name="m.json"):
@@ -86,8 +91,8 @@ def test_the_column_is_float64_little_endian_in_node_order():
     raw = base64.b64decode(column, validate=True)
     want = np.concatenate([theta.members[0][v].table.ravel() for v in theta.nodes])
     assert raw == want.astype("<f8").tobytes()
-    assert encode_column([]) == ""
-    assert decode_column(column, want.size, "m").tolist() == want.tolist()
+    assert _encode_column([]) == ""
+    assert _decode_column(column, want.size, "m").tolist() == want.tolist()
 
 
 def test_a_node_order_that_is_not_topological_reads_alike(tmp_path):
@@ -102,7 +107,7 @@ def test_a_node_order_that_is_not_topological_reads_alike(tmp_path):
             if version == 1:
                 m["cpds"] = {v: t.tolist() for v, t in zip(order, tables, strict=True)}
             else:
-                m["tables"] = encode_column(tables)
+                m["tables"] = _encode_column(tables)
         read.append(qp.load_model(_write(tmp_path, doc, f"rev{version}.json")))
     _same(read[0], read[1])
     assert read[1].fingerprint() == theta.fingerprint() and read[1].nodes != theta.nodes
@@ -254,3 +259,15 @@ def test_format_1_numbers_next_to_text_that_looks_like_booleans_still_read(tmp_p
     back = qp.load_model(_write(tmp_path, doc))
     assert back.fingerprint() == theta.fingerprint()
     assert back.names == ('true "quoted" false',)
+
+
+def test_the_column_helpers_raise_model_errors_only():
+    # The error contract: whatever the column holds, the reader's helpers raise ModelError.
+    from quiltpriv.model.json_format import _check_column
+
+    for data, entries in [(None, 2), (b"AAAA", 1), ("A" * 12, 1), ("@" * 12, 1),
+                          (_encode_column([np.array([0.5, 0.5])]), 3)]:
+        with pytest.raises(ModelError, match="'tables'|m:"):
+            _decode_column(data, entries, "m")
+    with pytest.raises(ModelError, match="holds 2 numbers, not the 3"):
+        _check_column(np.array([0.5, 0.5]), [(3,)], lambda i: f"t{i}", 1e-9)

@@ -1,6 +1,7 @@
-"""Format ``quiltpriv-network/2`` of JSON models: every CPD of a member in one binary column.
+"""quiltpriv's JSON model formats and the binary table column of format ``/2``.
 
-Format ``quiltpriv-network/1`` writes each CPD as nested lists of decimal numbers; reading a
+Format ``quiltpriv-network/2`` holds every CPD of a member in one binary column. Format
+``quiltpriv-network/1`` writes each CPD as nested lists of decimal numbers; reading a
 100,000-node model spends most of its time turning five million decimal literals into floats
 and nested lists into arrays. Format ``/2`` keeps the readable ``nodes`` section (each node's
 ``states`` and ``parents``, as in ``/1``) and replaces each member's ``cpds`` by ``tables``:
@@ -16,11 +17,18 @@ little-endian numbers, base64-encoded (RFC 4648, padded, no line breaks)::
 The column is decoded once, checked as a whole (its length exactly the tables' entries, every
 entry finite, non-negative and not subnormal, every column summing to one within the
 tolerance), and each table is a read-only view of it. A table that fails a check goes through
-the same per-table check as format ``/1`` (:func:`quiltpriv.model.cpd_tables._check_table`),
+the same per-table check as format ``/1`` (``quiltpriv.model.cpd_tables._check_table``),
 which names it and says what is wrong, or renormalises a column within the tolerance exactly
 as ``/1`` does; so both formats give the same Theta, fingerprint included. Binary numbers
 need no literal check: the value read is the value written (a subnormal one is refused, as
 its decimal literal is in ``/1``).
+
+:func:`quiltpriv.model.network.theta_to_dict` writes both formats (its column through
+``_encode_column`` here). :func:`quiltpriv.model.loading.load_model` reads them: it parses the
+document and checks the ``nodes`` section, and each member's column is decoded and checked
+here (``_decode_column``, ``_check_column``), the one place that does it; every error is a
+:class:`~quiltpriv.errors.ModelError`. Only the format names are public: the column helpers
+are the reader's and the writer's, not an API.
 """
 
 from __future__ import annotations
@@ -29,17 +37,16 @@ import base64
 import binascii
 import math
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
-from typing import Any
 
 import numpy as np
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import KEEP_SUM_ULPS, _accurate_column_sums, _check_table
-from quiltpriv.model.network import CPD, Theta, _topological_order
 
-__all__ = ["JSON_FORMAT_V2", "check_column", "decode_column", "encode_column", "table_shapes",
-           "theta_columns", "theta_from_columns"]
+__all__ = ["JSON_FORMAT", "JSON_FORMAT_V2"]
+
+#: The format name of a JSON model whose members hold each table as nested lists of numbers.
+JSON_FORMAT = "quiltpriv-network/1"
 
 #: The format name of a JSON model whose members hold their tables as one binary column.
 JSON_FORMAT_V2 = "quiltpriv-network/2"
@@ -51,7 +58,7 @@ _FLOAT64_LE = np.dtype("<f8")
 _TINY = float(np.finfo(np.float64).tiny)
 
 
-def encode_column(tables: Sequence[np.ndarray]) -> str:
+def _encode_column(tables: Sequence[np.ndarray]) -> str:
     """The base64 text of ``tables`` flattened in C order and concatenated (float64 LE)."""
     if not tables:
         return ""
@@ -59,14 +66,14 @@ def encode_column(tables: Sequence[np.ndarray]) -> str:
     return base64.b64encode(flat.astype(_FLOAT64_LE, copy=False).tobytes()).decode("ascii")
 
 
-def table_shapes(names: Sequence[str], states: Mapping[str, Sequence[str]],
-                 parents: Mapping[str, Sequence[str]]) -> list[tuple[int, ...]]:
+def _table_shapes(names: Sequence[str], states: Mapping[str, Sequence[str]],
+                  parents: Mapping[str, Sequence[str]]) -> list[tuple[int, ...]]:
     """Each node's table shape ``(states, *parent states)``, in the order of ``names``."""
     card = dict(zip(names, map(len, map(states.__getitem__, names)), strict=True))
     return [(card[v], *map(card.__getitem__, parents[v])) for v in names]
 
 
-def decode_column(data: object, entries: int, what: str) -> np.ndarray:
+def _decode_column(data: object, entries: int, what: str) -> np.ndarray:
     """The float64 column of ``entries`` numbers that ``data`` (base64 text) encodes.
 
     Raises
@@ -95,8 +102,8 @@ def decode_column(data: object, entries: int, what: str) -> np.ndarray:
     return flat if flat.dtype.isnative else flat.astype(np.float64)
 
 
-def check_column(flat: np.ndarray, shapes: Sequence[tuple[int, ...]],
-                 what: Callable[[int], str], tolerance: float) -> list[np.ndarray]:
+def _check_column(flat: np.ndarray, shapes: Sequence[tuple[int, ...]],
+                  what: Callable[[int], str], tolerance: float) -> list[np.ndarray]:
     """The tables of ``shapes`` in ``flat`` (one after another), checked; read-only.
 
     The checks of :func:`quiltpriv.model.cpd_tables._check_tables`, decided on the whole column
@@ -110,7 +117,8 @@ def check_column(flat: np.ndarray, shapes: Sequence[tuple[int, ...]],
     """
     sizes = np.fromiter(map(math.prod, shapes), dtype=np.int64, count=len(shapes))
     if int(sizes.sum()) != flat.size:
-        raise AssertionError("decode_column sized the column")  # pragma: no cover
+        raise ModelError(f"the tables' column holds {flat.size} numbers, not the "
+                         f"{int(sizes.sum())} the nodes' tables need")
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     tiny = (flat > 0) & (flat < _TINY)
     if np.any(tiny):
@@ -152,41 +160,3 @@ def _frozen(flat: np.ndarray) -> np.ndarray:
     flat = flat.copy()
     flat.setflags(write=False)
     return flat
-
-
-def theta_columns(theta: Any) -> list[str]:
-    """Each member's ``tables`` column of format ``/2``, nodes in ``theta.nodes`` order."""
-    return [encode_column([m[v].table for v in theta.nodes]) for m in theta.members]
-
-
-def _in_topological_order(order: list[str], parents: Mapping[str, Sequence[str]]) -> bool:
-    """Whether every node's parents come before it in ``order`` (decided in numpy)."""
-    pos = dict(zip(order, range(len(order)), strict=True))
-    lists = list(map(parents.__getitem__, order))
-    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(order))
-    before = np.fromiter(map(pos.__getitem__, chain.from_iterable(lists)), dtype=np.int64,
-                         count=int(counts.sum()))
-    return bool(np.all(before < np.repeat(np.arange(len(order)), counts)))
-
-
-def theta_from_columns(states: Mapping[str, list[str]], parents: Mapping[str, list[str]],
-                       columns: Sequence[object], names: Sequence[str], *,
-                       tolerance: float) -> Theta:
-    """Theta from a format ``/2`` model's checked nodes (as the JSON reader checks them:
-    each node's states a non-empty list of distinct ``str``, its parents distinct known
-    nodes) and each member's ``tables`` column (untrusted: decoded and checked here)."""
-    order = list(states)
-    topo = order if _in_topological_order(order, parents) else \
-        _topological_order(order, parents)
-    shapes = table_shapes(order, states, parents)
-    entries = sum(map(math.prod, shapes))
-    members = []
-    for data, name in zip(columns, names, strict=True):
-        def what(i: int, name: str = name) -> str:
-            return f"{name}: CPD of {order[i]!r}"
-
-        tables = check_column(decode_column(data, entries, name), shapes, what, tolerance)
-        cpds = dict(zip(order, map(CPD, order, map(tuple, map(parents.__getitem__, order)),
-                                   tables), strict=True))
-        members.append({v: cpds[v] for v in topo} if topo != order else cpds)
-    return Theta._from_named(topo, states, parents, members, names)
