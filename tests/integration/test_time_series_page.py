@@ -7,6 +7,7 @@ The page's other Python blocks run in tests/integration/test_doc_examples.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -44,7 +45,9 @@ def test_the_command_line_section_runs_as_written(tmp_path, monkeypatch):
                                          ["quiltpriv", "release"]]
     outputs = []
     for cmd in commands:
+        # this checkout's quiltpriv (the files above were written by it), not an installed one
         done = subprocess.run([sys.executable, "-m", "quiltpriv", *cmd[1:]], cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)},
                               capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, (cmd, done.stderr)
         outputs.append(done.stdout)
