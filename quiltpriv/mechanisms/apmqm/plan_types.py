@@ -75,9 +75,21 @@ PLAN_FORMAT_HMM_RUNS = "quiltpriv-plan/hmm-runs-1"
 PLAN_FORMAT_2 = "quiltpriv-plan/2"
 PLAN_FORMAT_1 = "quiltpriv-plan/1"
 
+#: The format of a plan that lists more than :data:`INLINE_SETS_LIMIT` names of nearby and
+#: remote sets: :data:`PLAN_FORMAT` with each distinct listed set written once, in a top-level
+#: ``"sets"`` list, and each attribute's ``nearby`` and ``remote`` its index there (or
+#: ``null``). Attributes often share a quilt and its sets (a 1,000-node random local network
+#: planned for a 3-attribute count chose 3 distinct quilts for its 1,000 nodes): written
+#: inline, the sets cost more than the planning they report.
+PLAN_FORMAT_SETS = "quiltpriv-plan/5"
+
+#: A plan listing at most this many names (``nearby`` and ``remote`` of every attribute) is
+#: written as :data:`PLAN_FORMAT`, each set inline; a larger one as :data:`PLAN_FORMAT_SETS`.
+INLINE_SETS_LIMIT = 2**16
+
 #: Each format's version number, as :func:`plan_from_dict` reads it.
 _VERSIONS = {PLAN_FORMAT_1: 1, PLAN_FORMAT_2: 2, PLAN_FORMAT_RUNS: 3, PLAN_FORMAT: 4,
-             PLAN_FORMAT_HMM_RUNS: 5}
+             PLAN_FORMAT_HMM_RUNS: 5, PLAN_FORMAT_SETS: 6}
 
 
 #: The note of a plan that is not verified (read from a file or built by hand).
@@ -257,15 +269,22 @@ class Plan:
                             "that sees neither Ctrl-C nor cancel; its format has no "
                             "'interrupted', and this one says it was interrupted")
         hmm = isinstance(self.sensitive, HMMStepPlans)
-        return {
-            "format": PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS if runs else PLAN_FORMAT,
+        sets: list[list[str]] | None = None
+        if isinstance(self.sensitive, StepPlans):
+            form = PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS
+            sensitive: Any = self.sensitive.to_dict()
+        elif _listed_names(self.sensitive) <= INLINE_SETS_LIMIT:
+            form, sensitive = PLAN_FORMAT, {sp.node: sp.to_dict() for sp in self.sensitive}
+        else:  # each distinct set once (PLAN_FORMAT_SETS)
+            form, (sensitive, sets) = PLAN_FORMAT_SETS, _shared_sets(self.sensitive)
+        out: dict[str, Any] = {
+            "format": form,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
             "scale": self.scale,
             "optimal": self.optimal,
             **({} if runs else {"interrupted": self.interrupted}),
-            "sensitive": (self.sensitive.to_dict() if isinstance(self.sensitive, StepPlans)
-                          else {sp.node: sp.to_dict() for sp in self.sensitive}),
+            "sensitive": sensitive,
             "query": dict(self.query),
             "query_fingerprint": self.query_fingerprint,
             "model": self.model_fingerprint,  # the file's key stays "model"
@@ -273,6 +292,9 @@ class Plan:
             "notes": list(self.notes),
             "provenance": None if self.provenance is None else dict(self.provenance),
         }
+        if sets is not None:
+            out["sets"] = sets
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
@@ -470,17 +492,50 @@ _SENSITIVE_KEYS_2 = ("node", "quilt", "nearby", "remote", "influence", "sensitiv
                      "nearby_attributes")
 _SENSITIVE_KEYS = _SENSITIVE_KEYS_2 + ("status",)
 _SENSITIVE_KEYS_1 = _SENSITIVE_KEYS_2[:-1]
+_PLAN_KEYS_SETS = _PLAN_KEYS + ("sets",)
+
+
+def _listed_names(plans: Sequence[SensitivePlan]) -> int:
+    """The names a plan lists in its attributes' nearby and remote sets."""
+    return sum(len(sp.nearby) + len(sp.remote or ()) for sp in plans if sp.nearby is not None)
+
+
+def _shared_sets(plans: Sequence[SensitivePlan]
+                 ) -> tuple[dict[str, dict[str, Any]], list[list[str]]]:
+    """The attributes' entries of format :data:`PLAN_FORMAT_SETS` and its ``"sets"``: each
+    distinct listed set once, each ``nearby`` and ``remote`` its index (or ``None``)."""
+    sets: list[list[str]] = []
+    seen: dict[tuple[str, ...], int] = {}
+
+    def ref(names: tuple[str, ...] | None) -> int | None:
+        if names is None:
+            return None
+        k = seen.get(names)
+        if k is None:
+            k = seen[names] = len(sets)
+            sets.append(list(names))
+        return k
+
+    entries = {}
+    for sp in plans:
+        d = sp.to_dict(sets=False)
+        d["nearby"], d["remote"] = ref(sp.nearby), ref(sp.remote)
+        entries[sp.node] = d
+    return entries, sets
 
 
 # -- strict parsing ------------------------------------------------------------------------
 
 
-def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
+def _sensitive(node: Any, s: Any, version: int,
+               sets: Sequence[list[str]] = ()) -> SensitivePlan:
     if not isinstance(node, str) or not node:
         raise _fail("a key of 'sensitive'", "a node name", node)
     where = f"sensitive[{node!r}]"
     s = _keys(s, {1: _SENSITIVE_KEYS_1, 2: _SENSITIVE_KEYS_2}.get(version, _SENSITIVE_KEYS),
               where)
+    if version == 6:  # nearby and remote: indices into the plan's "sets", read as listed
+        s = {**s, **{k: _set_ref(s[k], sets, f"{where}.{k}") for k in ("nearby", "remote")}}
     if s["node"] != node:
         raise PlanError(f"plan: {where}.node is {s['node']!r}, not {node!r}")
     quilt = _names(s["quilt"], f"{where}.quilt")
@@ -534,6 +589,25 @@ def _sensitive(node: Any, s: Any, version: int) -> SensitivePlan:
     )
 
 
+def _set_ref(x: Any, sets: Sequence[list[str]], where: str) -> list[str] | None:
+    """The listed set a format ``/5`` entry refers to (``None`` for ``null``)."""
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < len(sets):
+        raise _fail(where, f"null or an index into 'sets' (0 to {len(sets) - 1})", x)
+    return sets[x]
+
+
+def _listed_sets(x: Any) -> list[list[str]]:
+    """A format ``/5`` plan's ``"sets"``: a list of lists of distinct node names (each
+    checked once here, and again as the attribute's set it is)."""
+    if not isinstance(x, list):
+        raise _fail("sets", "a list of lists of node names", x)
+    for k, names in enumerate(x):
+        _names(names, f"sets[{k}]")
+    return x
+
+
 def plan_from_dict(d: Any) -> Plan:
     """Parse a plan's JSON object strictly (see :meth:`quiltpriv.Plan.from_dict`).
 
@@ -555,7 +629,8 @@ def plan_from_dict(d: Any) -> Plan:
         raise PlanError(f"plan: unknown format {d['format']!r} (this quiltpriv reads "
                         f"{', '.join(map(repr, sorted(_VERSIONS, reverse=True)))}); plan "
                         "it again")
-    d = _keys(d, _PLAN_KEYS if version == 4 else _PLAN_KEYS_2, "the plan")
+    d = _keys(d, {4: _PLAN_KEYS, 6: _PLAN_KEYS_SETS}.get(version, _PLAN_KEYS_2), "the plan")
+    sets = _listed_sets(d["sets"]) if version == 6 else []
     if d["mechanism"] != "APMQM":
         raise _fail("mechanism", "'APMQM'", d["mechanism"])
     sensitive = d["sensitive"]
@@ -584,14 +659,14 @@ def plan_from_dict(d: Any) -> Plan:
     if provenance is not None and not isinstance(provenance, dict):
         raise _fail("provenance", "null or an object", provenance)
     # Before /4 the flag was not written: the planner's note, word for word, stood for it.
-    interrupted = (_bool(d["interrupted"], "interrupted") if version == 4
+    interrupted = (_bool(d["interrupted"], "interrupted") if version in (4, 6)
                    else version not in (3, 5) and INTERRUPTED_NOTE in notes)
     return Plan(
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),
         optimal=_bool(d["optimal"], "optimal"),
         sensitive=(sensitive if isinstance(sensitive, StepPlans)
-                   else tuple(_sensitive(k, v, version) for k, v in sensitive.items())),
+                   else tuple(_sensitive(k, v, version, sets) for k, v in sensitive.items())),
         query=query,
         model_fingerprint=_digest(d["model"], "model"),
         theta_size=_int(d["theta_size"], "theta_size", 1),

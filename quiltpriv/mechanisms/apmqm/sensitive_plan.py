@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from quiltpriv.graph.quilts import Quilt, markov_quilt
@@ -141,11 +141,15 @@ class SensitivePlan(JSONResult):
             return Quilt(self.node, self.quilt, self.nearby, self.remote)
         return markov_quilt(as_theta(theta), self.node, self.quilt)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+    def to_dict(self, *, sets: bool = True) -> dict[str, Any]:
+        """The attribute's entry of a plan's JSON (``sets=False``: ``nearby`` and ``remote``
+        left as they are, for a plan that writes each distinct set once)."""
+        # fields read one by one: asdict would copy every listed set name by name
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["quilt"] = list(self.quilt)
-        d["nearby"] = None if self.nearby is None else list(self.nearby)
-        d["remote"] = None if self.remote is None else list(self.remote)
+        if sets:
+            d["nearby"] = None if self.nearby is None else list(self.nearby)
+            d["remote"] = None if self.remote is None else list(self.remote)
         d["nearby_attributes"] = (None if self.nearby_attributes is None
                                   else list(self.nearby_attributes))
         d["influence_pair"] = None if self.influence_pair is None else [

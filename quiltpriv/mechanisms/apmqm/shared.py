@@ -11,9 +11,9 @@ from quiltpriv.graph.quilts import (
     Quilt,
     QuiltIndex,
     least_influence_quilt,
-    markov_quilt,
     trivial_quilt,
 )
+from quiltpriv.graph.shared_separation import QuiltPartitions
 from quiltpriv.inference.attribute_joints import (
     DEFAULT_MAX_HELD,
     DEFAULT_MAX_WORK,
@@ -99,6 +99,8 @@ class _Shared:
         # the chosen quilt is listed
         self._walked: dict[tuple[str, ...], Quilt] = {}
         self._walked_node: str | None = None
+        # a quilt chosen (or tried) for several nodes is walked once for all of them
+        self._partitions = QuiltPartitions(theta)
 
     def trivial_terms(self) -> tuple[tuple[str, ...], float]:
         """The query's attributes (network order) and ``Delta_A F``, computed once per plan
@@ -123,14 +125,16 @@ class _Shared:
 
     def partition(self, node: str, quilt: tuple[str, ...] | None) -> Quilt:
         """``(Q, N, R)`` of ``quilt`` (None: the trivial quilt); walked once per node and
-        quilt when the search walks alone."""
+        quilt when the search walks alone, and once for every node that shares a quilt
+        (:class:`~quiltpriv.graph.shared_separation.QuiltPartitions`: a plan listing every
+        node's sets costs no more than one walk per distinct quilt)."""
         if quilt is None:
             return trivial_quilt(self.theta, node)
         if node != self._walked_node:
             self._walked, self._walked_node = {}, node
         hit = self._walked.get(quilt)
         if hit is None:
-            hit = markov_quilt(self.theta, node, quilt)
+            hit = self._partitions.partition(node, quilt)
             if self.index is None:  # a shared plan lists few partitions: keep none
                 if len(self._walked) >= _WALKED_KEPT:  # a long search: memory stays bounded
                     self._walked.clear()
