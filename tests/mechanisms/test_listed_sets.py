@@ -133,3 +133,22 @@ def test_format_4_has_no_sets_key():
     d["sets"] = []
     with pytest.raises(PlanError, match="unknown field"):
         Plan.from_dict(d)
+
+
+def test_explanations_count_a_large_remote_set_they_do_not_name():
+    from quiltpriv.mechanisms.apmqm.node_plan import EXPLAINED_REMOTE_NAMES
+
+    theta = _local_network(2, 200)
+    query = CountQuery([theta.nodes[50], theta.nodes[100], theta.nodes[150]], 100)
+    p = plan(theta, query, theta.nodes, 1.0)
+    seen = set()
+    for sp in p.sensitive:
+        if not sp.quilt and not sp.remote:
+            continue  # the trivial quilt's own text
+        if len(sp.remote) > EXPLAINED_REMOTE_NAMES:
+            assert f"R ({len(sp.remote)} nodes, listed in remote)" in sp.explanation
+            seen.add("counted")
+        elif sp.remote:
+            assert "R = {" + ", ".join(sp.remote) + "}" in sp.explanation
+            seen.add("named")
+    assert "counted" in seen

@@ -25,6 +25,11 @@ from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import jsonable
 from quiltpriv.utils.validation import check_epsilon, check_scalar
 
+#: An explanation names the remote set's nodes when it has at most this many; a larger one is
+#: counted (it is listed in ``remote``): a plan of every node of a 1,000-node network would
+#: otherwise repeat a million names in its explanations.
+EXPLAINED_REMOTE_NAMES = 16
+
 
 def plan_node(
     theta: Theta,
@@ -133,8 +138,9 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
                 f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
     else:
-        remote = "R (not listed in a plan this large)" if full is None else \
-            f"R = {_set(full.remote)}"
+        remote = ("R (not listed in a plan this large)" if full is None
+                  else f"R = {_set(full.remote)}" if len(full.remote) <= EXPLAINED_REMOTE_NAMES
+                  else f"R ({len(full.remote)} nodes, listed in remote)")
         if not q:
             sep = f"{node!r} is d-separated from {remote} with nothing observed (Q = {{}})"
         elif full is not None and not full.remote:
