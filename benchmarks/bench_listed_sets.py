@@ -65,6 +65,19 @@ print(json.dumps({
 """
 
 
+def describe(code: Path | None) -> str:
+    """The code the workers ran: this checkout (:func:`bench_core.code_version`), or the
+    commit of the checkout ``--code`` names and whether its quiltpriv/ is clean."""
+    if code is None:
+        return code_version()
+    git = ["git", "-C", str(code)]
+    head = subprocess.run([*git, "log", "-1", "--format=%h"], capture_output=True, text=True,
+                          check=False).stdout.strip() or "not a git checkout"
+    dirty = subprocess.run([*git, "status", "--porcelain", "quiltpriv"], capture_output=True,
+                           text=True, check=False).stdout.strip()
+    return f"{code} at {head} (quiltpriv/ {'modified' if dirty else 'clean'})"
+
+
 def run(n: int, listing: str, code: Path | None) -> dict[str, Any]:
     env = dict(os.environ)
     if code is not None:
@@ -93,10 +106,10 @@ def main() -> None:
     load_start = os.getloadavg()
     rows = [run(int(n), args.listing, args.code) for _ in range(args.repeat)
             for n in args.sizes.split(",")]
-    code = args.code or HERE.parent
+    code = describe(args.code)
     lines = ["# every node sensitive, a count over 3 attributes, random local DAG "
              "(benchmarks/bench_listed_sets.py)", "",
-             f"machine: {machine_facts()}", f"code: {code} {code_version()}",
+             f"machine: {machine_facts()}", f"code: {code}",
              f"load average at start {load_start}, at end {os.getloadavg()}",
              f"note: {args.note}", "",
              f"{'nodes':>6} {'listed':>6} {'plan CPU':>9} {'JSON CPU':>9} {'JSON MB':>8} "
@@ -110,7 +123,7 @@ def main() -> None:
     print(text)
     if args.out:
         result = {"command": " ".join(sys.argv), "machine": machine_facts(),
-                  "code": f"{code} {code_version()}",
+                  "code": code,
                   "load_average": [load_start, os.getloadavg()], "rows": rows,
                   "note": args.note}
         args.out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str))
