@@ -30,7 +30,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.graph.quilts import Quilt, markov_quilt
+from quiltpriv.graph.quilts import Quilt, d_connected, markov_quilt
 from quiltpriv.model.network import Theta, check_theta
 
 __all__ = ["SHARED_SEPARATION_MAX_NODES", "FixedQuiltReach", "QuiltPartitions"]
@@ -43,6 +43,9 @@ SHARED_SEPARATION_MAX_NODES = 4096
 
 #: Quilts whose shared walk a :class:`QuiltPartitions` keeps (least recently used out first).
 SHARED_QUILTS_KEPT = 8
+
+#: Quilts a :class:`QuiltPartitions` remembers having been asked for once (then forgotten).
+SEEN_QUILTS_KEPT = 2**16
 
 
 class FixedQuiltReach:
@@ -196,17 +199,34 @@ class QuiltPartitions:
     def partition(self, node: str, quilt: Iterable[str]) -> Quilt:
         """The quilt ``(Q, N, R)`` of ``node`` with quilt set ``quilt``."""
         key = tuple(sorted(set(quilt)))
-        if not self._share:
-            return markov_quilt(self.theta, node, key)
-        walk = self._walks.get(key)
+        walk = self._walk(key)
         if walk is None:
-            if key not in self._seen:  # asked once: one walk, as markov_quilt does
-                self._seen.add(key)
-                return markov_quilt(self.theta, node, key)
-            walk = self._walks[key] = FixedQuiltReach(self.theta, key)
-            if len(self._walks) > SHARED_QUILTS_KEPT:
-                self._walks.popitem(last=False)
-        else:
+            return markov_quilt(self.theta, node, key)
+        return walk.partition(self.theta.check_node(node, "sensitive attribute"))
+
+    def reached(self, node: str, quilt: Iterable[str]) -> set[str]:
+        """:func:`~quiltpriv.graph.quilts.d_connected` of ``node`` given ``quilt``."""
+        key = tuple(sorted(set(quilt)))
+        walk = self._walk(key)
+        if walk is None:
+            return d_connected(self.theta, node, key)
+        return walk.reached(self.theta.check_node(node, "source"))
+
+    def _walk(self, key: tuple[str, ...]) -> FixedQuiltReach | None:
+        """The shared walk of quilt ``key``, or None: a quilt asked for the first time (one
+        walk, as markov_quilt's, costs less than a shared one) or a network too large."""
+        if not self._share:
+            return None
+        walk = self._walks.get(key)
+        if walk is not None:
             self._walks.move_to_end(key)
-        node = self.theta.check_node(node, "sensitive attribute")
-        return walk.partition(node)
+            return walk
+        if key not in self._seen:
+            if len(self._seen) >= SEEN_QUILTS_KEPT:  # a long search: memory stays bounded
+                self._seen.clear()
+            self._seen.add(key)
+            return None
+        walk = self._walks[key] = FixedQuiltReach(self.theta, key)
+        if len(self._walks) > SHARED_QUILTS_KEPT:
+            self._walks.popitem(last=False)
+        return walk

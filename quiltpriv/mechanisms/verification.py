@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
-from quiltpriv.graph.quilts import d_connected
 from quiltpriv.inference.influence import (
     ROUNDING_MARGIN,
     InferenceMethod,
@@ -323,7 +322,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     def fail(reason: str) -> AttributeCheck:
         return AttributeCheck(ok=False, reason=reason, **found)
 
-    problem = (_listed_problem(theta, sp) if sp.sets_listed
+    problem = (_listed_problem(theta, sp, context) if sp.sets_listed
                else _unlisted_problem(theta, query, sp, context))
     if problem is not None:
         return fail(problem)
@@ -383,7 +382,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     return AttributeCheck(ok=True, reason=None, **found)
 
 
-def _listed_problem(theta: Theta, sp: SensitivePlan) -> str | None:
+def _listed_problem(theta: Theta, sp: SensitivePlan, context: PlanningContext) -> str | None:
     """What is wrong with a listed partition ``(Q, N, R)`` of ``sp.node``, if anything."""
     node = sp.node
     q, n, r = set(sp.quilt), set(sp.nearby or ()), set(sp.remote or ())
@@ -399,7 +398,7 @@ def _listed_problem(theta: Theta, sp: SensitivePlan) -> str | None:
     if missing:
         return (f"Q, N and R do not cover the network: {fmt_set(theta.sort(missing))} is in "
                 "none of them")
-    reached = d_connected(theta, node, q) & r
+    reached = context.d_connected(node, q) & r
     if reached:
         return (f"Q = {fmt_set(sp.quilt)} does not d-separate {node!r} from "
                 f"{fmt_set(theta.sort(reached))}, which the plan puts in the remote set R")

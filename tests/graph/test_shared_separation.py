@@ -64,3 +64,18 @@ def test_a_quilt_holding_its_node_is_refused_as_markov_quilt_refuses_it():
         walk.partition("v01")
     with pytest.raises(ParameterError, match="cannot contain 'v01'"):
         markov_quilt(theta, "v01", ["v01"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_reached_equals_d_connected(seed):
+    rng = np.random.default_rng(4300 + seed)
+    theta = _random_dag(rng, int(rng.integers(2, 30)), 0.2)
+    parts = QuiltPartitions(theta)
+    quilts = [sorted(rng.choice(theta.nodes, size=int(rng.integers(0, 3)),
+                                replace=False).tolist()) for _ in range(2)]
+    for _ in range(40):
+        quilt = quilts[int(rng.integers(2))]
+        rest = [v for v in theta.nodes if v not in quilt]
+        if rest:
+            node = str(rng.choice(rest))
+            assert parts.reached(node, quilt) == d_connected(theta, node, quilt)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from quiltpriv.graph.quilts import d_connected
 from quiltpriv.inference.influence import InferenceMethod, Influence, check_inference
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
 from quiltpriv.mechanisms.apmqm.plan_types import Plan, _nearby_query_attributes, _trusted
@@ -85,7 +84,13 @@ class PlanningContext:
         index = self._shared.index
         if index is not None and attrs.issuperset(q):
             return frozenset(index.nearby_attributes(node, q))
-        return frozenset(d_connected(self._theta, node, q) & attrs)
+        return frozenset(self.d_connected(node, q) & attrs)
+
+    def d_connected(self, node: str, quilt: Iterable[str]) -> set[str]:
+        """:func:`~quiltpriv.graph.quilts.d_connected` of ``node`` given ``quilt``, from one
+        shared walk per quilt several attributes ask about
+        (:class:`~quiltpriv.graph.shared_separation.QuiltPartitions`)."""
+        return self._shared.partitions.reached(node, quilt)
 
     def stated_nearby_attributes(self, sp: SensitivePlan) -> tuple[str, ...]:
         """The query attributes ``sp`` states to be in its ``N`` (listed or not), network order;

@@ -100,7 +100,7 @@ class _Shared:
         self._walked: dict[tuple[str, ...], Quilt] = {}
         self._walked_node: str | None = None
         # a quilt chosen (or tried) for several nodes is walked once for all of them
-        self._partitions = QuiltPartitions(theta)
+        self.partitions = QuiltPartitions(theta)
 
     def trivial_terms(self) -> tuple[tuple[str, ...], float]:
         """The query's attributes (network order) and ``Delta_A F``, computed once per plan
@@ -134,7 +134,7 @@ class _Shared:
             self._walked, self._walked_node = {}, node
         hit = self._walked.get(quilt)
         if hit is None:
-            hit = self._partitions.partition(node, quilt)
+            hit = self.partitions.partition(node, quilt)
             if self.index is None:  # a shared plan lists few partitions: keep none
                 if len(self._walked) >= _WALKED_KEPT:  # a long search: memory stays bounded
                     self._walked.clear()
