@@ -196,21 +196,21 @@ class QuiltPartitions:
         self._seen: set[tuple[str, ...]] = set()
         self._walks: OrderedDict[tuple[str, ...], FixedQuiltReach] = OrderedDict()
 
-    def partition(self, node: str, quilt: Iterable[str]) -> Quilt:
-        """The quilt ``(Q, N, R)`` of ``node`` with quilt set ``quilt``."""
+    def partition(self, sensitive: str, quilt: Iterable[str]) -> Quilt:
+        """The quilt ``(Q, N, R)`` of ``sensitive`` with quilt set ``quilt``."""
         key = tuple(sorted(set(quilt)))
         walk = self._walk(key)
         if walk is None:
-            return markov_quilt(self.theta, node, key)
-        return walk.partition(self.theta.check_node(node, "sensitive attribute"))
+            return markov_quilt(self.theta, sensitive, key)
+        return walk.partition(self.theta.check_node(sensitive, "sensitive attribute"))
 
-    def reached(self, node: str, quilt: Iterable[str]) -> set[str]:
-        """:func:`~quiltpriv.graph.quilts.d_connected` of ``node`` given ``quilt``."""
+    def reached(self, source: str, quilt: Iterable[str]) -> set[str]:
+        """:func:`~quiltpriv.graph.quilts.d_connected` of ``source`` given ``quilt``."""
         key = tuple(sorted(set(quilt)))
         walk = self._walk(key)
         if walk is None:
-            return d_connected(self.theta, node, key)
-        return walk.reached(self.theta.check_node(node, "source"))
+            return d_connected(self.theta, source, key)
+        return walk.reached(self.theta.check_node(source, "source"))
 
     def _walk(self, key: tuple[str, ...]) -> FixedQuiltReach | None:
         """The shared walk of quilt ``key``, or None: a quilt asked for the first time (one

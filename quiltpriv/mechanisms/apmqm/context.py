@@ -86,11 +86,11 @@ class PlanningContext:
             return frozenset(index.nearby_attributes(node, q))
         return frozenset(self.d_connected(node, q) & attrs)
 
-    def d_connected(self, node: str, quilt: Iterable[str]) -> set[str]:
-        """:func:`~quiltpriv.graph.quilts.d_connected` of ``node`` given ``quilt``, from one
+    def d_connected(self, source: str, quilt: Iterable[str]) -> set[str]:
+        """:func:`~quiltpriv.graph.quilts.d_connected` of ``source`` given ``quilt``, from one
         shared walk per quilt several attributes ask about
         (:class:`~quiltpriv.graph.shared_separation.QuiltPartitions`)."""
-        return self._shared.partitions.reached(node, quilt)
+        return self._shared.partitions.reached(source, quilt)
 
     def stated_nearby_attributes(self, sp: SensitivePlan) -> tuple[str, ...]:
         """The query attributes ``sp`` states to be in its ``N`` (listed or not), network order;
