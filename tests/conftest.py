@@ -128,11 +128,13 @@ class _AlwaysUnderflows:
 
 @pytest.fixture
 def exact_arithmetic(monkeypatch):
-    """Every floating-point query takes the exact-integer path: no static underflow bound
-    holds, and the compiled kernel (when built) reports an underflow on every query."""
-    from quiltpriv.inference import underflow
+    """Settings under which every floating-point query takes the exact-integer path: no static
+    underflow bound holds (``safe_log2_floor=1``; pass them as ``settings=``), and the compiled
+    kernel (when built) reports an underflow on every query (its networks are wrapped where
+    the kernel engine builds them)."""
     from quiltpriv.inference.engines import kernel
+    from quiltpriv.inference.engines.base import EngineSettings
 
-    monkeypatch.setattr(underflow, "SAFE_LOG2_FLOOR", 1)
     real = kernel._kernel_network
     monkeypatch.setattr(kernel, "_kernel_network", lambda *args: _AlwaysUnderflows(real(*args)))
+    return EngineSettings(safe_log2_floor=1)

@@ -495,4 +495,5 @@ def joint_influence(theta: Theta, joints: Sequence[AttributeJoints], node: str,
         if value > best[0]:
             best = (value, m, a, b)
     states = theta.states[node]
-    return Influence(node, tuple(quilt), best[0], best[1], (states[best[2]], states[best[3]]))
+    return Influence(node, tuple(quilt), best[0], best[1], (states[best[2]], states[best[3]]),
+                     engine="junction_tree_batched")

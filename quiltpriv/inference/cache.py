@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     import numpy as np
 
+    from quiltpriv.inference.engines.base import EngineSettings
     from quiltpriv.inference.engines.bucket import _Prepared
     from quiltpriv.inference.junction_tree import JunctionTree, TreeStructure
     from quiltpriv.model.network import Theta
@@ -34,7 +35,8 @@ _Store = MutableMapping[Any, Any]
 
 def _store_key(name: str, key: Hashable) -> tuple[Any, ...]:
     # The storage's key: the entry's name, then the key's parts (a tuple key is spread out),
-    # e.g. ("influence", member, node, quilt, method). ThetaCache caps entries by the name.
+    # e.g. ("influence", member, node, quilt, engine, settings). ThetaCache caps entries by
+    # the name.
     return (name, *key) if type(key) is tuple else (name, key)
 
 
@@ -88,24 +90,25 @@ class InferenceCache:
 
     Attributes
     ----------
-    influence : Entries[(member, node, quilt, inference), (value, pair, arithmetic)]
+    influence : Entries[(member, node, quilt, engine, settings),
+                        (value, pair, arithmetic, engine that answered)]
         One member's max-influence of a quilt (the store keeps the most recent ones only).
     log2_floors : Entries[member, tuple of int]
         Per node, ``floor(log2)`` of the least positive probability of its CPD.
-    float_safe : Entries[member, bool]
-        Whether a whole-network float64 product cannot underflow.
-    rounding_depth : Entries[inference method, int]
+    float_safe : Entries[(member, log2 floor), bool]
+        Whether a whole-network float64 product cannot underflow (stays above the floor).
+    rounding_depth : Entries[(inference method, merge limit), int]
         The operation depth bounding float64 rounding errors.
     exact_tables : Entries[member, dict]
         Per node, its CPD as exact integers and a power-of-two exponent.
-    prepared : Entries[member, NamedTuple]
+    prepared : Entries[(member, fold limit, log2 floor), NamedTuple]
         Everything variable elimination reads for one member, in one entry (a named tuple of
         :mod:`quiltpriv.inference.engines.bucket`).
-    kernel : Entries[member, compiled network]
+    kernel : Entries[(member, fold limit, log2 floor), compiled network]
         The compiled kernel's network of one member.
     kernel_unfolded : Entries[member, compiled network]
         The same without folded CPDs (tried when no order of the folded one fits).
-    folded : Entries[member, tuple]
+    folded : Entries[(member, fold limit, log2 floor), tuple]
         Per node, its CPD with its private ancestors summed out (or None).
     sorted_tables : Entries[member, (scopes, tables)]
         Each CPD with its axes in increasing node index.
@@ -132,8 +135,8 @@ class InferenceCache:
         return cls(theta._cache)
 
     @property
-    def influence(self) -> Entries[tuple[int, str, tuple[str, ...], str],
-                                  tuple[float, Any, str]]:
+    def influence(self) -> Entries[tuple[int, str, tuple[str, ...], str, EngineSettings],
+                                  tuple[float, Any, str, str]]:
         return Entries(self._store, "influence")
 
     @property
@@ -141,11 +144,11 @@ class InferenceCache:
         return Entries(self._store, "log2_floor")
 
     @property
-    def float_safe(self) -> Entries[int, bool]:
+    def float_safe(self) -> Entries[tuple[int, int], bool]:
         return Entries(self._store, "float_safe")
 
     @property
-    def rounding_depth(self) -> Entries[str, int]:
+    def rounding_depth(self) -> Entries[tuple[str, int], int]:
         return Entries(self._store, "rounding_depth")
 
     @property
@@ -153,11 +156,11 @@ class InferenceCache:
         return Entries(self._store, "exact_tables")
 
     @property
-    def prepared(self) -> Entries[int, _Prepared]:
+    def prepared(self) -> Entries[tuple[int, int, int], _Prepared]:
         return Entries(self._store, "prepared")
 
     @property
-    def kernel(self) -> Entries[int, Any]:
+    def kernel(self) -> Entries[tuple[int, int, int], Any]:
         return Entries(self._store, "kernel")
 
     @property
@@ -165,7 +168,7 @@ class InferenceCache:
         return Entries(self._store, "kernel_unfolded")
 
     @property
-    def folded(self) -> Entries[int, tuple[Any, ...]]:
+    def folded(self) -> Entries[tuple[int, int, int], tuple[Any, ...]]:
         return Entries(self._store, "folded")
 
     @property

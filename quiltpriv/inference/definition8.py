@@ -16,17 +16,21 @@ import numpy as np
 
 from quiltpriv.errors import QuiltPrivError
 from quiltpriv.inference import compiled
-
-#: Joint tables up to this many entries take the pure-Python path of Definition 8 (a dozen
-#: numpy calls on a tiny array cost more than the loop).
-SMALL_JOINT = 32
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
 
 
-def _influence_from_joint(joint: np.ndarray) -> tuple[float, int, int]:
-    """``max_q log max_a P(q|a) / min_b P(q|b)`` from ``joint[a, q...]``, and the argmax pair."""
-    if compiled._KERNEL is not None and joint.dtype == np.float64:
+def _influence_from_joint(joint: np.ndarray, *, use_kernel: bool = True,
+                          small_joint: int = DEFAULT_SETTINGS.small_joint,
+                          ) -> tuple[float, int, int]:
+    """``max_q log max_a P(q|a) / min_b P(q|b)`` from ``joint[a, q...]``, and the argmax pair.
+
+    In the compiled kernel when it is loaded and ``use_kernel``; else in numpy, or in a
+    pure-Python loop for tables of at most ``small_joint`` entries
+    (:attr:`EngineSettings.small_joint <quiltpriv.inference.engines.base.EngineSettings>`).
+    """
+    if use_kernel and compiled._KERNEL is not None and joint.dtype == np.float64:
         return compiled._KERNEL.definition8(np.ascontiguousarray(joint), joint.shape[0])
-    if joint.size <= SMALL_JOINT:
+    if joint.size <= small_joint:
         return _influence_small(joint.reshape(joint.shape[0], -1).tolist())
     j = joint.reshape(joint.shape[0], -1)
     p_i = j.sum(axis=1)

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -75,26 +75,23 @@ from quiltpriv.inference.compiled import (
     _KERNEL_UNDERFLOW,
     compiled_kernel,
 )
-from quiltpriv.inference.definition8 import SMALL_JOINT, _influence_exact, _influence_from_joint
-from quiltpriv.inference.engines.bucket import (
-    BUCKET_LIMIT,
-    FOLD_LIMIT,
-    GREEDY_FROM,
-    MERGE_LIMIT,
-    _bucket_eliminate,
+from quiltpriv.inference.definition8 import _influence_exact, _influence_from_joint
+from quiltpriv.inference.engines.base import (
+    DEFAULT_SETTINGS,
+    ENGINES,
+    EngineName,
+    EngineSettings,
+    check_engine,
+    check_settings,
 )
-from quiltpriv.inference.engines.cutset import (
-    MAX_CUTSET_KERNEL_WORK,
-    MAX_CUTSET_STATES,
-    MAX_CUTSET_WORK,
-    _conditioned_joint,
-)
+from quiltpriv.inference.engines.bucket import _bucket_eliminate
+from quiltpriv.inference.engines.cutset import _conditioned_joint
 from quiltpriv.inference.engines.elimination import (
     _eliminate,
     _eliminate_if_it_fits,
     elimination_work,
 )
-from quiltpriv.inference.engines.exact import EXACT_MAX_TABLE, _exact_joint, _ints_to_float
+from quiltpriv.inference.engines.exact import _exact_joint, _ints_to_float
 from quiltpriv.inference.engines.kernel import _kernel_call
 from quiltpriv.inference.junction_tree import TreeStepTooLarge, is_floating, junction_tree
 from quiltpriv.inference.methods import (
@@ -115,16 +112,66 @@ from quiltpriv.inference.underflow import (
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.memory import table_limit
 
-# The public names of the inference layer's modules that this one gathered before they were
-# split out of it (imported from here by the rest of the package, tests and user code).
+# The public names of the inference layer's modules that this one gathers (imported from here
+# by the rest of the package, tests and user code).
 __all__ = [
-    "BUCKET_LIMIT", "DEFAULT_MAX_TABLE", "EXACT", "EXACT_MAX_TABLE", "FLOAT64", "FOLD_LIMIT",
-    "GREEDY_FROM", "INFERENCE_METHODS", "MAX_CUTSET_KERNEL_WORK", "MAX_CUTSET_STATES",
-    "MAX_CUTSET_WORK", "MERGE_LIMIT", "ROUNDING_MARGIN", "SAFE_LOG2_FLOOR", "SMALL_JOINT",
-    "InferenceMethod", "Influence", "InfluenceTooExpensive", "check_inference",
-    "compiled_kernel", "elimination_work", "fmt_influence", "influence_html",
-    "influence_upper_bound", "joint_marginal", "max_influence", "subnormals_kept",
+    "DEFAULT_MAX_TABLE", "DEFAULT_SETTINGS", "ENGINES", "EXACT", "FLOAT64", "INFERENCE_METHODS",
+    "ROUNDING_MARGIN", "SAFE_LOG2_FLOOR", "EngineName", "EngineSettings", "InferenceMethod",
+    "Influence", "InfluenceTooExpensive", "check_engine", "check_inference", "compiled_kernel",
+    "elimination_work", "fmt_influence", "influence_html", "influence_upper_bound",
+    "joint_marginal", "max_influence", "subnormals_kept",
 ]
+
+
+class _Run(NamedTuple):
+    """How one call computes its joints: the engine (resolved), the method of the old
+    ``inference=`` parameter it implies, the settings and the deadline."""
+
+    engine: str  #: "kernel", "python", "elimination", "junction_tree" or "exact"
+    inference: InferenceMethod
+    settings: EngineSettings
+    deadline: float | None = None
+
+    @property
+    def compiled_definition8(self) -> bool:
+        """Whether Definition 8 may run in the kernel: every engine but ``"python"``."""
+        return self.engine != "python"
+
+
+def _resolve(engine: object, inference: object, settings: object,
+             deadline: float | None = None) -> _Run:
+    """The checked engine choice (see :mod:`quiltpriv.inference.engines.base`).
+
+    ``inference="elimination"`` and ``"junction_tree"`` (the older parameter) name the engines
+    of the same name; ``engine="auto"`` is ``"kernel"`` when the kernel is loaded, else
+    ``"python"``. ``engine="kernel"`` without the kernel is refused, never run in Python.
+    """
+    name: str = check_engine(engine)
+    method = check_inference(inference)
+    if method != "auto":
+        if name not in ("auto", method):
+            raise ParameterError(f"inference={method!r} and engine={name!r} disagree "
+                                 "(inference= names an engine too: give engine= alone)")
+        name = method
+    if name == "auto":
+        name = "kernel" if compiled._KERNEL is not None else "python"
+    if name == "kernel" and compiled._KERNEL is None:
+        raise ParameterError(
+            "engine='kernel' needs the compiled kernel, which is not loaded here (not built, "
+            "or QUILTPRIV_NO_KERNEL is set); use engine='auto' or 'python'")
+    method = "elimination" if name == "elimination" else (
+        "junction_tree" if name == "junction_tree" else "auto")
+    return _Run(name, method, check_settings(settings), deadline)
+
+
+def _definition8(joint: np.ndarray, run: _Run) -> tuple[float, int, int]:
+    return _influence_from_joint(np.ascontiguousarray(joint),
+                                 use_kernel=run.compiled_definition8,
+                                 small_joint=run.settings.small_joint)
+
+
+def _cutset_engine(by_kernel: bool) -> str:
+    return "cutset+kernel" if by_kernel else "cutset+python"
 
 
 def joint_marginal(
@@ -135,6 +182,8 @@ def joint_marginal(
     max_table: int | None = None,
     inference: InferenceMethod = "auto",
     max_memory: int | str | None = None,
+    engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
 ) -> np.ndarray:
     """Exact ``P(phi_nodes)`` under one member of Theta, axes in the order of ``nodes``.
 
@@ -149,32 +198,44 @@ def joint_marginal(
         Largest intermediate or output table (entries); by default as many as ``max_memory``
         holds (:func:`quiltpriv.utils.memory.table_limit`), and never more when both are given.
     inference : {"auto", "junction_tree", "elimination"}
-        All three are exact and differ in rounding only. ``"auto"`` (the default): bucket
+        The older name of ``engine``: ``"elimination"`` and ``"junction_tree"`` are the engines
+        of those names; ``"auto"`` leaves the choice to ``engine``.
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+        Which engine computes the joint (:mod:`quiltpriv.inference.engines.base`); all are
+        exact and differ in speed and rounding only. ``"auto"`` (the default): the compiled
+        kernel when it is loaded (:func:`compiled_kernel`), else ``"python"``. Both are bucket
         elimination over the ancestral set of ``nodes``, with single-child ancestors folded
-        into their child's CPD once per Theta. With the compiled kernel
-        (:func:`compiled_kernel`) it runs in C, in the cheapest of the topological order
-        restricted to the query and greedy min-weight, min-fill and (for expensive queries)
-        randomised orders of the query's own, priced symbolically. In pure Python, small
-        queries use the network's global min-weight order (computed once per Theta), queries
-        of :data:`GREEDY_FROM` factors or more, or whose global order would build a table
-        above :data:`BUCKET_LIMIT` entries, a greedy min-weight order of their own. A query
-        no order fits is conditioned on a cutset (:func:`_conditioned_joint`) before it is
-        refused. ``"elimination"``: variable elimination with a greedy min-size order chosen
-        per query (the core's original path; also used for exact rational tables).
+        into their child's CPD once per Theta. ``"kernel"`` runs in C, in the cheapest of the
+        topological order restricted to the query and greedy min-weight, min-fill and (for
+        expensive queries) randomised orders of the query's own, priced symbolically.
+        ``"python"``: small queries use the network's global min-weight order (computed once
+        per Theta), queries of ``settings.greedy_from`` factors or more, or whose global order
+        would build a table above ``settings.bucket_limit`` entries, a greedy min-weight order
+        of their own. With either, a query no order fits is conditioned on a cutset
+        (:mod:`quiltpriv.inference.engines.cutset`) before it is refused.
+        ``"elimination"``: variable elimination with a greedy min-size order chosen per query
+        (the core's original path; also used for exact rational tables).
         ``"junction_tree"``: from the member's calibrated junction tree
         (:mod:`quiltpriv.inference.junction_tree`, built once per member; slower for the
         planner's queries, kept as an independent cross-check and for clique-local
         marginals), falling back to elimination when the tree would be too large.
-
-    max_memory : int or str, optional
-        The memory budget in bytes or as a size (``"4G"``); default
-        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+        ``"exact"``: exact integer elimination, each entry rounded once at the end. Where
+        float64 could underflow, every float engine hands the query to ``"exact"``.
+    settings : EngineSettings, optional
+        The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`);
+        default :data:`~quiltpriv.inference.engines.base.DEFAULT_SETTINGS`.
 
     Raises
     ------
     InfluenceTooExpensive
         If the output or an intermediate factor would exceed ``max_table`` entries (the
         message names the memory it needs and the budget).
+    ParameterError
+        ``engine="kernel"`` where the kernel is not loaded, or ``inference`` and ``engine``
+        naming different engines.
 
     Examples
     --------
@@ -192,69 +253,87 @@ def joint_marginal(
     if len(set(nodes)) != len(nodes):
         raise ParameterError("joint_marginal needs distinct nodes")
     member = theta.check_member(member)
-    check_inference(inference)
+    run = _resolve(engine, inference, settings)
     _check_output_size(theta, nodes, max_table)
     if not nodes:
         return np.ones(())
+    return _member_joint(theta, nodes, member, max_table, run)[0]
+
+
+def _member_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
+                  run: _Run) -> tuple[np.ndarray, str]:
+    """:func:`joint_marginal` after validation, and the engine that answered."""
     index = [theta.index[v] for v in nodes]
     if not is_floating(theta, member):
-        return _joint(theta, nodes, index, member, max_table, inference)
-    try:
-        table = _float_joint(theta, nodes, index, member, max_table, inference)
-    except InfluenceTooExpensive:
-        if inference != "auto":
-            raise
-        conditioned = _conditioned_joint(theta, nodes, member, max_table)
-        if conditioned is None:
-            raise
-        return conditioned[0]
-    if table is not None:
-        return table
+        return _joint(theta, nodes, index, member, max_table, run.inference,
+                      settings=run.settings)
+    if run.engine != "exact":
+        try:
+            found = _float_joint(theta, nodes, index, member, max_table, run)
+        except InfluenceTooExpensive:
+            if run.inference != "auto":
+                raise
+            conditioned = _conditioned_joint(theta, nodes, member, max_table,
+                                             use_kernel=run.engine == "kernel",
+                                             settings=run.settings)
+            if conditioned is None:
+                raise
+            return conditioned[0], _cutset_engine(conditioned[2])
+        if found is not None:
+            return found
     # float64 underflowed, or could: compute exactly, then round each entry once
-    ints, exponent = _exact_joint(theta, nodes, member, max_table)
-    return _ints_to_float(ints, exponent)
+    ints, exponent = _exact_joint(theta, nodes, member, max_table,
+                                  run.settings.exact_max_table)
+    return _ints_to_float(ints, exponent), "exact"
 
 
 def _float_joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
-                 max_table: int, inference: InferenceMethod) -> np.ndarray | None:
-    """:func:`joint_marginal` of a floating member by one elimination (or the junction tree);
-    None where float64 underflowed or could have."""
-    if compiled._KERNEL is not None and inference == "auto":
+                 max_table: int, run: _Run) -> tuple[np.ndarray, str] | None:
+    """:func:`joint_marginal` of a floating member by one elimination (or the junction tree),
+    and the engine that answered; None where float64 underflowed or could have."""
+    floor = run.settings.safe_log2_floor
+    if run.engine == "kernel":
         out = np.empty([theta.cardinality[v] for v in nodes])
-        code = _kernel_call(theta, member, "joint", index, out, max_table)
+        code = _kernel_call(theta, member, "joint", index, out, max_table,
+                            settings=run.settings)
         if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
-                                  and _float_safe_for(theta, member, nodes, inference)):
-            return out
+                                  and _float_safe_for(theta, member, nodes, run.inference,
+                                                      floor)):
+            return out, "kernel"
         if code == _KERNEL_NO_FIT:
-            return _python_float_joint(theta, nodes, member, max_table)
+            table = _python_float_joint(theta, nodes, member, max_table, floor=floor)
+            return None if table is None else (table, "elimination")
         return None
-    if _float_safe_for(theta, member, nodes, inference):
-        return _joint(theta, nodes, index, member, max_table, inference)
+    if _float_safe_for(theta, member, nodes, run.inference, floor):
+        return _joint(theta, nodes, index, member, max_table, run.inference,
+                      settings=run.settings)
     return None
 
 
 def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
            max_table: int, inference: InferenceMethod,
-           deadline: float | None = None) -> np.ndarray:
-    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit);
-    the eliminations see ``deadline`` (the junction tree, built once per member, does not)."""
+           deadline: float | None = None,
+           settings: EngineSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, str]:
+    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit),
+    and the engine that answered; the eliminations see ``deadline`` (the junction tree, built
+    once per member, does not)."""
     if inference == "junction_tree":
         tree = junction_tree(theta, member)
         if tree is not None:
             try:
-                return tree.marginal(index, max_table)
+                return tree.marginal(index, max_table), "junction_tree"
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
     if inference == "auto" and is_floating(theta, member):
-        table = _bucket_eliminate(theta, index, member, min(max_table, BUCKET_LIMIT),
-                                  deadline=deadline)
+        table = _bucket_eliminate(theta, index, member, min(max_table, settings.bucket_limit),
+                                  deadline=deadline, settings=settings)
         if table is None:  # the global order suits this query badly: order it greedily
             table = _bucket_eliminate(theta, index, member, max_table, greedy=True,
-                                      deadline=deadline)
+                                      deadline=deadline, settings=settings)
         if table is not None:
-            return table
+            return table, "python"
     return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table,
-                      deadline=deadline)
+                      deadline=deadline), "elimination"
 
 
 def max_influence(
@@ -266,6 +345,8 @@ def max_influence(
     inference: InferenceMethod = "auto",
     deadline: float | None = None,
     max_memory: int | str | None = None,
+    engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
 ) -> Influence:
     """Exact max-influence ``e_Theta(Q | node)`` (Definition 8), rounded upwards.
 
@@ -281,13 +362,18 @@ def max_influence(
         Largest table (entries) the exact computation may build; by default as many as
         ``max_memory`` holds, and never more when both are given.
     inference : {"auto", "junction_tree", "elimination"}
-        How the joint of ``(phi_i, phi_Q)`` is computed (:func:`joint_marginal`); all exact.
+        The older name of ``engine`` (:func:`joint_marginal`).
     deadline : float, optional
         A ``time.monotonic()`` value: a query that needs conditioning on a cutset (seconds of
         work) stops between two of its eliminations once it has passed.
     max_memory : int or str, optional
         The memory budget in bytes or as a size (``"4G"``); default
         :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+        Which engine computes the joint of ``(phi_i, phi_Q)`` (:func:`joint_marginal`); all
+        exact. The result's ``engine`` names the one that answered.
+    settings : EngineSettings, optional
+        The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`).
 
     Returns
     -------
@@ -319,67 +405,71 @@ def max_influence(
     """
     max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)
-    check_inference(inference)
-    deadline = _check_deadline(deadline)
+    run = _resolve(engine, inference, settings, _check_deadline(deadline))
     node = theta.check_node(node, "sensitive attribute")
     q = theta.sort(theta.check_nodes(quilt, "quilt node"))
     if node in q:
         raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
     if not q:
         return Influence(node, q, 0.0, None, None)
-    best: tuple[float, int, Any, str] = (-1.0, 0, None, FLOAT64)
+    best: tuple[float, int, Any] = (-1.0, 0, None)
     cache = InferenceCache.of(theta)
+    arithmetic = FLOAT64
+    answered: list[str] = []
     for m in range(len(theta.members)):
-        key = (m, node, q, inference)
+        key = (m, node, q, run.engine, run.settings)
         hit = cache.influence.get(key)
         if hit is None:
-            hit = _member_influence(theta, node, q, m, max_table, inference, deadline)
+            hit = _member_influence(theta, node, q, m, max_table, run)
             cache.influence[key] = hit
         if hit[0] > best[0]:
-            best = (hit[0], m, hit[1], hit[2])
-    arithmetic = EXACT if any(
-        (cache.influence.get((m, node, q, inference)) or (0, 0, FLOAT64))[2] == EXACT
-        for m in range(len(theta.members))) else FLOAT64
-    return Influence(node, q, best[0], best[1], best[2], arithmetic=arithmetic)
+            best = (hit[0], m, hit[1])
+        if hit[2] == EXACT:
+            arithmetic = EXACT
+        if hit[3] not in answered:
+            answered.append(hit[3])
+    return Influence(node, q, best[0], best[1], best[2], arithmetic=arithmetic,
+                     engine=", ".join(answered))
 
 
 def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
-                      inference: InferenceMethod, deadline: float | None = None,
-                      ) -> tuple[float, tuple[Any, Any], str]:
-    """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic)``."""
+                      run: _Run) -> tuple[float, tuple[Any, Any], str, str]:
+    """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic,
+    engine)``."""
     nodes = (node, *q)
     _check_output_size(theta, nodes, max_table)
-    found = _float_influence(theta, nodes, m, max_table, inference, deadline)
+    found = None if run.engine == "exact" else _float_influence(theta, nodes, m, max_table, run)
     if found is None:
         # Exact rational tables, or float64 underflowed (or could have).
         if is_floating(theta, m):
-            joint, _ = _exact_joint(theta, nodes, m, max_table)
+            joint, _ = _exact_joint(theta, nodes, m, max_table, run.settings.exact_max_table)
+            answered = "exact"
         else:
             joint = _eliminate_if_it_fits(theta, nodes, m, max_table)
+            answered = "elimination"
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
-        value, a, b, terms = found
+        value, a, b, terms, answered = found
         arithmetic = FLOAT64
         # the network's size bounds the ancestral set's (no per-query walk on the fast path);
         # a conditioned joint sums `terms` eliminations: that many more roundings per entry
         bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes) + terms,
-                                inference)
+                                run.inference, run.settings.merge_limit)
     if math.isfinite(value):
         # Raised even from 0: float64 equality is not exact equality, and a model's columns
         # sum to one only up to rounding, so "independent" holds only up to the margin too.
         value = value * (1 + ROUNDING_MARGIN) + max(ROUNDING_MARGIN, bound)
     states = theta.states[node]
-    return value, (states[a], states[b]), arithmetic
+    return value, (states[a], states[b]), arithmetic, answered
 
 
 def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
-                     inference: InferenceMethod, deadline: float | None = None,
-                     ) -> tuple[float, int, int, int] | None:
-    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, and the number of conditioned
-    terms summed into the joint (0 unless :func:`_conditioned_joint` was needed); or None
-    where float64 is not trusted: the member's tables are exact rationals, or an operation
-    underflowed, or could.
+                     run: _Run) -> tuple[float, int, int, int, str] | None:
+    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, the number of conditioned
+    terms summed into the joint (0 unless :func:`_conditioned_joint` was needed) and the
+    engine that answered; or None where float64 is not trusted: the member's tables are exact
+    rationals, or an operation underflowed, or could.
 
     The compiled kernel reports whether any of its operations underflowed (the IEEE flag), so
     its result is trusted whenever none did; the pure-Python paths, which cannot read the flag,
@@ -388,44 +478,49 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
     if not is_floating(theta, m):
         return None
     try:
-        return _unconditioned_influence(theta, nodes, m, max_table, inference, deadline)
+        return _unconditioned_influence(theta, nodes, m, max_table, run)
     except InfluenceTooExpensive:
-        if inference != "auto":
+        if run.inference != "auto":
             raise
-        _check_deadline_now(deadline, "an elimination")
-        conditioned = _conditioned_joint(theta, nodes, m, max_table, deadline)
+        _check_deadline_now(run.deadline, "an elimination")
+        conditioned = _conditioned_joint(theta, nodes, m, max_table, run.deadline,
+                                         use_kernel=run.engine == "kernel",
+                                         settings=run.settings)
         if conditioned is None:
             raise
-    joint, terms = conditioned
-    value, a, b = _influence_from_joint(np.ascontiguousarray(joint))
-    return value, a, b, terms
+    joint, terms, by_kernel = conditioned
+    value, a, b = _definition8(joint, run)
+    return value, a, b, terms, _cutset_engine(by_kernel)
 
 
 def _unconditioned_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
-                             inference: InferenceMethod, deadline: float | None = None,
-                             ) -> tuple[float, int, int, int] | None:
+                             run: _Run) -> tuple[float, int, int, int, str] | None:
     """:func:`_float_influence` by one elimination (or the junction tree), no conditioning."""
     where = [theta.index[v] for v in nodes]
-    if compiled._KERNEL is not None and inference == "auto":
+    floor = run.settings.safe_log2_floor
+    if run.engine == "kernel":
         # joint and Definition 8 in one call; None: no order the kernel prices fits max_table
-        found = _kernel_call(theta, m, "influence", where, max_table, deadline=deadline)
+        found = _kernel_call(theta, m, "influence", where, max_table, deadline=run.deadline,
+                             settings=run.settings)
         if found == _KERNEL_LATE:
-            raise _late(deadline, "an elimination")
+            raise _late(run.deadline, "an elimination")
         if found is not None:
             value, a, b, underflow = found
-            if not underflow or _float_safe_for(theta, m, nodes, inference):
-                return value, a, b, 0
+            if not underflow or _float_safe_for(theta, m, nodes, run.inference, floor):
+                return value, a, b, 0, "kernel"
             return None
-        joint = _python_float_joint(theta, nodes, m, max_table, deadline)
-        return None if joint is None else (*_influence_from_joint(joint), 0)
-    if not _float_safe_for(theta, m, nodes, inference):
+        joint = _python_float_joint(theta, nodes, m, max_table, run.deadline, floor)
+        return None if joint is None else (*_definition8(joint, run), 0, "elimination")
+    if not _float_safe_for(theta, m, nodes, run.inference, floor):
         return None
-    return (*_influence_from_joint(_joint(theta, nodes, where, m, max_table, inference,
-                                          deadline)), 0)
+    table, answered = _joint(theta, nodes, where, m, max_table, run.inference, run.deadline,
+                             run.settings)
+    return (*_definition8(table, run), 0, answered)
 
 
 def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
-                        max_table: int, deadline: float | None = None) -> np.ndarray | None:
+                        max_table: int, deadline: float | None = None,
+                        floor: int = SAFE_LOG2_FLOOR) -> np.ndarray | None:
     """``P(phi_nodes)`` by the Python order, for a query no order of the kernel fits; None where
     float64 is not provably free of underflow (the caller then computes exactly).
 
@@ -434,7 +529,8 @@ def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
     """
     anc = theta.ancestral_set(nodes)
     _eliminate(theta, nodes, anc, member, max_table, price_only=True, deadline=deadline)
-    if not (_float_safe(theta, member, theta.nodes) or _float_safe(theta, member, anc)):
+    if not (_float_safe(theta, member, theta.nodes, floor)
+            or _float_safe(theta, member, anc, floor)):
         return None
     return _eliminate(theta, nodes, anc, member, max_table, deadline=deadline)
 
@@ -448,6 +544,8 @@ def influence_upper_bound(
     inference: InferenceMethod = "auto",
     deadline: float | None = None,
     max_memory: int | str | None = None,
+    engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
 ) -> Influence:
     """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
 
@@ -456,7 +554,8 @@ def influence_upper_bound(
     ``node`` in the moral graph of the ancestral set of ``{node} + Q``; every other node of
     that graph, ``Q`` included, is separated from ``node`` by it, and separation in that graph
     implies d-separation. The result's ``bound_via`` names ``S``. ``max_table``,
-    ``inference`` and ``deadline`` are those of :func:`max_influence`, for both computations.
+    ``inference``, ``deadline``, ``max_memory``, ``engine`` and ``settings`` are those of
+    :func:`max_influence`, for both computations.
 
     Raises
     ------
@@ -468,9 +567,11 @@ def influence_upper_bound(
 
     theta = check_theta(theta)
     quilt = theta.check_nodes(quilt, "quilt node")
+    options: dict[str, Any] = {"max_table": max_table, "inference": inference,
+                               "deadline": deadline, "max_memory": max_memory,
+                               "engine": engine, "settings": settings}
     try:
-        return max_influence(theta, node, quilt, max_table=max_table, inference=inference,
-                             deadline=deadline)
+        return max_influence(theta, node, quilt, **options)
     except InfluenceTooExpensive as exc:
         if deadline is not None and time.monotonic() > deadline:
             raise
@@ -480,10 +581,10 @@ def influence_upper_bound(
         if set(sep) >= set(q):
             raise
         try:
-            bound = max_influence(theta, node, sep, max_table=max_table, inference=inference,
-                                  deadline=deadline)
+            bound = max_influence(theta, node, sep, **options)
         except InfluenceTooExpensive:
             raise InfluenceTooExpensive(
                 f"{exc}; the data-processing bound via {list(sep)} is too expensive too"
             ) from None
-        return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep)
+        return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep,
+                         arithmetic=bound.arithmetic, engine=bound.engine)

@@ -50,6 +50,11 @@ class Influence:
     """``"float64"``, or ``"exact"`` when some member's joint was computed in exact integer
     arithmetic: the model's probabilities are too small for float64 (an intermediate could
     underflow), or float64 found the conditionals equal and exactness had to decide."""
+    engine: str | None = None
+    """The engine(s) that answered (:mod:`quiltpriv.inference.engines.base`), in member order
+    and comma-separated when members differ: ``"kernel"``, ``"python"``, ``"elimination"``,
+    ``"junction_tree"``, ``"exact"``, ``"cutset+kernel"``, ``"cutset+python"`` or
+    ``"junction_tree_batched"``; None when nothing was computed (an empty quilt)."""
 
     @property
     def exact(self) -> bool:
@@ -92,4 +97,6 @@ def influence_html(infl: Influence) -> str:
     rows.append(("exact", "yes" if infl.bound_via is None else
                  f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
     rows.append(("arithmetic", escape(infl.arithmetic)))
+    if infl.engine is not None:
+        rows.append(("engine", escape(infl.engine)))
     return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"

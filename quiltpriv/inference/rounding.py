@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.engines.bucket import MERGE_LIMIT
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
 from quiltpriv.inference.junction_tree import TreeStructure, tree_structure
 from quiltpriv.inference.methods import InferenceMethod
 
@@ -29,29 +29,30 @@ ROUNDING_MARGIN = 1e-10
 _U = 2.0**-53
 
 
-def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod) -> float:
+def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod,
+                    merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> float:
     """Upper bound on ``|computed - exact|`` of a float64 Definition 8 (see the module text).
 
     ``K`` bounds the number of roundings on any path from a CPD entry to a joint entry: each
     elimination step multiplies its factors (at most two per eliminated variable, summed over
-    the network's ``n`` nodes: ``2 n``) and sums at most ``max(MERGE_LIMIT, largest
+    the network's ``n`` nodes: ``2 n``) and sums at most ``max(merge_limit, largest
     cardinality)`` terms; the
     row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
     passes touch each of its tables a bounded number of times (``_junction_tree_depth``).
     """
     depths = InferenceCache.of(theta).rounding_depth
-    depth = depths.get(inference)
+    depth = depths.get((inference, merge_limit))
     if depth is None:  # the network's size bounds any ancestral set's
         depth = (_junction_tree_depth(theta, tree_structure(theta))
-                 if inference == "junction_tree" else _elimination_depth(theta))
-        depths[inference] = depth
+                 if inference == "junction_tree" else _elimination_depth(theta, merge_limit))
+        depths[inference, merge_limit] = depth
     return _rounding_bound_k(depth + out_size)
 
 
-def _elimination_depth(theta: Theta) -> int:
+def _elimination_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> int:
     """``K`` of variable elimination over any ancestral set of ``theta`` (module text)."""
     c_max = max(theta.cardinality.values())
-    return len(theta.nodes) * (max(MERGE_LIMIT, c_max) + 2) + 16
+    return len(theta.nodes) * (max(merge_limit, c_max) + 2) + 16
 
 
 def _junction_tree_depth(theta: Theta, structure: TreeStructure) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.engines.base import LEAST_SAFE_LOG2_FLOOR
 from quiltpriv.inference.methods import InferenceMethod
 
 if TYPE_CHECKING:
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
 #: The float path is used for a query only when the product of the least positive CPD entries
 #: of its ancestral set is at least ``2**SAFE_LOG2_FLOOR``: then no intermediate of the
 #: elimination can leave float64's normal range (which ends at ``2**-1022``), and the margin of
-#: 22 binary orders absorbs the rounding of the products themselves.
-SAFE_LOG2_FLOOR = -1000
+#: 22 binary orders absorbs the rounding of the products themselves. The default of
+#: :attr:`EngineSettings.safe_log2_floor <quiltpriv.inference.engines.base.EngineSettings>`,
+#: which may raise it (never lower it).
+SAFE_LOG2_FLOOR = LEAST_SAFE_LOG2_FLOOR
 
 
 def subnormals_kept() -> bool:
@@ -38,16 +41,16 @@ def subnormals_kept() -> bool:
 
 
 def _float_safe_for(theta: Theta, member: int, nodes: tuple[str, ...],
-                    inference: InferenceMethod) -> bool:
+                    inference: InferenceMethod, floor: int = SAFE_LOG2_FLOOR) -> bool:
     """Whether no float64 intermediate of the query over ``nodes`` can underflow.
 
     The whole member's bound (cached) settles most models at once; only a model with tiny
     probabilities needs the query's own ancestral set (the junction tree touches every CPD).
     """
-    if _float_safe(theta, member, theta.nodes):
+    if _float_safe(theta, member, theta.nodes, floor):
         return True
     return inference != "junction_tree" and _float_safe(
-        theta, member, theta.ancestral_set(nodes))
+        theta, member, theta.ancestral_set(nodes), floor)
 
 
 def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
@@ -67,19 +70,24 @@ def _log2_floors(theta: Theta, member: int) -> tuple[int, ...]:
     return hit
 
 
-def _float_safe(theta: Theta, member: int, scope: Iterable[str]) -> bool:
+def _float_safe(theta: Theta, member: int, scope: Iterable[str],
+                floor: int = SAFE_LOG2_FLOOR) -> bool:
     """Whether no float64 intermediate over the CPDs of ``scope`` can leave the normal range.
 
     Every intermediate is a sum of products (or, in the junction tree, a ratio of sums) of
     entries of those CPDs, all at most one, so none is below the product of their least positive
-    entries; its exponent is summed exactly. The whole network's answer is cached.
+    entries; its exponent is summed exactly. Safe when that exponent is at least ``floor``
+    (:attr:`EngineSettings.safe_log2_floor`, never below :data:`SAFE_LOG2_FLOOR`). The whole
+    network's answer is cached.
     """
+    if floor < SAFE_LOG2_FLOOR:  # a lower floor could trust float64 where it underflows
+        raise AssertionError(f"safe log2 floor {floor} below {SAFE_LOG2_FLOOR}")
     floors = _log2_floors(theta, member)
     if scope is theta.nodes:
         safe = InferenceCache.of(theta).float_safe
-        hit = safe.get(member)
+        hit = safe.get((member, floor))
         if hit is None:
-            hit = safe[member] = sum(floors) >= SAFE_LOG2_FLOOR
+            hit = safe[member, floor] = sum(floors) >= floor
         return hit
     index = theta.index
-    return sum(floors[index[v]] for v in scope) >= SAFE_LOG2_FLOOR
+    return sum(floors[index[v]] for v in scope) >= floor

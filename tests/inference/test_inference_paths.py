@@ -8,6 +8,7 @@ numpy sums; nothing of quiltpriv's elimination is reused. Zero patterns must agr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -20,20 +21,25 @@ import quiltpriv as qp
 import quiltpriv.inference.influence as infl
 from quiltpriv.inference import compiled, definition8
 from quiltpriv.inference.engines import bucket, cutset, exact
+from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
 
 METHODS = ("auto", "elimination", "junction_tree")
 
 
-@pytest.fixture(params=["compiled", "python"])
-def kernel(request, monkeypatch):
-    """Run a test with the compiled kernel (when built) and with the pure-Python auto path."""
-    if request.param == "python":
-        monkeypatch.setattr(compiled, "_KERNEL", None)
-    elif not infl.compiled_kernel():
+@pytest.fixture(params=["kernel", "python"])
+def kernel(request):
+    """The engine that stands for ``"auto"``: the compiled kernel (when built) and pure-Python
+    bucket elimination."""
+    if request.param == "kernel" and not infl.compiled_kernel():
         pytest.skip("the compiled kernel is not built here "
                     "(tests/inference/test_kernel.py says why)")
     return request.param
+
+
+def _engine(method, auto):
+    """The engine that runs ``method`` of METHODS, with ``auto`` standing for ``"auto"``."""
+    return auto if method == "auto" else method
 
 
 @pytest.mark.parametrize("seed", fast_sample(range(60), 24))
@@ -47,7 +53,7 @@ def test_joint_marginals_match_the_full_joint(seed, kernel):
         for nodes in ref.random_node_sets(net.nodes, rng, 6):
             want = ref.marginal(net, joint, nodes)
             for method in METHODS:
-                got = qp.joint_marginal(theta, nodes, m, inference=method)
+                got = qp.joint_marginal(theta, nodes, m, engine=_engine(method, kernel))
                 where = (seed, m, nodes, method)
                 assert got.shape == want.shape, where
                 np.testing.assert_array_equal(got == 0, want == 0, err_msg=str(where))
@@ -81,7 +87,9 @@ def test_influences_agree_across_methods(seed, kernel):
     for nodes, want in _exact_influences(seed):
         node, q = nodes[0], nodes[1:]
         for method in METHODS:
-            got = qp.max_influence(theta, node, q, inference=method).value
+            found = qp.max_influence(theta, node, q, engine=_engine(method, kernel))
+            assert found.engine, (seed, nodes, method)
+            got = found.value
             if math.isinf(want):
                 assert math.isinf(got), (seed, nodes, method)
             else:
@@ -104,15 +112,18 @@ def test_greedy_fallback_when_the_global_order_builds_large_tables(monkeypatch):
         return out
 
     monkeypatch.setattr(infl, "_bucket_eliminate", spy)
-    monkeypatch.setattr(infl, "BUCKET_LIMIT", 1)  # the global order always gives up
+    settings = EngineSettings(bucket_limit=1)  # the global order always gives up
     rng = np.random.default_rng(77)
+    fell_back = 0
     for nodes in ref.random_node_sets(net.nodes, rng, 10):
         calls.clear()
-        got = qp.joint_marginal(theta, nodes, inference="auto")
+        got = qp.joint_marginal(theta, nodes, engine="python", settings=settings)
         if len(calls) == 2:  # the global order gave up; the query's own greedy order answered
             assert calls == [(False, False), (True, True)]
+            fell_back += 1
         np.testing.assert_allclose(got, ref.marginal(net, joint, nodes), rtol=1e-12)
         np.testing.assert_array_equal(got == 0, ref.marginal(net, joint, nodes) == 0)
+    assert fell_back
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -204,8 +215,8 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
 
 
 def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_arithmetic):
-    # every query takes the exact path
-    monkeypatch.setattr(exact, "EXACT_MAX_TABLE", 27)
+    # every query takes the exact path, with at most 27 entries a table
+    settings = dataclasses.replace(exact_arithmetic, exact_max_table=27)
     real = exact._exact_tables
     converted: list[int] = []
 
@@ -227,7 +238,7 @@ def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_
             converted.clear()
             theta._cache.clear()
             try:
-                got = qp.max_influence(theta, nodes[0], nodes[1:])
+                got = qp.max_influence(theta, nodes[0], nodes[1:], settings=settings)
             except qp.InfluenceTooExpensive:
                 refused += 1
                 assert converted == []  # refused by the pricing alone
@@ -308,7 +319,9 @@ def test_unknown_inference_method_is_refused():
         qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0, inference="magic")
 
 
-def test_plans_agree_across_methods_on_bundled_models(kernel):
+def test_plans_agree_across_methods_on_bundled_models(kernel, monkeypatch):
+    if kernel == "python":  # the planner takes inference= only: switch the kernel off
+        monkeypatch.setattr(compiled, "_KERNEL", None)
     for name in ("student:theta", "example3", "chain"):
         theta = qp.load_model(name)
         attrs = list(theta.nodes[:3])
@@ -335,13 +348,13 @@ def test_folded_private_ancestors_queried_or_not(seed, kernel):
         nodes = list(dict.fromkeys([*(str(x) for x in rng.choice(pool, size=min(k, len(pool)),
                                                                    replace=False)),
                                     str(rng.choice(net.nodes))]))
-        got = qp.joint_marginal(theta, nodes)
+        got = qp.joint_marginal(theta, nodes, engine=kernel)
         want = ref.marginal(net, joint, nodes)
         np.testing.assert_array_equal(got == 0, want == 0)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str((seed, nodes)))
 
 
-def test_definition8_small_path_equals_numpy_path(monkeypatch):
+def test_definition8_small_path_equals_numpy_path():
     rng = np.random.default_rng(4)
     for _ in range(3000):
         k, m = int(rng.integers(1, 5)), int(rng.integers(1, 9))
@@ -352,10 +365,7 @@ def test_definition8_small_path_equals_numpy_path(monkeypatch):
             continue
         j = j / j.sum()
         small = definition8._influence_small(j.tolist())
-        monkeypatch.setattr(definition8, "SMALL_JOINT", -1)
-        monkeypatch.setattr(compiled, "_KERNEL", None)
-        big = definition8._influence_from_joint(j)
-        monkeypatch.undo()
+        big = definition8._influence_from_joint(j, use_kernel=False, small_joint=0)
         assert small[1:] == big[1:]
         if math.isinf(big[0]):
             assert math.isinf(small[0])

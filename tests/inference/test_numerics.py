@@ -28,20 +28,18 @@ from quiltpriv.inference.engines import cutset
 from quiltpriv.inference.engines import exact as exact_engine
 from quiltpriv.inference.engines import kernel as kernel_engine
 
-PATHS = ["kernel", "python", "elimination", "junction_tree"]
+PATHS = ["kernel", "python", "elimination", "junction_tree", "exact"]
 
 #: Counted in the run's summary (tests/conftest.py), like the hostile-input suites.
 TRIED: dict[str, int] = {"exact comparisons": 0, "refused files": 0}
 
 
 @pytest.fixture(params=PATHS)
-def path(request, monkeypatch):
-    """Run a test once per inference path (kernel only when it is built)."""
+def path(request):
+    """Run a test once per engine (the kernel only when it is built)."""
     if request.param == "kernel" and compiled._KERNEL is None:
         pytest.skip("compiled kernel not built")
-    if request.param == "python":
-        monkeypatch.setattr(compiled, "_KERNEL", None)
-    return {"kernel": "auto", "python": "auto"}.get(request.param, request.param)
+    return request.param
 
 
 # -- exact reference ------------------------------------------------------------------------
@@ -88,15 +86,15 @@ def exact_influence(theta: qp.Theta, node: str, quilt: list[str]) -> Decimal | N
     return exact_log(best)
 
 
-def check_not_below(theta: qp.Theta, node: str, quilt: list[str], inference: str) -> None:
+def check_not_below(theta: qp.Theta, node: str, quilt: list[str], engine: str) -> None:
     exact = exact_influence(theta, node, quilt)
-    got = qp.max_influence(theta, node, quilt, inference=inference).value
+    got = qp.max_influence(theta, node, quilt, engine=engine).value
     TRIED["exact comparisons"] += 1
     if exact is None:
         assert got == math.inf, (node, quilt, got)
         return
     assert math.isfinite(got), (node, quilt, exact)
-    assert Decimal(got) >= exact, (node, quilt, inference, got, exact)
+    assert Decimal(got) >= exact, (node, quilt, engine, got, exact)
     # ... and not absurdly above it (the margin is 1e-10 and a proven rounding bound)
     assert Decimal(got) <= exact * Decimal(1 + 1e-9) + Decimal(1e-9), (got, exact)
 
@@ -116,7 +114,7 @@ def and_network(p1: float, p2: float) -> qp.Theta:
 
 def test_underflowing_joint_state_is_not_skipped(path):
     theta = and_network(1e-300, 2e-300)
-    e = qp.max_influence(theta, "i", ["X"], inference=path)
+    e = qp.max_influence(theta, "i", ["X"], engine=path)
     assert e.value >= math.log(4)
     assert e.value == pytest.approx(math.log(4), rel=1e-9)
     assert e.arithmetic == "exact"
@@ -181,10 +179,10 @@ def test_past_the_static_bound_float64_runs_when_nothing_underflowed(seed, reque
         TRIED["exact comparisons"] += 1
         assert Decimal(e.value) >= exact, (q, e.value, exact)
         assert Decimal(e.value) <= exact * Decimal(1 + 1e-9) + Decimal(1e-9)
-    request.getfixturevalue("exact_arithmetic")  # from here on, exact integers only
-    theta._cache.clear()
+    settings = request.getfixturevalue("exact_arithmetic")  # exact integers only
     for q in quilts:
-        assert qp.max_influence(theta, node, q).arithmetic == "exact"
+        found = qp.max_influence(theta, node, q, settings=settings)
+        assert found.arithmetic == "exact" and found.engine == "exact"
 
 
 def test_planner_does_not_release_without_noise_on_underflow():
@@ -204,7 +202,7 @@ def test_underflowing_prior_keeps_infinite_influence(path):
             "i": [[1.0, 1 - 1e-200], [0.0, 1e-200]],
             "Q": [[1.0, 0.0], [0.0, 1.0]]}
     theta = qp.theta_from_tables([("z", "i"), ("i", "Q")], states, cpds)
-    assert qp.max_influence(theta, "i", ["Q"], inference=path).value == math.inf
+    assert qp.max_influence(theta, "i", ["Q"], engine=path).value == math.inf
     check_not_below(theta, "i", ["Q"], path)
 
 
@@ -226,7 +224,7 @@ def test_long_chain_whose_products_underflow(path, length):
         cpds[v] = [[1.0, 1 - 1e-10], [0.0, 1e-10]]
     edges = [("i", names[0]), *zip(names, names[1:], strict=False)]
     theta = qp.theta_from_tables(edges, states, cpds)
-    e = qp.max_influence(theta, "i", [names[-1]], inference=path)
+    e = qp.max_influence(theta, "i", [names[-1]], engine=path)
     assert e.value >= math.log(2)
     # the exact joint over 46 nodes is too large to enumerate; the last node is 1 only through
     # the all-ones path, so P(C_n = 1 | i) = p_i * 1e-10 ** (n - 1) and e = log 2 exactly.
@@ -461,15 +459,13 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, engine, monke
 
     import quiltpriv.inference.influence as infl
 
-    if engine == "python":
-        monkeypatch.setattr(compiled, "_KERNEL", None)
     net, theta, node, quilt, out = _tight_query(seed)
     used = []
     real = cutset._conditioned_term
     monkeypatch.setattr(cutset, "_conditioned_term",
                         lambda *a: used.append(a[-1].kernel) or real(*a))
     # measured: every one of these 80 queries is answered; most need a cutset at this limit
-    got = infl.max_influence(theta, node, quilt, max_table=out)
+    got = infl.max_influence(theta, node, quilt, max_table=out, engine=engine)
     want = ref_.reference_influence(net, node, quilt)
     if np.isinf(want):
         assert np.isinf(got.value)
@@ -478,24 +474,24 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, engine, monke
     if used:
         assert got.arithmetic == "float64"
         assert set(used) == {engine == "kernel"}
+        assert f"cutset+{engine}" in got.engine.split(", ")
 
 
 def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
-    """Beyond its work budget (MAX_CUTSET_WORK for the Python order, MAX_CUTSET_KERNEL_WORK
-    for the kernel) or MAX_CUTSET_STATES the query is refused after pricing only: no
-    elimination runs."""
+    """Beyond its work budget (max_cutset_work for the Python order, max_cutset_kernel_work
+    for the kernel) or max_cutset_states (EngineSettings) the query is refused after pricing
+    only: no elimination runs."""
     import quiltpriv.inference.influence as infl
+    from quiltpriv.inference.engines.base import EngineSettings
 
     _, theta, node, quilt, out = _tight_query(2)  # a query that needs a cutset
     ran = []
     real = cutset._conditioned_term
     monkeypatch.setattr(cutset, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
-    for names in (("MAX_CUTSET_WORK", "MAX_CUTSET_KERNEL_WORK"), ("MAX_CUTSET_STATES",)):
-        with monkeypatch.context() as m:
-            for name in names:
-                m.setattr(cutset, name, 1)
-            with pytest.raises(infl.InfluenceTooExpensive):
-                infl.max_influence(theta, node, quilt, max_table=out)
+    for tight in (EngineSettings(max_cutset_work=1, max_cutset_kernel_work=1),
+                  EngineSettings(max_cutset_states=1)):
+        with pytest.raises(infl.InfluenceTooExpensive):
+            infl.max_influence(theta, node, quilt, max_table=out, settings=tight)
     assert not ran
     infl.max_influence(theta, node, quilt, max_table=out)  # within budget: answered
     assert ran

@@ -128,7 +128,7 @@ def test_the_time_limit_reaches_a_conditioned_influence(entry, monkeypatch):
     deadlines = []
     real = infl._conditioned_joint
     monkeypatch.setattr(infl, "_conditioned_joint",
-                        lambda *a: deadlines.append(a[-1]) or real(*a))
+                        lambda *a, **k: deadlines.append(a[-1]) or real(*a, **k))
     for limit in (None, 60.0):
         theta = net.to_theta()  # fresh: no cached influences
         deadlines.clear()

@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from quiltpriv.inference import underflow
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now
 from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
 from quiltpriv.inference.engines.elimination import _LETTERS
 from quiltpriv.inference.junction_tree import (
     cardinalities,
@@ -26,26 +26,6 @@ from quiltpriv.inference.junction_tree import (
 from quiltpriv.inference.orders import _greedy_rank
 from quiltpriv.inference.underflow import _log2_floors
 from quiltpriv.model.network import Theta
-
-#: With ``inference="auto"``, a query whose bucket elimination in the global order would build
-#: a table above this many entries is redone in a greedy order of its own (measured on the
-#: bundled networks: the restricted global order is cheapest for most queries, but on some
-#: munin queries it builds tables the query-specific order avoids).
-BUCKET_LIMIT = 2**16
-
-#: Queries with at least this many (folded) factors are ordered greedily from the start: on
-#: large ancestral sets the query-specific order pays for its symbolic cost (andes: slowest
-#: query 5x -> 11x faster than pgmpy; smaller networks: unchanged).
-GREEDY_FROM = 30
-
-#: Consecutive elimination steps whose intermediate feeds the next step are done in one einsum
-#: while their joint product has at most this many entries.
-MERGE_LIMIT = 256
-
-#: Largest table (entries, counting the summed-out variable) a per-Theta fold of private
-#: ancestors into their child's CPD may build (see ``_folded_factors``).
-FOLD_LIMIT = 2**12
-
 
 try:  # numpy's C einsum without the Python wrapper (sublist form); same results
     from numpy._core._multiarray_umath import c_einsum as _c_einsum
@@ -123,7 +103,8 @@ class _Step(NamedTuple):
 def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
                       max_table: int, *, greedy: bool = False,
                       merge_limit: int | None = None,
-                      deadline: float | None = None) -> np.ndarray | None:
+                      deadline: float | None = None,
+                      settings: EngineSettings = DEFAULT_SETTINGS) -> np.ndarray | None:
     """Bucket elimination of the ancestral set of ``nodes`` (indices).
 
     By default the order is the global min-weight elimination order of the whole moral graph
@@ -135,15 +116,18 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     are not queried enters already folded (``_folded_factors``). Each bucket is one
     product-and-sum. Returns ``None`` when a bucket would exceed ``max_table`` entries;
     raises :class:`InfluenceTooExpensive` once ``deadline`` passed (looked at every bucket).
+    ``settings``: ``greedy_from``, ``merge_limit`` (unless given), and the folds'
+    ``fold_limit`` and ``safe_log2_floor``.
     """
-    prepared = InferenceCache.of(theta).prepared.get(member)
+    key = (member, *_fold_key(settings))
+    prepared = InferenceCache.of(theta).prepared.get(key)
     if prepared is None:  # everything a query reads, in one cache entry
-        prepared = InferenceCache.of(theta).prepared[member] = _prepare(theta, member)
+        prepared = InferenceCache.of(theta).prepared[key] = _prepare(theta, member, settings)
     keep = set(nodes)
     if merge_limit is None:
-        merge_limit = MERGE_LIMIT
+        merge_limit = settings.merge_limit
     items, seen = _ancestral_items(prepared, nodes, keep)
-    if greedy or len(items) >= GREEDY_FROM:
+    if greedy or len(items) >= settings.greedy_from:
         schedule = _greedy_schedule(items, keep, prepared.cards)
     else:
         schedule = _global_schedule(items, keep, prepared)
@@ -171,13 +155,19 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     return _labelled_einsum(final, label, nodes)
 
 
-def _prepare(theta: Theta, member: int) -> _Prepared:
+def _fold_key(settings: EngineSettings) -> tuple[int, int]:
+    """The settings the folds depend on (part of the cache keys of everything built on them)."""
+    return settings.fold_limit, settings.safe_log2_floor
+
+
+def _prepare(theta: Theta, member: int,
+             settings: EngineSettings = DEFAULT_SETTINGS) -> _Prepared:
     """The per-member data of :func:`_bucket_eliminate` (the caller caches it)."""
     structure = tree_structure(theta)
     pos = structure.position
     folded = tuple(None if f is None else
                    _FoldedFactor(f[0], f[1], f[2], tuple(sorted(pos[w] for w in f[1])), f[3])
-                   for f in _folded_factors(theta, member))
+                   for f in _folded_factors(theta, member, settings))
     scopes, tables = sorted_tables(theta, member)
     return _Prepared(pos, structure.elimination_order, scopes, tables,
                      _scopes_by_position(theta), parent_indices(theta), cardinalities(theta),
@@ -308,22 +298,24 @@ def _labelled_einsum(factors: Sequence[_Factor], label: dict[int, int],
     return _c_einsum(*operands, [label[u] for u in out])
 
 
-def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
+def _folded_factors(theta: Theta, member: int,
+                    settings: EngineSettings = DEFAULT_SETTINGS) -> tuple[Any, ...]:
     """Per node ``c``, its CPD with its *private* ancestors summed out, or ``None``.
 
     A parent ``u`` whose only child is ``c`` reaches any query only through ``c`` (or is queried
     itself), so whenever no private ancestor is queried, ``sum_u P(u | pa u) P(c | pa c)``
     replaces both CPDs: it is the elimination of ``u``, done once per Theta instead of per query.
     Applied recursively (``u``'s own private parents first) while the folded table stays within
-    :data:`FOLD_LIMIT` entries. Entries: ``(private, scope, table, parents)``.
+    ``settings.fold_limit`` entries. Entries: ``(private, scope, table, parents)``.
 
     The folds run in numpy, which cannot report an underflow, and the kernel's underflow check
     starts after them; so a fold is made only where none of its intermediates can underflow:
     the product of the least positive entries of the CPDs it multiplies is at least
-    ``2**SAFE_LOG2_FLOOR`` (see :func:`_float_safe`). Where it is not, the query eliminates the
-    parent itself, under the kernel's check (or the Python path's own bound).
+    ``2**settings.safe_log2_floor`` (see :func:`_float_safe`). Where it is not, the query
+    eliminates the parent itself, under the kernel's check (or the Python path's own bound).
     """
-    hit = InferenceCache.of(theta).folded.get(member)
+    key = (member, *_fold_key(settings))
+    hit = InferenceCache.of(theta).folded.get(key)
     if hit is not None:
         return hit
     scopes, tables = sorted_tables(theta, member)
@@ -338,12 +330,12 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
         scope, table = scopes[c], tables[c]
         private: frozenset[int] = frozenset()
         for u in parents[c]:
-            if not single[u] or depth[c] + depth[u] < underflow.SAFE_LOG2_FLOOR:
+            if not single[u] or depth[c] + depth[u] < settings.safe_log2_floor:
                 continue
             fu = out[u]
             u_scope, u_table = (fu[1], fu[2]) if fu is not None else (scopes[u], tables[u])
             union = sorted(set(scope) | set(u_scope))
-            if math.prod(cards[w] for w in union) > FOLD_LIMIT:
+            if math.prod(cards[w] for w in union) > settings.fold_limit:
                 continue
             depth[c] += depth[u]
             new_scope = tuple(w for w in union if w != u)
@@ -352,7 +344,7 @@ def _folded_factors(theta: Theta, member: int) -> tuple[Any, ...]:
             private = private | {u} | (fu[0] if fu is not None else frozenset())
         if private:
             out[c] = (private, scope, table, tuple(w for w in scope if w != c))
-    hit = InferenceCache.of(theta).folded[member] = tuple(out)
+    hit = InferenceCache.of(theta).folded[key] = tuple(out)
     return hit
 
 

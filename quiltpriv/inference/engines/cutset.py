@@ -13,18 +13,11 @@ import numpy as np
 from quiltpriv.inference import compiled
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now, _late
 from quiltpriv.inference.compiled import _KERNEL_LATE, _KERNEL_OK, _budget
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta
-
-#: Most joint states of the cutset :func:`_conditioned_joint` conditions on (each one
-#: elimination), and most table entries its eliminations may build in all, by the Python order
-#: (2**31: about 20 s of numpy on the 2-core test machine) or by the compiled kernel (2**34:
-#: 20-35 s there, measured at 1.1-2 ns an entry on diabetes): beyond any the query is refused.
-MAX_CUTSET_STATES = 256
-MAX_CUTSET_WORK = 2**31
-MAX_CUTSET_KERNEL_WORK = 2**34
 
 
 class _Cutset(NamedTuple):
@@ -38,9 +31,11 @@ class _Cutset(NamedTuple):
 
 
 def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
-            deadline: float | None = None) -> _Cutset | None:
+            deadline: float | None = None, *, use_kernel: bool = True,
+            settings: EngineSettings = DEFAULT_SETTINGS) -> _Cutset | None:
     """The least cutset :func:`_conditioned_joint` finds for a query no order fits, priced
-    symbolically (no arithmetic); None beyond :data:`MAX_CUTSET_STATES`.
+    symbolically (no arithmetic); None beyond ``settings.max_cutset_states``. The compiled
+    kernel is used only with ``use_kernel`` (and when it is loaded).
 
     Grown greedily by the variable of least cardinality in the Python order's refused step
     (never a queried one); after each variable the compiled kernel prices its own orders of
@@ -54,9 +49,10 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
     card = theta.cardinality
     where = [theta.index[v] for v in nodes]
     fixed: dict[str, int] = {}
+    use_kernel = use_kernel and compiled._KERNEL is not None
     while True:
         _check_deadline_now(deadline, "the search for a cutset")
-        if fixed and compiled._KERNEL is not None:
+        if fixed and use_kernel:
             cost = _price(_conditioned_network(theta, member, fixed), where, max_table,
                           deadline)
             if cost is not None:
@@ -75,13 +71,13 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
             # diabetes' hardest query it finds 30 states where the largest-first rule needs
             # 6,336: small shared variables tend to sit in many of the large steps)
             pick = min(scope, key=lambda u: (card[u], theta.index[u]))
-            if math.prod(card[u] for u in (*fixed, pick)) > MAX_CUTSET_STATES:
+            if math.prod(card[u] for u in (*fixed, pick)) > settings.max_cutset_states:
                 return None
             fixed[pick] = 0
             continue
         if not fixed:
             return None
-        if compiled._KERNEL is not None:
+        if use_kernel:
             # a permutation of the nodes: the eliminated ones in the Python order, then the rest
             rank = {v: k for k, v in enumerate(order)}
             for v in theta.nodes:
@@ -154,19 +150,22 @@ def _conditioned_term(theta: Theta, nodes: tuple[str, ...], member: int, max_tab
 
 
 def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
-                       deadline: float | None = None) -> tuple[np.ndarray, int] | None:
+                       deadline: float | None = None, *, use_kernel: bool = True,
+                       settings: EngineSettings = DEFAULT_SETTINGS,
+                       ) -> tuple[np.ndarray, int, bool] | None:
     """``P(phi_nodes)`` for a query no elimination order fits ``max_table``: conditioning on
     a cutset (Pearl 1986) trades memory for time, ``P(nodes) = sum over states c of the
     cutset C of P(nodes, C = c)``, each term an elimination with ``C`` fixed.
 
-    The cutset (:func:`_cutset`) has at most :data:`MAX_CUTSET_STATES` states, and its terms
-    build at most :data:`MAX_CUTSET_WORK` (:data:`MAX_CUTSET_KERNEL_WORK`) table entries in
-    all, both priced before any arithmetic. Every term is checked for underflow (the compiled
+    The cutset (:func:`_cutset`) has at most ``settings.max_cutset_states`` states, and its
+    terms build at most ``settings.max_cutset_work`` (``max_cutset_kernel_work`` in the
+    kernel, used only with ``use_kernel``) table entries in all, both priced before any
+    arithmetic. Every term is checked for underflow (the compiled
     kernel's IEEE flag, or numpy's ufuncs under ``numpy.errstate(under="raise")`` with
     subnormals kept), so float64 is trusted at any magnitude; the sum of non-negative terms
-    cannot underflow. Returns the
-    joint and the number of terms summed (for the rounding bound), or None when no such
-    cutset fits or an operation underflowed.
+    cannot underflow. Returns the joint, the number of terms summed (for the rounding bound)
+    and whether the kernel computed them, or None when no such cutset fits or an operation
+    underflowed.
 
     Raises
     ------
@@ -174,13 +173,15 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
         When ``deadline`` (``time.monotonic()``) passes: while the cutset is searched (each
     pricing sees it), between two terms or during one.
     """
-    cutset = _cutset(theta, nodes, member, max_table, deadline)
+    cutset = _cutset(theta, nodes, member, max_table, deadline, use_kernel=use_kernel,
+                     settings=settings)
     if cutset is None or not (cutset.kernel or subnormals_kept()):
         return None
     cutset = cutset._replace(deadline=deadline)
     card = theta.cardinality
     n_terms = math.prod(card[u] for u in cutset.fixed)
-    if cutset.work * n_terms > (MAX_CUTSET_KERNEL_WORK if cutset.kernel else MAX_CUTSET_WORK):
+    if cutset.work * n_terms > (settings.max_cutset_kernel_work if cutset.kernel
+                                else settings.max_cutset_work):
         return None
     total: np.ndarray | None = None
     for done, states in enumerate(np.ndindex(*(card[u] for u in cutset.fixed))):
@@ -193,4 +194,4 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
             return None
         total = term if total is None else total + term
     assert total is not None
-    return total, n_terms
+    return total, n_terms, cutset.kernel

@@ -10,13 +10,9 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.model.network import Theta
-
-#: Largest intermediate table (entries) of the exact-integer fallback: Python integers cost far
-#: more than floats, so it refuses sooner (the planner then bounds or skips the quilt, which
-#: only adds noise).
-EXACT_MAX_TABLE = 2**16
 
 
 def _exact_tables(theta: Theta, member: int, nodes: Iterable[str]) -> dict[str, Any]:
@@ -45,15 +41,16 @@ def _exact_tables(theta: Theta, member: int, nodes: Iterable[str]) -> dict[str, 
 
 
 def _exact_joint(theta: Theta, nodes: tuple[str, ...], member: int,
-                 max_table: int) -> tuple[np.ndarray, int]:
+                 max_table: int, limit: int = DEFAULT_SETTINGS.exact_max_table,
+                 ) -> tuple[np.ndarray, int]:
     """``P(phi_nodes)`` exactly, as integers ``J`` and an exponent ``E``: ``P = J * 2**E``.
 
     Variable elimination on the integer tables of :func:`_exact_tables`; each CPD of the
     ancestral set is multiplied in exactly once, so the exponents add up. Intermediates are
-    limited to :data:`EXACT_MAX_TABLE` entries (and ``max_table``).
+    limited to ``limit`` entries (:attr:`EngineSettings.exact_max_table`) and ``max_table``.
     """
     anc = theta.ancestral_set(nodes)
-    limit = min(max_table, EXACT_MAX_TABLE)
+    limit = min(max_table, limit)
     # Price the order first: a query too large is refused before any big-integer arithmetic
     # (which took seconds to minutes a refusal on diabetes); the same order, same refusals.
     _eliminate(theta, nodes, anc, member, limit, price_only=True)

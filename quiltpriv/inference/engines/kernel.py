@@ -14,12 +14,14 @@ import numpy as np
 from quiltpriv.inference import compiled
 from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.compiled import _KERNEL_NO_FIT, _budget
-from quiltpriv.inference.engines.bucket import _folded_factors
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
+from quiltpriv.inference.engines.bucket import _fold_key, _folded_factors
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
 from quiltpriv.model.network import Theta
 
 
-def _kernel_network(theta: Theta, member: int, folded: bool = True) -> Any:
+def _kernel_network(theta: Theta, member: int, folded: bool = True,
+                    settings: EngineSettings = DEFAULT_SETTINGS) -> Any:
     """The compiled kernel's copy of one member (cached): the tables it reads and an order.
 
     The kernel holds the arrays' buffers (no copy): each CPD with axes ``(v, *parents)``, and
@@ -28,17 +30,23 @@ def _kernel_network(theta: Theta, member: int, folded: bool = True) -> Any:
     downwards, which suits ancestral sets). The kernel prices greedy orders of each query's
     own; the global min-weight order of the Python path won no more often than this one on
     the bundled networks and costs 11 ms to compute on munin, so the kernel does without it.
+    The folds depend on ``settings`` (``fold_limit``, ``safe_log2_floor``).
     """
     cache = InferenceCache.of(theta)
-    nets = cache.kernel if folded else cache.kernel_unfolded
-    net = nets.get(member)
+    if folded:
+        key: Any = (member, *_fold_key(settings))
+        nets: Any = cache.kernel
+    else:
+        key, nets = member, cache.kernel_unfolded
+    net = nets.get(key)
     if net is None:
         parents = parent_indices(theta)
         cpds = theta.members[member]
         base = [((v, *ups), np.ascontiguousarray(cpds[name].table, dtype=np.float64), ups)
                 for v, (name, ups) in enumerate(zip(theta.nodes, parents, strict=True))]
-        folds = _folded_factors(theta, member) if folded else (None,) * len(theta.nodes)
-        net = nets[member] = compiled._KERNEL.Network(
+        folds = (_folded_factors(theta, member, settings) if folded
+                 else (None,) * len(theta.nodes))
+        net = nets[key] = compiled._KERNEL.Network(
             cardinalities(theta), range(len(theta.nodes)), base,
             [None if f is None else
              (tuple(f[0]), f[1], np.ascontiguousarray(f[2], dtype=np.float64), f[3])
@@ -47,7 +55,8 @@ def _kernel_network(theta: Theta, member: int, folded: bool = True) -> Any:
 
 
 def _kernel_call(theta: Theta, member: int, method: str, *args: Any,
-                 deadline: float | None = None) -> Any:
+                 deadline: float | None = None,
+                 settings: EngineSettings = DEFAULT_SETTINGS) -> Any:
     """``Network.joint`` or ``Network.influence`` of the member's kernel network; where no
     order fits, again without folded CPDs.
 
@@ -61,10 +70,10 @@ def _kernel_call(theta: Theta, member: int, method: str, *args: Any,
     """
     if deadline is not None:
         args = (*args, 0, _budget(deadline))  # mode 0 (the cheapest order), the budget
-    found = getattr(_kernel_network(theta, member), method)(*args)
+    found = getattr(_kernel_network(theta, member, True, settings), method)(*args)
     if (found is None or found == _KERNEL_NO_FIT) and any(
-            f is not None for f in _folded_factors(theta, member)):
+            f is not None for f in _folded_factors(theta, member, settings)):
         if deadline is not None:
             args = (*args[:-1], _budget(deadline))
-        found = getattr(_kernel_network(theta, member, folded=False), method)(*args)
+        found = getattr(_kernel_network(theta, member, False, settings), method)(*args)
     return found

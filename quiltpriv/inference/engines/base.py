@@ -1,0 +1,153 @@
+"""The engine interface: which engine computes a joint, and the settings every engine reads.
+
+An *engine* computes the exact joint marginal ``P(phi_nodes)`` of a query on one member of
+Theta. The public functions that compute joints and influences
+(:func:`quiltpriv.inference.influence.joint_marginal`,
+:func:`~quiltpriv.inference.influence.max_influence`,
+:func:`~quiltpriv.inference.influence.influence_upper_bound`) take ``engine=`` (one of
+:data:`ENGINES`) and ``settings=`` (an :class:`EngineSettings`), and every
+:class:`~quiltpriv.inference.result.Influence` records which engine answered.
+
+========================  =====================================================================
+``engine=``               what runs
+========================  =====================================================================
+``"auto"`` (default)      ``"kernel"`` when the compiled kernel is loaded
+                          (:func:`~quiltpriv.inference.compiled.compiled_kernel`), else
+                          ``"python"``
+``"kernel"``              bucket elimination and Definition 8 in the compiled kernel
+                          (:mod:`quiltpriv.inference.engines.kernel`), in the cheapest of its
+                          priced orders; refused (ParameterError) when the kernel is not loaded
+``"python"``              bucket elimination in numpy (:mod:`quiltpriv.inference.engines.bucket`)
+``"elimination"``         variable elimination in a greedy min-size order of the query's own
+                          (:mod:`quiltpriv.inference.engines.elimination`)
+``"junction_tree"``       the member's calibrated junction tree
+                          (:mod:`quiltpriv.inference.junction_tree`), elimination where the
+                          tree is too large
+``"exact"``               exact integer elimination (:mod:`quiltpriv.inference.engines.exact`)
+                          for every floating-point member, whatever its magnitudes
+========================  =====================================================================
+
+Every engine is exact; they differ in speed and rounding only. Where float64 could have
+underflowed, the float engines hand the query to ``"exact"``, and ``"kernel"`` and ``"python"``
+condition a query no order fits on a small cutset
+(:mod:`quiltpriv.inference.engines.cutset`) before refusing it; the result then names the
+engine that answered (``"exact"``, ``"cutset+kernel"``, ``"cutset+python"``).
+``QUILTPRIV_NO_KERNEL=1`` in the environment keeps the kernel from loading, so ``"auto"`` is
+``"python"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from quiltpriv.errors import ParameterError
+
+__all__ = ["DEFAULT_SETTINGS", "ENGINES", "EngineName", "EngineSettings", "check_engine",
+           "check_settings"]
+
+#: The engines a caller may ask for (see the module text).
+EngineName = Literal["auto", "kernel", "python", "elimination", "junction_tree", "exact"]
+ENGINES: tuple[EngineName, ...] = (
+    "auto", "kernel", "python", "elimination", "junction_tree", "exact")
+
+#: The least ``safe_log2_floor``: ``2**-1000`` is 22 binary orders above the subnormal range
+#: (which starts at ``2**-1022``), the margin that absorbs the rounding of the products.
+LEAST_SAFE_LOG2_FLOOR = -1000
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The tuning of the engines: each field trades time for memory or speed, none changes a
+    result beyond rounding, and none can make float64 trusted where it could underflow.
+
+    Parameters
+    ----------
+    bucket_limit : int
+        ``"python"``: a query whose bucket elimination in the network's global order would
+        build a table above this many entries is redone in a greedy order of its own (measured
+        on the bundled networks: the restricted global order is cheapest for most queries, but
+        on some munin queries it builds tables the query-specific order avoids).
+    greedy_from : int
+        ``"python"``: queries with at least this many (folded) factors are ordered greedily
+        from the start (andes: slowest query 5x -> 11x faster than pgmpy; smaller networks:
+        unchanged).
+    merge_limit : int
+        ``"python"``: consecutive elimination steps whose intermediate feeds the next step are
+        done in one einsum while their product has at most this many entries. It also bounds
+        the terms one step sums, so the rounding bound grows with it.
+    fold_limit : int
+        Largest table (entries, counting the summed-out variable) a per-Theta fold of private
+        ancestors into their child's CPD may build (``"python"`` and ``"kernel"``).
+    small_joint : int
+        Joint tables up to this many entries take the pure-Python path of Definition 8 (a
+        dozen numpy calls on a tiny array cost more than the loop); without the kernel only.
+    exact_max_table : int
+        Largest intermediate table (entries) of ``"exact"``: Python integers cost far more
+        than floats, so it refuses sooner (the planner then bounds or skips the quilt, which
+        only adds noise).
+    max_cutset_states : int
+        Most joint states of the cutset a query no order fits is conditioned on (each one
+        elimination).
+    max_cutset_work : int
+        Most table entries the conditioned eliminations may build in all, by the Python order
+        (``2**31``: about 20 s of numpy on the 2-core test machine).
+    max_cutset_kernel_work : int
+        The same by the compiled kernel (``2**34``: 20-35 s there, measured at 1.1-2 ns an
+        entry on diabetes).
+    safe_log2_floor : int
+        float64 is trusted without the kernel's IEEE flag only where the product of the least
+        positive CPD entries of the query's ancestral set is at least ``2**safe_log2_floor``.
+        At least :data:`LEAST_SAFE_LOG2_FLOOR` (-1000): it may be raised (more queries computed
+        in exact integers), never lowered.
+    """
+
+    bucket_limit: int = 2**16
+    greedy_from: int = 30
+    merge_limit: int = 256
+    fold_limit: int = 2**12
+    small_joint: int = 32
+    exact_max_table: int = 2**16
+    max_cutset_states: int = 256
+    max_cutset_work: int = 2**31
+    max_cutset_kernel_work: int = 2**34
+    safe_log2_floor: int = LEAST_SAFE_LOG2_FLOOR
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value) is not int:
+                raise ParameterError(f"EngineSettings.{f.name} must be an int, got {value!r}")
+            if f.name != "safe_log2_floor" and value < 0:
+                raise ParameterError(
+                    f"EngineSettings.{f.name} must be non-negative, got {value!r}")
+        if self.safe_log2_floor < LEAST_SAFE_LOG2_FLOOR:
+            raise ParameterError(
+                f"EngineSettings.safe_log2_floor must be at least {LEAST_SAFE_LOG2_FLOOR} (a "
+                f"lower floor could trust float64 where it underflows); got "
+                f"{self.safe_log2_floor}")
+
+
+#: The settings used when none are given.
+DEFAULT_SETTINGS = EngineSettings()
+
+
+def check_engine(engine: object) -> EngineName:
+    """``engine`` if it names an engine of :data:`ENGINES`, else ParameterError.
+
+    ``engine`` is untrusted (any object): this is the check that makes it an engine name.
+    """
+    for name in ENGINES:
+        if engine == name and isinstance(engine, str):
+            return name
+    raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+
+def check_settings(settings: object) -> EngineSettings:
+    """``settings``, or :data:`DEFAULT_SETTINGS` for None; ParameterError for anything else."""
+    if settings is None:
+        return DEFAULT_SETTINGS
+    if not isinstance(settings, EngineSettings):
+        raise ParameterError(
+            f"settings must be an EngineSettings, got {type(settings).__name__}")
+    return settings

@@ -1,0 +1,140 @@
+"""The engine interface: ``engine=`` chooses who computes a joint, the result says who did, and
+the tuning is an :class:`EngineSettings` (checked; it can never loosen the underflow bound).
+
+Every engine is compared with the brute-force joint of tests/reference.py on random networks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import reference as ref
+
+import quiltpriv as qp
+from quiltpriv.inference import compiled
+from quiltpriv.inference.engines.base import (
+    DEFAULT_SETTINGS,
+    ENGINES,
+    LEAST_SAFE_LOG2_FLOOR,
+    EngineSettings,
+    check_engine,
+)
+from quiltpriv.inference.influence import influence_upper_bound, max_influence
+
+KERNEL = compiled._KERNEL is not None
+RUNNABLE = [e for e in ENGINES if e != "kernel" or KERNEL]
+
+
+@pytest.mark.parametrize("engine", RUNNABLE)
+@pytest.mark.parametrize("seed", range(6))
+def test_every_engine_gives_the_joint_and_says_so(seed, engine):
+    net = ref.random_network(15_100 + seed, min_nodes=3, max_nodes=10)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(seed)
+    expected = {"auto": "kernel" if KERNEL else "python"}.get(engine, engine)
+    for nodes in ref.random_node_sets(net.nodes, rng, 5):
+        got = qp.joint_marginal(theta, nodes, engine=engine)
+        want = ref.marginal(net, joint, nodes)
+        np.testing.assert_array_equal(got == 0, want == 0)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(nodes))
+        if len(nodes) < 2:
+            continue
+        found = max_influence(theta, nodes[0], nodes[1:], engine=engine)
+        want_e = max(ref.influence_from_joint(ref.marginal(net, ref.full_joint(net, m), nodes))
+                     for m in range(len(net.members)))
+        if math.isinf(want_e):
+            assert math.isinf(found.value)
+        else:
+            assert want_e - 1e-12 <= found.value <= want_e + 2e-10 * (1 + want_e)
+        # the bucket engines may hand a query no order fits to elimination; not at this size
+        assert found.engine == expected, (nodes, found.engine)
+        assert found.arithmetic == ("exact" if engine == "exact" else "float64")
+
+
+def test_an_empty_quilt_computes_nothing():
+    theta = qp.load_model("student:theta")
+    found = max_influence(theta, theta.nodes[0], [])
+    assert found.value == 0.0 and found.engine is None
+
+
+def test_engines_do_not_share_cached_answers():
+    theta = ref.random_network(15_200, n_nodes=8).to_theta()
+    node, quilt = theta.nodes[-1], theta.nodes[:2]
+    answered = {max_influence(theta, node, quilt, engine=e).engine
+                for e in ("python", "elimination", "exact")}
+    assert answered == {"python", "elimination", "exact"}
+
+
+def test_an_upper_bound_keeps_the_engine_and_arithmetic():
+    net = ref.random_network(15_300, n_nodes=9, edge_prob=0.5)
+    theta = net.to_theta()
+    node, quilt = theta.nodes[-1], theta.nodes[:-1]
+    exact = influence_upper_bound(theta, node, quilt, engine="exact")
+    theta = net.to_theta()  # a fresh cache: influences are cached whatever the table limit
+    assert exact.bound_via is None and (exact.engine, exact.arithmetic) == ("exact", "exact")
+    # a table limit the quilt's joint exceeds, its separator's does not: the bound answers
+    limit = math.prod(theta.cardinality[v] for v in quilt) // 2
+    try:
+        bound = influence_upper_bound(theta, node, quilt, engine="exact", max_table=limit)
+    except qp.InfluenceTooExpensive:
+        pytest.skip("the separator does not fit either")
+    assert bound.bound_via is not None and bound.value >= exact.value - 1e-12
+    assert (bound.engine, bound.arithmetic) == ("exact", "exact")
+
+
+def test_the_kernel_engine_is_refused_where_the_kernel_is_not_loaded(monkeypatch):
+    theta = qp.load_model("student:theta")
+    monkeypatch.setattr(compiled, "_KERNEL", None)
+    with pytest.raises(qp.ParameterError, match="compiled kernel"):
+        qp.joint_marginal(theta, theta.nodes[:2], engine="kernel")
+    # "auto" then means the pure-Python bucket elimination
+    assert max_influence(theta, theta.nodes[0], theta.nodes[1:2]).engine == "python"
+
+
+@pytest.mark.parametrize("bad", ["fast", "", None, 3, "Kernel", ["kernel"]])
+def test_an_unknown_engine_is_refused(bad):
+    theta = qp.load_model("student:theta")
+    with pytest.raises(qp.ParameterError, match="engine must be one of"):
+        qp.joint_marginal(theta, theta.nodes[:1], engine=bad)
+    with pytest.raises(qp.ParameterError):
+        check_engine(bad)
+
+
+def test_inference_and_engine_must_agree():
+    theta = qp.load_model("student:theta")
+    nodes = list(theta.nodes[:2])
+    want = qp.joint_marginal(theta, nodes, engine="elimination")
+    np.testing.assert_array_equal(qp.joint_marginal(theta, nodes, inference="elimination"), want)
+    np.testing.assert_array_equal(
+        qp.joint_marginal(theta, nodes, inference="elimination", engine="elimination"), want)
+    with pytest.raises(qp.ParameterError, match="disagree"):
+        qp.joint_marginal(theta, nodes, inference="junction_tree", engine="python")
+
+
+def test_settings_are_checked():
+    assert EngineSettings() == DEFAULT_SETTINGS
+    assert DEFAULT_SETTINGS.safe_log2_floor == LEAST_SAFE_LOG2_FLOOR == -1000
+    EngineSettings(safe_log2_floor=1)  # stricter: fine
+    with pytest.raises(qp.ParameterError, match="at least -1000"):
+        EngineSettings(safe_log2_floor=-1001)  # would trust float64 where it can underflow
+    for bad in ({"bucket_limit": -1}, {"merge_limit": 2.5}, {"fold_limit": True},
+                {"small_joint": "32"}):
+        with pytest.raises(qp.ParameterError):
+            EngineSettings(**bad)
+    theta = qp.load_model("student:theta")
+    with pytest.raises(qp.ParameterError, match="EngineSettings"):
+        qp.joint_marginal(theta, theta.nodes[:1], settings={"bucket_limit": 1})
+
+
+def test_a_raised_floor_sends_the_python_engine_to_exact_integers():
+    theta = ref.random_network(15_400, n_nodes=8).to_theta()
+    node, quilt = theta.nodes[-1], theta.nodes[:3]
+    loose = max_influence(theta, node, quilt, engine="python")
+    strict = max_influence(theta, node, quilt, engine="python",
+                           settings=EngineSettings(safe_log2_floor=1))
+    assert (loose.engine, loose.arithmetic) == ("python", "float64")
+    assert (strict.engine, strict.arithmetic) == ("exact", "exact")
+    assert strict.value == pytest.approx(loose.value, rel=1e-9, abs=1e-9)
