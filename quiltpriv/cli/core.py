@@ -34,6 +34,7 @@ from quiltpriv.frontend.options import (
 )
 from quiltpriv.graph.quilts import enumerate_quilts, trivial_quilt
 from quiltpriv.inference.influence import (
+    ENGINES,
     INFERENCE_METHODS,
     InfluenceTooExpensive,
     fmt_influence,
@@ -315,6 +316,7 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
                  max_memory=getattr(args, "max_memory", None), n_jobs=getattr(args, "jobs", None),
                  progress=len(sensitive) > 1 and sys.stderr.isatty(),
                  inference=getattr(args, "inference", "auto"),
+                 engine=getattr(args, "engine", "auto"),
                  list_sets={"yes": True, "no": False}.get(getattr(args, "list_sets", "auto")))
     if was_interrupted(p) and not partial_ok:
         raise KeyboardInterrupt
@@ -628,6 +630,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--inference", choices=INFERENCE_METHODS, default="auto",
                    help="how exact influences are computed (all exact and differing only "
                         "in rounding; default: auto, the fastest measured)")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="the engine that computes exact influences (all exact; default: "
+                        "auto, the compiled kernel when loaded); each attribute's "
+                        "explanation names the engine that answered")
     p.add_argument("--list-sets", choices=("auto", "yes", "no"), default="auto",
                    help="list each sensitive attribute's nearby and remote sets (auto: when "
                         "nodes x sensitive attributes <= 2^20 and nodes <= 2^16; otherwise "

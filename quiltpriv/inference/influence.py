@@ -83,6 +83,7 @@ from quiltpriv.inference.engines.base import (
     EngineSettings,
     check_engine,
     check_settings,
+    choose_engine,
 )
 from quiltpriv.inference.engines.bucket import _bucket_eliminate
 from quiltpriv.inference.engines.cutset import _conditioned_joint
@@ -117,9 +118,9 @@ from quiltpriv.utils.memory import table_limit
 __all__ = [
     "DEFAULT_MAX_TABLE", "DEFAULT_SETTINGS", "ENGINES", "EXACT", "FLOAT64", "INFERENCE_METHODS",
     "ROUNDING_MARGIN", "SAFE_LOG2_FLOOR", "EngineName", "EngineSettings", "InferenceMethod",
-    "Influence", "InfluenceTooExpensive", "check_engine", "check_inference", "compiled_kernel",
-    "elimination_work", "fmt_influence", "influence_html", "influence_upper_bound",
-    "joint_marginal", "max_influence", "subnormals_kept",
+    "Influence", "InfluenceTooExpensive", "check_engine", "check_inference", "choose_engine",
+    "compiled_kernel", "elimination_work", "fmt_influence", "influence_html",
+    "influence_upper_bound", "joint_marginal", "max_influence", "subnormals_kept",
 ]
 
 
@@ -146,20 +147,14 @@ def _resolve(engine: object, inference: object, settings: object,
     of the same name; ``engine="auto"`` is ``"kernel"`` when the kernel is loaded, else
     ``"python"``. ``engine="kernel"`` without the kernel is refused, never run in Python.
     """
-    name: str = check_engine(engine)
-    method = check_inference(inference)
-    if method != "auto":
-        if name not in ("auto", method):
-            raise ParameterError(f"inference={method!r} and engine={name!r} disagree "
-                                 "(inference= names an engine too: give engine= alone)")
-        name = method
+    name: str = choose_engine(engine, inference)
     if name == "auto":
         name = "kernel" if compiled._KERNEL is not None else "python"
     if name == "kernel" and compiled._KERNEL is None:
         raise ParameterError(
             "engine='kernel' needs the compiled kernel, which is not loaded here (not built, "
             "or QUILTPRIV_NO_KERNEL is set); use engine='auto' or 'python'")
-    method = "elimination" if name == "elimination" else (
+    method: InferenceMethod = "elimination" if name == "elimination" else (
         "junction_tree" if name == "junction_tree" else "auto")
     return _Run(name, method, check_settings(settings), deadline)
 

@@ -30,6 +30,9 @@ class Influence:
         None when exact; else the separator whose exact influence bounds this one.
     arithmetic : {"float64", "exact"}
         How the joints were computed.
+    engine : str or None
+        The engine(s) that answered (``engine=`` of :func:`~quiltpriv.max_influence`); None
+        for an empty quilt.
 
     Examples
     --------
@@ -37,6 +40,8 @@ class Influence:
     >>> influence = qp.max_influence(qp.load_model("chain"), "x01", ["x07"])
     >>> round(influence.value, 6), influence.pair, influence.exact
     (0.336478, ('0.2', '0.5'), True)
+    >>> qp.max_influence(qp.load_model("chain"), "x01", ["x07"], engine="exact").engine
+    'exact'
     """
 
     node: str

@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
+from quiltpriv.inference.engines.base import EngineName, choose_engine
 from quiltpriv.inference.influence import (
     ROUNDING_MARGIN,
     InferenceMethod,
     InfluenceTooExpensive,
-    check_inference,
 )
 from quiltpriv.mechanisms.apmqm import (
     Plan,
@@ -160,6 +160,10 @@ class AttributeCheck(JSONResult):
     influence_exact : bool
         False when the recomputed influence is the planner's upper bound (data-processing
         inequality), because the exact one is too expensive.
+    influence_engine : str or None
+        The engine that recomputed the influence (``Influence.engine``,
+        :mod:`quiltpriv.inference.engines.base`); None when not reached or nothing was
+        computed (an empty quilt).
     stated_sensitivity, sensitivity : float, float or None
         The plan's ``Delta_{A and N} F`` and the query's.
     stated_scale, scale : float, float or None
@@ -177,6 +181,7 @@ class AttributeCheck(JSONResult):
     stated_influence: float
     influence: float | None = None
     influence_exact: bool = True
+    influence_engine: str | None = None
     stated_sensitivity: float = 0.0
     sensitivity: float | None = None
     stated_scale: float = 0.0
@@ -277,6 +282,10 @@ class PlanVerification:
                              "-" if c.least_scale is None else fmt_number(c.least_scale),
                              "OK" if c.ok else "FAILED"))
             lines += text_table(header, rows)
+            engines = sorted({c.influence_engine for c in self.attributes
+                              if c.influence_engine is not None})
+            if engines:
+                lines.append(f"influences recomputed by the engine(s) {', '.join(engines)}")
             for c in self.attributes:
                 if not c.ok:
                     lines.append(f"{c.node}: FAILED: {c.reason}")
@@ -309,7 +318,7 @@ def _protected(p: Plan) -> str:
 
 
 def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
-                     max_table: int, inference: InferenceMethod,
+                     max_table: int, engine: EngineName,
                      context: PlanningContext) -> AttributeCheck:
     """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, as the
     planner computes them for a plan of this size (``context``)."""
@@ -332,7 +341,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     except InfluenceTooExpensive as exc:
         return fail(f"the influence of Q = {fmt_set(sp.quilt)} cannot be recomputed within "
                     f"max_table = {max_table}: {exc}")
-    found.update(influence=infl.value, influence_exact=infl.exact)
+    found.update(influence=infl.value, influence_exact=infl.exact,
+                 influence_engine=infl.engine)
     if sp.influence < infl.value - INFLUENCE_SLACK * max(1.0, infl.value):
         what = "exact" if infl.exact else "an upper bound (the exact value is too expensive)"
         return fail(f"it states influence e(Q|{node}) = {sp.influence:.17g}, below the "
@@ -440,7 +450,8 @@ def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
 def check_plan(plan: Plan, theta: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                max_table: int | None = None, inference: InferenceMethod = "auto",
-               max_memory: int | str | None = None) -> PlanVerification:
+               max_memory: int | str | None = None,
+               engine: EngineName = "auto") -> PlanVerification:
     """Verify ``plan`` against ``theta`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
@@ -463,7 +474,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
         Attributes the plan must protect (it may protect more).
     epsilon : float, optional
         The privacy the plan must give: its epsilon must be at most this.
-    max_table, inference, max_memory
+    max_table, inference, max_memory, engine
         As in :func:`quiltpriv.plan` (how influences are recomputed).
 
     Returns
@@ -493,7 +504,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     check_query(query)
     max_table = table_limit(max_table, max_memory)
     theta = as_theta(theta)
-    inference = check_inference(inference)
+    engine = choose_engine(engine, inference)
     definition = query.to_dict()
 
     def verdict(kind: str | None, failure: str | None,
@@ -516,8 +527,8 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     rows = _time_series_rows(theta, query, plan, eps)
     if rows is None:
         context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
-                                   inference)
-        rows = tuple(_check_attribute(theta, query, sp, eps, max_table, inference, context)
+                                   engine=engine)
+        rows = tuple(_check_attribute(theta, query, sp, eps, max_table, engine, context)
                      for sp in plan.sensitive)
     for c in rows:
         if not c.ok:
@@ -616,7 +627,7 @@ def _summary_mismatch(plan: Plan) -> str | None:
 def verify_plan(plan: Plan, theta: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                 max_table: int | None = None, inference: InferenceMethod = "auto",
-                max_memory: int | str | None = None) -> Plan:
+                max_memory: int | str | None = None, engine: EngineName = "auto") -> Plan:
     """The plan, verified against ``theta`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
@@ -676,7 +687,7 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
     """
     return check_plan(plan, theta, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference,
-                      max_memory=max_memory).verified_plan()
+                      max_memory=max_memory, engine=engine).verified_plan()
 
 
 # -- another model -------------------------------------------------------------------------
@@ -751,7 +762,8 @@ class ModelComparison(JSONResult):
 @renamed_keywords(model="theta", plan_model="plan_theta")
 def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = None,
                    time_limit: float | None = 60.0,
-                   inference: InferenceMethod = "auto") -> ModelComparison:
+                   inference: InferenceMethod = "auto",
+                   engine: EngineName = "auto") -> ModelComparison:
     """What differs between ``plan``'s model and ``theta``, and whether its noise suffices.
 
     Re-plans the plan's query, sensitive attributes and epsilon under ``theta`` and compares
@@ -780,7 +792,7 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = No
         diff = model_diff(published, theta)
     try:
         replanned = make_plan(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon,
-                              time_limit=time_limit, inference=inference)
+                              time_limit=time_limit, inference=inference, engine=engine)
     except QuiltPrivError as exc:  # the model lacks an attribute the plan names, say
         return ModelComparison(diff, plan.scale, None, False, None, {}, str(exc))
     need = replanned.scale

@@ -19,7 +19,7 @@ from marks import fast_sample
 
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
-from quiltpriv.inference import compiled, definition8
+from quiltpriv.inference import definition8
 from quiltpriv.inference.engines import bucket, cutset, exact
 from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
@@ -319,14 +319,13 @@ def test_unknown_inference_method_is_refused():
         qp.plan(theta, qp.CountQuery(["height"], 10), "income", 1.0, inference="magic")
 
 
-def test_plans_agree_across_methods_on_bundled_models(kernel, monkeypatch):
-    if kernel == "python":  # the planner takes inference= only: switch the kernel off
-        monkeypatch.setattr(compiled, "_KERNEL", None)
+def test_plans_agree_across_methods_on_bundled_models(kernel):
     for name in ("student:theta", "example3", "chain"):
         theta = qp.load_model(name)
         attrs = list(theta.nodes[:3])
         q = qp.CountQuery(attrs, 100)
-        plans = [qp.plan(theta, q, theta.nodes, 1.0, inference=m) for m in METHODS]
+        plans = [qp.plan(theta, q, theta.nodes, 1.0, engine=kernel)]
+        plans += [qp.plan(theta, q, theta.nodes, 1.0, inference=m) for m in METHODS]
         for p in plans[1:]:
             for a, b in zip(plans[0].sensitive, p.sensitive, strict=True):
                 assert a.quilt == b.quilt and a.optimal and b.optimal

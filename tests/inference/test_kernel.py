@@ -169,13 +169,12 @@ def test_malformed_inputs_are_refused_not_crashed():
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_plans_are_the_same_with_and_without_the_kernel(seed, monkeypatch):
+def test_plans_are_the_same_with_and_without_the_kernel(seed):
     net = ref.random_network(13_000 + seed, min_nodes=5, max_nodes=12)
     nodes = list(net.nodes)
     query = qp.CountQuery(nodes[:3], 100)
-    with_kernel = qp.plan(net.to_theta(), query, nodes, 1.0)
-    monkeypatch.setattr(compiled, "_KERNEL", None)  # the planner takes no engine= (yet)
-    without = qp.plan(net.to_theta(), query, nodes, 1.0)
+    with_kernel = qp.plan(net.to_theta(), query, nodes, 1.0, engine="kernel")
+    without = qp.plan(net.to_theta(), query, nodes, 1.0, engine="python")
     for a, b in zip(with_kernel.sensitive, without.sensitive, strict=True):
         assert a.quilt == b.quilt and a.optimal and b.optimal, (seed, a.node)
         if math.isinf(a.scale):

@@ -42,9 +42,10 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.inference.methods import check_inference
 
 __all__ = ["DEFAULT_SETTINGS", "ENGINES", "EngineName", "EngineSettings", "check_engine",
-           "check_settings"]
+           "check_settings", "choose_engine"]
 
 #: The engines a caller may ask for (see the module text).
 EngineName = Literal["auto", "kernel", "python", "elimination", "junction_tree", "exact"]
@@ -141,6 +142,24 @@ def check_engine(engine: object) -> EngineName:
         if engine == name and isinstance(engine, str):
             return name
     raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+
+def choose_engine(engine: object, inference: object = "auto") -> EngineName:
+    """The engine named by ``engine=`` and the older ``inference=`` together; ParameterError
+    when either is not a name or they name different engines.
+
+    ``inference="elimination"`` and ``"junction_tree"`` name the engines of the same name;
+    ``"auto"`` (either) defers to the other. ``"auto"`` is returned unresolved: which engine it
+    is depends on whether the kernel is loaded where the work runs.
+    """
+    name = check_engine(engine)
+    method = check_inference(inference)
+    if method == "auto":
+        return name
+    if name not in ("auto", method):
+        raise ParameterError(f"inference={method!r} and engine={name!r} disagree "
+                             "(inference= names an engine too: give engine= alone)")
+    return method
 
 
 def check_settings(settings: object) -> EngineSettings:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from quiltpriv.inference.influence import InferenceMethod, Influence, check_inference
+from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.influence import InferenceMethod, Influence
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
 from quiltpriv.mechanisms.apmqm.plan_types import Plan, _nearby_query_attributes, _trusted
 from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
@@ -42,20 +43,22 @@ class PlanningContext:
     max_table : int
         Largest joint table an exact influence may build.
     inference : {"auto", "junction_tree", "elimination"}
-        How exact influences are computed.
+        How exact influences are computed (the older name of ``engine``).
+    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+        The engine that computes exact influences (:func:`quiltpriv.plan`).
     """
 
     def __init__(self, theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
-                 inference: InferenceMethod = "auto") -> None:
+                 inference: InferenceMethod = "auto", engine: EngineName = "auto") -> None:
         theta = check_theta(theta)
         check_query(query)
         sensitive = theta.check_sensitive(sensitive)
         theta.check_nodes(query.attributes, "query attribute")
         max_table = int(check_scalar(max_table, "max_table", integer=True, min_val=1))
-        inference = check_inference(inference)
+        engine = choose_engine(engine, inference)
         self._theta, self._query = theta, query
-        self._max_table, self._inference = max_table, inference
-        self._shared = _shared_context(theta, query, sensitive, max_table, inference)
+        self._max_table, self._engine = max_table, engine
+        self._shared = _shared_context(theta, query, sensitive, max_table, engine)
 
     @property
     def query_attributes(self) -> frozenset[str]:
@@ -102,7 +105,7 @@ class PlanningContext:
         candidate budget, sets not listed): ``optimal`` says whether its scale is proven least.
         """
         return _plan_node(self._theta, self._query, node, epsilon, self._max_table, None,
-                          self._inference, DEFAULT_MAX_CANDIDATES, self._shared,
+                          self._engine, DEFAULT_MAX_CANDIDATES, self._shared,
                           list_sets=False)[0]
 
     @staticmethod
@@ -117,6 +120,7 @@ class PlanningContext:
 
 
 def planning_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
-                     inference: InferenceMethod = "auto") -> PlanningContext:
+                     inference: InferenceMethod = "auto",
+                     engine: EngineName = "auto") -> PlanningContext:
     """The :class:`PlanningContext` of a plan of ``sensitive`` (see there)."""
-    return PlanningContext(theta, query, sensitive, max_table, inference)
+    return PlanningContext(theta, query, sensitive, max_table, inference, engine)

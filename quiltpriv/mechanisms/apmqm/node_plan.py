@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from quiltpriv.graph.quilts import Quilt, trivial_quilt
-from quiltpriv.inference.influence import InferenceMethod, check_inference, fmt_influence
+from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.influence import InferenceMethod, fmt_influence
 from quiltpriv.mechanisms.apmqm.search import (
     DEFAULT_MAX_CANDIDATES,
     _Search,
@@ -42,6 +43,7 @@ def plan_node(
     inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     max_memory: int | str | None = None,
+    engine: EngineName = "auto",
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
 
@@ -56,7 +58,7 @@ def plan_node(
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
     return _plan_node(theta, query, node, epsilon, table_limit(max_table, max_memory), deadline,
-                      check_inference(inference), _check_max_candidates(max_candidates))[0]
+                      choose_engine(engine, inference), _check_max_candidates(max_candidates))[0]
 
 
 def _check_max_candidates(max_candidates: object) -> int:
@@ -64,13 +66,13 @@ def _check_max_candidates(max_candidates: object) -> int:
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-               deadline: float | None, inference: InferenceMethod = "auto",
+               deadline: float | None, engine: EngineName = "auto",
                max_candidates: int = DEFAULT_MAX_CANDIDATES, shared: _Shared | None = None,
                list_sets: bool = True) -> tuple[SensitivePlan, bool]:
     """:func:`plan_node`, also saying whether the search was interrupted."""
     interrupted = False
     if shared is None:
-        shared = _Shared(theta, query, max_table, inference, False, deadline)
+        shared = _Shared(theta, query, max_table, engine, False, deadline)
     all_attrs, delta_all = shared.trivial_terms()
     scale_all = quilt_scale(delta_all, 0.0, eps)
     best = _Search(quilt=None, nearby_attributes=all_attrs,
@@ -78,7 +80,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
                    # the trivial quilt loses ties to Q = {}
                    key=candidate_key(scale_all, 0.0, (), theta) + (1,))
     try:
-        _search(theta, query, node, eps, best, max_table, deadline, inference, max_candidates,
+        _search(theta, query, node, eps, best, max_table, deadline, engine, max_candidates,
                 shared)
     except KeyboardInterrupt:
         interrupted = True
@@ -88,7 +90,8 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     full = shared.partition(node, best.quilt) if list_sets else None
     explanation = _explain(theta, query, node, best.quilt, full, best.nearby_attributes,
                            best.e, best.delta, best.scale, eps, best.member, best.pair,
-                           best.optimal, best.reasons, best.via, best.arithmetic)
+                           best.optimal, best.reasons, best.via, best.arithmetic,
+                           best.engine, engine)
     return SensitivePlan(
         node=node, quilt=best.quilt or (), nearby=None if full is None else full.nearby,
         remote=None if full is None else full.remote,
@@ -130,9 +133,12 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
              full: Quilt | None, a_n: tuple[str, ...], e: float, delta: float, scale: float,
              eps: float, member: str | None, pair: Any, optimal: bool,
              reasons: list[str], via: tuple[str, ...] | None = None,
-             arithmetic: str = "float64") -> str:
+             arithmetic: str = "float64", engine: str | None = None,
+             asked: str = "auto") -> str:
     """One paragraph on the chosen quilt ``q`` (None: trivial); ``full`` is its listed
-    partition, or None in a plan too large to list it (then ``R`` is named, not listed)."""
+    partition, or None in a plan too large to list it (then ``R`` is named, not listed).
+    ``engine`` is the engine that computed the influence (``Influence.engine``), ``asked`` the
+    one the caller asked for (``engine=``)."""
     if q is None or (not q and full is not None and full.is_trivial):
         # Q = {} with R = {} is the trivial quilt itself
         text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
@@ -156,7 +162,10 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
             infl = (f"max-influence e(Q|{node}) <= {_fmt(e)}, an UPPER BOUND (exact value "
                     f"too expensive): e(S|{node}) for the separator S = {_set(via)}")
         if arithmetic == "exact":
-            infl += " (computed in exact integer arithmetic, where float64 could not be trusted)"
+            infl += (" (computed in exact integer arithmetic, as asked)" if asked == "exact" else
+                     " (computed in exact integer arithmetic, where float64 could not be trusted)")
+        if engine is not None:
+            infl += f" (engine: {engine})"
         if delta == 0:
             cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
                     f"noise is needed for {node!r}")

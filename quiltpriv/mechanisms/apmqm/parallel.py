@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from quiltpriv.inference.influence import InferenceMethod
+from quiltpriv.inference.engines.base import EngineName
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node, _trivial_plan
 from quiltpriv.mechanisms.apmqm.plan_types import INTERRUPTED_NOTE
 from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
@@ -17,7 +17,7 @@ from quiltpriv.queries.query import Query
 
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
-                wall_deadline: float | None, inference: InferenceMethod,
+                wall_deadline: float | None, engine: EngineName,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES,
                 list_sets: bool = True) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
@@ -27,12 +27,12 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
     """
     deadline = (None if wall_deadline is None
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
-    return [_plan_node(theta, query, node, eps, max_table, deadline, inference, max_candidates,
+    return [_plan_node(theta, query, node, eps, max_table, deadline, engine, max_candidates,
                        None, list_sets)[0] for node in nodes]
 
 
 def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
-                   max_table: int, wall_deadline: float | None, inference: InferenceMethod,
+                   max_table: int, wall_deadline: float | None, engine: EngineName,
                    n_jobs: int, notes: list[str],
                    max_candidates: int = DEFAULT_MAX_CANDIDATES,
                    list_sets: bool = True,
@@ -62,7 +62,7 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
     stopped = False
     try:
         for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
-                                                 wall_deadline, inference, max_candidates,
+                                                 wall_deadline, engine, max_candidates,
                                                  list_sets)
                             for b in batches):
             by_node.update((sp.node, sp) for sp in batch)

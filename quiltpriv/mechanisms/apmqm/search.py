@@ -18,7 +18,8 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.graph.quilts import least_influence_quilt, moral_ancestral_graph
-from quiltpriv.inference.influence import InferenceMethod, InfluenceTooExpensive, joint_marginal
+from quiltpriv.inference.engines.base import EngineName
+from quiltpriv.inference.influence import InfluenceTooExpensive, joint_marginal
 from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.plan_status import PlanStatus, worse
@@ -97,6 +98,7 @@ class _Search:
     pair: Any = None
     via: tuple[str, ...] | None = None
     arithmetic: str = "float64"
+    engine: str | None = None
     considered: int = 1
     optimal: bool = True
     reasons: list[str] = field(default_factory=list)
@@ -147,11 +149,11 @@ class _Candidates:
     """
 
     def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
-                 max_table: int, deadline: float | None, inference: InferenceMethod,
+                 max_table: int, deadline: float | None, engine: EngineName,
                  max_candidates: int, shared: _Shared) -> None:
         self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
         self.shared = shared
-        self.max_table, self.deadline, self.inference = max_table, deadline, inference
+        self.max_table, self.deadline, self.engine = max_table, deadline, engine
         self.max_candidates = max_candidates
         self.attrs = frozenset(query.attributes)
         self.memo: dict[tuple[str, ...], float | None] = {}
@@ -217,20 +219,21 @@ class _Candidates:
             best.nearby_attributes = near
             best.via = infl.bound_via
             best.arithmetic = infl.arithmetic
+            best.engine = infl.engine
             best.member = theta.names[infl.member] if infl.member is not None else None
             best.pair = infl.pair
         return floor
 
 
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
-            max_table: int, deadline: float | None, inference: InferenceMethod,
+            max_table: int, deadline: float | None, engine: EngineName,
             max_candidates: int, shared: _Shared) -> None:
     """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
 
     ``T = {}`` (the quilt ``Q = {}``) first; then, by the query's sensitivity structure, the
     one other candidate an all-or-nothing sensitivity needs, or a branch and bound.
     """
-    ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, inference,
+    ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, engine,
                       max_candidates, shared)
     try:
         ctx.evaluate(frozenset(), 0.0)  # first: after the deadline it stops here, in O(1)
@@ -470,7 +473,7 @@ class _PairBound:
             return
         valid = []
         for m in range(len(theta.members)):
-            p_i = joint_marginal(theta, (node,), m, inference=ctx.inference)
+            p_i = joint_marginal(theta, (node,), m, engine=ctx.engine)
             valid.append(np.flatnonzero(p_i > 0))
         for j in items:
             q = least_influence_quilt(theta, node, {j})
@@ -481,7 +484,7 @@ class _PairBound:
                     continue
                 try:
                     joint = joint_marginal(theta, (node, *q), m, max_table=ctx.max_table,
-                                           inference=ctx.inference)
+                                           engine=ctx.engine)
                 except InfluenceTooExpensive:
                     parts.append(np.zeros(len(ok) * (len(ok) - 1)))  # L_p >= 0 always
                     continue

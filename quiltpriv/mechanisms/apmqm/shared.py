@@ -22,8 +22,8 @@ from quiltpriv.inference.attribute_joints import (
     joint_influence,
     propagation_work,
 )
+from quiltpriv.inference.engines.base import EngineName
 from quiltpriv.inference.influence import (
-    InferenceMethod,
     Influence,
     elimination_work,
     influence_upper_bound,
@@ -82,10 +82,10 @@ class _Shared:
     """
 
     def __init__(self, theta: Theta, query: Query, max_table: int,
-                 inference: InferenceMethod, shared: bool,
+                 engine: EngineName, shared: bool,
                  deadline: float | None = None, progress: bool = False,
                  sensitive: Sequence[str] = (), cancel: CancelToken | None = None) -> None:
-        self.theta, self.max_table, self.inference = theta, max_table, inference
+        self.theta, self.max_table, self.engine = theta, max_table, engine
         self.deadline, self.progress = deadline, progress
         self.cancel = cancel
         self.sensitive = theta.sort(sensitive)
@@ -94,7 +94,7 @@ class _Shared:
         self._trivial: tuple[tuple[str, ...], float] | None = None
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
-        self._tried = not (shared and inference == "auto")
+        self._tried = not (shared and engine == "auto")
         # the partitions computed for the node being searched (walking alone), reused when
         # the chosen quilt is listed
         self._walked: dict[tuple[str, ...], Quilt] = {}
@@ -148,7 +148,7 @@ class _Shared:
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
         return influence_upper_bound(self.theta, node, quilt, max_table=self.max_table,
-                                     inference=self.inference, deadline=self.deadline)
+                                     engine=self.engine, deadline=self.deadline)
 
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:
@@ -178,11 +178,11 @@ class _Shared:
 
 
 def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
-                   inference: InferenceMethod, deadline: float | None = None,
+                   engine: EngineName, deadline: float | None = None,
                    progress: bool = False, cancel: CancelToken | None = None) -> _Shared:
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
-    return _Shared(theta, query, max_table, inference,
+    return _Shared(theta, query, max_table, engine,
                    len(sensitive) >= SHARED_MIN_SENSITIVE
                    and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress,
                    sensitive, cancel)
