@@ -43,6 +43,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.definition8 import _influence_from_joint
+from quiltpriv.inference.factors import broadcast_shape, sum_to
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
     cardinalities,
@@ -346,27 +347,6 @@ def _meet(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     return tuple(u for u in a if u in sb)
 
 
-def _shape(sub: Sequence[int], full: Sequence[int], cards: Sequence[int],
-           batch: Sequence[int]) -> list[int]:
-    """A table's shape over the batch axes ``batch`` and ``sub`` (a subsequence of ``full``),
-    broadcastable over the tables of ``full``."""
-    shape = [*batch] + [1] * len(full)
-    j, off = 0, len(batch)
-    for k, u in enumerate(full):
-        if j < len(sub) and sub[j] == u:
-            shape[k + off] = cards[u]
-            j += 1
-    return shape
-
-
-def _sum_to(table: np.ndarray, vars_: Sequence[int], keep: Sequence[int],
-            n_batch: int) -> np.ndarray:
-    """Sum a table over every variable not in ``keep`` (the batch axes stay)."""
-    kept = set(keep)
-    axes = tuple(n_batch + k for k, u in enumerate(vars_) if u not in kept)
-    return table.sum(axis=axes) if axes else table
-
-
 def _propagate(structure: TreeStructure, cards: Sequence[int],
                cpds: tuple[tuple[tuple[int, ...], ...], tuple[np.ndarray, ...]],
                attrs: tuple[int, ...], chunk: Sequence[range], rooting: _Rooting,
@@ -395,15 +375,17 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
         batch = list(ones)
         batch[k] = len(chunk[k])
         ind = np.eye(cards[a])[chunk[k].start:chunk[k].stop]
-        ind = ind.reshape(_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
-        evidence.setdefault(c, []).append(ind.reshape(_shape((a,), cliques[c], cards, batch)))
+        ind = ind.reshape(broadcast_shape((a,), (a,), cards, batch)[:nb] + [cards[a]])
+        evidence.setdefault(c, []).append(
+            ind.reshape(broadcast_shape((a,), cliques[c], cards, batch)))
     scopes, tables = cpds
 
     def local(c: int) -> np.ndarray:
         """The clique's own table: its CPDs and evidence, batch axes in front."""
-        table = np.ones(_shape((), cliques[c], cards, ones))
+        table = np.ones(broadcast_shape((), cliques[c], cards, ones))
         for v in mine[c]:
-            table = table * tables[v].reshape(_shape(scopes[v], cliques[c], cards, ones))
+            table = table * tables[v].reshape(
+                broadcast_shape(scopes[v], cliques[c], cards, ones))
         for ind in evidence.get(c, ()):
             table = table * ind
         return table
@@ -411,7 +393,8 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
     def belief(c: int, msgs: Sequence[tuple[np.ndarray, Sequence[int]]]) -> np.ndarray:
         """The clique's table times ``msgs``, multiplied in place into one array of the
         final shape: one clique table with the full batch is held, not one per product."""
-        views = [m.reshape(_shape(sep, cliques[c], cards, m.shape[:nb])) for m, sep in msgs]
+        views = [m.reshape(broadcast_shape(sep, cliques[c], cards, m.shape[:nb]))
+                 for m, sep in msgs]
         first = local(c)
         acc = np.empty(np.broadcast_shapes(first.shape, *(v.shape for v in views)))
         acc[...] = first
@@ -435,7 +418,7 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
         if deadline is not None and time.monotonic() > deadline:
             raise _Late
         table = belief(c, [(up[k], seps[k]) for k in children[c]])  # type: ignore[misc]
-        up[c] = _sum_to(table, cliques[c], seps[c], nb)
+        up[c] = sum_to(table, cliques[c], seps[c], n_batch=nb)
     at = (slice(None), *(slice(r.start, r.stop) for r in chunk))
     homed: list[list[int]] = [[] for _ in cliques]
     for v in range(len(cards)):
@@ -450,14 +433,16 @@ def _propagate(structure: TreeStructure, cards: Sequence[int],
             down[c] = None
         table = belief(c, msgs)  # type: ignore[arg-type]
         for v in homed[c]:  # broadcast over the batch axes its marginal lacks
-            out[v][at] = np.moveaxis(_sum_to(table, cliques[c], (v,), nb), -1, 0)
+            out[v][at] = np.moveaxis(sum_to(table, cliques[c], (v,), n_batch=nb), -1, 0)
         for k in children[c]:
             msg = up[k]
             up[k] = None
             # what the rest of the tree tells k: the belief divided by k's own message
             # (0 / 0 := 0: where k's message is zero, so is every entry it multiplied)
-            new = _sum_to(table, cliques[c], seps[k], nb)
-            den = msg.reshape(_shape(seps[k], seps[k], cards, msg.shape[:nb]))  # type: ignore[union-attr]
+            new = sum_to(table, cliques[c], seps[k], n_batch=nb)
+            den = msg.reshape(  # type: ignore[union-attr]
+                broadcast_shape(seps[k], seps[k], cards,
+                                msg.shape[:nb]))  # type: ignore[union-attr]
             # in place: new has the full batch, den only the attributes below k (where den
             # is 0, new is 0 already and stays so)
             np.divide(new, den, out=new, where=den > 0)

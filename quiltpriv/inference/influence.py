@@ -68,33 +68,32 @@ from quiltpriv.inference.budget import (
     _late,
 )
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.compiled import (
-    _KERNEL_LATE,
-    _KERNEL_NO_FIT,
-    _KERNEL_OK,
-    _KERNEL_UNDERFLOW,
-    compiled_kernel,
-)
+from quiltpriv.inference.compiled import _KERNEL_LATE, compiled_kernel
 from quiltpriv.inference.definition8 import _influence_exact, _influence_from_joint
 from quiltpriv.inference.engines.base import (
     DEFAULT_SETTINGS,
     ENGINES,
+    Engine,
     EngineName,
     EngineSettings,
+    JointQuery,
     check_engine,
     check_settings,
     choose_engine,
 )
-from quiltpriv.inference.engines.bucket import _bucket_eliminate
+from quiltpriv.inference.engines.bucket import BucketEngine
 from quiltpriv.inference.engines.cutset import _conditioned_joint
 from quiltpriv.inference.engines.elimination import (
+    EliminationEngine,
     _eliminate,
     _eliminate_if_it_fits,
+    _python_float_joint,
     elimination_work,
 )
-from quiltpriv.inference.engines.exact import _exact_joint, _ints_to_float
-from quiltpriv.inference.engines.kernel import _kernel_call
-from quiltpriv.inference.junction_tree import TreeStepTooLarge, is_floating, junction_tree
+from quiltpriv.inference.engines.exact import ExactEngine, _exact_joint
+from quiltpriv.inference.engines.junction import JunctionTreeEngine
+from quiltpriv.inference.engines.kernel import KernelEngine, _kernel_call
+from quiltpriv.inference.junction_tree import is_floating
 from quiltpriv.inference.methods import (
     EXACT,
     FLOAT64,
@@ -104,12 +103,7 @@ from quiltpriv.inference.methods import (
 )
 from quiltpriv.inference.result import Influence, fmt_influence, influence_html
 from quiltpriv.inference.rounding import ROUNDING_MARGIN, _rounding_bound
-from quiltpriv.inference.underflow import (
-    SAFE_LOG2_FLOOR,
-    _float_safe,
-    _float_safe_for,
-    subnormals_kept,
-)
+from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe_for, subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.memory import table_limit
 
@@ -122,6 +116,12 @@ __all__ = [
     "compiled_kernel", "elimination_work", "fmt_influence", "influence_html",
     "influence_upper_bound", "joint_marginal", "max_influence", "subnormals_kept",
 ]
+
+
+#: One instance of each engine, by name (``engine=``; ``"auto"`` is resolved by
+#: :func:`_resolve`). Each implements :class:`~quiltpriv.inference.engines.base.Engine`.
+_ENGINES: dict[str, Engine] = {e.name: e for e in (
+    KernelEngine(), BucketEngine(), EliminationEngine(), JunctionTreeEngine(), ExactEngine())}
 
 
 class _Run(NamedTuple):
@@ -258,13 +258,13 @@ def joint_marginal(
 def _member_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
                   run: _Run) -> tuple[np.ndarray, str]:
     """:func:`joint_marginal` after validation, and the engine that answered."""
-    index = [theta.index[v] for v in nodes]
-    if not is_floating(theta, member):
-        return _joint(theta, nodes, index, member, max_table, run.inference,
-                      settings=run.settings)
+    if not is_floating(theta, member):  # exact rational tables: elimination, any engine
+        return _eliminate(theta, nodes, theta.ancestral_set(nodes), member,
+                          max_table), "elimination"
+    query = JointQuery(theta, nodes, member, max_table, run.settings)
     if run.engine != "exact":
         try:
-            found = _float_joint(theta, nodes, index, member, max_table, run)
+            found = _ENGINES[run.engine].joint(query)
         except InfluenceTooExpensive:
             if run.inference != "auto":
                 raise
@@ -277,58 +277,9 @@ def _member_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: 
         if found is not None:
             return found
     # float64 underflowed, or could: compute exactly, then round each entry once
-    ints, exponent = _exact_joint(theta, nodes, member, max_table,
-                                  run.settings.exact_max_table)
-    return _ints_to_float(ints, exponent), "exact"
-
-
-def _float_joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
-                 max_table: int, run: _Run) -> tuple[np.ndarray, str] | None:
-    """:func:`joint_marginal` of a floating member by one elimination (or the junction tree),
-    and the engine that answered; None where float64 underflowed or could have."""
-    floor = run.settings.safe_log2_floor
-    if run.engine == "kernel":
-        out = np.empty([theta.cardinality[v] for v in nodes])
-        code = _kernel_call(theta, member, "joint", index, out, max_table,
-                            settings=run.settings)
-        if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
-                                  and _float_safe_for(theta, member, nodes, run.inference,
-                                                      floor)):
-            return out, "kernel"
-        if code == _KERNEL_NO_FIT:
-            table = _python_float_joint(theta, nodes, member, max_table, floor=floor)
-            return None if table is None else (table, "elimination")
-        return None
-    if _float_safe_for(theta, member, nodes, run.inference, floor):
-        return _joint(theta, nodes, index, member, max_table, run.inference,
-                      settings=run.settings)
-    return None
-
-
-def _joint(theta: Theta, nodes: tuple[str, ...], index: list[int], member: int,
-           max_table: int, inference: InferenceMethod,
-           deadline: float | None = None,
-           settings: EngineSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, str]:
-    """:func:`joint_marginal` after validation (distinct, non-empty nodes, output in limit),
-    and the engine that answered; the eliminations see ``deadline`` (the junction tree, built
-    once per member, does not)."""
-    if inference == "junction_tree":
-        tree = junction_tree(theta, member)
-        if tree is not None:
-            try:
-                return tree.marginal(index, max_table), "junction_tree"
-            except TreeStepTooLarge:
-                pass  # variable elimination on the ancestral set may still fit
-    if inference == "auto" and is_floating(theta, member):
-        table = _bucket_eliminate(theta, index, member, min(max_table, settings.bucket_limit),
-                                  deadline=deadline, settings=settings)
-        if table is None:  # the global order suits this query badly: order it greedily
-            table = _bucket_eliminate(theta, index, member, max_table, greedy=True,
-                                      deadline=deadline, settings=settings)
-        if table is not None:
-            return table, "python"
-    return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table,
-                      deadline=deadline), "elimination"
+    exact = _ENGINES["exact"].joint(query)
+    assert exact is not None  # the exact engine always answers (or refuses)
+    return exact
 
 
 def max_influence(
@@ -506,28 +457,11 @@ def _unconditioned_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_t
             return None
         joint = _python_float_joint(theta, nodes, m, max_table, run.deadline, floor)
         return None if joint is None else (*_definition8(joint, run), 0, "elimination")
-    if not _float_safe_for(theta, m, nodes, run.inference, floor):
+    found = _ENGINES[run.engine].joint(JointQuery(theta, nodes, m, max_table, run.settings,
+                                                  run.deadline))
+    if found is None:
         return None
-    table, answered = _joint(theta, nodes, where, m, max_table, run.inference, run.deadline,
-                             run.settings)
-    return (*_definition8(table, run), 0, answered)
-
-
-def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
-                        max_table: int, deadline: float | None = None,
-                        floor: int = SAFE_LOG2_FLOOR) -> np.ndarray | None:
-    """``P(phi_nodes)`` by the Python order, for a query no order of the kernel fits; None where
-    float64 is not provably free of underflow (the caller then computes exactly).
-
-    The order is priced first, so that a query too large is refused at once, naming its
-    float64 limit (the exact path's smaller limit would refuse it too, less tellingly).
-    """
-    anc = theta.ancestral_set(nodes)
-    _eliminate(theta, nodes, anc, member, max_table, price_only=True, deadline=deadline)
-    if not (_float_safe(theta, member, theta.nodes, floor)
-            or _float_safe(theta, member, anc, floor)):
-        return None
-    return _eliminate(theta, nodes, anc, member, max_table, deadline=deadline)
+    return (*_definition8(found[0], run), 0, found[1])
 
 
 def influence_upper_bound(

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -46,22 +45,26 @@ import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.factors import (
+    MAX_VARIABLES,
+    broadcast,
+    product_sum,
+    scope_of,
+    sum_to,
+    to_order,
+)
+from quiltpriv.inference.orders import (  # the exceptions are this module's public names too
+    Elimination,
+    TreeDeadline,
+    TreeStepTooLarge,
+    greedy_elimination,
+)
 from quiltpriv.model.network import Theta, check_theta
 
 #: Largest total number of table entries (cliques plus separators) one calibrated tree may hold
 #: (8 bytes each: 2**26 entries is 512 MiB). Beyond it queries use variable elimination.
 DEFAULT_MAX_TREE = 2**26
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-class TreeStepTooLarge(Exception):
-    """A query step would exceed its table limit (the caller falls back or raises)."""
-
-
-class TreeDeadline(Exception):
-    """The deadline passed while a triangulation was being built (the caller gives up on
-    what needed it)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,17 +163,6 @@ def tree_structure(theta: Theta) -> TreeStructure:
     return InferenceCache.of(theta).junction_structure.set(structure)
 
 
-class _Elimination(NamedTuple):
-    """A greedy min-weight elimination of the moral graph."""
-
-    cliques: tuple[tuple[int, ...], ...]
-    """Per step, the eliminated variable with its neighbours at that time, sorted."""
-    variables: tuple[int, ...]
-    """The variable eliminated at each step."""
-    position: tuple[int, ...]
-    """Per variable, its step (the inverse of ``variables``)."""
-
-
 class _Absorbed(NamedTuple):
     """The elimination tree after non-maximal cliques were absorbed."""
 
@@ -235,9 +227,10 @@ def _build_tree_structure(card: Sequence[int], parents: Sequence[Sequence[int]],
                           fill: bool = False, max_weight: int | None = None,
                           deadline: float | None = None) -> TreeStructure:
     """The junction tree of a network given per node index its cardinality and parents
-    (:func:`_greedy_elimination` raises past ``max_weight`` or ``deadline``)."""
-    elimination = _greedy_elimination(card, _moral_adjacency(parents), fill, max_weight,
-                                      deadline)
+    (:func:`~quiltpriv.inference.orders.greedy_elimination` raises past ``max_weight`` or
+    ``deadline``)."""
+    elimination = greedy_elimination(card, _moral_adjacency(parents), fill, max_weight,
+                                     deadline)
     absorbed = _absorb_nonmaximal(elimination.cliques,
                                  _elimination_tree(elimination))
     tree = _rooted_tree(elimination.cliques, absorbed)
@@ -273,90 +266,7 @@ def _moral_adjacency(parents: Sequence[Sequence[int]]) -> list[set[int]]:
     return adj
 
 
-def _greedy_elimination(card: Sequence[int], adj: list[set[int]], fill: bool = False,
-                        max_weight: int | None = None,
-                        deadline: float | None = None) -> _Elimination:
-    """Eliminate every variable in a greedy order (``adj`` is consumed).
-
-    Min-weight by default: the weight is the product of the cardinalities of a variable and
-    its current neighbours. With ``fill``, min-fill: the number of fill-in edges first, then
-    the weight. Ties by node index. Both keys are kept incrementally (a fill-in edge
-    ``a - b`` changes the fill-in of ``a``, of ``b`` and of their common neighbours only; a
-    removed variable, that of its neighbours), with a heap whose outdated entries are skipped,
-    so each step costs set operations over the neighbourhoods it touches, not a sum over
-    every pair of neighbours of every neighbour.
-
-    Raises :class:`TreeStepTooLarge` as soon as a variable to eliminate next has a weight
-    above ``max_weight`` (its clique alone exceeds it), and :class:`TreeDeadline` when
-    ``deadline`` (``time.monotonic()``) passes.
-    """
-    n = len(adj)
-    weight = [card[v] * math.prod(card[u] for u in adj[v]) for v in range(n)]
-    missing = [_fill_in(adj, v) for v in range(n)] if fill else [0] * n
-
-    def key(v: int) -> tuple[int, int]:
-        return missing[v], weight[v]
-
-    heap = [(key(v), v) for v in range(n)]
-    heapq.heapify(heap)
-    eliminated = [False] * n
-    pos = [0] * n
-    elim_cliques: list[tuple[int, ...]] = []
-    elim_var: list[int] = []
-    while heap:
-        k, v = heapq.heappop(heap)
-        if eliminated[v] or k != key(v):  # outdated: a fresher entry of v is in the heap
-            continue
-        if max_weight is not None and weight[v] > max_weight:
-            raise TreeStepTooLarge(f"an elimination clique of {weight[v]} entries")
-        if deadline is not None and len(elim_var) % 16 == 0 and time.monotonic() > deadline:
-            raise TreeDeadline("the deadline passed while triangulating")
-        nb = adj[v]
-        pos[v] = len(elim_cliques)
-        elim_cliques.append(tuple(sorted((v, *nb))))
-        elim_var.append(v)
-        eliminated[v] = True
-        changed = set(nb)
-        members = list(nb)
-        for i, a in enumerate(members):  # fill-in: the neighbours become a clique
-            adj_a = adj[a]
-            for b in members[i + 1:]:
-                if b in adj_a:
-                    continue
-                adj_b = adj[b]
-                if fill:
-                    common = adj_a & adj_b
-                    for c in common:  # the pair (a, b) is no longer missing around c
-                        missing[c] -= 1
-                    missing[a] += len(adj_a) - len(common)
-                    missing[b] += len(adj_b) - len(common)
-                    changed |= common
-                adj_a.add(b)
-                adj_b.add(a)
-                weight[a] *= card[b]
-                weight[b] *= card[a]
-        for a in members:  # remove v: its neighbours lose the pairs (v, x), x not near v
-            adj_a = adj[a]
-            adj_a.discard(v)
-            weight[a] //= card[v]
-            if fill:
-                missing[a] -= len(adj_a) + 1 - len(members)
-        changed.discard(v)
-        for a in changed:
-            heapq.heappush(heap, (key(a), a))
-        adj[v] = set()
-    return _Elimination(tuple(elim_cliques), tuple(elim_var), tuple(pos))
-
-
-def _fill_in(adj: list[set[int]], v: int) -> int:
-    """Pairs of neighbours of ``v`` that are not adjacent (the edges eliminating it adds)."""
-    nb = adj[v]
-    degree = len(nb)
-    # each neighbour a is adjacent to |adj[a] & nb| others of them; pairs counted twice
-    return (degree * (degree - 1) - sum(len(adj[a] & nb) for a in nb)) // 2
-
-
-def _elimination_tree(elimination: _Elimination) -> list[int]:
+def _elimination_tree(elimination: Elimination) -> list[int]:
     """Per elimination clique, its parent in the elimination tree (``-1``: a root).
 
     The clique of v hangs below the clique of the first-eliminated of its other members (all
@@ -483,7 +393,7 @@ class JunctionTree:
         first = st.home[nodes[0]]
         for c in first:  # the smallest clique holding every node, if there is one
             if want.issubset(st.cliques[c]):
-                return _to_order(_sum_to(self.tables[c], st.cliques[c], want), st.cliques[c],
+                return to_order(sum_to(self.tables[c], st.cliques[c], want), st.cliques[c],
                                  nodes)
         return self._contract(nodes, want, max_table)
 
@@ -515,59 +425,27 @@ class JunctionTree:
         for c in visit:  # deepest first: every child is done before its parent
             clique = st.cliques[c]
             keep = {u for u in clique if u in want or u in needed[c]}
-            factor = _sum_to(self.tables[c], clique, keep)
+            factor = sum_to(self.tables[c], clique, keep)
             fvars = tuple(u for u in clique if u in keep)
             if c != top:
                 sep = st.separators[c]
                 factor = _divide(factor, fvars, self.sep_tables[c], sep)
-                out = set(sep) | (want & (keep | _vars(messages[c])))
+                out = set(sep) | (want & (keep | scope_of(messages[c])))
             else:
                 out = want
             if c != top and parent[c] not in in_tree:
                 raise AssertionError("Steiner subtree is not connected")
             result = _product_sum([(fvars, factor), *messages[c]], out, self.cards, max_table)
             if c == top:
-                return _to_order(result[1], result[0], nodes)
+                return to_order(result[1], result[0], nodes)
             messages[parent[c]].append(result)
         raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _vars(factors: list[tuple[tuple[int, ...], np.ndarray]]) -> set[int]:
-    out: set[int] = set()
-    for vs, _ in factors:
-        out.update(vs)
-    return out
-
-
-def _sum_to(table: np.ndarray, vars_: tuple[int, ...], keep: set[int]) -> np.ndarray:
-    """Sum ``table`` (axes ``vars_``) over every variable not in ``keep``."""
-    axes = tuple(k for k, u in enumerate(vars_) if u not in keep)
-    return table.sum(axis=axes) if axes else table
-
-
-def _to_order(table: np.ndarray, vars_: Sequence[int], nodes: Sequence[int]) -> np.ndarray:
-    """``table`` over ``vars_`` restricted to ``nodes`` (already summed), axes as ``nodes``."""
-    present = [u for u in vars_ if u in set(nodes)]
-    if len(present) != table.ndim:
-        table = _sum_to(table, tuple(vars_), set(nodes))
-    return np.transpose(table, [present.index(u) for u in nodes])
-
-
-def _broadcast(table: np.ndarray, sub: tuple[int, ...], full: tuple[int, ...]) -> np.ndarray:
-    """View ``table`` over ``sub`` (a subsequence of ``full``) broadcastable over ``full``."""
-    shape = [1] * len(full)
-    j = 0
-    for k, u in enumerate(full):
-        if j < len(sub) and sub[j] == u:
-            shape[k] = table.shape[j]
-            j += 1
-    return table.reshape(shape)
 
 
 def _divide(factor: np.ndarray, fvars: tuple[int, ...], sep_table: np.ndarray,
             sep: tuple[int, ...]) -> np.ndarray:
     """``factor / P(sep)`` with ``0 / 0 := 0`` (the separator is a subset of ``fvars``)."""
-    den = _broadcast(sep_table, sep, fvars)
+    den = broadcast(sep_table, sep, fvars)
     out = np.zeros(np.broadcast_shapes(factor.shape, den.shape))
     np.divide(factor, den, out=out, where=den > 0)
     return out
@@ -576,20 +454,17 @@ def _divide(factor: np.ndarray, fvars: tuple[int, ...], sep_table: np.ndarray,
 def _product_sum(factors: list[tuple[tuple[int, ...], np.ndarray]], out: set[int],
                  cards: tuple[int, ...], max_table: int) -> tuple[tuple[int, ...], np.ndarray]:
     """Multiply ``factors`` and sum out every variable not in ``out`` (one einsum)."""
-    every = sorted(_vars(factors))
+    every = sorted(scope_of(factors))
     if math.prod(cards[u] for u in every) > max_table:
         raise TreeStepTooLarge(f"a junction-tree step needs {math.prod(cards[u] for u in every)} "
                         f"entries (limit {max_table})")
-    if len(every) > len(_LETTERS):
-        raise TreeStepTooLarge("a junction-tree step involves over 52 variables")
-    letter = {u: _LETTERS[k] for k, u in enumerate(every)}
+    if len(every) > MAX_VARIABLES:
+        raise TreeStepTooLarge(f"a junction-tree step involves over {MAX_VARIABLES} variables")
     out_vars = tuple(u for u in every if u in out)
     if len(factors) == 1:
         vs, t = factors[0]
-        return out_vars, _sum_to(t, vs, out)
-    spec = ",".join("".join(letter[u] for u in vs) for vs, _ in factors)
-    spec += "->" + "".join(letter[u] for u in out_vars)
-    return out_vars, np.einsum(spec, *(t for _, t in factors), optimize=len(factors) > 2)
+        return out_vars, sum_to(t, vs, out)
+    return out_vars, product_sum(factors, every, out_vars, optimize=len(factors) > 2)
 
 
 def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTree:
@@ -603,16 +478,16 @@ def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTr
     pots = [np.ones(tuple(cards[u] for u in c)) for c in cliques]
     for v, (scope, table) in enumerate(zip(*sorted_tables(theta, member), strict=True)):
         c = structure.assign[v]
-        pots[c] = pots[c] * _broadcast(table, scope, cliques[c])
+        pots[c] = pots[c] * broadcast(table, scope, cliques[c])
     parent, seps = structure.parent, structure.separators
     old: list[np.ndarray] = [np.ones(())] * len(cliques)
     for c in reversed(structure.order):  # collect: children before parents
         p = parent[c]
         if p < 0:
             continue
-        msg = _sum_to(pots[c], cliques[c], set(seps[c]))
+        msg = sum_to(pots[c], cliques[c], set(seps[c]))
         old[c] = msg
-        pots[p] = pots[p] * _broadcast(msg, seps[c], cliques[p])
+        pots[p] = pots[p] * broadcast(msg, seps[c], cliques[p])
     root = structure.order[0]
     total = pots[root].sum()
     if not total > 0:
@@ -621,10 +496,10 @@ def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTr
     sep_tables: list[np.ndarray] = [np.ones(())] * len(cliques)
     for c in structure.order[1:]:  # distribute: parents before children
         p = parent[c]
-        new = _sum_to(pots[p], cliques[p], set(seps[c]))
+        new = sum_to(pots[p], cliques[p], set(seps[c]))
         ratio = np.zeros_like(new)
         np.divide(new, old[c], out=ratio, where=old[c] > 0)
-        pots[c] = pots[c] * _broadcast(ratio, seps[c], cliques[c])
+        pots[c] = pots[c] * broadcast(ratio, seps[c], cliques[c])
         sep_tables[c] = new
     return JunctionTree(structure=structure, cards=cards, tables=tuple(pots),
                         sep_tables=tuple(sep_tables))

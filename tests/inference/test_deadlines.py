@@ -16,17 +16,18 @@ import pytest
 import reference as ref
 
 import quiltpriv.inference.influence as infl
-from quiltpriv.inference import compiled
+from quiltpriv.inference import compiled, orders
 from quiltpriv.inference import junction_tree as jt
 from quiltpriv.inference.engines import kernel as kernel_engine
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
 
 
-def _reference_order(card, adj, fill):
+def _reference_order(card, adj, fill, keep=()):
     """Greedy elimination recomputing every key from scratch at every step (slow, obvious):
-    least (fill-in, weight, index), or (weight, index) without ``fill``."""
+    least (fill-in, weight, index), or (weight, index) without ``fill``; ``keep`` is never
+    eliminated."""
     adj = [set(a) for a in adj]
-    alive, order = set(range(len(adj))), []
+    alive, order = set(range(len(adj))) - set(keep), []
 
     def key(v):
         nb = sorted(adj[v])
@@ -54,9 +55,36 @@ def test_incremental_greedy_orders_equal_the_from_scratch_reference():
         for fill in (False, True):
             adj = jt._moral_adjacency(parents)
             want = _reference_order(card, adj, fill)
-            got = jt._greedy_elimination(card, [set(a) for a in adj], fill)
+            got = orders.greedy_elimination(card, [set(a) for a in adj], fill)
             assert list(got.variables) == want
             assert [got.position[v] for v in want] == list(range(n))
+            keep = rng.sample(range(n), rng.randint(0, min(n, 3)))
+            got = orders.greedy_elimination(card, [set(a) for a in adj], fill, keep=keep)
+            assert list(got.variables) == _reference_order(card, adj, fill, keep)
+
+
+def test_a_querys_greedy_rank_is_the_reference_order_on_its_factor_graph():
+    """The per-query order of the Python bucket engine is the same min-weight elimination, on
+    the factor graph of the query's ancestral set, with its nodes kept (sparse node indices)."""
+    rng = random.Random(6)
+    for _ in range(200):
+        n = rng.randint(2, 40)
+        card = [rng.randint(2, 4) for _ in range(n)]
+        used = sorted(rng.sample(range(n), rng.randint(1, n)))
+        scopes = [tuple(sorted(rng.sample(used, rng.randint(1, min(4, len(used))))))
+                  for _ in range(rng.randint(1, 12))]
+        keep = set(rng.sample(used, rng.randint(0, min(3, len(used)))))
+        rank, order = orders.greedy_rank([(sc, None, None) for sc in scopes], keep, card)
+        present = sorted({u for sc in scopes for u in sc})
+        local = {u: k for k, u in enumerate(present)}
+        adj = [set() for _ in present]
+        for sc in scopes:
+            for a in sc:
+                adj[local[a]].update(local[b] for b in sc if b != a)
+        want = _reference_order([card[u] for u in present], adj, False,
+                                [local[u] for u in keep if u in local])
+        assert order == [present[k] for k in want]
+        assert rank == {v: r for r, v in enumerate(order)}
 
 
 def test_min_fill_stops_at_its_size_cap_and_at_the_deadline():

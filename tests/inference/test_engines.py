@@ -138,3 +138,31 @@ def test_a_raised_floor_sends_the_python_engine_to_exact_integers():
     assert (loose.engine, loose.arithmetic) == ("python", "float64")
     assert (strict.engine, strict.arithmetic) == ("exact", "exact")
     assert strict.value == pytest.approx(loose.value, rel=1e-9, abs=1e-9)
+
+
+def test_every_engine_implements_the_interface_and_answers_a_joint_query():
+    """One object per engine name behind :class:`Engine`; each answers a JointQuery directly
+    with the table and who answered, equal to the exact engine's to rounding."""
+    from quiltpriv.inference import influence
+    from quiltpriv.inference.engines.base import Engine, JointQuery
+
+    assert set(influence._ENGINES) == set(ENGINES) - {"auto"}
+    net = ref.random_network(15_500, n_nodes=9, edge_prob=0.4)
+    theta = net.to_theta()
+    joint = ref.full_joint(net)
+    rng = np.random.default_rng(3)
+    for name, engine in influence._ENGINES.items():
+        assert isinstance(engine, Engine) and engine.name == name
+        if name == "kernel" and not KERNEL:
+            continue
+        for nodes in ref.random_node_sets(net.nodes, rng, 4):
+            query = JointQuery(theta, tuple(nodes), 0, 2**20)
+            found = engine.joint(query)
+            assert found is not None
+            table, answered = found
+            assert answered == name, (name, nodes)
+            want = ref.marginal(net, joint, nodes)
+            np.testing.assert_array_equal(table == 0, want == 0)
+            np.testing.assert_allclose(table, want, rtol=1e-12, atol=0)
+            exact_table, _ = influence._ENGINES["exact"].joint(query)
+            np.testing.assert_allclose(table, exact_table, rtol=1e-12, atol=0)

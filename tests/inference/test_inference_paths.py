@@ -20,7 +20,7 @@ from marks import fast_sample
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
 from quiltpriv.inference import definition8
-from quiltpriv.inference.engines import bucket, cutset, exact
+from quiltpriv.inference.engines import bucket, cutset, elimination, exact
 from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
 
@@ -104,14 +104,14 @@ def test_greedy_fallback_when_the_global_order_builds_large_tables(monkeypatch):
     theta = net.to_theta()
     joint = ref.full_joint(net)
     calls = []
-    real = infl._bucket_eliminate
+    real = bucket._bucket_eliminate
 
     def spy(*args, **kwargs):
         out = real(*args, **kwargs)
         calls.append((kwargs.get("greedy", False), out is not None))
         return out
 
-    monkeypatch.setattr(infl, "_bucket_eliminate", spy)
+    monkeypatch.setattr(bucket, "_bucket_eliminate", spy)
     settings = EngineSettings(bucket_limit=1)  # the global order always gives up
     rng = np.random.default_rng(77)
     fell_back = 0
@@ -135,7 +135,7 @@ def test_greedy_bucket_order_matches_the_full_joint(seed):
         joint = ref.full_joint(net, m)
         for nodes in ref.random_node_sets(net.nodes, rng, 5):
             index = [theta.index[v] for v in nodes]
-            got = infl._bucket_eliminate(theta, index, m, 2**25, greedy=True)
+            got = bucket._bucket_eliminate(theta, index, m, 2**25, greedy=True)
             want = ref.marginal(net, joint, nodes)
             np.testing.assert_array_equal(got == 0, want == 0)
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(nodes))
@@ -189,7 +189,7 @@ def test_a_query_the_kernel_cannot_order_is_priced_before_any_arithmetic(seed, m
         calls.append(price_only)
         return real(*args, price_only=price_only, **kwargs)
 
-    for module in (infl, cutset, exact):  # every caller of the Python order
+    for module in (infl, elimination, cutset, exact):  # every caller of the Python order
         monkeypatch.setattr(module, "_eliminate", spy)
     rng = np.random.default_rng(seed)
     for nodes in ref.random_node_sets(net.nodes, rng, 6):
@@ -384,7 +384,7 @@ def test_chain_merging_at_any_limit_matches_the_full_joint(merge_limit):
         for nodes in ref.random_node_sets(net.nodes, rng, 4):
             index = [theta.index[v] for v in nodes]
             for greedy in (False, True):
-                got = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=greedy,
+                got = bucket._bucket_eliminate(theta, index, 0, 2**25, greedy=greedy,
                                              merge_limit=merge_limit)
                 want = ref.marginal(net, joint, nodes)
                 np.testing.assert_array_equal(got == 0, want == 0)

@@ -99,7 +99,7 @@ def test_kernel_equals_python_bucket_elimination_on_bundled_networks(name):
     rng = np.random.default_rng(7)
     for nodes in ref.random_node_sets(theta.nodes, rng, 25, most=4):
         index = [theta.index[v] for v in nodes]
-        want = infl._bucket_eliminate(theta, index, 0, 2**25, greedy=True)
+        want = bucket._bucket_eliminate(theta, index, 0, 2**25, greedy=True)
         for mode in MODES:
             _assert_same(_kernel_joint(theta, nodes, mode), want, (name, nodes, mode))
 

@@ -52,6 +52,12 @@ EXCLUDED_MODULES = {
     "quiltpriv.utils.format": "formatting primitives, fed only checked values by their callers",
     # A typed view of the storage a Theta holds, built only by InferenceCache.of(theta).
     "quiltpriv.inference.cache": "typed view of Theta's own cache, built by InferenceCache.of",
+    # The factor algebra of the engines: tables and scopes built by the engines themselves
+    # from a checked Theta and query (tests/inference/test_factors.py).
+    "quiltpriv.inference.factors": "engine internals, fed the engines' own tables",
+    # Elimination orders of graphs the engines and the junction tree build from a checked
+    # Theta (tests/inference/test_deadlines.py checks them against a from-scratch reference).
+    "quiltpriv.inference.orders": "engine internals, fed the engines' own graphs",
 }
 
 #: Public names that are not input paths, with the reason.
@@ -70,6 +76,8 @@ EXCLUDED_NAMES = {
     "is_tie": "planner internal, compares computed floats",
     # the planner's order of computed candidates (shared with the report): no input of its own
     "candidate_key": "planner internal, orders computed candidates",
+    # the engines' request record, built by the inference functions from checked input
+    "JointQuery": "engine interface record, built from checked input",
     # total by design: every Python value has a JSON form (repr as the last resort, "nan" text)
     "jsonable": "total: every value has a JSON form",
 }

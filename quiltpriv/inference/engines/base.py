@@ -39,13 +39,18 @@ engine that answered (``"exact"``, ``"cutset+kernel"``, ``"cutset+python"``).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.methods import check_inference
 
-__all__ = ["DEFAULT_SETTINGS", "ENGINES", "EngineName", "EngineSettings", "check_engine",
-           "check_settings", "choose_engine"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from quiltpriv.model.network import Theta
+
+__all__ = ["DEFAULT_SETTINGS", "ENGINES", "Engine", "EngineName", "EngineSettings", "JointQuery",
+           "check_engine", "check_settings", "choose_engine"]
 
 #: The engines a caller may ask for (see the module text).
 EngineName = Literal["auto", "kernel", "python", "elimination", "junction_tree", "exact"]
@@ -131,6 +136,39 @@ class EngineSettings:
 
 #: The settings used when none are given.
 DEFAULT_SETTINGS = EngineSettings()
+
+
+class JointQuery(NamedTuple):
+    """One joint marginal asked of an engine: ``P(phi_nodes)`` under ``theta.members[member]``
+    (a floating-point member), its intermediates within ``max_table`` entries, by
+    ``deadline`` (``time.monotonic()``, or None)."""
+
+    theta: Theta
+    nodes: tuple[str, ...]
+    member: int
+    max_table: int
+    settings: EngineSettings = DEFAULT_SETTINGS
+    deadline: float | None = None
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """The interface every engine implements (one class per module of
+    :mod:`quiltpriv.inference.engines`; :mod:`quiltpriv.inference.influence` holds one
+    instance of each, chosen by ``engine=``).
+
+    ``name`` is the engine's name in :data:`ENGINES`. ``joint`` answers a :class:`JointQuery`
+    with the table (axes in the order of ``query.nodes``) and the name of the engine that
+    answered: an engine may hand a query it cannot order to another (the kernel to the Python
+    order, ``"elimination"``; the junction tree to elimination), and the result records which.
+    It returns None where float64 could have underflowed (the caller then asks ``"exact"``),
+    and raises :class:`~quiltpriv.inference.budget.InfluenceTooExpensive` when no order fits
+    ``max_table`` or the deadline passed. Every engine is exact up to float64 rounding.
+    """
+
+    name: str
+
+    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None: ...
 
 
 def check_engine(engine: object) -> EngineName:

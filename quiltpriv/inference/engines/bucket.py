@@ -14,8 +14,14 @@ import numpy as np
 
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
-from quiltpriv.inference.engines.elimination import _LETTERS
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, JointQuery
+from quiltpriv.inference.engines.elimination import EliminationEngine
+from quiltpriv.inference.factors import (
+    MAX_VARIABLES,
+    Factor,
+    labelled_product_sum,
+    product_sum,
+)
 from quiltpriv.inference.junction_tree import (
     cardinalities,
     is_floating,
@@ -23,18 +29,9 @@ from quiltpriv.inference.junction_tree import (
     sorted_tables,
     tree_structure,
 )
-from quiltpriv.inference.orders import _greedy_rank
-from quiltpriv.inference.underflow import _log2_floors
+from quiltpriv.inference.orders import greedy_rank
+from quiltpriv.inference.underflow import _float_safe_for, _log2_floors
 from quiltpriv.model.network import Theta
-
-try:  # numpy's C einsum without the Python wrapper (sublist form); same results
-    from numpy._core._multiarray_umath import c_einsum as _c_einsum
-except ImportError:  # pragma: no cover - a numpy that moved it
-    _c_einsum = np.einsum
-
-
-#: A factor of bucket elimination: its variables (node indices) and its table (one axis each).
-_Factor = tuple[tuple[int, ...], np.ndarray]
 
 
 class _FoldedFactor(NamedTuple):
@@ -78,8 +75,8 @@ class _Item(NamedTuple):
 class _Schedule:
     """Factors placed in buckets: bucket ``p`` eliminates the variable ``var_at[p]``."""
 
-    buckets: dict[int, list[_Factor]]
-    final: list[_Factor]
+    buckets: dict[int, list[Factor]]
+    final: list[Factor]
     """Factors over queried nodes only (multiplied together at the end)."""
     rank: Mapping[int, int] | Sequence[int]
     """Per variable, its bucket."""
@@ -91,7 +88,7 @@ class _Schedule:
 class _Step(NamedTuple):
     """One elimination step: the factors multiplied and the variables summed out."""
 
-    factors: list[_Factor]
+    factors: list[Factor]
     gone: set[int]
     scope: set[int]
     size: int
@@ -133,7 +130,7 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
         schedule = _global_schedule(items, keep, prepared)
     buckets, final = schedule.buckets, schedule.final
     # One einsum label per variable of the query (einsum takes at most 52), else per step.
-    label = {u: k for k, u in enumerate(seen)} if len(seen) <= len(_LETTERS) else None
+    label = {u: k for k, u in enumerate(seen)} if len(seen) <= MAX_VARIABLES else None
     heap = list(buckets)
     heapq.heapify(heap)
     while heap:
@@ -152,7 +149,7 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
             heapq.heappush(heap, step.next)
     if label is None:
         return _einsum(final, sorted(keep), nodes)
-    return _labelled_einsum(final, label, nodes)
+    return labelled_product_sum(final, label, nodes)
 
 
 def _fold_key(settings: EngineSettings) -> tuple[int, int]:
@@ -202,9 +199,9 @@ def _ancestral_items(prepared: _Prepared, nodes: Sequence[int],
 def _greedy_schedule(items: Sequence[_Item], keep: set[int],
                      cards: Sequence[int]) -> _Schedule:
     """Buckets in this query's own greedy min-weight order."""
-    buckets: dict[int, list[_Factor]] = {}
-    final: list[_Factor] = []
-    rank, var_at = _greedy_rank(items, keep, cards)
+    buckets: dict[int, list[Factor]] = {}
+    final: list[Factor] = []
+    rank, var_at = greedy_rank(items, keep, cards)
     n = len(var_at)
     for scope, table, _ in items:  # each factor goes to the bucket of its first variable
         first = min((rank[u] for u in scope if u not in keep), default=n)
@@ -214,8 +211,8 @@ def _greedy_schedule(items: Sequence[_Item], keep: set[int],
 
 def _global_schedule(items: Sequence[_Item], keep: set[int], prepared: _Prepared) -> _Schedule:
     """Buckets in the global elimination order restricted to the query's ancestral set."""
-    buckets: dict[int, list[_Factor]] = {}
-    final: list[_Factor] = []
+    buckets: dict[int, list[Factor]] = {}
+    final: list[Factor] = []
     rank, var_at = prepared.position, prepared.elimination_order
     for scope, table, order in items:
         for p in order:
@@ -274,7 +271,7 @@ def _merged_step(schedule: _Schedule, p: int, heap: list[int], keep: set[int],
     return _Step(factors, gone, scope_set, size, first)
 
 
-def _product_sum_step(step: _Step, label: dict[int, int] | None) -> _Factor:
+def _product_sum_step(step: _Step, label: dict[int, int] | None) -> Factor:
     """Multiply a step's factors and sum out its eliminated variables."""
     factors, gone = step.factors, step.gone
     if len(factors) == 1:
@@ -285,17 +282,7 @@ def _product_sum_step(step: _Step, label: dict[int, int] | None) -> _Factor:
     out = tuple(u for u in scope if u not in gone)
     if label is None:
         return out, _einsum(factors, scope, out)
-    return out, _labelled_einsum(factors, label, out)
-
-
-def _labelled_einsum(factors: Sequence[_Factor], label: dict[int, int],
-                     out: Sequence[int]) -> np.ndarray:
-    """Multiply ``factors`` and keep ``out``, with one fixed einsum label per variable."""
-    operands: list[object] = []
-    for vs, t in factors:
-        operands.append(t)
-        operands.append([label[u] for u in vs])
-    return _c_einsum(*operands, [label[u] for u in out])
+    return out, labelled_product_sum(factors, label, out)
 
 
 def _folded_factors(theta: Theta, member: int,
@@ -361,11 +348,35 @@ def _scopes_by_position(theta: Theta) -> tuple[tuple[int, ...], ...]:
 
 def _einsum(factors: Sequence[tuple[tuple[int, ...], np.ndarray]], every: Sequence[int],
             out: Sequence[int]) -> np.ndarray:
-    """Multiply ``factors`` and keep ``out`` (einsum's sublist form wants labels below 52)."""
-    if len(every) > len(_LETTERS):
-        raise InfluenceTooExpensive("an elimination step involves over 52 variables")
-    label = {u: k for k, u in enumerate(every)}
-    operands: list[Any] = []
-    for vs, t in factors:
-        operands += [t, [label[u] for u in vs]]
-    return np.einsum(*operands, [label[u] for u in out])
+    """Multiply ``factors`` and keep ``out`` (:func:`~quiltpriv.inference.factors.product_sum`);
+    a step over more than 52 variables is refused."""
+    if len(every) > MAX_VARIABLES:
+        raise InfluenceTooExpensive(
+            f"an elimination step involves over {MAX_VARIABLES} variables")
+    return product_sum(factors, every, out)
+
+
+class BucketEngine:
+    """``engine="python"``: bucket elimination in numpy over the per-Theta folds, in the
+    network's global min-weight order restricted to the query, or the query's own greedy
+    order where that one builds tables above ``settings.bucket_limit`` (or the query has
+    ``settings.greedy_from`` factors or more); variable elimination where neither fits
+    (:class:`~quiltpriv.inference.engines.base.Engine`)."""
+
+    name = "python"
+
+    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+        theta, nodes, member = query.theta, query.nodes, query.member
+        settings, deadline = query.settings, query.deadline
+        if not _float_safe_for(theta, member, nodes, "auto", settings.safe_log2_floor):
+            return None
+        index = [theta.index[v] for v in nodes]
+        table = _bucket_eliminate(theta, index, member,
+                                  min(query.max_table, settings.bucket_limit),
+                                  deadline=deadline, settings=settings)
+        if table is None:  # the global order suits this query badly: order it greedily
+            table = _bucket_eliminate(theta, index, member, query.max_table, greedy=True,
+                                      deadline=deadline, settings=settings)
+        if table is not None:
+            return table, self.name
+        return EliminationEngine().joint(query)

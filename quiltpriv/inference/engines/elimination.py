@@ -20,10 +20,11 @@ from quiltpriv.inference.budget import (
     _check_deadline_now,
     _check_step,
 )
+from quiltpriv.inference.engines.base import JointQuery
+from quiltpriv.inference.factors import MAX_VARIABLES, product_sum
+from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe, _float_safe_for
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.validation import check_scalar
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def elimination_work(theta: Theta, nodes: Sequence[str], *,
@@ -214,20 +215,47 @@ def _contract(
 
     ``price_only``: only the checks (an empty array when the product could be taken).
     """
-    names: dict[str, str] = {}
+    every: dict[str, None] = {}  # in order of appearance: each one einsum label
     for vs, _ in factors:
-        for v in vs:
-            if v not in names:
-                if len(names) >= len(_LETTERS):
-                    raise InfluenceTooExpensive("an elimination step involves over 52 variables")
-                names[v] = _LETTERS[len(names)]
+        every.update(dict.fromkeys(vs))
+    if len(every) > MAX_VARIABLES:
+        raise InfluenceTooExpensive(
+            f"an elimination step involves over {MAX_VARIABLES} variables")
     for v in out_vars:
-        if v not in names:  # cannot happen for a well-formed ancestral set
+        if v not in every:  # cannot happen for a well-formed ancestral set
             raise AssertionError(f"output variable {v!r} appears in no factor")
     if price_only:
         return _PRICED
-    spec = ",".join("".join(names[v] for v in vs) for vs, _ in factors)
-    spec += "->" + "".join(names[v] for v in out_vars)
-    if not factors:
-        return np.ones(())
-    return np.einsum(spec, *(t for _, t in factors), optimize=len(factors) > 2)
+    return product_sum(factors, list(every), out_vars, optimize=len(factors) > 2)
+
+
+def _python_float_joint(theta: Theta, nodes: tuple[str, ...], member: int,
+                        max_table: int, deadline: float | None = None,
+                        floor: int = SAFE_LOG2_FLOOR) -> np.ndarray | None:
+    """``P(phi_nodes)`` by the Python order, for a query no order of the kernel fits; None where
+    float64 is not provably free of underflow (the caller then computes exactly).
+
+    The order is priced first, so that a query too large is refused at once, naming its
+    float64 limit (the exact path's smaller limit would refuse it too, less tellingly).
+    """
+    anc = theta.ancestral_set(nodes)
+    _eliminate(theta, nodes, anc, member, max_table, price_only=True, deadline=deadline)
+    if not (_float_safe(theta, member, theta.nodes, floor)
+            or _float_safe(theta, member, anc, floor)):
+        return None
+    return _eliminate(theta, nodes, anc, member, max_table, deadline=deadline)
+
+
+class EliminationEngine:
+    """``engine="elimination"``: variable elimination in a greedy min-size order of the
+    query's own (:class:`~quiltpriv.inference.engines.base.Engine`)."""
+
+    name = "elimination"
+
+    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+        theta, nodes, member = query.theta, query.nodes, query.member
+        if not _float_safe_for(theta, member, nodes, "elimination",
+                               query.settings.safe_log2_floor):
+            return None
+        return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, query.max_table,
+                          deadline=query.deadline), self.name

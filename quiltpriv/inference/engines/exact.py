@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, JointQuery
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.model.network import Theta
 
@@ -67,3 +67,15 @@ def _ints_to_float(ints: np.ndarray, exponent: int) -> np.ndarray:
     scale = Fraction(2) ** exponent
     return np.array([float(Fraction(int(x)) * scale) for x in ints.reshape(-1)],
                     dtype=np.float64).reshape(ints.shape)
+
+
+class ExactEngine:
+    """``engine="exact"``: exact integer elimination, each entry of the joint rounded once to
+    float64 at the end; never None (:class:`~quiltpriv.inference.engines.base.Engine`)."""
+
+    name = "exact"
+
+    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+        ints, exponent = _exact_joint(query.theta, query.nodes, query.member, query.max_table,
+                                      query.settings.exact_max_table)
+        return _ints_to_float(ints, exponent), self.name

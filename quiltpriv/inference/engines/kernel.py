@@ -13,10 +13,12 @@ import numpy as np
 
 from quiltpriv.inference import compiled
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.compiled import _KERNEL_NO_FIT, _budget
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
+from quiltpriv.inference.compiled import _KERNEL_NO_FIT, _KERNEL_OK, _KERNEL_UNDERFLOW, _budget
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, JointQuery
 from quiltpriv.inference.engines.bucket import _fold_key, _folded_factors
+from quiltpriv.inference.engines.elimination import _python_float_joint
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
+from quiltpriv.inference.underflow import _float_safe_for
 from quiltpriv.model.network import Theta
 
 
@@ -77,3 +79,28 @@ def _kernel_call(theta: Theta, member: int, method: str, *args: Any,
             args = (*args[:-1], _budget(deadline))
         found = getattr(_kernel_network(theta, member, False, settings), method)(*args)
     return found
+
+
+class KernelEngine:
+    """``engine="kernel"``: bucket elimination in the compiled kernel, in the cheapest of its
+    priced orders, its IEEE underflow flag read after every query; a query no order of the
+    kernel fits goes to the Python order (``"elimination"``)
+    (:class:`~quiltpriv.inference.engines.base.Engine`). The kernel's joint does not read the
+    deadline (its fused influence call does, :func:`_kernel_call`)."""
+
+    name = "kernel"
+
+    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+        theta, nodes, member = query.theta, query.nodes, query.member
+        floor = query.settings.safe_log2_floor
+        out = np.empty([theta.cardinality[v] for v in nodes])
+        code = _kernel_call(theta, member, "joint", [theta.index[v] for v in nodes], out,
+                            query.max_table, settings=query.settings)
+        if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
+                                  and _float_safe_for(theta, member, nodes, "auto", floor)):
+            return out, self.name
+        if code == _KERNEL_NO_FIT:
+            table = _python_float_joint(theta, nodes, member, query.max_table,
+                                        query.deadline, floor)
+            return None if table is None else (table, "elimination")
+        return None
