@@ -8,7 +8,7 @@ For each network, read as a hyperparameter network (states = hyperparameter valu
 - ``plan 1``: :func:`quiltpriv.mechanisms.apmqm.plan` for one sensitive node;
 - ``plan all``: one :func:`~quiltpriv.mechanisms.apmqm.plan` call with every node sensitive;
   both for one count query over 3 attributes drawn with a fixed seed, eps = 1, and a fresh
-  influence cache (``theta._cache``) per repetition;
+  influence cache (``InferenceCache.of(theta)``) per repetition;
 - influence against pgmpy: for (node, quilt) pairs sampled from the quilts the all-nodes plan
   evaluated (read back from the influence cache) plus random quilts of 1-3 nodes, the time of
   :func:`quiltpriv.inference.influence.max_influence` (influence cache cleared each call; the
@@ -58,6 +58,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(HERE.parent))
 
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import (  # noqa: E402
     ROUNDING_MARGIN,
     InfluenceTooExpensive,
@@ -141,7 +142,7 @@ def _median_time(fn: Any, repeat: int) -> tuple[float, Any]:
 
 
 def _fresh_plan(theta: Theta, query: CountQuery, sensitive: Any, time_limit: float | None):
-    theta._cache.clear()  # every repetition recomputes every influence
+    InferenceCache.of(theta).clear()  # every repetition recomputes every influence
     return plan(theta, query, sensitive, EPSILON, time_limit=time_limit)
 
 
@@ -222,7 +223,8 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
     worst = max(per_node)
     t_all, plan_all = _median_time(lambda: _fresh_plan(theta, query, nodes, time_limit), repeat)
     # The influence cache now holds exactly the (node, quilt) pairs the last plan evaluated.
-    evaluated = sorted({(k[2], k[3]) for k in theta._cache if k[0] == "influence" and k[3]},
+    # keys: (member, node, quilt, engine, settings, max_table)
+    evaluated = sorted({(k[1], k[2]) for k in InferenceCache.of(theta).influence.keys() if k[2]},
                        key=lambda p: (theta.index[p[0]], p[1]))
 
     # Theta renormalises every CPD column (the BIF files print rounded probabilities, columns
@@ -237,8 +239,7 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
         def ours(node: str = node, q: tuple[str, ...] = q) -> float:
             # Recompute the influence every call; keep the per-Theta elimination order, built
             # once like the VariableElimination object (bench_scale.py reports its cost).
-            for k in [k for k in theta._cache if k[0] == "influence"]:
-                del theta._cache[k]
+            InferenceCache.of(theta).influence.clear()
             return max_influence(theta, node, q).value
 
         try:

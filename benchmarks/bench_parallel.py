@@ -58,6 +58,7 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.mechanisms.apmqm import plan, plan_node  # noqa: E402
 from quiltpriv.model.network import theta_from_pgmpy  # noqa: E402
 from quiltpriv.queries.query import CountQuery  # noqa: E402
@@ -164,7 +165,7 @@ def bench_network(name: str, *, repeat: int, seed: int, dask: Any,
     def own(theta: Any) -> list[Any]:
         out = []
         for v in nodes:
-            theta._cache.clear()  # as if each node were its own task on a fresh worker
+            InferenceCache.of(theta).clear()  # as if each node were its own task on a fresh worker
             out.append(plan_node(theta, query, v, EPSILON))
         return out
 

@@ -67,6 +67,7 @@ from bench_core import (  # noqa: E402
 import quiltpriv.mechanisms.apmqm as mech  # noqa: E402
 import quiltpriv.mechanisms.apmqm.shared as shared  # noqa: E402
 from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt  # noqa: E402
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive  # noqa: E402
 from quiltpriv.model.network import Theta, theta_from_pgmpy, theta_from_tables  # noqa: E402
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query  # noqa: E402
@@ -206,7 +207,7 @@ class InfluenceClock:
 
 def run_one(theta: Theta, node: str, query: Query, time_limit: float, old_limit: float | None,
             ) -> dict[str, Any]:
-    theta._cache.clear()  # no influence carried over from a smaller |A|
+    InferenceCache.of(theta).clear()  # no influence carried over from a smaller |A|
     with InfluenceClock() as clock:
         t0 = time.perf_counter()
         p = mech.plan(theta, query, node, EPSILON, time_limit=time_limit)
@@ -216,10 +217,10 @@ def run_one(theta: Theta, node: str, query: Query, time_limit: float, old_limit:
         "seconds": seconds, "influence_seconds": clock.seconds,
         "candidates": sp.quilts_considered, "optimal": sp.optimal, "scale": sp.scale,
         "quilt_size": len(sp.quilt),
-        "cached_influences": sum(1 for k in theta._cache if k[0] == "influence"),
+        "cached_influences": len(InferenceCache.of(theta).influence),
     }
     if old_limit is not None:
-        theta._cache.clear()
+        InferenceCache.of(theta).clear()
         t0 = time.perf_counter()
         old_scale, old_candidates, finished = old_search(theta, query, node, EPSILON, old_limit)
         row.update(old_seconds=time.perf_counter() - t0, old_candidates=old_candidates,
@@ -248,7 +249,7 @@ def sweep(count: int, time_limit: float) -> list[dict[str, Any]]:
         attrs = [pool[x] for x in rng.permutation(len(pool))[:24]]
         query = make_query("linear", attrs, seed=k)
         for eps in (0.5, 1.0, 2.0):
-            theta._cache.clear()
+            InferenceCache.of(theta).clear()
             with InfluenceClock() as clock:
                 t0 = time.perf_counter()
                 sp = mech.plan(theta, query, node, eps, time_limit=time_limit)[node]

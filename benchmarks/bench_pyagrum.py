@@ -85,6 +85,7 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
 from quiltpriv.model.network import Theta  # noqa: E402
 
@@ -269,8 +270,7 @@ def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int,
     ``budget``: seconds per call (``max_influence``'s deadline), as pyAgrum's cap.
     """
     def call() -> float:
-        for k in [k for k in theta._cache if k[0] == "influence"]:
-            del theta._cache[k]
+        InferenceCache.of(theta).influence.clear()
         deadline = None if budget is None else time.monotonic() + budget
         return max_influence(theta, node, quilt, deadline=deadline).value
 

@@ -49,6 +49,7 @@ for _p in (HERE, HERE.parent):
 from bench_core import code_version, machine_facts  # noqa: E402
 from bench_pyagrum import AgrumProcess, queries, read_theta  # noqa: E402
 
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import (  # noqa: E402
     DEFAULT_MAX_TABLE,
     InfluenceTooExpensive,
@@ -126,8 +127,7 @@ def mildew_wide(theta: Theta, rng: np.random.Generator, count: int
 
 
 def ask_quiltpriv(theta: Theta, node: str, q: tuple[str, ...], limit: float) -> dict[str, Any]:
-    for key in [k for k in theta._cache if k[0] == "influence"]:
-        del theta._cache[key]
+    InferenceCache.of(theta).influence.clear()
     t0 = time.perf_counter()
     try:
         value = max_influence(theta, node, q, deadline=time.monotonic() + limit).value

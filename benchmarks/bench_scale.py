@@ -86,6 +86,7 @@ from bench_core import (  # noqa: E402
     write_results,
 )
 
+from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
 from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
 from quiltpriv.model.network import Theta, theta_from_pgmpy  # noqa: E402
@@ -210,21 +211,18 @@ def compare_scales(fast: Any, core: Any) -> dict[str, Any]:
 
 
 def _influence_keys(theta: Theta) -> list[Any]:
-    return [k for k in theta._cache if k[0] == "influence"]
+    return InferenceCache.of(theta).influence.keys()
 
 
 def _prep_kinds(theta: Theta) -> list[str]:
     """Kinds of per-Theta structures in the cache (everything but influence values)."""
-    return sorted({str(k[0]) for k in theta._cache if k[0] != "influence"})
+    return [k for k in InferenceCache.of(theta).kinds() if k != "influence"]
 
 
 def _tree_entries(theta: Theta) -> int | None:
     """Table entries of the cached junction tree structure, when there is one."""
-    for k, v in theta._cache.items():
-        if k[0] == "junction_structure" and v is not None:
-            size = getattr(v, "size", None)
-            return None if size is None else int(size)
-    return None
+    structure = InferenceCache.of(theta).junction_structure.get()
+    return None if structure is None else int(structure.size)
 
 
 def _pct(xs: list[float], q: float) -> float | None:
@@ -283,8 +281,7 @@ def bench_influence(model: Any, name: str, evaluated: list[tuple[str, tuple[str,
         theta = theta_from_pgmpy(model, [name])
 
         def clear(theta: Theta = theta) -> None:  # influence entries only
-            for k in _influence_keys(theta):
-                del theta._cache[k]
+            InferenceCache.of(theta).influence.clear()
 
         t_first = None
         with _kernel_off(method):

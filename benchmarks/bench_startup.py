@@ -233,6 +233,7 @@ def phases_worker() -> dict[str, Any]:
 
     from quiltpriv.cli import build_parser
     from quiltpriv.cli import core as core
+    from quiltpriv.inference.cache import InferenceCache
     from quiltpriv.mechanisms.apmqm import plan
 
     args = build_parser("plan").parse_args(["plan", str(bif_path("munin")), *_munin_args()])
@@ -246,7 +247,7 @@ def phases_worker() -> dict[str, Any]:
     t0 = time.perf_counter()
     text = p.explain()
     t_text = time.perf_counter() - t0
-    theta._cache.clear()
+    InferenceCache.of(theta).clear()
     prof = cProfile.Profile()
     prof.enable()
     plan(theta, query, sensitive, args.epsilon)

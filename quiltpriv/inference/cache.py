@@ -1,20 +1,34 @@
-"""What inference remembers about one Theta: one named, typed entry per kind of result.
+"""What inference remembers about one Theta: an :class:`InferenceCache`, one named, typed
+entry family per kind of result, behind one lock.
 
 A :class:`~quiltpriv.model.network.Theta` is immutable, so anything computed from it (a node
-order, a junction tree, a member's influence for a quilt) stays valid for its lifetime. Theta
-holds the storage (:class:`~quiltpriv.model.network.ThetaCache`, a dict that caps the number of
-influences kept); :class:`InferenceCache` is the only way :mod:`quiltpriv.inference.influence`
-and :mod:`quiltpriv.inference.junction_tree` read and write it, so every entry has a name, a key
-type and a value type, and no module spells the storage's keys.
+order, a junction tree, a member's influence for a quilt) stays valid for its lifetime. Each
+Theta gets one :class:`InferenceCache` (:meth:`InferenceCache.of`, created on first use and
+never shipped to a joblib worker); the engines read and write it through its typed entries,
+so every entry has a name, a key type and a value type, and no module spells storage keys.
 
-Thread safety is the dict's: each read and each write is one dict operation (atomic under the
-GIL). Two threads that miss the same entry both compute it and store equal values; nothing is
-ever half-written.
+Thread safety: the explorer serves requests from several threads over one Theta, so every read
+and write takes the cache's lock (re-entrant; held for one dict operation, never while a
+value is computed). Two threads that miss the same entry both compute it and store equal
+values; nothing is ever half-written, and the least-recently-used bookkeeping of the
+influences cannot be torn.
+
+Bounds: influences, one per quilt a search evaluates, are kept for the
+:data:`INFLUENCE_CACHE_SIZE` most recently used (:attr:`InferenceCache.influence_limit`), so a
+long search cannot grow memory without bound; their keys include the table limit
+(``max_table``) they were computed under, so a call with a smaller limit never reuses a
+result that limit would have refused (a plan does not depend on what an earlier, more
+generous call left behind). The other kinds are per member or per Theta, a handful each.
+
+Benchmarks and tests look at it through :meth:`InferenceCache.clear`,
+:meth:`InferenceCache.kinds` and each entry family's ``len``/``keys``/``clear``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, MutableMapping
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -25,74 +39,106 @@ if TYPE_CHECKING:
     from quiltpriv.inference.junction_tree import JunctionTree, TreeStructure
     from quiltpriv.model.network import Theta
 
-__all__ = ["Entries", "InferenceCache", "Value"]
+__all__ = ["INFLUENCE_CACHE_SIZE", "Entries", "InferenceCache", "Value"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-_Store = MutableMapping[Any, Any]
+#: Most influences one Theta's cache keeps (least recently used out first).
+INFLUENCE_CACHE_SIZE = 2**16
 
-
-def _store_key(name: str, key: Hashable) -> tuple[Any, ...]:
-    # The storage's key: the entry's name, then the key's parts (a tuple key is spread out),
-    # e.g. ("influence", member, node, quilt, engine, settings). ThetaCache caps entries by
-    # the name.
-    return (name, *key) if type(key) is tuple else (name, key)
+# Creating a Theta's cache (two threads asking at once get the same one).
+_CREATING = threading.Lock()
 
 
 class Entries(Generic[K, V]):
     """A family of cached values of one kind, keyed by ``K`` (a member, a query, ...)."""
 
-    __slots__ = ("_name", "_store")
+    __slots__ = ("_cache", "_name", "_store")
 
-    def __init__(self, store: _Store, name: str) -> None:
-        self._store = store
+    def __init__(self, cache: InferenceCache, name: str) -> None:
+        self._cache = cache
         self._name = name
+        self._store = cache._family(name)
 
     def get(self, key: K) -> V | None:
         """The cached value, or None when there is none (yet, or evicted)."""
-        return self._store.get(_store_key(self._name, key))
+        with self._cache._lock:
+            value = self._store.get(key)
+            if value is not None and self._name == "influence":
+                self._store.move_to_end(key)  # type: ignore[attr-defined]
+            return value
 
     def __contains__(self, key: K) -> bool:
-        return _store_key(self._name, key) in self._store
+        with self._cache._lock:
+            return key in self._store
 
     def __getitem__(self, key: K) -> V:
-        return self._store[_store_key(self._name, key)]
+        with self._cache._lock:
+            return self._store[key]
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._store[_store_key(self._name, key)] = value
+        with self._cache._lock:
+            self._store[key] = value
+            if self._name == "influence":
+                self._cache._evict(self._store)
 
     def setdefault(self, key: K, default: V) -> V:
-        """The cached value, storing ``default`` first when there is none (one dict step)."""
-        return self._store.setdefault(_store_key(self._name, key), default)
+        """The cached value, storing ``default`` first when there is none."""
+        with self._cache._lock:
+            if key not in self._store:
+                self[key] = default
+            return self._store[key]
+
+    def __len__(self) -> int:
+        with self._cache._lock:
+            return len(self._store)
+
+    def keys(self) -> list[K]:
+        """The keys held now (a copy), oldest first for influences."""
+        with self._cache._lock:
+            return list(self._store)
+
+    def clear(self) -> None:
+        """Forget every entry of this kind."""
+        with self._cache._lock:
+            self._store.clear()
 
 
 class Value(Generic[V]):
     """One cached value of a kind that has a single instance per Theta."""
 
-    __slots__ = ("_key", "_store")
+    __slots__ = ("_cache", "_store")
 
-    def __init__(self, store: _Store, name: str) -> None:
-        self._store = store
-        self._key = (name,)
+    def __init__(self, cache: InferenceCache, name: str) -> None:
+        self._cache = cache
+        self._store = cache._family(name)
 
     def get(self) -> V | None:
-        return self._store.get(self._key)
+        with self._cache._lock:
+            return self._store.get(None)
 
     def set(self, value: V) -> V:
         """Store ``value`` and return it."""
-        self._store[self._key] = value
-        return value
+        with self._cache._lock:
+            self._store[None] = value
+            return value
 
 
 class InferenceCache:
-    """The typed entries of one Theta's inference cache.
+    """The typed entries of one Theta's inference cache (module text).
+
+    Parameters
+    ----------
+    influence_limit : int
+        Most influences kept (least recently used out first).
 
     Attributes
     ----------
-    influence : Entries[(member, node, quilt, engine, settings),
+    influence : Entries[(member, node, quilt, engine, settings, max_table),
                         (value, pair, arithmetic, engine that answered)]
-        One member's max-influence of a quilt (the store keeps the most recent ones only).
+        One member's max-influence of a quilt (the most recently used
+        ``influence_limit`` only).
     log2_floors : Entries[member, tuple of int]
         Per node, ``floor(log2)`` of the least positive probability of its CPD.
     float_safe : Entries[(member, log2 floor), bool]
@@ -124,86 +170,114 @@ class InferenceCache:
         A clique size that triangulation is known to exceed (it was stopped there).
     """
 
-    __slots__ = ("_store",)
+    __slots__ = ("_families", "_lock", "influence_limit")
 
-    def __init__(self, store: _Store) -> None:
-        self._store = store
+    def __init__(self, influence_limit: int = INFLUENCE_CACHE_SIZE) -> None:
+        self.influence_limit = influence_limit
+        self._lock = threading.RLock()
+        self._families: dict[str, dict[Any, Any]] = {"influence": OrderedDict()}
 
     @classmethod
     def of(cls, theta: Theta) -> InferenceCache:
-        """The cache of ``theta`` (a view of the storage Theta holds)."""
-        return cls(theta._cache)
+        """The cache of ``theta``, created on first use."""
+        cache = theta._cache
+        if cache is None:
+            with _CREATING:
+                cache = theta._cache
+                if cache is None:
+                    cache = theta._cache = cls()
+        return cache
+
+    def _family(self, name: str) -> dict[Any, Any]:
+        with self._lock:
+            return self._families.setdefault(name, {})
+
+    def _evict(self, store: dict[Any, Any]) -> None:
+        # the caller holds the lock; the influences' store is the OrderedDict, newest last
+        while len(store) > self.influence_limit:
+            store.popitem(last=False)  # type: ignore[call-arg]
+
+    def kinds(self) -> list[str]:
+        """The names of the kinds that hold entries now, sorted."""
+        with self._lock:
+            return sorted(name for name, store in self._families.items() if store)
+
+    def clear(self) -> None:
+        """Forget everything (the next query recomputes its structures too)."""
+        with self._lock:
+            for store in self._families.values():
+                store.clear()
 
     @property
-    def influence(self) -> Entries[tuple[int, str, tuple[str, ...], str, EngineSettings],
+    def influence(self) -> Entries[tuple[int, str, tuple[str, ...], str, EngineSettings, int],
                                   tuple[float, Any, str, str]]:
-        return Entries(self._store, "influence")
+        return Entries(self, "influence")
 
     @property
     def log2_floors(self) -> Entries[int, tuple[int, ...]]:
-        return Entries(self._store, "log2_floor")
+        return Entries(self, "log2_floor")
 
     @property
     def float_safe(self) -> Entries[tuple[int, int], bool]:
-        return Entries(self._store, "float_safe")
+        return Entries(self, "float_safe")
 
     @property
     def rounding_depth(self) -> Entries[tuple[str, int], int]:
-        return Entries(self._store, "rounding_depth")
+        return Entries(self, "rounding_depth")
 
     @property
     def exact_tables(self) -> Entries[int, dict[str, Any]]:
-        return Entries(self._store, "exact_tables")
+        return Entries(self, "exact_tables")
 
     @property
     def prepared(self) -> Entries[tuple[int, int, int], _Prepared]:
-        return Entries(self._store, "prepared")
+        return Entries(self, "prepared")
 
     @property
     def kernel(self) -> Entries[tuple[int, int, int], Any]:
-        return Entries(self._store, "kernel")
+        return Entries(self, "kernel")
 
     @property
     def kernel_unfolded(self) -> Entries[int, Any]:
-        return Entries(self._store, "kernel_unfolded")
+        return Entries(self, "kernel_unfolded")
 
     @property
     def folded(self) -> Entries[tuple[int, int, int], tuple[Any, ...]]:
-        return Entries(self._store, "folded")
+        return Entries(self, "folded")
 
     @property
     def sorted_tables(self) -> Entries[int, tuple[tuple[tuple[int, ...], ...],
                                                   tuple[np.ndarray, ...]]]:
-        return Entries(self._store, "sorted_tables")
+        return Entries(self, "sorted_tables")
 
     @property
     def floating(self) -> Entries[int, bool]:
-        return Entries(self._store, "floating")
+        return Entries(self, "floating")
 
     @property
     def junction_tree(self) -> Entries[int, JunctionTree | None]:
-        return Entries(self._store, "junction_tree")
+        return Entries(self, "junction_tree")
 
     @property
     def scopes_by_position(self) -> Value[tuple[tuple[int, ...], ...]]:
-        return Value(self._store, "scopes_by_position")
+        return Value(self, "scopes_by_position")
 
     @property
     def parent_indices(self) -> Value[tuple[tuple[int, ...], ...]]:
-        return Value(self._store, "parent_indices")
+        return Value(self, "parent_indices")
 
     @property
     def cardinalities(self) -> Value[tuple[int, ...]]:
-        return Value(self._store, "cardinalities")
+        return Value(self, "cardinalities")
 
     @property
     def junction_structure(self) -> Value[TreeStructure]:
-        return Value(self._store, "junction_structure")
+        return Value(self, "junction_structure")
 
     @property
     def fill_structure(self) -> Value[TreeStructure]:
-        return Value(self._store, "fill_structure")
+        return Value(self, "fill_structure")
 
     @property
     def fill_structure_over(self) -> Value[int]:
-        return Value(self._store, "fill_structure_over")
+        return Value(self, "fill_structure_over")

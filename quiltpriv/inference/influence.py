@@ -363,7 +363,7 @@ def max_influence(
     arithmetic = FLOAT64
     answered: list[str] = []
     for m in range(len(theta.members)):
-        key = (m, node, q, run.engine, run.settings)
+        key = (m, node, q, run.engine, run.settings, max_table)
         hit = cache.influence.get(key)
         if hit is None:
             hit = _member_influence(theta, node, q, m, max_table, run)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -45,74 +45,6 @@ if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not
 #: the same model read from two files with its nodes in another order, or saved and read back
 #: with float states, had two fingerprints.
 FINGERPRINT_FORMAT = "quiltpriv-model-fingerprint/2"
-
-
-#: Most ``("influence", ...)`` entries a Theta's cache keeps (least recently used out first).
-INFLUENCE_CACHE_SIZE = 2**16
-
-
-class ThetaCache(dict):
-    """Theta's cache: a plain dict whose ``("influence", ...)`` entries are capped.
-
-    Other entries (per-member structures, a handful) are kept for good; influences, one per
-    quilt a search evaluates, are kept for the :data:`INFLUENCE_CACHE_SIZE` most recently used,
-    so that a long search cannot grow memory without bound. An evicted influence is only
-    recomputed if asked for again.
-    """
-
-    def __init__(self, influence_limit: int = INFLUENCE_CACHE_SIZE) -> None:
-        super().__init__()
-        self.influence_limit = influence_limit
-        self._lru: OrderedDict[Any, None] = OrderedDict()  # influence keys, oldest first
-
-    @staticmethod
-    def _capped(key: Any) -> bool:
-        return type(key) is tuple and bool(key) and key[0] == "influence"
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(key, value)
-        if self._capped(key):
-            self._lru[key] = None
-            self._lru.move_to_end(key)
-            while len(self._lru) > self.influence_limit:
-                super().__delitem__(self._lru.popitem(last=False)[0])
-
-    def __getitem__(self, key: Any) -> Any:
-        value = super().__getitem__(key)
-        if key in self._lru:
-            self._lru.move_to_end(key)
-        return value
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key in self._lru:
-            self._lru.move_to_end(key)
-        return super().get(key, default)
-
-    def __delitem__(self, key: Any) -> None:
-        super().__delitem__(key)
-        self._lru.pop(key, None)
-
-    def pop(self, key: Any, *default: Any) -> Any:
-        self._lru.pop(key, None)
-        return super().pop(key, *default)
-
-    def popitem(self) -> tuple[Any, Any]:
-        key, value = super().popitem()
-        self._lru.pop(key, None)
-        return key, value
-
-    def clear(self) -> None:
-        super().clear()
-        self._lru.clear()
-
-    def setdefault(self, key: Any, default: Any = None) -> Any:
-        if key not in self:
-            self[key] = default
-        return self.get(key)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,9 +166,9 @@ class Theta:
             dict(zip(children, map(tuple, children.values()), strict=True)))
         self._graph: nx.DiGraph | None = None
         self._fingerprint: str | None = None
-        # Inference's cache, valid because Theta is immutable; read and written only through
-        # quiltpriv.inference.cache.InferenceCache (one named, typed entry per kind).
-        self._cache: dict[Any, Any] = ThetaCache()
+        # Inference's cache (a quiltpriv.inference.cache.InferenceCache, created by its
+        # InferenceCache.of on first use), valid because Theta is immutable.
+        self._cache: Any = None
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Picklable (for joblib workers): rebuild from plain parts; caches are not shipped.

@@ -1,49 +1,109 @@
-"""The typed per-Theta inference cache: every stored entry is one of its named kinds."""
+"""The per-Theta inference cache: an explicit object of named, typed entry families behind one
+lock, its influences capped and keyed by the table limit they were computed under."""
+
+import threading
+
+import pytest
 
 import quiltpriv as qp
-from quiltpriv.inference.cache import Entries, InferenceCache, Value
-from quiltpriv.model.network import ThetaCache
+from quiltpriv.inference.cache import INFLUENCE_CACHE_SIZE, Entries, InferenceCache, Value
 
 
 def _names() -> set[str]:
-    cache = InferenceCache(ThetaCache())
+    cache = InferenceCache()
     names = set()
     for attr in dir(InferenceCache):
         if isinstance(getattr(InferenceCache, attr), property):
             entry = getattr(cache, attr)
             assert isinstance(entry, Entries | Value)
-            names.add(entry._name if isinstance(entry, Entries) else entry._key[0])
+            names.add(attr)
     return names
 
 
 def test_every_stored_entry_is_a_named_kind_and_reads_back():
     theta = qp.load_model("student")
+    assert theta._cache is None  # created on first use
     for method in ("elimination", "junction_tree"):
         qp.max_influence(theta, "income", ["gender"], inference=method)
         qp.plan(theta, qp.CountQuery(["height", "sat"], 100), ["income", "weight"], 1.0,
                 inference=method)
-    stored = list(theta._cache)
-    assert {k[0] for k in stored} <= _names()
     cache = InferenceCache.of(theta)
-    influences = [k for k in stored if k[0] == "influence"]
-    assert influences
-    for k in influences:
-        assert cache.influence.get(k[1:]) is theta._cache[k]
+    assert cache is InferenceCache.of(theta) is theta._cache
+    stored = {name for name in cache.kinds()}
+    # each kind is stored under its attribute's name (log2_floors under log2_floor)
+    assert stored <= _names() | {"log2_floor"}
+    assert len(cache.influence) > 0
+    for key in cache.influence.keys():
+        member, node, quilt, engine, settings, max_table = key
+        assert engine in ("elimination", "junction_tree") and max_table > 0
+        assert cache.influence[key][3] == engine
     assert cache.cardinalities.get() == tuple(theta.cardinality[v] for v in theta.nodes)
+    cache.clear()
+    assert cache.kinds() == [] and len(cache.influence) == 0
+    qp.max_influence(theta, "income", ["gender"])  # recomputed after a clear
+    assert len(cache.influence) == 1
 
 
-def test_entries_and_values_write_through_to_the_store():
-    store = ThetaCache(2)
-    cache = InferenceCache(store)
+def test_entries_and_values():
+    cache = InferenceCache(influence_limit=2)
+    assert cache.influence_limit == 2 and InferenceCache().influence_limit == INFLUENCE_CACHE_SIZE
     assert cache.floating.get(0) is None and 0 not in cache.floating
     cache.floating[0] = True
-    assert store[("floating", 0)] is True and cache.floating[0] is True
+    assert cache.floating[0] is True and cache.floating.keys() == [0]
     cache.junction_tree[1] = None  # None is a value: "too large", not "missing"
     assert 1 in cache.junction_tree and cache.junction_tree.get(1) is None
     assert cache.exact_tables.setdefault(3, {}) is cache.exact_tables.setdefault(3, {"x": 1})
     assert cache.parent_indices.set(((), (0,))) == ((), (0,))
-    assert store[("parent_indices",)] == ((), (0,))
-    for k in range(3):  # influences stay capped by the store
-        cache.influence[(0, "a", (f"q{k}",), "auto")] = (float(k), None, "float64")
-    assert [k for k in store if k[0] == "influence"] == [("influence", 0, "a", ("q1",), "auto"),
-                                                         ("influence", 0, "a", ("q2",), "auto")]
+    assert cache.parent_indices.get() == ((), (0,))
+    for k in range(3):  # influences stay capped
+        cache.influence[(0, "a", (f"q{k}",), "python", None, 8)] = (float(k), None, "float64",
+                                                                      "python")
+    assert [k[2] for k in cache.influence.keys()] == [("q1",), ("q2",)]
+    assert cache.kinds() == ["exact_tables", "floating", "influence", "junction_tree",
+                             "parent_indices"]
+
+
+def test_a_smaller_table_limit_does_not_reuse_a_larger_ones_result():
+    """The planner's result must not depend on what an earlier call left in the cache: an
+    influence computed under a larger limit is not an answer under a smaller one."""
+    theta = qp.load_model("student")
+    big = qp.max_influence(theta, "income", ["gender", "height"], max_table=10**6)
+    assert big.value > 0
+    with pytest.raises(qp.InfluenceTooExpensive):
+        qp.max_influence(theta, "income", ["gender", "height"], max_table=4)
+    assert {k[-1] for k in InferenceCache.of(theta).influence.keys()} == {10**6}
+
+
+def test_threads_sharing_a_theta_share_one_cache_and_agree():
+    """Many threads on one Theta (the explorer's case) with a tiny influence cap, so that
+    evictions race with reads: one cache object, every answer equal to the serial one."""
+    theta = qp.load_model("student")
+    nodes = theta.nodes
+    queries = [(nodes[i], [nodes[j]]) for i in range(len(nodes)) for j in range(len(nodes))
+               if i != j]
+    serial = {(n, tuple(q)): qp.max_influence(qp.load_model("student"), n, q).value
+              for n, q in queries}
+    caches: list[InferenceCache] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(6)
+
+    def work(offset: int) -> None:
+        try:
+            start.wait()
+            cache = InferenceCache.of(theta)
+            caches.append(cache)
+            cache.influence_limit = 3
+            for k in range(3 * len(queries)):
+                n, q = queries[(k + offset) % len(queries)]
+                assert qp.max_influence(theta, n, q).value == serial[(n, tuple(q))]
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len({id(c) for c in caches}) == 1
+    assert len(caches[0].influence) <= 3

@@ -20,6 +20,7 @@ from marks import fast_sample
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
 from quiltpriv.inference import definition8
+from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.engines import bucket, cutset, elimination, exact
 from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.inference.junction_tree import fill_tree_structure, junction_tree, tree_structure
@@ -236,7 +237,7 @@ def test_the_exact_path_prices_before_its_integer_arithmetic(monkeypatch, exact_
             if len(nodes) < 2:
                 continue
             converted.clear()
-            theta._cache.clear()
+            InferenceCache.of(theta).clear()
             try:
                 got = qp.max_influence(theta, nodes[0], nodes[1:], settings=settings)
             except qp.InfluenceTooExpensive:

@@ -50,8 +50,9 @@ EXCLUDED_MODULES = {
     # How a number, set, table or HTML fragment is written, shared by every layer; its callers
     # pass values they have already checked.
     "quiltpriv.utils.format": "formatting primitives, fed only checked values by their callers",
-    # A typed view of the storage a Theta holds, built only by InferenceCache.of(theta).
-    "quiltpriv.inference.cache": "typed view of Theta's own cache, built by InferenceCache.of",
+    # The per-Theta cache object, built by InferenceCache.of(theta); keys and values come
+    # from the inference functions, after their checks.
+    "quiltpriv.inference.cache": "Theta's own cache object, built by InferenceCache.of",
     # The factor algebra of the engines: tables and scopes built by the engines themselves
     # from a checked Theta and query (tests/inference/test_factors.py).
     "quiltpriv.inference.factors": "engine internals, fed the engines' own tables",

@@ -33,11 +33,12 @@ from test_exhaustive_14 import make_network
 import quiltpriv as qp
 import quiltpriv.mechanisms.apmqm.search as mech
 from quiltpriv.graph.quilts import least_influence_quilt, markov_quilt
+from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.influence import joint_marginal, max_influence
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.mechanisms.apmqm import quilt_scale as _scale
 from quiltpriv.mechanisms.apmqm.search import _blocks, _pair_influences
-from quiltpriv.model.network import ThetaCache, theta_from_tables
+from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.query import (
     CountQuery,
     CustomQuery,
@@ -467,13 +468,12 @@ def test_influence_cache_stays_within_its_cap():
     query = random_linear(np.random.default_rng(7), attrs)
     free = theta_from_tables(*_parts(theta))
     big = plan(free, query, theta.nodes, 2.0)
-    n_big = sum(1 for k in free._cache if k[0] == "influence")
+    n_big = len(InferenceCache.of(free).influence)
     assert n_big > 40
-    theta._cache.influence_limit = 20
+    InferenceCache.of(theta).influence_limit = 20
     small = plan(theta, query, theta.nodes, 2.0)
-    assert sum(1 for k in theta._cache if k[0] == "influence") <= 20
+    assert len(InferenceCache.of(theta).influence) <= 20
     assert small.to_dict() == big.to_dict()
-    assert isinstance(theta._cache, ThetaCache)
 
 
 def _parts(theta):
@@ -482,23 +482,22 @@ def _parts(theta):
     return edges, {v: list(theta.states[v]) for v in theta.nodes}, tables
 
 
-def test_theta_cache_is_a_capped_lru_for_influences_only():
-    cache = ThetaCache(3)
+def test_the_inference_cache_is_a_capped_lru_for_influences_only():
+    cache = InferenceCache(influence_limit=3)
     for k in range(5):
-        cache[("influence", k)] = k
-    cache[("kernel", 0)] = "kept"
-    assert sorted(k for k in cache if k[0] == "influence") == [("influence", 2),
-                                                               ("influence", 3),
-                                                               ("influence", 4)]
-    assert cache.get(("influence", 2)) == 2  # now the most recently used
-    cache[("influence", 9)] = 9
-    assert ("influence", 3) not in cache and ("influence", 2) in cache
-    assert cache[("kernel", 0)] == "kept"
-    del cache[("influence", 9)]
-    cache.update({("influence", 10): 10, ("influence", 11): 11})
-    assert len([k for k in cache if k[0] == "influence"]) == 3
+        cache.influence[k] = k
+    cache.kernel[0] = "kept"
+    assert cache.influence.keys() == [2, 3, 4]
+    assert cache.influence.get(2) == 2  # now the most recently used
+    cache.influence[9] = 9
+    assert 3 not in cache.influence and 2 in cache.influence
+    assert cache.kernel[0] == "kept"
+    assert cache.influence.keys() == [4, 2, 9]
+    assert cache.kinds() == ["influence", "kernel"]
+    cache.influence.clear()
+    assert cache.kinds() == ["kernel"] and len(cache.influence) == 0
     cache.clear()
-    assert not cache and not cache._lru
+    assert cache.kinds() == []
 
 
 def test_sensitivity_structures():
