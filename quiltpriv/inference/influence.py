@@ -5,15 +5,17 @@
 over values ``a, b`` of ``phi_i`` with positive probability under ``theta``; ``+inf`` when some
 ``q`` is possible under ``a`` and impossible under ``b``; ``0`` for ``Q = {}``. Per joint state
 ``q`` it is ``log max_a P(q | a) - log min_b P(q | b)``, so only the joint of ``(phi_i, phi_Q)``
-is needed. It is computed exactly by variable elimination on the ancestral subgraph of
-``{i} + Q`` (barren nodes drop out), vectorised over joint states with ``numpy.einsum``, and
-cached per ``(theta member, i, Q, inference)``. By default it is bucket elimination over CPDs
-with single-child ancestors folded in once per Theta, run by the optional compiled kernel in a
-per-query order when it is built (else in Python, in a global min-weight order for small
-queries); see :func:`joint_marginal` for the paths. A query that no order of the folded CPDs
-fits within ``max_table`` is priced again unfolded (:func:`_kernel_call`), and one no order
-fits at all is answered by conditioning on a small cutset, one elimination per state
-(:func:`_conditioned_joint`), before it is refused.
+is needed. It is computed exactly by an engine (``engine=``, one object per module of
+:mod:`quiltpriv.inference.engines` behind the
+:class:`~quiltpriv.inference.engines.base.Engine` protocol) on the ancestral subgraph of
+``{i} + Q`` (barren nodes drop out), and cached per ``(theta member, i, Q, engine, settings,
+max_table)`` (:class:`~quiltpriv.inference.cache.InferenceCache`). By default it is bucket
+elimination over CPDs with single-child ancestors folded in once per Theta, run by the
+optional compiled kernel in a per-query order when it is built (else in Python, in a global
+min-weight order for small queries); see :func:`joint_marginal` for the engines. A query
+that no order of the folded CPDs fits within ``max_table`` is priced again unfolded
+(:func:`_kernel_call`), and one no order fits at all is answered by conditioning on a small
+cutset, one elimination per state (:func:`_conditioned_joint`), before it is refused.
 
 Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
 
