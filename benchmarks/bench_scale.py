@@ -351,7 +351,7 @@ def bench_network(name: str, *, quick: bool, seed: int, repeat: int | None,
         t_conv, t_plan, (p, theta) = _fresh_plans(model, name, query, eps, repeat, fast_inf)
         fast_plans[eps] = p
         if eps == 1.0:
-            evaluated = sorted({(k[2], k[3]) for k in _influence_keys(theta) if k[3]},
+            evaluated = sorted({(k[1], k[2]) for k in _influence_keys(theta) if k[2]},
                                key=lambda t: (theta.index[t[0]], t[1]))
         t = statistics.median(t_plan)
         per_eps.append({

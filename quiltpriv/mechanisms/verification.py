@@ -648,7 +648,7 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
         Attributes the plan must protect (it may protect more).
     epsilon : float, optional
         The privacy the plan must give: its epsilon must be at most this.
-    max_table, inference, max_memory
+    max_table, inference, max_memory, engine
         As in :func:`quiltpriv.plan` (how influences are recomputed).
 
     Returns
