@@ -13,7 +13,7 @@ Per n and query:
   the APMQM plan and the laws), wall time and CPU time (user + sys; the machine is shared, so
   wall time includes other processes' load), peak RSS. ``audit`` audits the Wasserstein
   mechanism's scale read from the compare run (the tight case: its loss is close to eps).
-- in-process: :func:`quiltpriv.queries.network_laws.network_wasserstein` and
+- in-process: :func:`quiltpriv.mechanisms.network_wasserstein.network_wasserstein` and
   :func:`quiltpriv.audit.exact.audit` alone (median of ``--repeat``), with ``W`` (exact when its
   certified bracket closes) and the audit's loss bracket and verdict.
 - the exact rational path (what ``compare`` ran at every n before the certified laws) for
@@ -52,8 +52,8 @@ from bench_core import (  # noqa: E402
 )
 
 from quiltpriv.audit.exact import audit  # noqa: E402
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein  # noqa: E402
 from quiltpriv.model.loading import load_model  # noqa: E402
-from quiltpriv.queries.network_laws import network_wasserstein  # noqa: E402
 from quiltpriv.queries.query import CountQuery  # noqa: E402
 
 EPSILON = 1.0

@@ -64,9 +64,9 @@ from quiltpriv.distribution.vector_mechanisms import (
 )
 from quiltpriv.errors import ModelError
 from quiltpriv.mechanisms.apmqm import plan
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.model.datasets import load_adult
 from quiltpriv.model.network import Theta, theta_from_tables
-from quiltpriv.queries.network_laws import network_wasserstein
 from quiltpriv.queries.query import CountQuery, MeanQuery
 
 #: Table 2 of the paper (L2 error, mean of 50 runs) and Table 3 (attack accuracy, delta = 1e-3).

@@ -103,7 +103,7 @@ from quiltpriv.inference.methods import (
     InferenceMethod,
     check_inference,
 )
-from quiltpriv.inference.result import Influence, fmt_influence, influence_html
+from quiltpriv.inference.result import Influence, fmt_influence
 from quiltpriv.inference.rounding import ROUNDING_MARGIN, _rounding_bound
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe_for, subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
@@ -115,7 +115,7 @@ __all__ = [
     "DEFAULT_MAX_TABLE", "DEFAULT_SETTINGS", "ENGINES", "EXACT", "FLOAT64", "INFERENCE_METHODS",
     "ROUNDING_MARGIN", "SAFE_LOG2_FLOOR", "EngineName", "EngineSettings", "InferenceMethod",
     "Influence", "InfluenceTooExpensive", "check_engine", "check_inference", "choose_engine",
-    "compiled_kernel", "elimination_work", "fmt_influence", "influence_html",
+    "compiled_kernel", "elimination_work", "fmt_influence",
     "influence_upper_bound", "joint_marginal", "max_influence", "subnormals_kept",
 ]
 
@@ -519,3 +519,10 @@ def influence_upper_bound(
             ) from None
         return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep,
                          arithmetic=bound.arithmetic, engine=bound.engine)
+
+
+def __getattr__(name: str) -> object:
+    # The Jupyter view moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
+
+    return moved_attribute(__name__, {"influence_html": "quiltpriv.reporting.notebook"}, name)

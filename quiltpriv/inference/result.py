@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from quiltpriv.inference.methods import FLOAT64
 from quiltpriv.inference.rounding import ROUNDING_MARGIN
-from quiltpriv.utils.validation import check_instance, check_scalar
+from quiltpriv.utils.validation import check_scalar
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class Influence:
         return self.bound_via is None
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import influence_html  # a presentation hook
+
         return influence_html(self)
 
 
@@ -86,22 +88,8 @@ def fmt_influence(value: float) -> str:
     return fmt_number(value)
 
 
-def influence_html(infl: Influence) -> str:
-    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
-    check_instance(infl, Influence, "infl")
-    from quiltpriv.utils.format import escape, html_set, kv_table
+def __getattr__(name: str) -> object:
+    # The Jupyter view moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-    rows = [("max-influence e(Q | i)", escape(fmt_influence(infl.value))),
-            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
-            ("quilt Q", html_set(infl.quilt))]
-    if infl.member is not None:
-        rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))
-    if infl.pair is not None:
-        rows.append(("values of \u03c6<sub>i</sub>",
-                     f"{escape(infl.pair[0])} vs {escape(infl.pair[1])}"))
-    rows.append(("exact", "yes" if infl.bound_via is None else
-                 f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
-    rows.append(("arithmetic", escape(infl.arithmetic)))
-    if infl.engine is not None:
-        rows.append(("engine", escape(infl.engine)))
-    return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"
+    return moved_attribute(__name__, {"influence_html": "quiltpriv.reporting.notebook"}, name)

@@ -216,13 +216,13 @@ def network_wasserstein_mechanism(theta: Any, query: Query, sensitive: str | Ite
                                   epsilon: float, *, time_limit: float | None = None,
                                   progress: bool = False) -> QueryMechanism:
     """The Wasserstein Mechanism for a count on a hyperparameter network ([ZOC22, Alg. 4],
-    :func:`quiltpriv.queries.network_laws.network_wasserstein`): ``b = W / eps``.
+    :func:`quiltpriv.mechanisms.network_wasserstein.network_wasserstein`): ``b = W / eps``.
 
     Raises what ``network_wasserstein`` raises: a query other than a count, a predicate without
     a declared domain, :class:`~quiltpriv.queries.law_bounds.BudgetExceeded` past the time
     limit.
     """
-    from quiltpriv.queries.network_laws import network_wasserstein
+    from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 
     theta = as_theta(theta)
     query = check_query(query)

@@ -28,7 +28,8 @@ Soundness of W
   it is a grid estimate (a lower bound on the true W, so *not* a proven guarantee).
 
 Conditional laws for a count on a general hyperparameter network from the core are in
-:mod:`quiltpriv.queries.network_laws` (``network_wasserstein``).
+:mod:`quiltpriv.queries.network_laws`; the mechanism on them is
+:mod:`quiltpriv.mechanisms.network_wasserstein`.
 """
 
 from __future__ import annotations

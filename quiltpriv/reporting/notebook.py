@@ -1,9 +1,10 @@
 """The Jupyter views of quiltpriv's objects: every ``_repr_html_`` body.
 
-``Theta``, ``Quilt``, ``Comparison`` and ``Release`` show themselves in a notebook through a
-``_repr_html_`` method of one line that imports its fragment from here when the notebook asks
-for it (a *presentation hook*: the model, graph and mechanism layers never import this layer
-at module level, and the architecture test allows these hooks and nothing else upwards). Every
+``Theta``, ``Quilt``, ``Influence``, ``Plan``, ``SensitivePlan``, ``Comparison`` and ``Release``
+show themselves in a notebook through a ``_repr_html_`` method of one line that imports its
+fragment from here when the notebook asks for it (a *presentation hook*: the model, graph,
+inference and mechanism layers never import this layer at module level, and the architecture
+test allows these hooks and nothing else upwards). Every
 fragment is built from :mod:`quiltpriv.utils.format` and the DAG drawing
 :mod:`quiltpriv.reporting.drawing`, as the audit report is, so an object reads the same in a
 notebook and in a report. Every user-provided string goes through
@@ -16,15 +17,27 @@ import json
 from typing import cast
 
 from quiltpriv.graph.quilts import Quilt
-from quiltpriv.mechanisms.apmqm import plan_html
+from quiltpriv.inference.result import Influence, fmt_influence
+from quiltpriv.mechanisms.apmqm.plan_types import UNVERIFIED_NOTE, Plan, _status_word
+from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _shown_set
 from quiltpriv.mechanisms.apmqm_release import Release
 from quiltpriv.mechanisms.compare import Comparison
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.reporting.drawing import dag_svg
-from quiltpriv.utils.format import escape, fmt_number, html_set, inline_style, kv_table, query_html
+from quiltpriv.utils.format import (
+    badge,
+    escape,
+    fmt_number,
+    html_set,
+    inline_style,
+    kv_table,
+    query_html,
+)
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_instance
 
-__all__ = ["comparison_html", "quilt_html", "release_html", "theta_html"]
+__all__ = ["comparison_html", "influence_html", "plan_html", "quilt_html", "release_html",
+           "sensitive_plan_html", "theta_html"]
 
 
 def theta_html(theta: Theta) -> str:
@@ -92,3 +105,81 @@ def release_html(release: Release) -> str:
             f"sampler {escape(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
             f"{'' if release.seed is None else ', seed ' + escape(release.seed)}{warn}</p>"
             f"{plan_html(release.plan)}</div>")
+
+
+def influence_html(infl: Influence) -> str:
+    """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
+    check_instance(infl, Influence, "infl")
+    rows = [("max-influence e(Q | i)", escape(fmt_influence(infl.value))),
+            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
+            ("quilt Q", html_set(infl.quilt))]
+    if infl.member is not None:
+        rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))
+    if infl.pair is not None:
+        rows.append(("values of \u03c6<sub>i</sub>",
+                     f"{escape(infl.pair[0])} vs {escape(infl.pair[1])}"))
+    rows.append(("exact", "yes" if infl.bound_via is None else
+                 f"NO: an upper bound via the separator {html_set(infl.bound_via)}"))
+    rows.append(("arithmetic", escape(infl.arithmetic)))
+    if infl.engine is not None:
+        rows.append(("engine", escape(infl.engine)))
+    return f"<div class=\"quiltpriv-influence\">{kv_table(rows)}</div>"
+
+
+def _html_shown(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+    """A listed set, or what an unlisted one shows (the plan's text for it, escaped)."""
+    if names is not None:
+        return html_set(names)
+    return escape(_shown_set(None, attrs))
+
+
+def sensitive_plan_html(sp: SensitivePlan) -> str:
+    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
+    check_instance(sp, SensitivePlan, "sp")
+    where = ""
+    if sp.influence_member is not None and sp.influence_pair is not None:
+        a, b = sp.influence_pair
+        where = (f" (attained under member {escape(sp.influence_member)}, "
+                 f"\u03c6 = {escape(a)} vs {escape(b)})")
+    bound = "" if sp.influence_bound_via is None else (
+        f" <b>upper bound</b> via the separator {html_set(sp.influence_bound_via)}")
+    facts = kv_table([
+        ("quilt Q", html_set(sp.quilt)), ("nearby N", _html_shown(sp.nearby,
+                                                                     sp.nearby_attributes)),
+        ("remote R", _html_shown(sp.remote, None)),
+        ("max-influence e(Q | i)", escape(fmt_influence(sp.influence)) + where + bound),
+        ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
+        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
+        ("quilts evaluated", escape(sp.quilts_considered)),
+        ("optimal", escape(sp.status.describe())),
+    ])
+    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
+            f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
+
+
+def plan_html(plan: Plan) -> str:
+    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
+    check_instance(plan, Plan, "plan")
+    rows = "".join(
+        f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
+        f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
+        f"<td>{_html_shown(sp.remote, None)}</td>"
+        f"<td>{escape(fmt_influence(sp.influence))}</td>"
+        f"<td>{escape(_fmt(sp.sensitivity))}</td>"
+        f"<td>{escape(_fmt(sp.scale))}</td>"
+        f"<td>{escape(_status_word(sp))}</td></tr>"
+        for sp in plan.sensitive)
+    notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
+    unverified = "" if plan.verified else (
+        "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
+    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
+            f"{escape(f'{plan.epsilon:g}')}, Laplace scale b = "
+            f"<b>{escape(_fmt(plan.scale))}</b> "
+            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
+            f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"
+            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
+            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}"
+            f"{unverified}"
+            "</div>")

@@ -14,8 +14,7 @@ nothing here changes the plan or the noise. Every user-provided string (node nam
 names, member names, file names, query fields) is escaped with :func:`html.escape`.
 
 The Jupyter fragments (``theta_html``, ``plan_html``, ``release_html``, ...) are re-exported
-here; they live in :mod:`quiltpriv.reporting.notebook` (the planner's and the influence's still
-beside their classes).
+here; they live in :mod:`quiltpriv.reporting.notebook`.
 """
 
 from __future__ import annotations
@@ -41,17 +40,14 @@ from quiltpriv.graph.quilts import (
 from quiltpriv.inference.influence import (
     InfluenceTooExpensive,
     fmt_influence,
-    influence_html,
     max_influence,
 )
 from quiltpriv.mechanisms.apmqm import (
     Plan,
     candidate_key,
     is_tie,
-    plan_html,
     query_mismatch,
     quilt_scale,
-    sensitive_plan_html,
 )
 from quiltpriv.mechanisms.apmqm_release import Release
 from quiltpriv.model.network import Theta, check_theta, model_mismatch
@@ -59,7 +55,15 @@ from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.reporting.drawing import Layout, dag_svg, layered_layout
 from quiltpriv.reporting.model_tables import cpd_tables, cpd_tables_html, provenance_html
-from quiltpriv.reporting.notebook import comparison_html, quilt_html, release_html, theta_html
+from quiltpriv.reporting.notebook import (
+    comparison_html,
+    influence_html,
+    plan_html,
+    quilt_html,
+    release_html,
+    sensitive_plan_html,
+    theta_html,
+)
 from quiltpriv.utils.format import badge as _badge
 from quiltpriv.utils.format import escape as _e
 from quiltpriv.utils.format import fmt_number as _fmt

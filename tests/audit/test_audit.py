@@ -203,7 +203,7 @@ def test_apmqm_meets_epsilon_on_random_networks():
 def test_wasserstein_mechanism_meets_epsilon_on_random_networks():
     # The Wasserstein mechanism ([ZOC22, Alg. 4]) with the exact count laws of a network, audited:
     # its predicate is the auditor's conjunction "every query attribute equals 1".
-    from quiltpriv.queries.network_laws import network_wasserstein
+    from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 
     tight, audited = 0, 0
     for seed in range(60):

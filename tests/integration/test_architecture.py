@@ -65,11 +65,7 @@ RANK = {unit: k for k, layer in enumerate(LAYERS) for unit in layer}
 
 #: Imports against the layering that are known and waiting for their fix, each with the reason.
 #: The test fails when one of them is gone, so that the list only ever shrinks.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("quiltpriv.queries.network_laws", "quiltpriv.mechanisms.wasserstein"):
-        "network_wasserstein (the Wasserstein mechanism on a network's count laws) is a "
-        "mechanism living in queries/; it moves to mechanisms/ with the one Wasserstein toolbox",
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 #: The units each unit may import (every lower layer): the table the layering test asserts.
 ALLOWED: dict[str, frozenset[str]] = {

@@ -103,12 +103,23 @@ def test_the_old_paths_go_in_the_release_the_changelog_names():
 
 
 #: Names moved out of a module that still defines ``__getattr__`` for them: old module, name,
-#: new module (issue 32: the Jupyter views moved to the reporting layer).
+#: new module (issue 32: every Jupyter view moved to the reporting layer).
 MOVED_ATTRIBUTES = [
     ("quiltpriv.model.network", "theta_html", "quiltpriv.reporting.notebook"),
     ("quiltpriv.graph.quilts", "quilt_html", "quiltpriv.reporting.notebook"),
     ("quiltpriv.mechanisms.compare", "comparison_html", "quiltpriv.reporting.notebook"),
     ("quiltpriv.mechanisms.apmqm_release", "release_html", "quiltpriv.reporting.notebook"),
+    ("quiltpriv.mechanisms.apmqm", "plan_html", "quiltpriv.reporting.notebook"),
+    ("quiltpriv.mechanisms.apmqm", "sensitive_plan_html", "quiltpriv.reporting.notebook"),
+    ("quiltpriv.mechanisms.apmqm.plan_types", "plan_html", "quiltpriv.reporting.notebook"),
+    ("quiltpriv.mechanisms.apmqm.sensitive_plan", "sensitive_plan_html",
+     "quiltpriv.reporting.notebook"),
+    ("quiltpriv.inference.result", "influence_html", "quiltpriv.reporting.notebook"),
+    # issue 32: the Wasserstein mechanism on a network's count laws is a mechanism
+    ("quiltpriv.queries.network_laws", "network_wasserstein",
+     "quiltpriv.mechanisms.network_wasserstein"),
+    ("quiltpriv.queries.network_laws", "NetworkWassersteinResult",
+     "quiltpriv.mechanisms.network_wasserstein"),
 ]
 
 

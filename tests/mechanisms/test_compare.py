@@ -12,8 +12,8 @@ from quiltpriv.cli.compare import register_cli
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.mechanisms.compare import compare
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.model.loading import load_model
-from quiltpriv.queries.network_laws import network_wasserstein
 from quiltpriv.queries.query import CountQuery, MeanQuery
 
 

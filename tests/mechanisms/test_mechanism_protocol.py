@@ -34,6 +34,7 @@ from quiltpriv.errors import (
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.mechanisms.protocol import (
     GUARANTEE_KINDS,
     Calibration,
@@ -49,7 +50,6 @@ from quiltpriv.mechanisms.registry import (
     wasserstein_laws_mechanism,
 )
 from quiltpriv.model.loading import load_model
-from quiltpriv.queries.network_laws import network_wasserstein
 from quiltpriv.queries.query import CountQuery, MeanQuery
 from quiltpriv.releases import records
 

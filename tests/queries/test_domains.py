@@ -29,9 +29,10 @@ import quiltpriv as qp
 from quiltpriv.audit.exact import audit, query_laws
 from quiltpriv.errors import ModelError, QueryError
 from quiltpriv.mechanisms.compare import compare
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
 from quiltpriv.model.network import theta_from_tables
-from quiltpriv.queries.network_laws import count_laws, network_wasserstein, record_truth
+from quiltpriv.queries.network_laws import count_laws, record_truth
 from quiltpriv.queries.predicate import parse_predicate
 
 README_WHERE = "height > 66 and sat > 1300"

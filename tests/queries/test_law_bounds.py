@@ -21,6 +21,7 @@ import quiltpriv.queries.law_bounds as lb
 from quiltpriv.audit.exact import audit
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.mechanisms.compare import compare
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.model.loading import load_model
 from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.law_bounds import (
@@ -35,7 +36,7 @@ from quiltpriv.queries.law_bounds import (
     log_fraction,
     mixture_log_pmf,
 )
-from quiltpriv.queries.network_laws import count_laws, count_mixtures, network_wasserstein
+from quiltpriv.queries.network_laws import count_laws, count_mixtures
 from quiltpriv.queries.query import CountQuery, LinearQuery
 from quiltpriv.utils.distances import quantile_coupling, w_inf_bracket
 

@@ -12,10 +12,11 @@ from scipy.stats import binom
 
 from models import student
 from quiltpriv.errors import ModelError, ParameterError, QueryError
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.mechanisms.wasserstein import wasserstein_mechanism
 from quiltpriv.model.loading import load_model
 from quiltpriv.model.network import Theta, theta_from_tables
-from quiltpriv.queries.network_laws import bernoulli_parameters, count_laws, network_wasserstein
+from quiltpriv.queries.network_laws import bernoulli_parameters, count_laws
 from quiltpriv.queries.query import CountQuery, MeanQuery
 
 

@@ -67,7 +67,6 @@ from quiltpriv.mechanisms.apmqm.plan_types import (
     Plan,
     plan_from_dict,
     plan_from_json,
-    plan_html,
     plan_query_fingerprint,
     query_mismatch,
     sensitive_nodes,
@@ -88,7 +87,6 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_LIMIT,
     LIST_SETS_MAX_NODES,
     SensitivePlan,
-    sensitive_plan_html,
 )
 from quiltpriv.mechanisms.apmqm.shared import (
     SHARED_MAX_ATTRIBUTES,
@@ -130,7 +128,6 @@ __all__ = [
     "plan",
     "plan_from_dict",
     "plan_from_json",
-    "plan_html",
     "plan_node",
     "plan_query_fingerprint",
     "planning_context",
@@ -138,6 +135,13 @@ __all__ = [
     "query_mismatch",
     "quilt_scale",
     "sensitive_nodes",
-    "sensitive_plan_html",
     "was_interrupted",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The Jupyter views moved to quiltpriv.reporting.notebook (the old paths warn until 0.3.0).
+    from quiltpriv._compat import moved_attribute
+
+    new = "quiltpriv.reporting.notebook"
+    return moved_attribute(__name__, {"plan_html": new, "sensitive_plan_html": new}, name)

@@ -17,7 +17,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.inference.influence import fmt_influence
 from quiltpriv.mechanisms.apmqm.fingerprints import _plain, canonical_json, query_fingerprint
-from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _html_shown, _shown_set
+from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _shown_set
 from quiltpriv.mechanisms.plan_fields import (
     _bool,
     _digest,
@@ -353,6 +353,8 @@ class Plan:
         return self.explain()
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import plan_html  # a presentation hook
+
         return plan_html(self)
 
 
@@ -705,34 +707,8 @@ def plan_from_json(text: str | bytes) -> Plan:
     return plan_from_dict(doc)
 
 
-# -- Jupyter views ----------------------------------------------------------------------------
+def __getattr__(name: str) -> object:
+    # The Jupyter view moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-
-def plan_html(plan: Plan) -> str:
-    """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
-    check_instance(plan, Plan, "plan")
-    from quiltpriv.utils.format import badge, escape, html_set, query_html
-
-    rows = "".join(
-        f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
-        f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
-        f"<td>{_html_shown(sp.remote, None)}</td>"
-        f"<td>{escape(fmt_influence(sp.influence))}</td>"
-        f"<td>{escape(_fmt(sp.sensitivity))}</td>"
-        f"<td>{escape(_fmt(sp.scale))}</td>"
-        f"<td>{escape(_status_word(sp))}</td></tr>"
-        for sp in plan.sensitive)
-    notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
-    unverified = "" if plan.verified else (
-        "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
-    return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
-            f"{escape(f'{plan.epsilon:g}')}, Laplace scale b = "
-            f"<b>{escape(_fmt(plan.scale))}</b> "
-            f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
-            f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"
-            "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"
-            "<th>influence</th><th>\u0394<sub>A\u2229N</sub></th><th>scale</th><th>optimal</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>"
-            f"{'<ul>' + notes + '</ul>' if notes else ''}"
-            f"{unverified}"
-            "</div>")
+    return moved_attribute(__name__, {"plan_html": "quiltpriv.reporting.notebook"}, name)

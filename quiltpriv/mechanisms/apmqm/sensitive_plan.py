@@ -8,14 +8,11 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from quiltpriv.graph.quilts import Quilt, markov_quilt
-from quiltpriv.inference.influence import fmt_influence
 from quiltpriv.mechanisms.plan_status import PlanStatus, check_status
 from quiltpriv.model.network import as_theta
 from quiltpriv.utils.deprecation import renamed_keywords
-from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.serialize import JSONResult, jsonable
-from quiltpriv.utils.validation import check_instance
 
 #: A plan lists every sensitive attribute's ``nearby`` and ``remote`` sets when the network's
 #: size times the number of sensitive attributes is at most this (about a million names);
@@ -160,6 +157,8 @@ class SensitivePlan(JSONResult):
         return d
 
     def _repr_html_(self) -> str:
+        from quiltpriv.reporting.notebook import sensitive_plan_html  # a presentation hook
+
         return sensitive_plan_html(self)
 
 
@@ -170,35 +169,9 @@ def _shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> 
     return "(not listed)" if attrs is None else f"{_set(attrs)} + ... (not listed)"
 
 
-def _html_shown(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
-    from quiltpriv.utils.format import escape, html_set
+def __getattr__(name: str) -> object:
+    # The Jupyter view moved to quiltpriv.reporting.notebook (the old path warns until 0.3.0).
+    from quiltpriv._compat import moved_attribute
 
-    if names is not None:
-        return html_set(names)
-    return escape(_shown_set(None, attrs))
-
-
-def sensitive_plan_html(sp: SensitivePlan) -> str:
-    """HTML fragment for ``SensitivePlan._repr_html_``: the quilt chosen for one attribute."""
-    check_instance(sp, SensitivePlan, "sp")
-    from quiltpriv.utils.format import escape, html_set, kv_table
-
-    where = ""
-    if sp.influence_member is not None and sp.influence_pair is not None:
-        a, b = sp.influence_pair
-        where = (f" (attained under member {escape(sp.influence_member)}, "
-                 f"\u03c6 = {escape(a)} vs {escape(b)})")
-    bound = "" if sp.influence_bound_via is None else (
-        f" <b>upper bound</b> via the separator {html_set(sp.influence_bound_via)}")
-    facts = kv_table([
-        ("quilt Q", html_set(sp.quilt)), ("nearby N", _html_shown(sp.nearby,
-                                                                     sp.nearby_attributes)),
-        ("remote R", _html_shown(sp.remote, None)),
-        ("max-influence e(Q | i)", escape(fmt_influence(sp.influence)) + where + bound),
-        ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
-        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
-        ("quilts evaluated", escape(sp.quilts_considered)),
-        ("optimal", escape(sp.status.describe())),
-    ])
-    return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
-            f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
+    new = "quiltpriv.reporting.notebook"
+    return moved_attribute(__name__, {"sensitive_plan_html": new}, name)
