@@ -38,10 +38,10 @@ from quiltpriv.queries.network_laws import (
     LOG_PMF_CACHE_FLOATS,
     MAX_RECORDS,
     CountLaws,
+    CountSpec,
     LogPmfCache,
-    _count_spec,
-    _CountSpec,
-    _exact_count_laws,
+    count_spec,
+    exact_count_laws,
     pi_mixtures,
     undeclared_domain_error,
 )
@@ -179,7 +179,7 @@ def network_wasserstein(
                                           "the Wasserstein mechanism on a network")
         where, domain, states = query.predicate, query.domain, query.record_states
     # One truth table for both paths, and every refusal before any law is computed.
-    spec = _count_spec(theta, attr, n, where, domain, states)
+    spec = count_spec(theta, attr, n, where, domain, states)
     budget = Budget(limit, progress, "the Wasserstein mechanism's laws")
     try:
         if n <= exact_records:
@@ -193,12 +193,12 @@ def _time_limit(time_limit: float | None) -> float | None:
     return None if time_limit is None else check_positive(time_limit, "time_limit")
 
 
-def _exact_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...], eps: float,
+def _exact_wasserstein(theta: Theta, spec: CountSpec, sens: tuple[str, ...], eps: float,
                        max_table: int, budget: Budget) -> NetworkWassersteinResult:
     budget.start(len(sens) + 1, "Wasserstein (exact laws)")
     all_laws = []
     for s in sens:
-        all_laws.append(_exact_count_laws(theta, spec, s, max_table))
+        all_laws.append(exact_count_laws(theta, spec, s, max_table))
         budget.tick()
     # Secrets are (i, value); only values of the same attribute are paired.
     per_theta = [{(cl.sensitive, a): law for cl in all_laws for a, law in cl.laws[m].items()}
@@ -211,7 +211,7 @@ def _exact_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...], ep
     return NetworkWassersteinResult(result, tuple(all_laws))
 
 
-def _certified_wasserstein(theta: Theta, spec: _CountSpec, sens: tuple[str, ...], eps: float,
+def _certified_wasserstein(theta: Theta, spec: CountSpec, sens: tuple[str, ...], eps: float,
                            max_table: int, budget: Budget) -> NetworkWassersteinResult:
     """``W`` from certified float64 laws: a proven bracket per pair (module law_bounds)."""
     n = spec.records

@@ -514,7 +514,7 @@ RecordProbability = Callable[[tuple[int, ...]], Fraction]
 
 
 @dataclass(frozen=True)
-class _CountSpec:
+class CountSpec:
     """A checked count: its attributes, ``n``, ``P(a record is counted | phi_A)``, predicate.
 
     The record probability reads one truth table (:func:`record_truth`), computed once, so the
@@ -527,10 +527,10 @@ class _CountSpec:
     predicate: str | None
 
 
-def _count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
-                where: str | Predicate | None,
-                domain: Mapping[str, Sequence[Any]] | None = None,
-                record_states: Mapping[str, Mapping[Any, int]] | None = None) -> _CountSpec:
+def count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
+               where: str | Predicate | None,
+               domain: Mapping[str, Sequence[Any]] | None = None,
+               record_states: Mapping[str, Mapping[Any, int]] | None = None) -> CountSpec:
     """The checked count (attributes in the network, ``n``, predicate over record states)."""
     attrs = (attribute,) if isinstance(attribute, str) else tuple(attribute)
     theta.check_nodes(attrs, "query attribute")
@@ -542,7 +542,7 @@ def _count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
                 "(where=...), because the laws of the count depend on it")
         truth = record_truth(theta, attrs, where, domain, record_states)
         params = {a: category_laws(theta, a) for a in attrs}
-        return _CountSpec(attrs, n, lambda key: record_probability(
+        return CountSpec(attrs, n, lambda key: record_probability(
             [params[a][k] for a, k in zip(attrs, key, strict=True)], truth),
             str(parse_predicate(where)))
     j = attrs[0]
@@ -553,7 +553,7 @@ def _count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
         raise QueryError(f"a count over the categorical attribute {j!r} needs its predicate "
                          "(where=..., over category numbers 0..k-1)") from None
     phis = bernoulli_parameters(theta, j)
-    return _CountSpec(attrs, n, lambda key: phis[key[0]], None)
+    return CountSpec(attrs, n, lambda key: phis[key[0]], None)
 
 
 def _check_sensitive(theta: Theta, attribute: str | Sequence[str], sensitive: str) -> str:
@@ -567,8 +567,8 @@ def _check_sensitive(theta: Theta, attribute: str | Sequence[str], sensitive: st
     return i
 
 
-def _exact_count_laws(theta: Theta, spec: _CountSpec, sensitive: str,
-                      max_table: int) -> CountLaws:
+def exact_count_laws(theta: Theta, spec: CountSpec, sensitive: str,
+                     max_table: int) -> CountLaws:
     laws = _count_laws(theta, spec.attributes, sensitive, spec.records, spec.probability,
                        max_table)
     return CountLaws(spec.attributes[0], sensitive, spec.records, laws, spec.attributes,
@@ -611,13 +611,13 @@ def count_laws(
     """
     theta = as_theta(theta)
     i = _check_sensitive(theta, attribute, sensitive)
-    spec = _count_spec(theta, attribute, records, where, domain, record_states)
+    spec = count_spec(theta, attribute, records, where, domain, record_states)
     if spec.records > MAX_EXACT_RECORDS:
         raise ParameterError(
             f"exact rational laws of a count over n = {spec.records} records are too expensive "
             f"(at most {MAX_EXACT_RECORDS} records; their cost grows like n^2); "
             "network_wasserstein and audit use certified float64 laws at any n")
-    return _exact_count_laws(theta, spec, i, exact_table_limit(max_table, max_memory))
+    return exact_count_laws(theta, spec, i, exact_table_limit(max_table, max_memory))
 
 
 #: A law of the count as a binomial mixture: success probability ``pi`` -> weight.
@@ -643,7 +643,7 @@ def count_mixtures(
     limit = exact_table_limit(max_table, max_memory)
     theta = as_theta(theta)
     i = _check_sensitive(theta, attribute, sensitive)
-    spec = _count_spec(theta, attribute, 1, where, domain, record_states)
+    spec = count_spec(theta, attribute, 1, where, domain, record_states)
     return pi_mixtures(theta, spec.attributes, i, spec.probability, limit)
 
 

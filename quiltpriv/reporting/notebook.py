@@ -18,8 +18,8 @@ from typing import cast
 
 from quiltpriv.graph.quilts import Quilt
 from quiltpriv.inference.result import Influence, fmt_influence
-from quiltpriv.mechanisms.apmqm.plan_types import UNVERIFIED_NOTE, Plan, _status_word
-from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _shown_set
+from quiltpriv.mechanisms.apmqm.plan_types import UNVERIFIED_NOTE, Plan, status_word
+from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, shown_set
 from quiltpriv.mechanisms.apmqm_release import Release
 from quiltpriv.mechanisms.compare import Comparison
 from quiltpriv.model.network import Theta, check_theta
@@ -130,7 +130,7 @@ def _html_shown(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) ->
     """A listed set, or what an unlisted one shows (the plan's text for it, escaped)."""
     if names is not None:
         return html_set(names)
-    return escape(_shown_set(None, attrs))
+    return escape(shown_set(None, attrs))
 
 
 def sensitive_plan_html(sp: SensitivePlan) -> str:
@@ -167,7 +167,7 @@ def plan_html(plan: Plan) -> str:
         f"<td>{escape(fmt_influence(sp.influence))}</td>"
         f"<td>{escape(_fmt(sp.sensitivity))}</td>"
         f"<td>{escape(_fmt(sp.scale))}</td>"
-        f"<td>{escape(_status_word(sp))}</td></tr>"
+        f"<td>{escape(status_word(sp))}</td></tr>"
         for sp in plan.sensitive)
     notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
     unverified = "" if plan.verified else (

@@ -17,7 +17,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.inference.influence import fmt_influence
 from quiltpriv.mechanisms.apmqm.fingerprints import _plain, canonical_json, query_fingerprint
-from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, _shown_set
+from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan, shown_set
 from quiltpriv.mechanisms.plan_fields import (
     _bool,
     _digest,
@@ -333,10 +333,10 @@ class Plan:
             return "\n".join(lines + _run_lines(self))
         header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
                   "scale", "quilts", "optimal")
-        rows = [(sp.node, _set(sp.quilt), _shown_set(sp.nearby, sp.nearby_attributes),
-                 _shown_set(sp.remote, None),
+        rows = [(sp.node, _set(sp.quilt), shown_set(sp.nearby, sp.nearby_attributes),
+                 shown_set(sp.remote, None),
                  fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
-                 str(sp.quilts_considered), _status_word(sp)) for sp in self.sensitive]
+                 str(sp.quilts_considered), status_word(sp)) for sp in self.sensitive]
         lines += _table(header, rows)
         lines.append("")
         for sp in self.sensitive:
@@ -358,7 +358,7 @@ class Plan:
         return plan_html(self)
 
 
-def _status_word(sp: SensitivePlan) -> str:
+def status_word(sp: SensitivePlan) -> str:
     """An attribute's status in a table cell: ``yes``, or ``not proven (<status>)``."""
     return "yes" if sp.optimal else f"not proven ({sp.status.value.replace('_', ' ')})"
 

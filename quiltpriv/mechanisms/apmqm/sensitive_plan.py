@@ -162,7 +162,7 @@ class SensitivePlan(JSONResult):
         return sensitive_plan_html(self)
 
 
-def _shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
+def shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
     """A listed set, or what an unlisted one shows: its query attributes, if known."""
     if names is not None:
         return _set(names)
