@@ -59,6 +59,7 @@ describes record *categories*. The link is explicit, never guessed (:func:`recor
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -525,6 +526,15 @@ class CountSpec:
     records: int
     probability: RecordProbability
     predicate: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The count as JSON: attributes, records and predicate (the probability is a
+        function of the attributes' states, not data)."""
+        return {"attributes": list(self.attributes), "records": self.records,
+                "predicate": self.predicate}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
 
 def count_spec(theta: Theta, attribute: str | Sequence[str], records: int,

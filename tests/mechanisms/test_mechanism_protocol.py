@@ -338,7 +338,8 @@ def test_renamed_classes_keep_their_old_names_with_a_warning():
 
 RESULT_MODULES = ["quiltpriv.mechanisms." + m for m in (
     "apgm", "apmqm.sensitive_plan", "apmqm.plan_types", "compare", "group_dp", "mqm", "noise",
-    "protocol", "verification", "wasserstein")] + ["quiltpriv.distribution." + m for m in (
+    "protocol", "verification", "wasserstein",
+    "network_wasserstein")] + ["quiltpriv.distribution." + m for m in (
         "distribution_privacy", "local_distribution_privacy", "tupling", "property_model")] + [
     "quiltpriv.audit." + m for m in ("exact", "joint", "gaussian", "adversary")] + [
     "quiltpriv.gap.privatizers", "quiltpriv.gap.learning", "quiltpriv.mechanisms.subset_privacy",
