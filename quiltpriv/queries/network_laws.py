@@ -81,6 +81,7 @@ from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.memory import EXACT_BYTES_PER_TABLE_ENTRY, describe_bytes, exact_table_limit
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
+    check_instance,
     check_records,
     check_scalar,
 )
@@ -543,7 +544,7 @@ def count_spec(theta: Theta, attribute: str | Sequence[str], records: int,
                record_states: Mapping[str, Mapping[Any, int]] | None = None) -> CountSpec:
     """The checked count (attributes in the network, ``n``, predicate over record states)."""
     attrs = (attribute,) if isinstance(attribute, str) else tuple(attribute)
-    theta.check_nodes(attrs, "query attribute")
+    check_theta(theta).check_nodes(attrs, "query attribute")
     n = check_records(records)
     if where is not None or len(attrs) != 1:
         if where is None:
@@ -579,6 +580,10 @@ def _check_sensitive(theta: Theta, attribute: str | Sequence[str], sensitive: st
 
 def exact_count_laws(theta: Theta, spec: CountSpec, sensitive: str,
                      max_table: int) -> CountLaws:
+    """The exact laws of the count ``spec`` given each value of ``sensitive`` (see
+    :func:`count_laws`)."""
+    check_instance(spec, CountSpec, "spec")
+    check_theta(theta).check_node(sensitive, "sensitive attribute")
     laws = _count_laws(theta, spec.attributes, sensitive, spec.records, spec.probability,
                        max_table)
     return CountLaws(spec.attributes[0], sensitive, spec.records, laws, spec.attributes,

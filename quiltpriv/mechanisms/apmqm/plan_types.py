@@ -360,6 +360,7 @@ class Plan:
 
 def status_word(sp: SensitivePlan) -> str:
     """An attribute's status in a table cell: ``yes``, or ``not proven (<status>)``."""
+    check_instance(sp, SensitivePlan, "sp")
     return "yes" if sp.optimal else f"not proven ({sp.status.value.replace('_', ' ')})"
 
 

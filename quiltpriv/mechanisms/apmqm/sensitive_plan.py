@@ -13,6 +13,7 @@ from quiltpriv.model.network import as_theta
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.serialize import JSONResult, jsonable
+from quiltpriv.utils.validation import check_instance
 
 #: A plan lists every sensitive attribute's ``nearby`` and ``remote`` sets when the network's
 #: size times the number of sensitive attributes is at most this (about a million names);
@@ -164,6 +165,9 @@ class SensitivePlan(JSONResult):
 
 def shown_set(names: tuple[str, ...] | None, attrs: tuple[str, ...] | None) -> str:
     """A listed set, or what an unlisted one shows: its query attributes, if known."""
+    for x in (names, attrs):
+        if x is not None:
+            check_instance(x, tuple, "names")
     if names is not None:
         return _set(names)
     return "(not listed)" if attrs is None else f"{_set(attrs)} + ... (not listed)"
