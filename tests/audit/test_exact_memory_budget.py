@@ -13,12 +13,12 @@ from quiltpriv.audit.joint import joint_audit, joint_laws
 from quiltpriv.audit.least_scale import audit_per_attribute, least_scale
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.inference.influence import InfluenceTooExpensive
+from quiltpriv.mechanisms.network_wasserstein import network_wasserstein
 from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.network_laws import (
     count_laws,
     count_mixtures,
     mixture_weights,
-    network_wasserstein,
 )
 from quiltpriv.queries.query import CountQuery
 from quiltpriv.utils.memory import (
