@@ -25,6 +25,7 @@ from quiltpriv.mechanisms.time_series_verification import (
     _member_row,
     _NotHere,
     _scale_low,
+    _scale_reason,
 )
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query, check_query
@@ -431,17 +432,9 @@ def _check_hmm_runs(theta: Theta, query: Query, steps: Any, eps: float,
             j = int(bad_delta[i])
             reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
                       f"{deltas[j]:.17g} for {steps.nodes()[j]!r}")
-        elif not r.scale >= need:
-            reason = (f"its influence {r.influence:.17g} is not below epsilon = {eps:g}, so "
-                      "no finite scale makes this quilt private" if math.isinf(need) else
-                      f"it states scale {r.scale:.17g}, below Delta / (eps - e) = "
-                      f"{need:.17g}")
-        elif r.optimal and r.scale > 0 and not (lo is not None
-                                                and r.scale <= lo * (1 + OPTIMALITY_RTOL)):
-            reason = ("it claims the least scale over all quilts, but a quilt may need only "
-                      f"{lo if lo is not None else 0:.17g} < {r.scale:.17g}")
         else:
-            reason = _member_row(theta, steps.node_at(r, 0), r.member, r.pair)
+            reason = (_scale_reason(r.influence, r.scale, r.optimal, eps, need, lo)
+                      or _member_row(theta, steps.node_at(r, 0), r.member, r.pair))
         rows.append(Row(node=steps.run_label(r), ok=reason is None, reason=reason,
                         quilt=steps.run_quilt_parts(r), stated_influence=r.influence,
                         influence=infl, stated_sensitivity=r.sensitivity,
@@ -505,15 +498,8 @@ def _hmm_reason(theta: Theta, query: Query, order: HMMOrder, sh: _Shape, j: int,
     if sp.sensitivity != own:
         return (f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
                 f"{own:.17g}")
-    if not sp.scale >= need:
-        return (f"its influence {sp.influence:.17g} is not below epsilon = {eps:g}, so no "
-                "finite scale makes this quilt private" if math.isinf(need) else
-                f"it states scale {sp.scale:.17g}, below Delta / (eps - e) = {need:.17g}")
-    if sp.optimal and sp.scale > 0 and not (lo is not None
-                                            and sp.scale <= lo * (1 + OPTIMALITY_RTOL)):
-        return ("it claims the least scale over all quilts, but a quilt may need only "
-                f"{lo if lo is not None else 0:.17g} < {sp.scale:.17g}")
-    return _member_row(theta, sp.node, sp.influence_member, sp.influence_pair)
+    return (_scale_reason(sp.influence, sp.scale, sp.optimal, eps, need, lo)
+            or _member_row(theta, sp.node, sp.influence_member, sp.influence_pair))
 
 
 def _log_ratio_bound_arr(n: np.ndarray) -> np.ndarray:

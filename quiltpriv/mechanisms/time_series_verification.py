@@ -166,6 +166,21 @@ def _member_row(theta: Theta, node: str, member: Any, pair: Any) -> str | None:
     return None
 
 
+def _scale_reason(influence: float, scale: float, optimal: bool, eps: float, need: float,
+                  lo: float | None) -> str | None:
+    """What is wrong with a stated scale, if anything: below the quilt's ``need``
+    (``Delta / (eps - e)``, infinite when ``e >= eps``), or claimed least although the
+    recomputed least over all quilts, ``lo`` (None: none found), is below it."""
+    if not scale >= need:
+        return (f"its influence {influence:.17g} is not below epsilon = {eps:g}, so no "
+                "finite scale makes this quilt private" if math.isinf(need) else
+                f"it states scale {scale:.17g}, below Delta / (eps - e) = {need:.17g}")
+    if optimal and scale > 0 and not (lo is not None and scale <= lo * (1 + OPTIMALITY_RTOL)):
+        return ("it claims the least scale over all quilts, but a quilt may need only "
+                f"{lo if lo is not None else 0:.17g} < {scale:.17g}")
+    return None
+
+
 def _weights(theta: Theta, query: Query, nodes: Sequence[str]) -> tuple[np.ndarray, float | None]:
     """Per node of ``nodes``, ``Delta`` of that node alone (0 if the query does not read it),
     and the cap of an all-or-nothing sensitivity (None for an additive one)."""
@@ -416,17 +431,9 @@ def _check_chain(theta: Theta, query: Query, steps: StepPlans, eps: float,
             bad = int(np.flatnonzero(d != r.sensitivity)[0])
             reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
                       f"{d[bad]:.17g} for {order[r.first + bad]!r}")
-        elif not r.scale >= need:
-            reason = (f"its influence {r.influence:.17g} is not below epsilon = {eps:g}, so "
-                      "no finite scale makes this quilt private" if math.isinf(need) else
-                      f"it states scale {r.scale:.17g}, below Delta / (eps - e) = "
-                      f"{need:.17g}")
-        elif r.optimal and r.scale > 0 and not (lo is not None
-                                                and r.scale <= lo * (1 + OPTIMALITY_RTOL)):
-            reason = ("it claims the least scale over all quilts, but a quilt may need only "
-                      f"{lo if lo is not None else 0:.17g} < {r.scale:.17g}")
         else:
-            reason = _member_row(theta, order[r.first], r.member, r.pair)
+            reason = (_scale_reason(r.influence, r.scale, r.optimal, eps, need, lo)
+                      or _member_row(theta, order[r.first], r.member, r.pair))
         rows.append(_chain_row(steps, r, reason is None, reason, infl, delta, need, lo))
     return rows
 
