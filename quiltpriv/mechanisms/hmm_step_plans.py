@@ -25,7 +25,12 @@ import numpy as np
 
 import quiltpriv.mechanisms.plan_fields as pf
 from quiltpriv.errors import ParameterError, PlanError, QueryError
-from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans, step_explanation
+from quiltpriv.mechanisms.step_plans import (
+    TIME_LIMIT_REASON,
+    StepPlans,
+    _sequence_index,
+    step_explanation,
+)
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.serialize import jsonable
 
@@ -152,12 +157,7 @@ class HMMStepPlans(StepPlans):
     def __getitem__(self, j: int | slice) -> Any:
         if isinstance(j, slice):
             return tuple(self[k] for k in range(*j.indices(len(self))))
-        n = len(self)
-        if isinstance(j, bool) or not isinstance(j, int | np.integer):
-            raise TypeError(f"step plans are indexed by whole numbers, not {type(j).__name__}")
-        k = int(j) + n if j < 0 else int(j)
-        if not 0 <= k < n:
-            raise IndexError(j)
+        k = _sequence_index(j, len(self))
         return self._make(self.runs[int(self._run_of[k])], int(self._step[k]))
 
     def __iter__(self) -> Iterator[Any]:

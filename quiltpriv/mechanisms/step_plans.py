@@ -66,6 +66,18 @@ def _ranges(positions: np.ndarray) -> list[list[int]]:
     return [[int(positions[s]), int(e - s)] for s, e in zip(starts, ends, strict=True)]
 
 
+
+def _sequence_index(j: object, n: int) -> int:
+    """The position ``0 <= k < n`` that a whole-number index ``j`` of a sequence of ``n`` step
+    plans names (negative from the end), as a tuple reads it: TypeError for anything but a
+    whole number (a bool included), IndexError outside the sequence."""
+    if isinstance(j, bool) or not isinstance(j, int | np.integer):
+        raise TypeError(f"step plans are indexed by whole numbers, not {type(j).__name__}")
+    k = int(j) + n if j < 0 else int(j)
+    if not 0 <= k < n:
+        raise IndexError(j)
+    return k
+
 class StepPlans(Sequence[Any]):
     """The sensitive steps' plans of a chain, as runs (a sequence of ``SensitivePlan``).
 
@@ -129,12 +141,7 @@ class StepPlans(Sequence[Any]):
     def __getitem__(self, j: int | slice) -> Any:
         if isinstance(j, slice):
             return tuple(self[k] for k in range(*j.indices(len(self))))
-        n = len(self)
-        if isinstance(j, bool) or not isinstance(j, int | np.integer):
-            raise TypeError(f"step plans are indexed by whole numbers, not {type(j).__name__}")
-        k = int(j) + n if j < 0 else int(j)
-        if not 0 <= k < n:
-            raise IndexError(j)
+        k = _sequence_index(j, len(self))
         r = int(np.searchsorted(self._starts, k, side="right")) - 1
         run = self.runs[r]
         return self._make(run, run.first + (k - int(self._starts[r])))
