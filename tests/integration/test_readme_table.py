@@ -48,6 +48,19 @@ def test_the_figures_are_the_results_files_own(gen):
     assert f"{both:,} queries both answer" in gen.table()
 
 
+def test_the_test_suite_figures_are_the_results_files_own(gen):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.count(gen.SUITE_BEGIN) == 1 and text.count(gen.SUITE_END) == 1
+    data = json.loads(gen.latest("test-suite").read_text(encoding="utf-8"))
+    sentence = gen.section(text, gen.SUITE_BEGIN, gen.SUITE_END)
+    assert sentence == gen.suite()
+    assert f"default run has {data['counts']['default']:,} tests" in sentence
+    assert f"slow run {data['counts']['slow']:,}" in sentence
+    for run in data["runs"]:
+        if run["returncode"] == 0:
+            assert f"with `-n {run['workers']}`" in sentence
+
+
 def test_latest_takes_the_newest_date_then_suffix(gen, tmp_path):
     for name in ("startup-2026-11-23.json", "startup-2026-11-23c.json",
                  "startup-2026-11-22d.json", "startup-bundled-2026-12-01.json",
