@@ -122,10 +122,29 @@ def _pyagrum(path: Path) -> list[tuple[str, str, str]]:
              "answer)", figure, f"{path.name} ({_load(data['machine'])})")]
 
 
+def _time_series(path: Path) -> list[tuple[str, str, str]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    source = f"{path.name} ({_load(data['machine'])})"
+    out = []
+    for model, words in (("chain", "a two-state chain"), ("hmm", "a two-state HMM")):
+        rows = [r for r in data["rows"] if r["model"] == model]
+        if not rows:
+            continue
+        longest = max(r["T"] for r in rows)
+        rows = [r for r in rows if r["T"] == longest]
+        figure = "; ".join(
+            f"{r['mechanism'].upper()} {_s(r['wall_s'])}, peak {r['rss_mb'] / 1000:.2g} GB"
+            + ("" if r["optimal"] else " (not proven optimal)") for r in rows)
+        out.append((f"the fraction of time in a state over {longest:,} steps of {words}, "
+                    "every step sensitive", figure, source))
+    return out
+
+
 def table(results: Path = RESULTS) -> str:
     """The Markdown table (without the markers)."""
     rows = (_startup(latest("startup", results)) + _compare(latest("compare-records", results))
-            + _linear(latest("linear", results)) + _pyagrum(latest("pyagrum", results)))
+            + _linear(latest("linear", results)) + _pyagrum(latest("pyagrum", results))
+            + _time_series(latest("time-series-idle", results)))
     lines = ["| what (whole command unless said) | measured | results file |", "|---|---|---|"]
     lines += [f"| {what} | {figure} | `{source.split(' ')[0]}` {source.split(' ', 1)[1]} |"
               for what, figure, source in rows]
