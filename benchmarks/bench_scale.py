@@ -88,6 +88,7 @@ from bench_core import (  # noqa: E402
 
 from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
+from quiltpriv.inference.junction_tree import STRUCTURE  # noqa: E402
 from quiltpriv.mechanisms.apmqm import plan  # noqa: E402
 from quiltpriv.model.network import Theta, theta_from_pgmpy  # noqa: E402
 from quiltpriv.queries.query import CountQuery  # noqa: E402
@@ -221,7 +222,7 @@ def _prep_kinds(theta: Theta) -> list[str]:
 
 def _tree_entries(theta: Theta) -> int | None:
     """Table entries of the cached junction tree structure, when there is one."""
-    structure = InferenceCache.of(theta).junction_structure.get()
+    structure = InferenceCache.of(theta).value(STRUCTURE).get()
     return None if structure is None else int(structure.size)
 
 

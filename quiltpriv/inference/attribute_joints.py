@@ -43,6 +43,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.definition8 import _influence_from_joint
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
 from quiltpriv.inference.factors import broadcast_shape, sum_to
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
@@ -121,14 +122,15 @@ class _Late(Exception):
 
 def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
                      max_work: int = DEFAULT_MAX_WORK, max_held: int = DEFAULT_MAX_HELD,
-                     deadline: float | None = None,
-                     progress: bool = False) -> AttributeJoints | None:
+                     deadline: float | None = None, progress: bool = False,
+                     settings: EngineSettings = DEFAULT_SETTINGS) -> AttributeJoints | None:
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
 
     When the propagation over every joint state of ``A`` at once would hold more than
     ``max_held`` entries, the joint states are split into chunks (ranges of some attributes'
     values, cut as evenly as their numbers of states allow until a chunk fits; at most
-    :data:`MAX_CHUNKS`), and one propagation per chunk fills its part of the result. Each
+    ``settings.max_chunks``, :attr:`~quiltpriv.inference.engines.base.EngineSettings.
+    max_chunks`), and one propagation per chunk fills its part of the result. Each
     entry comes from the same products and sums as in one propagation (numpy may sum in
     another order), so :attr:`AttributeJoints.depth` bounds its rounding all the same.
 
@@ -136,7 +138,7 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     exact rationals, an operation underflowed, the floating-point environment flushes
     subnormals, the propagation would touch more than ``max_work`` entries
     (:func:`propagation_work`) or hold more than ``max_held`` at once (its messages, a
-    clique's tables and the whole result) even split into :data:`MAX_CHUNKS` chunks (the
+    clique's tables and the whole result) even split into ``settings.max_chunks`` chunks (the
     min-fill triangulation stops at its first clique above ``max_held``), or ``deadline``
     (``time.monotonic()``) passed before it ended (the triangulation sees it too).
     ``progress`` shows a bar over the cliques of each pass.
@@ -153,7 +155,7 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     cards = cardinalities(theta)
     if _work(structure, math.prod(cards[a] for a in attrs)) > max_work:
         return None
-    split = _split(structure, attrs, cards, max_held)
+    split = _split(structure, attrs, cards, max_held, settings.max_chunks)
     if split is None:
         return None
     sizes, rooting = split
@@ -175,17 +177,12 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     return AttributeJoints(attrs, tables, _junction_tree_depth(theta, structure))
 
 
-#: Most chunks the joint states of ``A`` are split into to fit ``max_held``: each chunk is a
-#: whole propagation, so its fixed cost per clique (Python and numpy calls, about 10
-#: microseconds) is paid once per chunk; beyond this the planner eliminates per attribute.
-MAX_CHUNKS = 64
-
-
 def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int],
-           max_held: int) -> tuple[tuple[int, ...], _Rooting] | None:
+           max_held: int, max_chunks: int = DEFAULT_SETTINGS.max_chunks,
+           ) -> tuple[tuple[int, ...], _Rooting] | None:
     """Per attribute, how many of its values one chunk takes (all of them where the whole
     propagation fits ``max_held``), and the rooting for a chunk of that shape; None when no
-    split into at most :data:`MAX_CHUNKS` chunks fits.
+    split into at most ``max_chunks`` chunks fits.
 
     The result (``card(v)`` times every joint state, per node) is held whole whatever the
     split. Until a chunk fits, one attribute's values per chunk are cut
@@ -197,7 +194,7 @@ def _split(structure: TreeStructure, attrs: tuple[int, ...], cards: Sequence[int
         return None
     roots = _Roots(structure, attrs, cards)
     sizes = list(states)
-    while math.prod(-(-c // s) for c, s in zip(states, sizes, strict=True)) <= MAX_CHUNKS:
+    while math.prod(-(-c // s) for c, s in zip(states, sizes, strict=True)) <= max_chunks:
         held, j = roots.least(sizes)
         if held + _visit(structure, cards, math.prod(sizes)) + result <= max_held:
             return tuple(sizes), roots.rooting(j, held)

@@ -20,6 +20,14 @@ long search cannot grow memory without bound; their keys include the table limit
 result that limit would have refused (a plan does not depend on what an earlier, more
 generous call left behind). The other kinds are per member or per Theta, a handful each.
 
+Kinds whose values are another module's types are declared by that module, as a
+:class:`Kind` (the prepared models of :mod:`quiltpriv.inference.engines.bucket`, the junction
+trees and their structures of :mod:`quiltpriv.inference.junction_tree`), and read through
+:meth:`InferenceCache.entries` and :meth:`InferenceCache.value`: this module names no engine
+and imports none, so the engines own what they keep. A kind may be *charged*
+(:meth:`Entries.charge`): its entries together stay within a size the caller passes (the
+calibrated junction trees, within the call's memory budget).
+
 Benchmarks and tests look at it through :meth:`InferenceCache.clear`,
 :meth:`InferenceCache.kinds` and each entry family's ``len``/``keys``/``clear``.
 """
@@ -28,18 +36,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
     from quiltpriv.inference.engines.base import EngineSettings
-    from quiltpriv.inference.engines.bucket import _Prepared
-    from quiltpriv.inference.junction_tree import JunctionTree, TreeStructure
     from quiltpriv.model.network import Theta
 
-__all__ = ["INFLUENCE_CACHE_SIZE", "Entries", "InferenceCache", "Value"]
+__all__ = ["INFLUENCE_CACHE_SIZE", "Entries", "InferenceCache", "Kind", "Value"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -51,23 +57,60 @@ INFLUENCE_CACHE_SIZE = 2**16
 _CREATING = threading.Lock()
 
 
+class Kind(Generic[K, V]):
+    """One kind of cached value, declared by the module that computes it: its name (unique
+    per cache), and whether reads keep it in least-recently-used order (``lru``: the
+    influences, whose number is capped, and the charged junction trees).
+
+    ``K`` is the key's type (None for a kind with one value per Theta, read through
+    :meth:`InferenceCache.value`), ``V`` the value's.
+    """
+
+    __slots__ = ("lru", "name")
+
+    def __init__(self, name: str, *, lru: bool = False) -> None:
+        self.name = name
+        self.lru = lru
+
+    def __repr__(self) -> str:
+        return f"Kind({self.name!r})"
+
+
 class Entries(Generic[K, V]):
     """A family of cached values of one kind, keyed by ``K`` (a member, a query, ...)."""
 
-    __slots__ = ("_cache", "_name", "_store")
+    __slots__ = ("_cache", "_lru", "_name", "_store")
 
-    def __init__(self, cache: InferenceCache, name: str) -> None:
+    def __init__(self, cache: InferenceCache, name: str, lru: bool = False) -> None:
         self._cache = cache
         self._name = name
-        self._store = cache._family(name)
+        self._lru = lru or name == "influence"
+        self._store = cache._family(name, self._lru)
 
     def get(self, key: K) -> V | None:
         """The cached value, or None when there is none (yet, or evicted)."""
         with self._cache._lock:
             value = self._store.get(key)
-            if value is not None and self._name == "influence":
+            if value is not None and self._lru:
                 self._store.move_to_end(key)  # type: ignore[attr-defined]
             return value
+
+    def charge(self, key: K, value: V, size: Callable[[V], int], limit: int) -> V:
+        """Store ``value`` (unless ``key`` holds one already) and drop the least recently
+        used other entries until the ``size`` of those kept sums to at most ``limit``; the
+        value stored. ``key``'s own entry is always kept (the caller checked that it fits
+        ``limit`` alone), so what is held never exceeds the largest limit in use."""
+        with self._cache._lock:
+            kept = self._store.setdefault(key, value)
+            if self._lru:
+                self._store.move_to_end(key)  # type: ignore[attr-defined]
+            total = sum(size(v) for v in self._store.values())
+            for other in list(self._store):
+                if total <= limit:
+                    break
+                if other != key:
+                    total -= size(self._store.pop(other))
+            return kept
 
     def __contains__(self, key: K) -> bool:
         with self._cache._lock:
@@ -112,7 +155,7 @@ class Value(Generic[V]):
 
     def __init__(self, cache: InferenceCache, name: str) -> None:
         self._cache = cache
-        self._store = cache._family(name)
+        self._store = cache._family(name, False)
 
     def get(self) -> V | None:
         with self._cache._lock:
@@ -147,9 +190,6 @@ class InferenceCache:
         The operation depth bounding float64 rounding errors.
     exact_tables : Entries[member, dict]
         Per node, its CPD as exact integers and a power-of-two exponent.
-    prepared : Entries[(member, fold limit, log2 floor), NamedTuple]
-        Everything variable elimination reads for one member, in one entry (a named tuple of
-        :mod:`quiltpriv.inference.engines.bucket`).
     kernel : Entries[(member, fold limit, log2 floor), compiled network]
         The compiled kernel's network of one member.
     kernel_unfolded : Entries[member, compiled network]
@@ -160,14 +200,17 @@ class InferenceCache:
         Each CPD with its axes in increasing node index.
     floating : Entries[member, bool]
         Whether a member's CPDs are floating point.
-    junction_tree : Entries[member, JunctionTree or None]
-        One member's calibrated junction tree (None: too large, or not floating point).
-    scopes_by_position, parent_indices, cardinalities, junction_structure : Value
+    scopes_by_position, parent_indices, cardinalities : Value
         Structures of the DAG shared by every member.
-    fill_structure : Value
-        The junction tree of a greedy min-fill triangulation (the shared propagation's).
     fill_structure_over : Value
-        A clique size that triangulation is known to exceed (it was stopped there).
+        A clique size the min-fill triangulation is known to exceed (it was stopped there).
+
+    The kinds other modules declare (:class:`Kind`, read through :meth:`entries` and
+    :meth:`value`): ``prepared``, everything bucket elimination reads for one member
+    (:data:`quiltpriv.inference.engines.bucket.PREPARED`); ``junction_tree``, the members'
+    calibrated junction trees, charged against the memory budget
+    (:data:`quiltpriv.inference.junction_tree.TREES`); ``junction_structure`` and
+    ``fill_structure``, the min-weight and min-fill junction trees' structures.
     """
 
     __slots__ = ("_families", "_lock", "influence_limit")
@@ -188,9 +231,20 @@ class InferenceCache:
                     cache = theta._cache = cls()
         return cache
 
-    def _family(self, name: str) -> dict[Any, Any]:
+    def _family(self, name: str, lru: bool) -> dict[Any, Any]:
         with self._lock:
-            return self._families.setdefault(name, {})
+            store = self._families.get(name)
+            if store is None:
+                store = self._families[name] = OrderedDict() if lru else {}
+            return store
+
+    def entries(self, kind: Kind[K, V]) -> Entries[K, V]:
+        """The entries of a kind declared elsewhere."""
+        return Entries(self, kind.name, kind.lru)
+
+    def value(self, kind: Kind[None, V]) -> Value[V]:
+        """The single value of a kind declared elsewhere."""
+        return Value(self, kind.name)
 
     def _evict(self, store: dict[Any, Any]) -> None:
         # the caller holds the lock; the influences' store is the OrderedDict, newest last
@@ -230,10 +284,6 @@ class InferenceCache:
         return Entries(self, "exact_tables")
 
     @property
-    def prepared(self) -> Entries[tuple[int, int, int], _Prepared]:
-        return Entries(self, "prepared")
-
-    @property
     def kernel(self) -> Entries[tuple[int, int, int], Any]:
         return Entries(self, "kernel")
 
@@ -255,10 +305,6 @@ class InferenceCache:
         return Entries(self, "floating")
 
     @property
-    def junction_tree(self) -> Entries[int, JunctionTree | None]:
-        return Entries(self, "junction_tree")
-
-    @property
     def scopes_by_position(self) -> Value[tuple[tuple[int, ...], ...]]:
         return Value(self, "scopes_by_position")
 
@@ -269,14 +315,6 @@ class InferenceCache:
     @property
     def cardinalities(self) -> Value[tuple[int, ...]]:
         return Value(self, "cardinalities")
-
-    @property
-    def junction_structure(self) -> Value[TreeStructure]:
-        return Value(self, "junction_structure")
-
-    @property
-    def fill_structure(self) -> Value[TreeStructure]:
-        return Value(self, "fill_structure")
 
     @property
     def fill_structure_over(self) -> Value[int]:

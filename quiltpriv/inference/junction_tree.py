@@ -44,7 +44,8 @@ from typing import NamedTuple
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
-from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.cache import InferenceCache, Kind
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
 from quiltpriv.inference.factors import (
     MAX_VARIABLES,
     broadcast,
@@ -60,11 +61,8 @@ from quiltpriv.inference.orders import (  # the exceptions are this module's pub
     greedy_elimination,
 )
 from quiltpriv.model.network import Theta, check_theta
-
-#: Largest total number of table entries (cliques plus separators) one calibrated tree may hold
-#: (8 bytes each: 2**26 entries is 512 MiB). Beyond it queries use variable elimination.
-DEFAULT_MAX_TREE = 2**26
-
+from quiltpriv.utils.memory import table_limit
+from quiltpriv.utils.validation import check_scalar
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +97,14 @@ class TreeStructure:
     per-query ordering work is needed)."""
     elimination_order: tuple[int, ...]
     """The variable eliminated at each step (the inverse of ``position``)."""
+
+
+#: The cache's kinds this module keeps (:class:`~quiltpriv.inference.cache.InferenceCache`):
+#: the min-weight and min-fill junction trees' structures, and each member's calibrated tree
+#: (charged against the memory budget, :func:`junction_tree`).
+STRUCTURE: Kind[None, TreeStructure] = Kind("junction_structure")
+FILL_STRUCTURE: Kind[None, TreeStructure] = Kind("fill_structure")
+TREES: Kind[int, JunctionTree] = Kind("junction_tree", lru=True)
 
 
 def parent_indices(theta: Theta) -> tuple[tuple[int, ...], ...]:
@@ -156,11 +162,11 @@ def tree_structure(theta: Theta) -> TreeStructure:
     and its current neighbours; ties by node index), kept incrementally with a lazy heap.
     """
     check_theta(theta)
-    hit = InferenceCache.of(theta).junction_structure.get()
+    kept = InferenceCache.of(theta).value(STRUCTURE)
+    hit = kept.get()
     if hit is not None:
         return hit
-    structure = _build_tree_structure(cardinalities(theta), parent_indices(theta))
-    return InferenceCache.of(theta).junction_structure.set(structure)
+    return kept.set(_build_tree_structure(cardinalities(theta), parent_indices(theta)))
 
 
 class _Absorbed(NamedTuple):
@@ -205,7 +211,8 @@ def fill_tree_structure(theta: Theta, *, max_weight: int | None = None,
     """
     check_theta(theta)
     cache = InferenceCache.of(theta)
-    hit = cache.fill_structure.get()
+    kept = cache.value(FILL_STRUCTURE)
+    hit = kept.get()
     if hit is not None:
         return hit if max_weight is None or hit.width <= max_weight else None
     over = cache.fill_structure_over.get()
@@ -220,7 +227,7 @@ def fill_tree_structure(theta: Theta, *, max_weight: int | None = None,
         return None
     except TreeDeadline:
         return None
-    return cache.fill_structure.set(structure)
+    return kept.set(structure)
 
 
 def _build_tree_structure(card: Sequence[int], parents: Sequence[Sequence[int]],
@@ -505,22 +512,55 @@ def calibrate(theta: Theta, member: int, structure: TreeStructure) -> JunctionTr
                         sep_tables=tuple(sep_tables))
 
 
-def junction_tree(theta: Theta, member: int = 0, *,
-                  max_tree: int = DEFAULT_MAX_TREE) -> JunctionTree | None:
+def junction_tree(theta: Theta, member: int = 0, *, max_tree: int | None = None,
+                  max_memory: int | str | None = None) -> JunctionTree | None:
     """The calibrated junction tree of one member (built once, cached on ``theta``).
 
-    Returns ``None`` when the tree would hold more than ``max_tree`` entries, or when the CPDs
-    are not floating point (the exact-rational tables of :mod:`quiltpriv.queries.network_laws`); the
-    caller then uses variable elimination.
+    Parameters
+    ----------
+    theta : Theta
+    member : int
+        Which member of Theta.
+    max_tree : int, optional
+        Most entries (cliques plus separators) the tree may hold; default
+        :attr:`EngineSettings.max_tree <quiltpriv.inference.engines.base.EngineSettings>`.
+    max_memory : int or str, optional
+        The memory budget (bytes, or a size such as ``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`. The tree is charged like a table
+        (:func:`quiltpriv.utils.memory.table_limit` entries), and so are the trees of the
+        other members kept with it (:func:`_junction_tree`).
+
+    Returns ``None`` when the tree would hold more than ``max_tree`` entries or than the
+    budget allows, or when the CPDs are not floating point (the exact-rational tables of
+    :mod:`quiltpriv.queries.network_laws`); the caller then uses variable elimination.
     """
     member = check_theta(theta).check_member(member)
-    trees = InferenceCache.of(theta).junction_tree
-    if member in trees:
-        return trees[member]
-    tree = None
-    if is_floating(theta, member):
-        structure = tree_structure(theta)
-        if structure.size <= max_tree:
-            tree = calibrate(theta, member, structure)
-    trees[member] = tree
-    return tree
+    limit = (DEFAULT_SETTINGS.max_tree if max_tree is None
+             else int(check_scalar(max_tree, "max_tree", integer=True, min_val=0)))
+    return _junction_tree(theta, member, min(limit, table_limit(None, max_memory)))
+
+
+def _tree_size(tree: JunctionTree) -> int:
+    return tree.structure.size
+
+
+def _junction_tree(theta: Theta, member: int, limit: int) -> JunctionTree | None:
+    """:func:`junction_tree` within ``limit`` entries, for the trees of every member together.
+
+    A tree above ``limit`` is not built. The trees a Theta keeps (one per member, of equal
+    size: they share the structure) are charged together
+    (:meth:`~quiltpriv.inference.cache.Entries.charge`): using one drops the least recently
+    used others until all fit ``limit``, so the memory they hold stays within the budget of
+    the call that uses them, and an answer never depends on which trees an earlier call left
+    (a dropped tree is calibrated again when asked for).
+    """
+    if not is_floating(theta, member):
+        return None
+    structure = tree_structure(theta)
+    if structure.size > limit:
+        return None
+    trees = InferenceCache.of(theta).entries(TREES)
+    tree = trees.get(member)
+    if tree is None:
+        tree = calibrate(theta, member, structure)
+    return trees.charge(member, tree, _tree_size, limit)

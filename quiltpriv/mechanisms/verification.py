@@ -40,7 +40,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError, QuiltPrivError
-from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.engines.base import (
+    EngineName,
+    EngineSettings,
+    check_settings,
+    choose_engine,
+)
 from quiltpriv.inference.influence import (
     ROUNDING_MARGIN,
     InferenceMethod,
@@ -451,7 +456,8 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
                sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                max_table: int | None = None, inference: InferenceMethod = "auto",
                max_memory: int | str | None = None,
-               engine: EngineName = "auto") -> PlanVerification:
+               engine: EngineName = "auto",
+               settings: EngineSettings | None = None) -> PlanVerification:
     """Verify ``plan`` against ``theta`` and ``query``; never raises for a discrepancy.
 
     See the module's documentation for what is recomputed. :func:`verify_plan` is the same
@@ -474,8 +480,9 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
         Attributes the plan must protect (it may protect more).
     epsilon : float, optional
         The privacy the plan must give: its epsilon must be at most this.
-    max_table, inference, max_memory, engine
-        As in :func:`quiltpriv.plan` (how influences are recomputed).
+    max_table, inference, max_memory, engine, settings
+        As in :func:`quiltpriv.plan` (how influences are recomputed; a plan made with other
+        ``settings`` is recomputed as they decide only when given them).
 
     Returns
     -------
@@ -505,6 +512,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     max_table = table_limit(max_table, max_memory)
     theta = as_theta(theta)
     engine = choose_engine(engine, inference)
+    settings = check_settings(settings)
     definition = query.to_dict()
 
     def verdict(kind: str | None, failure: str | None,
@@ -527,7 +535,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
     rows = _time_series_rows(theta, query, plan, eps)
     if rows is None:
         context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
-                                   engine=engine)
+                                   engine=engine, settings=settings)
         rows = tuple(_check_attribute(theta, query, sp, eps, max_table, engine, context)
                      for sp in plan.sensitive)
     for c in rows:
@@ -627,7 +635,8 @@ def _summary_mismatch(plan: Plan) -> str | None:
 def verify_plan(plan: Plan, theta: Any, query: Query, *,
                 sensitive: str | Iterable[str] | None = None, epsilon: float | None = None,
                 max_table: int | None = None, inference: InferenceMethod = "auto",
-                max_memory: int | str | None = None, engine: EngineName = "auto") -> Plan:
+                max_memory: int | str | None = None, engine: EngineName = "auto",
+                settings: EngineSettings | None = None) -> Plan:
     """The plan, verified against ``theta`` and ``query``, ready for :func:`quiltpriv.release`.
 
     A plan made by :func:`quiltpriv.plan` in this process is already verified; one read from
@@ -648,8 +657,9 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
         Attributes the plan must protect (it may protect more).
     epsilon : float, optional
         The privacy the plan must give: its epsilon must be at most this.
-    max_table, inference, max_memory, engine
-        As in :func:`quiltpriv.plan` (how influences are recomputed).
+    max_table, inference, max_memory, engine, settings
+        As in :func:`quiltpriv.plan` (how influences are recomputed; a plan made with other
+        ``settings`` is recomputed as they decide only when given them).
 
     Returns
     -------
@@ -687,7 +697,8 @@ def verify_plan(plan: Plan, theta: Any, query: Query, *,
     """
     return check_plan(plan, theta, query, sensitive=sensitive, epsilon=epsilon,
                       max_table=max_table, inference=inference,
-                      max_memory=max_memory, engine=engine).verified_plan()
+                      max_memory=max_memory, engine=engine,
+                      settings=settings).verified_plan()
 
 
 # -- another model -------------------------------------------------------------------------

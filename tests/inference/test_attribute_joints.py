@@ -14,7 +14,6 @@ from reference import full_joint, marginal, random_network, reference_influence
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.attribute_joints import (
-    MAX_CHUNKS,
     _finer,
     _split,
     _visit,
@@ -22,11 +21,13 @@ from quiltpriv.inference.attribute_joints import (
     joint_influence,
     propagation_work,
 )
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
 from quiltpriv.inference.influence import max_influence, subnormals_kept
 from quiltpriv.inference.junction_tree import TreeStructure, cardinalities, fill_tree_structure
 from quiltpriv.model.network import Theta, theta_from_tables
 
 T = TypeVar("T")
+MAX_CHUNKS = DEFAULT_SETTINGS.max_chunks
 
 
 def _attributes(net, seed: int) -> list[str]:
@@ -204,22 +205,28 @@ def test_a_split_propagation_gives_the_whole_ones_tables(seed):
         assert parts.depth == one.depth
 
 
-def test_a_split_is_refused_beyond_max_chunks(monkeypatch):
-    """Below the least budget that a split into at most MAX_CHUNKS chunks fits, the
+def test_a_split_is_refused_beyond_max_chunks():
+    """Below the least budget that a split into at most ``max_chunks`` chunks fits, the
     propagation is refused, although single joint states of its eight binary attributes (256
-    chunks) would fit: refused for the number of chunks alone, not run chunk by chunk."""
-    import quiltpriv.inference.attribute_joints as module
-
+    chunks) would fit: refused for the number of chunks alone, not run chunk by chunk. With
+    ``EngineSettings(max_chunks=256)`` the same budget is split and gives the same tables."""
     theta = _chain(40, 6)
     attrs = [f"x{k}" for k in range(0, 40, 5)]
     structure, cards, idx, _, result, _ = _needs(theta, attrs)
     assert 2 ** len(attrs) > MAX_CHUNKS
     least = _least_budget(structure, idx, cards, result)
-    assert attribute_joints(theta, attrs, 0, max_held=least) is not None
+    whole = attribute_joints(theta, attrs, 0, max_held=least)
+    assert whole is not None
     assert _split(structure, idx, cards, least - 1) is None
     assert attribute_joints(theta, attrs, 0, max_held=least - 1) is None
-    monkeypatch.setattr(module, "MAX_CHUNKS", 2 ** len(attrs))
-    assert _split(structure, idx, cards, least - 1) is not None
+    more = EngineSettings(max_chunks=2 ** len(attrs))
+    assert _split(structure, idx, cards, least - 1, more.max_chunks) is not None
+    finer = attribute_joints(theta, attrs, 0, max_held=least - 1, settings=more)
+    assert finer is not None
+    for a, b in zip(finer.tables, whole.tables, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=0)
+    fewer = EngineSettings(max_chunks=1)  # no split at all: the least budget is refused too
+    assert attribute_joints(theta, attrs, 0, max_held=least, settings=fewer) is None
 
 
 @pytest.mark.parametrize(("cards", "sizes", "cut"), [

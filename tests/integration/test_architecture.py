@@ -239,30 +239,13 @@ def test_no_import_cycle_lazy_imports_included():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-#: Type-only imports that close a cycle and wait for their fix, each with the reason; the test
-#: fails when one is gone, so that the list only ever shrinks.
-KNOWN_TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
-    ("quiltpriv.inference.cache", "quiltpriv.inference.engines.bucket"):
-        "the per-Theta cache names the engines' prepared models; the engine split (issue 32 "
-        "part 2) gives the caches to the engines",
-    ("quiltpriv.inference.cache", "quiltpriv.inference.junction_tree"):
-        "as above: the cache names the junction tree it holds",
-}
-
-
 def test_no_import_cycle_lazy_and_type_only_imports_included():
     # Issue 32: no import cycle, counting the imports under ``if TYPE_CHECKING:`` (mypy follows
-    # them) and those inside functions. Only the presentation hooks are left out.
-    imports = [imp for imp in ALL_IMPORTS
-               if (imp.source, imp.target) not in KNOWN_TYPE_ONLY_CYCLES or not imp.type_only]
-    cycle = _cycle(_graph(imports))
+    # them) and those inside functions, with no exception (the last one, the inference cache
+    # naming the engines' types, went when the engines declared their own cache kinds).
+    # Only the presentation hooks are left out.
+    cycle = _cycle(_graph(ALL_IMPORTS))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-    present = {(imp.source, imp.target) for imp in ALL_IMPORTS if imp.type_only}
-    still_cyclic = {edge for edge in KNOWN_TYPE_ONLY_CYCLES if edge in present
-                    and _cycle(_graph(imports + [imp for imp in ALL_IMPORTS
-                                                 if (imp.source, imp.target) == edge]))}
-    gone = set(KNOWN_TYPE_ONLY_CYCLES) - still_cyclic
-    assert not gone, f"fixed, remove from KNOWN_TYPE_ONLY_CYCLES: {sorted(gone)}"
 
 
 def test_the_graph_counts_type_only_imports():

@@ -18,8 +18,8 @@ from marks import fast_sample
 from reference import random_network
 
 import quiltpriv.mechanisms.apmqm as apmqm
-import quiltpriv.mechanisms.apmqm.shared as apmqm_shared
 from quiltpriv.graph.quilts import markov_quilt
+from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.inference.influence import InfluenceTooExpensive, influence_upper_bound
 from quiltpriv.mechanisms.apmqm import plan, plan_node, planning_context
 from quiltpriv.queries.query import LinearQuery
@@ -52,12 +52,12 @@ def _case(seed: int):
 
 @pytest.mark.parametrize("seed", fast_sample(range(20), 6))
 @pytest.mark.parametrize("share", [False, True])
-def test_context_answers_as_the_planner_and_the_definitions_do(monkeypatch, seed, share):
+def test_context_answers_as_the_planner_and_the_definitions_do(seed, share):
     theta, query = _case(seed)
-    if share:  # the shared index and propagation, as a plan of many attributes uses them
-        monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
-    made = plan(theta, query, theta.nodes, 1.0, list_sets=False)
-    context = planning_context(theta, query, theta.nodes, 2**20)
+    # shared: the index and propagation a plan of many attributes uses
+    settings = EngineSettings(shared_min_sensitive=1) if share else None
+    made = plan(theta, query, theta.nodes, 1.0, list_sets=False, settings=settings)
+    context = planning_context(theta, query, theta.nodes, 2**20, settings=settings)
     assert context.query_attributes == frozenset(query.attributes)
     attrs = frozenset(query.attributes)
     for sp in made.sensitive:

@@ -20,9 +20,13 @@ from reference import random_network
 import quiltpriv.mechanisms.apmqm.planner as apmqm_planner
 import quiltpriv.mechanisms.apmqm.shared as apmqm_shared
 from quiltpriv.errors import ParameterError, PlanError
+from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.mechanisms.apmqm import Plan, plan, plan_node
 from quiltpriv.mechanisms.verification import check_plan
 from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
+
+#: The settings of a plan that shares its work however few its sensitive attributes.
+SHARE = EngineSettings(shared_min_sensitive=1)
 
 
 def _query(net, seed: int, kind: str):
@@ -43,12 +47,11 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
     net = random_network(3000 + seed, min_nodes=3, max_nodes=9)
     theta = net.to_theta()
     query = _query(net, seed, kind)
-    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
     calls = []
     real = apmqm_shared.joint_influence
     monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
-    shared = plan(theta, query, theta.nodes, 1.0)
+    shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     # every non-empty candidate's influence came from the shared propagation
     assert calls or all(not sp.quilt for sp in shared.sensitive)
     for sp in shared.sensitive:
@@ -63,7 +66,7 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
         if sp.quilt != alone.quilt:  # only a tie of scales may choose another quilt
             assert sp.scale == pytest.approx(alone.scale, rel=1e-9)
     # verification shares the same work, so it recomputes the shared plan's own numbers
-    check = check_plan(Plan.from_json(shared.to_json()), theta, query)
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=SHARE)
     assert check.ok, check.failure
 
 
@@ -128,18 +131,17 @@ def test_propagation_only_where_it_costs_less(monkeypatch):
     net = random_network(3007, min_nodes=6, max_nodes=6)
     theta = net.to_theta()
     query = _query(net, 7, "count")
-    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     calls = []
     real = apmqm_shared.joint_influence
     monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
-    skipped = plan(theta, query, theta.nodes, 1.0)
+    skipped = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     assert not calls
     for sp in skipped.sensitive:
         alone = plan_node(theta, query, sp.node, 1.0)
         assert (sp.quilt, sp.influence, sp.scale) == (alone.quilt, alone.influence, alone.scale)
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
-    shared = plan(theta, query, theta.nodes, 1.0)
+    shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     assert calls or all(not sp.quilt for sp in shared.sensitive)
 
 
@@ -182,11 +184,11 @@ def test_a_shared_plan_runs_in_one_process(monkeypatch):
     net = random_network(4200, min_nodes=6, max_nodes=6)
     theta = net.to_theta()
     query = _query(net, 3, "count")
-    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     monkeypatch.setattr(apmqm_planner, "_plan_parallel", None)  # would fail if called
-    p = plan(theta, query, theta.nodes, 1.0, n_jobs=2)
+    p = plan(theta, query, theta.nodes, 1.0, n_jobs=2, settings=SHARE)
     assert any("n_jobs=2 not used" in n for n in p.notes)
-    assert p.to_dict()["sensitive"] == plan(theta, query, theta.nodes, 1.0).to_dict()["sensitive"]
+    serial = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    assert p.to_dict()["sensitive"] == serial.to_dict()["sensitive"]
 
 
 def _wide(seed: int):
@@ -206,7 +208,6 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     each attribute alone and verifies. Priced one entry less than the propagation's work, the
     per-attribute path is kept."""
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
     need = apmqm_shared.propagation_work(theta, query.attributes)
     priced = []
@@ -217,20 +218,20 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     real = apmqm_shared.attribute_joints
     monkeypatch.setattr(apmqm_shared, "attribute_joints",
                         lambda *a, **k: ran.append(real(*a, **k) is not None) or real(*a, **k))
-    plan(theta, query, theta.nodes, 1.0)
+    plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     # on networks this small the eliminations are priced far below the propagation
     assert priced and ran and set(ran) == {need <= priced[0]}  # one run per member
     for price, used in ((need - 1, False), (need, True)):
         monkeypatch.setattr(apmqm_shared, "_per_node_work", lambda *a, p=price: p)
         ran.clear()
-        shared = plan(theta, query, theta.nodes, 1.0)
+        shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
         assert ran and set(ran) == {used}, price
     for sp in shared.sensitive:  # the propagated plan
         alone = plan_node(theta, query, sp.node, 1.0)
         assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
     # verification prices as the planner did, so it recomputes the plan's own numbers
     ran.clear()
-    check = check_plan(Plan.from_json(shared.to_json()), theta, query)
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=SHARE)
     assert check.ok, check.failure
     assert ran and set(ran) == {True}
 
@@ -244,7 +245,6 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
 
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm_shared, "SHARED_MIN_SENSITIVE", 1)
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)  # the propagation always runs
     structure, cards = fill_tree_structure(theta), cardinalities(theta)
     idx = tuple(sorted(theta.index[a] for a in query.attributes))
@@ -263,9 +263,9 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
         ran.append(found is not None)
         return found
 
-    reference = plan(theta, query, theta.nodes, 1.0)
+    reference = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     monkeypatch.setattr(apmqm_shared, "attribute_joints", budgeted)
-    got = plan(theta, query, theta.nodes, 1.0)
+    got = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     assert ran and all(ran)
     for a, b in zip(got.sensitive, reference.sensitive, strict=True):
         assert (a.node, a.quilt) == (b.node, b.quilt)

@@ -101,6 +101,25 @@ class EngineSettings:
     max_cutset_kernel_work : int
         The same by the compiled kernel (``2**34``: 20-35 s there, measured at 1.1-2 ns an
         entry on diabetes).
+    max_tree : int
+        ``"junction_tree"``: most entries (cliques plus separators) one member's calibrated
+        tree may hold (``2**26``: 512 MiB of float64); a larger tree is not built and the
+        query is eliminated instead. The trees kept for a Theta are also charged against the
+        call's memory budget (``max_table``, :func:`quiltpriv.inference.junction_tree.
+        junction_tree`).
+    max_chunks : int
+        The batched junction-tree propagation
+        (:func:`quiltpriv.inference.attribute_joints.attribute_joints`): most chunks the joint
+        states of the query's attributes are split into to fit its memory cap; each chunk is a
+        whole propagation, whose fixed cost per clique (Python and numpy calls, about 10
+        microseconds) is paid once per chunk, so beyond this the planner eliminates per
+        attribute.
+    shared_min_sensitive : int
+        The planner (:func:`quiltpriv.plan`) shares its graph walks across the sensitive
+        attributes, and with ``engine="auto"`` one batched junction-tree propagation per
+        member, when a plan has at least this many sensitive attributes (and its query at
+        most 16 attributes). Its verification must be given the same settings to recompute
+        the plan's own numbers.
     safe_log2_floor : int
         float64 is trusted without the kernel's IEEE flag only where the product of the least
         positive CPD entries of the query's ancestral set is at least ``2**safe_log2_floor``.
@@ -117,6 +136,9 @@ class EngineSettings:
     max_cutset_states: int = 256
     max_cutset_work: int = 2**31
     max_cutset_kernel_work: int = 2**34
+    max_tree: int = 2**26
+    max_chunks: int = 64
+    shared_min_sensitive: int = 256
     safe_log2_floor: int = LEAST_SAFE_LOG2_FLOOR
 
     def __post_init__(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now
-from quiltpriv.inference.cache import InferenceCache
+from quiltpriv.inference.cache import InferenceCache, Kind
 from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, JointQuery
 from quiltpriv.inference.engines.elimination import EliminationEngine
 from quiltpriv.inference.factors import (
@@ -61,6 +61,11 @@ class _Prepared(NamedTuple):
     parents: tuple[tuple[int, ...], ...]
     cards: tuple[int, ...]
     folded: tuple[_FoldedFactor | None, ...]
+
+
+#: The cache's kind for one member's :class:`_Prepared`, keyed by ``(member, fold limit, log2
+#: floor)`` (:func:`_fold_key`).
+PREPARED: Kind[tuple[int, int, int], _Prepared] = Kind("prepared")
 
 
 class _Item(NamedTuple):
@@ -117,9 +122,10 @@ def _bucket_eliminate(theta: Theta, nodes: Sequence[int], member: int,
     ``fold_limit`` and ``safe_log2_floor``.
     """
     key = (member, *_fold_key(settings))
-    prepared = InferenceCache.of(theta).prepared.get(key)
+    entries = InferenceCache.of(theta).entries(PREPARED)
+    prepared = entries.get(key)
     if prepared is None:  # everything a query reads, in one cache entry
-        prepared = InferenceCache.of(theta).prepared[key] = _prepare(theta, member, settings)
+        prepared = entries[key] = _prepare(theta, member, settings)
     keep = set(nodes)
     if merge_limit is None:
         merge_limit = settings.merge_limit

@@ -8,7 +8,7 @@ import numpy as np
 
 from quiltpriv.inference.engines.base import JointQuery
 from quiltpriv.inference.engines.elimination import EliminationEngine
-from quiltpriv.inference.junction_tree import TreeStepTooLarge, junction_tree
+from quiltpriv.inference.junction_tree import TreeStepTooLarge, _junction_tree
 from quiltpriv.inference.underflow import _float_safe_for
 
 
@@ -17,8 +17,10 @@ class JunctionTreeEngine:
 
     The tree touches every CPD of the member, so float64 is trusted only where the whole
     member's bound holds (:func:`~quiltpriv.inference.underflow._float_safe_for`). The tree is
-    built once per member and does not read the deadline; the elimination it falls back to
-    does.
+    built once per member, within :attr:`EngineSettings.max_tree
+    <quiltpriv.inference.engines.base.EngineSettings>` entries and within the query's
+    ``max_table`` for the trees of all members together (the memory budget), and does not
+    read the deadline; the elimination it falls back to does.
     """
 
     name = "junction_tree"
@@ -28,7 +30,9 @@ class JunctionTreeEngine:
         if not _float_safe_for(theta, member, nodes, "junction_tree",
                                query.settings.safe_log2_floor):
             return None
-        tree = junction_tree(theta, member)
+        # the tree is held as long as the Theta: charged against the call's budget
+        # (max_table, from max_memory) with the other members' trees, and settings.max_tree
+        tree = _junction_tree(theta, member, min(query.settings.max_tree, query.max_table))
         if tree is not None:
             try:
                 return tree.marginal([theta.index[v] for v in nodes], query.max_table), self.name

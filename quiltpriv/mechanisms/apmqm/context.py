@@ -13,7 +13,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.engines.base import (
+    EngineName,
+    EngineSettings,
+    check_settings,
+    choose_engine,
+)
 from quiltpriv.inference.influence import InferenceMethod, Influence
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node
 from quiltpriv.mechanisms.apmqm.plan_types import Plan, _nearby_query_attributes, _trusted
@@ -29,8 +34,9 @@ class PlanningContext:
     """The work a plan of some sensitive attributes shares, decided as :func:`plan` decides it.
 
     Build it with :func:`planning_context`. A plan of many sensitive attributes shares its
-    graph walks and inference across them (:data:`SHARED_MIN_SENSITIVE`); the context makes
-    the same choice, so that what it recomputes is what the plan computed.
+    graph walks and inference across them (:attr:`EngineSettings.shared_min_sensitive
+    <quiltpriv.inference.engines.base.EngineSettings>`); the context given the same settings
+    makes the same choice, so that what it recomputes is what the plan computed.
 
     Parameters
     ----------
@@ -46,10 +52,13 @@ class PlanningContext:
         How exact influences are computed (the older name of ``engine``).
     engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
         The engine that computes exact influences (:func:`quiltpriv.plan`).
+    settings : EngineSettings, optional
+        The engines' tuning, as given to :func:`quiltpriv.plan`.
     """
 
     def __init__(self, theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
-                 inference: InferenceMethod = "auto", engine: EngineName = "auto") -> None:
+                 inference: InferenceMethod = "auto", engine: EngineName = "auto",
+                 settings: EngineSettings | None = None) -> None:
         theta = check_theta(theta)
         check_query(query)
         sensitive = theta.check_sensitive(sensitive)
@@ -58,7 +67,8 @@ class PlanningContext:
         engine = choose_engine(engine, inference)
         self._theta, self._query = theta, query
         self._max_table, self._engine = max_table, engine
-        self._shared = _shared_context(theta, query, sensitive, max_table, engine)
+        self._shared = _shared_context(theta, query, sensitive, max_table, engine,
+                                       settings=check_settings(settings))
 
     @property
     def query_attributes(self) -> frozenset[str]:
@@ -106,7 +116,7 @@ class PlanningContext:
         """
         return _plan_node(self._theta, self._query, node, epsilon, self._max_table, None,
                           self._engine, DEFAULT_MAX_CANDIDATES, self._shared,
-                          list_sets=False)[0]
+                          list_sets=False, settings=self._shared.settings)[0]
 
     @staticmethod
     def mark_verified(plan: Plan) -> Plan:
@@ -121,6 +131,7 @@ class PlanningContext:
 
 def planning_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
                      inference: InferenceMethod = "auto",
-                     engine: EngineName = "auto") -> PlanningContext:
+                     engine: EngineName = "auto",
+                     settings: EngineSettings | None = None) -> PlanningContext:
     """The :class:`PlanningContext` of a plan of ``sensitive`` (see there)."""
-    return PlanningContext(theta, query, sensitive, max_table, inference, engine)
+    return PlanningContext(theta, query, sensitive, max_table, inference, engine, settings)

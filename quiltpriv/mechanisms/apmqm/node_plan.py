@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from quiltpriv.graph.quilts import Quilt, trivial_quilt
-from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.engines.base import (
+    DEFAULT_SETTINGS,
+    EngineName,
+    EngineSettings,
+    check_settings,
+    choose_engine,
+)
 from quiltpriv.inference.influence import InferenceMethod, fmt_influence
 from quiltpriv.mechanisms.apmqm.search import (
     DEFAULT_MAX_CANDIDATES,
@@ -44,6 +50,7 @@ def plan_node(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     max_memory: int | str | None = None,
     engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
 
@@ -58,7 +65,8 @@ def plan_node(
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
     return _plan_node(theta, query, node, epsilon, table_limit(max_table, max_memory), deadline,
-                      choose_engine(engine, inference), _check_max_candidates(max_candidates))[0]
+                      choose_engine(engine, inference), _check_max_candidates(max_candidates),
+                      settings=check_settings(settings))[0]
 
 
 def _check_max_candidates(max_candidates: object) -> int:
@@ -68,11 +76,13 @@ def _check_max_candidates(max_candidates: object) -> int:
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
                deadline: float | None, engine: EngineName = "auto",
                max_candidates: int = DEFAULT_MAX_CANDIDATES, shared: _Shared | None = None,
-               list_sets: bool = True) -> tuple[SensitivePlan, bool]:
-    """:func:`plan_node`, also saying whether the search was interrupted."""
+               list_sets: bool = True, settings: EngineSettings = DEFAULT_SETTINGS,
+               ) -> tuple[SensitivePlan, bool]:
+    """:func:`plan_node`, also saying whether the search was interrupted (``settings``: the
+    engines' tuning, used when no ``shared`` work is given; a given one has its own)."""
     interrupted = False
     if shared is None:
-        shared = _Shared(theta, query, max_table, engine, False, deadline)
+        shared = _Shared(theta, query, max_table, engine, False, deadline, settings=settings)
     all_attrs, delta_all = shared.trivial_terms()
     scale_all = quilt_scale(delta_all, 0.0, eps)
     best = _Search(quilt=None, nearby_attributes=all_attrs,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from quiltpriv.inference.engines.base import EngineName
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineName, EngineSettings
 from quiltpriv.mechanisms.apmqm.node_plan import _plan_node, _trivial_plan
 from quiltpriv.mechanisms.apmqm.plan_types import INTERRUPTED_NOTE
 from quiltpriv.mechanisms.apmqm.search import DEFAULT_MAX_CANDIDATES
@@ -19,7 +19,8 @@ from quiltpriv.queries.query import Query
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
                 wall_deadline: float | None, engine: EngineName,
                 max_candidates: int = DEFAULT_MAX_CANDIDATES,
-                list_sets: bool = True) -> list[SensitivePlan]:
+                list_sets: bool = True,
+                settings: EngineSettings = DEFAULT_SETTINGS) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
     The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
@@ -28,7 +29,7 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
     deadline = (None if wall_deadline is None
                 else time.monotonic() + max(0.0, wall_deadline - time.time()))
     return [_plan_node(theta, query, node, eps, max_table, deadline, engine, max_candidates,
-                       None, list_sets)[0] for node in nodes]
+                       None, list_sets, settings)[0] for node in nodes]
 
 
 def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float,
@@ -37,6 +38,7 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
                    max_candidates: int = DEFAULT_MAX_CANDIDATES,
                    list_sets: bool = True,
                    cancel: CancelToken | None = None,
+                   settings: EngineSettings = DEFAULT_SETTINGS,
                    ) -> tuple[tuple[SensitivePlan, ...], bool]:
     """:func:`plan`'s parallel branch: batches of attributes on joblib workers; the plans
     and whether planning was interrupted.
@@ -63,7 +65,7 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
     try:
         for batch in runner(delayed(_plan_batch)(theta, query, b, eps, max_table,
                                                  wall_deadline, engine, max_candidates,
-                                                 list_sets)
+                                                 list_sets, settings)
                             for b in batches):
             by_node.update((sp.node, sp) for sp in batch)
             if _cancelled(cancel):

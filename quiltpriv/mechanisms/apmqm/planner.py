@@ -13,7 +13,12 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import markov_quilt
-from quiltpriv.inference.engines.base import EngineName, choose_engine
+from quiltpriv.inference.engines.base import (
+    EngineName,
+    EngineSettings,
+    check_settings,
+    choose_engine,
+)
 from quiltpriv.inference.influence import InferenceMethod
 from quiltpriv.mechanisms.apmqm.fingerprints import canonical_json, query_fingerprint
 from quiltpriv.mechanisms.apmqm.node_plan import (
@@ -102,6 +107,7 @@ def plan(
     max_memory: int | str | None = None,
     cancel: CancelToken | None = None,
     engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
 ) -> Plan:
     """Plan an APMQM release ([ZOC22, Alg. 3]): the least Laplace scale over all Markov quilts.
 
@@ -130,8 +136,10 @@ def plan(
         the work over a Dask cluster with nothing else changed. The attributes go out in a few
         batches per worker (each batch ships Theta once). ``time_limit`` is one overall
         budget, passed to workers as a wall-clock deadline (a cluster's clocks must agree).
-        A plan that shares its work across attributes (:data:`SHARED_MIN_SENSITIVE`) runs in
-        one process, whatever ``n_jobs`` says, and a note says so.
+        A plan that shares its work across attributes
+        (:attr:`EngineSettings.shared_min_sensitive
+        <quiltpriv.inference.engines.base.EngineSettings>`) runs in one process, whatever
+        ``n_jobs`` says, and a note says so.
     progress : bool
         Show a progress bar (tqdm) over the sensitive attributes.
     inference : {"auto", "junction_tree", "elimination"}
@@ -161,6 +169,12 @@ def plan(
         measured on the bundled networks, shares one batched propagation across many
         sensitive attributes and otherwise runs the compiled kernel when it is loaded. Each
         attribute's explanation names the engine that computed its influence.
+    settings : EngineSettings, optional
+        The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`),
+        including how many sensitive attributes make a plan share its work
+        (``shared_min_sensitive``). They change speed and rounding only; verify the plan
+        with the same settings (:func:`~quiltpriv.mechanisms.verification.check_plan`) to
+        recompute its own numbers.
 
     Returns
     -------
@@ -217,6 +231,7 @@ def plan(
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     engine = choose_engine(engine, inference)
+    settings = check_settings(settings)
     max_candidates = _check_max_candidates(max_candidates)
     _check_cancel(cancel)
     if list_sets is None:
@@ -228,7 +243,7 @@ def plan(
     wall_deadline = None if time_limit is None else time.time() + time_limit
     notes: list[str] = []
     shared = _shared_context(theta, query, sens, max_table, engine, deadline, progress,
-                             cancel)
+                             cancel, settings)
     if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
         # Workers would each redo the work this plan shares: one process is faster.
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
@@ -261,7 +276,7 @@ def plan(
     elif n_jobs not in (None, 1) and len(sens) > 1:
         plans, interrupted = _plan_parallel(theta, query, sens, eps, max_table, wall_deadline,
                                             engine, n_jobs, notes, max_candidates,
-                                            list_sets, cancel)
+                                            list_sets, cancel, settings)
     else:
         plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, deadline, engine,
                              max_candidates, shared, list_sets, progress, notes)

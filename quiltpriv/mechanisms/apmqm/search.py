@@ -473,7 +473,8 @@ class _PairBound:
             return
         valid = []
         for m in range(len(theta.members)):
-            p_i = joint_marginal(theta, (node,), m, engine=ctx.engine)
+            p_i = joint_marginal(theta, (node,), m, engine=ctx.engine,
+                                 settings=ctx.shared.settings)
             valid.append(np.flatnonzero(p_i > 0))
         for j in items:
             q = least_influence_quilt(theta, node, {j})
@@ -484,7 +485,7 @@ class _PairBound:
                     continue
                 try:
                     joint = joint_marginal(theta, (node, *q), m, max_table=ctx.max_table,
-                                           engine=ctx.engine)
+                                           engine=ctx.engine, settings=ctx.shared.settings)
                 except InfluenceTooExpensive:
                     parts.append(np.zeros(len(ok) * (len(ok) - 1)))  # L_p >= 0 always
                     continue

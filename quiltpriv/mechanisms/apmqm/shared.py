@@ -22,7 +22,7 @@ from quiltpriv.inference.attribute_joints import (
     joint_influence,
     propagation_work,
 )
-from quiltpriv.inference.engines.base import EngineName
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineName, EngineSettings
 from quiltpriv.inference.influence import (
     Influence,
     elimination_work,
@@ -33,11 +33,17 @@ from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 
 #: A plan shares its graph walks and inference over the sensitive attributes (:class:`_Shared`)
-#: when it has at least this many sensitive attributes and the query at most
-#: :data:`SHARED_MAX_ATTRIBUTES` attributes (the propagation's own budgets bound its tables,
-#: which grow with the joint states of the query's attributes).
-SHARED_MIN_SENSITIVE = 256
+#: when it has at least :attr:`EngineSettings.shared_min_sensitive
+#: <quiltpriv.inference.engines.base.EngineSettings>` sensitive attributes (256 by default)
+#: and the query at most this many attributes (the propagation's own budgets bound its
+#: tables, which grow with the joint states of the query's attributes).
 SHARED_MAX_ATTRIBUTES = 16
+
+#: The default of :attr:`EngineSettings.shared_min_sensitive
+#: <quiltpriv.inference.engines.base.EngineSettings>`, kept under its old name: the planner
+#: reads its ``settings``, never this name (pass ``settings=EngineSettings(
+#: shared_min_sensitive=...)`` to :func:`quiltpriv.plan` to change it).
+SHARED_MIN_SENSITIVE = DEFAULT_SETTINGS.shared_min_sensitive
 
 #: The shared propagation is run when its work (table entries touched: twice the junction
 #: tree's size times the joint states of ``A``) is at most this many times the number of
@@ -84,8 +90,10 @@ class _Shared:
     def __init__(self, theta: Theta, query: Query, max_table: int,
                  engine: EngineName, shared: bool,
                  deadline: float | None = None, progress: bool = False,
-                 sensitive: Sequence[str] = (), cancel: CancelToken | None = None) -> None:
+                 sensitive: Sequence[str] = (), cancel: CancelToken | None = None,
+                 settings: EngineSettings = DEFAULT_SETTINGS) -> None:
         self.theta, self.max_table, self.engine = theta, max_table, engine
+        self.settings = settings
         self.deadline, self.progress = deadline, progress
         self.cancel = cancel
         self.sensitive = theta.sort(sensitive)
@@ -148,7 +156,8 @@ class _Shared:
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
         return influence_upper_bound(self.theta, node, quilt, max_table=self.max_table,
-                                     engine=self.engine, deadline=self.deadline)
+                                     engine=self.engine, deadline=self.deadline,
+                                     settings=self.settings)
 
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:
@@ -170,7 +179,8 @@ class _Shared:
             run = need <= cheap or _per_node_work(
                 self.theta, attrs, self.sensitive, self.max_table, need) >= need
             found = [attribute_joints(self.theta, attrs, m, max_work=need if run else cheap,
-                                      deadline=self.deadline, progress=self.progress)
+                                      deadline=self.deadline, progress=self.progress,
+                                      settings=self.settings)
                      for m in range(len(self.theta.members))]
             if all(j is not None for j in found):
                 self._joints = cast(list[AttributeJoints], found)
@@ -179,13 +189,15 @@ class _Shared:
 
 def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
                    engine: EngineName, deadline: float | None = None,
-                   progress: bool = False, cancel: CancelToken | None = None) -> _Shared:
+                   progress: bool = False, cancel: CancelToken | None = None,
+                   settings: EngineSettings = DEFAULT_SETTINGS) -> _Shared:
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
-    :func:`plan` decides it, so that a verification recomputes the plan's own numbers."""
+    :func:`plan` decides it (``settings.shared_min_sensitive``), so that a verification given
+    the same settings recomputes the plan's own numbers."""
     return _Shared(theta, query, max_table, engine,
-                   len(sensitive) >= SHARED_MIN_SENSITIVE
+                   len(sensitive) >= settings.shared_min_sensitive
                    and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress,
-                   sensitive, cancel)
+                   sensitive, cancel, settings)
 
 
 class CancelToken(Protocol):
