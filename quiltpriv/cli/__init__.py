@@ -25,6 +25,7 @@ import importlib
 import os
 import re
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import NoReturn, TextIO
@@ -167,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    started = time.monotonic()  # --time-limit bounds the whole command from here
     from quiltpriv.utils.io import check_output_path
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -180,6 +182,7 @@ def _run(argv: Sequence[str] | None) -> int:
             check_output_path(args.output, "-o")  # before any model or data is read
             _refuse_output_naming_an_input(args)
         args.argv = ["quiltpriv", *(sys.argv[1:] if argv is None else argv)]  # for records
+        args.started = started  # cli.core.command_time_limit
         _quiet_resource_tracker()
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning

@@ -49,6 +49,7 @@ from quiltpriv.queries.query import CountQuery, Query
 from quiltpriv.utils.format import describe_query, fmt_number, text_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.memory import DEFAULT_MAX_MEMORY, describe_bytes, parse_memory_size
+from quiltpriv.utils.time_limit import TimeLimit
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
 
@@ -220,6 +221,20 @@ def _time_limit(text: str) -> float | None:
     return time_limit_type(text)
 
 
+def command_time_limit(args: argparse.Namespace) -> TimeLimit | None:
+    """``--time-limit`` as a limit running since the command started (None: no limit).
+
+    The limit bounds the whole command: reading the model and the data counts against it, so
+    a search that starts after it has passed stops at once, flagged, while the notes still
+    state the number the user gave ("the time limit of 2 s").
+    """
+    limit = getattr(args, "time_limit", None)
+    if limit is None:
+        return None
+    started = getattr(args, "started", None)
+    return TimeLimit.starting_now(limit) if started is None else TimeLimit(limit, started)
+
+
 def max_memory_type(text: str) -> int:
     """``--max-memory``: a size such as 4G or 512M (:func:`.memory.parse_memory_size`)."""
     try:
@@ -233,10 +248,12 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
     ``--max-memory SIZE`` (default: half the machine's memory), the planner's two budgets."""
     p.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT,
                    metavar="SECONDS",
-                   help=f"planning budget in seconds (default {DEFAULT_TIME_LIMIT:g}; "
-                        "none: no limit); when it is hit the plan stays private with the best "
-                        "quilts found so far, flagged as not proven optimal, and its notes say "
-                        "so")
+                   help=f"the whole command's budget in seconds, counted from its start "
+                        f"(reading the model and the data included; default "
+                        f"{DEFAULT_TIME_LIMIT:g}; none: no limit); when it is hit the plan "
+                        "stays private with the best quilts found so far (the trivial quilt "
+                        "where no search began), flagged as not proven optimal, and its notes "
+                        "say so")
     p.add_argument("--max-memory", type=max_memory_type, default=None, metavar="SIZE",
                    help=f"memory budget, e.g. 4G or 512M (default "
                         f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory) "
@@ -312,7 +329,7 @@ def _plan_from_args(args: argparse.Namespace, query: Query | None = None, *,
     with warnings.catch_warnings():
         # Said by the command itself (plan: print_warnings; release: the record's warnings).
         warnings.simplefilter("ignore", PrivateModelWarning)
-        p = plan(theta, query, sensitive, args.epsilon, time_limit=args.time_limit,
+        p = plan(theta, query, sensitive, args.epsilon, time_limit=command_time_limit(args),
                  max_memory=getattr(args, "max_memory", None), n_jobs=getattr(args, "jobs", None),
                  progress=len(sensitive) > 1 and sys.stderr.isatty(),
                  inference=getattr(args, "inference", "auto"),
@@ -487,7 +504,7 @@ def _release_mechanism(args: argparse.Namespace, name: str, query: Query, data: 
     theta = theta_from_args(args)
     sensitive = sensitive_from_args(args)
     mech = build_mechanism(name, theta, query, sensitive, args.epsilon, delta=args.delta,
-                           time_limit=args.time_limit, progress=sys.stderr.isatty())
+                           time_limit=command_time_limit(args), progress=sys.stderr.isatty())
     with one_line_warnings():
         r = mech.release(data, seed=args.seed, ledger=args.ledger,  # type: ignore[call-arg]
                          command=getattr(args, "argv", None), **_booking_options(args))
@@ -547,7 +564,7 @@ def _quilt_rows(args: argparse.Namespace, theta: Theta, node: str, query: Query 
         quilts.insert(0, trivial_quilt(theta, node))
     chosen = None
     if query is not None and args.epsilon:
-        sp = plan(theta, query, node, args.epsilon, time_limit=args.time_limit,
+        sp = plan(theta, query, node, args.epsilon, time_limit=command_time_limit(args),
                   max_memory=args.max_memory).sensitive[0]
         chosen = tuple(sp.quilt)
         if not any(sorted(q.quilt) == sorted(chosen) for q in quilts):

@@ -11,6 +11,7 @@ from quiltpriv.cli.core import (
     add_model_arguments,
     add_query_arguments,
     add_time_limit_argument,
+    command_time_limit,
     emit,
     epsilon_type,
     query_from_args,
@@ -113,7 +114,7 @@ def _comparison(pv: PlanVerification | None, theta: object, plan_model: object,
     if pv is None or pv.kind != "model" or "another model" not in (pv.failure or ""):
         return None
     return compare_models(pv.plan, theta, query_from_dict(pv.query), plan_theta=plan_model,
-                          time_limit=args.time_limit)
+                          time_limit=command_time_limit(args))
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:

@@ -58,6 +58,7 @@ from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 if TYPE_CHECKING:
@@ -509,7 +510,7 @@ def markov_quilt_mechanism(
     max_exhaustive_nodes: int = MAX_EXHAUSTIVE_NODES,
     max_table: int | None = None,
     read: str | Iterable[str] | None = None,
-    time_limit: float | None = None,
+    time_limit: float | TimeLimit | None = None,
     progress: bool = False,
     list_sets: bool | None = None,
     max_memory: int | str | None = None,
@@ -544,9 +545,11 @@ def markov_quilt_mechanism(
         so ``b(Q)`` counts ``|N & read|`` ([SWC17]'s ``|N|`` for a query over every entry):
         on a hidden Markov model whose query reads the observations, the hidden states in
         ``N`` cost nothing.
-    time_limit : float, optional
-        Seconds; then every entry keeps the best quilt found so far (valid; ``optimal``
-        False, a note names them). Entries not reached keep the trivial quilt.
+    time_limit : float or TimeLimit, optional
+        Seconds from this call, or a :class:`~quiltpriv.utils.time_limit.TimeLimit` that
+        started earlier (the command line's); when it passes, every entry keeps the best quilt
+        found so far (valid; ``optimal`` False, a note counts them). Entries not reached keep
+        the trivial quilt.
     progress : bool
         A progress bar over the entries (or blocks of steps on a chain).
     list_sets : bool, optional
@@ -580,9 +583,8 @@ def markov_quilt_mechanism(
     nodes = _protected(theta, protected)
     read_set = None if read is None else frozenset(
         theta.check_nodes([read] if isinstance(read, str) else read, "entry read"))
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    limit = check_time_limit(time_limit)
+    deadline = None if limit is None else limit.ends
     from quiltpriv.mechanisms.apmqm import LIST_SETS_LIMIT, LIST_SETS_MAX_NODES
 
     if list_sets is None:
@@ -622,7 +624,8 @@ def markov_quilt_mechanism(
                      "optimum over all quilts")
     late = [x for x in skipped if x.endswith(TIME_LIMIT_REASON)]
     if late:
-        notes.append(f"the time limit of {time_limit:g} s was reached: {len(late)} entr"
+        notes.append(f"the time limit of {limit.seconds if limit else 0:g} s was reached: "
+                     f"{len(late)} entr"
                      f"{'y keeps' if len(late) == 1 else 'ies keep'} the best quilt found so "
                      "far (valid, optimality not proven)")
     notes += [x for x in skipped if not x.endswith(TIME_LIMIT_REASON)]

@@ -52,6 +52,7 @@ from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery, check_query
 from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.time_limit import TimeLimit, seconds_left
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
 
 if TYPE_CHECKING:
@@ -391,17 +392,18 @@ class MechanismEntry:
 
 
 def _apmqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
-           delta: float | None = None, time_limit: float | None = None,
+           delta: float | None = None, time_limit: float | TimeLimit | None = None,
            progress: bool = False, **plan_options: Any) -> APMQMMechanism:
     return apmqm_mechanism(theta, query, sensitive, epsilon, time_limit=time_limit,
                            progress=progress, **plan_options)
 
 
 def _wasserstein(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
-                 delta: float | None = None, time_limit: float | None = None,
+                 delta: float | None = None, time_limit: float | TimeLimit | None = None,
                  progress: bool = False) -> QueryMechanism:
     return network_wasserstein_mechanism(theta, query, sensitive, epsilon,
-                                         time_limit=time_limit, progress=progress)
+                                         time_limit=seconds_left(time_limit),
+                                         progress=progress)
 
 
 def _group(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
@@ -419,7 +421,7 @@ def _group_gaussian(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
 
 
 def _mqm(theta: Any, query: Query, sensitive: Any, epsilon: float, *,
-         delta: float | None = None, time_limit: float | None = None,
+         delta: float | None = None, time_limit: float | TimeLimit | None = None,
          progress: bool = False) -> QueryMechanism:
     return mqm_mechanism(theta, query, sensitive, epsilon, time_limit=time_limit,
                          progress=progress)
@@ -464,7 +466,7 @@ def mechanism_entry(name: str) -> MechanismEntry:
 @renamed_keywords(model="theta")
 def build_mechanism(name: str, theta: Any, query: Query, sensitive: str | Iterable[str],
                     epsilon: float, *, delta: float | None = None,
-                    time_limit: float | None = None, progress: bool = False,
+                    time_limit: float | TimeLimit | None = None, progress: bool = False,
                     **options: Any) -> Mechanism:
     """Build the mechanism ``name`` of :data:`MECHANISMS` for a model, query and epsilon.
 
@@ -480,8 +482,10 @@ def build_mechanism(name: str, theta: Any, query: Query, sensitive: str | Iterab
     epsilon : float
     delta : float, optional
         Required by ``group-dp-gaussian``; refused by the pure mechanisms.
-    time_limit : float, optional
-        Seconds for the planning (APMQM) or the laws (Wasserstein).
+    time_limit : float or TimeLimit, optional
+        Seconds for the planning (APMQM, MQM) or the laws (Wasserstein), or a
+        :class:`~quiltpriv.utils.time_limit.TimeLimit` already running (the command line's,
+        from the start of the command).
     progress : bool
     **options
         More options of :func:`quiltpriv.mechanisms.apmqm.plan` (APMQM only).

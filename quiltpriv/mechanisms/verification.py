@@ -78,6 +78,7 @@ from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult, jsonable
+from quiltpriv.utils.time_limit import TimeLimit
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = [
@@ -772,7 +773,7 @@ class ModelComparison(JSONResult):
 
 @renamed_keywords(model="theta", plan_model="plan_theta")
 def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = None,
-                   time_limit: float | None = 60.0,
+                   time_limit: float | TimeLimit | None = 60.0,
                    inference: InferenceMethod = "auto",
                    engine: EngineName = "auto") -> ModelComparison:
     """What differs between ``plan``'s model and ``theta``, and whether its noise suffices.
@@ -780,7 +781,8 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = No
     Re-plans the plan's query, sensitive attributes and epsilon under ``theta`` and compares
     the least scale found with the published one; with ``plan_theta`` (the network the plan was
     made for: its fingerprint must be the plan's) also lists the differing nodes, edges and
-    tables (:func:`quiltpriv.model.diff.model_diff`).
+    tables (:func:`quiltpriv.model.diff.model_diff`). ``time_limit`` bounds the re-planning
+    (seconds, or a :class:`~quiltpriv.utils.time_limit.TimeLimit` already running).
 
     Raises
     ------

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.model.canonical_text import canonical_text
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
 from quiltpriv.model.json_format import JSON_FORMAT, JSON_FORMAT_V2, _encode_column
 from quiltpriv.model.names import MAX_LISTED_NODES as MAX_LISTED_NODES
@@ -291,21 +292,8 @@ class Theta:
         Sorted keys, no spaces, each probability as Python's shortest round-trip decimal
         (``-0.0`` as ``0.0``).
         """
-        order = {v: tuple(sorted(self.parents[v])) for v in self.nodes}
-
-        def dumps(x: Any) -> str:
-            return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                              allow_nan=False)
-
-        tables = [{v: (_align(m[v], order[v]).table + 0.0).tolist() for v in self.nodes}
-                  for m in self.members]
-        keyed = sorted((dumps(t), k) for k, t in enumerate(tables))
-        return dumps({
-            "format": FINGERPRINT_FORMAT,
-            "nodes": {v: {"states": list(self.states[v]), "parents": list(order[v])}
-                      for v in self.nodes},
-            "members": [tables[k] for _, k in keyed],
-        })
+        return canonical_text(FINGERPRINT_FORMAT, self.nodes, self.states, self.parents,
+                              self.members, _align)
 
     def to_dict(self) -> dict[str, Any]:
         """Theta as a JSON-ready dict, provenance included (format ``quiltpriv-network/2``:
@@ -344,8 +332,15 @@ class Theta:
 
     def with_provenance(self, provenance: Mapping[str, Any] | None) -> Theta:
         """The same Theta (same members, same fingerprint) carrying ``provenance``."""
-        return Theta(self.nodes, self.states, self.parents, self.members, self.names,
-                     provenance)
+        frozen = None if provenance is None else _frozen(provenance)
+        # Every other part is immutable and already checked: shared, not rebuilt (rebuilding
+        # names every state again, seconds on a 500,000-step chain). The inference cache
+        # stays with ``self``.
+        twin = Theta.__new__(Theta)
+        twin.__dict__.update(self.__dict__)
+        twin.provenance = frozen
+        twin._cache = None
+        return twin
 
     def with_members(self, other: Theta) -> Theta:
         """Theta holding the members of ``self`` and ``other`` (which must share the DAG).

@@ -5,7 +5,6 @@ steps, a hidden Markov model, in parallel or one attribute after another) and th
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
@@ -50,7 +49,8 @@ from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import jsonable
-from quiltpriv.utils.validation import check_epsilon, check_n_jobs, check_positive
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit
+from quiltpriv.utils.validation import check_epsilon, check_n_jobs
 
 
 def _check_sensitivity_finite(query: Query) -> None:
@@ -98,7 +98,7 @@ def plan(
     epsilon: float,
     *,
     max_table: int | None = None,
-    time_limit: float | None = None,
+    time_limit: float | TimeLimit | None = None,
     n_jobs: int | None = None,
     progress: bool = False,
     inference: InferenceMethod = "auto",
@@ -128,8 +128,11 @@ def plan(
     max_memory : int or str, optional
         The memory budget in bytes or as a size (``"4G"``, ``"512M"``); default
         :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
-    time_limit : float, optional
-        Seconds; when passed, the search stops with the best valid quilt found so far.
+    time_limit : float or TimeLimit, optional
+        Seconds from this call, or a :class:`~quiltpriv.utils.time_limit.TimeLimit` that
+        started earlier (the command line's, counted from the start of the command); when it
+        passes, the search stops with the best valid quilt found so far, and the notes state
+        the limit's seconds.
     n_jobs : int, optional
         Plan the sensitive attributes in parallel with joblib (``-1``: every core). The
         backend is joblib's, so ``with joblib.parallel_backend("dask"): plan(...)`` spreads
@@ -228,8 +231,7 @@ def plan(
     theta.check_nodes(query.attributes, "query attribute")
     _check_sensitivity_finite(query)
     n_jobs = check_n_jobs(n_jobs)
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
+    limit = check_time_limit(time_limit)
     engine = choose_engine(engine, inference)
     settings = check_settings(settings)
     max_candidates = _check_max_candidates(max_candidates)
@@ -239,8 +241,9 @@ def plan(
                      and len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT)
     elif not isinstance(list_sets, bool):
         raise ParameterError(f"list_sets must be True, False or None, got {list_sets!r}")
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    wall_deadline = None if time_limit is None else time.time() + time_limit
+    deadline = None if limit is None else limit.ends
+    wall_deadline = None if limit is None else limit.wall_ends()
+    seconds = None if limit is None else limit.seconds
     notes: list[str] = []
     shared = _shared_context(theta, query, sens, max_table, engine, deadline, progress,
                              cancel, settings)
@@ -258,7 +261,7 @@ def plan(
         # linear in its length, held as runs of steps
         if n_jobs not in (None, 1):
             notes.append(f"n_jobs={n_jobs} not used: a chain is planned in one pass")
-        return _chain_result(theta, query, steps, eps, notes, time_limit)
+        return _chain_result(theta, query, steps, eps, notes, seconds)
     # a hidden Markov model: exact and linear in its length too
     chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
     if isinstance(chained, StepPlans):
@@ -266,7 +269,7 @@ def plan(
         if n_jobs not in (None, 1):
             notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
                          "pass")
-        return _chain_result(theta, query, chained, eps, notes, time_limit)
+        return _chain_result(theta, query, chained, eps, notes, seconds)
     interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
@@ -281,7 +284,7 @@ def plan(
         plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, deadline, engine,
                              max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)
-    for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {time_limit or 0:g} s"),
+    for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {seconds or 0:g} s"),
                          (PlanStatus.BUDGET, f"the budget of {max_candidates} candidates")):
         stopped = [sp.node for sp in plans if sp.status is status]
         if stopped:
