@@ -1,0 +1,81 @@
+"""A time limit already running (:class:`quiltpriv.utils.time_limit.TimeLimit`).
+
+The command line starts its ``--time-limit`` when the command starts and hands the planners
+what is left of it; the planners' notes still state the user's seconds. A limit that passed
+before the search began gives every step the trivial quilt at once (valid, flagged).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+import quiltpriv as qp
+from quiltpriv.errors import ParameterError
+from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
+from quiltpriv.mechanisms.registry import build_mechanism
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit, seconds_left
+
+FLIP = [[0.9, 0.1], [0.1, 0.9]]
+
+
+def _passed(seconds: float = 5.0) -> TimeLimit:
+    """A limit of ``seconds`` that started long enough ago to have passed."""
+    return TimeLimit(seconds, time.monotonic() - seconds - 10.0)
+
+
+def test_time_limit_checks_and_clock():
+    limit = TimeLimit.starting_now(3)
+    assert limit.seconds == 3.0 and isinstance(limit.seconds, float)
+    assert 0 < limit.remaining() <= 3 and not limit.passed()
+    assert limit.ends == limit.started + 3.0 and str(limit) == "3 s"
+    assert _passed().passed() and _passed().remaining() < 0
+    assert check_time_limit(None) is None and check_time_limit(limit) is limit
+    fresh = check_time_limit(2)
+    assert isinstance(fresh, TimeLimit) and fresh.seconds == 2.0
+    assert seconds_left(None) is None and seconds_left(4.0) == 4.0
+    assert seconds_left(_passed()) == 1e-3 and 0 < seconds_left(limit) <= 3
+    for bad in (0, -1, math.inf, math.nan, "2", True):
+        with pytest.raises(ParameterError):
+            check_time_limit(bad)
+        with pytest.raises(ParameterError):
+            TimeLimit(bad, 0.0)
+    for bad in (math.nan, math.inf, None, "0", False):
+        with pytest.raises(ParameterError):
+            TimeLimit(1.0, bad)
+
+
+@pytest.mark.parametrize("kind", ["chain", "hmm"])
+def test_a_passed_limit_gives_the_trivial_quilt_and_states_the_users_seconds(kind):
+    n = 300
+    theta = (qp.markov_chain(n, FLIP, [0.5, 0.5]) if kind == "chain" else
+             qp.hidden_markov(n, FLIP, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5]))
+    steps = [f"X{t}" for t in range(1, n + 1)]
+    query = qp.FractionQuery(steps, "1")
+    p = qp.plan(theta, query, theta.nodes, 1.0, time_limit=_passed(5.0), list_sets=False)
+    assert not p.optimal and len(p.sensitive) == len(theta.nodes)
+    assert any("the time limit of 5 s was reached" in note for note in p.notes), p.notes
+    # the trivial quilt everywhere: Delta_A / eps = 1, the runs few (not one per step)
+    assert p.scale == 1.0
+    assert all(sp.quilt == () and not sp.optimal for sp in p.sensitive[:3])
+    assert len(p.sensitive.runs) <= 3
+    # a limit running but not passed plans as a number of seconds does
+    fresh = qp.plan(theta, query, theta.nodes, 1.0, time_limit=TimeLimit.starting_now(600))
+    assert fresh.optimal and fresh.scale == qp.plan(theta, query, theta.nodes, 1.0,
+                                                     time_limit=600).scale
+    m = markov_quilt_mechanism(theta, 1.0, lipschitz=1 / n, read=steps,
+                               time_limit=_passed(7.0))
+    assert not m.optimal
+    assert any("the time limit of 7 s was reached" in note for note in m.notes), m.notes
+    assert m.b_max == n  # |N & read| / eps with N every node: the trivial quilt
+
+
+def test_build_mechanism_takes_a_running_limit():
+    theta = qp.markov_chain(120, FLIP, [0.5, 0.5])
+    query = qp.FractionQuery([f"X{t}" for t in range(1, 121)], "1")
+    mech = build_mechanism("apmqm", theta, query, theta.nodes, 1.0, time_limit=_passed(2))
+    assert not mech.plan.optimal and mech.plan.scale == 1.0
+    mqm = build_mechanism("mqm", theta, query, theta.nodes, 1.0, time_limit=_passed(2))
+    assert mqm.details["optimal"] is False
