@@ -781,9 +781,14 @@ def _bands(st: _Search, deadline: float | None) -> None:
     if not n:
         return
     n_steps = st.members[0].tr.shape[0]
-    full = np.full(n, n_steps, dtype=np.int64)
-    idx = np.arange(n)
-    e_win = _band_influences(st, idx, full)[0]
+    empty = (st.left >= st.steps) & (st.right >= n_steps - 1 - st.steps) & ~st.center
+    # the quilt {} (every node the search did not reach, past the time limit) has no band to
+    # grow and influence 0: only the other windows are evaluated (its band is the first one)
+    st.band[:, 0] = np.maximum(st.steps - BAND_START, 0)
+    st.band[:, 1] = np.minimum(st.steps + BAND_START, n_steps - 1)
+    idx = np.flatnonzero(~empty)
+    e_win = np.zeros(n)
+    e_win[idx] = _band_influences(st, idx, np.full(len(idx), n_steps, dtype=np.int64))[0]
     band = np.full(n, BAND_START, dtype=np.int64)
     todo = idx
     e_fin = np.zeros(n)
@@ -797,7 +802,6 @@ def _bands(st: _Search, deadline: float | None) -> None:
         todo = todo[~(close | reached)] if not late else todo[:0]
         band[todo] += (band[todo] + 1) // 2
     e_up = _with_margin(e_fin, st.bound)
-    empty = (st.left >= st.steps) & (st.right >= n_steps - 1 - st.steps) & ~st.center
     e_up[empty] = 0.0
     st.member[empty] = -1
     scale = _scales(st.count * 1.0, e_up, st.eps)

@@ -28,6 +28,7 @@ from quiltpriv.errors import ParameterError, PlanError, QueryError
 from quiltpriv.mechanisms.step_plans import (
     TIME_LIMIT_REASON,
     StepPlans,
+    _scales_up,
     _sequence_index,
     step_explanation,
 )
@@ -492,3 +493,29 @@ def hmm_runs(kind: type, order: Any, fq: Any, nodes: Sequence[str], sensitivity:
                 None if m < 0 else names[m], pv))
     runs.sort(key=lambda r: (r.first, r.observed))
     return HMMStepPlans(kind, order.hidden, order.observed, runs, epsilon)
+
+
+def hmm_numbers(order: Any, fq: Any, query: Query,
+                epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's ``Delta_{A&N}`` (the query's own, once per distinct ``N``: the same
+    observations give the same value) and scale ``Delta / (eps - e)`` rounded up (once per
+    distinct pair), for the HMM search's result ``fq`` ([ZOC22, Alg. 3]); C-level and numpy
+    passes over the nodes, one sensitivity per distinct window."""
+    t = np.asarray(fq.step, dtype=np.int64)
+    n = len(t)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    lo = t - np.asarray(fq.left, dtype=np.int64)
+    hi = t + np.asarray(fq.right, dtype=np.int64)
+    mid = np.where(np.asarray(fq.center, dtype=bool), t, -1)
+    width = len(order.hidden) + 2
+    if width**3 < 2**62:
+        _, first, inverse = np.unique((lo * width + hi) * width + (mid + 1),
+                                      return_index=True, return_inverse=True)
+    else:  # pragma: no cover - a series of over a million steps
+        _, first, inverse = np.unique(np.stack([lo, hi, mid], axis=1), axis=0,
+                                      return_index=True, return_inverse=True)
+    deltas = np.array([float(query.sensitivity(fq.nearby_observed(int(j), order)))
+                       for j in first.tolist()])
+    delta = deltas[np.asarray(inverse).reshape(-1)]
+    return delta, _scales_up(delta, np.asarray(fq.influence, dtype=np.float64), epsilon)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
@@ -452,7 +453,7 @@ def window_sensitivities(plans: StepPlans, query: Query) -> np.ndarray:
     attributes (once per distinct window)."""
     check_query(query)
     k0, k1 = step_windows(plans)
-    return _window_deltas(plans.order, plans.attributes, k0, k1, query)
+    return _window_deltas(plans.order, plans.attributes, k0, k1, query)[0][:-1]
 
 
 def window_fingerprint(query: Query, plans: StepPlans, sensitivities: np.ndarray,
@@ -527,18 +528,26 @@ def runs_from_columns(positions: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 
 def _window_deltas(order: Sequence[str], attr_pos: np.ndarray, k0: np.ndarray,
-                   k1: np.ndarray, query: Query) -> np.ndarray:
-    """``query.sensitivity`` of the query attributes ``attr_pos[k0:k1]``, per step (once per
-    distinct window)."""
-    names = tuple(order[x] for x in attr_pos.tolist())
-    out = np.empty(len(k0))
-    cache: dict[tuple[int, int], float] = {}
-    for j, key in enumerate(zip(k0.tolist(), k1.tolist(), strict=True)):
-        d = cache.get(key)
-        if d is None:
-            d = cache[key] = float(query.sensitivity(names[key[0]:key[1]]))
-        out[j] = d
-    return out
+                   k1: np.ndarray, query: Query,
+                   deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``query.sensitivity`` of the query attributes ``attr_pos[k0:k1]``, once per distinct
+    window, then ``Delta_A F`` of all of them (at :data:`_FULL_WINDOW`, computed first); and,
+    per step, whether its value was computed before ``deadline`` (``time.monotonic()``)."""
+    names = list(map(order.__getitem__, attr_pos.tolist()))
+    out = np.empty(len(k0) + 1)
+    out[_FULL_WINDOW] = float(query.sensitivity(names))
+    width = len(names) + 1
+    keys, first, inverse = np.unique(k0 * width + k1, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    values = np.full(len(keys), np.nan)
+    for j, (lo, hi) in enumerate(zip(k0[first].tolist(), k1[first].tolist(), strict=True)):
+        if j % _CHECK_EVERY == 0 and _late(deadline):
+            break
+        values[j] = out[_FULL_WINDOW] if (lo, hi) == (0, len(names)) else \
+            float(query.sensitivity(names[lo:hi]))
+    done = ~np.isnan(values[inverse])
+    out[:-1] = values[inverse]
+    return out, done
 
 
 def _windows(n_steps: int, attr_pos: np.ndarray, pos: np.ndarray, a: np.ndarray,
@@ -588,41 +597,100 @@ def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[s
         return None
     index = theta.index
     n_steps = len(order)
-    positions = np.fromiter((index[v] for v in sensitive), dtype=np.int64,
-                            count=len(sensitive))
+    positions = _positions(index, order, sensitive)
+    attrs = query.attributes
+    attr_pos = np.unique(np.fromiter(map(index.__getitem__, attrs), dtype=np.int64,
+                                     count=len(attrs)))
+    found = None
+    weights = None if _late(deadline) else _step_weights(query, index, n_steps, attr_pos,
+                                                          deadline)
+    if weights is not None:
+        try:
+            found = cq.chain_least_quilts(theta, order, positions, weights[0], epsilon,
+                                          deadline=deadline, progress=progress,
+                                          cap=weights[1])
+        except cq.ChainNotApplicable:
+            return None
+    elif structure == "all-or-nothing" and not _all_or_nothing(query):
+        return None
+    # the limit passed before the search began: every step the trivial quilt (below)
+    n = len(positions)
+    a = np.zeros(n, dtype=np.int64) if found is None else found.a.copy()
+    b = np.zeros(n, dtype=np.int64) if found is None else found.b.copy()
+    e = np.zeros(n) if found is None else found.influence.copy()
+    optimal = np.zeros(n, dtype=bool) if found is None else found.optimal.copy()
+    considered = np.ones(n, dtype=np.int64) if found is None else found.considered
+    member = np.full(n, -1, dtype=np.int64) if found is None else found.member.copy()
+    pair = np.full((n, 2), -1, dtype=np.int64) if found is None else found.pair.copy()
+    k0, k1 = _windows(n_steps, attr_pos, positions, a, b)
+    deltas, done = _window_deltas(order, attr_pos, k0, k1, query, deadline)
+    delta = deltas[:n]
+    if not done.all():
+        # the limit passed before these steps' Delta was known: the trivial quilt, whose
+        # Delta_A was computed first (valid; flagged as not proven optimal)
+        late = ~done
+        a[late], b[late], e[late], optimal[late] = 0, 0, 0.0, False
+        member[late], pair[late] = -1, -1
+        delta[late] = deltas[_FULL_WINDOW]
+    scale = _scales_up(delta, e, epsilon)
+    ids, states = _state_ids(theta, order, positions)
+    runs = runs_from_columns(positions, a, b, e, delta, scale, optimal, considered,
+                             theta.names, member, pair, ids, states)
+    return StepPlans(kind, order, runs, attr_pos, epsilon, list_sets)
+
+
+#: :func:`_window_deltas` puts ``Delta_A F`` (the trivial quilt's) after the steps' values.
+_FULL_WINDOW = -1
+
+#: Check the time limit once per this many sensitivities computed one by one.
+_CHECK_EVERY = 256
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() > deadline
+
+
+def _positions(index: Any, order: tuple[str, ...], sensitive: Sequence[str]) -> np.ndarray:
+    """Chain positions of ``sensitive`` (C-level passes; every step in order: a range)."""
+    if len(sensitive) == len(order) and tuple(sensitive) == order:
+        return np.arange(len(order), dtype=np.int64)
+    return np.fromiter(map(index.__getitem__, sensitive), dtype=np.int64,
+                       count=len(sensitive))
+
+
+def _all_or_nothing(query: Query) -> bool:
+    """Whether ``Delta_B`` is ``Delta_A`` once ``B`` holds a query attribute, else 0."""
+    cap = float(query.sensitivity(query.attributes))
+    return query.sensitivity(()) == 0.0 and all(query.sensitivity((v,)) == cap
+                                                 for v in dict.fromkeys(query.attributes))
+
+
+def _step_weights(query: Query, index: Any, n_steps: int, attr_pos: np.ndarray,
+                  deadline: float | None) -> tuple[np.ndarray, float | None] | None:
+    """Per step, ``Delta`` of that step alone (and the cap of an all-or-nothing query), as
+    :func:`~quiltpriv.mechanisms.chain_quilts.chain_least_quilts` takes them; None when the
+    time limit passes first (one sensitivity per query attribute: 500,000 of them on a
+    year of minutes)."""
     weights = np.zeros(n_steps)
-    attr_pos = np.unique(np.fromiter((index[v] for v in query.attributes), dtype=np.int64))
-    cap = None
-    if structure == "all-or-nothing":
-        # Delta_B = Delta_A once B holds a query attribute, else 0
-        cap = float(query.sensitivity(query.attributes))
-        if query.sensitivity(()) != 0.0 or any(query.sensitivity((v,)) != cap
-                                              for v in dict.fromkeys(query.attributes)):
+    if query.sensitivity_structure == "all-or-nothing":
+        if not _all_or_nothing(query):
             return None
         weights[attr_pos] = 1.0
-    else:
-        for v in dict.fromkeys(query.attributes):
-            weights[index[v]] = query.sensitivity((v,))
-    try:
-        found = cq.chain_least_quilts(theta, order, positions, weights, epsilon,
-                                      deadline=deadline, progress=progress, cap=cap)
-    except cq.ChainNotApplicable:
-        return None
-    k0, k1 = _windows(n_steps, attr_pos, positions, found.a, found.b)
-    delta = _window_deltas(order, attr_pos, k0, k1, query)
-    e = found.influence
-    scale = _scales_up(delta, e, epsilon)
-    state_of: dict[tuple[Any, ...], int] = {}
-    states: list[Sequence[Any]] = []
-    ids = np.empty(len(positions), dtype=np.int64)
-    for j, p in enumerate(positions.tolist()):
-        st = tuple(theta.states[order[p]])
-        k = state_of.get(st)
-        if k is None:
-            k = state_of[st] = len(states)
-            states.append(st)
-        ids[j] = k
-    runs = runs_from_columns(positions, found.a, found.b, e, delta, scale, found.optimal,
-                             found.considered, theta.names, found.member, found.pair, ids,
-                             states)
-    return StepPlans(kind, order, runs, attr_pos, epsilon, list_sets)
+        return weights, float(query.sensitivity(query.attributes))
+    for k, v in enumerate(dict.fromkeys(query.attributes)):
+        if k % _CHECK_EVERY == 0 and _late(deadline):
+            return None
+        weights[index[v]] = query.sensitivity((v,))
+    return weights, None
+
+
+def _state_ids(theta: Any, order: tuple[str, ...],
+               positions: np.ndarray) -> tuple[np.ndarray, list[Sequence[Any]]]:
+    """Per step, an index into the distinct state lists of the steps (C-level passes)."""
+    per_step = list(map(theta.states.__getitem__, map(order.__getitem__, positions.tolist())))
+    distinct = list(dict.fromkeys(per_step))
+    if len(distinct) == 1:
+        return np.zeros(len(positions), dtype=np.int64), distinct
+    number = {st: k for k, st in enumerate(distinct)}
+    return np.fromiter(map(number.__getitem__, per_step), dtype=np.int64,
+                       count=len(per_step)), distinct

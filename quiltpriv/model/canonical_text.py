@@ -21,6 +21,8 @@ from itertools import repeat
 from operator import attrgetter, methodcaller
 from typing import Any
 
+from quiltpriv.errors import ModelError
+
 __all__ = ["canonical_text"]
 
 _encode = json.encoder.encode_basestring_ascii  # what json.dumps(ensure_ascii=True) writes
@@ -72,6 +74,20 @@ def canonical_text(fmt: str, nodes: Sequence[str], states: Mapping[str, Sequence
     align : callable
         ``align(cpd, parents)``: the CPD with its parent axes in the order ``parents``.
     """
+    if not isinstance(fmt, str) or not callable(align):
+        raise ModelError("canonical_text takes the fingerprint format (a string), Theta's "
+                         "parts and an align function")
+    try:
+        return _text(fmt, nodes, states, parents, members, align)
+    except (TypeError, KeyError, AttributeError, ValueError) as err:
+        # the parts of a Theta are checked when it is built: anything else is refused whole
+        raise ModelError(f"canonical_text takes a Theta's checked parts "
+                         f"({type(err).__name__}: {err})") from None
+
+
+def _text(fmt: str, nodes: Sequence[str], states: Mapping[str, Sequence[str]],
+          parents: Mapping[str, Sequence[str]], members: Sequence[Mapping[str, Any]],
+          align: Callable[[Any, tuple[str, ...]], Any]) -> str:
     names = sorted(nodes)
     keys = list(map(_encode, names))
     sorted_parents = [tuple(p) if len(p) < 2 else tuple(sorted(p))

@@ -94,6 +94,7 @@ def seconds_left(time_limit: float | TimeLimit | None, least: float = 1e-3) -> f
     """Seconds for a callee that takes only a number: what is left of a :class:`TimeLimit`
     (at least ``least``, so that work started late stops at once instead of being refused),
     a number as it is, None as None."""
+    least = check_positive(least, "least")
     if isinstance(time_limit, TimeLimit):
         return max(time_limit.remaining(), least)
-    return time_limit
+    return None if time_limit is None else check_positive(time_limit, "time_limit")

@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,8 @@ def _plain(x: Any, where: str) -> Any:
             out[k] = _plain(v, where)
         return out
     if isinstance(x, list | tuple):
+        if all(map(isinstance, x, repeat(str))):  # names (a long series' steps): as they are
+            return list(x)
         return [_plain(v, where) for v in x]
     if isinstance(x, np.generic):
         return _plain(x.item(), where)

@@ -8,8 +8,6 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.graph.quilts import markov_quilt
 from quiltpriv.inference.engines.base import (
@@ -439,12 +437,9 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
     states = (theta.states[order.hidden[0]], theta.states[order.observed[0]])
     if not list_sets and all(theta.states[v] == states[0] for v in order.hidden) \
             and all(theta.states[v] == states[1] for v in order.observed):
-        from quiltpriv.mechanisms.hmm_step_plans import hmm_runs
+        from quiltpriv.mechanisms.hmm_step_plans import hmm_numbers, hmm_runs
 
-        n = len(sensitive)
-        delta_col, scale_col = np.empty(n), np.empty(n)
-        for j in range(n):
-            _, delta_col[j], scale_col[j] = numbers(j)
+        delta_col, scale_col = hmm_numbers(order, fq, query, eps)
         runs = hmm_runs(SensitivePlan, order, fq, sensitive, delta_col, scale_col, theta.names,
                         states, eps)
         if runs is not None:
