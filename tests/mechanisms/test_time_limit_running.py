@@ -79,3 +79,50 @@ def test_build_mechanism_takes_a_running_limit():
     assert not mech.plan.optimal and mech.plan.scale == 1.0
     mqm = build_mechanism("mqm", theta, query, theta.nodes, 1.0, time_limit=_passed(2))
     assert mqm.details["optimal"] is False
+
+
+def _chain_order_reference(theta):
+    """chain_order as first written: one loop per node (the definition)."""
+    nodes = theta.nodes
+    if len(nodes) < 2:
+        return None
+    for v in nodes:
+        if len(theta.parents[v]) > 1 or len(theta.children[v]) > 1:
+            return None
+    if sum(len(theta.parents[v]) for v in nodes) != len(nodes) - 1:
+        return None
+    for a, b in zip(nodes[:-1], nodes[1:], strict=True):
+        if theta.parents[b] != (a,):
+            return None
+    return nodes
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_chain_order_matches_its_definition(seed):
+    import random
+
+    import numpy as np
+
+    from quiltpriv.mechanisms.chain_quilts import chain_order
+    from quiltpriv.model.network import theta_from_tables
+
+    r = random.Random(seed)
+    n = r.randint(1, 7)
+    names = [f"v{k}" for k in range(n)]
+    if seed % 3 == 0:  # a path, sometimes with one extra edge or one missing
+        edges = [(names[k], names[k + 1]) for k in range(n - 1)]
+        if n > 2 and seed % 2:
+            edges.append((names[0], names[2]))
+        elif edges and seed % 5 == 0:
+            edges.pop(r.randrange(len(edges)))
+    else:
+        edges = [(names[i], names[j]) for j in range(n) for i in range(j) if r.random() < 0.5]
+    states = {v: ["0", "1"] for v in names}
+    rng = np.random.default_rng(seed)
+    tables = {}
+    for v in names:
+        k = sum(1 for _, b in edges if b == v)
+        tables[v] = np.moveaxis(rng.dirichlet([1.0, 1.0], size=(2,) * k), -1, 0)
+    theta = theta_from_tables(edges, states, tables)
+    assert chain_order(theta) == _chain_order_reference(theta)
+    assert chain_order(qp.markov_chain(50, FLIP, [0.5, 0.5])) is not None
