@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ import numpy as np
 from quiltpriv.errors import ModelError, ParameterError, PlanError, QueryError
 from quiltpriv.mechanisms.apmqm import Plan, query_mismatch
 from quiltpriv.mechanisms.protocol import ReleaseRecord
+from quiltpriv.mechanisms.release_flow import Drawn, release_flow
 from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query, check_query, histogram_cells
@@ -292,64 +293,43 @@ def release(
         raise QueryError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     query.check_records(len(data))
     value = query.evaluate(data)
-    data_record = records.query_data(data, query.attributes, dataset=dataset)
-    fingerprints = (data_record["sha256"], plan_.query_fingerprint, plan_.model_fingerprint)
-    ledger_mod.warn_repeats(booked, fingerprints)
     positive = [sp.sensitivity for sp in plan_.sensitive if sp.sensitivity > 0]
     sensitivity = min(positive) if positive else 0.0
-    vec = np.atleast_1d(np.asarray(value, dtype=float))
     provenance = getattr(plan_, "provenance", None)
     if provenance is None and theta is not None:
         provenance = getattr(theta, "provenance", None)
-    said = tuple(records.release_warnings(
-        scale=plan_.scale, kind=plan_.guarantee.kind, provenance=provenance,
-        table_sha256=data_record["table_sha256"]))
+    plan_done = plan_
 
-    def make(draws: list[Any] | None) -> Release:
-        if draws is None:  # the record before drawing: for the budget's accounting
-            out, used, grid = tuple(0.0 for _ in vec), plan_.scale, 0.0
-            sampler, secure = "not drawn yet", seed is None
-        else:
-            out = tuple(float(d.value) for d in draws)
-            used, grid = float(draws[0].noise_scale_used), float(draws[0].granularity)
-            sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
-        done = None
+    def record(drawn: Drawn, data_record: Mapping[str, Any], said: tuple[str, ...]) -> Release:
+        out, done = drawn.values, None
         if post is not None:
             done = post.to_dict(out if np.ndim(value) else out[0])
             out = tuple(post.apply(v) for v in out)
-        if plan_.scale == 0:
-            # Private without noise: every sensitive attribute has a quilt with Delta_{A&N} = 0.
-            sampler = ("none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive "
-                       "attribute)")
-            secure = seed is None
         return Release(
-            mechanism=plan_.mechanism, value=out if np.ndim(value) else out[0],
-            guarantee=plan_.guarantee, calibration=plan_.calibration, noise_scale_used=used,
-            granularity=grid, secure=secure, sampler=sampler,
-            seed=seed if isinstance(seed, int) else None, query=dict(plan_.query),
-            query_fingerprint=plan_.query_fingerprint, data=data_record,
-            model={"fingerprint": plan_.model_fingerprint, "theta_size": plan_.theta_size,
-                   "provenance": provenance},
+            mechanism=plan_done.mechanism, value=out if np.ndim(value) else out[0],
+            guarantee=plan_done.guarantee, calibration=plan_done.calibration,
+            noise_scale_used=drawn.noise_scale_used, granularity=drawn.granularity,
+            secure=drawn.secure, sampler=drawn.sampler,
+            seed=seed if isinstance(seed, int) else None, query=dict(plan_done.query),
+            query_fingerprint=plan_done.query_fingerprint, data=data_record,
+            model={"fingerprint": plan_done.model_fingerprint,
+                   "theta_size": plan_done.theta_size, "provenance": provenance},
             command=None if command is None else tuple(str(c) for c in command),
             timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
-            plan=plan_, cells=histogram_cells(plan_.query), warnings=said, postprocess=done,
-            sensitivity=float(sensitivity), provenance=provenance,
+            plan=plan_done, cells=histogram_cells(plan_done.query), warnings=said,
+            postprocess=done, sensitivity=float(sensitivity), provenance=provenance,
         )
 
-    def draw() -> Release:
-        # One generator for every coordinate, so seeded coordinates get independent noise.
-        rng = noise.make_rng(seed)
-        # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid
-        # once per coordinate (dimension=).
-        return make([noise.laplace_release(float(v), plan_.scale, sensitivity, seed=rng,
-                                           dimension=len(vec)) for v in vec])
-
-    r: Release = ledger_mod.book(ledger, lambda: make(None).to_dict(), draw,
-                              lambda rel: rel.to_dict(), budget=budget,
-                              allow_unproved=allow_unproved)
-    records.remember_release(*fingerprints, f"released in this session at {r.timestamp}")
-    records.warn_release(said, secure=r.secure, scale=r.scale)
-    return r
+    # Private without noise (scale 0): every sensitive attribute has a quilt with
+    # Delta_{A&N} F = 0.
+    return release_flow(
+        value, data, attributes=query.attributes, dataset=dataset,
+        query_fingerprint=plan_.query_fingerprint, model_fingerprint=plan_.model_fingerprint,
+        booked=booked, seed=seed, ledger=ledger, budget=budget, allow_unproved=allow_unproved,
+        noise="laplace", scale=plan_.scale, sensitivity=float(sensitivity),
+        guarantee_kind=plan_.guarantee.kind, provenance=provenance,
+        no_noise=("none: the plan needs no noise (Delta_{A&N} F = 0 for every sensitive "
+                  "attribute)"), record=record)
 
 
 def __getattr__(name: str) -> object:

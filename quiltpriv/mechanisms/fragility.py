@@ -211,7 +211,7 @@ class Fragility(JSONResult):
 
 
 def _num(x: float) -> str:
-    return "inf" if math.isinf(x) else fmt_number(x)
+    return fmt_number(x)  # inf as "inf", as every table of the package
 
 
 def _vec(v: tuple[float, ...]) -> str:

@@ -461,6 +461,8 @@ class QueryMechanism:
             The budget refuses the release (nothing drawn, nothing written).
         """
         from quiltpriv.mechanisms import noise
+        from quiltpriv.mechanisms.release_flow import Drawn, release_flow
+        from quiltpriv.queries.query import histogram_cells
         from quiltpriv.releases import ledger as ledger_mod
 
         seed = records.check_seed(seed)
@@ -470,55 +472,29 @@ class QueryMechanism:
         noise.check_noise_scale(cal.scale, f"the {self.name} scale")
         booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
         value = self.check_data(data)
-        data_record = records.query_data(data, self.query.attributes, dataset=dataset)
-        model_fp = self.query_fingerprint if self.model is None else self.model["fingerprint"]
-        fingerprints = (data_record["sha256"], self.query_fingerprint, model_fp)
-        ledger_mod.warn_repeats(booked, fingerprints)
-        vec = np.atleast_1d(np.asarray(value, dtype=float))
-        provenance = None if self.model is None else self.model.get("provenance")
-        said = tuple(records.release_warnings(
-            scale=cal.scale, kind=self.guarantee.kind, provenance=provenance,
-            table_sha256=data_record["table_sha256"]))
+        definition = self.query.to_dict()
 
-        def make(draws: list[Any] | None) -> ReleaseRecord:
-            from quiltpriv.queries.query import histogram_cells
-
-            if draws is None:  # the record before drawing: for the budget's accounting
-                out, used, grid = tuple(0.0 for _ in vec), cal.scale, 0.0
-                sampler, secure = "not drawn yet", seed is None
-            else:
-                out = tuple(float(d.value) for d in draws)
-                used, grid = float(draws[0].noise_scale_used), float(draws[0].granularity)
-                sampler, secure = str(draws[0].sampler), bool(draws[0].secure)
-            if cal.scale == 0:
-                sampler, secure = NO_NOISE, seed is None
-            definition = self.query.to_dict()
+        def record(drawn: Drawn, data_record: Mapping[str, Any],
+                   said: tuple[str, ...]) -> ReleaseRecord:
+            out = drawn.values
             return ReleaseRecord(
                 mechanism=self.name, value=out if np.ndim(value) else out[0],
-                guarantee=self.guarantee, calibration=cal, noise_scale_used=used,
-                granularity=grid, secure=secure, sampler=sampler,
+                guarantee=self.guarantee, calibration=cal,
+                noise_scale_used=drawn.noise_scale_used, granularity=drawn.granularity,
+                secure=drawn.secure, sampler=drawn.sampler,
                 seed=seed if isinstance(seed, int) else None, query=definition,
                 query_fingerprint=self.query_fingerprint, data=data_record, model=self.model,
                 command=None if command is None else tuple(str(c) for c in command),
                 timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
                 details=self.details, cells=histogram_cells(definition), warnings=said)
 
-        def draw() -> ReleaseRecord:
-            rng = noise.make_rng(seed)  # one generator: seeded coordinates get independent noise
-            if cal.noise == "gaussian":
-                draws = [noise.gaussian_release(float(vec[0]), cal.scale, cal.sensitivity,
-                                                seed=rng)]
-            else:
-                # One scale for every coordinate and an L1 sensitivity: the grid's rounding is
-                # paid once per coordinate (dimension=).
-                draws = [noise.laplace_release(float(v), cal.scale, cal.sensitivity, seed=rng,
-                                               dimension=len(vec)) for v in vec]
-            return make(draws)
-
-        record: ReleaseRecord = ledger_mod.book(ledger, lambda: make(None).to_dict(), draw,
-                                             lambda r: r.to_dict(), budget=budget,
-                                             allow_unproved=allow_unproved)
-        records.remember_release(*fingerprints,
-                                 f"released in this session at {record.timestamp}")
-        records.warn_release(said, secure=record.secure, scale=record.noise_scale_used)
-        return record
+        return release_flow(
+            value, data, attributes=self.query.attributes, dataset=dataset,
+            query_fingerprint=self.query_fingerprint,
+            model_fingerprint=(self.query_fingerprint if self.model is None
+                               else self.model["fingerprint"]),
+            booked=booked, seed=seed, ledger=ledger, budget=budget,
+            allow_unproved=allow_unproved, noise=cal.noise, scale=cal.scale,
+            sensitivity=cal.sensitivity, guarantee_kind=self.guarantee.kind,
+            provenance=None if self.model is None else self.model.get("provenance"),
+            no_noise=NO_NOISE, record=record)

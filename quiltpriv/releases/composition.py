@@ -46,6 +46,7 @@ from typing import Any
 
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.records import READABLE_FORMATS
+from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.rounding import add_up
 
 __all__ = ["THEOREMS", "Composition", "DataIdentity", "Theorem", "budget_check", "composition",
@@ -300,9 +301,7 @@ def _wrap(text: str) -> list[str]:
 
 
 def _num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return "inf" if math.isinf(x) else f"{x:.6g}"
+    return fmt_number(x)  # the package's one number format
 
 
 def _names(xs: Iterable[str]) -> str:

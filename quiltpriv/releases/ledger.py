@@ -549,10 +549,12 @@ def ledger_entries(ledger: Any) -> tuple[Any, ...]:
     return check_writable(ledger)
 
 
-def warn_repeats(booked: Sequence[Any], fingerprints: tuple[str, str, str]) -> None:
+def warn_repeats(booked: Sequence[Any], fingerprints: tuple[str, str, str], *,
+                 stacklevel: int = 2) -> None:
     """Warn (:class:`~quiltpriv.errors.RepeatedReleaseWarning`) before drawing when the ledger's
     entries or this process's releases read the same data columns with the same query or
-    model."""
+    model; the warning names the frame ``stacklevel`` (as :func:`warnings.warn` counts it from
+    here)."""
     import warnings
 
     from quiltpriv.errors import RepeatedReleaseWarning
@@ -561,7 +563,7 @@ def warn_repeats(booked: Sequence[Any], fingerprints: tuple[str, str, str]) -> N
     earlier = repeats(booked, *fingerprints) if booked else []
     earlier = earlier or session_repeats(*fingerprints)
     if earlier:
-        warnings.warn(repeat_message(earlier), RepeatedReleaseWarning, stacklevel=4)
+        warnings.warn(repeat_message(earlier), RepeatedReleaseWarning, stacklevel=stacklevel)
 
 
 def book(ledger: Any, prospective: Any, draw: Any, to_dict: Any, *,

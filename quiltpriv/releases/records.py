@@ -219,28 +219,13 @@ def assumption_warnings(provenance: Any) -> list[str]:
             for w in diagnostics_warnings(diagnostics)]
 
 
-def _json_ready(x: Any) -> Any:
-    """``x`` as plain JSON values: mappings as dicts, sequences as lists, numpy unwrapped."""
-    if isinstance(x, Mapping):
-        return {str(k): _json_ready(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_ready(v) for v in x]
-    item = getattr(x, "item", None)  # numpy scalars
-    if callable(item) and type(x).__module__ == "numpy":
-        return _json_ready(item())
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, str | int | float | bool) or x is None:
-        return x
-    to_dict = getattr(x, "to_dict", None)
-    if callable(to_dict):
-        return _json_ready(to_dict())
-    return str(x)
-
-
 def provenance_json(provenance: Any) -> Any:
-    """A model's provenance (whatever Theta or the plan carries) as plain JSON, or None."""
-    return None if provenance is None else _json_ready(provenance)
+    """A model's provenance (whatever Theta or the plan carries) as plain JSON, or None: the
+    package's one converter, :func:`quiltpriv.utils.serialize.jsonable` (this module had its own,
+    which wrote a set as its ``str`` and a ``Fraction`` as ``"7/20"`` only by accident)."""
+    from quiltpriv.utils.serialize import jsonable
+
+    return None if provenance is None else jsonable(provenance)
 
 
 class RecordedRelease(Protocol):
@@ -332,16 +317,18 @@ def check_budget(budget: object, ledger: object) -> float | None:
     return float(budget)
 
 
-def warn_release(said: Iterable[str], *, secure: bool, scale: float) -> None:
+def warn_release(said: Iterable[str], *, secure: bool, scale: float,
+                 stacklevel: int = 2) -> None:
     """Issue a release's warnings from Python (the command line prints each as one line
     ``quiltpriv: warning: ...``): what it does not protect (``said``, the record's
-    ``warnings``), and seeded noise."""
+    ``warnings``), and seeded noise, naming the frame ``stacklevel`` (as
+    :func:`warnings.warn` counts it from here)."""
     import warnings
 
     from quiltpriv.errors import PrivateModelWarning, SeededNoiseWarning, ZeroNoiseWarning
 
     for text in said:
         kind = ZeroNoiseWarning if text == ZERO_NOISE_MESSAGE else PrivateModelWarning
-        warnings.warn(text, kind, stacklevel=3)
+        warnings.warn(text, kind, stacklevel=stacklevel)
     if not secure and scale > 0:
-        warnings.warn(SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=3)
+        warnings.warn(SEEDED_MESSAGE, SeededNoiseWarning, stacklevel=stacklevel)

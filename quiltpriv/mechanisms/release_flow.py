@@ -1,0 +1,190 @@
+"""The one release flow: from a checked query value to a booked release record.
+
+Every mechanism's release ends the same way, whatever checked its query and data first
+(:meth:`quiltpriv.mechanisms.protocol.QueryMechanism.release` for every registered mechanism,
+:func:`quiltpriv.mechanisms.apmqm_release.release` for an APMQM plan): the data's record
+(hashes, never the data), the warning for a repeated release on the same data, the plain-words
+warnings of what the guarantee does not cover, the record before drawing (for a ledger's
+budget), the noise from :mod:`quiltpriv.mechanisms.noise` (exact, on a grid, from the secure
+generator unless seeded), the ledger's append before the value is returned, and the warnings
+after. :func:`release_flow` is that ending, written once, so that the two callers cannot drift
+apart (tests/mechanisms/test_release_flow.py: the same plan released both ways on the same seed
+gives the same record).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Drawn", "release_flow"]
+
+#: The sampler text of the record before the noise is drawn (the budget check reads it).
+NOT_DRAWN = "not drawn yet"
+
+
+class _Record(Protocol):
+    """What the flow reads of the record its caller builds."""
+
+    @property
+    def timestamp(self) -> str: ...
+
+    @property
+    def secure(self) -> bool: ...
+
+    @property
+    def noise_scale_used(self) -> float: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Record)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The noise of one release, for its record (or the placeholder before drawing).
+
+    Attributes
+    ----------
+    values : tuple of float
+        The noisy value of each coordinate (zeros before drawing).
+    noise_scale_used : float
+        The scale drawn (the calibrated one, or more to pay for the grid).
+    granularity : float
+        The grid step (0 before drawing).
+    sampler : str
+        The sampler, or why there is none.
+    secure : bool
+        Whether the noise came from the secure generator.
+    """
+
+    values: tuple[float, ...]
+    noise_scale_used: float
+    granularity: float
+    sampler: str
+    secure: bool
+
+
+def _callers_stacklevel() -> int:
+    """The ``stacklevel`` that a function called by :func:`release_flow` gives
+    :func:`warnings.warn` to name the first line outside this package: the user's call of the
+    public release function, however many of the package's frames (a deprecation wrapper, a
+    registry adapter) stand between."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(1)  # release_flow: level 2 as warnings.warn counts in its callee
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def release_flow(
+    value: float | np.ndarray,
+    data: pd.DataFrame,
+    *,
+    attributes: Sequence[str],
+    dataset: str | None,
+    query_fingerprint: str,
+    model_fingerprint: str,
+    booked: Any,
+    seed: int | random.Random | None,
+    ledger: Any,
+    budget: float | None,
+    allow_unproved: bool,
+    noise: str,
+    scale: float,
+    sensitivity: float,
+    guarantee_kind: str,
+    provenance: Any,
+    no_noise: str,
+    record: Callable[[Drawn, Mapping[str, Any], tuple[str, ...]], R],
+) -> R:
+    """Release ``value`` (``F(data)``, already checked) with ``noise`` of ``scale``.
+
+    Parameters
+    ----------
+    value : float or numpy.ndarray
+        The query's value on the data; every check of the data is the caller's, done before.
+    data : pandas.DataFrame
+        The data (hashed into the record's ``data``; never kept).
+    attributes : sequence of str
+        The columns the query read.
+    dataset : str or None
+        A checked declared name of the data set.
+    query_fingerprint, model_fingerprint : str
+        What a repeated release is recognised by (with the data's SHA-256).
+    booked
+        The ledger's verified entries (:func:`quiltpriv.releases.ledger.ledger_entries`),
+        read by the caller before any work.
+    seed : int, random.Random or None
+        A checked seed (:func:`quiltpriv.releases.records.check_seed`).
+    ledger, budget, allow_unproved
+        As :func:`quiltpriv.releases.ledger.book` takes them.
+    noise : {"laplace", "gaussian"}
+        Laplace noise per coordinate (one scale, an L1 sensitivity), or Gaussian noise on a
+        scalar.
+    scale, sensitivity : float
+        The calibrated scale (or sigma) and the sensitivity the grid is paid for.
+    guarantee_kind : str
+        The guarantee's kind (its plain-words warnings).
+    provenance
+        Where the model came from, if there is one.
+    no_noise : str
+        The sampler text of a release whose scale is 0.
+    record : callable
+        ``record(drawn, data_record, warnings)`` builds the mechanism's record.
+
+    Returns
+    -------
+    The record, returned only after the ledger (if any) has it.
+    """
+    from quiltpriv.mechanisms import noise as noise_mod
+    from quiltpriv.releases import ledger as ledger_mod
+    from quiltpriv.releases import records
+
+    data_record = records.query_data(data, attributes, dataset=dataset)
+    fingerprints = (data_record["sha256"], query_fingerprint, model_fingerprint)
+    stacklevel = _callers_stacklevel()  # every warning names the caller's line
+    ledger_mod.warn_repeats(booked, fingerprints, stacklevel=stacklevel)
+    vec = np.atleast_1d(np.asarray(value, dtype=float))
+    said = tuple(records.release_warnings(
+        scale=scale, kind=guarantee_kind, provenance=provenance,
+        table_sha256=data_record["table_sha256"]))
+
+    def make(drawn: Drawn) -> R:
+        if scale == 0:
+            drawn = replace(drawn, sampler=no_noise, secure=seed is None)
+        return record(drawn, data_record, said)
+
+    def draw() -> R:
+        rng = noise_mod.make_rng(seed)  # one generator: seeded coordinates get independent noise
+        if noise == "gaussian":
+            draws = [noise_mod.gaussian_release(float(vec[0]), scale, sensitivity, seed=rng)]
+        else:
+            # One scale for every coordinate and an L1 sensitivity: the grid's rounding is paid
+            # once per coordinate (dimension=).
+            draws = [noise_mod.laplace_release(float(v), scale, sensitivity, seed=rng,
+                                               dimension=len(vec)) for v in vec]
+        first = draws[0]
+        return make(Drawn(tuple(float(d.value) for d in draws), float(first.noise_scale_used),
+                          float(first.granularity), str(first.sampler), bool(first.secure)))
+
+    pending = Drawn(tuple(0.0 for _ in vec), scale, 0.0, NOT_DRAWN, seed is None)
+    out: R = ledger_mod.book(ledger, lambda: make(pending).to_dict(), draw,
+                             lambda r: r.to_dict(), budget=budget,
+                             allow_unproved=allow_unproved)
+    records.remember_release(*fingerprints, f"released in this session at {out.timestamp}")
+    records.warn_release(said, secure=out.secure, scale=out.noise_scale_used,
+                         stacklevel=stacklevel)
+    return out
