@@ -40,8 +40,9 @@ from quiltpriv.inference.influence import (
     fmt_influence,
     max_influence,
 )
-from quiltpriv.mechanisms.apmqm import Plan, plan, quilt_scale, was_interrupted
+from quiltpriv.mechanisms.apmqm import Plan, plan, was_interrupted
 from quiltpriv.mechanisms.apmqm_release import release
+from quiltpriv.mechanisms.quilt_price import price_quilt
 from quiltpriv.model.loading import bundled_models, load_theta
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.data_file import read_query_data
@@ -532,17 +533,26 @@ def add_booking_arguments(p: argparse.ArgumentParser) -> None:
 
 def _quilt_row(theta: Theta, node: str, q: Any, query: Query | None,
                eps: float | None, max_memory: int | None = None) -> dict[str, Any]:
-    """One quilt's row: its sets, influence and (with a query) sensitivity and scale."""
+    """One quilt's row: its sets, influence and (with a query) sensitivity and scale; with a
+    query and epsilon, ``price``, why it costs its scale: the planner's pricer and words
+    (:mod:`quiltpriv.mechanisms.quilt_price`), as the plan and the report say them."""
+    row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
+                           "remote": list(q.remote), "trivial": q.is_trivial}
+    if query is not None and eps:
+        price = price_quilt(theta, query, q, eps, max_memory=max_memory)
+        row["influence"] = price.influence
+        if price.influence is not None:
+            row.update(sensitivity=price.sensitivity, scale=price.scale,
+                       price=price.explain())
+        return row
     try:
         e: float | None = max_influence(theta, node, q.quilt, max_memory=max_memory).value
     except InfluenceTooExpensive:
         e = None
-    row: dict[str, Any] = {"quilt": list(q.quilt), "nearby": list(q.nearby),
-                           "remote": list(q.remote), "trivial": q.is_trivial, "influence": e}
+    row["influence"] = e
     if query is not None and e is not None:
-        d = query.sensitivity(set(query.attributes) & set(q.nearby))
-        row["sensitivity"] = d
-        row["scale"] = quilt_scale(d, e, eps) if eps else None
+        row["sensitivity"] = query.sensitivity(set(query.attributes) & set(q.nearby))
+        row["scale"] = None
     return row
 
 
@@ -582,7 +592,7 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
     query = query_from_args(args) if args.attributes or args.weights else None
     rows, truncated, chosen = _quilt_rows(args, theta, node, query)
     attrs = tuple(query.attributes) if query is not None else ()
-    ranked = qt.annotate(qt.rank(rows, chosen is not None), chosen, eps, attrs)
+    ranked = qt.annotate(qt.rank(rows, theta if chosen is not None else None), chosen, eps, attrs)
     shown = qt.top(ranked, args.top)
     if args.json:
         def clean(x: Any) -> Any:
@@ -617,6 +627,9 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
         print(f"... {len(rows) - len(shown)} more listed; raise --top (now {args.top})")
     if truncated:
         print(f"... more quilts exist; raise --limit (now {args.limit}) or set --max-size")
+    choice = next((r for r in shown if r["chosen"] and r.get("price")), None)
+    if choice is not None:  # why this quilt costs what it costs, in the plan's words
+        print(f"* {qt.short_set(choice['quilt'])}: {choice['price']}.")
     return 0
 
 

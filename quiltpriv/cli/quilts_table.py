@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from quiltpriv.mechanisms.quilt_price import is_tie, price_order
 from quiltpriv.utils.format import fmt_number
+
+if TYPE_CHECKING:
+    from quiltpriv.model.network import Theta
 
 #: A set with more names than this is shown as its first names and "+k more".
 SHOWN_NAMES = 4
@@ -26,16 +30,14 @@ def short_set(xs: Iterable[str], limit: int = SHOWN_NAMES) -> str:
     return "{" + ", ".join(names[:limit]) + f", +{len(names) - limit} more}}"
 
 
-def _scale_key(row: dict[str, Any]) -> tuple[float, float, int]:
-    scale = row.get("scale")
-    infl = row.get("influence")
-    return (math.inf if scale is None else scale, math.inf if infl is None else infl,
-            len(row["quilt"]))
-
-
-def rank(rows: list[dict[str, Any]], by_scale: bool) -> list[dict[str, Any]]:
-    """Rows by scale, then influence, then |Q| (stable); in listing order without a query."""
-    return sorted(rows, key=_scale_key) if by_scale else list(rows)
+def rank(rows: list[dict[str, Any]], theta: Theta | None) -> list[dict[str, Any]]:
+    """Rows in the planner's order (:func:`quiltpriv.mechanisms.quilt_price.price_order`:
+    scale, then influence, then |Q|, ties within rounding noise, the trivial quilt losing ties);
+    in listing order without a network to rank on (no query and epsilon)."""
+    if theta is None:
+        return list(rows)
+    return sorted(rows, key=lambda r: price_order(r.get("scale"), r.get("influence"),
+                                                  tuple(r["quilt"]), r["trivial"], theta))
 
 
 def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, epsilon: float | None,
@@ -52,11 +54,12 @@ def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, epsilon: float 
     if scale is not None and math.isinf(scale):
         return f"infeasible: e(Q|i) = {fmt_number(infl)} >= eps = {epsilon:g}"
     near = [a for a in query_attributes if a in set(row["nearby"])]
-    if scale is not None and best is not None and scale > best:
+    if scale is not None and best is not None and scale > best and not is_tie(scale, best):
         stay = ("query attribute(s) " + short_set(near) + " stay nearby" if near
                 else "no query attribute stays nearby")
         return f"needs b = {fmt_number(scale)} > {fmt_number(best)}: {stay}"
-    return "as good (a tie; the planner keeps the first it finds)"
+    return ("as good: a tie on scale, broken by least influence, then fewest quilt nodes, then "
+            "network order")
 
 
 def annotate(rows: list[dict[str, Any]], chosen_quilt: Sequence[str] | None,

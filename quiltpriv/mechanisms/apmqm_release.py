@@ -298,7 +298,7 @@ def release(
     provenance = getattr(plan_, "provenance", None)
     if provenance is None and theta is not None:
         provenance = getattr(theta, "provenance", None)
-    plan_done = plan_
+    plan_done = plan_  # the verified plan, as the closure below sees it (mypy's narrowing)
 
     def record(drawn: Drawn, data_record: Mapping[str, Any], said: tuple[str, ...]) -> Release:
         out, done = drawn.values, None

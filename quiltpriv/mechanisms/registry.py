@@ -53,7 +53,7 @@ from quiltpriv.queries.query import CountQuery, HistogramQuery, Query, SumQuery,
 from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.time_limit import TimeLimit, seconds_left
-from quiltpriv.utils.validation import check_delta, check_epsilon, check_instance
+from quiltpriv.utils.validation import check_delta, check_epsilon
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -154,7 +154,7 @@ def group_sensitivity(query: Query) -> tuple[float, int]:
     per changed record, over at most ``n = records`` records; for other queries ``Delta`` is
     already the largest change of ``F`` when every column changes (``n = 1``).
     """
-    check_instance(query, Query, "query", error=QueryError)
+    check_query(query)
     if isinstance(query, CountQuery):
         return 1.0, query.records
     if isinstance(query, SumQuery):

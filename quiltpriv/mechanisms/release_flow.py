@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import pandas as pd
 
 __all__ = ["Drawn", "release_flow"]
@@ -81,7 +83,8 @@ def _callers_stacklevel() -> int:
     public release function, however many of the package's frames (a deprecation wrapper, a
     registry adapter) stand between."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame = sys._getframe(1)  # release_flow: level 2 as warnings.warn counts in its callee
+    # release_flow's frame is level 2 as warnings.warn counts it from a function it calls.
+    frame: FrameType | None = sys._getframe(1)
     level = 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame = frame.f_back

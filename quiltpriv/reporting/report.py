@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,19 +36,10 @@ from quiltpriv.graph.quilts import (
     markov_quilt,
     trivial_quilt,
 )
-from quiltpriv.inference.influence import (
-    InfluenceTooExpensive,
-    fmt_influence,
-    max_influence,
-)
-from quiltpriv.mechanisms.apmqm import (
-    Plan,
-    candidate_key,
-    is_tie,
-    query_mismatch,
-    quilt_scale,
-)
+from quiltpriv.inference.influence import fmt_influence
+from quiltpriv.mechanisms.apmqm import Plan, is_tie, query_mismatch
 from quiltpriv.mechanisms.apmqm_release import Release
+from quiltpriv.mechanisms.quilt_price import price_order, price_quilt, price_text
 from quiltpriv.model.network import Theta, check_theta, model_mismatch
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query, check_query
@@ -218,19 +208,24 @@ def _sha256_file(path: str | os.PathLike[str]) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One candidate quilt of a sensitive attribute with its cost ([ZOC22, Alg. 3])."""
+    """One candidate quilt of a sensitive attribute with its cost ([ZOC22, Alg. 3]).
+
+    ``price`` says why it costs ``scale`` (:func:`quiltpriv.mechanisms.quilt_price.price_text`,
+    the words of the plan's explanation and of ``quiltpriv quilts``).
+    """
 
     quilt: Quilt
     influence: float | None
     sensitivity: float
     scale: float | None
     source: str
+    price: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"quilt": list(self.quilt.quilt), "nearby": list(self.quilt.nearby),
                 "remote": list(self.quilt.remote), "trivial": self.quilt.is_trivial,
                 "influence": _num(self.influence), "sensitivity": _num(self.sensitivity),
-                "scale": _num(self.scale), "source": self.source}
+                "scale": _num(self.scale), "source": self.source, "price": self.price}
 
 
 def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
@@ -244,7 +239,7 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     the subset family was cut at :data:`MAX_TARGET_SUBSETS`.
     """
     theta = check_theta(theta)
-    check_instance(query, Query, "query", error=QueryError)
+    check_query(query)
     node = theta.check_node(node, "sensitive attribute")
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
@@ -271,24 +266,15 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     if len(theta.nodes) <= SMALL_NETWORK_NODES:
         for q in enumerate_quilts(theta, node, max_size=2):
             add(q, f"|Q| = {len(q.quilt)}")
-    attrs = set(query.attributes)
     out: list[Candidate] = []
     for q, source in found.values():
-        delta = query.sensitivity(attrs & set(q.nearby))
-        try:
-            e: float | None = max_influence(theta, node, q.quilt).value
-        except InfluenceTooExpensive:
-            e = None
-        s = None if e is None else quilt_scale(delta, e, epsilon)
-        out.append(Candidate(q, e, delta, s, source))
+        price = price_quilt(theta, query, q, epsilon)  # the planner's pricer and words
+        out.append(Candidate(q, price.influence, price.sensitivity, price.scale, source,
+                             price.explain()))
 
-    def key(c: Candidate) -> tuple:
-        if c.scale is None:
-            return (1, math.inf, math.inf, len(c.quilt.quilt), ())
-        # The planner's order; the trivial quilt loses ties to any proper quilt.
-        return (0,) + candidate_key(c.scale, c.influence or 0.0, c.quilt.quilt, theta) + (
-            int(c.quilt.is_trivial),)
-    out.sort(key=key)
+    # The planner's order; the trivial quilt loses ties to any proper quilt.
+    out.sort(key=lambda c: price_order(c.scale, c.influence, c.quilt.quilt,
+                                       c.quilt.is_trivial, theta))
     return out, truncated
 
 
@@ -388,8 +374,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
         The plan was made for another model or query, does not verify (PlanError), the
         release was made with another plan, or a model file cannot be read.
     """
-    if not isinstance(theta, Theta):
-        raise ModelError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
+    theta = check_theta(theta)
     if not isinstance(plan, Plan):
         raise ParameterError(f"plan must be a quiltpriv Plan, got {type(plan).__name__}")
     check_query(query)
@@ -425,7 +410,10 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
         ranked, truncated = candidate_quilts(theta, query, sp.node, eps)
         chosen = next((c for c in ranked if c.quilt == chosen_q), None)
         if chosen is None:  # not in the listed family: show it with the plan's own numbers
-            chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan")
+            read = theta.sort(set(query.attributes) & set(chosen_q.nearby))
+            chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan",
+                               price_text(sp.node, tuple(read), sp.influence, sp.sensitivity,
+                                          sp.scale, eps))
             ranked.append(chosen)
         shown = ranked[:MAX_CANDIDATE_ROWS]
         if chosen not in shown:

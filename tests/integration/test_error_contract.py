@@ -77,6 +77,8 @@ EXCLUDED_NAMES = {
     "is_tie": "planner internal, compares computed floats",
     # the planner's order of computed candidates (shared with the report): no input of its own
     "candidate_key": "planner internal, orders computed candidates",
+    # candidate_key for the report's and the CLI's listed quilts: no input of its own
+    "price_order": "planner internal, orders computed candidates",
     # the engines' request record, built by the inference functions from checked input
     "JointQuery": "engine interface record, built from checked input",
     # total by design: every Python value has a JSON form (repr as the last resort, "nan" text)

@@ -78,10 +78,6 @@ from quiltpriv.mechanisms.apmqm.search import (
     DEFAULT_MAX_CANDIDATES,
     PAIR_CHECK_SIZE,
     PAIR_MIN_ITEMS,
-    TIE_RTOL,
-    candidate_key,
-    is_tie,
-    quilt_scale,
 )
 from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_LIMIT,
@@ -95,6 +91,7 @@ from quiltpriv.mechanisms.apmqm.shared import (
     SHARED_WORK_RATIO,
 )
 from quiltpriv.mechanisms.plan_status import PlanStatus
+from quiltpriv.mechanisms.quilt_price import TIE_RTOL, candidate_key, is_tie, quilt_scale
 
 __all__ = [
     "APMQM_ASSUMPTIONS",

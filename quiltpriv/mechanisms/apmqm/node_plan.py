@@ -18,12 +18,11 @@ from quiltpriv.mechanisms.apmqm.search import (
     DEFAULT_MAX_CANDIDATES,
     _Search,
     _search,
-    candidate_key,
-    quilt_scale,
 )
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
 from quiltpriv.mechanisms.plan_status import PlanStatus
+from quiltpriv.mechanisms.quilt_price import candidate_key, price_text, quilt_scale
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -151,8 +150,8 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
     one the caller asked for (``engine=``)."""
     if q is None or (not q and full is not None and full.is_trivial):
         # Q = {} with R = {} is the trivial quilt itself
-        text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
-                f"used: Delta_A F = {_fmt(delta)}, scale = Delta / eps = {_fmt(scale)}.")
+        text = ("no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
+                f"used: {price_text(node, a_n, e, delta, scale, eps)}.")
     else:
         remote = ("R (not listed in a plan this large)" if full is None
                   else f"R = {_set(full.remote)}" if len(full.remote) <= EXPLAINED_REMOTE_NAMES
@@ -176,13 +175,8 @@ def _explain(theta: Theta, query: Query, node: str, q: tuple[str, ...] | None,
                      " (computed in exact integer arithmetic, where float64 could not be trusted)")
         if engine is not None:
             infl += f" (engine: {engine})"
-        if delta == 0:
-            cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
-                    f"noise is needed for {node!r}")
-        else:
-            cost = (f"the query reads nearby {_set(a_n)}, Delta_{{A&N}} F = {_fmt(delta)}, "
-                    f"scale = {_fmt(delta)} / ({eps:g} - {_fmt(e)}) = {_fmt(scale)}")
-        text = f"{sep}; {infl}; {cost}."
+        # The price in the words the report and ``quiltpriv quilts`` use for the same quilt.
+        text = f"{sep}; {infl}; {price_text(node, a_n, e, delta, scale, eps)}."
     if optimal:
         m = len(theta.nodes) - 1
         total = f"{2**m}" if m <= 40 else f"2^{m}"

@@ -11,75 +11,20 @@ import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from quiltpriv.errors import ParameterError
 from quiltpriv.graph.quilts import least_influence_quilt, moral_ancestral_graph
 from quiltpriv.inference.engines.base import EngineName
 from quiltpriv.inference.influence import InfluenceTooExpensive, joint_marginal
 from quiltpriv.mechanisms.apmqm.shared import _cancelled, _Shared
-from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.plan_status import PlanStatus, worse
+from quiltpriv.mechanisms.quilt_price import candidate_key, quilt_scale
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import fmt_set as _set
-from quiltpriv.utils.validation import check_epsilon, check_positive
-
-
-def quilt_scale(delta: float, e: float, epsilon: float) -> float:
-    """Laplace scale of one quilt: ``Delta / (eps - e)`` computed exactly and rounded up (never
-    below the exact need; ``inf`` beyond the float range); 0 if Delta = 0 and e <= eps.
-
-    ``delta`` is a finite sensitivity >= 0, ``e`` an influence in [0, inf] and ``epsilon`` > 0;
-    anything else is refused (ParameterError).
-    """
-    delta = check_positive(delta, "delta", allow_zero=True)
-    if isinstance(e, bool) or not isinstance(e, Real) or not e >= 0:  # NaN fails e >= 0
-        raise ParameterError(f"e must be an influence >= 0 (inf allowed), got {e!r}")
-    epsilon = check_epsilon(epsilon)
-    if delta == 0.0:
-        return 0.0 if e <= epsilon else math.inf
-    if e < epsilon:
-        # exact quotient rounded up: fl(1 / 3) < 1/3 would give a (3 + 1.7e-16)-private mean
-        return scale_up(delta, epsilon, e)
-    return math.inf
-
-
-#: Scales or influences this close (relative) are ties: mathematically equal influences of
-#: different quilts (say ``{income}`` and ``{income, sat}`` with ``sat`` remote) come out of
-#: different contractions a few ulps apart, and rounding noise must not pick the winner.
-TIE_RTOL = 1e-12
-
-
-def is_tie(a: float, b: float) -> bool:
-    """Whether two scales or influences are equal up to :data:`TIE_RTOL` (rounding noise)."""
-    return a == b or math.isclose(a, b, rel_tol=TIE_RTOL, abs_tol=0.0)
-
-
-class _Tol:
-    """A float compared with :data:`TIE_RTOL` (ordering key for candidates)."""
-
-    __slots__ = ("x",)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, x: float) -> None:
-        self.x = x
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Tol) and is_tie(self.x, other.x)
-
-    def __lt__(self, other: _Tol) -> bool:
-        return not is_tie(self.x, other.x) and self.x < other.x
-
-
-def candidate_key(scale: float, e: float, q: tuple[str, ...], theta: Theta) -> tuple:
-    """The planner's order of candidate quilts: the least key wins (ties per :func:`is_tie`)."""
-    # Least scale; then least influence (widest margin); then fewest quilt nodes; then order.
-    return (_Tol(scale), _Tol(e), len(q), tuple(theta.index[v] for v in q))
 
 
 @dataclass
