@@ -79,6 +79,7 @@ from quiltpriv.queries.network_laws import (
 )
 from quiltpriv.queries.query import CountQuery, LinearQuery, Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.memory import exact_table_limit
 from quiltpriv.utils.validation import check_positive, check_records
 
@@ -153,9 +154,9 @@ class JointAuditResult:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
     def explain(self) -> str:
-        loss = "inf" if math.isinf(self.loss) else f"{self.loss:.9g}"
+        loss = fmt_number(self.loss, 9)
         head = (f"joint audit of {len(self.scales)} releases (Laplace scales "
-                f"{', '.join(f'{s:.6g}' for s in self.scales)}; n = {self.records}): "
+                f"{', '.join(fmt_number(s) for s in self.scales)}; n = {self.records}): "
                 f"worst-case privacy loss {loss}")
         if self.epsilon is not None:
             head += (f" vs claimed epsilon {self.epsilon:g}: "

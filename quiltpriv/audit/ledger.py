@@ -31,6 +31,7 @@ from typing import Any
 from quiltpriv.errors import LedgerError, QuiltPrivError
 from quiltpriv.model.network import as_theta
 from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.validation import check_positive
 
 __all__ = ["AUDIT_WORDS", "GroupAudit", "audit_ledger"]
@@ -99,8 +100,8 @@ class GroupAudit:
         who = f"releases {', '.join(self.releases)}"
         if self.loss is None:
             return _wrap(f"{who}: joint loss not audited: {self.refused}")
-        loss = "inf" if math.isinf(self.loss) else f"{self.loss:.6g}"
-        scales = ", ".join(f"{s:.6g}" for s in self.scales)
+        loss = fmt_number(self.loss)
+        scales = ", ".join(fmt_number(s) for s in self.scales)
         other = [m for m in self.models if m != self.theta_fingerprint]
         line = (f"{who}: joint privacy loss {loss} for secrets about "
                 f"{{{', '.join(self.sensitive)}}} ({AUDIT_WORDS}: fingerprint "

@@ -50,6 +50,7 @@ from quiltpriv.queries.query import CountQuery, Query
 from quiltpriv.utils.format import describe_query, fmt_number, text_table
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.memory import DEFAULT_MAX_MEMORY, describe_bytes, parse_memory_size
+from quiltpriv.utils.serialize import jsonable
 from quiltpriv.utils.time_limit import TimeLimit
 from quiltpriv.utils.validation import MAX_RECORDS, Boundaries
 
@@ -595,12 +596,9 @@ def _cmd_quilts(args: argparse.Namespace) -> int:
     ranked = qt.annotate(qt.rank(rows, theta if chosen is not None else None), chosen, eps, attrs)
     shown = qt.top(ranked, args.top)
     if args.json:
-        def clean(x: Any) -> Any:
-            return "inf" if isinstance(x, float) and math.isinf(x) else x
-        print(json.dumps({"node": node, "ranked_by": "scale" if chosen is not None else None,
-                          "chosen": None if chosen is None else list(chosen),
-                          "quilts": [{k: clean(v) for k, v in r.items()} for r in shown],
-                          "truncated": truncated}, allow_nan=False))
+        print(json.dumps(jsonable({  # the package's one converter: inf as "inf"
+            "node": node, "ranked_by": "scale" if chosen is not None else None,
+            "chosen": chosen, "quilts": shown, "truncated": truncated}), allow_nan=False))
         return 0
     header = ["", "Q", "N", "R", "influence"]
     if query is not None:

@@ -53,6 +53,7 @@ from quiltpriv.releases.composition import (
     composition,
 )
 from quiltpriv.releases.records import READABLE_FORMATS
+from quiltpriv.utils.format import fmt_number
 from quiltpriv.utils.serialize import load_json
 
 __all__ = [
@@ -604,7 +605,7 @@ def _value_text(v: Any) -> str:
     if isinstance(v, list):
         inner = ", ".join(_value_text(x) for x in v[:3])
         return f"[{inner}{', ...' if len(v) > 3 else ''}]"
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
+    return fmt_number(v) if isinstance(v, float) else str(v)
 
 
 def table(entries: Sequence[LedgerEntry]) -> str:

@@ -456,7 +456,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
 
     full_record = None if release is None else (
         release.to_record().to_dict() if isinstance(release, Release)
-        else json.loads(json.dumps(dict(release))))
+        else jsonable(dict(release)))
     data["attestation"] = jsonable(attestation(
         theta, query, plan, full_record, files, run_audit=run_audit, records=records,
         ledger=ledger))
@@ -480,9 +480,9 @@ def _record_plan(record: Mapping[str, Any]) -> Any:
 
 
 def _release_record(r: Release | Mapping[str, Any]) -> dict[str, Any]:
-    d = r.to_dict() if isinstance(r, Release) else json.loads(json.dumps(dict(r)))
-    d.pop("plan")  # the plan is in the report already
-    return jsonable(d)
+    d = jsonable(r.to_dict() if isinstance(r, Release) else dict(r))
+    d.pop("plan", None)  # the plan is in the report already
+    return d
 
 
 def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candidate],
