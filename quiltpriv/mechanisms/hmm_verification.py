@@ -27,9 +27,9 @@ from quiltpriv.mechanisms.time_series_verification import (
     _scale_low,
     _scale_reason,
 )
-from quiltpriv.model.network import Theta
+from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
-from quiltpriv.utils.validation import check_epsilon, check_instance
+from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["check_hmm_plan"]
 
@@ -341,7 +341,7 @@ def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, epsilon: float,
     """The rows of an HMM plan's verification, or None where the general route must verify
     it (:func:`quiltpriv.mechanisms.time_series_verification.check_time_series` for chains)."""
     # untrusted arguments get the package's errors; a plan of another shape gets None
-    check_instance(theta, Theta, "theta")
+    check_theta(theta)
     check_query(query)
     eps = check_epsilon(epsilon)
     try:

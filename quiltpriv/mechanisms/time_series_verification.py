@@ -60,10 +60,10 @@ import numpy as np
 
 from quiltpriv.mechanisms.chain_quilts import _groups, chain_order
 from quiltpriv.mechanisms.step_plans import StepPlans, StepRun, window_sensitivities
-from quiltpriv.model.network import Theta
+from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.serialize import jsonable
-from quiltpriv.utils.validation import check_epsilon, check_instance
+from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["OPTIMALITY_RTOL", "check_time_series"]
 
@@ -137,7 +137,7 @@ def check_time_series(theta: Theta, query: Query, sensitive: Any, epsilon: float
     ``quilt_scale`` is :func:`quiltpriv.mechanisms.apmqm.quilt_scale` (the exact need).
     """
     # untrusted arguments get the package's errors; a plan of another shape gets None
-    check_instance(theta, Theta, "theta")
+    check_theta(theta)
     check_query(query)
     eps = check_epsilon(epsilon)
     try:

@@ -34,19 +34,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # annotations only: the drawing reads attributes, Theta's _repr_html_ draws
+if TYPE_CHECKING:  # annotations only: the drawing reads a quilt's attributes
     from quiltpriv.graph.quilts import Quilt
-    from quiltpriv.model.network import Theta
 from quiltpriv.errors import ParameterError
+from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.validation import check_array, check_instance, check_scalar
-
-
-def check_theta(theta: Theta) -> Theta:
-    """``theta`` if it is a Theta (read by its attributes: Theta's own module imports this one
-    for its notebook view, so this module does not import it back), else ParameterError."""
-    if not all(hasattr(theta, a) for a in ("nodes", "parents", "states", "edges")):
-        raise ParameterError(f"theta must be a quiltpriv Theta, got {type(theta).__name__}")
-    return theta
 
 
 def _check_quilt(quilt: Quilt) -> None:

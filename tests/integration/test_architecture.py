@@ -249,10 +249,10 @@ def test_no_import_cycle_lazy_and_type_only_imports_included():
 
 
 def test_the_graph_counts_type_only_imports():
-    # reporting.drawing names Theta in annotations only: the edge is in the graph all the same.
+    # reporting.drawing names Quilt in annotations only: the edge is in the graph all the same.
     type_only = {(imp.source, imp.target) for imp in ALL_IMPORTS if imp.type_only}
-    assert ("quiltpriv.reporting.drawing", "quiltpriv.model.network") in type_only
-    assert "quiltpriv.model.network" in _graph()["quiltpriv.reporting.drawing"]
+    assert ("quiltpriv.reporting.drawing", "quiltpriv.graph.quilts") in type_only
+    assert "quiltpriv.graph.quilts" in _graph()["quiltpriv.reporting.drawing"]
     assert _cycle(_graph([Import("quiltpriv.errors", "quiltpriv.utils", None, 1),
                           Import("quiltpriv.utils", "quiltpriv.errors", None, 1,
                                  type_only=True)])) is not None
