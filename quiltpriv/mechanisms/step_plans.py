@@ -23,9 +23,9 @@ import numpy as np
 
 import quiltpriv.mechanisms.plan_fields as pf
 from quiltpriv.errors import ParameterError, PlanError, QueryError
+from quiltpriv.mechanisms.quilt_price import quilt_scale
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
-from quiltpriv.utils.rounding import scale_up
 from quiltpriv.utils.serialize import jsonable
 
 __all__ = ["StepPlans", "step_windows", "window_fingerprint", "window_sensitivities"]
@@ -559,14 +559,13 @@ def _windows(n_steps: int, attr_pos: np.ndarray, pos: np.ndarray, a: np.ndarray,
 
 
 def _scales_up(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
-    """:func:`~quiltpriv.mechanisms.apmqm.quilt_scale` per step (``Delta / (eps - e)`` exact,
-    rounded up; 0 for ``Delta = 0`` and ``e <= eps``), once per distinct pair ``(Delta, e)``."""
+    """:func:`~quiltpriv.mechanisms.quilt_price.quilt_scale` per step (``Delta / (eps - e)``
+    exact, rounded up; 0 for ``Delta = 0`` and ``e <= eps``), once per distinct pair
+    ``(Delta, e)``: the planner's own pricer, not a copy of it."""
     if len(delta) == 0:
         return np.zeros(0)
     pairs, inverse = np.unique(np.stack([delta, e], axis=1), axis=0, return_inverse=True)
-    scales = np.array([(0.0 if x <= eps else math.inf) if d == 0.0 else
-                       (scale_up(d, eps, x) if x < eps else math.inf)
-                       for d, x in pairs.tolist()])
+    scales = np.array([quilt_scale(d, x, eps) for d, x in pairs.tolist()])
     return scales[inverse.reshape(-1)]
 
 
