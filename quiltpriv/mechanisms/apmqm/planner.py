@@ -38,8 +38,8 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     SensitivePlan,
 )
 from quiltpriv.mechanisms.apmqm.shared import CancelToken, _Shared, _shared_context
-from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.plan_status import PlanStatus
+from quiltpriv.mechanisms.quilt_price import quilt_scale
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta, as_theta
 from quiltpriv.queries.query import Query, check_query
@@ -430,8 +430,7 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
         e = float(fq.influence[j])
         scale = scales.get((delta, e))
         if scale is None:
-            scale = scales[delta, e] = (0.0 if e <= eps else math.inf) if delta == 0.0 else (
-                scale_up(delta, eps, e) if e < eps else math.inf)
+            scale = scales[delta, e] = quilt_scale(delta, e, eps)
         return near, delta, scale
 
     states = (theta.states[order.hidden[0]], theta.states[order.observed[0]])
