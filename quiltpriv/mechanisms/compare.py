@@ -53,6 +53,7 @@ from quiltpriv.queries.law_bounds import Budget, BudgetExceeded
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
+from quiltpriv.utils.format import text_table
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
@@ -143,13 +144,10 @@ class Comparison:
         header = ("mechanism", "noise", "scale", "std", "guarantee")
         rows = [(r.mechanism, r.noise or "-", _fmt(r.scale), _fmt(r.std),
                  r.guarantee if r.applicable else "not applicable") for r in self.rows]
-        widths = [max(len(h), *(len(x[k]) for x in rows)) for k, h in enumerate(header)]
         lines = [f"epsilon = {self.epsilon:g}; sensitive: {', '.join(self.sensitive)}; "
                  f"query: {self.query.get('kind')} over "
                  f"{', '.join(self.query.get('attributes', [self.query.get('attribute', '')]))}",
-                 "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)),
-                 "  ".join("-" * w for w in widths)]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(x, widths, strict=True)) for x in rows]
+                 *text_table(header, rows)]
         lines.append("")
         for r in self.rows:
             lines.append(f"{r.mechanism}: {r.detail}")
