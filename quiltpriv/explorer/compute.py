@@ -20,13 +20,7 @@ from quiltpriv.explorer.state import ModelState, PlanRequest
 from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.model.network import Theta
 from quiltpriv.reporting.drawing import dag_svg, layered_layout
-from quiltpriv.reporting.report import (
-    MAX_CANDIDATE_ROWS,
-    Candidate,
-    audit_report,
-    candidate_quilts,
-    why_chosen,
-)
+from quiltpriv.reporting.report import audit_report, plan_candidates, why_chosen
 from quiltpriv.utils.format import json_number as _num
 from quiltpriv.utils.progress import observe
 from quiltpriv.utils.serialize import jsonable
@@ -43,15 +37,7 @@ def _candidates(theta: Theta, req: PlanRequest, sp: Any) -> dict[str, Any]:
 def candidate_table(theta: Theta, query: Any, sp: Any, epsilon: float) -> dict[str, Any]:
     """The audit report's candidate table for ``sp`` (a plan's sensitive attribute) as JSON,
     its chosen quilt marked (and added with the plan's own numbers when not listed)."""
-    chosen_q = sp.partition(theta)
-    ranked, truncated = candidate_quilts(theta, query, sp.node, epsilon)
-    chosen = next((c for c in ranked if c.quilt == chosen_q), None)
-    if chosen is None:  # not in the listed family: shown with the plan's own numbers
-        chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan")
-        ranked.append(chosen)
-    shown = ranked[:MAX_CANDIDATE_ROWS]
-    if chosen not in shown:
-        shown.append(chosen)
+    ranked, shown, chosen, truncated = plan_candidates(theta, query, sp, epsilon)
     return {
         "why": why_chosen(chosen, ranked, sp.optimal), "evaluated": len(ranked),
         "truncated": truncated,

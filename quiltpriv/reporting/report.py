@@ -68,6 +68,7 @@ from quiltpriv.utils.validation import check_epsilon, check_instance
 __all__ = [
     "MAX_CANDIDATE_ROWS", "MAX_TARGET_SUBSETS", "REPORT_FORMAT", "REPORT_VERSION",
     "SMALL_NETWORK_NODES", "Candidate", "Report", "audit_report", "candidate_quilts",
+    "plan_candidates",
     "comparison_html", "influence_html", "model_files", "plan_html", "quilt_html",
     "release_html", "sensitive_plan_html", "theta_html", "why_chosen",
 ]
@@ -278,6 +279,28 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     return out, truncated
 
 
+def plan_candidates(theta: Theta, query: Query, sp: Any, epsilon: float
+                    ) -> tuple[list[Candidate], list[Candidate], Candidate, bool]:
+    """The candidate quilts of a plan's sensitive attribute ``sp`` as the report and the
+    explorer show them: all of them ranked, the rows shown (the first
+    :data:`MAX_CANDIDATE_ROWS`, and the chosen one), the chosen one, and whether the family was
+    cut. The plan's quilt is always there: with the plan's own numbers and price when the
+    listed family does not hold it."""
+    chosen_q = sp.partition(theta)
+    ranked, truncated = candidate_quilts(theta, query, sp.node, epsilon)
+    chosen = next((c for c in ranked if c.quilt == chosen_q), None)
+    if chosen is None:
+        read = theta.sort(set(query.attributes) & set(chosen_q.nearby))
+        chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan",
+                           price_text(sp.node, tuple(read), sp.influence, sp.sensitivity,
+                                      sp.scale, epsilon))
+        ranked.append(chosen)
+    shown = ranked[:MAX_CANDIDATE_ROWS]
+    if chosen not in shown:
+        shown.append(chosen)
+    return ranked, shown, chosen, truncated
+
+
 def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str:
     """One sentence on why the chosen quilt wins: least scale, ties by least influence."""
     check_instance(chosen, Candidate, "chosen")
@@ -407,17 +430,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
     sections: list[str] = []
     for k, sp in enumerate(plan.sensitive):
         chosen_q = sp.partition(theta)
-        ranked, truncated = candidate_quilts(theta, query, sp.node, eps)
-        chosen = next((c for c in ranked if c.quilt == chosen_q), None)
-        if chosen is None:  # not in the listed family: show it with the plan's own numbers
-            read = theta.sort(set(query.attributes) & set(chosen_q.nearby))
-            chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan",
-                               price_text(sp.node, tuple(read), sp.influence, sp.sensitivity,
-                                          sp.scale, eps))
-            ranked.append(chosen)
-        shown = ranked[:MAX_CANDIDATE_ROWS]
-        if chosen not in shown:
-            shown.append(chosen)
+        ranked, shown, chosen, truncated = plan_candidates(theta, query, sp, eps)
         why = why_chosen(chosen, ranked, sp.optimal)
         sensitive[sp.node] = {
             "quilt": list(sp.quilt), "nearby": list(chosen_q.nearby),
