@@ -185,7 +185,8 @@ class Fragility(JSONResult):
                 lines.append(
                     f"{head}: FRAGILE, FLIPS: changing {w.where()} in member {w.member} from "
                     f"{_vec(w.before)} to {_vec(w.after)} (total variation "
-                    f"{fmt_number(w.change)}) gives e(Q|i) = {_num(w.influence)}; a change of "
+                    f"{fmt_number(w.change)}) gives e(Q|i) = {fmt_number(w.influence)}; a "
+                    "change of "
                     f"{fmt_number(r.least_change or w.change)} already does")
                 if r.sensitivity == 0:
                     lines.append("    the quilt needs no noise: after the change this "
@@ -198,7 +199,7 @@ class Fragility(JSONResult):
                                  f"{fmt_number(r.replanned_scale)}")
                 continue
             why = ("the time limit cut the test short" if not r.complete else
-                   f"a change of {r.bound_at} may reach e(Q|i) = {_num(r.bound)} (an upper "
+                   f"a change of {r.bound_at} may reach e(Q|i) = {fmt_number(r.bound)} (an upper "
                    "bound), no change found that does")
             lines.append(f"{head}: FRAGILE, UNDECIDED ({why}; {r.columns_checked} of "
                          f"{r.columns_total} columns tested)")
@@ -208,10 +209,6 @@ class Fragility(JSONResult):
 
     def __str__(self) -> str:
         return self.explain()
-
-
-def _num(x: float) -> str:
-    return fmt_number(x)  # inf as "inf", as every table of the package
 
 
 def _vec(v: tuple[float, ...]) -> str:

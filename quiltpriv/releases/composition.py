@@ -278,8 +278,8 @@ class Composition:
         if self.composed:
             about = (f"for secrets about {_names(self.sensitive)}" if self.sensitive else
                      "for every property of the data")
-            delta = f", delta = {_num(self.delta)}" if self.delta else ""
-            lines.append(f"  together: epsilon = {_num(self.epsilon)}{delta} {about}, by "
+            delta = f", delta = {fmt_number(self.delta)}" if self.delta else ""
+            lines.append(f"  together: epsilon = {fmt_number(self.epsilon)}{delta} {about}, by "
                          f"[{self.theorem}] ({self.kind})")
             lines += _wrap(f"[{self.theorem}] {self.citation}")
             lines += [w for c in self.conditions for w in _wrap(f"checked: {c}")]
@@ -288,7 +288,7 @@ class Composition:
             lines.append("  together: NO joint guarantee.")
             lines += [w for r in self.reasons for w in _wrap(f"- {r}")]
         lines += [w for r in self.notes for w in _wrap(f"note: {r}")]
-        alone = "; ".join(f"{lab}: epsilon {_num(e)} for "
+        alone = "; ".join(f"{lab}: epsilon {fmt_number(e)} for "
                           f"{_names(s) if s else 'every property of the data'}"
                           for lab, e, s in self.alone)
         lines += _wrap(f"each alone, {self.alone_by}: {alone}")
@@ -298,10 +298,6 @@ class Composition:
 def _wrap(text: str) -> list[str]:
     return textwrap.wrap(text, width=96, initial_indent="  ", subsequent_indent="    ",
                          break_on_hyphens=False)
-
-
-def _num(x: float | None) -> str:
-    return fmt_number(x)  # the package's one number format
 
 
 def _names(xs: Iterable[str]) -> str:
@@ -619,8 +615,8 @@ def _alone(f: _Facts, labels: tuple[str, ...], alone: tuple[tuple[str, float, tu
                     "noise is for experiments)",)
     if f.mechanism != "APMQM":
         thm = THEOREMS["own guarantee"]
-        conditions = (f"the release is a {f.mechanism} release with ({_num(f.epsilon)}, "
-                      f"{_num(f.delta)})-{f.kind}",)
+        conditions = (f"the release is a {f.mechanism} release with ({fmt_number(f.epsilon)}, "
+                      f"{fmt_number(f.delta)})-{f.kind}",)
         return Composition(releases=labels, epsilon=f.epsilon, theorem=thm.key,
                            citation=thm.statement, conditions=conditions, assumptions=assumed,
                            reasons=(), notes=(), sensitive=sensitive, alone=alone,
@@ -628,7 +624,7 @@ def _alone(f: _Facts, labels: tuple[str, ...], alone: tuple[tuple[str, float, tu
     thm = THEOREMS["ZOC22, Thm. 4"]
     conditions = (
         "the release is an APMQM release ([ZOC22, Alg. 3]) with delta = 0 and epsilon "
-        f"{_num(f.epsilon)}, protecting {_names(f.quilts)}",
+        f"{fmt_number(f.epsilon)}, protecting {_names(f.quilts)}",
     )
     assumed = ("its plan's quilts, influences and sensitivities, verified when the release was "
                "made, hold for the model it names", *assumed)
@@ -751,21 +747,21 @@ def budget_check(entries: Sequence[Any], prospective: Mapping[str, Any], budget:
     except LedgerError as exc:
         if allow_unproved:
             return None
-        raise BudgetError(f"budget {_num(budget)}: the total of releases {names} on the same "
+        raise BudgetError(f"budget {fmt_number(budget)}: the total of releases {names} on the same "
                           f"data cannot be proved ({exc}); --allow-unproved (allow_unproved="
                           "True) releases anyway") from None
     if c.composed:
         assert c.epsilon is not None
         if c.epsilon > budget:
-            raise BudgetError(f"budget {_num(budget)} exceeded: releases {names} on the same "
-                              f"data total epsilon {_num(c.epsilon)} by [{c.theorem}]; "
+            raise BudgetError(f"budget {fmt_number(budget)} exceeded: releases {names} on the same "
+                              f"data total epsilon {fmt_number(c.epsilon)} by [{c.theorem}]; "
                               "nothing was drawn")
         return c
     if not allow_unproved:
         kinds = [r for r in c.reasons if r.startswith("the releases give different kinds")]
         why = kinds[0] if kinds else ("attribute privacy does not compose in general; "
                                       "'quiltpriv ledger show' gives the reasons")
-        raise BudgetError(f"budget {_num(budget)}: no published result proves a total for "
+        raise BudgetError(f"budget {fmt_number(budget)}: no published result proves a total for "
                           f"releases {names} on the same data ({why}); "
                           "nothing was drawn; --allow-unproved (allow_unproved=True) releases "
                           "anyway")

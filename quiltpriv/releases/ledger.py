@@ -49,7 +49,6 @@ from quiltpriv.errors import LedgerError, QuiltPrivError
 from quiltpriv.releases.composition import (
     THEOREMS,
     Composition,
-    _num,
     composition,
 )
 from quiltpriv.releases.records import READABLE_FORMATS
@@ -593,7 +592,7 @@ def _query_text(q: Mapping[str, Any]) -> str:
     if q.get("where"):
         text = f"{kind} where {q['where']}"
     elif kind == "linear" and isinstance(q.get("weights"), Mapping):
-        text = "linear " + " + ".join(f"{_num(w)}*mean({a})" for a, w in q["weights"].items())
+        text = "linear " + " + ".join(f"{fmt_number(w)}*mean({a})" for a, w in q["weights"].items())
     else:
         attrs = q.get("attributes") or ([q["attribute"]] if "attribute" in q else
                                         list(q.get("weights", {})))
@@ -624,8 +623,8 @@ def table(entries: Sequence[LedgerEntry]) -> str:
                 "seeded (stream)"
         rows.append((str(e.seq), str(r.get("timestamp", "?"))[:19].replace("T", " "),
                      _query_text((r.get("query") or {}).get("definition", {})),
-                     ",".join(g.get("sensitive", [])), _num(g.get("epsilon")),
-                     _num((r.get("calibration") or {}).get("scale")),
+                     ",".join(g.get("sensitive", [])), fmt_number(g.get("epsilon")),
+                     fmt_number((r.get("calibration") or {}).get("scale")),
                      _value_text(r.get("value")), src,
                      str(data.get("sha256", "-"))[:12], str(data.get("rows", "-"))))
     return "\n".join(text_table(header, rows))
