@@ -13,6 +13,7 @@ same number and the same words for the same quilt.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
@@ -135,6 +136,13 @@ def price_text(sensitive: str, nearby_attributes: tuple[str, ...], influence: fl
         if x is not None and (isinstance(x, bool) or not isinstance(x, Real) or not x >= 0):
             raise ParameterError(f"{name} must be None or a number >= 0 (inf allowed), got "
                                  f"{x!r}")
+    return _price_words(sensitive, nearby_attributes, influence, sensitivity, scale, epsilon)
+
+
+def _price_words(sensitive: str, nearby_attributes: Sequence[str], influence: float | None,
+                 sensitivity: float, scale: float | None, epsilon: float) -> str:
+    """:func:`price_text` of numbers the package computed itself, unchecked: a step plan of a
+    million steps writes one per step (the checks would cost more than the words)."""
     if influence is None or scale is None:
         return (f"the max-influence e(Q|{sensitive}) is too expensive to compute exactly "
                 "(max_table), so the quilt has no price")

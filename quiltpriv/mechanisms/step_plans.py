@@ -23,7 +23,7 @@ import numpy as np
 
 import quiltpriv.mechanisms.plan_fields as pf
 from quiltpriv.errors import ParameterError, PlanError, QueryError
-from quiltpriv.mechanisms.quilt_price import quilt_scale
+from quiltpriv.mechanisms.quilt_price import _price_words, quilt_scale
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import jsonable
@@ -397,13 +397,14 @@ def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[s
                      run: StepRun, epsilon: float, n_nodes: int, time_reason: str) -> str:
     """One paragraph on a step's chain quilt (the planner's wording, [ZOC22, Alg. 3])."""
     from quiltpriv.inference.influence import fmt_influence
-    from quiltpriv.utils.format import fmt_number as fmt
     from quiltpriv.utils.format import fmt_set
 
     e, delta, scale = run.influence, run.sensitivity, run.scale
+    # The price in the words of the planner, the report and ``quiltpriv quilts``.
+    price = _price_words(node, near, e, delta, scale, epsilon)
     if not quilt:
-        text = (f"no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
-                f"used: Delta_A F = {fmt(delta)}, scale = Delta / eps = {fmt(scale)}.")
+        text = ("no quilt lowers the noise, so the trivial quilt (every attribute nearby) is "
+                f"used: {price}.")
     else:
         remote = "R (not listed in a plan this large)" if full is None else \
             f"R = {fmt_set(full.remote)}"
@@ -416,13 +417,7 @@ def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[s
         if run.member is not None and run.pair is not None:
             where = f" (under {run.member}, phi = {run.pair[0]} vs {run.pair[1]})"
         infl = f"max-influence e(Q|{node}) = {fmt_influence(e)}{where}"
-        if delta == 0:
-            cost = (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
-                    f"noise is needed for {node!r}")
-        else:
-            cost = (f"the query reads nearby {fmt_set(near)}, Delta_{{A&N}} F = {fmt(delta)}, "
-                    f"scale = {fmt(delta)} / ({epsilon:g} - {fmt(e)}) = {fmt(scale)}")
-        text = f"{sep}; {infl}; {cost}."
+        text = f"{sep}; {infl}; {price}."
     if run.optimal:
         m = n_nodes - 1
         total = f"{2**m}" if m <= 40 else f"2^{m}"
