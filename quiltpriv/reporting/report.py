@@ -37,7 +37,7 @@ from quiltpriv.graph.quilts import (
     trivial_quilt,
 )
 from quiltpriv.inference.influence import fmt_influence
-from quiltpriv.mechanisms.apmqm import Plan, is_tie, query_mismatch
+from quiltpriv.mechanisms.apmqm import Plan, SensitivePlan, is_tie, query_mismatch
 from quiltpriv.mechanisms.apmqm_release import Release
 from quiltpriv.mechanisms.quilt_price import price_order, price_quilt, price_text
 from quiltpriv.model.network import Theta, check_theta, model_mismatch
@@ -279,13 +279,17 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     return out, truncated
 
 
-def plan_candidates(theta: Theta, query: Query, sp: Any, epsilon: float
+def plan_candidates(theta: Theta, query: Query, sp: SensitivePlan, epsilon: float
                     ) -> tuple[list[Candidate], list[Candidate], Candidate, bool]:
     """The candidate quilts of a plan's sensitive attribute ``sp`` as the report and the
     explorer show them: all of them ranked, the rows shown (the first
     :data:`MAX_CANDIDATE_ROWS`, and the chosen one), the chosen one, and whether the family was
     cut. The plan's quilt is always there: with the plan's own numbers and price when the
     listed family does not hold it."""
+    theta = check_theta(theta)
+    check_query(query)
+    check_instance(sp, SensitivePlan, "sp")
+    epsilon = check_epsilon(epsilon)
     chosen_q = sp.partition(theta)
     ranked, truncated = candidate_quilts(theta, query, sp.node, epsilon)
     chosen = next((c for c in ranked if c.quilt == chosen_q), None)
