@@ -268,6 +268,11 @@ def plan(
             notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in one "
                          "pass")
         return _chain_result(theta, query, chained, eps, notes, seconds)
+    if chained is None:
+        # a hidden Markov model read at a few observations (a count over three steps)
+        from quiltpriv.mechanisms.apmqm.few_plans import few_plans
+
+        chained = few_plans(theta, query, sens, eps, deadline, list_sets)
     interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
