@@ -113,6 +113,13 @@ class HMMStepPlans(StepPlans):
 
     __slots__ = ("hidden", "observed", "_run_of", "_step")
 
+    #: The runs' type (a subclass holds quilts of another shape).
+    _run_type: type = HMMRun
+
+    def _check_shape(self, run: Any, n_steps: int, where: str) -> None:
+        """Refuse a run whose quilt nodes lie outside the series or contradict each other."""
+        _check_run_shape(run, n_steps, where)
+
     def __init__(self, kind: type, hidden: tuple[str, ...], observed: tuple[str, ...],
                  runs: Sequence[HMMRun], epsilon: float) -> None:
         if not isinstance(hidden, tuple) or not isinstance(observed, tuple) \
@@ -120,12 +127,14 @@ class HMMStepPlans(StepPlans):
                 or not all(isinstance(v, str) for v in hidden + observed):
             raise PlanError("HMM step plans: hidden and observed must be tuples of node names "
                             "of equal length (at least 2)")
+        run_type = self._run_type
         if isinstance(runs, str) or not isinstance(runs, Sequence) or not runs \
-                or not all(isinstance(r, HMMRun) for r in runs):
-            raise PlanError("HMM step plans: runs must be a non-empty sequence of HMMRun")
+                or not all(isinstance(r, run_type) for r in runs):
+            raise PlanError("HMM step plans: runs must be a non-empty sequence of "
+                            f"{run_type.__name__}")
         n_steps = len(hidden)
         for k, r in enumerate(runs):
-            _check_run_shape(r, n_steps, f"sensitive.runs[{k}]")
+            self._check_shape(r, n_steps, f"sensitive.runs[{k}]")
         lengths = np.fromiter((r.length for r in runs), dtype=np.int64, count=len(runs))
         first = np.fromiter((r.first for r in runs), dtype=np.int64, count=len(runs))
         obs = np.fromiter((r.observed for r in runs), dtype=np.int64, count=len(runs))
@@ -213,7 +222,7 @@ class HMMStepPlans(StepPlans):
         """One field of :class:`HMMRun` per node in plan order (``"step"``: each one's ``t``)."""
         if name == "step":
             return self._step.copy()
-        k = _RUN_FIELDS.index(name)
+        k = self._run_type._fields.index(name)
         return np.array([r[k] for r in self.runs])[self._run_of]
 
     def binding_index(self) -> int:

@@ -354,6 +354,10 @@ def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
                 quilt_scale: Any) -> list[Row]:
     from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
 
+    from quiltpriv.mechanisms.hmm_few_step_plans import FewStepPlans
+
+    if isinstance(sensitive, FewStepPlans):
+        raise _NotHere("a plan of the few-step search: every node checked by the general route")
     if isinstance(sensitive, HMMStepPlans):
         return _check_hmm_runs(theta, query, sensitive, eps, quilt_scale)
     if not isinstance(sensitive, tuple) or not sensitive:

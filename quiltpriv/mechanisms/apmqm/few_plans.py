@@ -13,7 +13,7 @@ from quiltpriv.mechanisms.apmqm.node_plan import _explain
 from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.calibration import scale_up
 from quiltpriv.mechanisms.plan_status import PlanStatus
-from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON
+from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import jsonable
@@ -32,10 +32,15 @@ def _scale(delta: float, e: float, eps: float, cache: dict[tuple[float, float], 
 
 
 def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
-              deadline: float | None, list_sets: bool) -> tuple[SensitivePlan, ...] | None:
+              deadline: float | None,
+              list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose query reads a few observations,
     or None where the few-step search does not apply
-    (:func:`quiltpriv.mechanisms.hmm_few_quilts.few_search`)."""
+    (:func:`quiltpriv.mechanisms.hmm_few_quilts.few_search`).
+
+    Held as runs (:class:`~quiltpriv.mechanisms.hmm_few_step_plans.FewStepPlans`) when the
+    sets are not listed and ``sensitive`` is in step order (``H_t`` before ``X_t``); else one
+    record per node, in the order given."""
     from quiltpriv.mechanisms.hmm_few_quilts import few_search
 
     found = few_search(theta, query.attributes, query.sensitivity, sensitive, eps,
@@ -43,6 +48,16 @@ def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
     if found is None:
         return None
     order, fq = found
+    states = (theta.states[order.hidden[0]], theta.states[order.observed[0]])
+    if not list_sets and all(theta.states[v] == states[0] for v in order.hidden) \
+            and all(theta.states[v] == states[1] for v in order.observed):
+        from quiltpriv.mechanisms.hmm_few_step_plans import few_runs
+        from quiltpriv.mechanisms.step_plans import _scales_up
+
+        runs = few_runs(SensitivePlan, order, fq, _scales_up(fq.delta, fq.influence, eps),
+                        theta.names, states, eps)
+        if runs is not None:
+            return runs
     attrs = frozenset(query.attributes)
     in_order = tuple(v for v in theta.nodes if v in attrs)  # the query's, in network order
     cache: dict[tuple[float, float], float] = {}

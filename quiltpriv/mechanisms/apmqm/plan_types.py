@@ -69,6 +69,11 @@ PLAN_FORMAT_RUNS = "quiltpriv-plan/3"
 #: :data:`PLAN_FORMAT_RUNS`, and such a plan is never interrupted.
 PLAN_FORMAT_HMM_RUNS = "quiltpriv-plan/hmm-runs-1"
 
+#: The format of a plan of a hidden Markov model read at a few observations, held as runs
+#: (:class:`~quiltpriv.mechanisms.hmm_few_step_plans.FewStepPlans`): ``"sensitive"`` is
+#: ``{"hidden", "observed", "steps", "runs"}``.
+PLAN_FORMAT_HMM_FEW_RUNS = "quiltpriv-plan/hmm-few-runs-1"
+
 #: Older formats, still read. /2: no ``"status"`` (an attribute not proven optimal reads as
 #: ``"not_recorded"``) and no ``"interrupted"`` (read from the plan's notes). /1: also no
 #: ``nearby_attributes`` (``nearby`` and ``remote`` listed for every attribute).
@@ -89,7 +94,7 @@ INLINE_SETS_LIMIT = 2**16
 
 #: Each format's version number, as :func:`plan_from_dict` reads it.
 _VERSIONS = {PLAN_FORMAT_1: 1, PLAN_FORMAT_2: 2, PLAN_FORMAT_RUNS: 3, PLAN_FORMAT: 4,
-             PLAN_FORMAT_HMM_RUNS: 5, PLAN_FORMAT_SETS: 6}
+             PLAN_FORMAT_HMM_RUNS: 5, PLAN_FORMAT_SETS: 6, PLAN_FORMAT_HMM_FEW_RUNS: 7}
 
 
 #: The note of a plan that is not verified (read from a file or built by hand).
@@ -261,6 +266,7 @@ class Plan:
             "sampler_sensitivity": self.sampler_sensitivity})
 
     def to_dict(self) -> dict[str, Any]:
+        from quiltpriv.mechanisms.hmm_few_step_plans import FewStepPlans
         from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
 
         runs = isinstance(self.sensitive, StepPlans)
@@ -271,7 +277,8 @@ class Plan:
         hmm = isinstance(self.sensitive, HMMStepPlans)
         sets: list[list[str]] | None = None
         if isinstance(self.sensitive, StepPlans):
-            form = PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS
+            form = (PLAN_FORMAT_HMM_FEW_RUNS if isinstance(self.sensitive, FewStepPlans)
+                    else PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS)
             sensitive: Any = self.sensitive.to_dict()
         elif _listed_names(self.sensitive) <= INLINE_SETS_LIMIT:
             form, sensitive = PLAN_FORMAT, {sp.node: sp.to_dict() for sp in self.sensitive}
@@ -645,6 +652,11 @@ def plan_from_dict(d: Any) -> Plan:
 
         epsilon = _number(d["epsilon"], "epsilon", positive=True)
         sensitive = HMMStepPlans.from_dict(SensitivePlan, sensitive, epsilon)
+    elif version == 7:
+        from quiltpriv.mechanisms.hmm_few_step_plans import FewStepPlans
+
+        epsilon = _number(d["epsilon"], "epsilon", positive=True)
+        sensitive = FewStepPlans.from_dict(SensitivePlan, sensitive, epsilon)
     elif not isinstance(sensitive, Mapping) or not sensitive:
         raise _fail("sensitive", "a non-empty object (one entry per sensitive attribute)",
                     sensitive)
@@ -663,7 +675,7 @@ def plan_from_dict(d: Any) -> Plan:
         raise _fail("provenance", "null or an object", provenance)
     # Before /4 the flag was not written: the planner's note, word for word, stood for it.
     interrupted = (_bool(d["interrupted"], "interrupted") if version in (4, 6)
-                   else version not in (3, 5) and INTERRUPTED_NOTE in notes)
+                   else version not in (3, 5, 7) and INTERRUPTED_NOTE in notes)
     return Plan(
         epsilon=_number(d["epsilon"], "epsilon", positive=True),
         scale=_number(d["scale"], "scale"),

@@ -273,6 +273,11 @@ def plan(
         from quiltpriv.mechanisms.apmqm.few_plans import few_plans
 
         chained = few_plans(theta, query, sens, eps, deadline, list_sets)
+        if isinstance(chained, StepPlans):
+            if n_jobs not in (None, 1):
+                notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in "
+                             "one pass")
+            return _chain_result(theta, query, chained, eps, notes, time_limit)
     interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
