@@ -352,9 +352,8 @@ def check_hmm_plan(theta: Theta, query: Query, sensitive: Any, epsilon: float,
 
 def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
                 quilt_scale: Any) -> list[Row]:
-    from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
-
     from quiltpriv.mechanisms.hmm_few_step_plans import FewStepPlans
+    from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
 
     if isinstance(sensitive, FewStepPlans):
         raise _NotHere("a plan of the few-step search: every node checked by the general route")
