@@ -297,11 +297,13 @@ def _group_influences(mem: _Member, u: list[dict[int, np.ndarray]],
 def few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
                      delta: Callable[[int], float], node_steps: np.ndarray,
                      node_observed: np.ndarray, epsilon: float, *,
-                     deadline: float | None = None) -> FewQuilts:
+                     stop_at: float | None = None) -> FewQuilts:
     """The least-scale quilt ``X_B`` of each node (step ``node_steps[j]``, an observation
     where ``node_observed[j]``) of the HMM ``order`` whose query reads the observations at
     ``steps``; ``delta(mask)`` is ``Delta_{A & N}`` with ``N`` holding the query observations
-    outside ``mask`` (bits over ``steps``). Arguments are the planner's own, unchecked.
+    outside ``mask`` (bits over ``steps``); ``stop_at`` a ``time.monotonic()`` time past which
+    the nodes not reached keep the quilt ``{}`` (optimality not proven). Arguments are the
+    planner's own, unchecked.
 
     Raises
     ------
@@ -350,7 +352,7 @@ def few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
         jl, jr, jo = int(before[j0]), int(after[j0]), int(own[j0])
         obs = bool(node_observed[j0])
         for c0 in range(0, g.size, chunk):
-            if deadline is not None and time.monotonic() > deadline:
+            if stop_at is not None and time.monotonic() > stop_at:
                 stopped = True
                 break
             sel = g[c0:c0 + chunk]
@@ -402,7 +404,7 @@ def few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
 
 
 def few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[str, ...]], float],
-               sensitive: Sequence[str], epsilon: float, *, deadline: float | None = None
+               sensitive: Sequence[str], epsilon: float, *, stop_at: float | None = None
                ) -> tuple[HMMOrder, FewQuilts] | None:
     """:func:`few_least_quilts` where it applies, else None: a hidden Markov model of at
     least :data:`~quiltpriv.mechanisms.hmm_quilts.HMM_MIN_STEPS` steps, every hidden state
@@ -435,6 +437,6 @@ def few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[s
 
     try:
         return order, few_least_quilts(theta, order, steps, delta_mask, node_steps, node_obs,
-                                       epsilon, deadline=deadline)
+                                       epsilon, stop_at=stop_at)
     except FewNotApplicable:
         return None

@@ -121,3 +121,58 @@ def test_count_far_from_the_query_is_free():
     assert by["X200"].scale == 1000.0 and by["X200"].quilt == ()
     assert by["H1"].scale == 0.0 and by["H1"].quilt == ("X100", "X200", "X300")
     assert by["H1"].influence < 1e-8
+
+
+def _ladder_count(n_steps: int = 80):
+    theta = qp.hidden_markov(n_steps, [[0.9, 0.1], [0.1, 0.9]], [[0.8, 0.2], [0.2, 0.8]],
+                             [0.5, 0.5])
+    steps = [f"X{int(n_steps * f)}" for f in (0.25, 0.5, 0.75)]
+    return theta, qp.CountQuery(steps, 1000)
+
+
+def test_runs_hold_the_same_plans_and_round_trip():
+    """Held as runs (sets not listed), every node's plan is the one of the listed plan; the
+    JSON round-trips and verifies."""
+    from quiltpriv.mechanisms.hmm_few_step_plans import FewStepPlans
+
+    theta, query = _ladder_count()
+    runs = plan(theta, query, theta.nodes, 1.0, list_sets=False)
+    listed = plan(theta, query, theta.nodes, 1.0, list_sets=True)
+    assert isinstance(runs.sensitive, FewStepPlans)
+    assert len(runs.sensitive.runs) < len(theta.nodes)
+    assert runs.scale == listed.scale == 1000.0 and runs.optimal and listed.optimal
+    for a, b in zip(runs.sensitive, listed.sensitive, strict=True):
+        assert (a.node, a.quilt, a.influence, a.sensitivity, a.scale, a.optimal) == (
+            b.node, b.quilt, b.influence, b.sensitivity, b.scale, b.optimal)
+        assert a.nearby_attributes == tuple(v for v in query.attributes if v not in a.quilt)
+    text = runs.to_json()
+    assert '"format": "quiltpriv-plan/hmm-few-runs-1"' in text
+    back = qp.Plan.from_json(text)
+    assert back == runs and back.sensitive == runs.sensitive
+    assert qp.check_plan(back, theta, query, sensitive=theta.nodes, epsilon=1.0).ok
+    assert "read at 3 observations" in runs.explain()
+
+
+def test_edited_runs_are_refused():
+    import json
+
+    theta, query = _ladder_count()
+    d = json.loads(plan(theta, query, theta.nodes, 1.0, list_sets=False).to_json())
+    runs = d["sensitive"]["runs"]
+    # an observation's quilt holding itself
+    obs = next(k for k, r in enumerate(runs) if r[2] and r[0] == d["sensitive"]["steps"][1])
+    bad = json.loads(json.dumps(d))
+    bad["sensitive"]["runs"][obs][3] = 7
+    with pytest.raises(qp.PlanError, match="cannot hold itself"):
+        qp.Plan.from_dict(bad)
+    # a mask naming a step the query does not read
+    bad = json.loads(json.dumps(d))
+    bad["sensitive"]["runs"][0][3] = 8
+    with pytest.raises(qp.PlanError, match="mask"):
+        qp.Plan.from_dict(bad)
+    # a lowered scale: the verification recomputes the quilt's need
+    bad = json.loads(json.dumps(d))
+    k = next(k for k, r in enumerate(runs) if r[6] > 0)
+    bad["sensitive"]["runs"][k][6] = runs[k][6] / 2
+    got = qp.check_plan(qp.Plan.from_dict(bad), theta, query)
+    assert not got.ok

@@ -31,8 +31,8 @@ def _scale(delta: float, e: float, eps: float, cache: dict[tuple[float, float], 
     return got
 
 
-def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
-              deadline: float | None,
+def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: float,
+              stop_at: float | None,
               list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose query reads a few observations,
     or None where the few-step search does not apply
@@ -43,8 +43,9 @@ def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
     record per node, in the order given."""
     from quiltpriv.mechanisms.hmm_few_quilts import few_search
 
+    eps = epsilon
     found = few_search(theta, query.attributes, query.sensitivity, sensitive, eps,
-                       deadline=deadline)
+                       stop_at=stop_at)
     if found is None:
         return None
     order, fq = found
