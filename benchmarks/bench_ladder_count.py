@@ -10,7 +10,8 @@ Each size runs in fresh processes, timed whole:
   system), the build, plan and JSON CPU times, peak RSS, the plan's scale and optimality.
 * ``cli``: what a command-line user runs on a model written beforehand (``.json.gz`` of
   ``qp.theta_to_dict``, not timed): ``python -m quiltpriv plan MODEL.json.gz --sensitive all
-  --epsilon 1 --query count --records 1000 --attributes X..,X..,X.. --json -o plan.json``,
+  --epsilon 1 --query count --records 1000 --attributes X..,X..,X.. --time-limit 3600 --json
+  -o plan.json``,
   timed from outside (``os.wait4``: wall, CPU, peak RSS) with the plan file's size.
 
 ``--profile T`` adds the top of a cProfile (by own time, CPU clock) of the ``cli`` process at
@@ -116,7 +117,8 @@ def run_api(model: str, t: int) -> dict[str, Any]:
 
 def _cli_args(model_path: str, t: int, out: str) -> list[str]:
     return ["plan", model_path, "--sensitive", "all", "--epsilon", "1", "--query", "count",
-            "--records", "1000", "--attributes", ",".join(attributes(t)), "--json", "-o", out]
+            "--records", "1000", "--attributes", ",".join(attributes(t)), "--time-limit",
+            "3600", "--json", "-o", out]
 
 
 def main() -> None:

@@ -49,8 +49,7 @@ from quiltpriv.mechanisms.chain_quilts import _SAFE_FLOOR, _U, PROOF_RTOL, _forw
 from quiltpriv.mechanisms.hmm_quilts import HMM_MIN_STEPS, HMMOrder, hmm_order
 from quiltpriv.model.network import Theta
 
-__all__ = ["FEW_MAX_ASSIGNMENTS", "FewNotApplicable", "FewQuilts", "few_least_quilts",
-           "few_search"]
+__all__ = ["FEW_MAX_ASSIGNMENTS", "FewNotApplicable", "FewQuilts"]
 
 #: The search applies while ``(|X| + 1)^|S|`` (the joint assignments of every subset of the
 #: query's observations, ``|X|`` values each) is at most this.
@@ -117,20 +116,19 @@ class _Member:
 
 
 def _tables(theta: Theta, names: Sequence[str], m: int, shape: tuple[int, int]) -> np.ndarray:
-    """``table.T`` of each node's CPD (``P(child | parent)`` rows by parent), shared by id."""
+    """``table.T`` of each node's CPD (``P(child | parent)`` rows by parent): each distinct
+    table object converted once (a builder shares one table across the steps)."""
     cpds = theta.members[m]
-    out = np.empty((len(names), *shape))
-    seen: dict[int, np.ndarray] = {}
-    for t, v in enumerate(names):
-        table = cpds[v].table
-        hit = seen.get(id(table))
-        if hit is None:
-            hit = np.asarray(table, dtype=np.float64).T
-            if hit.shape != shape:
-                raise FewNotApplicable("the steps have different numbers of states")
-            seen[id(table)] = hit
-        out[t] = hit
-    return out
+    tables = [cpds[v].table for v in names]
+    ids = np.fromiter(map(id, tables), dtype=np.int64, count=len(tables))
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    distinct = []
+    for j in first.tolist():
+        hit = np.asarray(tables[j], dtype=np.float64).T
+        if hit.shape != shape:
+            raise FewNotApplicable("the steps have different numbers of states")
+        distinct.append(hit)
+    return np.stack(distinct)[inverse.reshape(-1)]
 
 
 def _segment_scan(mats: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -294,7 +292,7 @@ def _group_influences(mem: _Member, u: list[dict[int, np.ndarray]],
     return out
 
 
-def few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
+def _few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
                      delta: Callable[[int], float], node_steps: np.ndarray,
                      node_observed: np.ndarray, epsilon: float, *,
                      stop_at: float | None = None) -> FewQuilts:
@@ -403,10 +401,10 @@ def few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
                      out_d, out_s, out_opt, out_m, out_p, out_c, s_arr, stopped)
 
 
-def few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[str, ...]], float],
+def _few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[str, ...]], float],
                sensitive: Sequence[str], epsilon: float, *, stop_at: float | None = None
                ) -> tuple[HMMOrder, FewQuilts] | None:
-    """:func:`few_least_quilts` where it applies, else None: a hidden Markov model of at
+    """:func:`_few_least_quilts` where it applies, else None: a hidden Markov model of at
     least :data:`~quiltpriv.mechanisms.hmm_quilts.HMM_MIN_STEPS` steps, every hidden state
     with the same number of values and every observation too, a query reading observations
     only (``attributes``, distinct, ``(|X| + 1)^|S| <= FEW_MAX_ASSIGNMENTS``) whose
@@ -426,17 +424,18 @@ def few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[s
         return None
     if (kx + 1) ** len(steps) > FEW_MAX_ASSIGNMENTS:
         return None
-    hid = {h: t for t, h in enumerate(order.hidden)}
-    node_steps = np.fromiter((pos[v] if v in pos else hid[v] for v in sensitive),
-                             dtype=np.int64, count=len(sensitive))
-    node_obs = np.fromiter((v in pos for v in sensitive), dtype=bool, count=len(sensitive))
+    step_of = {h: t for t, h in enumerate(order.hidden)}
+    step_of.update(pos)
+    node_steps = np.fromiter(map(step_of.__getitem__, sensitive), dtype=np.int64,
+                             count=len(sensitive))
+    node_obs = np.fromiter(map(pos.__contains__, sensitive), dtype=bool, count=len(sensitive))
     names = [order.observed[s] for s in steps]
 
     def delta_mask(mask: int) -> float:
         return float(delta(tuple(x for b, x in enumerate(names) if not mask >> b & 1)))
 
     try:
-        return order, few_least_quilts(theta, order, steps, delta_mask, node_steps, node_obs,
+        return order, _few_least_quilts(theta, order, steps, delta_mask, node_steps, node_obs,
                                        epsilon, stop_at=stop_at)
     except FewNotApplicable:
         return None

@@ -24,7 +24,7 @@ from quiltpriv.mechanisms.hmm_step_plans import HMMStepPlans
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.serialize import jsonable
 
-__all__ = ["FewRun", "FewStepPlans", "few_runs"]
+__all__ = ["FewStepPlans"]
 
 #: The fingerprint format of a few-step HMM plan held as runs (:meth:`FewStepPlans.fingerprint`).
 FEW_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/hmm-few-1"
@@ -242,7 +242,7 @@ class FewStepPlans(HMMStepPlans):
         return cls(kind, hidden, observed, steps, runs, epsilon)
 
 
-def few_runs(kind: type, order: Any, fq: Any, scale: np.ndarray, names: Sequence[str],
+def _few_runs(kind: type, order: Any, fq: Any, scale: np.ndarray, names: Sequence[str],
              states: Sequence[Any], epsilon: float) -> FewStepPlans | None:
     """The few-step search's result ``fq``
     (:class:`~quiltpriv.mechanisms.hmm_few_quilts.FewQuilts`) as runs, or None when its nodes

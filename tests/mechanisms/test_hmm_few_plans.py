@@ -18,7 +18,7 @@ import quiltpriv as qp
 import quiltpriv.mechanisms.hmm_few_quilts as hmm_few_quilts
 from quiltpriv.inference.influence import max_influence
 from quiltpriv.mechanisms.apmqm import plan
-from quiltpriv.mechanisms.apmqm.few_plans import few_plans
+from quiltpriv.mechanisms.apmqm.few_plans import _few_plans
 
 
 def _stochastic(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -63,7 +63,7 @@ def test_few_step_search_equals_the_general_planner(monkeypatch, seed):
     eps = [0.3, 1.0, 3.0][seed % 3]
     general = plan(theta, query, theta.nodes, eps)
     monkeypatch.setattr(hmm_few_quilts, "HMM_MIN_STEPS", 1)
-    assert few_plans(theta, query, theta.nodes, eps, None, True) is not None
+    assert _few_plans(theta, query, theta.nodes, eps, None, True) is not None
     fast = plan(theta, query, theta.nodes, eps)
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
@@ -86,10 +86,10 @@ def test_longer_series_equal_the_general_planner(monkeypatch, seed):
     query = _query(seed, steps)
     fast = plan(theta, query, theta.nodes, 1.0)  # at least HMM_MIN_STEPS: the few-step search
     monkeypatch.setattr(hmm_few_quilts, "HMM_MIN_STEPS", 10**9)
-    assert few_plans(theta, query, theta.nodes, 1.0, None, False) is None
+    assert _few_plans(theta, query, theta.nodes, 1.0, None, False) is None
     general = plan(theta, query, theta.nodes, 1.0)
     monkeypatch.undo()
-    assert few_plans(theta, query, theta.nodes, 1.0, None, False) is not None
+    assert _few_plans(theta, query, theta.nodes, 1.0, None, False) is not None
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
         assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.node, f.quilt, g.quilt)
@@ -100,13 +100,13 @@ def test_refuses_what_it_does_not_handle(monkeypatch):
     monkeypatch.setattr(hmm_few_quilts, "HMM_MIN_STEPS", 1)
     theta, steps = random_hmm(3, 6)
     # a hidden state read, or too many steps for the enumeration: the general planner
-    assert few_plans(theta, qp.CountQuery(["H2", "X3"], 10), theta.nodes, 1.0, None,
+    assert _few_plans(theta, qp.CountQuery(["H2", "X3"], 10), theta.nodes, 1.0, None,
                      False) is None
     many = qp.CountQuery(steps, 10)
-    assert few_plans(theta, many, theta.nodes, 1.0, None, False) is None
+    assert _few_plans(theta, many, theta.nodes, 1.0, None, False) is None
     # a zero probability
     zero = qp.hidden_markov(6, [[1.0, 0.0], [0.1, 0.9]], [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5])
-    assert few_plans(zero, qp.CountQuery(["X2"], 10), zero.nodes, 1.0, None, False) is None
+    assert _few_plans(zero, qp.CountQuery(["X2"], 10), zero.nodes, 1.0, None, False) is None
 
 
 def test_count_far_from_the_query_is_free():

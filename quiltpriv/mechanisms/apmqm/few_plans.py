@@ -18,7 +18,7 @@ from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import jsonable
 
-__all__ = ["few_plans"]
+__all__: list[str] = []  # the planner's own (plan() dispatches here)
 
 
 def _scale(delta: float, e: float, eps: float, cache: dict[tuple[float, float], float]) -> float:
@@ -31,20 +31,20 @@ def _scale(delta: float, e: float, eps: float, cache: dict[tuple[float, float], 
     return got
 
 
-def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: float,
+def _few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: float,
               stop_at: float | None,
               list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose query reads a few observations,
     or None where the few-step search does not apply
-    (:func:`quiltpriv.mechanisms.hmm_few_quilts.few_search`).
+    (:func:`quiltpriv.mechanisms.hmm_few_quilts._few_search`).
 
     Held as runs (:class:`~quiltpriv.mechanisms.hmm_few_step_plans.FewStepPlans`) when the
     sets are not listed and ``sensitive`` is in step order (``H_t`` before ``X_t``); else one
     record per node, in the order given."""
-    from quiltpriv.mechanisms.hmm_few_quilts import few_search
+    from quiltpriv.mechanisms.hmm_few_quilts import _few_search
 
     eps = epsilon
-    found = few_search(theta, query.attributes, query.sensitivity, sensitive, eps,
+    found = _few_search(theta, query.attributes, query.sensitivity, sensitive, eps,
                        stop_at=stop_at)
     if found is None:
         return None
@@ -52,10 +52,10 @@ def few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: flo
     states = (theta.states[order.hidden[0]], theta.states[order.observed[0]])
     if not list_sets and all(theta.states[v] == states[0] for v in order.hidden) \
             and all(theta.states[v] == states[1] for v in order.observed):
-        from quiltpriv.mechanisms.hmm_few_step_plans import few_runs
+        from quiltpriv.mechanisms.hmm_few_step_plans import _few_runs
         from quiltpriv.mechanisms.step_plans import _scales_up
 
-        runs = few_runs(SensitivePlan, order, fq, _scales_up(fq.delta, fq.influence, eps),
+        runs = _few_runs(SensitivePlan, order, fq, _scales_up(fq.delta, fq.influence, eps),
                         theta.names, states, eps)
         if runs is not None:
             return runs

@@ -270,9 +270,9 @@ def plan(
         return _chain_result(theta, query, chained, eps, notes, seconds)
     if chained is None:
         # a hidden Markov model read at a few observations (a count over three steps)
-        from quiltpriv.mechanisms.apmqm.few_plans import few_plans
+        from quiltpriv.mechanisms.apmqm.few_plans import _few_plans
 
-        chained = few_plans(theta, query, sens, eps, deadline, list_sets)
+        chained = _few_plans(theta, query, sens, eps, deadline, list_sets)
         if isinstance(chained, StepPlans):
             if n_jobs not in (None, 1):
                 notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in "
