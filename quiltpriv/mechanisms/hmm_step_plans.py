@@ -114,14 +114,14 @@ class HMMStepPlans(StepPlans):
     __slots__ = ("hidden", "observed", "_run_of", "_step")
 
     #: The runs' type (a subclass holds quilts of another shape).
-    _run_type: type = HMMRun
+    _run_type: type[tuple[Any, ...]] = HMMRun
 
     def _check_shape(self, run: Any, n_steps: int, where: str) -> None:
         """Refuse a run whose quilt nodes lie outside the series or contradict each other."""
         _check_run_shape(run, n_steps, where)
 
     def __init__(self, kind: type, hidden: tuple[str, ...], observed: tuple[str, ...],
-                 runs: Sequence[HMMRun], epsilon: float) -> None:
+                 runs: Sequence[Any], epsilon: float) -> None:
         if not isinstance(hidden, tuple) or not isinstance(observed, tuple) \
                 or len(hidden) != len(observed) or len(hidden) < 2 \
                 or not all(isinstance(v, str) for v in hidden + observed):
@@ -222,7 +222,7 @@ class HMMStepPlans(StepPlans):
         """One field of :class:`HMMRun` per node in plan order (``"step"``: each one's ``t``)."""
         if name == "step":
             return self._step.copy()
-        k = self._run_type._fields.index(name)
+        k = cast(Any, self._run_type)._fields.index(name)
         return np.array([r[k] for r in self.runs])[self._run_of]
 
     def binding_index(self) -> int:
