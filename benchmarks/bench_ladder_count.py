@@ -126,6 +126,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--models", default="ladder,chain")
     ap.add_argument("--modes", default="api,cli")
+    ap.add_argument("--api-max", type=int, default=None,
+                    help="run the api mode only up to this T (the cli mode at every size)")
     ap.add_argument("--profile", type=int, default=None, help="profile the cli run at this T")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--note", default="")
@@ -135,6 +137,8 @@ def main() -> None:
     for model in args.models.split(","):
         for t in (int(x) for x in args.sizes.split(",")):
             for mode in args.modes.split(","):
+                if mode == "api" and args.api_max is not None and t > args.api_max:
+                    continue
                 row = run_api(model, t) if mode == "api" else run_cli_measured(model, t, False)
                 rows.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
