@@ -277,7 +277,7 @@ def plan(
             if n_jobs not in (None, 1):
                 notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in "
                              "one pass")
-            return _chain_result(theta, query, chained, eps, notes, time_limit)
+            return _chain_result(theta, query, chained, eps, notes, seconds)
     interrupted = False  # Ctrl-C or cancel (the one-pass plans see neither)
     if chained is not None:
         plans = chained
