@@ -15,6 +15,7 @@ checks it character for character against the document's ``json.dumps``.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
@@ -77,12 +78,17 @@ def canonical_text(fmt: str, nodes: Sequence[str], states: Mapping[str, Sequence
     if not isinstance(fmt, str) or not callable(align):
         raise ModelError("canonical_text takes the fingerprint format (a string), Theta's "
                          "parts and an align function")
+    was_enabled = gc.isenabled()
+    gc.disable()  # millions of new strings and no cycle: collections would rescan Theta
     try:
         return _text(fmt, nodes, states, parents, members, align)
     except (TypeError, KeyError, AttributeError, ValueError) as err:
         # the parts of a Theta are checked when it is built: anything else is refused whole
         raise ModelError(f"canonical_text takes a Theta's checked parts "
                          f"({type(err).__name__}: {err})") from None
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _text(fmt: str, nodes: Sequence[str], states: Mapping[str, Sequence[str]],

@@ -224,6 +224,11 @@ class Theta:
         except TypeError:
             raise ParameterError(f"{role}s must be a collection of attribute names, got "
                                  f"{type(names).__name__}") from None
+        try:  # every name known (the usual case): one C-level pass
+            if all(map(self.index.__contains__, names)):
+                return names
+        except TypeError:  # an unhashable name: reported below
+            pass
         missing = [n for n in names if not isinstance(n, str) or n not in self.index]
         if missing:
             shown = ", ".join(map(repr, missing[:5]))
