@@ -773,6 +773,26 @@ def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: fl
         stopped=stopped)
 
 
+def _unsearched(order: HMMOrder, nodes: tuple[str, ...], eps: float) -> HMMQuilts:
+    """Every node of ``nodes`` with the quilt ``{}`` (all observations in ``N``, influence
+    0), not proven optimal: where the search starts from, as :func:`_bands` leaves it."""
+    n_steps = len(order.hidden)
+    hidden_at = dict(zip(order.hidden, range(n_steps), strict=True))
+    obs_at = dict(zip(order.observed, range(n_steps), strict=True))
+    n = len(nodes)
+    is_obs = np.fromiter(map(obs_at.__contains__, nodes), dtype=bool, count=n)
+    step = np.fromiter((obs_at[v] if v in obs_at else hidden_at[v] for v in nodes),
+                       dtype=np.int64, count=n)
+    return HMMQuilts(
+        step=step, observed=is_obs, left=step.copy(), right=n_steps - 1 - step,
+        center=np.zeros(n, dtype=bool), band_left=np.maximum(step - BAND_START, 0),
+        band_right=np.minimum(step + BAND_START, n_steps - 1), influence=np.zeros(n),
+        count=np.full(n, n_steps, dtype=np.int64), scale=np.full(n, n_steps / eps),
+        optimal=np.zeros(n, dtype=bool), member=np.full(n, -1, dtype=np.int64),
+        pair=np.zeros(n, dtype=np.int64), considered=np.ones(n, dtype=np.int64),
+        stopped=n > 0)
+
+
 def _bands(st: _Search, deadline: float | None) -> None:
     """Replace each chosen window by its banded quilt (growing the band until its influence
     is within ``BAND_RTOL`` of the window's), with its own influence rounded upwards."""
@@ -838,6 +858,10 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     order = hmm_order(theta)
     if order is None or any(weight(v) for v in order.hidden):
         return None
+    if deadline is not None and time.monotonic() > deadline:
+        # past the limit before the search: every node the quilt {}, valid whatever the
+        # observations' weights (the query reads no hidden state), with no model check
+        return order, _unsearched(order, nodes, epsilon)
     w0 = weight(order.observed[0])
     if not (w0 > 0 and math.isfinite(w0)) or any(weight(v) != w0 for v in order.observed):
         return None

@@ -126,3 +126,21 @@ def test_chain_order_matches_its_definition(seed):
     theta = theta_from_tables(edges, states, tables)
     assert chain_order(theta) == _chain_order_reference(theta)
     assert chain_order(qp.markov_chain(50, FLIP, [0.5, 0.5])) is not None
+
+
+def test_hmm_past_its_limit_is_what_the_search_starts_from():
+    # a limit passed before hmm_search: no model check, every node the quilt {}; exactly what
+    # the search itself leaves when its limit passes at once
+    import numpy as np
+
+    from quiltpriv.mechanisms import hmm_quilts as hq
+
+    theta = qp.hidden_markov(300, FLIP, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5])
+    weight = lambda v: 1.0 if v.startswith("X") else 0.0  # noqa: E731
+    _, before = hq.hmm_search(theta, weight, theta.nodes, 1.0, deadline=time.monotonic() - 1)
+    _, inside = hq.hmm_search(theta, weight, theta.nodes, 1.0,
+                              deadline=time.monotonic() + 1e-12)
+    for name in ("step", "observed", "left", "right", "center", "band_left", "band_right",
+                 "influence", "count", "scale", "optimal", "member", "considered"):
+        assert np.array_equal(getattr(before, name), getattr(inside, name)), name
+    assert before.stopped and not before.optimal.any() and (before.influence == 0).all()
