@@ -560,10 +560,7 @@ def _scales_up(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     if len(delta) == 0:
         return np.zeros(0)
     if (delta == delta[0]).all() and (e == e[0]).all():  # one pair (every step trivial)
-        d, x = float(delta[0]), float(e[0])
-        one = (0.0 if x <= eps else math.inf) if d == 0.0 else (
-            scale_up(d, eps, x) if x < eps else math.inf)
-        return np.full(len(delta), one)
+        return np.full(len(delta), quilt_scale(float(delta[0]), float(e[0]), eps))
     pairs, inverse = np.unique(np.stack([delta, e], axis=1), axis=0, return_inverse=True)
     scales = np.array([quilt_scale(d, x, eps) for d, x in pairs.tolist()])
     return scales[inverse.reshape(-1)]
