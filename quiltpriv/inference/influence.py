@@ -15,7 +15,8 @@ optional compiled kernel in a per-query order when it is built (else in Python, 
 min-weight order for small queries); see :func:`joint_marginal` for the engines. A query
 that no order of the folded CPDs fits within ``max_table`` is priced again unfolded
 (:func:`_kernel_call`), and one no order fits at all is answered by conditioning on a small
-cutset, one elimination per state (:func:`_conditioned_joint`), before it is refused.
+cutset, one elimination per state (the ``"cutset"`` engine,
+:class:`~quiltpriv.inference.engines.cutset.CutsetEngine`), before it is refused.
 
 Floating point, at every magnitude. float64 is trusted only where it provably cannot fail:
 
@@ -75,6 +76,7 @@ from quiltpriv.inference.definition8 import _influence_exact, _influence_from_jo
 from quiltpriv.inference.engines.base import (
     DEFAULT_SETTINGS,
     ENGINES,
+    Answer,
     Engine,
     EngineName,
     EngineSettings,
@@ -83,8 +85,9 @@ from quiltpriv.inference.engines.base import (
     check_settings,
     choose_engine,
 )
+from quiltpriv.inference.engines.batched import BatchedJunctionTreeEngine
 from quiltpriv.inference.engines.bucket import BucketEngine
-from quiltpriv.inference.engines.cutset import _conditioned_joint
+from quiltpriv.inference.engines.cutset import CutsetEngine, NoCutset
 from quiltpriv.inference.engines.elimination import (
     EliminationEngine,
     _eliminate,
@@ -104,7 +107,7 @@ from quiltpriv.inference.methods import (
     check_inference,
 )
 from quiltpriv.inference.result import Influence, fmt_influence
-from quiltpriv.inference.rounding import ROUNDING_MARGIN, _rounding_bound
+from quiltpriv.inference.rounding import ROUNDING_MARGIN, _rounding_bound_k, elimination_depth
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe_for, subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.memory import table_limit
@@ -123,15 +126,19 @@ __all__ = [
 #: One instance of each engine, by name (``engine=``; ``"auto"`` is resolved by
 #: :func:`_resolve`). Each implements :class:`~quiltpriv.inference.engines.base.Engine`.
 _ENGINES: dict[str, Engine] = {e.name: e for e in (
-    KernelEngine(), BucketEngine(), EliminationEngine(), JunctionTreeEngine(), ExactEngine())}
+    KernelEngine(), BucketEngine(), EliminationEngine(), JunctionTreeEngine(), ExactEngine(),
+    CutsetEngine(), BatchedJunctionTreeEngine())}
+
+#: Where ``"kernel"`` and ``"python"`` send a query no order of theirs fits: conditioning, by
+#: the kernel for the one and by the Python order for the other.
+_CONDITIONING = {"kernel": CutsetEngine(use_kernel=True), "python": CutsetEngine(use_kernel=False)}
 
 
 class _Run(NamedTuple):
-    """How one call computes its joints: the engine (resolved), the method of the old
-    ``inference=`` parameter it implies, the settings and the deadline."""
+    """How one call computes its joints: the engine (resolved), the settings and the
+    deadline."""
 
-    engine: str  #: "kernel", "python", "elimination", "junction_tree" or "exact"
-    inference: InferenceMethod
+    engine: str  #: a name of ENGINES but "auto"
     settings: EngineSettings
     deadline: float | None = None
 
@@ -156,19 +163,13 @@ def _resolve(engine: object, inference: object, settings: object,
         raise ParameterError(
             "engine='kernel' needs the compiled kernel, which is not loaded here (not built, "
             "or QUILTPRIV_NO_KERNEL is set); use engine='auto' or 'python'")
-    method: InferenceMethod = "elimination" if name == "elimination" else (
-        "junction_tree" if name == "junction_tree" else "auto")
-    return _Run(name, method, check_settings(settings), deadline)
+    return _Run(name, check_settings(settings), deadline)
 
 
 def _definition8(joint: np.ndarray, run: _Run) -> tuple[float, int, int]:
     return _influence_from_joint(np.ascontiguousarray(joint),
                                  use_kernel=run.compiled_definition8,
                                  small_joint=run.settings.small_joint)
-
-
-def _cutset_engine(by_kernel: bool) -> str:
-    return "cutset+kernel" if by_kernel else "cutset+python"
 
 
 def joint_marginal(
@@ -200,8 +201,9 @@ def joint_marginal(
     max_memory : int or str, optional
         The memory budget in bytes or as a size (``"4G"``); default
         :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
-    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
-        Which engine computes the joint (:mod:`quiltpriv.inference.engines.base`); all are
+    engine : str
+        One of :data:`~quiltpriv.inference.engines.base.ENGINES`: which engine computes the
+        joint (:mod:`quiltpriv.inference.engines.base`); all are
         exact and differ in speed and rounding only. ``"auto"`` (the default): the compiled
         kernel when it is loaded (:func:`compiled_kernel`), else ``"python"``. Both are bucket
         elimination over the ancestral set of ``nodes``, with single-child ancestors folded
@@ -221,6 +223,12 @@ def joint_marginal(
         marginals), falling back to elimination when the tree would be too large.
         ``"exact"``: exact integer elimination, each entry rounded once at the end. Where
         float64 could underflow, every float engine hands the query to ``"exact"``.
+        ``"cutset"``: conditioning on the least cutset found (none where an order fits), one
+        elimination per joint state of the cutset, by the kernel when it is loaded.
+        ``"junction_tree_batched"``: one propagation over the min-fill junction tree with
+        the evidence of every joint state of ``nodes[1:]`` at once, kept for the queries that
+        follow with the same nodes after the first (the planner's ``"auto"`` for plans of
+        many sensitive attributes); elimination where it cannot be afforded.
     settings : EngineSettings, optional
         The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`);
         default :data:`~quiltpriv.inference.engines.base.DEFAULT_SETTINGS`.
@@ -258,24 +266,14 @@ def joint_marginal(
 
 
 def _member_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
-                  run: _Run) -> tuple[np.ndarray, str]:
-    """:func:`joint_marginal` after validation, and the engine that answered."""
+                  run: _Run) -> Answer:
+    """:func:`joint_marginal` after validation, with the engine that answered."""
     if not is_floating(theta, member):  # exact rational tables: elimination, any engine
-        return _eliminate(theta, nodes, theta.ancestral_set(nodes), member,
-                          max_table), "elimination"
-    query = JointQuery(theta, nodes, member, max_table, run.settings)
+        return Answer(_eliminate(theta, nodes, theta.ancestral_set(nodes), member, max_table),
+                      "elimination", 0)
+    query = JointQuery(theta, nodes, member, max_table, run.settings, run.deadline)
     if run.engine != "exact":
-        try:
-            found = _ENGINES[run.engine].joint(query)
-        except InfluenceTooExpensive:
-            if run.inference != "auto":
-                raise
-            conditioned = _conditioned_joint(theta, nodes, member, max_table,
-                                             use_kernel=run.engine == "kernel",
-                                             settings=run.settings)
-            if conditioned is None:
-                raise
-            return conditioned[0], _cutset_engine(conditioned[2])
+        found = _float_joint(query, run)
         if found is not None:
             return found
     # float64 underflowed, or could: compute exactly, then round each entry once
@@ -317,7 +315,7 @@ def max_influence(
     max_memory : int or str, optional
         The memory budget in bytes or as a size (``"4G"``); default
         :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
-    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+    engine : str
         Which engine computes the joint of ``(phi_i, phi_Q)`` (:func:`joint_marginal`); all
         exact. The result's ``engine`` names the one that answered.
     settings : EngineSettings, optional
@@ -380,6 +378,25 @@ def max_influence(
                      engine=", ".join(answered))
 
 
+def _float_joint(query: JointQuery, run: _Run) -> Answer | None:
+    """The engine's answer, or conditioning's where no order of ``"kernel"`` or ``"python"``
+    fits (:data:`_CONDITIONING`); None where float64 could have underflowed."""
+    try:
+        return _ENGINES[run.engine].joint(query)
+    except InfluenceTooExpensive as refused:
+        conditioning = _CONDITIONING.get(run.engine)
+        if conditioning is None:
+            raise
+        _check_deadline_now(run.deadline, "an elimination")
+        try:
+            found = conditioning.joint(query, allow_empty=False)
+        except NoCutset:
+            raise refused from None
+        if found is None:  # a term underflowed: exact integers would not fit either
+            raise refused from None
+        return found
+
+
 def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
                       run: _Run) -> tuple[float, tuple[Any, Any], str, str]:
     """Definition 8 under member ``m``, rounded upwards: ``(value, (a, b), arithmetic,
@@ -398,12 +415,10 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
         value, a, b = _influence_exact(joint)
         arithmetic, bound = EXACT, 0.0
     else:
-        value, a, b, terms, answered = found
+        value, a, b, depth, answered = found
         arithmetic = FLOAT64
-        # the network's size bounds the ancestral set's (no per-query walk on the fast path);
-        # a conditioned joint sums `terms` eliminations: that many more roundings per entry
-        bound = _rounding_bound(theta, math.prod(theta.cardinality[v] for v in nodes) + terms,
-                                run.inference, run.settings.merge_limit)
+        # the engine's depth, plus Definition 8's row totals (at most the joint's size)
+        bound = _rounding_bound_k(depth + math.prod(theta.cardinality[v] for v in nodes))
     if math.isfinite(value):
         # Raised even from 0: float64 equality is not exact equality, and a model's columns
         # sum to one only up to rounding, so "independent" holds only up to the margin too.
@@ -414,10 +429,10 @@ def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_t
 
 def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
                      run: _Run) -> tuple[float, int, int, int, str] | None:
-    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, the number of conditioned
-    terms summed into the joint (0 unless :func:`_conditioned_joint` was needed) and the
-    engine that answered; or None where float64 is not trusted: the member's tables are exact
-    rationals, or an operation underflowed, or could.
+    """Definition 8 of ``P(phi_nodes)`` in float64, unrounded, the rounding depth of the
+    joint (:attr:`Answer.depth <quiltpriv.inference.engines.base.Answer>`) and the engine that
+    answered; or None where float64 is not trusted: the member's tables are exact rationals,
+    or an operation underflowed, or could.
 
     The compiled kernel reports whether any of its operations underflowed (the IEEE flag), so
     its result is trusted whenever none did; the pure-Python paths, which cannot read the flag,
@@ -425,45 +440,44 @@ def _float_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: in
     """
     if not is_floating(theta, m):
         return None
-    try:
-        return _unconditioned_influence(theta, nodes, m, max_table, run)
-    except InfluenceTooExpensive:
-        if run.inference != "auto":
-            raise
-        _check_deadline_now(run.deadline, "an elimination")
-        conditioned = _conditioned_joint(theta, nodes, m, max_table, run.deadline,
-                                         use_kernel=run.engine == "kernel",
-                                         settings=run.settings)
-        if conditioned is None:
-            raise
-    joint, terms, by_kernel = conditioned
-    value, a, b = _definition8(joint, run)
-    return value, a, b, terms, _cutset_engine(by_kernel)
-
-
-def _unconditioned_influence(theta: Theta, nodes: tuple[str, ...], m: int, max_table: int,
-                             run: _Run) -> tuple[float, int, int, int, str] | None:
-    """:func:`_float_influence` by one elimination (or the junction tree), no conditioning."""
-    where = [theta.index[v] for v in nodes]
-    floor = run.settings.safe_log2_floor
+    query = JointQuery(theta, nodes, m, max_table, run.settings, run.deadline)
     if run.engine == "kernel":
-        # joint and Definition 8 in one call; None: no order the kernel prices fits max_table
-        found = _kernel_call(theta, m, "influence", where, max_table, deadline=run.deadline,
-                             settings=run.settings)
-        if found == _KERNEL_LATE:
-            raise _late(run.deadline, "an elimination")
-        if found is not None:
-            value, a, b, underflow = found
-            if not underflow or _float_safe_for(theta, m, nodes, run.inference, floor):
-                return value, a, b, 0, "kernel"
-            return None
-        joint = _python_float_joint(theta, nodes, m, max_table, run.deadline, floor)
-        return None if joint is None else (*_definition8(joint, run), 0, "elimination")
-    found = _ENGINES[run.engine].joint(JointQuery(theta, nodes, m, max_table, run.settings,
-                                                  run.deadline))
+        try:
+            return _kernel_influence(query, run)
+        except InfluenceTooExpensive as refused:
+            _check_deadline_now(run.deadline, "an elimination")
+            try:
+                found = _CONDITIONING["kernel"].joint(query, allow_empty=False)
+            except NoCutset:
+                raise refused from None
+            if found is None:
+                raise refused from None
+    else:
+        found = _float_joint(query, run)
     if found is None:
         return None
-    return (*_definition8(found[0], run), 0, found[1])
+    return (*_definition8(found.table, run), found.depth, found.engine)
+
+
+def _kernel_influence(query: JointQuery, run: _Run) -> tuple[float, int, int, int, str] | None:
+    """The kernel's joint and Definition 8 in one call (no table crosses into Python); a
+    query no order of the kernel fits by the Python order (``"elimination"``)."""
+    theta, nodes, m, max_table = query.theta, query.nodes, query.member, query.max_table
+    where = [theta.index[v] for v in nodes]
+    floor = run.settings.safe_log2_floor
+    depth = elimination_depth(theta, run.settings.merge_limit)
+    # None: no order the kernel prices fits max_table
+    found = _kernel_call(theta, m, "influence", where, max_table, deadline=run.deadline,
+                         settings=run.settings)
+    if found == _KERNEL_LATE:
+        raise _late(run.deadline, "an elimination")
+    if found is not None:
+        value, a, b, underflow = found
+        if not underflow or _float_safe_for(theta, m, nodes, "auto", floor):
+            return value, a, b, depth, "kernel"
+        return None
+    joint = _python_float_joint(theta, nodes, m, max_table, run.deadline, floor)
+    return None if joint is None else (*_definition8(joint, run), depth, "elimination")
 
 
 def influence_upper_bound(

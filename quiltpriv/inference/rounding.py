@@ -40,13 +40,30 @@ def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod,
     row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
     passes touch each of its tables a bounded number of times (``_junction_tree_depth``).
     """
-    depths = InferenceCache.of(theta).rounding_depth
-    depth = depths.get((inference, merge_limit))
-    if depth is None:  # the network's size bounds any ancestral set's
-        depth = (_junction_tree_depth(theta, tree_structure(theta))
-                 if inference == "junction_tree" else _elimination_depth(theta, merge_limit))
-        depths[inference, merge_limit] = depth
+    depth = (tree_depth(theta) if inference == "junction_tree"
+             else elimination_depth(theta, merge_limit))
     return _rounding_bound_k(depth + out_size)
+
+
+def elimination_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> int:
+    """``K`` of an elimination over any ancestral set of ``theta`` (the network's size bounds
+    any ancestral set's), cached per Theta: the depth the elimination engines state in their
+    :class:`~quiltpriv.inference.engines.base.Answer`."""
+    depths = InferenceCache.of(theta).rounding_depth
+    depth = depths.get(("elimination", merge_limit))
+    if depth is None:
+        depth = depths["elimination", merge_limit] = _elimination_depth(theta, merge_limit)
+    return depth
+
+
+def tree_depth(theta: Theta) -> int:
+    """``K`` of the calibrated junction tree of :func:`~quiltpriv.inference.junction_tree.
+    tree_structure` and a contraction of its cliques (:func:`_junction_tree_depth`), cached."""
+    depths = InferenceCache.of(theta).rounding_depth
+    depth = depths.get(("junction_tree", 0))
+    if depth is None:
+        depth = depths["junction_tree", 0] = _junction_tree_depth(theta, tree_structure(theta))
+    return depth
 
 
 def _elimination_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> int:

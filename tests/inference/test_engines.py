@@ -6,6 +6,7 @@ Every engine is compared with the brute-force joint of tests/reference.py on ran
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -25,6 +26,8 @@ from quiltpriv.inference.influence import influence_upper_bound, max_influence
 
 KERNEL = compiled._KERNEL is not None
 RUNNABLE = [e for e in ENGINES if e != "kernel" or KERNEL]
+#: The name an engine answers under, where it is not its own.
+ANSWERED = {"cutset": "cutset+kernel" if KERNEL else "cutset+python"}
 
 
 @pytest.mark.parametrize("engine", RUNNABLE)
@@ -34,7 +37,8 @@ def test_every_engine_gives_the_joint_and_says_so(seed, engine):
     theta = net.to_theta()
     joint = ref.full_joint(net)
     rng = np.random.default_rng(seed)
-    expected = {"auto": "kernel" if KERNEL else "python"}.get(engine, engine)
+    expected = {"auto": "kernel" if KERNEL else "python",
+                "cutset": "cutset+kernel" if KERNEL else "cutset+python"}.get(engine, engine)
     for nodes in ref.random_node_sets(net.nodes, rng, 5):
         got = qp.joint_marginal(theta, nodes, engine=engine)
         want = ref.marginal(net, joint, nodes)
@@ -159,10 +163,118 @@ def test_every_engine_implements_the_interface_and_answers_a_joint_query():
             query = JointQuery(theta, tuple(nodes), 0, 2**20)
             found = engine.joint(query)
             assert found is not None
-            table, answered = found
-            assert answered == name, (name, nodes)
+            table, answered, depth = found
+            assert answered == ANSWERED.get(name, name), (name, nodes)
+            assert depth >= 1
             want = ref.marginal(net, joint, nodes)
             np.testing.assert_array_equal(table == 0, want == 0)
             np.testing.assert_allclose(table, want, rtol=1e-12, atol=0)
-            exact_table, _ = influence._ENGINES["exact"].joint(query)
+            exact_table = influence._ENGINES["exact"].joint(query).table
             np.testing.assert_allclose(table, exact_table, rtol=1e-12, atol=0)
+
+
+def _fraction_influence(net, nodes, member):
+    """Definition 8 on the exact joint: brute force over every joint state of the network,
+    each CPD entry as its exact Fraction. The largest ratio ``P(q | a) / P(q | b)`` (a
+    Fraction), ``inf``, or None when ``Q`` is independent of ``i`` at every ratio (1)."""
+    from fractions import Fraction
+
+    names = net.nodes
+    pos = {v: k for k, v in enumerate(names)}
+    card = [net.card[v] for v in names]
+    keep = [pos[v] for v in nodes]
+    joint: dict[tuple[int, ...], Fraction] = {}
+    for states in itertools.product(*(range(c) for c in card)):
+        p = Fraction(1)
+        for v in names:
+            table = net.members[member][v]
+            p *= Fraction(float(table[(states[pos[v]],
+                                       *(states[pos[u]] for u in net.parents[v]))]))
+            if not p:
+                break
+        key = tuple(states[k] for k in keep)
+        joint[key] = joint.get(key, Fraction(0)) + p
+    first = net.card[nodes[0]]
+    totals = [sum((p for k, p in joint.items() if k[0] == a), Fraction(0)) for a in range(first)]
+    valid = [a for a in range(first) if totals[a] > 0]
+    best = Fraction(1)
+    for q in itertools.product(*(range(net.card[v]) for v in nodes[1:])):
+        for a in valid:
+            pa = joint.get((a, *q), Fraction(0)) / totals[a]
+            for b in valid:
+                pb = joint.get((b, *q), Fraction(0)) / totals[b]
+                if pa > 0 and pb == 0:
+                    return math.inf
+                if pa > 0:
+                    best = max(best, pa / pb)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_engine_under_estimates_the_exact_influence(seed):
+    """Every engine, the cutset and batched junction-tree ones included, against Definition 8
+    on the exact joint in Fractions (logs to 40 digits): never below it, and within the
+    rounding margin of it."""
+    import mpmath
+
+    net = ref.random_network(15_700 + seed, min_nodes=3, max_nodes=6, max_card=3)
+    theta = net.to_theta()
+    rng = np.random.default_rng(seed)
+    mpmath.mp.dps = 40
+    for nodes in ref.random_node_sets(net.nodes, rng, 3):
+        if len(nodes) < 2:
+            continue
+        ratios = [_fraction_influence(net, nodes, m) for m in range(len(net.members))]
+        exact_inf = any(r == math.inf for r in ratios)
+        want = None if exact_inf else max(
+            mpmath.log(mpmath.mpf(r.numerator) / r.denominator) for r in ratios)
+        for engine in RUNNABLE:
+            got = max_influence(theta, nodes[0], nodes[1:], engine=engine)
+            if exact_inf:
+                assert math.isinf(got.value), (engine, nodes)
+                continue
+            assert mpmath.mpf(got.value) >= want, (engine, nodes, got.value, want)
+            assert got.value <= want + 1e-9 * (1 + want), (engine, nodes)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_batched_engine_keeps_one_propagation_per_attribute_set(seed):
+    """``engine="junction_tree_batched"`` propagates over the query's nodes after the first
+    and keeps it, so every sensitive attribute against one quilt reads one propagation; its
+    joints are the brute-force ones, axes in the query's order."""
+    from quiltpriv.inference.cache import InferenceCache
+    from quiltpriv.inference.engines.batched import PROPAGATIONS
+
+    net = ref.random_network(15_800 + seed, min_nodes=5, max_nodes=8)
+    theta = net.to_theta()
+    full = ref.full_joint(net)
+    quilt = list(theta.nodes[-2:])[::-1]  # not in the network's order
+    for node in theta.nodes[:-2]:
+        got = qp.joint_marginal(theta, [node, *quilt], engine="junction_tree_batched")
+        np.testing.assert_allclose(got, ref.marginal(net, full, [node, *quilt]), rtol=1e-12,
+                                   atol=0)
+        assert max_influence(theta, node, quilt,
+                             engine="junction_tree_batched").engine == "junction_tree_batched"
+    kept = InferenceCache.of(theta).entries(PROPAGATIONS)
+    assert len({key[:2] for key in kept.keys()}) == len(net.members)  # one per member
+    single = qp.joint_marginal(theta, [theta.nodes[0]], engine="junction_tree_batched")
+    np.testing.assert_allclose(single, ref.marginal(net, full, [theta.nodes[0]]), rtol=1e-12)
+
+
+def test_the_cutset_engine_answers_a_query_that_fits_as_one_term():
+    """By name, ``"cutset"`` conditions on nothing where an order fits: one elimination, the
+    same joint as the others; and it says which arithmetic ran its terms."""
+    net = ref.random_network(15_900, n_nodes=7, edge_prob=0.4)
+    theta = net.to_theta()
+    nodes = list(theta.nodes[:3])
+    from quiltpriv.inference import influence
+    from quiltpriv.inference.engines.base import JointQuery
+
+    answer = influence._ENGINES["cutset"].joint(JointQuery(theta, tuple(nodes), 0, 2**20))
+    assert answer is not None and answer.engine == ANSWERED["cutset"]
+    want = ref.marginal(net, ref.full_joint(net), nodes)
+    np.testing.assert_allclose(answer.table, want, rtol=1e-12, atol=0)
+    # one term: the elimination depth plus the one summed term
+    from quiltpriv.inference.rounding import elimination_depth
+
+    assert answer.depth == elimination_depth(theta) + 1

@@ -25,7 +25,7 @@ from marks import fast_sample
 import quiltpriv as qp
 import quiltpriv.inference.influence as infl
 from quiltpriv.inference import compiled, definition8
-from quiltpriv.inference.engines import bucket
+from quiltpriv.inference.engines import bucket, cutset
 from quiltpriv.inference.engines import kernel as kernel_engine
 
 # the cheapest order; global; greedy min-weight; greedy min-fill; randomised greedy
@@ -443,7 +443,7 @@ def test_a_query_no_folded_order_fits_is_answered_unfolded(seed, times, monkeypa
     where = [theta.index[v] for v in nodes]
     limit = times * math.prod(theta.cardinality[v] for v in nodes)
     assert kernel_engine._kernel_network(theta, 0).influence(where, limit) is None
-    monkeypatch.setattr(infl, "_conditioned_joint",
+    monkeypatch.setattr(cutset, "_conditioned_joint",
                         lambda *a, **k: pytest.fail("conditioned"))
     got = infl.max_influence(theta, node, quilt, max_table=limit)
     want = ref.reference_influence(net, node, quilt)

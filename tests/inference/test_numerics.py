@@ -477,6 +477,26 @@ def test_conditioning_on_a_cutset_answers_what_no_order_fits(seed, engine, monke
         assert f"cutset+{engine}" in got.engine.split(", ")
 
 
+@pytest.mark.parametrize("seed", fast_sample(range(80), 10))
+def test_the_cutset_engine_by_name_answers_what_no_order_fits(seed):
+    """``engine="cutset"`` is the conditioning ``"kernel"`` and ``"python"`` fall back to,
+    chosen by name: the same queries answered, never below the definition on the full joint,
+    and the result names the arithmetic of its terms."""
+    import reference as ref_
+
+    import quiltpriv.inference.influence as infl
+
+    net, theta, node, quilt, out = _tight_query(seed)
+    got = infl.max_influence(theta, node, quilt, max_table=out, engine="cutset")
+    want = ref_.reference_influence(net, node, quilt)
+    if np.isinf(want):
+        assert np.isinf(got.value)
+    else:
+        assert want <= got.value <= want + 1e-6 * (1 + want)
+    by = "kernel" if infl.compiled_kernel() else "python"
+    assert set(got.engine.split(", ")) <= {f"cutset+{by}", "exact"}
+
+
 def test_conditioning_is_priced_and_refused_beyond_its_budget(monkeypatch):
     """Beyond its work budget (max_cutset_work for the Python order, max_cutset_kernel_work
     for the kernel) or max_cutset_states (EngineSettings) the query is refused after pricing

@@ -8,30 +8,42 @@ Theta. The public functions that compute joints and influences
 :data:`ENGINES`) and ``settings=`` (an :class:`EngineSettings`), and every
 :class:`~quiltpriv.inference.result.Influence` records which engine answered.
 
-========================  =====================================================================
-``engine=``               what runs
-========================  =====================================================================
-``"auto"`` (default)      ``"kernel"`` when the compiled kernel is loaded
-                          (:func:`~quiltpriv.inference.compiled.compiled_kernel`), else
-                          ``"python"``
-``"kernel"``              bucket elimination and Definition 8 in the compiled kernel
-                          (:mod:`quiltpriv.inference.engines.kernel`), in the cheapest of its
-                          priced orders; refused (ParameterError) when the kernel is not loaded
-``"python"``              bucket elimination in numpy (:mod:`quiltpriv.inference.engines.bucket`)
-``"elimination"``         variable elimination in a greedy min-size order of the query's own
-                          (:mod:`quiltpriv.inference.engines.elimination`)
-``"junction_tree"``       the member's calibrated junction tree
-                          (:mod:`quiltpriv.inference.junction_tree`), elimination where the
-                          tree is too large
-``"exact"``               exact integer elimination (:mod:`quiltpriv.inference.engines.exact`)
-                          for every floating-point member, whatever its magnitudes
-========================  =====================================================================
+============================  ==================================================================
+``engine=``                   what runs
+============================  ==================================================================
+``"auto"`` (default)          ``"kernel"`` when the compiled kernel is loaded
+                              (:func:`~quiltpriv.inference.compiled.compiled_kernel`), else
+                              ``"python"``
+``"kernel"``                  bucket elimination and Definition 8 in the compiled kernel
+                              (:mod:`quiltpriv.inference.engines.kernel`), in the cheapest of
+                              its priced orders; refused (ParameterError) when the kernel is
+                              not loaded
+``"python"``                  bucket elimination in numpy
+                              (:mod:`quiltpriv.inference.engines.bucket`)
+``"elimination"``             variable elimination in a greedy min-size order of the query's
+                              own (:mod:`quiltpriv.inference.engines.elimination`)
+``"junction_tree"``           the member's calibrated junction tree
+                              (:mod:`quiltpriv.inference.engines.junction`), elimination where
+                              the tree is too large
+``"exact"``                   exact integer elimination
+                              (:mod:`quiltpriv.inference.engines.exact`) for every
+                              floating-point member, whatever its magnitudes
+``"cutset"``                  conditioning on a small cutset, one elimination per state
+                              (:mod:`quiltpriv.inference.engines.cutset`), each by the kernel
+                              when it is loaded (``"cutset+kernel"``), else by the Python
+                              order (``"cutset+python"``)
+``"junction_tree_batched"``   one batched propagation per member over the min-fill junction
+                              tree, ``P(phi_v, phi_A)`` for every node ``v`` at once
+                              (:mod:`quiltpriv.inference.engines.batched`); what the
+                              planner's ``"auto"`` uses for plans of many sensitive attributes
+============================  ==================================================================
 
 Every engine is exact; they differ in speed and rounding only. Where float64 could have
 underflowed, the float engines hand the query to ``"exact"``, and ``"kernel"`` and ``"python"``
-condition a query no order fits on a small cutset
-(:mod:`quiltpriv.inference.engines.cutset`) before refusing it; the result then names the
-engine that answered (``"exact"``, ``"cutset+kernel"``, ``"cutset+python"``).
+hand a query no order fits to ``"cutset"`` before refusing it; the result then names the
+engine that answered (``"exact"``, ``"cutset+kernel"``, ``"cutset+python"``). Each answer
+(:class:`Answer`) carries the rounding depth its engine proves, from which the influence's
+upward rounding is computed (:mod:`quiltpriv.inference.rounding`).
 ``QUILTPRIV_NO_KERNEL=1`` in the environment keeps the kernel from loading, so ``"auto"`` is
 ``"python"``.
 """
@@ -49,13 +61,15 @@ if TYPE_CHECKING:
 
     from quiltpriv.model.network import Theta
 
-__all__ = ["DEFAULT_SETTINGS", "ENGINES", "Engine", "EngineName", "EngineSettings", "JointQuery",
-           "check_engine", "check_settings", "choose_engine"]
+__all__ = ["DEFAULT_SETTINGS", "ENGINES", "Answer", "Engine", "EngineName", "EngineSettings",
+           "JointQuery", "check_engine", "check_settings", "choose_engine"]
 
 #: The engines a caller may ask for (see the module text).
-EngineName = Literal["auto", "kernel", "python", "elimination", "junction_tree", "exact"]
+EngineName = Literal["auto", "kernel", "python", "elimination", "junction_tree", "exact",
+                     "cutset", "junction_tree_batched"]
 ENGINES: tuple[EngineName, ...] = (
-    "auto", "kernel", "python", "elimination", "junction_tree", "exact")
+    "auto", "kernel", "python", "elimination", "junction_tree", "exact", "cutset",
+    "junction_tree_batched")
 
 #: The least ``safe_log2_floor``: ``2**-1000`` is 22 binary orders above the subnormal range
 #: (which starts at ``2**-1022``), the margin that absorbs the rounding of the products.
@@ -173,6 +187,22 @@ class JointQuery(NamedTuple):
     deadline: float | None = None
 
 
+class Answer(NamedTuple):
+    """An engine's answer to a :class:`JointQuery`."""
+
+    table: np.ndarray
+    """``P(phi_nodes)``, axes in the order of the query's nodes."""
+    engine: str
+    """The engine that answered: the one asked, or the one it handed the query to (the
+    kernel to ``"elimination"``, the junction tree to ``"elimination"``, ``"cutset"`` as
+    ``"cutset+kernel"`` or ``"cutset+python"``)."""
+    depth: int
+    """``K``: every entry of ``table`` errs by at most ``gamma_K = K u / (1 - K u)``
+    relative to the exact joint (``u = 2**-53``; Higham, *Accuracy and Stability of Numerical
+    Algorithms*, Section 3.1), as the engine proves it for its own arithmetic
+    (:mod:`quiltpriv.inference.rounding`)."""
+
+
 @runtime_checkable
 class Engine(Protocol):
     """The interface every engine implements (one class per module of
@@ -180,17 +210,18 @@ class Engine(Protocol):
     instance of each, chosen by ``engine=``).
 
     ``name`` is the engine's name in :data:`ENGINES`. ``joint`` answers a :class:`JointQuery`
-    with the table (axes in the order of ``query.nodes``) and the name of the engine that
-    answered: an engine may hand a query it cannot order to another (the kernel to the Python
-    order, ``"elimination"``; the junction tree to elimination), and the result records which.
-    It returns None where float64 could have underflowed (the caller then asks ``"exact"``),
-    and raises :class:`~quiltpriv.inference.budget.InfluenceTooExpensive` when no order fits
+    with an :class:`Answer`: the table (axes in the order of ``query.nodes``), the name of the
+    engine that answered (an engine may hand a query it cannot order to another: the kernel
+    to the Python order, ``"elimination"``; the junction trees to elimination), and the
+    rounding depth it proves. It returns None where float64 could have underflowed (the caller
+    then asks ``"exact"``), and raises
+    :class:`~quiltpriv.inference.budget.InfluenceTooExpensive` when no order fits
     ``max_table`` or the deadline passed. Every engine is exact up to float64 rounding.
     """
 
     name: str
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None: ...
+    def joint(self, query: JointQuery) -> Answer | None: ...
 
 
 def check_engine(engine: object) -> EngineName:

@@ -14,7 +14,12 @@ import numpy as np
 
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now
 from quiltpriv.inference.cache import InferenceCache, Kind
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, JointQuery
+from quiltpriv.inference.engines.base import (
+    DEFAULT_SETTINGS,
+    Answer,
+    EngineSettings,
+    JointQuery,
+)
 from quiltpriv.inference.engines.elimination import EliminationEngine
 from quiltpriv.inference.factors import (
     MAX_VARIABLES,
@@ -30,6 +35,7 @@ from quiltpriv.inference.junction_tree import (
     tree_structure,
 )
 from quiltpriv.inference.orders import greedy_rank
+from quiltpriv.inference.rounding import elimination_depth
 from quiltpriv.inference.underflow import _float_safe_for, _log2_floors
 from quiltpriv.model.network import Theta
 
@@ -371,7 +377,7 @@ class BucketEngine:
 
     name = "python"
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+    def joint(self, query: JointQuery) -> Answer | None:
         theta, nodes, member = query.theta, query.nodes, query.member
         settings, deadline = query.settings, query.deadline
         if not _float_safe_for(theta, member, nodes, "auto", settings.safe_log2_floor):
@@ -384,5 +390,5 @@ class BucketEngine:
             table = _bucket_eliminate(theta, index, member, query.max_table, greedy=True,
                                       deadline=deadline, settings=settings)
         if table is not None:
-            return table, self.name
+            return Answer(table, self.name, elimination_depth(theta, settings.merge_limit))
         return EliminationEngine().joint(query)

@@ -1,5 +1,7 @@
 """Cutset conditioning (Pearl 1986) for a query no elimination order fits ``max_table``: one
-elimination per state of a small cutset, each checked for underflow."""
+elimination per state of a small cutset, each checked for underflow (``engine="cutset"``,
+:class:`CutsetEngine`; ``"kernel"`` and ``"python"`` hand it the queries no order of theirs
+fits)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,17 @@ import numpy as np
 from quiltpriv.inference import compiled
 from quiltpriv.inference.budget import InfluenceTooExpensive, _check_deadline_now, _late
 from quiltpriv.inference.compiled import _KERNEL_LATE, _KERNEL_OK, _budget
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, Answer, EngineSettings, JointQuery
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
+from quiltpriv.inference.rounding import elimination_depth
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta
+
+
+class NoCutset(InfluenceTooExpensive):
+    """No cutset of at most ``settings.max_cutset_states`` states lets an order fit, or its
+    eliminations would build more than ``settings.max_cutset_work`` entries in all."""
 
 
 class _Cutset(NamedTuple):
@@ -32,9 +40,11 @@ class _Cutset(NamedTuple):
 
 def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
             deadline: float | None = None, *, use_kernel: bool = True,
-            settings: EngineSettings = DEFAULT_SETTINGS) -> _Cutset | None:
+            settings: EngineSettings = DEFAULT_SETTINGS,
+            allow_empty: bool = False) -> _Cutset | None:
     """The least cutset :func:`_conditioned_joint` finds for a query no order fits, priced
-    symbolically (no arithmetic); None beyond ``settings.max_cutset_states``. The compiled
+    symbolically (no arithmetic); None beyond ``settings.max_cutset_states``, and (unless
+    ``allow_empty``) when the Python order fits with no variable fixed. The compiled
     kernel is used only with ``use_kernel`` (and when it is loaded).
 
     Grown greedily by the variable of least cardinality in the Python order's refused step
@@ -52,7 +62,7 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
     use_kernel = use_kernel and compiled._KERNEL is not None
     while True:
         _check_deadline_now(deadline, "the search for a cutset")
-        if fixed and use_kernel:
+        if (fixed or allow_empty) and use_kernel:
             cost = _price(_conditioned_network(theta, member, fixed), where, max_table,
                           deadline)
             if cost is not None:
@@ -75,7 +85,7 @@ def _cutset(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
                 return None
             fixed[pick] = 0
             continue
-        if not fixed:
+        if not fixed and not allow_empty:
             return None
         if use_kernel:
             # a permutation of the nodes: the eliminated ones in the Python order, then the rest
@@ -152,7 +162,7 @@ def _conditioned_term(theta: Theta, nodes: tuple[str, ...], member: int, max_tab
 def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: int,
                        deadline: float | None = None, *, use_kernel: bool = True,
                        settings: EngineSettings = DEFAULT_SETTINGS,
-                       ) -> tuple[np.ndarray, int, bool] | None:
+                       allow_empty: bool = False) -> tuple[np.ndarray, int, bool] | None:
     """``P(phi_nodes)`` for a query no elimination order fits ``max_table``: conditioning on
     a cutset (Pearl 1986) trades memory for time, ``P(nodes) = sum over states c of the
     cutset C of P(nodes, C = c)``, each term an elimination with ``C`` fixed.
@@ -164,25 +174,32 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
     kernel's IEEE flag, or numpy's ufuncs under ``numpy.errstate(under="raise")`` with
     subnormals kept), so float64 is trusted at any magnitude; the sum of non-negative terms
     cannot underflow. Returns the joint, the number of terms summed (for the rounding bound)
-    and whether the kernel computed them, or None when no such cutset fits or an operation
-    underflowed.
+    and whether the kernel computed them, or None when an operation underflowed (or the
+    floating-point environment flushes subnormals). With ``allow_empty``, a query the Python
+    order fits is one term, the empty cutset's.
 
     Raises
     ------
+    NoCutset
+        When no cutset fits (:class:`NoCutset`).
     InfluenceTooExpensive
         When ``deadline`` (``time.monotonic()``) passes: while the cutset is searched (each
-    pricing sees it), between two terms or during one.
+        pricing sees it), between two terms or during one.
     """
     cutset = _cutset(theta, nodes, member, max_table, deadline, use_kernel=use_kernel,
-                     settings=settings)
-    if cutset is None or not (cutset.kernel or subnormals_kept()):
+                     settings=settings, allow_empty=allow_empty)
+    if cutset is None:
+        raise NoCutset(f"no cutset of at most {settings.max_cutset_states} joint states lets "
+                       f"an elimination order fit max_table = {max_table}")
+    if not (cutset.kernel or subnormals_kept()):
         return None
     cutset = cutset._replace(deadline=deadline)
     card = theta.cardinality
     n_terms = math.prod(card[u] for u in cutset.fixed)
-    if cutset.work * n_terms > (settings.max_cutset_kernel_work if cutset.kernel
-                                else settings.max_cutset_work):
-        return None
+    most = settings.max_cutset_kernel_work if cutset.kernel else settings.max_cutset_work
+    if cutset.work * n_terms > most:
+        raise NoCutset(f"conditioning on {list(cutset.fixed)} would build "
+                       f"{cutset.work * n_terms:.3g} table entries (limit {most})")
     total: np.ndarray | None = None
     for done, states in enumerate(np.ndindex(*(card[u] for u in cutset.fixed))):
         if deadline is not None and time.monotonic() > deadline:
@@ -195,3 +212,30 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
         total = term if total is None else total + term
     assert total is not None
     return total, n_terms, cutset.kernel
+
+
+class CutsetEngine:
+    """``engine="cutset"`` (:class:`~quiltpriv.inference.engines.base.Engine`): conditioning
+    on the least cutset :func:`_cutset` finds (none where an order fits the query as it is),
+    each term by the compiled kernel when ``use_kernel`` and it is loaded
+    (``"cutset+kernel"``), else by the Python order (``"cutset+python"``). The sum of ``n``
+    terms adds ``n`` roundings to each entry (:attr:`Answer.depth
+    <quiltpriv.inference.engines.base.Answer>`). ``"kernel"`` and ``"python"`` hand it the
+    queries no order of theirs fits (``use_kernel`` as they run).
+    """
+
+    name = "cutset"
+
+    def __init__(self, use_kernel: bool = True) -> None:
+        self.use_kernel = use_kernel
+
+    def joint(self, query: JointQuery, allow_empty: bool = True) -> Answer | None:
+        theta = query.theta
+        found = _conditioned_joint(theta, query.nodes, query.member, query.max_table,
+                                   query.deadline, use_kernel=self.use_kernel,
+                                   settings=query.settings, allow_empty=allow_empty)
+        if found is None:
+            return None
+        table, terms, by_kernel = found
+        return Answer(table, "cutset+kernel" if by_kernel else "cutset+python",
+                      elimination_depth(theta, query.settings.merge_limit) + terms)

@@ -20,8 +20,9 @@ from quiltpriv.inference.budget import (
     _check_deadline_now,
     _check_step,
 )
-from quiltpriv.inference.engines.base import JointQuery
+from quiltpriv.inference.engines.base import Answer, JointQuery
 from quiltpriv.inference.factors import MAX_VARIABLES, product_sum
+from quiltpriv.inference.rounding import elimination_depth
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe, _float_safe_for
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.validation import check_scalar
@@ -252,10 +253,11 @@ class EliminationEngine:
 
     name = "elimination"
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+    def joint(self, query: JointQuery) -> Answer | None:
         theta, nodes, member = query.theta, query.nodes, query.member
         if not _float_safe_for(theta, member, nodes, "elimination",
                                query.settings.safe_log2_floor):
             return None
-        return _eliminate(theta, nodes, theta.ancestral_set(nodes), member, query.max_table,
-                          deadline=query.deadline), self.name
+        table = _eliminate(theta, nodes, theta.ancestral_set(nodes), member, query.max_table,
+                           deadline=query.deadline)
+        return Answer(table, self.name, elimination_depth(theta, query.settings.merge_limit))

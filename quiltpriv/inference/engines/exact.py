@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.inference.cache import InferenceCache
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, JointQuery
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, Answer, JointQuery
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.model.network import Theta
 
@@ -71,11 +71,12 @@ def _ints_to_float(ints: np.ndarray, exponent: int) -> np.ndarray:
 
 class ExactEngine:
     """``engine="exact"``: exact integer elimination, each entry of the joint rounded once to
-    float64 at the end; never None (:class:`~quiltpriv.inference.engines.base.Engine`)."""
+    float64 at the end (depth 1: that rounding); never None
+    (:class:`~quiltpriv.inference.engines.base.Engine`)."""
 
     name = "exact"
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+    def joint(self, query: JointQuery) -> Answer | None:
         ints, exponent = _exact_joint(query.theta, query.nodes, query.member, query.max_table,
                                       query.settings.exact_max_table)
-        return _ints_to_float(ints, exponent), self.name
+        return Answer(_ints_to_float(ints, exponent), self.name, 1)

@@ -4,11 +4,10 @@ the query; variable elimination where the tree or the query's step is too large.
 
 from __future__ import annotations
 
-import numpy as np
-
-from quiltpriv.inference.engines.base import JointQuery
+from quiltpriv.inference.engines.base import Answer, JointQuery
 from quiltpriv.inference.engines.elimination import EliminationEngine
 from quiltpriv.inference.junction_tree import TreeStepTooLarge, _junction_tree
+from quiltpriv.inference.rounding import tree_depth
 from quiltpriv.inference.underflow import _float_safe_for
 
 
@@ -25,7 +24,7 @@ class JunctionTreeEngine:
 
     name = "junction_tree"
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+    def joint(self, query: JointQuery) -> Answer | None:
         theta, nodes, member = query.theta, query.nodes, query.member
         if not _float_safe_for(theta, member, nodes, "junction_tree",
                                query.settings.safe_log2_floor):
@@ -35,7 +34,8 @@ class JunctionTreeEngine:
         tree = _junction_tree(theta, member, min(query.settings.max_tree, query.max_table))
         if tree is not None:
             try:
-                return tree.marginal([theta.index[v] for v in nodes], query.max_table), self.name
+                table = tree.marginal([theta.index[v] for v in nodes], query.max_table)
+                return Answer(table, self.name, tree_depth(theta))
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
         return EliminationEngine().joint(query)

@@ -14,10 +14,16 @@ import numpy as np
 from quiltpriv.inference import compiled
 from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.compiled import _KERNEL_NO_FIT, _KERNEL_OK, _KERNEL_UNDERFLOW, _budget
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, JointQuery
+from quiltpriv.inference.engines.base import (
+    DEFAULT_SETTINGS,
+    Answer,
+    EngineSettings,
+    JointQuery,
+)
 from quiltpriv.inference.engines.bucket import _fold_key, _folded_factors
 from quiltpriv.inference.engines.elimination import _python_float_joint
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
+from quiltpriv.inference.rounding import elimination_depth
 from quiltpriv.inference.underflow import _float_safe_for
 from quiltpriv.model.network import Theta
 
@@ -90,17 +96,18 @@ class KernelEngine:
 
     name = "kernel"
 
-    def joint(self, query: JointQuery) -> tuple[np.ndarray, str] | None:
+    def joint(self, query: JointQuery) -> Answer | None:
         theta, nodes, member = query.theta, query.nodes, query.member
         floor = query.settings.safe_log2_floor
+        depth = elimination_depth(theta, query.settings.merge_limit)
         out = np.empty([theta.cardinality[v] for v in nodes])
         code = _kernel_call(theta, member, "joint", [theta.index[v] for v in nodes], out,
                             query.max_table, settings=query.settings)
         if code == _KERNEL_OK or (code == _KERNEL_UNDERFLOW
                                   and _float_safe_for(theta, member, nodes, "auto", floor)):
-            return out, self.name
+            return Answer(out, self.name, depth)
         if code == _KERNEL_NO_FIT:
             table = _python_float_joint(theta, nodes, member, query.max_table,
                                         query.deadline, floor)
-            return None if table is None else (table, "elimination")
+            return None if table is None else Answer(table, "elimination", depth)
         return None

@@ -50,7 +50,7 @@ class PlanningContext:
         Largest joint table an exact influence may build.
     inference : {"auto", "junction_tree", "elimination"}
         How exact influences are computed (the older name of ``engine``).
-    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+    engine : str
         The engine that computes exact influences (:func:`quiltpriv.plan`).
     settings : EngineSettings, optional
         The engines' tuning, as given to :func:`quiltpriv.plan`.

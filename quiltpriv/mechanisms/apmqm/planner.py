@@ -164,12 +164,15 @@ def plan(
         cooperative stop: no exception is raised in the planning thread. The one-pass plans
         of a chain's steps and of a hidden Markov model, and a single long influence
         computation, see only the time limit.
-    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
-        The engine that computes exact influences
-        (:mod:`quiltpriv.inference.engines.base`). All are exact; ``"auto"``, the fastest
-        measured on the bundled networks, shares one batched propagation across many
-        sensitive attributes and otherwise runs the compiled kernel when it is loaded. Each
-        attribute's explanation names the engine that computed its influence.
+    engine : str
+        The engine that computes exact influences, one of
+        :data:`~quiltpriv.inference.engines.base.ENGINES`. All are exact; ``"auto"``, the
+        fastest measured on the bundled networks, shares one batched propagation
+        (``"junction_tree_batched"``) across many sensitive attributes where it is priced
+        cheaper than eliminating per attribute, and otherwise runs the compiled kernel when
+        it is loaded. ``"junction_tree_batched"`` shares it whatever the number of sensitive
+        attributes and the price. Each attribute's explanation names the engine that
+        computed its influence.
     settings : EngineSettings, optional
         The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`),
         including how many sensitive attributes make a plan share its work

@@ -102,7 +102,8 @@ class _Shared:
         self._trivial: tuple[tuple[str, ...], float] | None = None
         self.index = QuiltIndex(theta, query.attributes) if shared else None
         self._joints: list[AttributeJoints] | None = None
-        self._tried = not (shared and engine == "auto")
+        # the shared propagation: the batched engine's, chosen by "auto" or by name
+        self._tried = not (shared and engine in ("auto", "junction_tree_batched"))
         # the partitions computed for the node being searched (walking alone), reused when
         # the chosen quilt is listed
         self._walked: dict[tuple[str, ...], Quilt] = {}
@@ -176,8 +177,9 @@ class _Shared:
             need = propagation_work(self.theta, attrs)
             # beyond the cheap rule, only where eliminating per attribute costs more (then no
             # fixed cap: the alternative is the costlier one; memory and the deadline bound it)
-            run = need <= cheap or _per_node_work(
-                self.theta, attrs, self.sensitive, self.max_table, need) >= need
+            # (or where the batched engine was asked for by name)
+            run = (self.engine == "junction_tree_batched" or need <= cheap or _per_node_work(
+                self.theta, attrs, self.sensitive, self.max_table, need) >= need)
             found = [attribute_joints(self.theta, attrs, m, max_work=need if run else cheap,
                                       deadline=self.deadline, progress=self.progress,
                                       settings=self.settings)
@@ -194,10 +196,10 @@ def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_ta
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it (``settings.shared_min_sensitive``), so that a verification given
     the same settings recomputes the plan's own numbers."""
+    many = len(sensitive) >= settings.shared_min_sensitive or engine == "junction_tree_batched"
     return _Shared(theta, query, max_table, engine,
-                   len(sensitive) >= settings.shared_min_sensitive
-                   and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline, progress,
-                   sensitive, cancel, settings)
+                   many and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline,
+                   progress, sensitive, cancel, settings)
 
 
 class CancelToken(Protocol):
