@@ -205,6 +205,8 @@ class InferenceCache:
     fill_structure_over : Value
         A clique size the min-fill triangulation is known to exceed (it was stopped there).
 
+    Notes
+    -----
     The kinds other modules declare (:class:`Kind`, read through :meth:`entries` and
     :meth:`value`): ``prepared``, everything bucket elimination reads for one member
     (:data:`quiltpriv.inference.engines.bucket.PREPARED`); ``junction_tree``, the members'
