@@ -107,7 +107,7 @@ from quiltpriv.inference.methods import (
     check_inference,
 )
 from quiltpriv.inference.result import Influence, fmt_influence
-from quiltpriv.inference.rounding import ROUNDING_MARGIN, _rounding_bound_k, elimination_depth
+from quiltpriv.inference.rounding import ROUNDING_MARGIN, _elim_depth, _rounding_bound_k
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe_for, subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.memory import table_limit
@@ -465,7 +465,7 @@ def _kernel_influence(query: JointQuery, run: _Run) -> tuple[float, int, int, in
     theta, nodes, m, max_table = query.theta, query.nodes, query.member, query.max_table
     where = [theta.index[v] for v in nodes]
     floor = run.settings.safe_log2_floor
-    depth = elimination_depth(theta, run.settings.merge_limit)
+    depth = _elim_depth(theta, run.settings.merge_limit)
     # None: no order the kernel prices fits max_table
     found = _kernel_call(theta, m, "influence", where, max_table, deadline=run.deadline,
                          settings=run.settings)

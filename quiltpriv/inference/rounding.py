@@ -40,12 +40,12 @@ def _rounding_bound(theta: Theta, out_size: int, inference: InferenceMethod,
     row totals of Definition 8 sum at most ``out_size`` entries; the junction tree's Hugin
     passes touch each of its tables a bounded number of times (``_junction_tree_depth``).
     """
-    depth = (tree_depth(theta) if inference == "junction_tree"
-             else elimination_depth(theta, merge_limit))
+    depth = (_tree_depth(theta) if inference == "junction_tree"
+             else _elim_depth(theta, merge_limit))
     return _rounding_bound_k(depth + out_size)
 
 
-def elimination_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> int:
+def _elim_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_limit) -> int:
     """``K`` of an elimination over any ancestral set of ``theta`` (the network's size bounds
     any ancestral set's), cached per Theta: the depth the elimination engines state in their
     :class:`~quiltpriv.inference.engines.base.Answer`."""
@@ -56,7 +56,7 @@ def elimination_depth(theta: Theta, merge_limit: int = DEFAULT_SETTINGS.merge_li
     return depth
 
 
-def tree_depth(theta: Theta) -> int:
+def _tree_depth(theta: Theta) -> int:
     """``K`` of the calibrated junction tree of :func:`~quiltpriv.inference.junction_tree.
     tree_structure` and a contraction of its cliques (:func:`_junction_tree_depth`), cached."""
     depths = InferenceCache.of(theta).rounding_depth

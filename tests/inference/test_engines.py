@@ -275,6 +275,6 @@ def test_the_cutset_engine_answers_a_query_that_fits_as_one_term():
     want = ref.marginal(net, ref.full_joint(net), nodes)
     np.testing.assert_allclose(answer.table, want, rtol=1e-12, atol=0)
     # one term: the elimination depth plus the one summed term
-    from quiltpriv.inference.rounding import elimination_depth
+    from quiltpriv.inference.rounding import _elim_depth
 
-    assert answer.depth == elimination_depth(theta) + 1
+    assert answer.depth == _elim_depth(theta) + 1

@@ -81,6 +81,8 @@ EXCLUDED_NAMES = {
     "price_order": "planner internal, orders computed candidates",
     # the engines' request record, built by the inference functions from checked input
     "JointQuery": "engine interface record, built from checked input",
+    # an engine's answer record, built by the engines from their own computed tables
+    "Answer": "engine interface record, built by the engines",
     # total by design: every Python value has a JSON form (repr as the last resort, "nan" text)
     "jsonable": "total: every value has a JSON form",
 }

@@ -35,7 +35,7 @@ from quiltpriv.inference.junction_tree import (
     tree_structure,
 )
 from quiltpriv.inference.orders import greedy_rank
-from quiltpriv.inference.rounding import elimination_depth
+from quiltpriv.inference.rounding import _elim_depth
 from quiltpriv.inference.underflow import _float_safe_for, _log2_floors
 from quiltpriv.model.network import Theta
 
@@ -390,5 +390,5 @@ class BucketEngine:
             table = _bucket_eliminate(theta, index, member, query.max_table, greedy=True,
                                       deadline=deadline, settings=settings)
         if table is not None:
-            return Answer(table, self.name, elimination_depth(theta, settings.merge_limit))
+            return Answer(table, self.name, _elim_depth(theta, settings.merge_limit))
         return EliminationEngine().joint(query)

@@ -18,7 +18,7 @@ from quiltpriv.inference.compiled import _KERNEL_LATE, _KERNEL_OK, _budget
 from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, Answer, EngineSettings, JointQuery
 from quiltpriv.inference.engines.elimination import _eliminate
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
-from quiltpriv.inference.rounding import elimination_depth
+from quiltpriv.inference.rounding import _elim_depth
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta
 
@@ -238,4 +238,4 @@ class CutsetEngine:
             return None
         table, terms, by_kernel = found
         return Answer(table, "cutset+kernel" if by_kernel else "cutset+python",
-                      elimination_depth(theta, query.settings.merge_limit) + terms)
+                      _elim_depth(theta, query.settings.merge_limit) + terms)

@@ -22,7 +22,7 @@ from quiltpriv.inference.budget import (
 )
 from quiltpriv.inference.engines.base import Answer, JointQuery
 from quiltpriv.inference.factors import MAX_VARIABLES, product_sum
-from quiltpriv.inference.rounding import elimination_depth
+from quiltpriv.inference.rounding import _elim_depth
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe, _float_safe_for
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.utils.validation import check_scalar
@@ -260,4 +260,4 @@ class EliminationEngine:
             return None
         table = _eliminate(theta, nodes, theta.ancestral_set(nodes), member, query.max_table,
                            deadline=query.deadline)
-        return Answer(table, self.name, elimination_depth(theta, query.settings.merge_limit))
+        return Answer(table, self.name, _elim_depth(theta, query.settings.merge_limit))

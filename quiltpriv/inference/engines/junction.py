@@ -7,7 +7,7 @@ from __future__ import annotations
 from quiltpriv.inference.engines.base import Answer, JointQuery
 from quiltpriv.inference.engines.elimination import EliminationEngine
 from quiltpriv.inference.junction_tree import TreeStepTooLarge, _junction_tree
-from quiltpriv.inference.rounding import tree_depth
+from quiltpriv.inference.rounding import _tree_depth
 from quiltpriv.inference.underflow import _float_safe_for
 
 
@@ -35,7 +35,7 @@ class JunctionTreeEngine:
         if tree is not None:
             try:
                 table = tree.marginal([theta.index[v] for v in nodes], query.max_table)
-                return Answer(table, self.name, tree_depth(theta))
+                return Answer(table, self.name, _tree_depth(theta))
             except TreeStepTooLarge:
                 pass  # variable elimination on the ancestral set may still fit
         return EliminationEngine().joint(query)

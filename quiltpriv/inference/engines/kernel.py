@@ -23,7 +23,7 @@ from quiltpriv.inference.engines.base import (
 from quiltpriv.inference.engines.bucket import _fold_key, _folded_factors
 from quiltpriv.inference.engines.elimination import _python_float_joint
 from quiltpriv.inference.junction_tree import cardinalities, parent_indices
-from quiltpriv.inference.rounding import elimination_depth
+from quiltpriv.inference.rounding import _elim_depth
 from quiltpriv.inference.underflow import _float_safe_for
 from quiltpriv.model.network import Theta
 
@@ -99,7 +99,7 @@ class KernelEngine:
     def joint(self, query: JointQuery) -> Answer | None:
         theta, nodes, member = query.theta, query.nodes, query.member
         floor = query.settings.safe_log2_floor
-        depth = elimination_depth(theta, query.settings.merge_limit)
+        depth = _elim_depth(theta, query.settings.merge_limit)
         out = np.empty([theta.cardinality[v] for v in nodes])
         code = _kernel_call(theta, member, "joint", [theta.index[v] for v in nodes], out,
                             query.max_table, settings=query.settings)
