@@ -196,7 +196,7 @@ def bench_network(name: str, *, repeat: int, seed: int, dask: Any,
 
     ref = plans["serial"].to_dict()
     same = {"loky": plans["loky"].to_dict() == ref,
-            "own": {sp.node: sp.to_dict() for sp in plans["own"]} == ref["sensitive"]}
+            "own": {sp.sensitive: sp.to_dict() for sp in plans["own"]} == ref["sensitive"]}
     if dask is not None:
         same["dask"] = plans["dask"].to_dict() == ref
         same["dask_scatter"] = plans["dask_scatter"].to_dict() == ref

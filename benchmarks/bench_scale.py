@@ -186,11 +186,11 @@ def _profile(model: Any, name: str, query: CountQuery, eps: float,
 
 def compare_scales(fast: Any, core: Any) -> dict[str, Any]:
     """Per sensitive node: the fast scale against the core scale, and optimality flags."""
-    by_core = {s.node: s for s in core.sensitive}
+    by_core = {s.sensitive: s for s in core.sensitive}
     equal = lower = higher = higher_strict = lower_core_optimal = 0
     worst_excess = 0.0
     for s in fast.sensitive:
-        c = by_core[s.node]
+        c = by_core[s.sensitive]
         a, b = s.scale, c.scale
         tol = SCALE_RTOL * max(abs(a), abs(b))
         if a > b:

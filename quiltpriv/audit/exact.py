@@ -716,5 +716,5 @@ def audit_plan(theta: Any, query: Query, plan: Any, *, records: int | None = Non
     """Audit an APMQM :class:`~quiltpriv.mechanisms.apmqm.Plan`: its scale, eps and sensitive
     set (``max_memory`` as in :func:`audit`)."""
     check_instance(plan, Plan, "plan")
-    return audit(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon, plan.scale,
+    return audit(theta, query, [sp.sensitive for sp in plan.sensitive], plan.epsilon, plan.scale,
                  records=records, tolerance=tolerance, max_memory=max_memory)

@@ -58,7 +58,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                  "without --plan")
         p, query = _published(args, theta)
         p_used: Plan | None = p
-        sens, eps, scale = [sp.node for sp in p.sensitive], p.epsilon, p.scale
+        sens, eps, scale = [sp.sensitive for sp in p.sensitive], p.epsilon, p.scale
     else:
         if args.sensitive is None or args.epsilon is None:
             raise ParameterError("give --sensitive and --epsilon (or --plan FILE: a published "

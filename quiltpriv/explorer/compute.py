@@ -72,7 +72,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
         if time.monotonic() < deadline:
             cands = _candidates(theta, req, sp)
         else:
-            notes.append(f"candidate quilts of {sp.node!r} not listed: the time budget was "
+            notes.append(f"candidate quilts of {sp.sensitive!r} not listed: the time budget was "
                          "spent")
         quilt = sp.partition(theta)
         sections.append(dict(jsonable(sp.to_dict()), candidates=cands,

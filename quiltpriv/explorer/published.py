@@ -68,7 +68,7 @@ class Published:
         out: dict[str, Any] = {
             "kind": self.kind, "name": self.name, "sha256": self.sha256, "bytes": self.size,
             "epsilon": p.epsilon, "scale": json_value(p.scale),
-            "sensitive": [sp.node for sp in p.sensitive], "model": p.model_fingerprint,
+            "sensitive": [sp.sensitive for sp in p.sensitive], "model": p.model_fingerprint,
             "query": json_value(dict(p.query)), "optimal": p.optimal}
         if self.record is not None:
             out["value"] = json_value(self.record.get("value"))
@@ -235,7 +235,7 @@ def _quilts(theta: Theta, query: Any, plan: Plan) -> list[dict[str, Any]]:
     layout = layered_layout(theta)
     out = []
     for k, sp in enumerate(plan.sensitive):
-        out.append({"node": sp.node, "quilt": list(sp.quilt),
+        out.append({"node": sp.sensitive, "quilt": list(sp.quilt),
                     "influence": json_value(sp.influence),
                     "sensitivity": json_value(sp.sensitivity), "scale": json_value(sp.scale),
                     "candidates": candidate_table(theta, query, sp, plan.epsilon),

@@ -156,11 +156,11 @@ def attained_epsilons(plan: Plan, query: Query | None = None) -> tuple[AttainedE
     fallback = None
     if query is not None:
         fallback = query.sensitivity(query.attributes) / plan.epsilon
-    binding = plan.binding.node
+    binding = plan.binding.sensitive
     return tuple(
-        AttainedEpsilon(sp.node, tuple(sp.quilt), sp.influence, sp.sensitivity, plan.scale,
+        AttainedEpsilon(sp.sensitive, tuple(sp.quilt), sp.influence, sp.sensitivity, plan.scale,
                         attained_epsilon(sp.influence, sp.sensitivity, plan.scale),
-                        sp.node == binding,
+                        sp.sensitive == binding,
                         (why := _why_near_limit(plan, sp.influence, sp.sensitivity,
                                              fallback)) is not None, why)
         for sp in plan.sensitive)

@@ -199,7 +199,7 @@ def _apmqm_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
     p = apmqm.plan
     if was_interrupted(p):
         raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
-    detail = "; ".join(f"{sp.node}: Q = {{{', '.join(sp.quilt)}}}, "
+    detail = "; ".join(f"{sp.sensitive}: Q = {{{', '.join(sp.quilt)}}}, "
                        f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale)}"
                        for sp in p.sensitive)
     detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"

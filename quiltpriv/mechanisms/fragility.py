@@ -468,14 +468,14 @@ def _attribute(theta: Theta, sp: SensitivePlan, eps: float, delta: float,
                deadline: float) -> tuple[AttributeFragility, _Column | None, np.ndarray | None]:
     quilt = tuple(sp.quilt)
     if not quilt:  # the trivial quilt: e = 0 under every model
-        return AttributeFragility(sp.node, quilt, sp.influence, sp.sensitivity, "STABLE", 0.0,
+        return AttributeFragility(sp.sensitive, quilt, sp.influence, sp.sensitivity, "STABLE", 0.0,
                                   None, None, None, 0, 0, True), None, None
-    nodes = (sp.node, *quilt)
+    nodes = (sp.sensitive, *quilt)
     total = _column_total(theta, nodes)
     checked, worst, worst_at = 0, -1.0, None
     for m, v, c in _columns(theta, nodes):
         if time.monotonic() > deadline:
-            return AttributeFragility(sp.node, quilt, sp.influence, sp.sensitivity,
+            return AttributeFragility(sp.sensitive, quilt, sp.influence, sp.sensitivity,
                                       "UNDECIDED", math.inf, None, None, None, checked, total,
                                       False), None, None
         values, joints = _column_joints(theta, m, v, c, nodes)
@@ -493,11 +493,11 @@ def _attribute(theta: Theta, sp: SensitivePlan, eps: float, delta: float,
             change = float(np.abs(arg - values).sum() / 2)
             w = TableChange(m, v, _label(theta, v, c), tuple(map(float, values)),
                             tuple(map(float, arg)), change, e)
-            return AttributeFragility(sp.node, quilt, sp.influence, sp.sensitivity, "FLIPS",
+            return AttributeFragility(sp.sensitive, quilt, sp.influence, sp.sensitivity, "FLIPS",
                                       worst, worst_at, w, _least_change(col, delta, eps),
                                       checked, total, True), col, arg
     verdict = "STABLE" if worst < eps else "UNDECIDED"
-    return AttributeFragility(sp.node, quilt, sp.influence, sp.sensitivity, verdict,
+    return AttributeFragility(sp.sensitive, quilt, sp.influence, sp.sensitivity, verdict,
                               max(worst, 0.0), worst_at, None, None, checked, total,
                               True), None, None
 
@@ -562,7 +562,7 @@ def _replanned(theta: Theta, plan: Plan, query: Query, row: AttributeFragility, 
     changed = _with_column(theta, col.member, col.node, col.index, arg)
     left = max(deadline - time.monotonic(), 1e-3) if math.isfinite(deadline) else None
     try:
-        p = make_plan(changed, query, [s.node for s in plan.sensitive], plan.epsilon,
+        p = make_plan(changed, query, [s.sensitive for s in plan.sensitive], plan.epsilon,
                       time_limit=left)
     except QuiltPrivError:  # the consequence is extra information only
         return row

@@ -288,7 +288,7 @@ class HMMStepPlans(StepPlans):
         text = step_explanation(node, quilt, None, near, run, self.epsilon,
                                 2 * len(self.hidden), TIME_LIMIT_REASON)
         return self.kind(
-            node=node, quilt=quilt, nearby=None, remote=None, nearby_attributes=near,
+            sensitive=node, quilt=quilt, nearby=None, remote=None, nearby_attributes=near,
             influence=run.influence, sensitivity=run.sensitivity, scale=run.scale,
             quilts_considered=run.considered, optimal=run.optimal, explanation=text,
             influence_member=run.member, influence_pair=run.pair,

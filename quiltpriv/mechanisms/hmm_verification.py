@@ -171,7 +171,7 @@ def _parse_quilts(order: HMMOrder, plans: Sequence[Any]) -> _Shape:
     cols: dict[str, list[int]] = {k: [] for k in ("t", "o", "lk", "lh", "lc", "rk", "rh", "rc",
                                                  "c")}
     for sp in plans:
-        t, obs = where[sp.node]
+        t, obs = where[sp.sensitive]
         left_h: list[int] = []
         left_x: list[int] = []
         right_h: list[int] = []
@@ -374,7 +374,7 @@ def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
         lo = None if not math.isfinite(least[j]) else float(least[j])
         reason = _hmm_reason(theta, query, order, sh, j, sp, near_x, float(up[j]), need, lo,
                              eps)
-        rows.append(Row(node=sp.node, ok=reason is None, reason=reason, quilt=sp.quilt,
+        rows.append(Row(node=sp.sensitive, ok=reason is None, reason=reason, quilt=sp.quilt,
                         stated_influence=sp.influence, influence=float(up[j]),
                         stated_sensitivity=sp.sensitivity, sensitivity=delta,
                         stated_scale=sp.scale, scale=need, optimal=sp.optimal,
@@ -485,24 +485,24 @@ def _hmm_reason(theta: Theta, query: Query, order: HMMOrder, sh: _Shape, j: int,
         v for v in sp.nearby if v in set(order.observed))
     if sp.nearby is not None and set(sp.nearby) != set(_nearby_nodes(order, sh, j)):
         return (f"its nearby set N is not the part of the network that Q = "
-                f"{{{', '.join(sp.quilt)}}} leaves around {sp.node!r}")
+                f"{{{', '.join(sp.quilt)}}} leaves around {sp.sensitive!r}")
     if sp.remote is not None and set(sp.remote) != (
             set(theta.nodes) - set(sp.quilt) - set(sp.nearby or ())):
         return "its remote set R is not the rest of the network"
     if not set(near_x) <= set(stated_near or ()):
         missed = sorted(set(near_x) - set(stated_near or ()), key=order.observed.index)
-        return (f"Q = {{{', '.join(sp.quilt)}}} does not d-separate {sp.node!r} from the "
+        return (f"Q = {{{', '.join(sp.quilt)}}} does not d-separate {sp.sensitive!r} from the "
                 f"query attribute(s) {{{', '.join(missed[:5])}}}, which its nearby "
                 "attributes leave out")
     if sp.influence < up:
-        return (f"it states influence e(Q|{sp.node}) = {sp.influence:.17g}, below the "
+        return (f"it states influence e(Q|{sp.sensitive}) = {sp.influence:.17g}, below the "
                 f"recomputed {up:.17g} (an upper bound on the exact value)")
     own = float(query.sensitivity(stated_near or ()))
     if sp.sensitivity != own:
         return (f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
                 f"{own:.17g}")
     return (_scale_reason(sp.influence, sp.scale, sp.optimal, eps, need, lo)
-            or _member_row(theta, sp.node, sp.influence_member, sp.influence_pair))
+            or _member_row(theta, sp.sensitive, sp.influence_member, sp.influence_pair))
 
 
 def _log_ratio_bound_arr(n: np.ndarray) -> np.ndarray:

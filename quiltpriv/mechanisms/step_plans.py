@@ -197,7 +197,7 @@ class StepPlans(Sequence[Any]):
         return k
 
     def __contains__(self, sp: object) -> bool:
-        node = getattr(sp, "node", None)
+        node = getattr(sp, "sensitive", None)
         if not isinstance(node, str):
             return False
         try:
@@ -283,7 +283,7 @@ class StepPlans(Sequence[Any]):
         text = step_explanation(node, quilt, full, near, run, self.epsilon, len(order),
                                 TIME_LIMIT_REASON)
         return self.kind(
-            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            sensitive=node, quilt=quilt, nearby=None if full is None else full.nearby,
             remote=None if full is None else full.remote,
             nearby_attributes=near if full is None else None,
             influence=run.influence, sensitivity=run.sensitivity, scale=run.scale,

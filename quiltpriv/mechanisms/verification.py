@@ -328,7 +328,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
                      context: PlanningContext) -> AttributeCheck:
     """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, as the
     planner computes them for a plan of this size (``context``)."""
-    node = sp.node
+    node = sp.sensitive
     found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
                              "stated_influence": sp.influence,
                              "stated_sensitivity": sp.sensitivity, "stated_scale": sp.scale,
@@ -399,8 +399,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
 
 
 def _listed_problem(theta: Theta, sp: SensitivePlan, context: PlanningContext) -> str | None:
-    """What is wrong with a listed partition ``(Q, N, R)`` of ``sp.node``, if anything."""
-    node = sp.node
+    """What is wrong with a listed partition ``(Q, N, R)`` of ``sp.sensitive``, if anything."""
+    node = sp.sensitive
     q, n, r = set(sp.quilt), set(sp.nearby or ()), set(sp.remote or ())
     unknown = [v for v in (*sp.quilt, *(sp.nearby or ()), *(sp.remote or ())) if v not in theta]
     if unknown:
@@ -423,13 +423,13 @@ def _listed_problem(theta: Theta, sp: SensitivePlan, context: PlanningContext) -
 
 def _unlisted_problem(theta: Theta, query: Query, sp: SensitivePlan,
                       context: PlanningContext) -> str | None:
-    """What is wrong with an unlisted quilt of ``sp.node``, if anything.
+    """What is wrong with an unlisted quilt of ``sp.sensitive``, if anything.
 
     Its remote set is the largest ``Q`` d-separates, so what must hold is that every query
     attribute d-connected to the node given ``Q`` is among ``nearby_attributes`` (a larger
     set only makes the sensitivity, and so the noise, larger).
     """
-    node = sp.node
+    node = sp.sensitive
     named = (*sp.quilt, *(sp.nearby_attributes or ()))
     unknown = [v for v in named if v not in theta]
     if unknown:
@@ -535,8 +535,8 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
         return verdict("query", failure)
     rows = _time_series_rows(theta, query, plan, eps)
     if rows is None:
-        context = planning_context(theta, query, [sp.node for sp in plan.sensitive], max_table,
-                                   engine=engine, settings=settings)
+        context = planning_context(theta, query, [sp.sensitive for sp in plan.sensitive],
+                                   max_table, engine=engine, settings=settings)
         rows = tuple(_check_attribute(theta, query, sp, eps, max_table, engine, context)
                      for sp in plan.sensitive)
     for c in rows:
@@ -587,7 +587,7 @@ def _protection_mismatch(plan: Plan, theta: Theta, eps: float,
                          epsilon: float | None) -> str | None:
     """Why the plan's sensitive attributes or epsilon are wrong or too weak, or None."""
     nodes = (list(plan.sensitive.nodes()) if hasattr(plan.sensitive, "nodes")
-             else [sp.node for sp in plan.sensitive])
+             else [sp.sensitive for sp in plan.sensitive])
     unknown = [v for v in nodes if v not in theta]
     if unknown:
         return f"sensitive attribute(s) {fmt_set(unknown)} not in the network"
@@ -804,7 +804,7 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = No
             raise ModelError(f"--plan-model is not the plan's model: {mismatch}")
         diff = model_diff(published, theta)
     try:
-        replanned = make_plan(theta, query, [sp.node for sp in plan.sensitive], plan.epsilon,
+        replanned = make_plan(theta, query, [sp.sensitive for sp in plan.sensitive], plan.epsilon,
                               time_limit=time_limit, inference=inference, engine=engine)
     except QuiltPrivError as exc:  # the model lacks an attribute the plan names, say
         return ModelComparison(diff, plan.scale, None, False, None, {}, str(exc))
@@ -812,9 +812,9 @@ def compare_models(plan: Plan, theta: Any, query: Query, *, plan_theta: Any = No
     suffices: bool | None = True
     if not plan.scale >= need:  # exact, as verify_plan compares scales
         suffices = False if replanned.optimal else None
-    by_node = {sp.node: sp for sp in replanned.sensitive}
-    per = {sp.node: {"quilt": list(sp.quilt), "scale": sp.scale,
-                     "needed_quilt": list(by_node[sp.node].quilt),
-                     "needed_scale": by_node[sp.node].scale}
+    by_node = {sp.sensitive: sp for sp in replanned.sensitive}
+    per = {sp.sensitive: {"quilt": list(sp.quilt), "scale": sp.scale,
+                     "needed_quilt": list(by_node[sp.sensitive].quilt),
+                     "needed_scale": by_node[sp.sensitive].scale}
            for sp in plan.sensitive}
     return ModelComparison(diff, plan.scale, need, replanned.optimal, suffices, per)

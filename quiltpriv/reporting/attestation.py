@@ -81,7 +81,7 @@ def audit_summary(theta: Theta, query: Query, plan: Plan, records: int | None,
     if n > AUDIT_RECORDS:
         return {"run": False, "why": f"{n} records: above {AUDIT_RECORDS}, run "
                                      "'quiltpriv audit' on its own"}
-    sens = [sp.node for sp in plan.sensitive]
+    sens = [sp.sensitive for sp in plan.sensitive]
     rec = None if isinstance(query, CountQuery) else n
     overall = audit(theta, query, sens, plan.epsilon, plan.scale, records=rec,
                     time_limit=time_limit)

@@ -154,14 +154,14 @@ def sensitive_plan_html(sp: SensitivePlan) -> str:
         ("optimal", escape(sp.status.describe())),
     ])
     return (f"<div class=\"quiltpriv-sensitive-plan\"><p><b>Sensitive attribute</b> "
-            f"<code>{escape(sp.node)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
+            f"<code>{escape(sp.sensitive)}</code></p>{facts}<p>{escape(sp.explanation)}</p></div>")
 
 
 def plan_html(plan: Plan) -> str:
     """HTML fragment for ``Plan._repr_html_``: scale, optimality and the per-attribute table."""
     check_instance(plan, Plan, "plan")
     rows = "".join(
-        f"<tr><td><code>{escape(sp.node)}</code></td><td>{html_set(sp.quilt)}</td>"
+        f"<tr><td><code>{escape(sp.sensitive)}</code></td><td>{html_set(sp.quilt)}</td>"
         f"<td>{_html_shown(sp.nearby, sp.nearby_attributes)}</td>"
         f"<td>{_html_shown(sp.remote, None)}</td>"
         f"<td>{escape(fmt_influence(sp.influence))}</td>"

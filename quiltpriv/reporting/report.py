@@ -291,12 +291,12 @@ def plan_candidates(theta: Theta, query: Query, sp: SensitivePlan, epsilon: floa
     check_instance(sp, SensitivePlan, "sp")
     epsilon = check_epsilon(epsilon)
     chosen_q = sp.partition(theta)
-    ranked, truncated = candidate_quilts(theta, query, sp.node, epsilon)
+    ranked, truncated = candidate_quilts(theta, query, sp.sensitive, epsilon)
     chosen = next((c for c in ranked if c.quilt == chosen_q), None)
     if chosen is None:
         read = theta.sort(set(query.attributes) & set(chosen_q.nearby))
         chosen = Candidate(chosen_q, sp.influence, sp.sensitivity, sp.scale, "the plan",
-                           price_text(sp.node, tuple(read), sp.influence, sp.sensitivity,
+                           price_text(sp.sensitive, tuple(read), sp.influence, sp.sensitivity,
                                       sp.scale, epsilon))
         ranked.append(chosen)
     shown = ranked[:MAX_CANDIDATE_ROWS]
@@ -436,7 +436,7 @@ def audit_report(theta: Theta, query: Query, plan: Plan,
         chosen_q = sp.partition(theta)
         ranked, shown, chosen, truncated = plan_candidates(theta, query, sp, eps)
         why = why_chosen(chosen, ranked, sp.optimal)
-        sensitive[sp.node] = {
+        sensitive[sp.sensitive] = {
             "quilt": list(sp.quilt), "nearby": list(chosen_q.nearby),
             "remote": list(chosen_q.remote),
             "influence": _num(sp.influence), "sensitivity": _num(sp.sensitivity),
@@ -536,8 +536,8 @@ def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candi
         ("optimal", _badge(sp.optimal, "proven least over all quilts", "not proven")),
     ])
     return (
-        f'<section class="sensitive" data-node="{_e(sp.node)}">'
-        f"<h2>Sensitive attribute <code>{_e(sp.node)}</code></h2>"
+        f'<section class="sensitive" data-node="{_e(sp.sensitive)}">'
+        f"<h2>Sensitive attribute <code>{_e(sp.sensitive)}</code></h2>"
         f"<figure>{dag_svg(theta, chosen_q, svg_id=svg_id, layout=layout)}"
         "<figcaption>The chosen Markov quilt: Q d-separates the sensitive attribute (red "
         "outline) from R; N is everything still d-connected to it.</figcaption></figure>"

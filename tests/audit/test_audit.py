@@ -251,7 +251,7 @@ def test_broken_planners_are_caught(monkeypatch):
     for seed in range(150):
         theta, q, p = _plan_args(seed)
         if p.scale > 0:
-            r = audit(theta, q, [sp.node for sp in p.sensitive], p.epsilon, p.scale / 3)
+            r = audit(theta, q, [sp.sensitive for sp in p.sensitive], p.epsilon, p.scale / 3)
             if not r.met:
                 caught_third.append(seed)
     print(f"broken planners caught: half influence on {len(caught_half)} seeds, "

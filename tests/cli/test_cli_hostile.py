@@ -519,7 +519,7 @@ def test_parallel_plan_interrupted_keeps_finished_batches(monkeypatch):
     n_batches = min(len(sens), 4 * 2)
     first = set(sens[0::n_batches])
     for sp, ex in zip(p.sensitive, exact.sensitive, strict=True):
-        if sp.node in first:
+        if sp.sensitive in first:
             assert sp.to_dict() == ex.to_dict()
         else:
             assert sp.quilt == () and sp.nearby == theta.nodes and not sp.optimal

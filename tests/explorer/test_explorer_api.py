@@ -133,14 +133,14 @@ def test_plan_matches_the_python_planner(client, model_file, sensitive, eps, que
     assert r["fingerprint"] == theta.fingerprint()
     for sp, section in zip(p.sensitive, r["sensitive"], strict=True):
         assert section["quilt"] == list(sp.quilt) and section["scale"] == sp.scale
-        ranked, _ = candidate_quilts(theta, query, sp.node, eps)
+        ranked, _ = candidate_quilts(theta, query, sp.sensitive, eps)
         rows = section["candidates"]["rows"]
         assert [row["quilt"] for row in rows] == [list(c.quilt.quilt) for c in ranked][:len(rows)]
         assert [row["scale"] for row in rows] == _norm([c.scale for c in ranked][:len(rows)])
         assert sum(row["chosen"] for row in rows) == 1
         chosen = next(row for row in rows if row["chosen"])
         assert chosen["quilt"] == list(sp.quilt)
-        assert f'data-node="{sp.node}"' in section["svg"]
+        assert f'data-node="{sp.sensitive}"' in section["svg"]
     assert r["comparison"] == _norm(compare(theta, query, sensitive, eps).to_dict()) | {
         "best": compare(theta, query, sensitive, eps).best.mechanism}
     assert r["command"].startswith(f"quiltpriv plan {model_file} --sensitive ")

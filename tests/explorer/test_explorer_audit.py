@@ -98,7 +98,7 @@ def test_record_by_path_verifies_audits_and_reports_as_the_cli(client, published
     assert {a["node"]: a["epsilon"] for a in r["attained"]}["income"] == 1.0
     # the published quilts, marked in the candidate table
     for q, sp in zip(r["quilts"], plan.sensitive, strict=True):
-        assert q["node"] == sp.node and q["quilt"] == list(sp.quilt)
+        assert q["node"] == sp.sensitive and q["quilt"] == list(sp.quilt)
         chosen = [row for row in q["candidates"]["rows"] if row["chosen"]]
         assert len(chosen) == 1 and chosen[0]["quilt"] == list(sp.quilt)
         assert "<svg" in q["svg"]

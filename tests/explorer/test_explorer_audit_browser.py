@@ -105,7 +105,7 @@ def test_published_record_verify_audit_and_signed_report(setup):
     assert d.find_element(*_by("#pub-audit")).get_attribute("data-verdict") == "MET"
     assert "300.15" in d.find_element(*_by("#pub-audit")).text  # the least sufficient scale
     for sp in plan.sensitive:
-        sec = d.find_element(*_by(f'#pub-quilts section[data-node="{sp.node}"]'))
+        sec = d.find_element(*_by(f'#pub-quilts section[data-node="{sp.sensitive}"]'))
         chosen = sec.find_elements(*_by("tr.chosen"))
         assert len(chosen) == 1 and json.loads(chosen[0].get_attribute("data-quilt")) == list(
             sp.quilt)

@@ -72,12 +72,6 @@ NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.inference.influence.influence_upper_bound": frozenset({'node'}),
     "quiltpriv.inference.influence.max_influence": frozenset({'node'}),
     "quiltpriv.inference.result.Influence": frozenset({'node'}),
-    "quiltpriv.mechanisms.apmqm.context.PlanningContext.influence": frozenset({'node'}),
-    "quiltpriv.mechanisms.apmqm.context.PlanningContext.least_scale_plan": frozenset({'node'}),
-    "quiltpriv.mechanisms.apmqm.context.PlanningContext.nearby_query_attributes":
-        frozenset({'node'}),
-    "quiltpriv.mechanisms.apmqm.node_plan.plan_node": frozenset({'node'}),
-    "quiltpriv.mechanisms.apmqm.sensitive_plan.SensitivePlan": frozenset({'node'}),
     "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
     "quiltpriv.mechanisms.time_series_verification.Row": frozenset({'node'}),
     "quiltpriv.mechanisms.fragility.AttributeFragility": frozenset({'node'}),

@@ -86,16 +86,16 @@ def _check_node_plan(sp, net, records, attrs, delta, eps, where):
     # The chosen quilt is a valid quilt with the largest remote set (networkx).
     g = net.graph()
     q = set(sp.quilt)
-    assert sp.node not in q
+    assert sp.sensitive not in q
     assert set(sp.quilt) | set(sp.nearby) | set(sp.remote) == set(net.nodes), where
     assert not (q & set(sp.nearby)) and not (q & set(sp.remote)), where
     assert not (set(sp.nearby) & set(sp.remote)), where
     if sp.quilt or sp.remote:  # not the trivial quilt
-        assert set(sp.remote) == ref.remote_set(g, sp.node, q), where
+        assert set(sp.remote) == ref.remote_set(g, sp.sensitive, q), where
     for v in sp.remote:
-        assert nx.is_d_separator(g, {sp.node}, {v}, q), where
+        assert nx.is_d_separator(g, {sp.sensitive}, {v}, q), where
     # Its reported numbers are those of that quilt.
-    e_ref = ref.reference_influence(net, sp.node, q)
+    e_ref = ref.reference_influence(net, sp.sensitive, q)
     if math.isinf(e_ref):
         assert math.isinf(sp.influence), where
     else:

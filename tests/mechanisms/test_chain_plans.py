@@ -68,7 +68,7 @@ def test_chain_search_equals_the_general_planner(monkeypatch, seed):
                             True) is not None
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
-        assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.sensitive, f.quilt, g.quilt)
         # the chosen quilt's own numbers: its N's sensitivity and an influence not below
         # the exact value (the general calculator's, both rounded upwards)
         part = f.partition(theta)
@@ -76,7 +76,7 @@ def test_chain_search_equals_the_general_planner(monkeypatch, seed):
                                                    if v in query.attributes])
         from quiltpriv.inference.influence import max_influence
 
-        exact = max_influence(theta, f.node, f.quilt).value if f.quilt else 0.0
+        exact = max_influence(theta, f.sensitive, f.quilt).value if f.quilt else 0.0
         if math.isinf(exact):
             assert math.isinf(f.influence)
         else:
@@ -101,7 +101,7 @@ def test_chain_search_of_a_count_equals_the_general_planner(monkeypatch, seed):
     fast = plan(theta, query, theta.nodes, eps)
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
-        assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0), (f.sensitive, f.quilt, g.quilt)
         part = f.partition(theta)
         assert f.sensitivity == query.sensitivity([v for v in part.nearby if v in read])
     assert fast.scale == pytest.approx(general.scale, rel=1e-8, abs=0)

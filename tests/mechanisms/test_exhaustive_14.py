@@ -398,12 +398,12 @@ CONFIGS = _configs()
 def _check_chosen_quilt(sp, net, g, joints, eps, delta, attrs, where) -> None:
     """The planner's quilt is a valid quilt with its own numbers (networkx, brute force)."""
     q = set(sp.quilt)
-    assert sp.node not in q, where
+    assert sp.sensitive not in q, where
     assert q | set(sp.nearby) | set(sp.remote) == set(net.nodes), where
     assert len(sp.quilt) + len(sp.nearby) + len(sp.remote) == len(net.nodes), where
     for v in sp.remote:
-        assert nx.is_d_separator(g, {sp.node}, {v}, q), where
-    e_ref = ref.reference_influence(net, sp.node, q, joints)
+        assert nx.is_d_separator(g, {sp.sensitive}, {v}, q), where
+    e_ref = ref.reference_influence(net, sp.sensitive, q, joints)
     if math.isinf(e_ref):
         assert math.isinf(sp.influence), where
     else:
@@ -441,11 +441,11 @@ def test_planner_equals_exhaustive_search(config):
                 where = (f"seed={seed} n={n} {shape} |Theta|={theta_size} "
                          f"query={query.to_dict()} eps={eps} inference={inference}")
                 assert p.optimal is True, where
-                assert sorted(sp.node for sp in p.sensitive) == sorted(sensitive), where
+                assert sorted(sp.sensitive for sp in p.sensitive) == sorted(sensitive), where
                 for sp in p.sensitive:
-                    low, mid, high, arg = exact[sp.node]
-                    w = (f"{where} node={sp.node} exhaustive best Q="
-                         f"{searches[sp.node].names(arg) if arg >= 0 else 'trivial'}")
+                    low, mid, high, arg = exact[sp.sensitive]
+                    w = (f"{where} node={sp.sensitive} exhaustive best Q="
+                         f"{searches[sp.sensitive].names(arg) if arg >= 0 else 'trivial'}")
                     assert sp.optimal is True, w
                     if mid == 0.0:
                         assert sp.scale == 0.0, (w, sp.scale)

@@ -163,7 +163,7 @@ def test_random_networks_bound_and_witnesses_against_brute_force():
             verdicts[r.verdict] += 1
             if not sp.quilt:
                 continue
-            nodes = (sp.node, *sp.quilt)
+            nodes = (sp.sensitive, *sp.quilt)
             if r.verdict == "FLIPS":  # the witness is real
                 w = r.witness
                 assert w is not None and w.change <= 0.05 + 1e-12
@@ -171,7 +171,7 @@ def test_random_networks_bound_and_witnesses_against_brute_force():
                 idx = [theta.states[par].index(s) for par, s in w.column]
                 col = int(np.ravel_multi_index(idx, states)) if idx else 0
                 changed = _with_column(theta, w.member, w.node, col, np.array(w.after))
-                assert max_influence(changed, sp.node, sp.quilt).value >= eps
+                assert max_influence(changed, sp.sensitive, sp.quilt).value >= eps
             # random changes of one column never exceed the bound
             for _ in range(30):
                 m = int(rng.integers(len(theta.members)))
@@ -187,7 +187,7 @@ def test_random_networks_bound_and_witnesses_against_brute_force():
                 changed = _with_column(theta, m, v, c, new)
                 e = influence_of_joint(joint_marginal(changed, nodes, m))
                 assert e <= r.bound or r.verdict == "FLIPS" or math.isinf(r.bound), \
-                    (seed, sp.node, e, r.bound)
+                    (seed, sp.sensitive, e, r.bound)
     print(verdicts)
     assert verdicts["FLIPS"] > 0 and verdicts["STABLE"] > 0
 

@@ -61,12 +61,12 @@ def test_hmm_search_equals_the_general_planner(monkeypatch, seed):
     assert _hmm_plans(theta, query, theta.nodes, eps, None, False, True) is not None
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
-        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.sensitive, f.quilt, g.quilt)
         # the chosen quilt's own numbers: its N's sensitivity and an influence not below the
         # exact value (the general calculator's, both rounded upwards)
         part = f.partition(theta)
         assert f.sensitivity == query.sensitivity([v for v in part.nearby if v in steps])
-        exact = max_influence(theta, f.node, f.quilt).value if f.quilt else 0.0
+        exact = max_influence(theta, f.sensitive, f.quilt).value if f.quilt else 0.0
         assert exact - 2e-10 * (1 + exact) <= f.influence <= exact + 1e-8 * (1 + exact)
     assert fast.scale == pytest.approx(general.scale, rel=1e-9, abs=0)
     assert fast.scale >= general.scale * (1 - 1e-12)
@@ -82,7 +82,7 @@ def test_mqm_hmm_search_equals_every_quilt_enumerated(monkeypatch, seed):
     fast = markov_quilt_mechanism(theta, eps, read=steps)
     assert fast.family == "hmm" and fast.optimal
     for g, f in zip(general.nodes, fast.nodes, strict=True):
-        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.sensitive, f.quilt, g.quilt)
         assert f.nearby_count == len([v for v in f.nearby if v in steps])
 
 

@@ -7,10 +7,10 @@ from quiltpriv.inference.influence import InfluenceTooExpensive
 
 
 def _valid(theta, sp):
-    q = qp.markov_quilt(theta, sp.node, sp.quilt)
+    q = qp.markov_quilt(theta, sp.sensitive, sp.quilt)
     assert (q.nearby, q.remote) == (sp.nearby, sp.remote)
     if sp.quilt:
-        assert qp.max_influence(theta, sp.node, sp.quilt).value <= sp.influence + 1e-12
+        assert qp.max_influence(theta, sp.sensitive, sp.quilt).value <= sp.influence + 1e-12
 
 
 def test_table_limit_drops_candidates_and_flags(student):
@@ -101,7 +101,7 @@ def test_time_limit_in_parallel_is_one_overall_budget(student, monkeypatch):
         p = qp.plan(student, query, student.nodes, 1.0, time_limit=5.0, n_jobs=2)
     assert not p.optimal
     for sp in p.sensitive:
-        assert "time limit" in sp.explanation, sp.node
+        assert "time limit" in sp.explanation, sp.sensitive
         _valid(student, sp)
     exact = qp.plan(student, query, student.nodes, 1.0, n_jobs=2)
     assert exact.optimal and exact.to_dict()["sensitive"] == qp.plan(

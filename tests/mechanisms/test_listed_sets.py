@@ -54,9 +54,9 @@ def test_shared_walks_list_what_one_walk_per_attribute_listed(monkeypatch, seed)
     assert new.sensitive == old.sensitive
     assert len({sp.quilt for sp in new.sensitive}) < 300  # quilts are shared
     for sp in new.sensitive[::7]:  # and each partition is markov_quilt's (or the trivial one)
-        want = markov_quilt(theta, sp.node, sp.quilt)
+        want = markov_quilt(theta, sp.sensitive, sp.quilt)
         if not sp.quilt and (sp.nearby, sp.remote) != (want.nearby, want.remote):
-            want = trivial_quilt(theta, sp.node)
+            want = trivial_quilt(theta, sp.sensitive)
         assert (sp.nearby, sp.remote) == (want.nearby, want.remote)
 
 
@@ -85,7 +85,7 @@ def test_format_5_writes_each_set_once_and_reads_back_the_plan(monkeypatch):
     distinct = {sp.nearby for sp in p.sensitive} | {sp.remote for sp in p.sensitive}
     assert sorted(map(tuple, d["sets"])) == sorted(distinct)
     for sp in p.sensitive:
-        e = d["sensitive"][sp.node]
+        e = d["sensitive"][sp.sensitive]
         assert tuple(d["sets"][e["nearby"]]) == sp.nearby
         assert tuple(d["sets"][e["remote"]]) == sp.remote
     back = Plan.from_json(p.to_json())
@@ -96,9 +96,9 @@ def test_format_5_writes_each_set_once_and_reads_back_the_plan(monkeypatch):
     assert Plan.from_dict(inline).sensitive == back.sensitive
     # an edited set is caught by the verifier as in format /2: a nearby node moved to R
     sp = next(sp for sp in p.sensitive if len(sp.nearby) > 1)
-    moved = next(v for v in sp.nearby if v != sp.node)
+    moved = next(v for v in sp.nearby if v != sp.sensitive)
     edited = json.loads(p.to_json())
-    e = edited["sensitive"][sp.node]
+    e = edited["sensitive"][sp.sensitive]
     edited["sets"] += [[v for v in sp.nearby if v != moved],
                        list(theta.sort({*sp.remote, moved}))]
     e["nearby"], e["remote"] = len(edited["sets"]) - 2, len(edited["sets"]) - 1

@@ -49,7 +49,7 @@ def test_interrupt_keeps_a_valid_plan(monkeypatch):
     assert second.quilt == () and second.nearby == theta.nodes and not second.optimal
     for sp, ex in ((first, exact["x06"]), (second, exact["x01"])):
         assert sp.scale >= ex.scale  # never less noise than the exact plan
-        assert qp.markov_quilt(theta, sp.node, sp.quilt).remote == sp.remote
+        assert qp.markov_quilt(theta, sp.sensitive, sp.quilt).remote == sp.remote
 
 
 def test_cancel_stops_the_search_cooperatively(monkeypatch):

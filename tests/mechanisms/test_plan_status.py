@@ -24,7 +24,7 @@ QUERY = qp.LinearQuery({"height": 1.0, "weight": -1.0, "sat": 0.5},
 
 
 def _statuses(p: Plan) -> dict[str, PlanStatus]:
-    return {sp.node: sp.status for sp in p.sensitive}
+    return {sp.sensitive: sp.status for sp in p.sensitive}
 
 
 def _round_trip(p: Plan) -> Plan:

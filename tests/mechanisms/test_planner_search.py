@@ -193,10 +193,10 @@ class _SupportCount(CustomQuery):
 
 def _check_own_numbers(theta, query, sp, eps):
     """The chosen quilt is a quilt with the influence, sensitivity and scale reported."""
-    q = markov_quilt(theta, sp.node, sp.quilt) if (sp.quilt or sp.remote) else None
+    q = markov_quilt(theta, sp.sensitive, sp.quilt) if (sp.quilt or sp.remote) else None
     if q is not None:
         assert (q.nearby, q.remote) == (sp.nearby, sp.remote)
-        assert max_influence(theta, sp.node, sp.quilt).value == sp.influence
+        assert max_influence(theta, sp.sensitive, sp.quilt).value == sp.influence
     assert sp.sensitivity == query.sensitivity(set(query.attributes) & set(sp.nearby))
     assert sp.scale == _scale(sp.sensitivity, sp.influence, eps)
 
@@ -453,7 +453,7 @@ def test_time_limit_stops_the_branch_and_bound(monkeypatch):
     assert not p.optimal
     for sp in p.sensitive:
         assert mech.TIME_LIMIT_REASON in sp.explanation
-        _valid_and_safe(theta, query, sp, 0.5, exact.scale if sp.node == "c" else 0.0)
+        _valid_and_safe(theta, query, sp, 0.5, exact.scale if sp.sensitive == "c" else 0.0)
     assert p["c"].quilts_considered > 1  # it did search before the limit
     assert any("time limit of 5 s was reached" in note for note in p.notes)
     assert "time limit of 5 s was reached" in p.explain()
@@ -533,7 +533,7 @@ def test_a_plan_wide_note_names_ten_attributes_and_counts_the_rest():
     attrs = [v for v in theta.nodes if v != "r"]
     query = random_linear(np.random.default_rng(5), attrs)
     p = plan(theta, query, theta.nodes, 1.0, max_candidates=1)
-    stopped = [sp.node for sp in p.sensitive if "budget of 1 candidate" in sp.explanation]
+    stopped = [sp.sensitive for sp in p.sensitive if "budget of 1 candidate" in sp.explanation]
     assert len(stopped) > 10
     (note,) = [n for n in p.notes if "the budget of 1 candidates was reached" in n]
     assert ", ".join(map(repr, stopped[:10])) + f" and {len(stopped) - 10} more" in note

@@ -61,7 +61,7 @@ def test_context_answers_as_the_planner_and_the_definitions_do(seed, share):
     assert context.query_attributes == frozenset(query.attributes)
     attrs = frozenset(query.attributes)
     for sp in made.sensitive:
-        node = sp.node
+        node = sp.sensitive
         # the stated nearby query attributes, in network order
         assert context.stated_nearby_attributes(sp) == sp.nearby_in(theta.nodes)
         # nearby query attributes of every quilt inside A (and of a quilt outside it): the

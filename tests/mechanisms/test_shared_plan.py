@@ -55,8 +55,8 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
     # every non-empty candidate's influence came from the shared propagation
     assert calls or all(not sp.quilt for sp in shared.sensitive)
     for sp in shared.sensitive:
-        alone = plan_node(theta, query, sp.node, 1.0)
-        assert sp.sensitivity == alone.sensitivity, sp.node
+        alone = plan_node(theta, query, sp.sensitive, 1.0)
+        assert sp.sensitivity == alone.sensitivity, sp.sensitive
         assert sp.optimal == alone.optimal
         if math.isinf(alone.influence):
             assert math.isinf(sp.influence)
@@ -117,7 +117,7 @@ def test_unlisted_plan_round_trips_verifies_and_refuses_edits(seed):
             continue
         d = json.loads(unlisted.to_json())
         # hiding a nearby attribute would hide a sensitivity
-        d["sensitive"][sp.node]["nearby_attributes"] = list(sp.nearby_attributes[1:])
+        d["sensitive"][sp.sensitive]["nearby_attributes"] = list(sp.nearby_attributes[1:])
         result = check_plan(Plan.from_dict(d), theta, query)
         assert not result.ok
         assert ("leaves out" in result.failure or "sensitivity" in result.failure
@@ -138,7 +138,7 @@ def test_propagation_only_where_it_costs_less(monkeypatch):
     skipped = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     assert not calls
     for sp in skipped.sensitive:
-        alone = plan_node(theta, query, sp.node, 1.0)
+        alone = plan_node(theta, query, sp.sensitive, 1.0)
         assert (sp.quilt, sp.influence, sp.scale) == (alone.quilt, alone.influence, alone.scale)
     monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
     shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
@@ -227,7 +227,7 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
         shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
         assert ran and set(ran) == {used}, price
     for sp in shared.sensitive:  # the propagated plan
-        alone = plan_node(theta, query, sp.node, 1.0)
+        alone = plan_node(theta, query, sp.sensitive, 1.0)
         assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
     # verification prices as the planner did, so it recomputes the plan's own numbers
     ran.clear()
@@ -268,7 +268,7 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     got = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
     assert ran and all(ran)
     for a, b in zip(got.sensitive, reference.sensitive, strict=True):
-        assert (a.node, a.quilt) == (b.node, b.quilt)
+        assert (a.sensitive, a.quilt) == (b.sensitive, b.quilt)
         assert a.scale == pytest.approx(b.scale, rel=1e-12, abs=0)
     check = check_plan(Plan.from_json(got.to_json()), theta, query)
     assert check.ok, check.failure

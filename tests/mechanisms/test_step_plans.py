@@ -35,7 +35,7 @@ def _linear(theta, step: int = 7):
 
 
 def _fields(sp):
-    return (sp.node, sp.quilt, sp.nearby, sp.remote, sp.nearby_attributes, sp.influence,
+    return (sp.sensitive, sp.quilt, sp.nearby, sp.remote, sp.nearby_attributes, sp.influence,
             sp.sensitivity, sp.scale, sp.quilts_considered, sp.optimal, sp.influence_member,
             sp.influence_pair)
 
@@ -52,7 +52,7 @@ def test_runs_give_the_general_planners_plans(monkeypatch, listed):
     assert isinstance(general.sensitive, tuple)
     assert len(fast.sensitive) == len(general.sensitive) == len(sens)
     for f, g in zip(fast.sensitive, general.sensitive, strict=True):
-        assert f.node == g.node
+        assert f.sensitive == g.sensitive
         assert f.optimal and g.optimal
         assert f.scale == pytest.approx(g.scale, rel=1e-8, abs=0)
         assert f.sets_listed == listed
@@ -61,7 +61,7 @@ def test_runs_give_the_general_planners_plans(monkeypatch, listed):
         assert f.sensitivity == query.sensitivity(
             [v for v in part.nearby if v in query.attributes])
     assert fast.scale == pytest.approx(general.scale, rel=1e-8, abs=0)
-    assert fast.binding.node == general.binding.node
+    assert fast.binding.sensitive == general.binding.sensitive
     assert fast[sens[4]] == fast.sensitive[4]
     with pytest.raises(KeyError):
         fast["nope"]

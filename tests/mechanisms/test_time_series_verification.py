@@ -221,7 +221,7 @@ def test_hmm_recomputed_influences_and_least_scales_match_the_general_ones(monke
     rows = _rows(theta, query, fast)
     assert rows is not None and all(r.ok for r in rows), [r.reason for r in rows if not r.ok]
     for r, g, f in zip(rows, general.sensitive, fast.sensitive, strict=True):
-        exact = max_influence(theta, f.node, f.quilt).value if f.quilt else 0.0
+        exact = max_influence(theta, f.sensitive, f.quilt).value if f.quilt else 0.0
         # the recomputed upper bound: above the exact value, below the calculator's (which
         # adds at least 1e-10)
         assert exact - 3e-10 * (1 + exact) <= r.influence <= exact + 1e-9 * (1 + exact)
@@ -239,11 +239,11 @@ def test_tampered_hmm_plans_are_refused():
     p = plan(hmm, query, hmm.nodes, 1.0)
     k = max(range(len(p.sensitive)), key=lambda j: p.sensitive[j].scale)
     sp = p.sensitive[k]
-    i = int(sp.node[1:])
-    assert sp.node.startswith("H") and sp.sets_listed
+    i = int(sp.sensitive[1:])
+    assert sp.sensitive.startswith("H") and sp.sets_listed
 
     def with_quilt(quilt, **numbers):
-        part = markov_quilt(hmm, sp.node, quilt)
+        part = markov_quilt(hmm, sp.sensitive, quilt)
         return dataclasses.replace(sp, quilt=tuple(quilt), nearby=part.nearby,
                                    remote=part.remote, **numbers)
 
@@ -266,9 +266,9 @@ def test_tampered_hmm_plans_are_refused():
     # claimed optimal
     lead = tuple(x for x in sp.quilt if int(x[1:]) < i and x not in (f"X{c}", f"X{c - 1}"))
     wider = lead + right
-    part = markov_quilt(hmm, sp.node, wider)
+    part = markov_quilt(hmm, sp.sensitive, wider)
     near = [x for x in part.nearby if x in query.attributes]
-    e = max_influence(hmm, sp.node, wider).value
+    e = max_influence(hmm, sp.sensitive, wider).value
     delta = query.sensitivity(near)
     worse = with_quilt(wider, influence=e, sensitivity=delta, scale=quilt_scale(delta, e, 1.0))
     assert worse.scale > sp.scale * (1 + 1e-6)

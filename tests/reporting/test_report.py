@@ -155,7 +155,7 @@ def test_html_structure_svg_per_sensitive_attribute(student_plan, student_report
                     else "role-remote")
             assert role in cls
             assert sum(r in cls for r in ("role-quilt", "role-nearby", "role-remote")) == 1
-            assert ("sensitive" in cls) == (v == sp.node)
+            assert ("sensitive" in cls) == (v == sp.sensitive)
     # The plan these drawings must match (student:theta, linear query on income + weight):
     assert plan["weight"].quilt == ("income",) and plan["weight"].remote == ("sat",)
     assert plan["income"].quilt == ("weight",) and plan["income"].remote == ()
@@ -181,14 +181,14 @@ def test_candidate_table_rows_values_and_highlight(student_plan, student_report)
         # quilts; Q = {} is the trivial quilt and the least-influence quilts (subsets of the
         # other query attribute) are in that family, so 11 distinct candidates, all shown.
         assert len(rows) == 11
-        assert data["sensitive"][sp.node]["candidates_evaluated"] == 11
+        assert data["sensitive"][sp.sensitive]["candidates_evaluated"] == 11
         chosen = [r for r in rows if "chosen" in r["class"]]
         assert len(chosen) == 1 and tuple(chosen[0]["quilt"]) == sp.quilt
         assert rows[0] is chosen[0]  # exact plan: the chosen quilt heads the table
-        ref = brute_force_scales(theta, query, sp.node, plan.epsilon)
+        ref = brute_force_scales(theta, query, sp.sensitive, plan.epsilon)
         best = min(s for s, _, _ in ref.values())
         assert sp.scale == pytest.approx(best, rel=1e-12)
-        cands = data["sensitive"][sp.node]["candidates"]
+        cands = data["sensitive"][sp.sensitive]["candidates"]
         keys = []
         for row, cand in zip(rows, cands, strict=True):
             assert row["quilt"] == cand["quilt"]
@@ -230,7 +230,7 @@ def test_json_twin_round_trip_matches_plan(student_plan, student_report):
     assert d["delta_A"] == 2.0  # two attributes with range 1 and weight 1
     assert d["release"] is None
     for sp in plan.sensitive:
-        s = d["sensitive"][sp.node]
+        s = d["sensitive"][sp.sensitive]
         assert (s["quilt"], s["nearby"], s["remote"]) == (
             list(sp.quilt), list(sp.nearby), list(sp.remote))
         assert s["scale"] == sp.scale and s["influence"] == sp.influence

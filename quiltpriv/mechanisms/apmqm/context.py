@@ -27,6 +27,7 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.apmqm.shared import _shared_context
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import check_scalar
 
 
@@ -75,8 +76,9 @@ class PlanningContext:
         """The query's attributes ``A``."""
         return self._shared.attrs
 
-    def influence(self, node: str, quilt: Iterable[str]) -> Influence:
-        """``e_Theta(Q | node)`` as the planner computes it: exact and rounded upwards, or a
+    @renamed_keywords(node="sensitive")
+    def influence(self, sensitive: str, quilt: Iterable[str]) -> Influence:
+        """``e_Theta(Q | sensitive)`` as the planner computes it: exact and rounded upwards, or a
         proven upper bound (``Influence.exact`` says which).
 
         Raises
@@ -84,20 +86,21 @@ class PlanningContext:
         InfluenceTooExpensive
             When the influence needs a table above ``max_table``.
         """
-        return self._shared.influence(node, self._theta.sort(set(quilt)))
+        return self._shared.influence(sensitive, self._theta.sort(set(quilt)))
 
-    def nearby_query_attributes(self, node: str, quilt: Iterable[str]) -> frozenset[str]:
-        """The query attributes d-connected to ``node`` given ``quilt``: those in the nearby
+    @renamed_keywords(node="sensitive")
+    def nearby_query_attributes(self, sensitive: str, quilt: Iterable[str]) -> frozenset[str]:
+        """The query attributes d-connected to ``sensitive`` given ``quilt``: those in the nearby
         set ``N`` of the quilt whose remote set is the largest ``quilt`` d-separates.
 
-        ``quilt`` must name nodes of the network other than ``node``.
+        ``quilt`` must name nodes of the network other than ``sensitive``.
         """
         q = tuple(quilt)
         attrs = self._shared.attrs
         index = self._shared.index
         if index is not None and attrs.issuperset(q):
-            return frozenset(index.nearby_attributes(node, q))
-        return frozenset(self.d_connected(node, q) & attrs)
+            return frozenset(index.nearby_attributes(sensitive, q))
+        return frozenset(self.d_connected(sensitive, q) & attrs)
 
     def d_connected(self, source: str, quilt: Iterable[str]) -> set[str]:
         """:func:`~quiltpriv.graph.quilts.d_connected` of ``source`` given ``quilt``, from one
@@ -110,11 +113,12 @@ class PlanningContext:
         linear in ``N``, not in ``A``."""
         return _nearby_query_attributes(sp, self._shared.attrs)
 
-    def least_scale_plan(self, node: str, epsilon: float) -> SensitivePlan:
-        """The planner's own search for ``node`` at ``epsilon`` (no time limit, the default
+    @renamed_keywords(node="sensitive")
+    def least_scale_plan(self, sensitive: str, epsilon: float) -> SensitivePlan:
+        """The planner's own search for ``sensitive`` at ``epsilon`` (no time limit, the default
         candidate budget, sets not listed): ``optimal`` says whether its scale is proven least.
         """
-        return _plan_node(self._theta, self._query, node, epsilon, self._max_table, None,
+        return _plan_node(self._theta, self._query, sensitive, epsilon, self._max_table, None,
                           self._engine, DEFAULT_MAX_CANDIDATES, self._shared,
                           list_sets=False, settings=self._shared.settings)[0]
 

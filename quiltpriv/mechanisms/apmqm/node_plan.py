@@ -25,6 +25,7 @@ from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.mechanisms.quilt_price import candidate_key, price_text, quilt_scale
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.memory import table_limit
@@ -37,10 +38,11 @@ from quiltpriv.utils.validation import check_epsilon, check_scalar
 EXPLAINED_REMOTE_NAMES = 16
 
 
+@renamed_keywords(node="sensitive")
 def plan_node(
     theta: Theta,
     query: Query,
-    node: str,
+    sensitive: str,
     epsilon: float,
     *,
     max_table: int | None = None,
@@ -60,12 +62,12 @@ def plan_node(
     """
     theta = check_theta(theta)
     check_query(query)
-    node = theta.check_node(node, "sensitive attribute")
+    sensitive = theta.check_node(sensitive, "sensitive attribute")
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
-    return _plan_node(theta, query, node, epsilon, table_limit(max_table, max_memory), deadline,
-                      choose_engine(engine, inference), _check_max_candidates(max_candidates),
-                      settings=check_settings(settings))[0]
+    return _plan_node(theta, query, sensitive, epsilon, table_limit(max_table, max_memory),
+                      deadline, choose_engine(engine, inference),
+                      _check_max_candidates(max_candidates), settings=check_settings(settings))[0]
 
 
 def _check_max_candidates(max_candidates: object) -> int:
@@ -102,7 +104,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
                            best.optimal, best.reasons, best.via, best.arithmetic,
                            best.engine, engine)
     return SensitivePlan(
-        node=node, quilt=best.quilt or (), nearby=None if full is None else full.nearby,
+        sensitive=node, quilt=best.quilt or (), nearby=None if full is None else full.nearby,
         remote=None if full is None else full.remote,
         nearby_attributes=best.nearby_attributes if full is None else None,
         influence=best.e, sensitivity=best.delta, scale=best.scale,
@@ -131,7 +133,7 @@ def _trivial_plan(theta: Theta, query: Query, node: str, eps: float,
     scale = quilt_scale(delta, 0.0, eps)
     text = _explain(theta, query, node, None, q, a_n, 0.0, delta, scale, eps, None, None,
                     False, [reason])
-    return SensitivePlan(node=node, quilt=(), nearby=None if q is None else q.nearby,
+    return SensitivePlan(sensitive=node, quilt=(), nearby=None if q is None else q.nearby,
                          remote=None if q is None else q.remote,
                          nearby_attributes=a_n if q is None else None,
                          influence=0.0, sensitivity=delta, scale=scale, quilts_considered=1,

@@ -67,7 +67,7 @@ def _plan_parallel(theta: Theta, query: Query, sens: tuple[str, ...], eps: float
                                                  wall_deadline, engine, max_candidates,
                                                  list_sets, settings)
                             for b in batches):
-            by_node.update((sp.node, sp) for sp in batch)
+            by_node.update((sp.sensitive, sp) for sp in batch)
             if _cancelled(cancel):
                 stopped = True
                 break

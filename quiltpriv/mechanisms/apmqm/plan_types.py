@@ -164,7 +164,7 @@ class Plan:
     >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},
     ...                        {v: (0, 1) for v in theta.nodes})
     >>> plan = qp.plan(theta, query, ["x01", "x04"], epsilon=1.0)
-    >>> plan.epsilon, plan.scale, plan.binding.node
+    >>> plan.epsilon, plan.scale, plan.binding.sensitive
     (1.0, 1.0, 'x04')
     >>> plan["x01"].quilt
     ('x07',)
@@ -211,7 +211,7 @@ class Plan:
             except ValueError:
                 raise KeyError(node) from None
         for sp in self.sensitive:
-            if sp.node == node:
+            if sp.sensitive == node:
                 return sp
         raise KeyError(node)
 
@@ -258,10 +258,10 @@ class Plan:
                    "Delta_{A&N} F = 0 and e(Q|i) <= eps")
         else:
             why = (f"[ZOC22, Alg. 3]: b = max over sensitive i of Delta_{{A&N}} F / (eps - "
-                   f"e(Q|i)), set by {b.node!r}: {_fmt(b.sensitivity)} / ({self.epsilon:g} - "
+                   f"e(Q|i)), set by {b.sensitive!r}: {_fmt(b.sensitivity)} / ({self.epsilon:g} - "
                    f"{_fmt(b.influence)}) = {_fmt(self.scale)}")
         return Calibration("laplace", self.scale, b.sensitivity, why, {
-            "binding": b.node, "binding_influence": b.influence,
+            "binding": b.sensitive, "binding_influence": b.influence,
             "binding_sensitivity": b.sensitivity,
             "sampler_sensitivity": self.sampler_sensitivity})
 
@@ -281,7 +281,7 @@ class Plan:
                     else PLAN_FORMAT_HMM_RUNS if hmm else PLAN_FORMAT_RUNS)
             sensitive: Any = self.sensitive.to_dict()
         elif _listed_names(self.sensitive) <= INLINE_SETS_LIMIT:
-            form, sensitive = PLAN_FORMAT, {sp.node: sp.to_dict() for sp in self.sensitive}
+            form, sensitive = PLAN_FORMAT, {sp.sensitive: sp.to_dict() for sp in self.sensitive}
         else:  # each distinct set once (PLAN_FORMAT_SETS)
             form, (sensitive, sets) = PLAN_FORMAT_SETS, _shared_sets(self.sensitive)
         out: dict[str, Any] = {
@@ -340,14 +340,14 @@ class Plan:
             return "\n".join(lines + _run_lines(self))
         header = ("sensitive", "quilt Q", "nearby N", "remote R", "influence", "Delta_{A&N}",
                   "scale", "quilts", "optimal")
-        rows = [(sp.node, _set(sp.quilt), shown_set(sp.nearby, sp.nearby_attributes),
+        rows = [(sp.sensitive, _set(sp.quilt), shown_set(sp.nearby, sp.nearby_attributes),
                  shown_set(sp.remote, None),
                  fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
                  str(sp.quilts_considered), status_word(sp)) for sp in self.sensitive]
         lines += _table(header, rows)
         lines.append("")
         for sp in self.sensitive:
-            lines.append(f"{sp.node}: {sp.explanation}")
+            lines.append(f"{sp.sensitive}: {sp.explanation}")
         for note in self.notes:
             lines.append(f"note: {note}")
         for warning in self.warnings:
@@ -376,7 +376,7 @@ def sensitive_nodes(plan_: Plan) -> tuple[str, ...]:
     check_instance(plan_, Plan, "plan")
     if isinstance(plan_.sensitive, StepPlans):
         return plan_.sensitive.nodes()
-    return tuple(sp.node for sp in plan_.sensitive)
+    return tuple(sp.sensitive for sp in plan_.sensitive)
 
 
 def _run_lines(p: Plan) -> list[str]:
@@ -393,7 +393,7 @@ def _run_lines(p: Plan) -> list[str]:
     for i, r in enumerate(steps.runs):
         sp = steps[steps.run_head(i)]
         more = "" if r.length == 1 else f" (and likewise each step of {steps.run_label(r)})"
-        lines.append(f"{sp.node}{more}: {sp.explanation}")
+        lines.append(f"{sp.sensitive}{more}: {sp.explanation}")
     for note in p.notes:
         lines.append(f"note: {note}")
     for warning in p.warnings:
@@ -437,7 +437,7 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
     for sp, near in zip(plan_.sensitive, nears, strict=True):
         delta = query.sensitivity(near)
         if delta != sp.sensitivity:
-            return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+            return (f"its sensitivity Delta_{{A&N}} for {sp.sensitive!r} (A & N = "
                     f"{_set(near)}) is {delta:.17g}, the plan used {sp.sensitivity:.17g}")
     if query_fingerprint(query, nears) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
@@ -455,7 +455,7 @@ def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
     bad = np.flatnonzero(deltas != stated)
     if bad.size:
         sp = steps[int(bad[0])]
-        return (f"its sensitivity Delta_{{A&N}} for {sp.node!r} (A & N = "
+        return (f"its sensitivity Delta_{{A&N}} for {sp.sensitive!r} (A & N = "
                 f"{_set(sp.nearby_in(query.attributes))}) is {deltas[bad[0]]:.17g}, the plan "
                 f"used {sp.sensitivity:.17g}")
     if steps.fingerprint(query, deltas, canonical_json) != plan_.query_fingerprint:
@@ -530,7 +530,7 @@ def _shared_sets(plans: Sequence[SensitivePlan]
     for sp in plans:
         d = sp.to_dict(sets=False)
         d["nearby"], d["remote"] = ref(sp.nearby), ref(sp.remote)
-        entries[sp.node] = d
+        entries[sp.sensitive] = d
     return entries, sets
 
 
@@ -587,7 +587,7 @@ def _sensitive(node: Any, s: Any, version: int,
     except ParameterError as exc:
         raise PlanError(f"plan: {exc}") from None
     return SensitivePlan(
-        node=node, quilt=quilt, nearby=nearby, remote=remote,
+        sensitive=node, quilt=quilt, nearby=nearby, remote=remote,
         influence=_number(s["influence"], f"{where}.influence"),
         sensitivity=_number(s["sensitivity"], f"{where}.sensitivity"),
         scale=_number(s["scale"], f"{where}.scale"),

@@ -70,7 +70,7 @@ def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
     for sp in plans:
         if not math.isfinite(sp.scale):
             raise ParameterError(
-                f"the least Laplace scale for {sp.node!r}, Delta_{{A&N}} F / (epsilon - e) = "
+                f"the least Laplace scale for {sp.sensitive!r}, Delta_{{A&N}} F / (epsilon - e) = "
                 f"{_fmt(sp.sensitivity)} / ({eps:g} - {_fmt(sp.influence)}), overflows the "
                 f"float range; raise epsilon or lower the query's sensitivity")
 
@@ -297,14 +297,14 @@ def plan(
     _check_scale_finite(plans, eps)
     for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {seconds or 0:g} s"),
                          (PlanStatus.BUDGET, f"the budget of {max_candidates} candidates")):
-        stopped = [sp.node for sp in plans if sp.status is status]
+        stopped = [sp.sensitive for sp in plans if sp.status is status]
         if stopped:
             notes.append(f"{what} was reached: the search of {_few(stopped)} stopped with the "
                          "best quilt found so far (valid, optimality not proven)")
     scale = max(sp.scale for sp in plans)
     if len(plans) > 1:
         b = max(plans, key=lambda sp: sp.scale)
-        notes.append(f"the overall scale is set by {b.node!r} (max over sensitive attributes)")
+        notes.append(f"the overall scale is set by {b.sensitive!r} (max over sensitive attributes)")
     from quiltpriv.model.provenance import provenance_dict, state_problems
 
     notes.extend(state_problems(theta))
@@ -396,7 +396,7 @@ def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, note
                      "proven)")
     scale = max(r.scale for r in steps.runs)
     if len(steps) > 1:
-        notes.append(f"the overall scale is set by {steps[steps.binding_index()].node!r} (max "
+        notes.append(f"the overall scale is set by {steps[steps.binding_index()].sensitive!r} (max "
                      "over sensitive attributes)")
     notes.extend(state_problems(theta))
     _warn_private_model(theta)
@@ -469,7 +469,7 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
                         member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
         plans.append(SensitivePlan(
             status=PlanStatus.OPTIMAL if optimal else PlanStatus.TIME_LIMIT,
-            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            sensitive=node, quilt=quilt, nearby=None if full is None else full.nearby,
             remote=None if full is None else full.remote,
             nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,
             scale=scale, quilts_considered=int(fq.considered[j]), optimal=optimal,

@@ -10,7 +10,7 @@ from typing import Any
 from quiltpriv.graph.quilts import Quilt, markov_quilt
 from quiltpriv.mechanisms.plan_status import PlanStatus, check_status
 from quiltpriv.model.network import as_theta
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.serialize import JSONResult, jsonable
 from quiltpriv.utils.validation import check_instance
@@ -28,14 +28,16 @@ LIST_SETS_LIMIT = 2**20
 LIST_SETS_MAX_NODES = 2**16
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class SensitivePlan(JSONResult):
     """The chosen quilt for one sensitive attribute and why it was chosen.
 
     Parameters
     ----------
-    node : str
-        The sensitive attribute ``i``.
+    sensitive : str
+        The sensitive attribute ``i`` (``node`` is its deprecated name; the plan file's key
+        stays ``"node"``).
     quilt : tuple of str
         The chosen quilt ``Q`` (network order).
     nearby, remote : tuple of str or None
@@ -82,7 +84,7 @@ class SensitivePlan(JSONResult):
     >>> query = qp.LinearQuery({v: 1 / 12 for v in theta.nodes},  # the mean of the 12 steps
     ...                        {v: (0, 1) for v in theta.nodes})
     >>> chosen = qp.plan(theta, query, "x01", epsilon=1.0).sensitive[0]
-    >>> chosen.node, chosen.quilt, round(chosen.sensitivity, 6)
+    >>> chosen.sensitive, chosen.quilt, round(chosen.sensitivity, 6)
     ('x01', ('x07',), 0.5)
     >>> round(chosen.influence, 6), round(chosen.scale, 6)
     (0.336478, 0.753554)
@@ -90,7 +92,7 @@ class SensitivePlan(JSONResult):
     ('optimal', 'float64')
     """
 
-    node: str
+    sensitive: str
     quilt: tuple[str, ...]
     nearby: tuple[str, ...] | None
     remote: tuple[str, ...] | None
@@ -111,8 +113,11 @@ class SensitivePlan(JSONResult):
         object.__setattr__(self, "status", check_status(self.status, self.optimal))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # pickled before the status was a field: derived as from a plan file of then
+        # pickled before the status was a field: derived as from a plan file of then; and
+        # before node was named sensitive
         state = dict(state)
+        if "node" in state:
+            state.setdefault("sensitive", state.pop("node"))
         state["status"] = check_status(state.get("status", PlanStatus.NOT_RECORDED),
                                        state["optimal"])
         self.__dict__.update(state)
@@ -136,14 +141,16 @@ class SensitivePlan(JSONResult):
         nearby) that is the quilt ``Q = {}`` with its remote set, which needs no more noise.
         """
         if self.nearby is not None and self.remote is not None:
-            return Quilt(self.node, self.quilt, self.nearby, self.remote)
-        return markov_quilt(as_theta(theta), self.node, self.quilt)
+            return Quilt(self.sensitive, self.quilt, self.nearby, self.remote)
+        return markov_quilt(as_theta(theta), self.sensitive, self.quilt)
 
     def to_dict(self, *, sets: bool = True) -> dict[str, Any]:
         """The attribute's entry of a plan's JSON (``sets=False``: ``nearby`` and ``remote``
         left as they are, for a plan that writes each distinct set once)."""
-        # fields read one by one: asdict would copy every listed set name by name
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        # fields read one by one: asdict would copy every listed set name by name; the file's
+        # key for the sensitive attribute stays "node"
+        d = {"node": self.sensitive, **{f.name: getattr(self, f.name) for f in fields(self)
+                                        if f.name != "sensitive"}}
         d["quilt"] = list(self.quilt)
         if sets:
             d["nearby"] = None if self.nearby is None else list(self.nearby)
