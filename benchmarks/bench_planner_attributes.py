@@ -170,7 +170,7 @@ def old_search(theta: Theta, query: Query, node: str, eps: float,
             if delta / eps > best:
                 continue
             try:
-                infl = shared.influence_upper_bound(theta, node, q)
+                infl = shared.influence_upper_bound_until(theta, node, q)
             except InfluenceTooExpensive:
                 continue
             considered += 1
@@ -188,7 +188,7 @@ class InfluenceClock:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._orig = shared.influence_upper_bound
+        self._orig = shared.influence_upper_bound_until
 
     def __enter__(self) -> InfluenceClock:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -198,11 +198,11 @@ class InfluenceClock:
             finally:
                 self.seconds += time.perf_counter() - t0
 
-        shared.influence_upper_bound = timed
+        shared.influence_upper_bound_until = timed
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        shared.influence_upper_bound = self._orig
+        shared.influence_upper_bound_until = self._orig
 
 
 def run_one(theta: Theta, node: str, query: Query, time_limit: float, old_limit: float | None,

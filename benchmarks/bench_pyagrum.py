@@ -267,12 +267,11 @@ def ours(theta: Theta, node: str, quilt: tuple[str, ...], repeat: int,
          budget: float | None = None) -> dict[str, Any]:
     """quiltpriv's answer: time and value, or its refusal (and the time the refusal took).
 
-    ``budget``: seconds per call (``max_influence``'s deadline), as pyAgrum's cap.
+    ``budget``: seconds per call (``max_influence``'s time_limit), as pyAgrum's cap.
     """
     def call() -> float:
         InferenceCache.of(theta).influence.clear()
-        deadline = None if budget is None else time.monotonic() + budget
-        return max_influence(theta, node, quilt, deadline=deadline).value
+        return max_influence(theta, node, quilt, time_limit=budget).value
 
     t0 = time.perf_counter()
     try:

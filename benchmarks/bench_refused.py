@@ -13,7 +13,7 @@ target: no query that pyAgrum answers within 6 GB is refused. For every pgmpy-bu
 - on mildew, queries whose joint has 33,792,000 entries (just above the old fixed limit of
   2^25 = 33,554,432, the size the issue names);
 
-asks quiltpriv each one (``max_influence`` with ``--time-limit`` seconds as its deadline),
+asks quiltpriv each one (``max_influence`` with ``--time-limit`` seconds as its time_limit),
 and asks pyAgrum (a fresh ``LazyPropagation`` per query, one thread, in a worker process
 limited to ``--memory-gb``, killed past ``--cap`` seconds; ``bench_pyagrum.AgrumProcess``)
 every query quiltpriv refused or ran out of time on, and every query whose joint is above
@@ -130,7 +130,7 @@ def ask_quiltpriv(theta: Theta, node: str, q: tuple[str, ...], limit: float) -> 
     InferenceCache.of(theta).influence.clear()
     t0 = time.perf_counter()
     try:
-        value = max_influence(theta, node, q, deadline=time.monotonic() + limit).value
+        value = max_influence(theta, node, q, time_limit=limit).value
     except InfluenceTooExpensive as exc:
         late = "time limit" in str(exc)
         return {"outcome": "late" if late else "refused", "why": str(exc),

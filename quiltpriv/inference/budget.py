@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from quiltpriv.errors import QuiltPrivError
 from quiltpriv.utils.memory import table_limit, too_large
-from quiltpriv.utils.validation import check_scalar
+from quiltpriv.utils.validation import check_positive, check_scalar
 
 if TYPE_CHECKING:
     from quiltpriv.model.network import Theta
@@ -45,6 +45,25 @@ def _late(deadline: float | None, what: str) -> InfluenceTooExpensive:
 def _check_deadline_now(deadline: float | None, what: str) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise _late(deadline, what)
+
+
+def deadline_after(time_limit: object) -> float | None:
+    """The ``time.monotonic()`` deadline ``time_limit`` seconds from now (None: no limit).
+
+    Raises
+    ------
+    ParameterError
+        When ``time_limit`` is not a finite number of seconds > 0.
+
+    Examples
+    --------
+    >>> import time
+    >>> deadline_after(None) is None, deadline_after(60) > time.monotonic() + 59
+    (True, True)
+    """
+    if time_limit is None:
+        return None
+    return time.monotonic() + check_positive(time_limit, "time_limit")
 
 
 def _check_deadline(deadline: object) -> float | None:

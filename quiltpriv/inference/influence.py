@@ -69,6 +69,7 @@ from quiltpriv.inference.budget import (
     _check_deadline_now,
     _check_output_size,
     _late,
+    deadline_after,
 )
 from quiltpriv.inference.cache import InferenceCache
 from quiltpriv.inference.compiled import _KERNEL_LATE, compiled_kernel
@@ -110,6 +111,7 @@ from quiltpriv.inference.result import Influence, fmt_influence
 from quiltpriv.inference.rounding import ROUNDING_MARGIN, _elim_depth, _rounding_bound_k
 from quiltpriv.inference.underflow import SAFE_LOG2_FLOOR, _float_safe_for, subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.deprecation import clock_deadline_keyword, renamed_keywords
 from quiltpriv.utils.memory import table_limit
 
 # The public names of the inference layer's modules that this one gathers (imported from here
@@ -119,7 +121,8 @@ __all__ = [
     "ROUNDING_MARGIN", "SAFE_LOG2_FLOOR", "EngineName", "EngineSettings", "InferenceMethod",
     "Influence", "InfluenceTooExpensive", "check_engine", "check_inference", "choose_engine",
     "compiled_kernel", "elimination_work", "fmt_influence",
-    "influence_upper_bound", "joint_marginal", "max_influence", "subnormals_kept",
+    "influence_upper_bound", "influence_upper_bound_until", "joint_marginal",
+    "max_influence", "max_influence_until", "subnormals_kept",
 ]
 
 
@@ -282,77 +285,17 @@ def _member_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_table: 
     return exact
 
 
-def max_influence(
-    theta: Theta,
-    node: str,
-    quilt: Iterable[str],
-    *,
-    max_table: int | None = None,
-    inference: InferenceMethod = "auto",
-    deadline: float | None = None,
-    max_memory: int | str | None = None,
-    engine: EngineName = "auto",
-    settings: EngineSettings | None = None,
-) -> Influence:
-    """Exact max-influence ``e_Theta(Q | node)`` (Definition 8), rounded upwards.
-
-    Parameters
-    ----------
-    theta : Theta
-        The hyperparameter network(s).
-    node : str
-        The sensitive attribute ``i``.
-    quilt : iterable of str
-        The quilt ``Q`` (must not contain ``node``).
-    max_table : int, optional
-        Largest table (entries) the exact computation may build; by default as many as
-        ``max_memory`` holds, and never more when both are given.
-    inference : {"auto", "junction_tree", "elimination"}
-        The older name of ``engine`` (:func:`joint_marginal`).
-    deadline : float, optional
-        A ``time.monotonic()`` value: a query that needs conditioning on a cutset (seconds of
-        work) stops between two of its eliminations once it has passed.
-    max_memory : int or str, optional
-        The memory budget in bytes or as a size (``"4G"``); default
-        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
-    engine : str
-        Which engine computes the joint of ``(phi_i, phi_Q)`` (:func:`joint_marginal`); all
-        exact. The result's ``engine`` names the one that answered.
-    settings : EngineSettings, optional
-        The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`).
-
-    Returns
-    -------
-    Influence
-        ``value`` is ``+inf`` when a joint state of ``Q`` is possible under one value of
-        ``phi_i`` and impossible under another; ``0`` for ``Q = {}``.
-
-    Raises
-    ------
-    InfluenceTooExpensive
-        When the exact computation would exceed ``max_table``, or ``deadline`` passed during
-        it (callers fall back to a bound or drop the candidate; they never guess). The
-        message names the memory needed and the budget.
-
-    Examples
-    --------
-    The farther the quilt from ``x01`` on the bundled 12-step chain, the less it can move
-    the odds on ``x01``:
-
-    >>> import quiltpriv as qp
-    >>> theta = qp.load_model("chain")
-    >>> [round(qp.max_influence(theta, "x01", [q]).value, 4) for q in ("x02", "x07", "x12")]
-    [2.0794, 0.3365, 0.0588]
-    >>> influence = qp.max_influence(theta, "x01", ["x07"])
-    >>> influence.member, influence.pair
-    (0, ('0.2', '0.5'))
-    >>> qp.max_influence(theta, "x01", []).value  # the empty quilt
-    0.0
-    """
+def max_influence_until(theta: Theta, sensitive: str, quilt: Iterable[str], *,
+                        max_table: int | None = None, inference: InferenceMethod = "auto",
+                        deadline: float | None = None, max_memory: int | str | None = None,
+                        engine: EngineName = "auto",
+                        settings: EngineSettings | None = None) -> Influence:
+    """:func:`max_influence` with the time budget as a ``time.monotonic()`` ``deadline`` (one
+    already past stops at the first check), for callers that hold one for a whole search."""
     max_table = table_limit(max_table, max_memory)
     theta = check_theta(theta)
     run = _resolve(engine, inference, settings, _check_deadline(deadline))
-    node = theta.check_node(node, "sensitive attribute")
+    node = theta.check_node(sensitive, "sensitive attribute")
     q = theta.sort(theta.check_nodes(quilt, "quilt node"))
     if node in q:
         raise ParameterError(f"a quilt of {node!r} cannot contain {node!r} itself")
@@ -395,6 +338,83 @@ def _float_joint(query: JointQuery, run: _Run) -> Answer | None:
         if found is None:  # a term underflowed: exact integers would not fit either
             raise refused from None
         return found
+
+
+@renamed_keywords(node="sensitive")
+@clock_deadline_keyword(max_influence_until)
+def max_influence(
+    theta: Theta,
+    sensitive: str,
+    quilt: Iterable[str],
+    *,
+    max_table: int | None = None,
+    inference: InferenceMethod = "auto",
+    time_limit: float | None = None,
+    max_memory: int | str | None = None,
+    engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
+) -> Influence:
+    """Exact max-influence ``e_Theta(Q | i)`` [ZOC22, Def. 8] of the sensitive attribute
+    ``i``, rounded upwards.
+
+    Parameters
+    ----------
+    theta : Theta
+        The hyperparameter network(s).
+    sensitive : str
+        The sensitive attribute ``i`` (``node`` is its deprecated name).
+    quilt : iterable of str
+        The quilt ``Q`` (must not contain ``sensitive``).
+    max_table : int, optional
+        Largest table (entries) the exact computation may build; by default as many as
+        ``max_memory`` holds, and never more when both are given.
+    inference : {"auto", "junction_tree", "elimination"}
+        The older name of ``engine`` (:func:`joint_marginal`).
+    time_limit : float, optional
+        Seconds from the call: a computation that takes longer (conditioning on a cutset, an
+        elimination the engine can stop) stops between two of its steps once they have
+        passed, with :class:`InfluenceTooExpensive`. ``deadline=`` (a ``time.monotonic()``
+        value) is its deprecated form.
+    max_memory : int or str, optional
+        The memory budget in bytes or as a size (``"4G"``); default
+        :data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory.
+    engine : {"auto", "kernel", "python", "elimination", "junction_tree", "exact"}
+        Which engine computes the joint of ``(phi_i, phi_Q)`` (:func:`joint_marginal`); all
+        exact. The result's ``engine`` names the one that answered.
+    settings : EngineSettings, optional
+        The engines' tuning (:class:`~quiltpriv.inference.engines.base.EngineSettings`).
+
+    Returns
+    -------
+    Influence
+        ``value`` is ``+inf`` when a joint state of ``Q`` is possible under one value of
+        ``phi_i`` and impossible under another; ``0`` for ``Q = {}``.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When the exact computation would exceed ``max_table``, or ``time_limit`` passed during
+        it (callers fall back to a bound or drop the candidate; they never guess). The
+        message names the memory needed and the budget.
+
+    Examples
+    --------
+    The farther the quilt from ``x01`` on the bundled 12-step chain, the less it can move
+    the odds on ``x01``:
+
+    >>> import quiltpriv as qp
+    >>> theta = qp.load_model("chain")
+    >>> [round(qp.max_influence(theta, "x01", [q]).value, 4) for q in ("x02", "x07", "x12")]
+    [2.0794, 0.3365, 0.0588]
+    >>> influence = qp.max_influence(theta, "x01", ["x07"])
+    >>> influence.member, influence.pair
+    (0, ('0.2', '0.5'))
+    >>> qp.max_influence(theta, "x01", []).value  # the empty quilt
+    0.0
+    """
+    return max_influence_until(theta, sensitive, quilt, max_table=max_table, inference=inference,
+                          deadline=deadline_after(time_limit), max_memory=max_memory,
+                          engine=engine, settings=settings)
 
 
 def _member_influence(theta: Theta, node: str, q: tuple[str, ...], m: int, max_table: int,
@@ -480,43 +500,23 @@ def _kernel_influence(query: JointQuery, run: _Run) -> tuple[float, int, int, in
     return None if joint is None else (*_definition8(joint, run), depth, "elimination")
 
 
-def influence_upper_bound(
-    theta: Theta,
-    node: str,
-    quilt: Iterable[str],
-    *,
-    max_table: int | None = None,
-    inference: InferenceMethod = "auto",
-    deadline: float | None = None,
-    max_memory: int | str | None = None,
-    engine: EngineName = "auto",
-    settings: EngineSettings | None = None,
-) -> Influence:
-    """``e_Theta(Q | node)`` exactly if affordable, else a proven upper bound.
-
-    The bound is the data-processing inequality: if ``S`` d-separates ``node``
-    from ``Q - S`` then ``e(Q | node) <= e(S | node)``. ``S`` is the set of neighbours of
-    ``node`` in the moral graph of the ancestral set of ``{node} + Q``; every other node of
-    that graph, ``Q`` included, is separated from ``node`` by it, and separation in that graph
-    implies d-separation. The result's ``bound_via`` names ``S``. ``max_table``,
-    ``inference``, ``deadline``, ``max_memory``, ``engine`` and ``settings`` are those of
-    :func:`max_influence`, for both computations.
-
-    Raises
-    ------
-    InfluenceTooExpensive
-        When neither the exact value nor the bound is affordable, or ``deadline`` passed (the
-        caller must then not use the quilt: never a guess).
-    """
+def influence_upper_bound_until(theta: Theta, sensitive: str, quilt: Iterable[str], *,
+                                max_table: int | None = None, inference: InferenceMethod = "auto",
+                                deadline: float | None = None,
+                                max_memory: int | str | None = None, engine: EngineName = "auto",
+                                settings: EngineSettings | None = None) -> Influence:
+    """:func:`influence_upper_bound` with a ``time.monotonic()`` ``deadline`` (as
+    :func:`max_influence_until`)."""
     from quiltpriv.graph.quilts import moral_ancestral_graph
 
     theta = check_theta(theta)
+    node = theta.check_node(sensitive, "sensitive attribute")
     quilt = theta.check_nodes(quilt, "quilt node")
     options: dict[str, Any] = {"max_table": max_table, "inference": inference,
                                "deadline": deadline, "max_memory": max_memory,
                                "engine": engine, "settings": settings}
     try:
-        return max_influence(theta, node, quilt, **options)
+        return max_influence_until(theta, node, quilt, **options)
     except InfluenceTooExpensive as exc:
         if deadline is not None and time.monotonic() > deadline:
             raise
@@ -526,13 +526,49 @@ def influence_upper_bound(
         if set(sep) >= set(q):
             raise
         try:
-            bound = max_influence(theta, node, sep, **options)
+            bound = max_influence_until(theta, node, sep, **options)
         except InfluenceTooExpensive:
             raise InfluenceTooExpensive(
                 f"{exc}; the data-processing bound via {list(sep)} is too expensive too"
             ) from None
         return Influence(node, q, bound.value, bound.member, bound.pair, bound_via=sep,
                          arithmetic=bound.arithmetic, engine=bound.engine)
+
+
+@renamed_keywords(node="sensitive")
+@clock_deadline_keyword(influence_upper_bound_until)
+def influence_upper_bound(
+    theta: Theta,
+    sensitive: str,
+    quilt: Iterable[str],
+    *,
+    max_table: int | None = None,
+    inference: InferenceMethod = "auto",
+    time_limit: float | None = None,
+    max_memory: int | str | None = None,
+    engine: EngineName = "auto",
+    settings: EngineSettings | None = None,
+) -> Influence:
+    """``e_Theta(Q | i)`` of the sensitive attribute ``i`` exactly if affordable, else a
+    proven upper bound.
+
+    The bound is the data-processing inequality: if ``S`` d-separates ``i`` from ``Q - S``
+    then ``e(Q | i) <= e(S | i)``. ``S`` is the set of neighbours of ``i`` in the moral graph
+    of the ancestral set of ``{i} + Q``; every other node of that graph, ``Q`` included, is
+    separated from ``i`` by it, and separation in that graph implies d-separation. The
+    result's ``bound_via`` names ``S``. ``sensitive`` (``node`` is its deprecated name),
+    ``max_table``, ``inference``, ``time_limit`` (one budget for both computations),
+    ``max_memory``, ``engine`` and ``settings`` are those of :func:`max_influence`.
+
+    Raises
+    ------
+    InfluenceTooExpensive
+        When neither the exact value nor the bound is affordable, or ``time_limit`` passed
+        (the caller must then not use the quilt: never a guess).
+    """
+    return influence_upper_bound_until(theta, sensitive, quilt, max_table=max_table,
+                                  inference=inference, deadline=deadline_after(time_limit),
+                                  max_memory=max_memory, engine=engine, settings=settings)
 
 
 def __getattr__(name: str) -> object:

@@ -7,17 +7,19 @@ from dataclasses import dataclass
 
 from quiltpriv.inference.methods import FLOAT64
 from quiltpriv.inference.rounding import ROUNDING_MARGIN
+from quiltpriv.utils.deprecation import renamed_fields
 from quiltpriv.utils.validation import check_scalar
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class Influence:
     """A max-influence value with the member of Theta and the pair that attain it.
 
     Parameters
     ----------
-    node : str
-        The sensitive attribute ``i``.
+    sensitive : str
+        The sensitive attribute ``i`` (``node`` is its deprecated name).
     quilt : tuple of str
         The quilt ``Q``.
     value : float
@@ -44,7 +46,7 @@ class Influence:
     'exact'
     """
 
-    node: str
+    sensitive: str
     quilt: tuple[str, ...]
     value: float
     member: int | None

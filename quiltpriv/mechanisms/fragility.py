@@ -49,6 +49,7 @@ from quiltpriv.inference.influence import joint_marginal
 from quiltpriv.mechanisms.apmqm import Plan, SensitivePlan
 from quiltpriv.model.network import CPD, Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_fields
 from quiltpriv.utils.format import fmt_number, fmt_set
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_scalar
@@ -89,13 +90,16 @@ class TableChange:
                 "influence": "inf" if math.isinf(self.influence) else self.influence}
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class AttributeFragility(JSONResult):
     """The perturbation test of one sensitive attribute's chosen quilt.
 
     Attributes
     ----------
-    node : str
+    sensitive : str
+        The sensitive attribute ``i`` (``node`` is its deprecated name; the JSON key stays
+        ``"node"``).
     quilt : tuple of str
     influence : float
         ``e(Q|i)`` as the plan states it.
@@ -120,7 +124,7 @@ class AttributeFragility(JSONResult):
         With the query: the scale the plan needs under the witness's model.
     """
 
-    node: str
+    sensitive: str
     quilt: tuple[str, ...]
     influence: float
     sensitivity: float
@@ -139,7 +143,7 @@ class AttributeFragility(JSONResult):
         return self.verdict != "STABLE"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "quilt": list(self.quilt), "influence": self.influence,
+        return {"node": self.sensitive, "quilt": list(self.quilt), "influence": self.influence,
                 "sensitivity": self.sensitivity, "verdict": self.verdict,
                 "fragile": self.fragile,
                 "bound": "inf" if math.isinf(self.bound) else self.bound,
@@ -162,7 +166,7 @@ class Fragility(JSONResult):
 
     @property
     def fragile(self) -> tuple[str, ...]:
-        return tuple(r.node for r in self.rows if r.fragile)
+        return tuple(r.sensitive for r in self.rows if r.fragile)
 
     def to_dict(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "scale": self.scale,
@@ -174,7 +178,7 @@ class Fragility(JSONResult):
                  f"column of one table make a chosen quilt infeasible (e(Q|i) >= eps = "
                  f"{self.epsilon:g})?"]
         for r in self.rows:
-            head = f"  {r.node}: quilt {fmt_set(r.quilt)}, e(Q|i) = {fmt_number(r.influence)}"
+            head = f"  {r.sensitive}: quilt {fmt_set(r.quilt)}, e(Q|i) = {fmt_number(r.influence)}"
             if r.verdict == "STABLE":
                 lines.append(f"{head}: STABLE (at most {fmt_number(r.bound)} after any such "
                              f"change; {r.columns_checked} columns tested)")

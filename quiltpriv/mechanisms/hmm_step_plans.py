@@ -33,6 +33,7 @@ from quiltpriv.mechanisms.step_plans import (
     step_explanation,
 )
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import jsonable
 
 __all__ = ["HMMStepPlans"]
@@ -209,8 +210,10 @@ class HMMStepPlans(StepPlans):
         return tuple((self.observed if o else self.hidden)[t]
                      for o, t in zip(kind.tolist(), self._step.tolist(), strict=True))
 
-    def index(self, node: Any, start: int = 0, stop: int | None = None) -> int:
-        """Plan index of the sensitive node ``node`` (ValueError if it is not one)."""
+    @renamed_keywords(node="sensitive")
+    def index(self, sensitive: Any, start: int = 0, stop: int | None = None) -> int:
+        """Plan index of the sensitive node ``sensitive`` (ValueError if it is not one)."""
+        node = sensitive
         if self._where is None:
             self._where = {v: k for k, v in enumerate(self.nodes())}
         k = self._where.get(node) if isinstance(node, str) else None

@@ -374,7 +374,7 @@ def _check_hmm(theta: Theta, query: Query, sensitive: Any, eps: float,
         lo = None if not math.isfinite(least[j]) else float(least[j])
         reason = _hmm_reason(theta, query, order, sh, j, sp, near_x, float(up[j]), need, lo,
                              eps)
-        rows.append(Row(node=sp.sensitive, ok=reason is None, reason=reason, quilt=sp.quilt,
+        rows.append(Row(sensitive=sp.sensitive, ok=reason is None, reason=reason, quilt=sp.quilt,
                         stated_influence=sp.influence, influence=float(up[j]),
                         stated_sensitivity=sp.sensitivity, sensitivity=delta,
                         stated_scale=sp.scale, scale=need, optimal=sp.optimal,
@@ -438,7 +438,7 @@ def _check_hmm_runs(theta: Theta, query: Query, steps: Any, eps: float,
         else:
             reason = (_scale_reason(r.influence, r.scale, r.optimal, eps, need, lo)
                       or _member_row(theta, steps.node_at(r, 0), r.member, r.pair))
-        rows.append(Row(node=steps.run_label(r), ok=reason is None, reason=reason,
+        rows.append(Row(sensitive=steps.run_label(r), ok=reason is None, reason=reason,
                         quilt=steps.run_quilt_parts(r), stated_influence=r.influence,
                         influence=infl, stated_sensitivity=r.sensitivity,
                         sensitivity=float(first_delta[i]), stated_scale=r.scale, scale=need,

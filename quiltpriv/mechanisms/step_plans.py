@@ -183,8 +183,10 @@ class StepPlans(Sequence[Any]):
             out.extend(self.order[r.first:r.first + r.length])
         return tuple(out)
 
-    def index(self, node: Any, start: int = 0, stop: int | None = None) -> int:
-        """Plan index of the sensitive step ``node`` (ValueError if it is not one)."""
+    @renamed_keywords(node="sensitive")
+    def index(self, sensitive: Any, start: int = 0, stop: int | None = None) -> int:
+        """Plan index of the sensitive step ``sensitive`` (ValueError if it is not one)."""
+        node = sensitive
         if self._where is None:
             where: dict[str, int] = {}
             for r, s in zip(self.runs, self._starts[:-1].tolist(), strict=True):
@@ -392,10 +394,12 @@ def _parse_ranges(x: Any, n_steps: int, where: str) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-@renamed_keywords(eps="epsilon")
-def step_explanation(node: str, quilt: tuple[str, ...], full: Any, near: tuple[str, ...],
+@renamed_keywords(eps="epsilon", node="sensitive")
+def step_explanation(sensitive: str, quilt: tuple[str, ...], full: Any, near: tuple[str, ...],
                      run: StepRun, epsilon: float, n_nodes: int, time_reason: str) -> str:
-    """One paragraph on a step's chain quilt (the planner's wording, [ZOC22, Alg. 3])."""
+    """One paragraph on a step's chain quilt for the sensitive step ``sensitive`` (the
+    planner's wording, [ZOC22, Alg. 3])."""
+    node = sensitive
     from quiltpriv.inference.influence import fmt_influence
     from quiltpriv.utils.format import fmt_set
 

@@ -62,6 +62,7 @@ from quiltpriv.mechanisms.chain_quilts import _groups, chain_order
 from quiltpriv.mechanisms.step_plans import StepPlans, StepRun, window_sensitivities
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.deprecation import renamed_fields
 from quiltpriv.utils.serialize import jsonable
 from quiltpriv.utils.validation import check_epsilon
 
@@ -109,12 +110,14 @@ def _log_bound(terms: float) -> float:
     return 10 * _U * terms
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class Row:
     """One verified unit (a run of chain steps or one node): the fields of
-    :class:`~quiltpriv.mechanisms.verification.AttributeCheck`."""
+    :class:`~quiltpriv.mechanisms.verification.AttributeCheck` (``sensitive`` names the
+    attribute or the run; ``node`` is its deprecated name)."""
 
-    node: str
+    sensitive: str
     ok: bool
     reason: str | None
     quilt: tuple[str, ...]
@@ -441,7 +444,7 @@ def _check_chain(theta: Theta, query: Query, steps: StepPlans, eps: float,
 def _chain_row(steps: StepPlans, r: StepRun, ok: bool, reason: str | None,
                infl: float | None, delta: float | None, need: float | None,
                least: float | None) -> Row:
-    return Row(node=steps.run_label(r), ok=ok, reason=reason, quilt=steps.run_quilt_parts(r),
+    return Row(sensitive=steps.run_label(r), ok=ok, reason=reason, quilt=steps.run_quilt_parts(r),
                stated_influence=r.influence, influence=infl, stated_sensitivity=r.sensitivity,
                sensitivity=delta, stated_scale=r.scale, scale=need, optimal=r.optimal,
                least_scale=least)

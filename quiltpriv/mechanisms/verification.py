@@ -74,7 +74,7 @@ from quiltpriv.queries.query import (
     SumQuery,
     check_query,
 )
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.format import describe_query, fmt_number, fmt_set, text_table
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import JSONResult, jsonable
@@ -149,13 +149,16 @@ def query_from_dict(d: Mapping[str, Any]) -> Query:
 # -- verification --------------------------------------------------------------------------
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class AttributeCheck(JSONResult):
     """The verification of one sensitive attribute of a plan: stated against recomputed.
 
     Attributes
     ----------
-    node : str
+    sensitive : str
+        The sensitive attribute ``i`` (or a run of a chain's steps); ``node`` is its
+        deprecated name, and the JSON key stays ``"node"``.
     ok : bool
     reason : str or None
         The first discrepancy (None when ``ok``).
@@ -180,7 +183,7 @@ class AttributeCheck(JSONResult):
         The least scale the planner's search finds again (only when optimality is claimed).
     """
 
-    node: str
+    sensitive: str
     ok: bool
     reason: str | None
     quilt: tuple[str, ...]
@@ -197,6 +200,7 @@ class AttributeCheck(JSONResult):
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d = {"node": d.pop("sensitive"), **d}  # the JSON key stays "node"
         d["quilt"] = list(self.quilt)
         return {k: ("inf" if isinstance(v, float) and math.isinf(v) else v)
                 for k, v in d.items()}
@@ -256,7 +260,7 @@ class PlanVerification:
             "mechanism": self.plan.mechanism, "epsilon": self.plan.epsilon,
             "scale": self.plan.scale, "optimal": self.plan.optimal,
             "model": self.plan.model_fingerprint, "query": dict(self.query),
-            "sensitive": {c.node: c.to_dict() for c in self.attributes},
+            "sensitive": {c.sensitive: c.to_dict() for c in self.attributes},
             "unverified_fields": ["explanation", "notes", "quilts_considered", "status"],
         }
 
@@ -282,7 +286,7 @@ class PlanVerification:
             for c in self.attributes:
                 infl = "-" if c.influence is None else (
                     fmt_number(c.influence) + ("" if c.influence_exact else " (bound)"))
-                rows.append((c.node, fmt_set(c.quilt), fmt_number(c.stated_influence), infl,
+                rows.append((c.sensitive, fmt_set(c.quilt), fmt_number(c.stated_influence), infl,
                              fmt_number(c.stated_sensitivity), fmt_number(c.stated_scale),
                              "-" if c.scale is None else fmt_number(c.scale),
                              "-" if c.least_scale is None else fmt_number(c.least_scale),
@@ -294,7 +298,7 @@ class PlanVerification:
                 lines.append(f"influences recomputed by the engine(s) {', '.join(engines)}")
             for c in self.attributes:
                 if not c.ok:
-                    lines.append(f"{c.node}: FAILED: {c.reason}")
+                    lines.append(f"{c.sensitive}: FAILED: {c.reason}")
             lines.append("")
         lines.append("explanations, notes, quilts_considered and the reasons optimality is not "
                      "proven (status) are free text, counts or claims about the search: "
@@ -329,7 +333,7 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     """Recompute one attribute's quilt, influence, sensitivity, scale and optimality, as the
     planner computes them for a plan of this size (``context``)."""
     node = sp.sensitive
-    found: dict[str, Any] = {"node": node, "quilt": sp.quilt,
+    found: dict[str, Any] = {"sensitive": node, "quilt": sp.quilt,
                              "stated_influence": sp.influence,
                              "stated_sensitivity": sp.sensitivity, "stated_scale": sp.scale,
                              "optimal": sp.optimal}
@@ -541,7 +545,7 @@ def check_plan(plan: Plan, theta: Any, query: Query, *,
                      for sp in plan.sensitive)
     for c in rows:
         if not c.ok:
-            return verdict("plan", f"sensitive attribute {c.node!r}: {c.reason}", rows)
+            return verdict("plan", f"sensitive attribute {c.sensitive!r}: {c.reason}", rows)
     failure = _summary_mismatch(plan)
     if failure is not None:
         return verdict("plan", failure, rows)

@@ -111,7 +111,7 @@ def influence_html(infl: Influence) -> str:
     """HTML fragment for ``Influence._repr_html_``: the value and what attains it."""
     check_instance(infl, Influence, "infl")
     rows = [("max-influence e(Q | i)", escape(fmt_influence(infl.value))),
-            ("sensitive attribute i", f"<code>{escape(infl.node)}</code>"),
+            ("sensitive attribute i", f"<code>{escape(infl.sensitive)}</code>"),
             ("quilt Q", html_set(infl.quilt))]
     if infl.member is not None:
         rows.append(("attained under member", f"#{escape(infl.member)} of \u0398"))

@@ -30,7 +30,7 @@ from typing import Any
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.query import Query, check_query
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 from quiltpriv.utils.io import check_output_path, write_bytes_atomic
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_path, check_scalar
 
@@ -128,13 +128,15 @@ def noise_curves(theta: Any, query: Query, sensitive: str | Iterable[str],
     return NoiseCurves(tuple(grid), scales, guarantees)
 
 
+@renamed_fields(node="sensitive")
 @dataclass(frozen=True)
 class QuiltTradeoff:
     """Candidate quilts of one sensitive attribute as (influence, sensitivity, scale) points.
 
     Attributes
     ----------
-    node : str
+    sensitive : str
+        The sensitive attribute ``i`` (``node`` is its deprecated name).
     epsilon : float
     candidates : tuple of Candidate
         :func:`quiltpriv.reporting.report.candidate_quilts`, best first; the first is the least
@@ -146,7 +148,7 @@ class QuiltTradeoff:
         :func:`~quiltpriv.reporting.report.candidate_quilts`).
     """
 
-    node: str
+    sensitive: str
     epsilon: float
     candidates: tuple[Any, ...]
     unrated: int
@@ -158,9 +160,10 @@ class QuiltTradeoff:
         return self.candidates[0] if self.candidates else None
 
 
-@renamed_keywords(model="theta")
-def quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float) -> QuiltTradeoff:
-    """The candidate quilts of ``node`` with their influence, sensitivity and scale.
+@renamed_keywords(model="theta", node="sensitive")
+def quilt_tradeoff(theta: Any, query: Query, sensitive: str, epsilon: float) -> QuiltTradeoff:
+    """The candidate quilts of the sensitive attribute ``sensitive`` (``node`` is its deprecated
+    name) with their influence, sensitivity and scale.
 
     Reuses :func:`quiltpriv.reporting.report.candidate_quilts` (the trivial quilt, ``Q = {}``, the
     least-influence quilt of every subset of the query attributes and, on small networks,
@@ -172,7 +175,7 @@ def quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float) -> Quilt
     theta = as_theta(theta)
     check_query(query)
     eps = check_epsilon(epsilon)
-    (node,) = theta.check_sensitive([node])
+    (node,) = theta.check_sensitive([sensitive])
     ranked, truncated = candidate_quilts(theta, query, node, eps)
     rated = tuple(c for c in ranked if c.influence is not None and c.scale is not None)
     return QuiltTradeoff(node, eps, rated, len(ranked) - len(rated), truncated)
@@ -232,11 +235,12 @@ def plot_noise_vs_epsilon(theta: Any, query: Query, sensitive: str | Iterable[st
     return fig
 
 
-@renamed_keywords(model="theta")
-def plot_quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float, *,
+@renamed_keywords(model="theta", node="sensitive")
+def plot_quilt_tradeoff(theta: Any, query: Query, sensitive: str, epsilon: float, *,
                         levels: int = 5,
                         path: str | os.PathLike[str] | None = None) -> Any:
-    """Figure: candidate quilts of ``node`` by influence and sensitivity, with iso-scale curves.
+    """Figure: candidate quilts of ``sensitive`` (``node`` is its deprecated name) by influence
+    and sensitivity, with iso-scale curves.
 
     Each candidate of :func:`quilt_tradeoff` is a point ``(e(Q|i), Delta_{A and N} F)``; the
     dashed lines are ``Delta = b (eps - e)`` ([ZOC22, Alg. 3]'s scale ``Delta / (eps - e) = b``) for
@@ -252,7 +256,7 @@ def plot_quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float, *,
     """
     if isinstance(levels, bool) or not isinstance(levels, int) or not 1 <= levels <= 20:
         raise ParameterError(f"levels must be an integer from 1 to 20, got {levels!r}")
-    t = quilt_tradeoff(theta, query, node, epsilon)
+    t = quilt_tradeoff(theta, query, sensitive, epsilon)
     _, Figure = _matplotlib()
     fig = Figure(figsize=(6.4, 4.6), layout="constrained")
     ax = fig.add_subplot()
@@ -273,7 +277,7 @@ def plot_quilt_tradeoff(theta: Any, query: Query, node: str, epsilon: float, *,
                          f" (b = {best.scale:.4g})")
     ax.set_xlabel("max-influence e(Q | i)")
     ax.set_ylabel("sensitivity \u0394$_{A\u2229N}$ F")
-    ax.set_title(f"candidate quilts of {node}, \u03b5 = {eps:g}", fontsize=10)
+    ax.set_title(f"candidate quilts of {t.sensitive}, \u03b5 = {eps:g}", fontsize=10)
     top = max([*ys, 1e-12])
     ax.set_ylim(0, top * 1.1)
     ax.set_xlim(0, max([*xs, eps]) * 1.05)

@@ -54,6 +54,7 @@ from quiltpriv.reporting.notebook import (
     sensitive_plan_html,
     theta_html,
 )
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import badge as _badge
 from quiltpriv.utils.format import escape as _e
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -229,9 +230,11 @@ class Candidate:
                 "scale": _num(self.scale), "source": self.source, "price": self.price}
 
 
-def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
+@renamed_keywords(node="sensitive")
+def candidate_quilts(theta: Theta, query: Query, sensitive: str, epsilon: float
                      ) -> tuple[list[Candidate], bool]:
-    """Candidate quilts of ``node``, best first (least scale, then least influence).
+    """Candidate quilts of the sensitive attribute ``sensitive`` (``node`` is its deprecated
+    name), best first (least scale, then least influence).
 
     The candidates are the trivial quilt, ``Q = {}``, the least-influence quilt for each
     subset of the query attributes (the planner's exact candidate family) and, on networks of
@@ -241,7 +244,7 @@ def candidate_quilts(theta: Theta, query: Query, node: str, epsilon: float
     """
     theta = check_theta(theta)
     check_query(query)
-    node = theta.check_node(node, "sensitive attribute")
+    node = theta.check_node(sensitive, "sensitive attribute")
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
     found: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Quilt, str]] = {}

@@ -10,19 +10,23 @@ name changed, the old one still works until :data:`quiltpriv._compat.REMOVED_IN`
 - :func:`renamed_keywords` for a function's keyword arguments;
 - :func:`renamed_fields` for a frozen dataclass's fields (the old keyword of its constructor and
   a read-only property of the old name);
-- :func:`reordered_arguments` for a class whose constructor's positional order changed.
+- :func:`reordered_arguments` for a class whose constructor's positional order changed;
+- :func:`clock_deadline_keyword` for a function whose ``deadline=`` (a ``time.monotonic()``
+  value) became ``time_limit=`` (seconds from the call).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from quiltpriv.errors import ParameterError
 
-__all__ = ["deprecated_name", "renamed_fields", "renamed_keywords", "reordered_arguments"]
+__all__ = ["clock_deadline_keyword", "deprecated_name", "renamed_fields", "renamed_keywords",
+           "reordered_arguments"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -107,6 +111,68 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def clock_deadline_keyword(by_deadline: Callable[..., Any]) -> Callable[[F], F]:
+    """Decorator: the function, which takes ``time_limit=`` (seconds), also accepts its old
+    ``deadline=`` (a ``time.monotonic()`` value), with a warning.
+
+    A call with ``deadline=`` goes to ``by_deadline``, which takes the same arguments with
+    ``deadline`` for ``time_limit``: the old meaning is kept exactly (a deadline already past
+    stops at the first check, which no positive ``time_limit`` says). Giving both raises
+    :class:`~quiltpriv.errors.ParameterError`. Put it below :func:`renamed_keywords`, so that
+    old keywords are translated first and every warning names the caller's line.
+
+    Parameters
+    ----------
+    by_deadline : callable
+        The function's form with ``deadline=`` in place of ``time_limit=``.
+
+    Examples
+    --------
+    >>> import time, warnings
+    >>> def wait(seconds, *, deadline=None):
+    ...     return deadline
+    >>> @clock_deadline_keyword(wait)
+    ... def wait_for(seconds, *, time_limit=None):
+    ...     return None if time_limit is None else time.monotonic() + time_limit
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     wait_for(1.0, deadline=123.0)
+    123.0
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    wait_for: 'deadline' (a time.monotonic() value) is deprecated, use 'time_limit' (seconds
+    from the call) (the old name goes in quiltpriv 0.3.0)
+    """
+
+    def decorate(func: F) -> F:
+        where = func.__qualname__
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if "deadline" not in kwargs:
+                return func(*args, **kwargs)
+            if kwargs.pop("time_limit", None) is not None:
+                raise ParameterError(f"{where}: give time_limit= only (deadline= is its "
+                                     "deprecated form)")
+            warnings.warn(f"{where}: 'deadline' (a time.monotonic() value) is deprecated, use "
+                          f"'time_limit' (seconds from the call) (the old name goes in "
+                          f"quiltpriv {_removed_in()})", DeprecationWarning,
+                          stacklevel=_caller_level())
+            return by_deadline(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this module, for a warning issued by the
+    frame that calls this (the user's line, however many of these wrappers lie between)."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def renamed_fields(**renames: str) -> Callable[[C], C]:

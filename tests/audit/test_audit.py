@@ -222,7 +222,8 @@ def test_wasserstein_mechanism_meets_epsilon_on_random_networks():
 
 def test_broken_planners_are_caught(monkeypatch):
     # The planner's influence entry point (exact value, or a proven upper bound).
-    name = next(n for n in ("influence_upper_bound", "max_influence") if hasattr(mech, n))
+    name = next(n for n in ("influence_upper_bound_until", "influence_upper_bound")
+                if hasattr(mech, n))
     real = getattr(mech, name)
 
     def half(*args, **kwargs):

@@ -456,7 +456,7 @@ def test_ctrl_c_while_loading_exits_130(command, tmp_path, records_csv, csv_file
 
 
 def _interrupt_second_influence(monkeypatch):
-    real = shared.influence_upper_bound
+    real = shared.influence_upper_bound_until
     calls = {"n": 0}
 
     def interrupting(*args, **kwargs):
@@ -465,7 +465,7 @@ def _interrupt_second_influence(monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(shared, "influence_upper_bound", interrupting)
+    monkeypatch.setattr(shared, "influence_upper_bound_until", interrupting)
 
 
 def test_ctrl_c_during_a_serial_plan_gives_the_plan_then_exit_130(cli, monkeypatch):

@@ -593,7 +593,7 @@ def test_cancel_stops_the_real_planner_without_injecting_an_exception(client, mo
     monkeypatch.setattr(ctypes.pythonapi, "PyThreadState_SetAsyncExc",
                         lambda *a: injected.append(a) or 1)
     calls, plans = [], []
-    real_influence, real_plan = apmqm_shared.influence_upper_bound, compute.plan
+    real_influence, real_plan = apmqm_shared.influence_upper_bound_until, compute.plan
 
     def slow_influence(*args, **kwargs):
         calls.append(time.monotonic())
@@ -604,7 +604,7 @@ def test_cancel_stops_the_real_planner_without_injecting_an_exception(client, mo
         plans.append(real_plan(*args, **kwargs))
         return plans[-1]
 
-    monkeypatch.setattr(apmqm_shared, "influence_upper_bound", slow_influence)
+    monkeypatch.setattr(apmqm_shared, "influence_upper_bound_until", slow_influence)
     monkeypatch.setattr(compute, "plan", recorded_plan)
     req = _req(["gender", "income", "sat", "height", "weight"], 1.0, kind="linear",
                weights="gender=1,income=1,sat=1,height=1,weight=1",
@@ -625,7 +625,7 @@ def test_cancel_stops_the_real_planner_without_injecting_an_exception(client, mo
     assert injected == []
     assert not hasattr(jobs_module, "ctypes")
     # the same plan without cancelling evaluates many more candidates
-    monkeypatch.setattr(apmqm_shared, "influence_upper_bound", real_influence)
+    monkeypatch.setattr(apmqm_shared, "influence_upper_bound_until", real_influence)
     theta = qp.load_model("student")
     full = qp.plan(theta, qp.LinearQuery({v: 1.0 for v in theta.nodes},
                                          {v: (0, 1) for v in theta.nodes}), theta.nodes, 1.0)

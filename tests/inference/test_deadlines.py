@@ -102,7 +102,18 @@ def test_min_fill_stops_at_its_size_cap_and_at_the_deadline():
 def test_the_python_elimination_sees_the_deadline(monkeypatch):
     theta = ref.lattice(400, 20)
     with pytest.raises(InfluenceTooExpensive, match="time limit"):
-        max_influence(theta, "v5", ["v390"], deadline=time.monotonic() - 1, engine="python")
+        infl.max_influence_until(theta, "v5", ["v390"], deadline=time.monotonic() - 1,
+                            engine="python")
+
+
+def test_max_influence_time_limit_is_seconds_from_the_call():
+    """The public ``time_limit`` (seconds) becomes the deadline the engines see: a budget far
+    shorter than the elimination stops it, naming the time limit; ``time_limit`` is checked."""
+    theta = ref.lattice(400, 20)
+    with pytest.raises(InfluenceTooExpensive, match="time limit"):
+        max_influence(theta, "v5", ["v390"], time_limit=1e-9, engine="python")
+    with pytest.raises(InfluenceTooExpensive, match="time limit"):
+        infl.influence_upper_bound(theta, "v5", ["v390"], time_limit=1e-9, engine="python")
 
 
 @pytest.mark.skipif(not infl.compiled_kernel(), reason="the compiled kernel is not built here")
@@ -119,4 +130,4 @@ def test_the_kernel_returns_late_when_its_budget_has_passed():
     with pytest.raises(ValueError, match="budget"):
         net.price(where, 2**20, 0, math.nan)
     with pytest.raises(InfluenceTooExpensive, match="time limit"):
-        max_influence(theta, "v5", ["v390"], deadline=time.monotonic() - 1)
+        infl.max_influence_until(theta, "v5", ["v390"], deadline=time.monotonic() - 1)

@@ -176,11 +176,11 @@ def test_plans_are_the_same_with_and_without_the_kernel(seed):
     with_kernel = qp.plan(net.to_theta(), query, nodes, 1.0, engine="kernel")
     without = qp.plan(net.to_theta(), query, nodes, 1.0, engine="python")
     for a, b in zip(with_kernel.sensitive, without.sensitive, strict=True):
-        assert a.quilt == b.quilt and a.optimal and b.optimal, (seed, a.node)
+        assert a.quilt == b.quilt and a.optimal and b.optimal, (seed, a.sensitive)
         if math.isinf(a.scale):
             assert math.isinf(b.scale)
         else:
-            assert a.scale == pytest.approx(b.scale, rel=1e-9, abs=1e-12), (seed, a.node)
+            assert a.scale == pytest.approx(b.scale, rel=1e-9, abs=1e-12), (seed, a.sensitive)
 
 
 def test_environment_variable_switches_the_kernel_off():

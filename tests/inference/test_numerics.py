@@ -531,16 +531,17 @@ def test_a_passed_deadline_stops_a_conditioned_query_between_terms(monkeypatch):
     real = cutset._conditioned_term
     monkeypatch.setattr(cutset, "_conditioned_term", lambda *a: ran.append(1) or real(*a))
     with pytest.raises(infl.InfluenceTooExpensive, match="time limit passed"):
-        infl.max_influence(theta, node, quilt, max_table=out, deadline=time.monotonic() - 1)
+        infl.max_influence_until(theta, node, quilt, max_table=out, deadline=time.monotonic() - 1)
     with pytest.raises(infl.InfluenceTooExpensive, match="time limit"):
-        infl.influence_upper_bound(theta, node, quilt, max_table=out,
-                                   deadline=time.monotonic() - 1)
+        infl.influence_upper_bound_until(theta, node, quilt, max_table=out,
+                                    deadline=time.monotonic() - 1)
     assert not ran
-    far = time.monotonic() + 3600
-    assert infl.max_influence(theta, node, quilt, max_table=out, deadline=far).value >= 0
+    assert infl.max_influence(theta, node, quilt, max_table=out, time_limit=3600).value >= 0
     assert ran
     with pytest.raises(qp.ParameterError, match="deadline"):
-        infl.max_influence(theta, node, quilt, deadline="soon")
+        infl.max_influence_until(theta, node, quilt, deadline="soon")
+    with pytest.raises(qp.ParameterError, match="time_limit"):
+        infl.max_influence(theta, node, quilt, time_limit="soon")
 
 
 @pytest.mark.parametrize("seed", fast_sample(range(40), 10))

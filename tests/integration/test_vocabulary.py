@@ -56,9 +56,16 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
         "quiltpriv.mechanisms.subset_privacy.pair_matrix",
         "quiltpriv.utils.validation.", "quiltpriv.gap.learning.sample_"}),
     # A clock reading (time.monotonic()) handed down by a caller that holds the time_limit,
-    # not a budget: allowed in the layers below the public entry points.
+    # not a budget: allowed in the layers below the public entry points (max_influence and
+    # influence_upper_bound are entry points: they take time_limit; their *_until forms take
+    # the planner's deadline).
     "deadline": frozenset({
-        "quiltpriv.inference.", "quiltpriv.mechanisms.chain_quilts.",
+        "quiltpriv.inference.influence.max_influence_until",
+        "quiltpriv.inference.influence.influence_upper_bound_until",
+        "quiltpriv.inference.attribute_joints.attribute_joints",
+        "quiltpriv.inference.engines.base.JointQuery",
+        "quiltpriv.inference.junction_tree.fill_tree_structure",
+        "quiltpriv.inference.orders.greedy_elimination", "quiltpriv.mechanisms.chain_quilts.",
         "quiltpriv.mechanisms.hmm_quilts.", "quiltpriv.mechanisms.step_plans.",
         "quiltpriv.mechanisms.apmqm.node_plan.plan_node"}),
     # threading.Thread.join's own word, which the explorer's Job.join mirrors.
@@ -69,22 +76,9 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
 NOT_YET: dict[str, frozenset[str]] = {
     "quiltpriv.explorer.compute.plan_payload": frozenset({'model'}),
     "quiltpriv.explorer.state.PlanRequest.command": frozenset({'model'}),
-    "quiltpriv.inference.influence.influence_upper_bound": frozenset({'node'}),
-    "quiltpriv.inference.influence.max_influence": frozenset({'node'}),
-    "quiltpriv.inference.result.Influence": frozenset({'node'}),
     "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
-    "quiltpriv.mechanisms.time_series_verification.Row": frozenset({'node'}),
-    "quiltpriv.mechanisms.fragility.AttributeFragility": frozenset({'node'}),
     "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
     "quiltpriv.mechanisms.protocol.ReleaseRecord": frozenset({'model'}),
-    "quiltpriv.mechanisms.step_plans.StepPlans.index": frozenset({'node'}),
-    "quiltpriv.mechanisms.hmm_step_plans.HMMStepPlans.index": frozenset({'node'}),
-    "quiltpriv.mechanisms.step_plans.step_explanation": frozenset({'node'}),
-    "quiltpriv.mechanisms.verification.AttributeCheck": frozenset({'node'}),
-    "quiltpriv.reporting.plots.QuiltTradeoff": frozenset({'node'}),
-    "quiltpriv.reporting.plots.plot_quilt_tradeoff": frozenset({'node'}),
-    "quiltpriv.reporting.plots.quilt_tradeoff": frozenset({'node'}),
-    "quiltpriv.reporting.report.candidate_quilts": frozenset({'node'}),
 }
 
 
@@ -228,6 +222,76 @@ def test_the_old_keywords_of_the_public_api_still_work_with_a_warning() -> None:
         assert quiltpriv.markov_quilt(theta, node="income", quilt=["gender"]) == quilt
     with pytest.warns(DeprecationWarning, match="Quilt: 'node' is deprecated"):
         assert quilt.node == quilt.sensitive == "income"  # type: ignore[attr-defined]
+
+
+def test_max_influence_takes_sensitive_and_time_limit_and_the_old_words_still_work() -> None:
+    import time
+
+    from quiltpriv.inference.influence import influence_upper_bound
+
+    theta = quiltpriv.load_model("chain")
+    new = quiltpriv.max_influence(theta, "x01", ["x07"], time_limit=60)
+    assert new.sensitive == "x01" and new == quiltpriv.max_influence(theta, "x01", ["x07"])
+    with pytest.warns(DeprecationWarning, match="Influence: 'node' is deprecated") as got:
+        assert new.node == "x01"  # type: ignore[attr-defined]
+    assert got[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match="max_influence: 'node' is deprecated"):
+        assert quiltpriv.max_influence(theta, node="x01", quilt=["x07"]) == new
+    # deadline= was a time.monotonic() value; it keeps that meaning (one already past stops at
+    # once, which no time_limit > 0 says), with a warning naming the caller's line
+    with pytest.warns(DeprecationWarning, match=r"max_influence: 'deadline' \(a "
+                      r"time.monotonic\(\) value\) is deprecated, use 'time_limit'") as got:
+        old = quiltpriv.max_influence(theta, "x01", ["x07"], deadline=time.monotonic() + 60)
+    assert old == new and got[0].filename == __file__
+    with pytest.warns(DeprecationWarning) as got:
+        assert quiltpriv.max_influence(theta, node="x01", quilt=["x07"],
+                                       deadline=time.monotonic() + 60) == new
+    assert [w.filename for w in got] == [__file__, __file__]
+    with pytest.warns(DeprecationWarning, match="influence_upper_bound: 'deadline'"):
+        assert influence_upper_bound(theta, "x01", ["x07"], deadline=time.monotonic() + 60) == new
+    with pytest.raises(quiltpriv.ParameterError, match="give time_limit= only"):
+        quiltpriv.max_influence(theta, "x01", ["x07"], time_limit=1, deadline=1.0)
+    for bad in (0, -1, float("nan"), "soon"):
+        with pytest.raises(quiltpriv.ParameterError, match="time_limit"):
+            quiltpriv.max_influence(theta, "x01", ["x07"], time_limit=bad)
+
+
+def test_the_sensitive_attribute_is_sensitive_in_every_result_and_json_keeps_node() -> None:
+    """Verification rows, fragility rows, the quilt trade-off, the candidate quilts and the
+    step plans' index name the sensitive attribute ``sensitive``; the old ``node`` still works
+    with a warning, and the JSON they write keeps its key ``"node"``."""
+    from quiltpriv.mechanisms.fragility import fragility
+    from quiltpriv.mechanisms.verification import check_plan
+    from quiltpriv.reporting.plots import quilt_tradeoff
+    from quiltpriv.reporting.report import candidate_quilts
+
+    theta = quiltpriv.load_model("student")
+    query = quiltpriv.CountQuery(["sat"], records=20, where="sat == 1", domain={"sat": (0, 1)})
+    plan = quiltpriv.plan(theta, query, "income", epsilon=1.0)
+    check = check_plan(plan, theta, query).attributes[0]
+    row = fragility(theta, plan, query, time_limit=60).rows[0]
+    for result, name in ((check, "AttributeCheck"), (row, "AttributeFragility")):
+        assert result.sensitive == "income" and result.to_dict()["node"] == "income"
+        assert "sensitive" not in result.to_dict()
+        with pytest.warns(DeprecationWarning, match=f"{name}: 'node' is deprecated"):
+            assert result.node == "income"  # type: ignore[union-attr]
+    assert check_plan(plan, theta, query).to_dict()["sensitive"]["income"]["node"] == "income"
+    tradeoff = quilt_tradeoff(theta, query, "income", 1.0)
+    assert tradeoff.sensitive == "income"
+    with pytest.warns(DeprecationWarning, match="quilt_tradeoff: 'node' is deprecated"):
+        assert quilt_tradeoff(theta, query, node="income", epsilon=1.0) == tradeoff
+    with pytest.warns(DeprecationWarning, match="candidate_quilts: 'node' is deprecated"):
+        assert candidate_quilts(theta, query, node="income", epsilon=1.0) == candidate_quilts(
+            theta, query, "income", 1.0)
+    from quiltpriv.mechanisms.step_plans import StepPlans
+
+    chain = quiltpriv.markov_chain(70, [[0.9, 0.1], [0.2, 0.8]], [0.3, 0.7])
+    steps = quiltpriv.plan(chain, quiltpriv.LinearQuery({"X5": 1.0}, {"X5": (0, 1)}),
+                           chain.nodes[::2], epsilon=1.0).sensitive
+    assert isinstance(steps, StepPlans)
+    assert steps.index(sensitive=chain.nodes[4]) == 2
+    with pytest.warns(DeprecationWarning, match="StepPlans.index: 'node' is deprecated"):
+        assert steps.index(node=chain.nodes[4]) == 2  # type: ignore[call-arg]
 
 
 def test_query_constructors_take_attributes_then_records_then_bounds_by_keyword() -> None:

@@ -32,7 +32,7 @@ def test_interrupt_keeps_a_valid_plan(monkeypatch):
     theta = qp.load_model("chain")
     q = qp.LinearQuery({"x03": 1.0, "x09": 1.0}, {"x03": (0, 1), "x09": (0, 1)})
     exact = qp.plan(qp.load_model("chain"), q, ["x06", "x01"], 1.0)
-    real = mech.influence_upper_bound
+    real = mech.influence_upper_bound_until
     calls = {"n": 0}
 
     def interrupting(*args, **kwargs):
@@ -41,7 +41,7 @@ def test_interrupt_keeps_a_valid_plan(monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mech, "influence_upper_bound", interrupting)
+    monkeypatch.setattr(mech, "influence_upper_bound_until", interrupting)
     p = qp.plan(theta, q, ["x06", "x01"], 1.0)
     assert not p.optimal and "interrupted" in " ".join(p.notes)
     first, second = p["x06"], p["x01"]
@@ -65,7 +65,7 @@ def test_cancel_stops_the_search_cooperatively(monkeypatch):
     theta = qp.load_model("chain")
     q = qp.LinearQuery({"x03": 1.0, "x09": 1.0}, {"x03": (0, 1), "x09": (0, 1)})
     exact = qp.plan(theta, q, ["x06", "x01"], 1.0)
-    real = mech.influence_upper_bound
+    real = mech.influence_upper_bound_until
     event = threading.Event()
     calls = []
 
@@ -75,7 +75,7 @@ def test_cancel_stops_the_search_cooperatively(monkeypatch):
             event.set()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mech, "influence_upper_bound", cancelling)
+    monkeypatch.setattr(mech, "influence_upper_bound_until", cancelling)
     p = qp.plan(theta, q, ["x06", "x01"], 1.0, cancel=event)
     assert len(calls) == 2  # nothing evaluated once the event was set
     assert qp.mechanisms.apmqm.was_interrupted(p) and not p.optimal
@@ -84,7 +84,7 @@ def test_cancel_stops_the_search_cooperatively(monkeypatch):
     assert second.quilt == () and second.nearby == theta.nodes and not second.optimal
     for sp, ex in ((first, exact["x06"]), (second, exact["x01"])):
         assert sp.scale >= ex.scale  # never less noise than the exact plan
-    monkeypatch.setattr(mech, "influence_upper_bound", real)
+    monkeypatch.setattr(mech, "influence_upper_bound_until", real)
     # an event already set: every attribute keeps the trivial quilt, in O(1) each
     done = threading.Event()
     done.set()

@@ -30,8 +30,8 @@ def test_every_engine_plans_as_exact_integers_do(seed):
     for engine in RUNNABLE:
         p = qp.plan(net.to_theta(), query, sensitive, 2.0, engine=engine)
         for a, b in zip(exact.sensitive, p.sensitive, strict=True):
-            assert a.quilt == b.quilt, (engine, a.node)
-            assert b.scale == pytest.approx(a.scale, rel=1e-9, abs=1e-12), (engine, a.node)
+            assert a.quilt == b.quilt, (engine, a.sensitive)
+            assert b.scale == pytest.approx(a.scale, rel=1e-9, abs=1e-12), (engine, a.sensitive)
             assert b.influence == pytest.approx(a.influence, rel=1e-9, abs=1e-9)
     # the engine that computed a chosen quilt's influence is named in its explanation
     for engine in ("python", "exact", "elimination"):

@@ -81,7 +81,7 @@ def test_each_status_comes_from_a_real_plan_and_survives_the_file(student, monke
            | dict.fromkeys(nodes[1:], PlanStatus.NOT_REACHED), interrupted=True)
     assert INTERRUPTED_NOTE in cancelled.notes
     # Ctrl-C during the first attribute's second influence
-    real = shared_mod.influence_upper_bound
+    real = shared_mod.influence_upper_bound_until
     calls = {"n": 0}
 
     def interrupting(*args, **kwargs):
@@ -90,9 +90,9 @@ def test_each_status_comes_from_a_real_plan_and_survives_the_file(student, monke
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(shared_mod, "influence_upper_bound", interrupting)
+    monkeypatch.setattr(shared_mod, "influence_upper_bound_until", interrupting)
     stopped = qp.plan(qp.load_model("student"), QUERY, nodes, 1.5)
-    monkeypatch.setattr(shared_mod, "influence_upper_bound", real)
+    monkeypatch.setattr(shared_mod, "influence_upper_bound_until", real)
     record(stopped, {nodes[0]: PlanStatus.INTERRUPTED}
            | dict.fromkeys(nodes[1:], PlanStatus.NOT_REACHED), interrupted=True)
     # every status a plan can make was made (NOT_RECORDED only comes from old files)

@@ -92,7 +92,7 @@ def test_scale_edit_1000_to_1_is_refused_everywhere(student, count_plan):
         audit_report(student, query, bad)
     v = qp.check_plan(bad, student, query)
     assert not v.ok and v.kind == "plan" and not v.plan.verified
-    (income,) = [c for c in v.attributes if c.node == "income"]
+    (income,) = [c for c in v.attributes if c.sensitive == "income"]
     assert income.scale == 1000.0 and income.stated_scale == 1.0 and not income.ok
 
 

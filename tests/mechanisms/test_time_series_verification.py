@@ -95,7 +95,7 @@ def test_chain_plans_verify_as_the_general_verifier_says(monkeypatch, seed):
     assert general.ok
     # the general verifier re-plans each step: its least scale is within our lower bound's
     # tolerance above it, and never below it by more than rounding
-    least = {c.node: c.least_scale for c in general.attributes}
+    least = {c.sensitive: c.least_scale for c in general.attributes}
     for r, run in zip(rows, p.sensitive.runs, strict=True):
         for pos in range(run.first, run.first + run.length):
             g = least[theta.nodes[pos]]

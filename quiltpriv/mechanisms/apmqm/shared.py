@@ -26,7 +26,7 @@ from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineName, Engin
 from quiltpriv.inference.influence import (
     Influence,
     elimination_work,
-    influence_upper_bound,
+    influence_upper_bound_until,
 )
 from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.model.network import Theta
@@ -156,9 +156,9 @@ class _Shared:
             joints = self._shared_joints()
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
-        return influence_upper_bound(self.theta, node, quilt, max_table=self.max_table,
-                                     engine=self.engine, deadline=self.deadline,
-                                     settings=self.settings)
+        return influence_upper_bound_until(self.theta, node, quilt, max_table=self.max_table,
+                                      engine=self.engine, deadline=self.deadline,
+                                      settings=self.settings)
 
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:
