@@ -21,6 +21,7 @@ from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.model.network import Theta
 from quiltpriv.reporting.drawing import dag_svg, layered_layout
 from quiltpriv.reporting.report import audit_report, plan_candidates, why_chosen
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import json_number as _num
 from quiltpriv.utils.progress import observe
 from quiltpriv.utils.serialize import jsonable
@@ -46,10 +47,12 @@ def candidate_table(theta: Theta, query: Any, sp: Any, epsilon: float) -> dict[s
     }
 
 
-def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
+@renamed_keywords(model="theta_name")
+def plan_payload(theta: Theta, req: PlanRequest, theta_name: str, progress: Progress,
                  check: Callable[[], None],
                  cancel: threading.Event | None = None) -> dict[str, Any]:
-    """Plan ``req`` on ``theta`` and gather what the page shows.
+    """Plan ``req`` on ``theta`` and gather what the page shows (``theta_name``, the network's
+    name or file for the equivalent command line; ``model`` is its deprecated name).
 
     The plan gets the request's time budget; the candidate tables and the comparison are made
     only while that budget lasts (the page says which were skipped). ``check`` is called
@@ -103,7 +106,7 @@ def plan_payload(theta: Theta, req: PlanRequest, model: str, progress: Progress,
         "optimal": p.optimal, "notes": list(p.notes), "explorer_notes": notes,
         "delta_A": _num(req.query.sensitivity(req.query.attributes)),
         "plan": jsonable(p.to_dict()), "sensitive": sections, "comparison": comparison,
-        "command": req.command(model), "seconds": round(time.monotonic() - start, 3),
+        "command": req.command(theta_name), "seconds": round(time.monotonic() - start, 3),
     }
 
 

@@ -206,9 +206,9 @@ class Explorer:
     def _start_plan(self, body: Any) -> tuple[int, Any]:
         theta = self.state.theta  # immutable: the job plans this version of the model
         req = parse_plan_request(body, theta)
-        model = self.state.spec if theta.fingerprint() == self.state.original else \
+        name = self.state.spec if theta.fingerprint() == self.state.original else \
             "EDITED_MODEL.json"
-        job = self.jobs.start("plan", lambda j: plan_payload(theta, req, model, j.progress,
+        job = self.jobs.start("plan", lambda j: plan_payload(theta, req, name, j.progress,
                                                              j.check, j.cancel_event))
         return 202, {"job": job.id}
 

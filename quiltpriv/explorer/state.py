@@ -33,6 +33,7 @@ from quiltpriv.model.loading import model_dirs, theta_to_dict
 from quiltpriv.model.network import CPD, Theta, theta_from_tables
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.io import check_output_path, write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, check_scalar
 
@@ -130,10 +131,13 @@ class PlanRequest:
     compare: bool
     options: SimpleNamespace
 
-    def command(self, model: str) -> str:
-        """The equivalent ``quiltpriv plan`` command line (for the page to show)."""
+    @renamed_keywords(model="theta_name")
+    def command(self, theta_name: str) -> str:
+        """The equivalent ``quiltpriv plan`` command line (for the page to show), for the
+        network named ``theta_name`` (a bundled name or a file; ``model`` is its deprecated
+        name)."""
         o = self.options
-        words = ["quiltpriv", "plan", model, "--sensitive", ",".join(self.sensitive),
+        words = ["quiltpriv", "plan", theta_name, "--sensitive", ",".join(self.sensitive),
                  "--query", o.query]
         for opt, value in (("--attributes", o.attributes), ("--records", o.records),
                            ("--bounds", o.bounds), ("--weights", o.weights),

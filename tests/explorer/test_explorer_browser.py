@@ -520,7 +520,7 @@ def test_a_cancelled_plan_leaves_the_last_one_marked_stale(explorer, browser, mo
     _wait(d, lambda d: _state(d) == "ready", "the first plan")
     real = server_module.plan_payload
 
-    def endless(theta, req, model, progress, check, cancel):  # waits to be cancelled
+    def endless(theta, req, theta_name, progress, check, cancel):  # waits to be cancelled
         while True:
             progress("planning", 0, 1)
             check()

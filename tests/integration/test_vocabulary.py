@@ -74,8 +74,6 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
 
 #: Public names that still use an old word (name -> old words), to be renamed.
 NOT_YET: dict[str, frozenset[str]] = {
-    "quiltpriv.explorer.compute.plan_payload": frozenset({'model'}),
-    "quiltpriv.explorer.state.PlanRequest.command": frozenset({'model'}),
     "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
     "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
     "quiltpriv.mechanisms.protocol.ReleaseRecord": frozenset({'model'}),
