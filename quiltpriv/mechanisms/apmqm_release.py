@@ -26,7 +26,7 @@ from quiltpriv.mechanisms.verification import verify_plan
 from quiltpriv.model.network import as_theta, model_mismatch
 from quiltpriv.queries.query import Query, check_query, histogram_cells
 from quiltpriv.releases.postprocess import postprocess_for
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
 
 if TYPE_CHECKING:  # pandas is imported by release(), not by planning
     import pandas as pd
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pandas is imported by release(), not by planning
 __all__ = ["Release", "release"]
 
 
+@renamed_fields(model="theta_identity")
 @dataclass(frozen=True, kw_only=True)
 class Release(ReleaseRecord):
     """A released value and its audit record (the plan it used and how noise was drawn).
@@ -64,8 +65,9 @@ class Release(ReleaseRecord):
         The query's definition and the plan's query fingerprint.
     data : mapping or None
         SHA-256, row count and columns of the data the query read (never the data).
-    model : mapping or None
-        ``{"fingerprint", "theta_size", "provenance"}`` of Theta.
+    theta_identity : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` of Theta (``model`` is its deprecated
+        name; the record's JSON key stays ``"model"``).
     command, timestamp, version
         The command line of a command-line release, the UTC time, quiltpriv's version.
     details : mapping or None
@@ -81,7 +83,7 @@ class Release(ReleaseRecord):
     sensitivity : float
         The least positive sensitivity of the plan's sensitive attributes (0 without one).
     provenance
-        Where Theta came from (the record's ``model.provenance``).
+        Where Theta came from (the record's ``theta_identity["provenance"]``).
 
     Examples
     --------
@@ -312,8 +314,8 @@ def release(
             secure=drawn.secure, sampler=drawn.sampler,
             seed=seed if isinstance(seed, int) else None, query=dict(plan_done.query),
             query_fingerprint=plan_done.query_fingerprint, data=data_record,
-            model={"fingerprint": plan_done.model_fingerprint,
-                   "theta_size": plan_done.theta_size, "provenance": provenance},
+            theta_identity={"fingerprint": plan_done.model_fingerprint,
+                            "theta_size": plan_done.theta_size, "provenance": provenance},
             command=None if command is None else tuple(str(c) for c in command),
             timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
             plan=plan_done, cells=histogram_cells(plan_done.query), warnings=said,

@@ -40,6 +40,7 @@ import numpy as np
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.releases import records
+from quiltpriv.utils.deprecation import renamed_fields
 from quiltpriv.utils.rounding import mul_up, sqrt_up
 from quiltpriv.utils.validation import check_instance
 
@@ -201,6 +202,7 @@ class Calibration:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
 
+@renamed_fields(model="theta_identity")
 @dataclass(frozen=True)
 class ReleaseRecord:
     """One release of any mechanism: the value and everything needed to audit it.
@@ -225,9 +227,9 @@ class ReleaseRecord:
         The query's definition (``Query.to_dict()``) and its fingerprint.
     data : mapping or None
         SHA-256, row count and columns of the data the query read (never the data).
-    model : mapping or None
-        ``{"fingerprint", "theta_size", "provenance"}`` of the model, for mechanisms that use
-        one.
+    theta_identity : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` of Theta, for mechanisms that use one
+        (``model`` is its deprecated name; the record's JSON key stays ``"model"``).
     command, timestamp, version
         The command line of a command-line release, the UTC time, quiltpriv's version.
     plan : mapping or None
@@ -256,7 +258,7 @@ class ReleaseRecord:
     query: Mapping[str, Any]
     query_fingerprint: str
     data: Mapping[str, Any] | None
-    model: Mapping[str, Any] | None = None
+    theta_identity: Mapping[str, Any] | None = None
     command: tuple[str, ...] | None = None
     timestamp: str = ""
     version: str = ""
@@ -275,9 +277,10 @@ class ReleaseRecord:
         """The release record (:data:`~quiltpriv.releases.records.RELEASE_FORMAT`)."""
         from quiltpriv.utils.serialize import jsonable
 
-        model = None if self.model is None else {
-            "fingerprint": self.model["fingerprint"], "theta_size": self.model["theta_size"],
-            "provenance": records.provenance_json(self.model.get("provenance"))}
+        ident = self.theta_identity
+        model = None if ident is None else {
+            "fingerprint": ident["fingerprint"], "theta_size": ident["theta_size"],
+            "provenance": records.provenance_json(ident.get("provenance"))}
         record: dict[str, Any] = {
             "format": records.RELEASE_FORMAT,
             "timestamp": self.timestamp,
@@ -336,6 +339,7 @@ class Mechanism(Protocol):
 NO_NOISE = "none: the calibrated scale is 0 (the guarantee holds without noise)"
 
 
+@renamed_fields(model="theta_identity")
 @dataclass(frozen=True)
 class QueryMechanism:
     """A mechanism releasing ``F(X) + noise`` of a :class:`Calibration`: :class:`Mechanism`.
@@ -354,8 +358,9 @@ class QueryMechanism:
         queries only).
     query_fingerprint : str
         :func:`quiltpriv.mechanisms.apmqm.query_fingerprint` of the query.
-    model : mapping or None
-        ``{"fingerprint", "theta_size", "provenance"}`` when the mechanism uses a model.
+    theta_identity : mapping or None
+        ``{"fingerprint", "theta_size", "provenance"}`` when the mechanism uses Theta
+        (``model`` is its deprecated name; the JSON key stays ``"model"``).
     details : mapping or None
         The mechanism's own result as JSON (recorded with each release).
     rows : int or None
@@ -368,7 +373,7 @@ class QueryMechanism:
     guarantee: Guarantee
     calibration: Calibration
     query_fingerprint: str
-    model: Mapping[str, Any] | None = None
+    theta_identity: Mapping[str, Any] | None = None
     details: Mapping[str, Any] | None = None
     rows: int | None = None
 
@@ -392,7 +397,8 @@ class QueryMechanism:
                 "calibration": self.calibration.to_dict(),
                 "query": {"definition": self.query.to_dict(),
                           "fingerprint": self.query_fingerprint},
-                "model": None if self.model is None else jsonable(self.model),
+                "model": (None if self.theta_identity is None
+                          else jsonable(self.theta_identity)),
                 "details": None if self.details is None else jsonable(self.details),
                 "rows": self.rows}
 
@@ -483,18 +489,20 @@ class QueryMechanism:
                 noise_scale_used=drawn.noise_scale_used, granularity=drawn.granularity,
                 secure=drawn.secure, sampler=drawn.sampler,
                 seed=seed if isinstance(seed, int) else None, query=definition,
-                query_fingerprint=self.query_fingerprint, data=data_record, model=self.model,
+                query_fingerprint=self.query_fingerprint, data=data_record,
+                theta_identity=self.theta_identity,
                 command=None if command is None else tuple(str(c) for c in command),
                 timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
                 details=self.details, cells=histogram_cells(definition), warnings=said)
 
+        ident = self.theta_identity
         return release_flow(
             value, data, attributes=self.query.attributes, dataset=dataset,
             query_fingerprint=self.query_fingerprint,
-            model_fingerprint=(self.query_fingerprint if self.model is None
-                               else self.model["fingerprint"]),
+            model_fingerprint=(self.query_fingerprint if ident is None
+                               else ident["fingerprint"]),
             booked=booked, seed=seed, ledger=ledger, budget=budget,
             allow_unproved=allow_unproved, noise=cal.noise, scale=cal.scale,
             sensitivity=cal.sensitivity, guarantee_kind=self.guarantee.kind,
-            provenance=None if self.model is None else self.model.get("provenance"),
+            provenance=None if ident is None else ident.get("provenance"),
             no_noise=NO_NOISE, record=record)

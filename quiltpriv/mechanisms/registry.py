@@ -244,7 +244,7 @@ def network_wasserstein_mechanism(theta: Any, query: Query, sensitive: str | Ite
         "phi_j) (or categorical), read through the query's declared domain",
     ), sens)
     return QueryMechanism("Wasserstein", query, g, cal, query_fingerprint(query, []),
-                          model=_model_record(theta),
+                          theta_identity=_model_record(theta),
                           details={**r.to_dict(), "arithmetic": w.arithmetic})
 
 
@@ -307,7 +307,7 @@ def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | Non
         f"F changes by at most L = {_fmt(lip)} when one entry changes",
     ), tuple(ns.node for ns in p.nodes))
     return QueryMechanism("MQM", query, g, cal, query_fingerprint(query, []),
-                          model=_model_record(theta), details=p.to_dict(), rows=1)
+                          theta_identity=_model_record(theta), details=p.to_dict(), rows=1)
 
 
 # -- wrapped from their own results ------------------------------------------------------------

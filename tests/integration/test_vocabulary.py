@@ -74,9 +74,6 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
 
 #: Public names that still use an old word (name -> old words), to be renamed.
 NOT_YET: dict[str, frozenset[str]] = {
-    "quiltpriv.mechanisms.apmqm_release.Release": frozenset({'model'}),
-    "quiltpriv.mechanisms.protocol.QueryMechanism": frozenset({'model'}),
-    "quiltpriv.mechanisms.protocol.ReleaseRecord": frozenset({'model'}),
 }
 
 
@@ -335,6 +332,9 @@ def test_plan_model_is_model_fingerprint_and_plan_files_keep_their_key(tmp_path)
                               epsilon=1.0) == plan
     d = plan.to_dict()
     assert d["model"] == theta.fingerprint() and "model_fingerprint" not in d
+    # each attribute's entry keeps its key "node" (SensitivePlan.sensitive)
+    assert d["sensitive"]["income"]["node"] == "income" and plan.sensitive[0].sensitive == "income"
+    assert "sensitive" not in d["sensitive"]["income"]
     back = quiltpriv.Plan.from_dict(d)  # a file written before the rename reads the same
     assert back == plan and not back.verified
     state = {**back.__getstate__()}  # a plan pickled before the rename
@@ -360,10 +360,18 @@ def test_one_release_shape_qp_release_returns_a_release_record() -> None:
         assert isinstance(rel, ReleaseRecord) and rel.plan is plan
         assert rel.scale == rel.noise_scale_used >= plan.scale
         assert (rel.guarantee, rel.calibration) == (plan.guarantee, plan.calibration)
-        assert rel.model == {"fingerprint": theta.fingerprint(), "theta_size": len(theta),
-                             "provenance": rel.provenance}
+        assert rel.theta_identity == {"fingerprint": theta.fingerprint(),
+                                      "theta_size": len(theta), "provenance": rel.provenance}
+        with pytest.warns(DeprecationWarning, match="Release: 'model' is deprecated, use "
+                                                    "'theta_identity'"):
+            assert rel.model == rel.theta_identity  # type: ignore[attr-defined]
         record = rel.to_record()
         assert type(record) is ReleaseRecord and record.plan == plan.to_dict()
+        assert record.to_dict()["model"]["fingerprint"] == theta.fingerprint()  # the file's key
+        with pytest.warns(DeprecationWarning, match="ReleaseRecord: 'model' is deprecated"):
+            assert dataclasses.replace(record, theta_identity=None) == ReleaseRecord(
+                **{**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)
+                      if f.name != "theta_identity"}, "model": None})
         assert rel.to_dict() == record.to_dict() and rel.to_dict()["plan"] == plan.to_dict()
         for name in MECHANISMS:
             if MECHANISMS[name].needs_delta or name == "mqm":  # MQM releases one row of data

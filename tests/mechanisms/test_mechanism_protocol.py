@@ -121,7 +121,7 @@ def test_group_dp_calibration_is_n_delta_over_eps(theta):
     assert m.calibration.scale == group_laplace(1.0, N, EPS).scale == N * 1.0 / EPS
     assert m.calibration.sensitivity == N and m.calibration.noise == "laplace"
     assert m.guarantee.kind == "differential privacy (group)" and m.guarantee.delta == 0
-    assert m.model is None
+    assert m.theta_identity is None
     g = _build("group-dp-gaussian", theta)
     assert g.calibration.scale == group_gaussian(1.0, N, EPS, DELTA,
                                                  calibration="analytic").scale
@@ -135,7 +135,7 @@ def test_wasserstein_calibration_is_w_over_eps(theta):
     assert m.calibration.scale == w.scale and m.calibration.sensitivity == w.sensitivity
     assert m.calibration.scale == pytest.approx(w.sensitivity / EPS)
     assert 0 < m.calibration.scale < 20.0  # far below APMQM's trivial quilt here
-    assert m.model["fingerprint"] == theta.fingerprint()
+    assert m.theta_identity["fingerprint"] == theta.fingerprint()
 
 
 def test_mqm_calibration_is_l_times_nearby_over_eps_minus_influence(theta):
