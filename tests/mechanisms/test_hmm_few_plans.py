@@ -67,14 +67,14 @@ def test_few_step_search_equals_the_general_planner(monkeypatch, seed):
     fast = plan(theta, query, theta.nodes, eps)
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
-        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.sensitive, f.quilt, g.quilt)
         assert f.scale >= g.scale * (1 - 1e-12)
         # the chosen quilt's own numbers: its N's sensitivity and an influence not below the
         # exact value (the general calculator's, both rounded upwards)
         part = f.partition(theta)
         assert f.sensitivity == query.sensitivity([v for v in part.nearby
                                                    if v in query.attributes])
-        exact = max_influence(theta, f.node, f.quilt).value if f.quilt else 0.0
+        exact = max_influence(theta, f.sensitive, f.quilt).value if f.quilt else 0.0
         assert exact - 2e-10 * (1 + exact) <= f.influence <= exact + 1e-8 * (1 + exact)
     assert fast.scale == pytest.approx(general.scale, rel=1e-9, abs=0)
 
@@ -92,7 +92,7 @@ def test_longer_series_equal_the_general_planner(monkeypatch, seed):
     assert _few_plans(theta, query, theta.nodes, 1.0, None, False) is not None
     for g, f in zip(general.sensitive, fast.sensitive, strict=True):
         assert f.optimal and g.optimal
-        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.node, f.quilt, g.quilt)
+        assert f.scale == pytest.approx(g.scale, rel=1e-9, abs=0), (f.sensitive, f.quilt, g.quilt)
         assert f.scale >= g.scale * (1 - 1e-12)
 
 
@@ -117,7 +117,7 @@ def test_count_far_from_the_query_is_free():
     query = qp.CountQuery(("X100", "X200", "X300"), 1000)
     got = plan(theta, query, theta.nodes, 1.0)
     assert got.optimal and got.scale == 1000.0
-    by = {sp.node: sp for sp in got.sensitive}
+    by = {sp.sensitive: sp for sp in got.sensitive}
     assert by["X200"].scale == 1000.0 and by["X200"].quilt == ()
     assert by["H1"].scale == 0.0 and by["H1"].quilt == ("X100", "X200", "X300")
     assert by["H1"].influence < 1e-8
@@ -142,8 +142,8 @@ def test_runs_hold_the_same_plans_and_round_trip():
     assert len(runs.sensitive.runs) < len(theta.nodes)
     assert runs.scale == listed.scale == 1000.0 and runs.optimal and listed.optimal
     for a, b in zip(runs.sensitive, listed.sensitive, strict=True):
-        assert (a.node, a.quilt, a.influence, a.sensitivity, a.scale, a.optimal) == (
-            b.node, b.quilt, b.influence, b.sensitivity, b.scale, b.optimal)
+        assert (a.sensitive, a.quilt, a.influence, a.sensitivity, a.scale, a.optimal) == (
+            b.sensitive, b.quilt, b.influence, b.sensitivity, b.scale, b.optimal)
         assert a.nearby_attributes == tuple(v for v in query.attributes if v not in a.quilt)
     text = runs.to_json()
     assert '"format": "quiltpriv-plan/hmm-few-runs-1"' in text

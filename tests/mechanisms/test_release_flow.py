@@ -41,8 +41,8 @@ def test_apmqm_and_the_query_mechanism_release_one_record(kind, seed):
     generic = QueryMechanism(
         name=plan.mechanism, query=query, guarantee=plan.guarantee,
         calibration=plan.calibration, query_fingerprint=plan.query_fingerprint,
-        model={"fingerprint": plan.model_fingerprint, "theta_size": plan.theta_size,
-               "provenance": getattr(theta, "provenance", None)})
+        theta_identity={"fingerprint": plan.model_fingerprint, "theta_size": plan.theta_size,
+                        "provenance": getattr(theta, "provenance", None)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded noise; the same data released three times
         a = qp.release(plan, query, data, seed=seed).to_dict()

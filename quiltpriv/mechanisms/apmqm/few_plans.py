@@ -80,7 +80,7 @@ def _few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: fl
                         member, pair, optimal, [] if optimal else [TIME_LIMIT_REASON])
         plans.append(SensitivePlan(
             status=PlanStatus.OPTIMAL if optimal else PlanStatus.TIME_LIMIT,
-            node=node, quilt=quilt, nearby=None if full is None else full.nearby,
+            sensitive=node, quilt=quilt, nearby=None if full is None else full.nearby,
             remote=None if full is None else full.remote,
             nearby_attributes=near if full is None else None, influence=e, sensitivity=delta,
             scale=scale, quilts_considered=int(fq.considered[j]), optimal=optimal,
