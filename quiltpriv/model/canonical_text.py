@@ -23,6 +23,7 @@ from operator import attrgetter, methodcaller
 from typing import Any
 
 from quiltpriv.errors import ModelError
+from quiltpriv.utils.serialize import canonical_json
 
 __all__ = ["canonical_text"]
 
@@ -32,9 +33,7 @@ _parents_of = attrgetter("parents")
 _layout_of = attrgetter("shape", "dtype")
 
 
-def _dumps(x: Any) -> str:
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                      allow_nan=False)
+_dumps = canonical_json
 
 
 def _texts(keys: Sequence[Any], cache: dict[Any, str], make: Callable[[int], str]) -> list[str]:

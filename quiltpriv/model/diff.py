@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.model.network import CPD, Theta, _align, check_theta
+from quiltpriv.utils.serialize import canonical_json
 
 __all__ = ["ModelDiff", "TableDiff", "model_diff"]
 
@@ -130,7 +131,7 @@ def _members_sorted(theta: Theta, nodes: list[str], order: Mapping[str, tuple[st
                     ) -> list[dict[str, CPD]]:
     """The members' tables of ``nodes`` with parent axes in ``order``, in canonical order."""
     aligned = [{v: _align(m[v], order[v]) for v in nodes} for m in theta.members]
-    keys = [json.dumps({v: (c.table + 0.0).tolist() for v, c in m.items()}, sort_keys=True)
+    keys = [canonical_json({v: (c.table + 0.0).tolist() for v, c in m.items()})
             for m in aligned]
     return [aligned[k] for k in sorted(range(len(aligned)), key=keys.__getitem__)]
 

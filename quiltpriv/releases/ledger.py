@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import sqlite3
 import tempfile
@@ -53,7 +52,7 @@ from quiltpriv.releases.composition import (
 )
 from quiltpriv.releases.records import READABLE_FORMATS
 from quiltpriv.utils.format import fmt_number
-from quiltpriv.utils.serialize import load_json
+from quiltpriv.utils.serialize import canonical_json, load_json
 
 __all__ = [
     "GENESIS",
@@ -125,9 +124,7 @@ class LedgerHead:
                 f"hash chain intact, head {self.hash}")
 
 
-def _canonical(x: Any) -> str:
-    return json.dumps(x, sort_keys=True, separators=(",", ":"), allow_nan=False,
-                      ensure_ascii=True)
+_canonical = canonical_json
 
 
 def _sha(text: str) -> str:

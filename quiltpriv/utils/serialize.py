@@ -21,14 +21,50 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from quiltpriv.errors import QuiltPrivError
+from quiltpriv.errors import ParameterError, QuiltPrivError
 
-__all__ = ["MAX_JSON_INT_DIGITS", "JSONResult", "jsonable", "load_json"]
+__all__ = ["MAX_JSON_INT_DIGITS", "JSONResult", "canonical_json", "jsonable", "load_json"]
 
 #: The longest integer any JSON the package reads may spell. Python refuses to convert a
 #: decimal string of more than 4300 digits to an int (``sys.get_int_max_str_digits``) with a
 #: bare ``ValueError``; no number quiltpriv stores comes anywhere near this.
 MAX_JSON_INT_DIGITS = 4300
+
+
+def canonical_json(x: Any) -> str:
+    """The one canonical JSON text the package hashes (fingerprints, the ledger's chain).
+
+    Sorted keys, no spaces, ASCII only (other characters escaped), and finite numbers only: two
+    equal documents give the same characters, and NaN or infinity, which JSON cannot spell,
+    is refused instead of written as a non-standard token. ``x`` must hold plain JSON values
+    already (use :func:`jsonable` first for result objects).
+
+    Parameters
+    ----------
+    x : JSON value
+        Dicts with string keys, lists, tuples, strings, finite numbers, booleans and None.
+
+    Returns
+    -------
+    str
+        The canonical text (ASCII).
+
+    Raises
+    ------
+    ParameterError
+        ``x`` holds a value JSON cannot spell: NaN, an infinity, or an object of another
+        type (a ``ValueError``, as every error of the package).
+
+    Examples
+    --------
+    >>> canonical_json({"b": [1, 2.5], "a": None})
+    '{"a":null,"b":[1,2.5]}'
+    """
+    try:
+        return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                          allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as err:
+        raise ParameterError(f"canonical JSON: {err}") from None
 
 
 def load_json(text: str | bytes | bytearray, what: str, *,

@@ -91,3 +91,28 @@ def test_the_query_check_names_what_it_got():
                                          r"SumQuery, \.\.\. from quiltpriv\.queries\.query\), "
                                          r"got dict$"):
         check_query({"attributes": ["a"]})
+
+
+def test_one_canonical_json():
+    # Fingerprints (the model's, the query's) and the ledger's hash chain hash canonical JSON
+    # text; it was written by three json.dumps calls with the same keywords (and model_diff
+    # sorted members by a fourth). Now one function:
+    # no other module of the package calls json.dumps with sort_keys=True.
+    import pytest
+
+    from quiltpriv.errors import ParameterError
+    from quiltpriv.utils.serialize import canonical_json
+
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "dumps"
+                    and any(k.arg == "sort_keys" for k in node.keywords)):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert [o.split(":")[0] for o in offenders] == ["quiltpriv/utils/serialize.py"], offenders
+    assert canonical_json({"b": [1, 2.5, (3, "é")], "a": None}) == \
+        '{"a":null,"b":[1,2.5,[3,"\\u00e9"]]}'
+    for bad in (float("nan"), float("inf"), {1: object()}, {"x": object()}):
+        with pytest.raises(ParameterError):
+            canonical_json(bad)

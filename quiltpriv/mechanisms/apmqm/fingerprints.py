@@ -7,7 +7,6 @@ of every sensitivity the plan used, written as :func:`canonical_json`.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping
 from itertools import repeat
@@ -17,6 +16,7 @@ import numpy as np
 
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.serialize import canonical_json as _canonical_json
 
 _QUERY_FINGERPRINT_FORMAT = "quiltpriv-query-fingerprint/1"
 
@@ -47,8 +47,7 @@ def _plain(x: Any, where: str) -> Any:
 
 def canonical_json(x: Any) -> str:
     """One canonical JSON text of ``x``: sorted keys, no spaces, finite numbers only."""
-    return json.dumps(_plain(x, "canonical JSON"), sort_keys=True, separators=(",", ":"),
-                      allow_nan=False, ensure_ascii=True)
+    return _canonical_json(_plain(x, "canonical JSON"))
 
 
 def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str:
@@ -84,13 +83,12 @@ def query_fingerprint(query: Query, column_sets: Iterable[Iterable[str]]) -> str
     table = [[list(b), float(query.sensitivity(b))]
              for b in sorted(sets, key=lambda b: (len(b), tuple(map(pos.__getitem__, b))))]
     # canonical_json of {"format", "query", "sensitivities"} (keys in that, sorted, order),
-    # with the table, plain strings and floats by construction, written by json directly (a
-    # plan of every step of a long series has as many sets as steps)
+    # with the table, plain strings and floats by construction, written without _plain's walk
+    # (a plan of every step of a long series has as many sets as steps)
     try:
-        table_text = json.dumps(table, separators=(",", ":"), allow_nan=False,
-                                ensure_ascii=True)
+        table_text = _canonical_json(table)
     except ValueError:
         raise QueryError("query fingerprint: a sensitivity is not a finite number") from None
-    text = (f'{{"format":{json.dumps(_QUERY_FINGERPRINT_FORMAT)},"query":'
+    text = (f'{{"format":{_canonical_json(_QUERY_FINGERPRINT_FORMAT)},"query":'
             f'{canonical_json(query.to_dict())},"sensitivities":{table_text}}}')
     return hashlib.sha256(text.encode("ascii")).hexdigest()
