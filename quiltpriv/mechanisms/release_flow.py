@@ -14,9 +14,7 @@ gives the same record).
 
 from __future__ import annotations
 
-import os
 import random
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -24,8 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     import pandas as pd
 
 __all__ = ["Drawn", "release_flow"]
@@ -75,21 +71,6 @@ class Drawn:
     granularity: float
     sampler: str
     secure: bool
-
-
-def _callers_stacklevel() -> int:
-    """The ``stacklevel`` that a function called by :func:`release_flow` gives
-    :func:`warnings.warn` to name the first line outside this package: the user's call of the
-    public release function, however many of the package's frames (a deprecation wrapper, a
-    registry adapter) stand between."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    # release_flow's frame is level 2 as warnings.warn counts it from a function it calls.
-    frame: FrameType | None = sys._getframe(1)
-    level = 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def release_flow(
@@ -155,10 +136,12 @@ def release_flow(
     from quiltpriv.mechanisms import noise as noise_mod
     from quiltpriv.releases import ledger as ledger_mod
     from quiltpriv.releases import records
+    from quiltpriv.utils.stack import user_stacklevel
 
     data_record = records.query_data(data, attributes, dataset=dataset)
     fingerprints = (data_record["sha256"], query_fingerprint, model_fingerprint)
-    stacklevel = _callers_stacklevel()  # every warning names the caller's line
+    # every warning (issued by the functions called below) names the user's line
+    stacklevel = user_stacklevel(extra=1)
     ledger_mod.warn_repeats(booked, fingerprints, stacklevel=stacklevel)
     vec = np.atleast_1d(np.asarray(value, dtype=float))
     said = tuple(records.release_warnings(

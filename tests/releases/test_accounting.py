@@ -261,11 +261,14 @@ def test_a_theta_learned_from_the_released_data_warns(tmp_path, capsys):
     q = qp.CountQuery(["b"], len(private), where="b > 0.5")
     theta = qp.learn_theta(private, {"a": "share", "b": "share"}, quantiles=2)
     assert theta.provenance["data_public"] is False
-    with pytest.warns(PrivateModelWarning, match="data not declared public"):
+    with pytest.warns(PrivateModelWarning, match="data not declared public") as caught:
         p = qp.plan(theta, q, "a", 1.0)
+    # the user's line, not plan's deprecated-keyword wrapper in quiltpriv/utils/deprecation.py
+    assert {w.filename for w in caught if w.category is PrivateModelWarning} == {__file__}
     assert any("learned from data not declared public" in w for w in p.warnings)
-    with pytest.warns(PrivateModelWarning, match="the very data being released"):
+    with pytest.warns(PrivateModelWarning, match="the very data being released") as caught:
         r = qp.release(p, q, private)
+    assert {w.filename for w in caught if w.category is PrivateModelWarning} == {__file__}
     assert any("the very data being released" in w for w in r.to_dict()["warnings"])
     # declared public (learned on earlier data): no warning, unless released on those data
     public = qp.learn_theta(_populations(seed=1), {"a": "share", "b": "share"}, quantiles=2,

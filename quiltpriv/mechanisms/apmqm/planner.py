@@ -370,10 +370,11 @@ def _warn_private_model(theta: Theta) -> None:
 
     from quiltpriv.errors import PrivateModelWarning
     from quiltpriv.releases.records import learned_from
+    from quiltpriv.utils.stack import user_stacklevel
 
     why = learned_from(theta.provenance)
-    if why is not None:
-        warnings.warn(why, PrivateModelWarning, stacklevel=3)
+    if why is not None:  # names the user's line, past plan's deprecated-keyword wrapper
+        warnings.warn(why, PrivateModelWarning, stacklevel=user_stacklevel())
 
 
 def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, notes: list[str],
