@@ -140,14 +140,34 @@ def _time_series(path: Path) -> list[tuple[str, str, str]]:
     return out
 
 
+def _pyagrum_per_network(path: Path) -> list[str]:
+    """The worst ratio of every network of the pyAgrum run (the issue's per-network figure)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+
+    def x(v: float) -> str:
+        return f"{float(f'{v:.3g}'):g}x"
+
+    lines = ["", f"Against pyAgrum, per network (`{path.name}`; ratio = pyAgrum's fastest engine's "
+             "time / quiltpriv's, above 1 when quiltpriv is faster):", "",
+             "| network | queries both answer | median | worst (wall) | worst (cpu) | slower |",
+             "|---|---|---|---|---|---|"]
+    for r in data["results"]:
+        cpu = x(r["ratio_worst_cpu"]) if "ratio_worst_cpu" in r else "-"
+        lines.append(f"| {r['network']} | {r['answered_by_both']} of {r['queries']} | "
+                     f"{x(r['ratio_median'])} | {x(r['ratio_worst'])} | {cpu} | "
+                     f"{r['slower_than_pyagrum']} |")
+    return lines
+
+
 def table(results: Path = RESULTS) -> str:
-    """The Markdown table (without the markers)."""
+    """The Markdown table (without the markers), then the pyAgrum run's per-network table."""
     rows = (_startup(latest("startup", results)) + _compare(latest("compare-records", results))
             + _linear(latest("linear", results)) + _pyagrum(latest("pyagrum", results))
             + _time_series(latest("time-series-idle", results)))
     lines = ["| what (whole command unless said) | measured | results file |", "|---|---|---|"]
     lines += [f"| {what} | {figure} | `{source.split(' ')[0]}` {source.split(' ', 1)[1]} |"
               for what, figure, source in rows]
+    lines += _pyagrum_per_network(latest("pyagrum", results))
     return "\n".join(lines)
 
 

@@ -46,6 +46,11 @@ def test_the_figures_are_the_results_files_own(gen):
     pyagrum = json.loads(gen.latest("pyagrum").read_text(encoding="utf-8"))
     both = sum(r["answered_by_both"] for r in pyagrum["results"])
     assert f"{both:,} queries both answer" in gen.table()
+    for r in pyagrum["results"]:  # the worst ratio of every network, from the file
+        row = next(line for line in gen.table().splitlines()
+                   if line.startswith(f"| {r['network']} |"))
+        worst = float(f"{r['ratio_worst']:.3g}")
+        assert f"| {worst:g}x |" in row, row
 
 
 def test_the_test_suite_figures_are_the_results_files_own(gen):
