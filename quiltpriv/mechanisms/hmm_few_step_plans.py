@@ -222,16 +222,7 @@ class FewStepPlans(HMMStepPlans):
             if not isinstance(x, list) or len(x) != len(_FIELDS):
                 raise pf._fail(where, f"a list of {len(_FIELDS)} fields ({', '.join(_FIELDS)})",
                                x)
-            member = x[9]
-            if member is not None:
-                member = pf._text(member, f"{where}.member")
-            pair = x[10]
-            if pair is not None:
-                if (not isinstance(pair, list) or len(pair) != 2
-                        or not all(isinstance(v, str | int | float)
-                                   and not isinstance(v, bool) for v in pair)):
-                    raise pf._fail(f"{where}.pair", "null or a list of two values", pair)
-                pair = (pair[0], pair[1])
+            member, pair = pf._member_pair(x[9], x[10], where)
             runs.append(FewRun(
                 pf._int(x[0], f"{where}.first", 0), pf._int(x[1], f"{where}.length", 1),
                 pf._bool(x[2], f"{where}.observed"), pf._int(x[3], f"{where}.mask", 0),

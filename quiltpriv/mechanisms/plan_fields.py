@@ -50,6 +50,21 @@ def _text(x: Any, where: str) -> str:
     return x
 
 
+def _member_pair(member: Any, pair: Any, where: str
+                 ) -> tuple[str | None, tuple[Any, Any] | None]:
+    """A run's attaining member (null or a string) and state pair (null or two numbers or
+    strings), as every run format of a plan writes them."""
+    if member is not None:
+        member = _text(member, f"{where}.member")
+    if pair is not None:
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(v, str | int | float)
+                           and not isinstance(v, bool) for v in pair)):
+            raise _fail(f"{where}.pair", "null or a list of two values", pair)
+        pair = (pair[0], pair[1])
+    return member, pair
+
+
 def _digest(x: Any, where: str) -> str:
     if not (isinstance(x, str) and len(x) == 64
             and all(c in "0123456789abcdef" for c in x)):

@@ -337,16 +337,7 @@ class StepPlans(Sequence[Any]):
             b = pf._int(x[3], f"{where}.b", 0)
             if a > first or (b and first + length - 1 + b >= n_steps):
                 raise PlanError(f"plan: {where}: a quilt node lies outside the chain")
-            member = x[9]
-            if member is not None:
-                member = pf._text(member, f"{where}.member")
-            pair = x[10]
-            if pair is not None:
-                if (not isinstance(pair, list) or len(pair) != 2
-                        or not all(isinstance(v, str | int | float)
-                                   and not isinstance(v, bool) for v in pair)):
-                    raise pf._fail(f"{where}.pair", "null or a list of two values", pair)
-                pair = (pair[0], pair[1])
+            member, pair = pf._member_pair(x[9], x[10], where)
             runs.append(StepRun(
                 first, length, a, b, pf._number(x[4], f"{where}.influence"),
                 pf._number(x[5], f"{where}.sensitivity"), pf._number(x[6], f"{where}.scale"),
