@@ -50,6 +50,7 @@ from bench_core import (  # noqa: E402
     machine_facts,
     write_results,
 )
+from measure import PEAK_RSS_SOURCE  # noqa: E402
 
 from quiltpriv.audit.exact import audit  # noqa: E402
 from quiltpriv.mechanisms.network_wasserstein import network_wasserstein  # noqa: E402
@@ -67,12 +68,12 @@ TARGET_SECONDS = 10.0
 TARGET_RECORDS = 10**6
 
 # Runs the CLI in a fresh interpreter and reports its own peak RSS (kB) on stderr.
-_RUNNER = ("import resource, sys\n"
-           "from quiltpriv.cli import main\n"
-           "rc = main(sys.argv[1:])\n"
-           "sys.stderr.write('\\nBENCH_RSS_KB %d\\n' % "
-           "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-           "sys.exit(rc)\n")
+_RUNNER = PEAK_RSS_SOURCE + ("import sys\n"
+                             "from quiltpriv.cli import main\n"
+                             "rc = main(sys.argv[1:])\n"
+                             "sys.stderr.write('\\nBENCH_RSS_KB %d\\n' % "
+                             "round(peak_rss_mb() * 1024))\n"
+                             "sys.exit(rc)\n")
 
 
 def _query_args(name: str, n: int) -> list[str]:

@@ -43,7 +43,6 @@ import math
 import os
 import platform
 import pstats
-import resource
 import statistics
 import subprocess
 import sys
@@ -55,8 +54,12 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 if str(HERE.parent) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(HERE.parent))
+
+from measure import peak_rss_mb  # noqa: E402
 
 from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import (  # noqa: E402
@@ -296,7 +299,7 @@ def bench_network(name: str, *, quick: bool = False, seed: int = 2024, repeat: i
         "repeat": repeat,
         "quick": quick,
         "seed": seed,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     if prof_text is not None:
         out["profile_plan_all"] = prof_text

@@ -31,8 +31,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from bench_core import code_version, machine_facts  # noqa: E402
+from measure import PEAK_RSS_SOURCE  # noqa: E402
 
-_READ = r"""
+_READ = PEAK_RSS_SOURCE + r"""
 import json, resource, sys, time
 from pathlib import Path
 w, c = time.perf_counter(), time.process_time()
@@ -44,7 +45,7 @@ else:  # an old reader with a fixed size cap, called past it
     theta = loading._theta_from_json(path.read_text(encoding="utf-8"), path,
                                      loading.CPD_SUM_TOLERANCE)
 wall, cpu = time.perf_counter() - w, time.process_time() - c
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = peak_rss_mb()
 import gc
 text = path.read_text(encoding="utf-8")
 gc.disable()  # as the reader does: a collection per million containers would dominate

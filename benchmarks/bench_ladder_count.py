@@ -12,7 +12,8 @@ Each size runs in fresh processes, timed whole:
   ``qp.theta_to_dict``, not timed): ``python -m quiltpriv plan MODEL.json.gz --sensitive all
   --epsilon 1 --query count --records 1000 --attributes X..,X..,X.. --time-limit 3600 --json
   -o plan.json``,
-  timed from outside (``os.wait4``: wall, CPU, peak RSS) with the plan file's size.
+  timed from outside (``os.wait4`` through ``measure.run_measured``: wall, CPU, peak RSS) with
+  the plan file's size.
 
 ``--profile T`` adds the top of a cProfile (by own time, CPU clock) of the ``cli`` process at
 that size (reading the model included). The machine is shared: compare CPU times.
@@ -38,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_core import code_version, machine_facts  # noqa: E402
+from measure import PEAK_RSS_SOURCE, run_measured  # noqa: E402
 
 BUILD = r"""
 def build(model, T):
@@ -51,7 +53,7 @@ def attributes(T):
     return tuple(f"X{int(T * f)}" for f in (0.25, 0.5, 0.75))
 """
 
-WORKER = BUILD + r"""
+WORKER = PEAK_RSS_SOURCE + BUILD + r"""
 import json, resource, sys, time
 import quiltpriv as qp
 model, T = sys.argv[1], int(sys.argv[2])
@@ -65,11 +67,10 @@ plan_s = time.process_time() - c
 c = time.process_time()
 text = p.to_json()
 json_s = time.process_time() - c
-ru = resource.getrusage(resource.RUSAGE_SELF)
 runs = getattr(p.sensitive, "runs", None)
 print(json.dumps({"nodes": len(theta.nodes), "build_cpu_s": build_s, "plan_cpu_s": plan_s,
                   "json_cpu_s": json_s, "json_mb": len(text) / 1e6,
-                  "rss_mb": ru.ru_maxrss / 1024, "scale": p.scale, "optimal": bool(p.optimal),
+                  "rss_mb": peak_rss_mb(), "scale": p.scale, "optimal": bool(p.optimal),
                   "format": json.loads(text)["format"], "runs": None if runs is None
                   else len(runs)}))
 """
@@ -179,7 +180,7 @@ def main() -> None:
 
 def run_cli_measured(model: str, t: int, profile: bool) -> dict[str, Any]:
     """Write the model (not timed), then run the command in its own process and read its
-    CPU time and peak RSS from ``os.wait4``."""
+    CPU time and peak RSS from ``os.wait4`` through the small launcher of ``measure.py``."""
     row: dict[str, Any] = {"model": model, "T": t, "mode": "cli"}
     with tempfile.TemporaryDirectory(prefix="bench-ladder-") as tmp:
         path, out = os.path.join(tmp, "model.json.gz"), os.path.join(tmp, "plan.json")
@@ -188,20 +189,13 @@ def run_cli_measured(model: str, t: int, profile: bool) -> dict[str, Any]:
         row["model_file_mb"] = os.path.getsize(path) / 1e6
         head = ([sys.executable, "-c", PROFILER] if profile
                 else [sys.executable, "-m", "quiltpriv"])
-        start = time.perf_counter()
-        proc = subprocess.Popen([*head, *_cli_args(path, t, out)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=HERE.parent)
-        assert proc.stdout is not None and proc.stderr is not None
-        stdout = proc.stdout.read()
-        stderr = proc.stderr.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        row["wall_s"] = time.perf_counter() - start
-        row["cpu_s"] = usage.ru_utime + usage.ru_stime
-        row["rss_mb"] = usage.ru_maxrss / 1024
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            row["error"] = f"exit {code}: " + " ".join(
-                stderr.decode("utf-8", "replace").strip().splitlines()[-1:])
+        m = run_measured([*head, *_cli_args(path, t, out)], cwd=HERE.parent)
+        row.update(wall_s=m.wall_s, cpu_s=m.cpu_s, rss_mb=m.rss_mb,
+                   rss_floor_mb=m.rss_floor_mb)
+        stdout = m.stdout
+        if m.returncode != 0:
+            row["error"] = f"exit {m.returncode}: " + " ".join(
+                m.stderr.decode("utf-8", "replace").strip().splitlines()[-1:])
             return row
         row["plan_file_mb"] = os.path.getsize(out) / 1e6
         with open(out, encoding="utf-8") as fh:

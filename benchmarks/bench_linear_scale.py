@@ -10,11 +10,11 @@ default 3, ``n = 1000`` records, eps = 1, the default inference):
 
 Cardinalities 2-3, CPD columns Dirichlet(1). Each (family, size) runs in its own subprocess
 under ``--budget`` seconds (a run that exceeds it is reported as such, with the sizes above it
-skipped); it reports the build, plan and JSON times, the JSON size, peak RSS (``RUSAGE_SELF``),
-the whole worker process's wall time (imports, build, plan, JSON) and, for the largest size
-each family reaches, the top of a cProfile of the plan (``--no-profile``: none). ``--verify``
-also reads the plan back from its JSON (``Plan.from_json``) and verifies it against the model
-and query (``check_plan``, which recomputes every quilt's influence), timing both.
+skipped); it reports the build, plan and JSON times, the JSON size, peak RSS (``VmHWM``, see
+``measure.py``), the whole worker process's wall time (imports, build, plan, JSON) and, for the
+largest size each family reaches, the top of a cProfile of the plan (``--no-profile``: none).
+``--verify`` also reads the plan back from its JSON (``Plan.from_json``) and verifies it against
+the model and query (``check_plan``, which recomputes every quilt's influence), timing both.
 
 Usage::
 
@@ -33,7 +33,6 @@ import io
 import json
 import math
 import pstats
-import resource
 import subprocess
 import sys
 import time
@@ -48,6 +47,7 @@ for _p in (HERE, HERE.parent):
         sys.path.insert(0, str(_p))
 
 from bench_core import code_version, machine_facts  # noqa: E402
+from measure import peak_rss_mb  # noqa: E402
 
 from quiltpriv.mechanisms.apmqm import Plan, plan  # noqa: E402
 from quiltpriv.mechanisms.verification import check_plan  # noqa: E402
@@ -115,7 +115,7 @@ def worker(family: str, n: int, width: int, profile: bool,
         "joint_states": math.prod(theta.cardinality[a] for a in attrs),
         "build_s": t1 - t0, "plan_s": t2 - t1,
         "ms_per_node": 1e3 * (t2 - t1) / n, "json_s": t3 - t2, "json_mb": len(text) / 1e6,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+        "peak_rss_mb": peak_rss_mb(),
         "scale": p.scale, "optimal": p.optimal,
     }
     if verify:
@@ -126,7 +126,7 @@ def worker(family: str, n: int, width: int, profile: bool,
         checked = check_plan(back, theta, query)
         t6 = time.perf_counter()
         out.update(read_s=t5 - t4, verify_s=t6 - t5, verified=checked.ok,
-                   peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3)
+                   peak_rss_mb=peak_rss_mb())
     if prof:
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)

@@ -30,8 +30,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_core import code_version, machine_facts  # noqa: E402
+from measure import PEAK_RSS_SOURCE  # noqa: E402
 
-WORKER = r"""
+WORKER = PEAK_RSS_SOURCE + r"""
 import json, resource, sys, time
 import numpy as np
 import quiltpriv as qp
@@ -60,7 +61,7 @@ print(json.dumps({
     "build_cpu_s": build, "plan_cpu_s": plan_s, "json_cpu_s": json_s,
     "json_mb": len(text) / 1e6, "format": json.loads(text)["format"],
     "distinct_quilts": len({sp.quilt for sp in p.sensitive}),
-    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "rss_mb": peak_rss_mb(),
     "scale": p.scale, "optimal": bool(p.optimal)}))
 """
 

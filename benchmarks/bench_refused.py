@@ -33,7 +33,6 @@ import argparse
 import datetime
 import json
 import math
-import resource
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ for _p in (HERE, HERE.parent):
 
 from bench_core import code_version, machine_facts  # noqa: E402
 from bench_pyagrum import AgrumProcess, queries, read_theta  # noqa: E402
+from measure import peak_rss_mb  # noqa: E402
 
 from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import (  # noqa: E402
@@ -153,7 +153,7 @@ def bench_network(name: str, theta: Theta, asked: list[tuple[str, str, tuple[str
                 theirs = agrum.ask(node, q, 1, args.cap)
             row = {"network": name, "source": source, "node": node, "quilt": list(q),
                    "joint_entries": entries, "quiltpriv": ours, "pyagrum": theirs,
-                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+                   "rss_mb": peak_rss_mb()}
             rows.append(row)
             if theirs or ours["outcome"] != "answered":
                 lines.append(_line(row))

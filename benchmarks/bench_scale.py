@@ -32,8 +32,8 @@ taken as a hyperparameter network:
    their one-time preparation is timed separately and charged in an amortised ratio
    ``sum t_VE / (sum t_ours + prep)``.
 5. Memory: every network runs in its own subprocess (JSON back on stdout); the worker's own peak
-   RSS (``RUSAGE_SELF``) is taken after the fast plans (read, convert and plans only) and at the
-   end. Target: munin under 4 GiB.
+   RSS (``VmHWM``, see ``measure.py``) is taken after the fast plans (read, convert and plans
+   only) and at the end. Target: munin under 4 GiB.
 
 Usage::
 
@@ -53,7 +53,6 @@ import io
 import json
 import math
 import pstats
-import resource
 import statistics
 import subprocess
 import sys
@@ -85,6 +84,7 @@ from bench_core import (  # noqa: E402
     ve_influence,
     write_results,
 )
+from measure import peak_rss_mb  # noqa: E402
 
 from quiltpriv.inference.cache import InferenceCache  # noqa: E402
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence  # noqa: E402
@@ -148,7 +148,7 @@ def _kernel_off(method: str | None) -> Any:
 
 
 def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return peak_rss_mb()  # VmHWM: this process's own (measure.py)
 
 
 def _fresh_plans(model: Any, name: str, query: CountQuery, eps: float, repeat: int,

@@ -9,12 +9,12 @@ the model (a ``.json.gz`` file written beforehand by ``qp.markov_chain`` /
 * MQM: ``quiltpriv release MODEL.json.gz --mechanism mqm --data trace.csv --sensitive all ...
   --seed 1 --json -o record.json`` (every entry protected; the record holds the plan).
 
-Reported per run: the process's wall time, its CPU time (user + system) and peak RSS
-(``os.wait4``), the size of the file written, the scale times T, whether the plan is proven
-optimal, and the relative distance to the closed form (a stationary symmetric two-state chain
-with flip probability 0.1, eps = 1: 31.737788616 / T; the plan must be above it by less than
-1e-9 relative). The machine may be shared: the CPU time is the figure to compare, and the
-results record the load average.
+Reported per run: the process's wall time, its CPU time (user + system) and peak RSS (``os.wait4``
+through ``measure.run_measured``), the size of the file written, the scale times T, whether the plan
+is proven optimal, and the relative distance to the closed form (a stationary symmetric two-state
+chain with flip probability 0.1, eps = 1: 31.737788616 / T; the plan must be above it by less than
+1e-9 relative). The machine may be shared: the CPU time is the figure to compare, and the results
+record the load average.
 
 The HMM (two hidden states with flip probability 0.1, emission 0.8/0.2; every hidden state and
 every observation sensitive, the query reads the observations) is planned by the HMM search
@@ -36,10 +36,12 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from measure import run_measured  # noqa: E402
 
 CLOSED_FORM = 31.737788616  # T times the scale at eps = 1, p = 0.1 (docs/time-series.md)
 HMM_CLOSED_FORM = 30.876143219  # the same for the HMM with emission 0.8 (docs/time-series.md)
@@ -101,29 +103,15 @@ def run(model: str, mechanism: str, n: int, limit: float, timeout: float) -> dic
                        cwd=ROOT)
         row["model_file_mb"] = os.path.getsize(path) / 2**20
         cmd = command(mechanism, n, path, trace, out, limit)
-        t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                cwd=ROOT)
-        assert proc.stderr is not None
-        deadline = t + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                _, _, usage = os.wait4(proc.pid, 0)
-                row.update(error=f"killed at {timeout:g} s", cpu_s=usage.ru_utime
-                           + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024)
-                return row
-            time.sleep(0.05)
-        row["wall_s"] = time.perf_counter() - t
-        row["cpu_s"] = usage.ru_utime + usage.ru_stime
-        row["rss_mb"] = usage.ru_maxrss / 1024
-        err = proc.stderr.read().decode("utf-8", "replace")
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            row["error"] = f"exit {code}: " + ((err.strip().splitlines() or ["?"])[-1])
+        m = run_measured(cmd, cwd=ROOT, timeout=timeout)
+        row.update(cpu_s=m.cpu_s, rss_mb=m.rss_mb, rss_floor_mb=m.rss_floor_mb)
+        if m.killed:
+            row["error"] = f"killed at {timeout:g} s"
+            return row
+        row["wall_s"] = m.wall_s
+        err = m.stderr.decode("utf-8", "replace")
+        if m.returncode != 0:
+            row["error"] = f"exit {m.returncode}: " + ((err.strip().splitlines() or ["?"])[-1])
             return row
         row["out_file_mb"] = os.path.getsize(out) / 2**20
         with open(out, encoding="utf-8") as fh:
