@@ -94,6 +94,25 @@ class DataError(QuiltPrivError):
     """
 
 
+class TimeLimitError(QuiltPrivError):
+    """The time limit passed before there was anything to answer with: reading the model
+    took the whole limit, and no plan exists without a model (a search that is cut short
+    returns its best quilts so far instead, flagged). The message states the user's limit
+    and how far reading got.
+
+    Examples
+    --------
+    >>> import time
+    >>> import quiltpriv as qp
+    >>> from quiltpriv.utils.time_limit import TimeLimit
+    >>> passed = TimeLimit(2.0, time.monotonic() - 10.0)  # started 10 s ago
+    >>> qp.load_model("chain", time_limit=passed)
+    Traceback (most recent call last):
+    ...
+    quiltpriv.errors.TimeLimitError: the time limit of 2 s was reached while reading ...
+    """
+
+
 class LedgerError(QuiltPrivError):
     """A privacy ledger cannot be read or written, or fails verification (the reason says
     which entry and why)."""

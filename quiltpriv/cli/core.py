@@ -94,11 +94,16 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 def theta_from_args(args: argparse.Namespace) -> Theta:
     """The model of ``MODEL [--theta MODEL2 ...]``, loaded once per command (``--sensitive
     all`` and ``--attributes all`` need it too), within ``--max-memory`` where the command
-    has it (a JSON model whose reading would exceed it is refused)."""
+    has it (a JSON model whose reading would exceed it is refused) and within its
+    ``--time-limit``, counted from the command's start (:func:`command_time_limit`): there is
+    no answer without the model, so a limit that passes while it is read ends the command
+    with one line naming the limit (:class:`~quiltpriv.errors.TimeLimitError`, status 2),
+    nothing written."""
     theta = getattr(args, "_theta", None)
     if theta is None:
         theta = load_theta([args.model, *args.theta],
-                           max_memory=getattr(args, "max_memory", None))
+                           max_memory=getattr(args, "max_memory", None),
+                           time_limit=command_time_limit(args))
         args._theta = theta
     return theta
 
@@ -255,7 +260,8 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_TIME_LIMIT:g}; none: no limit); when it is hit the plan "
                         "stays private with the best quilts found so far (the trivial quilt "
                         "where no search began), flagged as not proven optimal, and its notes "
-                        "say so")
+                        "say so; when it is hit while the model is read, the command ends "
+                        "with an error (status 2), nothing written")
     p.add_argument("--max-memory", type=max_memory_type, default=None, metavar="SIZE",
                    help=f"memory budget, e.g. 4G or 512M (default "
                         f"{describe_bytes(DEFAULT_MAX_MEMORY)}, half this machine's memory) "

@@ -56,9 +56,11 @@ def _audits(args: argparse.Namespace, entries: Any) -> Any:
             raise LedgerError("--theta adds members to the Theta of --audit MODEL")
         return None
     from quiltpriv.audit.ledger import audit_ledger
+    from quiltpriv.cli.core import command_time_limit
     from quiltpriv.model.loading import load_theta
 
-    theta = load_theta([args.audit, *args.theta], max_memory=args.max_memory)
+    theta = load_theta([args.audit, *args.theta], max_memory=args.max_memory,
+                       time_limit=command_time_limit(args))
     return audit_ledger(theta, entries, time_limit=args.time_limit, max_memory=args.max_memory)
 
 

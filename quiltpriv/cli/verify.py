@@ -54,8 +54,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                              f"{args.plan} is a plan")
     plan = plan_from_json(raw) if record is None else None
     theta = theta_from_args(args)
-    plan_model = None if args.plan_model is None else load_model(args.plan_model,
-                                                                  max_memory=args.max_memory)
+    plan_model = None if args.plan_model is None else load_model(
+        args.plan_model, max_memory=args.max_memory, time_limit=command_time_limit(args))
     query = query_from_args(args) if _query_group_given(args._parser, args) else None
     sensitive = sensitive_from_args(args) if args.sensitive is not None else None
     if record is not None:

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from quiltpriv.errors import ModelError
+from quiltpriv.errors import ModelError, TimeLimitError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.json_format import (
     JSON_FORMAT,
@@ -49,13 +49,14 @@ from quiltpriv.model.network import (  # theta_to_dict: re-exported, where it al
     CPD,
     Theta,
     _theta_from_named_tables,
+    _theta_from_pgmpy,
     _topological_order,
-    theta_from_pgmpy,
     theta_to_pgmpy,
 )
 from quiltpriv.model.network import theta_to_dict as theta_to_dict
 from quiltpriv.model.readers import _TINY, MAX_STATES, check_probability_literal
 from quiltpriv.utils.memory import DEFAULT_MAX_MEMORY, check_max_memory
+from quiltpriv.utils.time_limit import LimitCheck, TimeLimit, check_time_limit
 
 #: BIF and XMLBIF files above this size are refused before parsing (a BIF of the largest
 #: bundled pgmpy network, munin, is about 1.5 MB uncompressed). JSON models are bounded by
@@ -250,13 +251,16 @@ def _call_module(path: Path, function: str | None, args: Sequence[Any] = (),
         raise ModelError(f"{path.name}:{fname}() failed: {exc}") from exc
 
 
-def _from_module(path: Path, function: str | None, tolerance: float) -> Theta:
-    built = _call_module(path, function)
+def _from_module(path: Path, function: str | None, tolerance: float,
+                 check: LimitCheck | None = None) -> Theta:
+    check = check or LimitCheck(None, "")
+    built = _call_module(path, function)  # the module's own code: not interruptible
+    check(f"after running {path.stem}:{function or 'model'}()")
     if isinstance(built, Theta):  # built without pgmpy (the bundled models are)
         return built
     nets = built if isinstance(built, Sequence) else [built]
     names = [getattr(n, "name", None) or f"{path.stem}[{k}]" for k, n in enumerate(nets)]
-    return theta_from_pgmpy(list(nets), names, tolerance=tolerance)
+    return _theta_from_pgmpy(list(nets), names, tolerance=tolerance, check=check)
 
 
 def bundled_network(name: str, *args: Any, function: str = "model", **kwargs: Any) -> Any:
@@ -326,22 +330,38 @@ def _file_kind(path: Path) -> str | None:
     return None
 
 
+#: Decompressed bytes read between two checks of the time limit (a few milliseconds' work).
+READ_CHUNK = 8 * 2**20
+
+
 def _read_model_text(path: Path, kind: str, limit: int = MAX_MODEL_BYTES,
-                     why: str = "") -> str:
+                     why: str = "", check: LimitCheck | None = None) -> str:
     """The file's text, decompressed, size-checked and decoded as UTF-8, or ModelError.
 
     ``limit`` bounds the file's size and its decompressed size (``why`` says where it comes
-    from, in the refusal).
+    from, in the refusal). ``check`` sees the time limit between chunks of
+    :data:`READ_CHUNK` decompressed bytes.
     """
     size = path.stat().st_size
     if size > limit:
         raise ModelError(f"{path}: {size} bytes is larger than the {limit} allowed{why}")
     try:
         if path.name.lower().endswith(".gz"):
+            chunks: list[bytes] = []
+            held = 0
             with gzip.open(path, "rb") as fh:
-                raw = fh.read(limit + 1)
-            if len(raw) > limit:
+                while held <= limit:
+                    if check is not None:
+                        check(f"{held:,} bytes of its text decompressed")
+                    chunk = fh.read(min(READ_CHUNK, limit + 1 - held))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    held += len(chunk)
+            if held > limit:
                 raise ModelError(f"{path}: uncompressed size exceeds {limit} bytes{why}")
+            raw = b"".join(chunks)
+            del chunks
             return raw.decode("utf-8")
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -350,23 +370,27 @@ def _read_model_text(path: Path, kind: str, limit: int = MAX_MODEL_BYTES,
         raise ModelError(f"cannot read {kind} file {path}: {exc}") from exc
 
 
-def _read_model_file(path: Path, reader: ModelReader, tolerance: float) -> Theta:
+def _read_model_file(path: Path, reader: ModelReader, tolerance: float,
+                     limit: TimeLimit | None = None) -> Theta:
     """Theta of a BIF or XMLBIF file, read by ``reader`` (one of :data:`READERS`)."""
     kind = _file_kind(path)
     if kind is None:
         raise ModelError(
             f"{path}: unknown model file type (use .bif, .bif.gz, .xml, .xmlbif, .json, .json.gz "
             "or .py)")
-    text = _read_model_text(path, kind)
+    check = _reading(limit, path)
+    text = _read_model_text(path, kind, check=check)
     if reader == "pgmpy":
-        net = _read_pgmpy_text(text, path, kind)
-        return theta_from_pgmpy(net, [path.name], tolerance=tolerance)
+        check("its text read, before pgmpy parses it")
+        net = _read_pgmpy_text(text, path, kind)  # pgmpy's parser: not interruptible
+        check("after pgmpy parsed it")
+        return _theta_from_pgmpy([net], [path.name], tolerance=tolerance, check=check)
     from quiltpriv.model.readers import read_bif, read_xmlbif
 
     read = read_bif if kind == "BIF" else read_xmlbif
     try:
-        return read(text, str(path), name=path.name, tolerance=tolerance)
-    except ModelError:
+        return read(text, str(path), name=path.name, tolerance=tolerance, time_limit=limit)
+    except (ModelError, TimeLimitError):
         raise
     except Exception as exc:  # pragma: no cover - a reader's bug is still one line, not a trace
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -457,12 +481,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _theta_from_json(text: str, path: Path, tolerance: float) -> Theta:
+def _theta_from_json(text: str, path: Path, tolerance: float,
+                     check: LimitCheck | None = None) -> Theta:
     with _gc_paused():
-        return _theta_from_json_document(text, path, tolerance)
+        return _theta_from_json_document(text, path, tolerance,
+                                         check or LimitCheck(None, ""))
 
 
-def _theta_from_json_document(text: str, path: Path, tolerance: float) -> Theta:
+def _theta_from_json_document(text: str, path: Path, tolerance: float,
+                              check: LimitCheck) -> Theta:
     """Theta from a JSON model's text, every literal and table checked.
 
     Fast path: numbers through the C float reader and keys without a Python hook. Every
@@ -471,23 +498,26 @@ def _theta_from_json_document(text: str, path: Path, tolerance: float) -> Theta:
     other float sits outside them), no literal could have failed and the result stands. Else,
     and on any error, the text is scanned for such literals (:func:`_json_numbers_plain`) and,
     if it holds one, read again with every literal checked, which refuses it with the same
-    message as before.
+    message as before. ``check`` sees the time limit between the passes (and refuses the
+    whole reading once it has passed).
     """
+    check(f"its {len(text):,} characters of text read, not yet parsed")
     try:
-        theta, risky = _theta_from_doc(_json_document(text, path, checked=False), path,
-                                       tolerance, text)
+        theta, risky = _theta_from_doc(_json_document(text, path, check, checked=False), path,
+                                       tolerance, text, check)
     except ModelError:
         if _json_numbers_plain(text):
             raise
         risky = True
     if risky and not _json_numbers_plain(text):
-        theta, _ = _theta_from_doc(_json_document(text, path, checked=True), path, tolerance,
-                                   text)
+        check("its text read again, every number checked")
+        theta, _ = _theta_from_doc(_json_document(text, path, check, checked=True), path, tolerance,
+                                   text, check)
     return theta
 
 
 def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
-                    text: str) -> tuple[Theta, bool]:
+                    text: str, check: LimitCheck) -> tuple[Theta, bool]:
     """Theta from a parsed JSON model, and whether a float in it might come from a literal
     the float reader could not check (see :func:`_theta_from_json_document`)."""
     nodes = doc.get("nodes")
@@ -496,7 +526,9 @@ def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
         raise ModelError(f"{path}: 'nodes' must be a non-empty object")
     if not isinstance(members, list) or not members:
         raise ModelError(f"{path}: 'members' must be a non-empty list (Theta is empty)")
-    states, parents = _json_nodes(nodes, path)
+    check(f"its text parsed, 0 of {len(nodes):,} nodes checked")
+    states, parents = _json_nodes(nodes, path, check)
+    check(f"{len(nodes):,} nodes' states and parents checked, not yet their tables")
     # a node entry with other keys than states and parents: read its numbers checked
     risky = sum(map(len, nodes.values())) != len(nodes) + sum(
         map(operator.contains, nodes.values(), repeat("parents")))
@@ -516,10 +548,12 @@ def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
     risky = risky or _holds_float({key: x for key, x in doc.items()
                                    if key not in ("nodes", "members")})
     if columns:  # binary tables: no literal to check; only the metadata's floats are
-        theta = _theta_from_columns(states, parents, tables, names, tolerance=tolerance)
+        theta = _theta_from_columns(states, parents, tables, names, tolerance=tolerance,
+                                    check=check)
     else:
         _check_table_leaves(doc, tables, names, text, path)
-        theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance)
+        theta = _theta_from_named_tables(states, parents, tables, names, tolerance=tolerance,
+                                         check=check)
         risky = risky or any(_tiny_or_infinite(m) for m in theta.members)
     # Metadata only (shown in plans and reports, escaped there); not part of the fingerprint.
     return (theta if provenance is None else theta.with_provenance(provenance)), risky
@@ -527,25 +561,32 @@ def _theta_from_doc(doc: dict[str, Any], path: Path, tolerance: float,
 
 def _theta_from_columns(states: Mapping[str, list[str]], parents: Mapping[str, list[str]],
                         columns: Sequence[object], names: Sequence[str], *,
-                        tolerance: float) -> Theta:
+                        tolerance: float, check: LimitCheck | None = None) -> Theta:
     """Theta from a format ``/2`` model's checked nodes (as the JSON reader checks them:
     each node's states a non-empty list of distinct ``str``, its parents distinct known
-    nodes) and each member's ``tables`` column (untrusted: decoded and checked here)."""
+    nodes) and each member's ``tables`` column (untrusted: decoded and checked here).
+    ``check`` sees the time limit between the passes over the nodes."""
+    check = check or LimitCheck(None, "")
     order = list(states)
+    n = len(order)
     topo = order if _in_topological_order(order, parents) else \
         _topological_order(order, parents)
+    check(f"{n:,} nodes ordered, not yet their tables")
     shapes = _table_shapes(order, states, parents)
     entries = sum(map(math.prod, shapes))
     members = []
-    for data, name in zip(columns, names, strict=True):
+    for k, (data, name) in enumerate(zip(columns, names, strict=True)):
         def what(i: int, name: str = name) -> str:
             return f"{name}: CPD of {order[i]!r}"
 
+        check(f"{k} of {len(names)} members' tables of {n:,} nodes checked")
         tables = _check_column(_decode_column(data, entries, name), shapes, what, tolerance)
+        check(f"{k} of {len(names)} members' tables of {n:,} nodes made, one checked")
         cpds = dict(zip(order, map(CPD, order, map(tuple, map(parents.__getitem__, order)),
                                    tables), strict=True))
         members.append({v: cpds[v] for v in topo} if topo != order else cpds)
-    return Theta._from_named(topo, states, parents, members, names)
+    check(f"every table of {n:,} nodes checked, Theta not yet built")
+    return Theta._from_named(topo, states, parents, members, names, check=check)
 
 
 def _in_topological_order(order: list[str], parents: Mapping[str, Sequence[str]]) -> bool:
@@ -678,7 +719,8 @@ def _count_pairs_any(x: object) -> int:
     return 0
 
 
-def _json_document(text: str, path: Path, *, checked: bool = True) -> dict[str, Any]:
+def _json_document(text: str, path: Path, check: LimitCheck | None = None, *,
+                   checked: bool = True) -> dict[str, Any]:
     """The JSON model's top-level object, of the expected format.
 
     ``checked``: every float literal through :func:`check_probability_literal`; otherwise
@@ -697,9 +739,13 @@ def _json_document(text: str, path: Path, *, checked: bool = True) -> dict[str, 
         except ModelError as exc:  # neither the hooks nor the reader know the path
             raise ModelError(f"{path}: {exc}") from None
 
-    doc = parse(_json_float if checked else float, None)
+    doc = parse(_json_float if checked else float, None)  # one C call: not interruptible
+    if check is not None:
+        check("its text parsed, its keys not yet checked")
     if text.count(":") != _count_pairs(doc):
         doc = parse(_json_float if checked else float, _no_duplicate_keys)
+        if check is not None:
+            check("its text parsed again, each key checked")
     if not isinstance(doc, dict):
         raise ModelError(f"{path}: a JSON model must be an object")
     if doc.get("format") not in (JSON_FORMAT, JSON_FORMAT_V2):
@@ -708,27 +754,42 @@ def _json_document(text: str, path: Path, *, checked: bool = True) -> dict[str, 
     return doc
 
 
-def _json_nodes(nodes: dict[str, Any], path: Path
+def _json_nodes(nodes: dict[str, Any], path: Path, check: LimitCheck | None = None,
                 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Every node's states and parents, checked as :func:`_json_node` checks them: all at
     once (a handful of passes over all nodes in C), and node by node, which names the first
-    offending node, only when the passes find something wrong."""
+    offending node, only when the passes find something wrong. ``check`` sees the time
+    limit between the passes."""
+    check = check or LimitCheck(None, "")
     specs = list(nodes.values())
+    stage = f"checking the states and parents of {len(specs):,} nodes"
     if set(map(type, specs)) == {dict}:
         st: list[Any] = list(map(dict.get, specs, repeat("states")))
         pa: list[Any] = list(map(dict.get, specs, repeat("parents"), repeat([])))  # read only
+        check(stage)
         if set(map(type, st)) == {list} and set(map(type, pa)) == {list}:
             every_st = list(chain.from_iterable(st))
             every_pa = list(chain.from_iterable(pa))
             lengths = list(map(len, st))
+            check(stage)
             if (min(lengths) > 0 and max(lengths) <= MAX_STATES
                     and set(map(type, every_st)) <= {str} and set(map(type, every_pa)) <= {str}
                     and sum(map(len, map(set, st))) == len(every_st)  # distinct per node
+                    and _checked(check, stage)
                     and sum(map(len, map(set, pa))) == len(every_pa)
                     and nodes.keys() >= set(every_pa)):
+                check(stage)
                 return dict(zip(nodes, st, strict=True)), dict(zip(nodes, pa, strict=True))
-    checked = {v: _json_node(v, spec, nodes, path) for v, spec in nodes.items()}
+    items = list(nodes.items())
+    checked = {v: _json_node(v, spec, nodes, path)
+               for v, spec in check.paced(items, "{done:,} of {total:,} nodes checked one by one")}
     return {v: c[0] for v, c in checked.items()}, {v: c[1] for v, c in checked.items()}
+
+
+def _checked(check: LimitCheck, stage: str) -> bool:
+    """True, after ``check(stage)`` (a check of the time limit inside a chain of ``and``)."""
+    check(stage)
+    return True
 
 
 def _json_node(v: str, spec: object, nodes: Mapping[str, object],
@@ -754,7 +815,8 @@ def _json_node(v: str, spec: object, nodes: Mapping[str, object],
 
 
 def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLERANCE,
-               reader: ModelReader = "quiltpriv", max_memory: int | str | None = None) -> Theta:
+               reader: ModelReader = "quiltpriv", max_memory: int | str | None = None,
+               time_limit: TimeLimit | float | None = None) -> Theta:
     """Load a hyperparameter network (or a Theta) from a bundled name, a file or a module.
 
     A model whose states do not look like distribution parameters (not numbers, like the
@@ -776,6 +838,14 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
         Memory budget of reading a JSON model, in bytes or as a size (``"4G"``); default
         :data:`JSON_MEMORY_BUDGET`, the package's one budget
         (:data:`quiltpriv.utils.memory.DEFAULT_MAX_MEMORY`, half the machine's memory).
+    time_limit : float or TimeLimit, optional
+        Seconds reading may take, or a :class:`~quiltpriv.utils.time_limit.TimeLimit` that
+        started earlier (the command line's ``--time-limit``, counted from the command's
+        start). Reading checks it between its passes over the model (about every
+        16,384 nodes, or each pass); there is nothing to answer with before reading ends, so
+        once it has passed reading stops with a :class:`~quiltpriv.errors.TimeLimitError`.
+        A Python model module's own code, pgmpy's parser and the JSON text's parse are each
+        one step the check comes before and after. Default: no limit.
 
     Returns
     -------
@@ -785,6 +855,8 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
     ------
     ModelError
         Unknown name, missing or unreadable file, malformed model (cycle, bad CPD, ...).
+    TimeLimitError
+        ``time_limit`` passed before the model was read (the message says how far it got).
 
     Examples
     --------
@@ -809,13 +881,22 @@ def load_model(spec: str | os.PathLike[str], *, tolerance: float = CPD_SUM_TOLER
 
     if max_memory is not None:
         check_max_memory(max_memory)
-    theta = _load_model(spec, tolerance, reader, max_memory)
+    limit = check_time_limit(time_limit)
+    check = _reading(limit, spec)
+    check("before it was opened")
+    theta = _load_model(spec, tolerance, reader, max_memory, limit)
+    check(f"{len(theta.nodes):,} nodes read, their states not yet looked at")
     check_parameter_states(theta, os.fspath(spec))
     return theta
 
 
+def _reading(limit: TimeLimit | None, spec: str | os.PathLike[str]) -> LimitCheck:
+    """The check of ``limit`` while reading the model ``spec`` (which its refusal names)."""
+    return LimitCheck(limit, f"reading the model {os.fspath(spec)}")
+
+
 def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelReader,
-                max_memory: object = None) -> Theta:
+                max_memory: object = None, limit: TimeLimit | None = None) -> Theta:
     text = os.fspath(spec)
     function = None
     base = text
@@ -829,37 +910,40 @@ def _load_model(spec: str | os.PathLike[str], tolerance: float, reader: ModelRea
         for d in model_dirs():
             candidate = d / f"{base}.py"
             if candidate.is_file():
-                return _from_module(candidate, function, tolerance)
+                return _from_module(candidate, function, tolerance, _reading(limit, spec))
         names = ", ".join(bundled_models()) or "none found"
         raise ModelError(f"no bundled model named {base!r} (bundled: {names}) and no such file")
     if not path.exists():
         raise ModelError(f"model file {base} does not exist")
     if not path.is_file():
         raise ModelError(f"model path {base} is not a file")
+    check = _reading(limit, path)
     if path.suffix == ".py":
-        return _from_module(path, function, tolerance)
+        return _from_module(path, function, tolerance, check)
     if path.name.lower().endswith(".json.gz") and function is None:
         # compressed JSON (a long series' model): the memory budget bounds the text
         budget, what = _json_budget(max_memory)
-        limit = budget // JSON_BYTES_PER_TEXT_BYTE
+        cap = budget // JSON_BYTES_PER_TEXT_BYTE
         why = (f" (reading takes {JSON_BYTES_PER_TEXT_BYTE} bytes of memory per byte of text; "
                f"the budget is {budget} bytes, {what})")
-        return _theta_from_json(_read_model_text(path, "JSON", limit, why), path, tolerance)
+        return _theta_from_json(_read_model_text(path, "JSON", cap, why, check), path,
+                                tolerance, check)
     if path.suffix.lower() == ".json" and function is None:
         _check_json_budget(path, path.stat().st_size, max_memory)
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise ModelError(f"cannot read JSON model {path}: not UTF-8 text") from exc
-        return _theta_from_json(text, path, tolerance)
+        return _theta_from_json(text, path, tolerance, check)
     if function is not None:
         raise ModelError(f"{text}: ':function' applies to Python model modules only")
-    return _read_model_file(path, reader, tolerance)
+    return _read_model_file(path, reader, tolerance, limit)
 
 
 def load_theta(
     specs: Sequence[str | os.PathLike[str]], *, tolerance: float = CPD_SUM_TOLERANCE,
     reader: ModelReader = "quiltpriv", max_memory: int | str | None = None,
+    time_limit: TimeLimit | float | None = None,
 ) -> Theta:
     """Load several specs and join them into one Theta (they must share one DAG).
 
@@ -873,6 +957,9 @@ def load_theta(
         Who reads BIF and XMLBIF files (see :func:`load_model`).
     max_memory : int or str, optional
         The memory budget each JSON model is read within (see :func:`load_model`).
+    time_limit : float or TimeLimit, optional
+        One limit for reading them all, started when this is called (or earlier, a
+        :class:`~quiltpriv.utils.time_limit.TimeLimit`); see :func:`load_model`.
 
     Returns
     -------
@@ -890,8 +977,10 @@ def load_theta(
         raise ModelError(f"specs must be a list of model specs, got {type(specs).__name__}")
     if not specs:
         raise ModelError("Theta is empty: give at least one model")
-    theta = load_model(specs[0], tolerance=tolerance, reader=reader, max_memory=max_memory)
+    limit = check_time_limit(time_limit)
+    theta = load_model(specs[0], tolerance=tolerance, reader=reader, max_memory=max_memory,
+                       time_limit=limit)
     for s in specs[1:]:
         theta = theta.with_members(load_model(s, tolerance=tolerance, reader=reader,
-                                              max_memory=max_memory))
+                                              max_memory=max_memory, time_limit=limit))
     return theta

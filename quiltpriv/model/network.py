@@ -23,11 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.errors import ModelError, ParameterError, TimeLimitError
 from quiltpriv.model.canonical_text import canonical_text
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE, _check_table, _check_tables
 from quiltpriv.model.json_format import JSON_FORMAT, JSON_FORMAT_V2, _encode_column
@@ -40,6 +40,21 @@ from quiltpriv.utils.validation import check_scalar
 
 if TYPE_CHECKING:  # networkx is imported by Theta.graph only (planning does not use it)
     import networkx as nx
+
+class _Check(Protocol):
+    """What a reader checks its time limit with between passes
+    (:class:`quiltpriv.utils.time_limit.LimitCheck`)."""
+
+    def __call__(self, stage: str) -> None: ...  # pragma: no cover - a protocol
+
+
+def _unchecked(stage: str) -> None:
+    """No time limit."""
+
+
+#: Nodes a per-node Python loop handles between two checks of a reader's time limit.
+_PACE = 4096
+
 
 #: The ``"format"`` of the document :meth:`Theta.fingerprint` hashes. Version 1 (before
 #: quiltpriv 0.1.0's canonical fingerprint) hashed ``repr`` of the states in network order, so
@@ -112,7 +127,7 @@ class Theta:
         try:
             self._build(nodes, states, parents, members, names, provenance)
         except (TypeError, KeyError, ValueError, AttributeError) as err:
-            if isinstance(err, ModelError):
+            if isinstance(err, ModelError | TimeLimitError):
                 raise
             # the constructor takes already-validated parts; anything else is refused whole
             raise ModelError(f"Theta(...) takes validated parts (nodes, states, parents, "
@@ -122,18 +137,20 @@ class Theta:
     @classmethod
     def _from_named(cls, nodes: Sequence[str], states: Mapping[str, Sequence[str]],
                     parents: Mapping[str, Sequence[str]],
-                    members: Sequence[Mapping[str, CPD]], names: Sequence[str]) -> Theta:
+                    members: Sequence[Mapping[str, CPD]], names: Sequence[str], *,
+                    check: _Check = _unchecked) -> Theta:
         """Theta from parts whose state names are already canonical: distinct ``str`` per
         node, as the JSON reader checks them (``state_name`` of a ``str`` is itself). The
-        same object as ``Theta(...)``, without naming every state a second time."""
+        same object as ``Theta(...)``, without naming every state a second time. ``check``
+        sees a reader's time limit between the passes over the nodes."""
         self = cls.__new__(cls)
-        self._build(nodes, states, parents, members, names, None, named=True)
+        self._build(nodes, states, parents, members, names, None, named=True, check=check)
         return self
 
     def _build(self, nodes: Sequence[str], states: Mapping[str, Sequence[Any]],
                parents: Mapping[str, Sequence[str]], members: Sequence[Mapping[str, CPD]],
                names: Sequence[str] | None, provenance: Mapping[str, Any] | None,
-               named: bool = False) -> None:
+               named: bool = False, check: _Check = _unchecked) -> None:
         if not members:
             raise ModelError("Theta is empty: give at least one network")
         if not nodes:
@@ -145,11 +162,15 @@ class Theta:
         self.states = MappingProxyType(
             dict(zip(self.nodes, map(tuple, map(states.__getitem__, self.nodes)), strict=True))
             if named else {v: _state_names(v, states[v]) for v in self.nodes})
+        stage = f"building Theta of {len(self.nodes):,} nodes"
+        check(stage)
         self.parents = MappingProxyType(
             dict(zip(self.nodes, map(tuple, map(parents.__getitem__, self.nodes)), strict=True)))
+        check(stage)
         self.members: tuple[Mapping[str, CPD], ...] = tuple(
             MappingProxyType(dict(m)) for m in members
         )
+        check(stage)
         self.names: tuple[str, ...] = tuple(names) if names else tuple(
             f"theta[{k}]" for k in range(len(self.members))
         )
@@ -158,11 +179,13 @@ class Theta:
         self.index = MappingProxyType(dict(zip(self.nodes, range(len(self.nodes)), strict=True)))
         self.cardinality = MappingProxyType(
             dict(zip(self.nodes, map(len, self.states.values()), strict=True)))
+        check(stage)
         children: dict[str, list[str]] = {v: [] for v in self.nodes}
         # children[p].append(v) for every edge p -> v, parents in node order, in C loops
         ps = self.parents.values()
         deque(map(list.append, map(children.__getitem__, chain.from_iterable(ps)),
                   chain.from_iterable(map(repeat, self.nodes, map(len, ps)))), maxlen=0)
+        check(stage)
         self.children = MappingProxyType(
             dict(zip(children, map(tuple, children.values()), strict=True)))
         self._graph: nx.DiGraph | None = None
@@ -478,7 +501,17 @@ def theta_from_pgmpy(
     ]
     if len(names) != len(models):
         raise ModelError(f"{len(names)} names for {len(models)} networks")
-    thetas = [_single_from_pgmpy(m, str(n), tolerance) for m, n in zip(models, names, strict=True)]
+    return _theta_from_pgmpy(models, names, tolerance=tolerance)
+
+
+def _theta_from_pgmpy(models: Sequence[Any], names: Sequence[str], *, tolerance: float,
+                      check: _Check = _unchecked) -> Theta:
+    """:func:`theta_from_pgmpy` of a list of networks and as many names; ``check`` sees a
+    reader's time limit between the networks and every few thousand nodes."""
+    if not models:
+        raise ModelError("Theta is empty: give at least one network")
+    thetas = [_single_from_pgmpy(m, str(n), tolerance, check)
+              for m, n in zip(models, names, strict=True)]
     first = thetas[0]
     for t in thetas[1:]:
         first = first.with_members(t)
@@ -581,15 +614,19 @@ def theta_from_tables(
 
 def _theta_from_named_tables(states: Mapping[str, list[str]], parents: Mapping[str, list[str]],
                              cpds: Sequence[Mapping[str, Any]], names: Sequence[str], *,
-                             tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
+                             tolerance: float = CPD_SUM_TOLERANCE,
+                             check: _Check = _unchecked) -> Theta:
     """:func:`theta_from_tables` for parts already checked as the JSON reader checks them
     (each node's states a non-empty list of distinct ``str``, its parents a list of distinct
     known nodes in axis order): the same Theta, the same checks of the tables and the graph,
-    without checking the edges and states a second time."""
+    without checking the edges and states a second time. ``check`` sees a reader's time
+    limit between the passes."""
     topo = _topological_order(list(states), parents)
+    check(f"{len(topo):,} nodes ordered, not yet their tables")
     shapes = {v: (len(states[v]),) + tuple(len(states[p]) for p in parents[v]) for v in topo}
     validated = []
-    for m, name in zip(cpds, names, strict=True):
+    for k, (m, name) in enumerate(zip(cpds, names, strict=True)):
+        check(f"the tables of {k} of {len(names)} members checked")
         for v in topo:
             if v not in m:
                 raise ModelError(f"{name}: node {v!r} has no CPD")
@@ -599,7 +636,8 @@ def _theta_from_named_tables(states: Mapping[str, list[str]], parents: Mapping[s
             raise ModelError(f"{name}: CPDs for unknown nodes {sorted(set(m) - set(topo))}")
         validated.append({v: CPD(v, tuple(parents[v]), arr)
                           for v, arr in zip(topo, checked, strict=True)})
-    return Theta._from_named(topo, states, parents, validated, names)
+    check(f"every table of {len(topo):,} nodes checked, Theta not yet built")
+    return Theta._from_named(topo, states, parents, validated, names, check=check)
 
 
 def _check_edges(edges: object) -> list[tuple[str, str]]:
@@ -628,7 +666,8 @@ def _check_states(states: object) -> Mapping[str, Sequence[Any]]:
     return states
 
 
-def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
+def _single_from_pgmpy(model: Any, name: str, tolerance: float,
+                       check: _Check = _unchecked) -> Theta:
     from quiltpriv.utils.progress import quiet_tqdm_auto
 
     quiet_tqdm_auto()
@@ -657,7 +696,9 @@ def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
         raise ModelError(f"{name}: CPD for node(s) not in the graph: {', '.join(extra)}")
     states: dict[str, tuple] = {}
     tables: dict[str, CPD] = {}
-    for v in nodes:
+    for k, v in enumerate(nodes):
+        if not k % _PACE:
+            check(f"{k:,} of {len(nodes):,} nodes of {name} converted")
         cpd = cpds[v]
         variables = [str(x) for x in cpd.variables]
         evidence = variables[1:]
@@ -686,7 +727,9 @@ def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
                     f"{list(sn)}, but {p!r} has states {list(states[p])}"
                 )
     topo = _topological_order(nodes, parents)
-    for v in topo:
+    for k, v in enumerate(topo):
+        if not k % _PACE:
+            check(f"the tables of {k:,} of {len(topo):,} nodes of {name} checked")
         cpd = cpds[v]
         expected = (len(states[v]),) + tuple(len(states[p]) for p in parents[v])
         try:
@@ -695,6 +738,7 @@ def _single_from_pgmpy(model: Any, name: str, tolerance: float) -> Theta:
             raise ModelError(f"{name}: the CPD of {v!r} has non-numeric values") from exc
         tables[v] = CPD(v, tuple(parents[v]),
                         _check_table(raw, expected, f"{name}: CPD of {v!r}", tolerance))
+    check(f"every table of {len(topo):,} nodes of {name} checked, Theta not yet built")
     return Theta(topo, states, parents, [tables], [name])
 
 

@@ -57,6 +57,7 @@ import numpy as np
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.utils.time_limit import TimeLimit, limit_check
 
 #: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
 MAX_STATES = 10_000
@@ -163,19 +164,26 @@ def _check_text(text: object, where: object) -> None:
 
 
 def read_bif(text: str, where: str, *, name: str | None = None,
-             tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
+             tolerance: float = CPD_SUM_TOLERANCE,
+             time_limit: TimeLimit | float | None = None) -> Theta:
     """Theta of the BIF model ``text``; ``where`` (the path) prefixes every error.
 
-    ``name`` labels the member of Theta (default: ``where``).
+    ``name`` labels the member of Theta (default: ``where``). ``time_limit`` (seconds, or a
+    running :class:`~quiltpriv.utils.time_limit.TimeLimit`) is checked between the text's
+    parse and every few thousand probability blocks; once it has passed, reading stops with
+    a :class:`~quiltpriv.errors.TimeLimitError`.
     """
     _check_text(text, where)
+    check = limit_check(time_limit, f"reading the model {where}")
+    check("before its text was parsed")
     src, variables, blocks = _parse_bif(text, where)
+    check(f"its text parsed, 0 of {len(blocks):,} probability blocks read")
     states = {v: states for v, (states, _) in variables.items()}
     parents: dict[str, list[str]] = {}
     tables: dict[str, np.ndarray] = {}
     resolve = _resolver(variables, src)
     seen: dict[str, int] = {}
-    for block in blocks:
+    for block in check.paced(blocks, "{done:,} of {total:,} probability blocks read"):
         var = resolve(block.node, "a probability block", block.pos)
         if var in seen:
             raise ModelError(f"{where}: more than one probability block for {var}")
@@ -192,6 +200,8 @@ def read_bif(text: str, where: str, *, name: str | None = None,
         shown = ", ".join(map(repr, missing[:5])) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ModelError(f"{where}: no probability block for variable(s) {shown}")
+    check(f"every probability block read, the tables of {len(tables):,} nodes not yet "
+          "checked")
     return _theta(states, parents, tables, name or where, where, tolerance)
 
 
@@ -606,16 +616,24 @@ class _XmlItem:
 
 
 def read_xmlbif(text: str, where: str, *, name: str | None = None,
-                tolerance: float = CPD_SUM_TOLERANCE) -> Theta:
-    """Theta of the XMLBIF model ``text``; ``where`` (the path) prefixes every error."""
+                tolerance: float = CPD_SUM_TOLERANCE,
+                time_limit: TimeLimit | float | None = None) -> Theta:
+    """Theta of the XMLBIF model ``text``; ``where`` (the path) prefixes every error.
+
+    ``time_limit`` is checked as :func:`read_bif` checks it (between the parse and every
+    few thousand variables and definitions).
+    """
     _check_text(text, where)
+    check = limit_check(time_limit, f"reading the model {where}")
+    check("before its text was parsed")
     variables, definitions = _parse_xmlbif(text, where)
+    check(f"its text parsed, 0 of {len(variables):,} variables read")
 
     def err(line: int, message: str) -> ModelError:
         return ModelError(f"{where}, line {line}: {message}")
 
     states: dict[str, tuple[str, ...]] = {}
-    for item in variables:
+    for item in check.paced(variables, "{done:,} of {total:,} variables read"):
         names = item.fields.get("name", [])
         if len(names) != 1 or not names[0]:
             raise err(item.line, "a VARIABLE needs exactly one non-empty NAME")
@@ -637,7 +655,7 @@ def read_xmlbif(text: str, where: str, *, name: str | None = None,
         raise ModelError(f"{where}: the XMLBIF file declares no variables")
     parents: dict[str, list[str]] = {}
     tables: dict[str, np.ndarray] = {}
-    for item in definitions:
+    for item in check.paced(definitions, "{done:,} of {total:,} definitions read"):
         fors = item.fields.get("for", [])
         if len(fors) != 1:
             raise err(item.line, "a DEFINITION needs exactly one FOR")
@@ -673,6 +691,7 @@ def read_xmlbif(text: str, where: str, *, name: str | None = None,
         shown = ", ".join(map(repr, missing[:5])) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ModelError(f"{where}: no DEFINITION for variable(s) {shown}")
+    check(f"every definition read, the tables of {len(tables):,} nodes not yet checked")
     return _theta(states, parents, tables, name or where, where, tolerance)
 
 

@@ -171,8 +171,10 @@ def test_fraction_evaluate_matches_each_cells_text():
 
 @pytest.mark.parametrize("model,mechanism", [("chain", "apmqm")])
 def test_cli_time_limit_holds_on_a_long_series(tmp_path, model, mechanism):
-    # a tiny --time-limit on a long series: a prompt answer, valid and flagged as not proven
-    # optimal (a generous wall-clock bound: the issue asks that the limit hold)
+    # a tiny --time-limit on a long series: a prompt answer (a generous wall-clock bound:
+    # the issue asks that the limit hold). It passes while the model is read, so the answer
+    # is the refusal naming the limit, status 2, nothing written (issue 36: reading sees the
+    # limit; this test expected a flagged plan before, when reading did not look at it)
     import subprocess
     import sys
     import time
@@ -198,10 +200,7 @@ def test_cli_time_limit_holds_on_a_long_series(tmp_path, model, mechanism):
     done = subprocess.run([sys.executable, "-m", "quiltpriv", *cmd], capture_output=True,
                           text=True, timeout=600, check=False)
     assert time.monotonic() - t < 300, "the time limit was not kept"
-    assert done.returncode == 0, done.stderr
-    d = json.loads(out.read_text())
-    details = d if mechanism == "apmqm" else d["details"]
-    assert details["optimal"] is False
-    assert any("time limit" in note for note in details["notes"])
-    # the quilt {} for the steps the search did not reach: at most Delta_A / eps = 1
-    assert 0 < details["scale"] <= 1.0
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("quiltpriv: error: the time limit of 0.001 s was reached "
+                                  f"while reading the model {path} (")
+    assert done.stderr.count("\n") == 1 and done.stdout == "" and not out.exists()
