@@ -14,7 +14,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,7 +26,11 @@ from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_covariance, check_records, check_vector
 
 if TYPE_CHECKING:
+    import os
+    import random
+
     from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import VectorRelease
 
 __all__ = ["DistributionPrivacyResult", "MechanismCheck", "expected_l2_norm_gaussian"]
 
@@ -149,8 +153,16 @@ class DistributionPrivacyResult(JSONResult):
             out = z @ u.T
         return out[0] if size is None else out
 
-    def release(self, value: ArrayLike, *, seed: Seed = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> VectorRelease:
         """F(Data) + noise, released exactly: at least as private as the plan promises.
+
+        Returns a :class:`~quiltpriv.mechanisms.protocol.VectorRelease` of mechanism
+        ``"distribution privacy"`` (it reads as the array of released numbers, which this
+        method returned before), made by the one release flow
+        (:func:`quiltpriv.mechanisms.protocol.release_value`; ``ledger`` and ``budget`` as
+        there; the calibration records the scale and sensitivity actually drawn against).
 
         Every coordinate goes through :mod:`quiltpriv.mechanisms.noise`: snapped to one
         power-of-two grid ``g``, plus ``g K`` with ``K`` exact discrete noise, the exact sum
@@ -183,24 +195,40 @@ class DistributionPrivacyResult(JSONResult):
         (nothing drawn) for a scale that cannot be drawn.
         """
         from quiltpriv.mechanisms import noise
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
+        from quiltpriv.mechanisms.release_flow import Drawn, drawn_values
+        from quiltpriv.utils.format import fmt_number
 
         x = check_vector(value, "value", self.dimension)
+        kind: Literal["laplace", "gaussian", "none"]
         if self.noise == "none":
-            return x.copy()
-        rng = noise.make_rng(seed)
-        if self.noise == "laplace":
-            out = noise.laplace_release_vector(x, self.laplace_scale, self.sensitivity,
-                                               seed=rng)
+            kind, scale, sens = "none", 0.0, self.sensitivity
+        elif self.noise == "laplace":
+            kind, scale, sens = "laplace", self.laplace_scale, self.sensitivity
         elif self.noise in ("laplace-direction", "laplace-directions"):
-            scale, sens = self._direction_l1_plan()
-            out = noise.laplace_release_vector(x, scale, sens, seed=rng)
+            kind, (scale, sens) = "laplace", self._direction_l1_plan()
         elif self.noise == "gaussian":
-            out = noise.gaussian_release_vector(x, self.gaussian_release_sigma(), self.sensitivity,
-                                                seed=rng)
+            kind, scale, sens = "gaussian", self.gaussian_release_sigma(), self.sensitivity
         else:
             raise ParameterError(f"{self.mechanism}: unknown noise {self.noise!r}; nothing "
                                  "released")
-        return np.array([o.value for o in out], dtype=float)
+
+        def draw(rng: random.Random) -> Drawn:
+            if kind == "none":
+                return Drawn(tuple(float(v) for v in x), 0.0, 0.0, "", True)
+            if kind == "gaussian":
+                return drawn_values(noise.gaussian_release_vector(x, scale, sens, seed=rng))
+            return drawn_values(noise.laplace_release_vector(x, scale, sens, seed=rng))
+
+        cal = Calibration(kind, scale, sens,
+                          f"[CO23] {self.mechanism}: {self.noise} noise of scale "
+                          f"{fmt_number(scale, rounding='up')} for the distance "
+                          f"{fmt_number(sens, rounding='up')} in every coordinate")
+        g = Guarantee("distribution privacy", self.epsilon, self.delta, tuple(self.assumptions))
+        out = release_value(x, mechanism="distribution privacy", guarantee=g, calibration=cal,
+                            details=self.to_dict(), seed=seed, ledger=ledger, budget=budget,
+                            allow_unproved=allow_unproved, draw=draw)
+        return cast("VectorRelease", out)
 
     def _direction_l1_plan(self) -> tuple[float, float]:
         """(b', Delta') with Delta' >= sqrt(m) Delta and Delta'/b' <= Delta/b, floats."""

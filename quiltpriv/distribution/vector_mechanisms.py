@@ -72,7 +72,11 @@ from quiltpriv.utils.validation import (
 )
 
 if TYPE_CHECKING:
+    import os
+    import random
+
     from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import VectorRelease
 
 __all__ = [
     "CoordinateLaplaceResult",
@@ -403,21 +407,44 @@ class CoordinateLaplaceResult(DistributionPrivacyResult):
                        dtype=float) / np.asarray(self.weights)
         return z[0] if size is None else z
 
-    def release(self, value: ArrayLike, *, seed: Seed = None) -> np.ndarray:
+    def release(self, value: ArrayLike, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> VectorRelease:
         """F(Data) + noise: G = diag(w) F (exact, powers of two) released by
         :func:`~quiltpriv.mechanisms.noise.laplace_release_vector` with L1 sensitivity
         ``sensitivity`` and scale ``laplace_scale`` (the snapping paid in L1), then divided by
-        w (post-processing). Secure randomness by default; a seed is for experiments only."""
+        w (post-processing). Secure randomness by default; a seed is for experiments only.
+
+        Returns a :class:`~quiltpriv.mechanisms.protocol.VectorRelease` (it reads as the array
+        this method returned before; its ``noise_scale_used`` and ``granularity`` are G's, the
+        scale of coordinate k divided by ``w_k``), made by the one release flow
+        (:func:`quiltpriv.mechanisms.protocol.release_value`; ``ledger`` and ``budget`` as
+        there)."""
         from quiltpriv.mechanisms import noise
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
+        from quiltpriv.mechanisms.release_flow import Drawn, drawn_values
+        from quiltpriv.utils.format import fmt_number
 
         x = check_vector(value, "value", self.dimension)
         w = np.asarray(self.weights)
         g = x * w
         if not np.all(np.isfinite(g)):
             raise ParameterError("value times the weights overflows; nothing released")
-        out = noise.laplace_release_vector(g, self.laplace_scale, self.sensitivity,
-                                           seed=noise.make_rng(seed))
-        return np.array([o.value for o in out], dtype=float) / w
+
+        def draw(rng: random.Random) -> Drawn:
+            out = noise.laplace_release_vector(g, self.laplace_scale, self.sensitivity, seed=rng)
+            return drawn_values(out, divide=self.weights)
+
+        cal = Calibration("laplace", self.laplace_scale, self.sensitivity,
+                          f"[CO23, Thm. 3.1] {self.mechanism}: Laplace scale "
+                          f"{fmt_number(self.laplace_scale, rounding='up')} on G = diag(w) F "
+                          "for its L1 distance, divided by the weights w (powers of two)")
+        guarantee = Guarantee("distribution privacy", self.epsilon, self.delta,
+                              tuple(self.assumptions))
+        out = release_value(x, mechanism="distribution privacy", guarantee=guarantee,
+                            calibration=cal, details=self.to_dict(), seed=seed, ledger=ledger,
+                            budget=budget, allow_unproved=allow_unproved, draw=draw)
+        return cast("VectorRelease", out)
 
 
 def _power_of_two(x: float) -> float:

@@ -59,9 +59,13 @@ from quiltpriv.mechanisms.calibration import (
 from quiltpriv.utils.serialize import JSONResult
 
 if TYPE_CHECKING:
+    import os
+    import random
+
     import pandas as pd
 
-    from quiltpriv.mechanisms.noise import NoisyValue, Seed
+    from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import Calibration, Guarantee, ReleaseRecord
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.validation import (
     check_array,
@@ -169,31 +173,61 @@ class APGMResult(JSONResult):
             return float(self.sigma * stats.norm.ppf(1 - b / 2))
         return float(self.sigma * math.sqrt(stats.chi2.ppf(1 - b, self.dimension)))
 
-    def release(self, value: ArrayLike, *,
-                seed: Seed = None) -> NoisyValue | tuple[NoisyValue, ...]:
-        """Return F(X) + N(0, sigma2), or F(X) itself when sigma2 = 0.
+    def _terms(self) -> tuple[Guarantee, Calibration, float]:
+        """The guarantee, calibration and sensitivity of a release of this plan."""
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee
+        from quiltpriv.utils.format import fmt_number
 
-        Noise is exact discrete Gaussian noise from :mod:`quiltpriv.mechanisms.noise` (secure by
-        default; a seed is for reproducible experiments only). A scalar gives a
-        :class:`~quiltpriv.mechanisms.noise.NoisyValue`
-        (:func:`~quiltpriv.mechanisms.noise.gaussian_release`), a vector a tuple of them
-        (:func:`~quiltpriv.mechanisms.noise.gaussian_release_vector`): every coordinate is
+        sens = max(self.sensitivity.values(), default=0.0)
+        cal = Calibration("gaussian", self.sigma, sens,
+                          f"[ZOC22, Alg. 1]: sigma^2 = max(0, max_i (c Delta_i / eps)^2 - min "
+                          f"Var(F | g_i)) ({self.calibration} c), sigma = "
+                          f"{fmt_number(self.sigma, rounding='up')}",
+                          {"calibration": self.calibration})
+        g = Guarantee("dataset attribute privacy", self.epsilon, self.delta, tuple(self.notes),
+                      tuple(str(k) for k in self.sensitivity))
+        return g, cal, sens
+
+    def release(self, value: ArrayLike, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
+        """Release F(X) + N(0, sigma2), or F(X) itself when sigma2 = 0, as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` of mechanism ``"APGM"``.
+
+        The one release flow (:func:`quiltpriv.mechanisms.protocol.release_value`; ``ledger``
+        and ``budget`` as there). Noise is exact discrete Gaussian noise from
+        :mod:`quiltpriv.mechanisms.noise` (secure by default; a seed is for reproducible
+        experiments only). A scalar gives a record whose ``value`` is the noisy number
+        (:func:`~quiltpriv.mechanisms.noise.gaussian_release`; it returned that
+        ``NoisyValue`` before), a vector a :class:`~quiltpriv.mechanisms.protocol.VectorRelease`
+        (:func:`~quiltpriv.mechanisms.noise.gaussian_release_vector`; it returned a tuple of
+        ``NoisyValue``, whose attributes each coordinate keeps, deprecated): every coordinate is
         snapped to one grid ``g`` and sigma is inflated for the vector's snapped L2 shift
         ``Delta + sqrt(d) g``, so the zCDP rho and the (eps, delta) of the plan hold for the
         whole vector (paying one grid step per coordinate instead would let the shift reach
         ``Delta + sqrt(d) g`` uncharged: rho 1.000059 times the promised one at d = 1024).
         """
         from quiltpriv.mechanisms import noise
+        from quiltpriv.mechanisms.protocol import release_value
+        from quiltpriv.mechanisms.release_flow import Drawn, drawn_values
 
-        sens = max(self.sensitivity.values(), default=0.0)
+        g, cal, sens = self._terms()
         arr = np.asarray(value, dtype=float)
         if arr.ndim == 0:
             if self.dimension != 1:
                 raise QueryError(f"expected a vector of length {self.dimension}, got a scalar")
-            return noise.gaussian_release(float(arr), self.sigma, sens, seed=seed)
+            return release_value(float(arr), mechanism="APGM", guarantee=g, calibration=cal,
+                                 details=self.to_dict(), seed=seed, ledger=ledger,
+                                 budget=budget, allow_unproved=allow_unproved)
         if arr.shape != (self.dimension,):
             raise QueryError(f"expected a value of shape ({self.dimension},), got {arr.shape}")
-        return noise.gaussian_release_vector(arr, self.sigma, sens, seed=seed)
+
+        def draw(rng: random.Random) -> Drawn:
+            return drawn_values(noise.gaussian_release_vector(arr, self.sigma, sens, seed=rng))
+
+        return release_value(arr, mechanism="APGM", guarantee=g, calibration=cal,
+                             details=self.to_dict(), seed=seed, ledger=ledger, budget=budget,
+                             allow_unproved=allow_unproved, draw=draw)
 
 
 def _min_eigen_psd(cov: ArrayLike, k: int, name: str) -> float:
@@ -640,13 +674,39 @@ class APGMNonGaussianResult(JSONResult):
     approximations: Mapping[Hashable, tuple[Mapping[Hashable, tuple[float, float]], ...]]
     notes: tuple[str, ...]
 
-    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
+    def release(self, value: float, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
         """F(X) + N(0, sigma^2) with exact discrete Gaussian noise from
-        quiltpriv.mechanisms.noise."""
-        from quiltpriv.mechanisms import noise
+        :mod:`quiltpriv.mechanisms.noise`, as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` of mechanism
+        ``"APGM (non-Gaussian)"`` carrying this result's (epsilon, delta) (the one release
+        flow, :func:`quiltpriv.mechanisms.protocol.release_value`).
 
+        Raises
+        ------
+        ParameterError
+            ``lambda_eta`` is infinite: the release would guarantee nothing (give
+            ``min_sigma`` > 0); nothing is drawn.
+        """
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
+        from quiltpriv.utils.format import fmt_number
+
+        if not math.isfinite(self.epsilon) or self.delta >= 1:
+            raise ParameterError("APGMnG: lambda_eta is infinite, so the release would "
+                                 "guarantee nothing; give min_sigma > 0 (nothing released)")
         sens = max(self.plan.sensitivity.values(), default=0.0)
-        return noise.gaussian_release(float(value), self.sigma, sens, seed=seed)
+        cal = Calibration("gaussian", self.sigma, sens,
+                          f"[ZOC22, Alg. 2]: sigma of the Algorithm-1 plan on the Gaussian "
+                          f"approximations (at least min_sigma) = "
+                          f"{fmt_number(self.sigma, rounding='up')}, lambda_eta = "
+                          f"{fmt_number(self.lambda_eta, rounding='up')}",
+                          {"calibration": self.plan.calibration})
+        g = Guarantee("dataset attribute privacy", self.epsilon, self.delta, tuple(self.notes),
+                      tuple(str(k) for k in self.plan.sensitivity))
+        return release_value(float(value), mechanism="APGM (non-Gaussian)", guarantee=g,
+                             calibration=cal, details=self.to_dict(), seed=seed, ledger=ledger,
+                             budget=budget, allow_unproved=allow_unproved)
 
 
 def apgm_non_gaussian(

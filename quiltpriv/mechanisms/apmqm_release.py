@@ -302,7 +302,8 @@ def release(
         provenance = getattr(theta, "provenance", None)
     plan_done = plan_  # the verified plan, as the closure below sees it (mypy's narrowing)
 
-    def record(drawn: Drawn, data_record: Mapping[str, Any], said: tuple[str, ...]) -> Release:
+    def record(drawn: Drawn, data_record: Mapping[str, Any] | None,
+               said: tuple[str, ...]) -> Release:
         out, done = drawn.values, None
         if post is not None:
             done = post.to_dict(out if np.ndim(value) else out[0])

@@ -35,7 +35,10 @@ from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_delta, check_epsilon, check_positive, check_records
 
 if TYPE_CHECKING:
-    from quiltpriv.mechanisms.noise import NoisyValue, Seed
+    import os
+
+    from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import ReleaseRecord
 
 __all__ = ["GroupPrivacyResult", "group_gaussian", "group_laplace"]
 
@@ -64,19 +67,45 @@ class GroupPrivacyResult(JSONResult):
     delta: float
     notes: tuple[str, ...] = field(default=())
 
-    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
+    def release(self, value: float, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
         """F(X) plus exact discrete Laplace/Gaussian noise from
-        :mod:`quiltpriv.mechanisms.noise`.
+        :mod:`quiltpriv.mechanisms.noise`, as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord`.
 
-        The low-level form: noise for a value you computed, with no data checks and no record;
-        :func:`quiltpriv.mechanisms.registry.group_dp_mechanism` gives ``release(data)``."""
-        from quiltpriv.mechanisms import noise
+        The low-level form: noise for a value you computed, with no data checks
+        (:func:`quiltpriv.mechanisms.protocol.release_value`: the one release flow, ``ledger``
+        and ``budget`` as there; the record's ``value`` is the noisy number, as the
+        ``NoisyValue`` returned before);
+        :func:`quiltpriv.mechanisms.registry.group_dp_mechanism` gives ``release(data)``.
 
-        if self.mechanism == "laplace":
-            return noise.laplace_release(float(value), self.scale, self.group_sensitivity,
-                                         seed=seed)
-        return noise.gaussian_release(float(value), self.scale, self.group_sensitivity,
-                                      seed=seed)
+        Examples
+        --------
+        >>> import warnings
+        >>> from quiltpriv.mechanisms.group_dp import group_laplace
+        >>> res = group_laplace(1.0, 10, 1.0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # seeded noise: for examples only
+        ...     rec = res.release(4.0, seed=3)
+        >>> rec.mechanism, rec.calibration.scale, rec.seed, rec.noise_scale_used >= res.scale
+        ('group DP Laplace', 10.0, 3, True)
+        """
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
+        from quiltpriv.utils.format import fmt_number
+
+        laplace = self.mechanism == "laplace"
+        cal = Calibration(
+            "laplace" if laplace else "gaussian", self.scale, self.group_sensitivity,
+            f"[ZOC22, Ex. 2]: group privacy over all n records, "
+            f"{'b' if laplace else 'sigma'} = {fmt_number(self.scale, rounding='up')} for "
+            f"n Delta = {fmt_number(self.group_sensitivity, rounding='up')}")
+        g = Guarantee("differential privacy (group)", self.epsilon, self.delta,
+                      ("F changes by at most n Delta when every record changes",))
+        return release_value(value, mechanism="group DP Laplace" if laplace
+                             else "group DP Gaussian", guarantee=g, calibration=cal,
+                             details=self.to_dict(), seed=seed, ledger=ledger, budget=budget,
+                             allow_unproved=allow_unproved)
 
 
 def _group_sensitivity(sensitivity: float, n_records: int) -> float:

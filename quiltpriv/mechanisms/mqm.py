@@ -62,7 +62,10 @@ from quiltpriv.utils.time_limit import TimeLimit, check_time_limit
 from quiltpriv.utils.validation import check_epsilon, check_positive
 
 if TYPE_CHECKING:
-    from quiltpriv.mechanisms.noise import NoisyValue, Seed
+    import os
+
+    from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import ReleaseRecord
 
 __all__ = [
     "MQMPlan",
@@ -207,18 +210,39 @@ class MQMPlan:
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
-    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
+    def release(self, value: float, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
         """``F(Y) + Lap(L * b_max)`` with exact discrete Laplace noise
-        (:mod:`quiltpriv.mechanisms.noise`).
+        (:mod:`quiltpriv.mechanisms.noise`), as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` of mechanism ``"MQM"`` (its
+        ``value`` is the noisy number).
 
         Secure randomness by default; ``seed`` is for reproducible experiments only (the
         returned record says the generator was not secure). The low-level form: no data checks
-        and no release record; :func:`quiltpriv.mechanisms.registry.mqm_mechanism` gives
-        ``release(data)``.
+        (:func:`quiltpriv.mechanisms.protocol.release_value`, the one release flow; the grid
+        is paid against ``L``, ``calibration.sampler_sensitivity``);
+        :func:`quiltpriv.mechanisms.registry.mqm_mechanism` gives ``release(data)``.
         """
-        from quiltpriv.mechanisms import noise
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
 
-        return noise.laplace_release(float(value), self.scale, self.lipschitz, seed=seed)
+        b = next((ns for ns in self.nodes if ns.node == self.binding), None)
+        nearby = 1 if b is None else b.nearby_count
+        cal = Calibration("laplace", self.scale, mul_up(self.lipschitz, nearby),
+                          f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i) & A| / (eps - "
+                          f"e(Q_i|Y_i)) = {_fmt(self.scale, rounding='up')}, set by "
+                          f"{self.binding!r}",
+                          {"lipschitz": self.lipschitz, **({} if b is None else {
+                              "binding": b.node, "binding_influence": b.influence,
+                              "nearby": b.nearby_count})})
+        g = Guarantee("pufferfish (Markov quilt)", self.epsilon, 0.0, (
+            "the data are one realisation of the network's entries, drawn from it for some "
+            "theta in Theta",
+            f"F changes by at most L = {_fmt(self.lipschitz)} when one entry changes"),
+            tuple(ns.node for ns in self.nodes))
+        return release_value(value, mechanism="MQM", guarantee=g, calibration=cal,
+                             details=self.to_dict(), seed=seed, ledger=ledger, budget=budget,
+                             allow_unproved=allow_unproved, sampler_sensitivity=self.lipschitz)
 
     def explain(self) -> str:
         lines = [

@@ -53,9 +53,10 @@ from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_positive, check_records
 
 if TYPE_CHECKING:
+    import os
     import random
 
-    from quiltpriv.mechanisms.noise import NoisyValue
+    from quiltpriv.mechanisms.protocol import ReleaseRecord
 
 __all__ = ["NetworkWassersteinResult", "network_wasserstein"]
 
@@ -90,9 +91,17 @@ class NetworkWassersteinResult(JSONResult):
     def sensitivity(self) -> float:
         return self.result.sensitivity
 
-    def release(self, value: float, *, seed: int | random.Random | None = None) -> NoisyValue:
-        """``F(X) + Lap(W / eps)`` (see :meth:`WassersteinResult.release`)."""
-        return self.result.release(value, seed=seed)
+    def release(self, value: float, *, seed: int | random.Random | None = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
+        """``F(X) + Lap(W / eps)`` as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` of mechanism ``"Wasserstein"``
+        (see :meth:`WassersteinResult.release`; the same noise)."""
+        sensitive = tuple(str(c.sensitive) for c in self.laws) if self.laws else ()
+        return self.result._release(
+            "Wasserstein", sensitive, value, seed=seed, ledger=ledger, budget=budget,
+            allow_unproved=allow_unproved,
+            details={**self.result.to_dict(), "arithmetic": self.arithmetic})
 
 
 @renamed_keywords(model="theta")

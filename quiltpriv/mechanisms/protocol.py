@@ -22,8 +22,11 @@ model, a query and epsilon by :mod:`quiltpriv.mechanisms.registry` (``build_mech
 ``quiltpriv release --mechanism NAME`` and ``quiltpriv compare`` use.
 
 Each mechanism module keeps its low-level form (``plan.release(value)``,
-``result.release(value)``): noise for a value you computed yourself, with no data checks and
-no record. Prefer the protocol's ``release(data)``.
+``result.release(value)``): noise for a value you computed yourself, with no data checks.
+It returns a :class:`ReleaseRecord` too (a :class:`VectorRelease` for a vector), made by
+:func:`release_value` through the same release flow (same noise module, seed flag and ledger),
+whose ``data`` is null and whose ``query`` is ``{"kind": "value", "dimension": m}``. Prefer the
+protocol's ``release(data)``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import json
 import math
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -47,6 +50,7 @@ from quiltpriv.utils.validation import check_instance
 if TYPE_CHECKING:
     import pandas as pd
 
+    from quiltpriv.mechanisms.release_flow import Drawn
     from quiltpriv.queries.query import Query
 
 __all__ = [
@@ -59,6 +63,9 @@ __all__ = [
     "NoiseKind",
     "QueryMechanism",
     "ReleaseRecord",
+    "ReleasedCoordinate",
+    "VectorRelease",
+    "release_value",
 ]
 
 #: The privacy notions quiltpriv's mechanisms provide (a guarantee's ``kind``).
@@ -318,6 +325,104 @@ class ReleaseRecord:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
 
 
+class ReleasedCoordinate(float):
+    """One released number of a :class:`VectorRelease` (a float).
+
+    ``APGMResult.release(vector)`` returned a tuple of
+    :class:`~quiltpriv.mechanisms.noise.NoisyValue`; their attributes still work on each
+    coordinate, with a :class:`DeprecationWarning` naming the record's field that replaces them.
+    """
+
+    __slots__ = ("_record",)
+    _record: ReleaseRecord
+
+    def __new__(cls, x: float, record: ReleaseRecord) -> ReleasedCoordinate:
+        out = super().__new__(cls, x)
+        out._record = record
+        return out
+
+    def _old(self, name: str, new: str) -> Any:
+        from quiltpriv.utils.deprecation import deprecated_name
+
+        deprecated_name("a coordinate of a vector release", name, new)
+        return float(self) if name == "value" else getattr(self._record, name)
+
+    @property
+    def value(self) -> float:
+        """Deprecated: the coordinate is the number (the record's ``value[i]``)."""
+        return float(self._old("value", "the coordinate itself (record.value[i])"))
+
+    @property
+    def noise_scale_used(self) -> float:
+        """Deprecated: the record's ``noise_scale_used`` (one scale for every coordinate)."""
+        return float(self._old("noise_scale_used", "record.noise_scale_used"))
+
+    @property
+    def granularity(self) -> float:
+        """Deprecated: the record's ``granularity`` (one grid for every coordinate)."""
+        return float(self._old("granularity", "record.granularity"))
+
+    @property
+    def secure(self) -> bool:
+        """Deprecated: the record's ``secure``."""
+        return bool(self._old("secure", "record.secure"))
+
+    @property
+    def sampler(self) -> str:
+        """Deprecated: the record's ``sampler``."""
+        return str(self._old("sampler", "record.sampler"))
+
+
+@dataclass(frozen=True)
+class VectorRelease(ReleaseRecord):
+    """The release of a vector value: a :class:`ReleaseRecord` (``value`` a tuple) that also
+    reads as the array of released numbers, as the low-level vector releases returned before
+    (``np.asarray(rec)``, ``rec[k]``, ``len(rec)``, iteration). Every coordinate shares the
+    record's grid, scale, sampler and generator.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from quiltpriv.distribution import distribution_privacy as dp
+    >>> res = dp.expm_laplace({1: [0.15, 1.0], 2: [0.25, 1.0]}, 1.0)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # seeded noise: for examples only
+    ...     rec = res.release([0.2, 1.0], seed=3)
+    >>> type(rec).__name__, rec.mechanism, len(rec), rec.seed, rec.data is None
+    ('VectorRelease', 'distribution privacy', 2, 3, True)
+    >>> bool((np.asarray(rec) == np.array(rec.value)).all())
+    True
+    """
+
+    def _numbers(self) -> tuple[float, ...]:
+        v = self.value
+        return v if isinstance(v, tuple) else (v,)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self._numbers(), dtype=float if dtype is None else dtype)
+
+    def __len__(self) -> int:
+        return len(self._numbers())
+
+    @property
+    def values(self) -> np.ndarray:
+        """The released numbers as a new numpy array (``np.asarray(record)``)."""
+        return np.asarray(self)
+
+    @property
+    def shape(self) -> tuple[int]:
+        """``(m,)``, as the array these releases returned before."""
+        return (len(self),)
+
+    def __iter__(self) -> Any:
+        return (ReleasedCoordinate(x, self) for x in self._numbers())
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, int | np.integer):
+            return ReleasedCoordinate(self._numbers()[int(k)], self)
+        return np.asarray(self)[k]
+
+
 @runtime_checkable
 class Mechanism(Protocol):
     """The protocol every mechanism implements (see the module docstring)."""
@@ -467,7 +572,7 @@ class QueryMechanism:
             The budget refuses the release (nothing drawn, nothing written).
         """
         from quiltpriv.mechanisms import noise
-        from quiltpriv.mechanisms.release_flow import Drawn, release_flow
+        from quiltpriv.mechanisms.release_flow import release_flow
         from quiltpriv.queries.query import histogram_cells
         from quiltpriv.releases import ledger as ledger_mod
 
@@ -480,7 +585,7 @@ class QueryMechanism:
         value = self.check_data(data)
         definition = self.query.to_dict()
 
-        def record(drawn: Drawn, data_record: Mapping[str, Any],
+        def record(drawn: Drawn, data_record: Mapping[str, Any] | None,
                    said: tuple[str, ...]) -> ReleaseRecord:
             out = drawn.values
             return ReleaseRecord(
@@ -506,3 +611,101 @@ class QueryMechanism:
             sensitivity=cal.sensitivity, guarantee_kind=self.guarantee.kind,
             provenance=None if ident is None else ident.get("provenance"),
             no_noise=NO_NOISE, record=record)
+
+
+#: The query definition's ``kind`` of a low-level release (a value the caller computed).
+VALUE_KIND = "value"
+
+
+def release_value(
+    value: Any, *, mechanism: str, guarantee: Guarantee, calibration: Calibration,
+    details: Mapping[str, Any] | None = None, seed: Any = None,
+    ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+    allow_unproved: bool = False, sampler_sensitivity: float | None = None,
+    draw: Callable[[random.Random], Drawn] | None = None,
+) -> ReleaseRecord:
+    """The low-level release of every mechanism: a value the caller computed, plus noise.
+
+    ``result.release(value)`` of each mechanism's result (group DP, Wasserstein, MQM, APGM,
+    APGMnG, distribution privacy) ends here, and from here in the one release flow
+    (:func:`quiltpriv.mechanisms.release_flow.release_flow`): the noise of
+    :mod:`quiltpriv.mechanisms.noise` (the value snapped to a grid, exact discrete noise,
+    the secure generator unless ``seed`` is given, which warns and is recorded), the
+    plain-words warnings, and the ledger's append before the record is returned. No data
+    are checked or hashed: the record's ``data`` is None and its ``query`` is
+    ``{"kind": "value", "dimension": m}``.
+
+    Parameters
+    ----------
+    value : float or array_like
+        ``F(X)``, computed by the caller: a scalar gives a :class:`ReleaseRecord` whose
+        ``value`` is a float, a vector a :class:`VectorRelease`.
+    mechanism : str
+        The record's mechanism name.
+    guarantee, calibration : Guarantee, Calibration
+        The result's claims (``calibration.scale`` is the scale drawn, before the grid's
+        inflation).
+    details : mapping, optional
+        The result as JSON (``result.to_dict()``), recorded.
+    seed : int or random.Random, optional
+        Reproducible, NOT secure noise (experiments only; warns, recorded).
+    ledger, budget, allow_unproved
+        As :meth:`QueryMechanism.release`.
+    sampler_sensitivity : float, optional
+        The sensitivity the sampler pays the grid against, when it is not
+        ``calibration.sensitivity`` (recorded as ``calibration.sampler_sensitivity``).
+    draw : callable, optional
+        ``draw(rng)`` for noise that is not one Laplace scale per coordinate or a scalar
+        Gaussian (:func:`~quiltpriv.mechanisms.release_flow.release_flow`).
+
+    Raises
+    ------
+    ParameterError
+        A bad seed or budget, a value that is not a number or a vector, or a scale too large
+        to draw.
+    LedgerError, BudgetError
+        As :meth:`QueryMechanism.release`.
+    """
+    import hashlib
+
+    from quiltpriv.mechanisms.release_flow import release_flow
+    from quiltpriv.releases import ledger as ledger_mod
+
+    seed = records.check_seed(seed)
+    budget = records.check_budget(budget, ledger)
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim > 1 or arr.size == 0:  # the noise module refuses a value that is not finite
+        raise ParameterError(f"{mechanism}: the value must be a number or a non-empty vector, "
+                             f"got shape {arr.shape}")
+    vector = arr.ndim == 1
+    booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
+    definition = {"kind": VALUE_KIND, "dimension": int(arr.size)}
+    fingerprint = hashlib.sha256(json.dumps({**definition, "mechanism": mechanism},
+                                            sort_keys=True).encode()).hexdigest()
+    sens = calibration.sensitivity if sampler_sensitivity is None else sampler_sensitivity
+    if sampler_sensitivity is not None:
+        calibration = Calibration(calibration.noise, calibration.scale, calibration.sensitivity,
+                                  calibration.why, {**calibration.details,
+                                                    "sampler_sensitivity": float(sens)})
+
+    def record(drawn: Drawn, data_record: Mapping[str, Any] | None,
+               said: tuple[str, ...]) -> ReleaseRecord:
+        cls = VectorRelease if vector else ReleaseRecord
+        return cls(
+            mechanism=mechanism, value=drawn.values if vector else drawn.values[0],
+            guarantee=guarantee, calibration=calibration,
+            noise_scale_used=drawn.noise_scale_used, granularity=drawn.granularity,
+            secure=drawn.secure, sampler=drawn.sampler,
+            seed=seed if isinstance(seed, int) else None, query=definition,
+            query_fingerprint=fingerprint, data=data_record,
+            timestamp=records.utc_timestamp(), version=records.quiltpriv_version(),
+            details=details, warnings=said)
+
+    noise_kind = "gaussian" if "gaussian" in calibration.noise else "laplace"
+    return release_flow(
+        arr if vector else float(arr), None, attributes=(), dataset=None,
+        query_fingerprint=fingerprint, model_fingerprint=fingerprint, booked=booked,
+        seed=seed, ledger=ledger, budget=budget, allow_unproved=allow_unproved,
+        noise=noise_kind, scale=calibration.scale, sensitivity=sens,
+        guarantee_kind=guarantee.kind, provenance=None, no_noise=NO_NOISE, record=record,
+        draw=draw)

@@ -9,7 +9,10 @@ budget), the noise from :mod:`quiltpriv.mechanisms.noise` (exact, on a grid, fro
 generator unless seeded), the ledger's append before the value is returned, and the warnings
 after. :func:`release_flow` is that ending, written once, so that the two callers cannot drift
 apart (tests/mechanisms/test_release_flow.py: the same plan released both ways on the same seed
-gives the same record).
+gives the same record). The low-level ``result.release(value)`` of every mechanism
+(:func:`quiltpriv.mechanisms.protocol.release_value`) ends the same way, with no data (a value
+the caller computed: nothing to hash, no repeated-release check) and, where its noise is not
+one Laplace scale per coordinate or a scalar Gaussian, its own ``draw`` from the noise module.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Drawn", "release_flow"]
+__all__ = ["Drawn", "drawn_values", "release_flow"]
 
 #: The sampler text of the record before the noise is drawn (the budget check reads it).
 NOT_DRAWN = "not drawn yet"
@@ -73,9 +76,40 @@ class Drawn:
     secure: bool
 
 
+class _Noisy(Protocol):
+    """What :func:`drawn_values` reads of a :class:`~quiltpriv.mechanisms.noise.NoisyValue`."""
+
+    @property
+    def value(self) -> float: ...
+
+    @property
+    def noise_scale_used(self) -> float: ...
+
+    @property
+    def granularity(self) -> float: ...
+
+    @property
+    def sampler(self) -> str: ...
+
+    @property
+    def secure(self) -> bool: ...
+
+
+def drawn_values(draws: Sequence[_Noisy], *, divide: Sequence[float] | None = None) -> Drawn:
+    """The :class:`Drawn` of the noise module's ``NoisyValue`` of each coordinate (one grid,
+    one scale, one generator: the first one's are the record's), each value divided by
+    ``divide``'s entry when given (a power of two: exact, post-processing)."""
+    first = draws[0]
+    values = tuple(float(d.value) for d in draws)
+    if divide is not None:
+        values = tuple(v / float(w) for v, w in zip(values, divide, strict=True))
+    return Drawn(values, float(first.noise_scale_used), float(first.granularity),
+                 str(first.sampler), bool(first.secure))
+
+
 def release_flow(
     value: float | np.ndarray,
-    data: pd.DataFrame,
+    data: pd.DataFrame | None,
     *,
     attributes: Sequence[str],
     dataset: str | None,
@@ -92,7 +126,8 @@ def release_flow(
     guarantee_kind: str,
     provenance: Any,
     no_noise: str,
-    record: Callable[[Drawn, Mapping[str, Any], tuple[str, ...]], R],
+    record: Callable[[Drawn, Mapping[str, Any] | None, tuple[str, ...]], R],
+    draw: Callable[[random.Random], Drawn] | None = None,
 ) -> R:
     """Release ``value`` (``F(data)``, already checked) with ``noise`` of ``scale``.
 
@@ -100,8 +135,10 @@ def release_flow(
     ----------
     value : float or numpy.ndarray
         The query's value on the data; every check of the data is the caller's, done before.
-    data : pandas.DataFrame
-        The data (hashed into the record's ``data``; never kept).
+    data : pandas.DataFrame or None
+        The data (hashed into the record's ``data``; never kept). None for a value the caller
+        computed (the low-level ``result.release(value)``): the record's ``data`` is null and
+        there is nothing to recognise a repeated release by.
     attributes : sequence of str
         The columns the query read.
     dataset : str or None
@@ -128,6 +165,11 @@ def release_flow(
         The sampler text of a release whose scale is 0.
     record : callable
         ``record(drawn, data_record, warnings)`` builds the mechanism's record.
+    draw : callable, optional
+        ``draw(rng)`` draws the noise from :mod:`quiltpriv.mechanisms.noise` with the one
+        generator ``rng`` and returns the :class:`Drawn` values, for noise that is not one
+        Laplace scale per coordinate or a scalar Gaussian (a vector's Gaussian, directional
+        Laplace, per-coordinate weights). Default: ``noise`` of ``scale`` as above.
 
     Returns
     -------
@@ -138,23 +180,25 @@ def release_flow(
     from quiltpriv.releases import records
     from quiltpriv.utils.stack import user_stacklevel
 
-    data_record = records.query_data(data, attributes, dataset=dataset)
-    fingerprints = (data_record["sha256"], query_fingerprint, model_fingerprint)
+    data_record = (None if data is None
+                   else records.query_data(data, attributes, dataset=dataset))
+    fingerprints = (None if data_record is None
+                    else (data_record["sha256"], query_fingerprint, model_fingerprint))
     # every warning (issued by the functions called below) names the user's line
     stacklevel = user_stacklevel(extra=1)
-    ledger_mod.warn_repeats(booked, fingerprints, stacklevel=stacklevel)
+    if fingerprints is not None:
+        ledger_mod.warn_repeats(booked, fingerprints, stacklevel=stacklevel)
     vec = np.atleast_1d(np.asarray(value, dtype=float))
     said = tuple(records.release_warnings(
         scale=scale, kind=guarantee_kind, provenance=provenance,
-        table_sha256=data_record["table_sha256"]))
+        table_sha256=None if data_record is None else data_record["table_sha256"]))
 
     def make(drawn: Drawn) -> R:
         if scale == 0:
             drawn = replace(drawn, sampler=no_noise, secure=seed is None)
         return record(drawn, data_record, said)
 
-    def draw() -> R:
-        rng = noise_mod.make_rng(seed)  # one generator: seeded coordinates get independent noise
+    def draw_default(rng: random.Random) -> Drawn:
         if noise == "gaussian":
             draws = [noise_mod.gaussian_release(float(vec[0]), scale, sensitivity, seed=rng)]
         else:
@@ -162,15 +206,18 @@ def release_flow(
             # once per coordinate (dimension=).
             draws = [noise_mod.laplace_release(float(v), scale, sensitivity, seed=rng,
                                                dimension=len(vec)) for v in vec]
-        first = draws[0]
-        return make(Drawn(tuple(float(d.value) for d in draws), float(first.noise_scale_used),
-                          float(first.granularity), str(first.sampler), bool(first.secure)))
+        return drawn_values(draws)
+
+    def drawn() -> R:
+        rng = noise_mod.make_rng(seed)  # one generator: seeded coordinates get independent noise
+        return make((draw or draw_default)(rng))
 
     pending = Drawn(tuple(0.0 for _ in vec), scale, 0.0, NOT_DRAWN, seed is None)
-    out: R = ledger_mod.book(ledger, lambda: make(pending).to_dict(), draw,
+    out: R = ledger_mod.book(ledger, lambda: make(pending).to_dict(), drawn,
                              lambda r: r.to_dict(), budget=budget,
                              allow_unproved=allow_unproved)
-    records.remember_release(*fingerprints, f"released in this session at {out.timestamp}")
+    if fingerprints is not None:
+        records.remember_release(*fingerprints, f"released in this session at {out.timestamp}")
     records.warn_release(said, secure=out.secure, scale=out.noise_scale_used,
                          stacklevel=stacklevel)
     return out

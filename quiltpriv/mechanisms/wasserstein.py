@@ -41,7 +41,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Rational, Real
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -58,7 +58,10 @@ from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
 if TYPE_CHECKING:
-    from quiltpriv.mechanisms.noise import NoisyValue, Seed
+    import os
+
+    from quiltpriv.mechanisms.noise import Seed
+    from quiltpriv.mechanisms.protocol import ReleaseRecord
 
 __all__ = [
     "Interval",
@@ -126,18 +129,42 @@ class WassersteinResult(JSONResult):
     worst_case: str
     notes: tuple[str, ...] = field(default=())
 
-    def release(self, value: float, *, seed: Seed = None) -> NoisyValue:
+    def release(self, value: float, *, seed: Seed = None,
+                ledger: str | os.PathLike[str] | None = None, budget: float | None = None,
+                allow_unproved: bool = False) -> ReleaseRecord:
         """F(X) + Lap(scale) with exact discrete Laplace noise from
-        :mod:`quiltpriv.mechanisms.noise`.
+        :mod:`quiltpriv.mechanisms.noise`, as a
+        :class:`~quiltpriv.mechanisms.protocol.ReleaseRecord` (mechanism
+        ``"Wasserstein (given laws)"``; its ``value`` is the noisy number).
 
         Secure randomness by default; a seed is for reproducible experiments only. The
-        low-level form: no data checks and no release record;
+        low-level form: no data checks (:func:`quiltpriv.mechanisms.protocol.release_value`,
+        the one release flow; ``ledger`` and ``budget`` as there);
         :func:`quiltpriv.mechanisms.registry.wasserstein_laws_mechanism` gives
         ``release(data)``.
         """
-        from quiltpriv.mechanisms import noise
+        return self._release("Wasserstein (given laws)", (), value, seed=seed, ledger=ledger,
+                             budget=budget, allow_unproved=allow_unproved)
 
-        return noise.laplace_release(float(value), self.scale, self.sensitivity, seed=seed)
+    def _release(self, name: str, sensitive: tuple[str, ...], value: float, *, seed: Seed,
+                 ledger: str | os.PathLike[str] | None, budget: float | None,
+                 allow_unproved: bool, details: Any = None) -> ReleaseRecord:
+        from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
+        from quiltpriv.utils.format import fmt_number
+
+        bound = "W" if self.exact else "W (an upper bound)"
+        cal = Calibration("laplace", self.scale, self.sensitivity,
+                          f"[ZOC22, Alg. 4]: b = {bound} / eps = "
+                          f"{fmt_number(self.sensitivity, rounding='up')} / "
+                          f"{fmt_number(self.epsilon)} = {fmt_number(self.scale, rounding='up')}",
+                          {"exact": bool(self.exact)})
+        g = Guarantee("distributional attribute privacy", self.epsilon, self.delta,
+                      ("the given laws are the laws of the query's value given each secret",
+                       *self.notes), sensitive)
+        return release_value(value, mechanism=name, guarantee=g, calibration=cal,
+                             details=self.to_dict() if details is None else details,
+                             seed=seed, ledger=ledger, budget=budget,
+                             allow_unproved=allow_unproved)
 
 
 # ---------------------------------------------------------------------------------------------

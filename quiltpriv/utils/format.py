@@ -11,11 +11,12 @@ through :func:`escape` before it enters HTML.
 
 from __future__ import annotations
 
+import decimal
 import html
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "badge",
@@ -35,14 +36,51 @@ __all__ = [
 # -- text -------------------------------------------------------------------------------------
 
 
-def fmt_number(x: float | None, digits: int = 6) -> str:
+def fmt_number(x: float | None, digits: int = 6, *,
+               rounding: Literal["nearest", "up", "down"] = "nearest") -> str:
     """A number in ``digits`` significant digits (``inf``/``-inf`` for infinities, ``-`` for
-    None): the one number format of every table and message of the package."""
+    None, ``nan`` for NaN): the one number format of every table and message of the package.
+
+    Parameters
+    ----------
+    x : float or None
+    digits : int
+        Significant digits (1 to 15).
+    rounding : {"nearest", "up", "down"}
+        ``"nearest"`` (Python's ``g`` format) for values; ``"up"`` for a number that states an
+        upper bound or a noise scale (the text, read back as a float, is never below ``x``: a
+        printed scale never looks smaller than the one drawn), ``"down"`` for a lower bound
+        or an allowance that must not look larger than it is.
+
+    Examples
+    --------
+    >>> fmt_number(2 / 3), fmt_number(2 / 3, rounding="up"), fmt_number(2 / 3, rounding="down")
+    ('0.666667', '0.666667', '0.666666')
+    >>> fmt_number(0.1234565, 6, rounding="up"), fmt_number(None), fmt_number(float("inf"))
+    ('0.123457', '-', 'inf')
+    """
     if x is None:
         return "-"
+    x = float(x)
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    return f"{x:.{digits}g}"
+    if math.isnan(x):
+        return "nan"
+    text = f"{x:.{digits}g}"
+    if rounding == "nearest" or x == 0:
+        return text
+    # the text read back as a float is the number a reader (or a script) gets: it must not be
+    # below x (above, for "down"); 0.1 prints as 0.1 although the float is 0.1000...0055
+    shown = float(text)
+    if (shown >= x) if rounding == "up" else (shown <= x):
+        return text
+    exact = decimal.Decimal(x)
+    mode = decimal.ROUND_CEILING if rounding == "up" else decimal.ROUND_FLOOR
+    directed = decimal.Context(prec=digits, rounding=mode).plus(exact)
+    # directed has at most ``digits`` significant digits and lies on the right side of x; the
+    # nearest float to it is on that side too (rounding is monotone, x is a float) and prints
+    # back as those digits (digits <= 15)
+    return f"{float(directed):.{digits}g}"
 
 
 def fmt_set(xs: Iterable[str]) -> str:

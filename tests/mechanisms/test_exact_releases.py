@@ -235,16 +235,15 @@ def test_apgm_vector_release_keeps_rho_and_delta_at_d_1024():
     res = APGMResult(sigma * sigma, sigma, eps, target, {"a": delta_sens}, {"a": 0.0},
                      {"a": sigma * sigma}, "a", d, "analytic")
     values = [0.1 * i + 1e-3 for i in range(d)]
-    out = res.release(values, seed=7)
+    out = res.release(values, seed=7)  # a VectorRelease: one grid, one scale for the vector
     assert len(out) == d
-    g = Fraction(out[0].granularity)
-    assert all(Fraction(o.granularity) == g for o in out)  # one grid for the vector
-    assert all(Fraction(o.value) % g == 0 for o in out)
+    g = Fraction(out.granularity)
+    assert all(Fraction(v) % g == 0 for v in out.value)
     s, dl = Fraction(sigma), Fraction(delta_sens)
     # snapped worst case: every coordinate moves by up to g, L2 shift Delta + sqrt(d) g
     shift = dl + 32 * g  # sqrt(1024) = 32 exactly
     used = s * shift / dl
-    assert all(Fraction(o.noise_scale_used) == Fraction(float(used)) for o in out)
+    assert Fraction(out.noise_scale_used) == Fraction(float(used))
     promised_rho = dl ** 2 / (2 * s ** 2)
     assert shift ** 2 / (2 * used ** 2) <= promised_rho  # exactly equal
     assert profile(eps, shift / used) <= target
@@ -285,7 +284,7 @@ def test_apgm_release_low_bits_are_at_chance(d):
 
     def release(f, rng):
         out = res.release(f if d > 1 else f[0], seed=rng)
-        return [o.value for o in (out if d > 1 else (out,))]
+        return list(out.value) if d > 1 else [out.value]
 
     base = np.linspace(0.1, 0.7, d)
     thetas = ([base, base + 0.1], [base + 0.1, base + 0.2])
