@@ -63,7 +63,6 @@ __all__ = [
     "NoiseKind",
     "QueryMechanism",
     "ReleaseRecord",
-    "ReleasedCoordinate",
     "VectorRelease",
     "release_value",
 ]
@@ -671,9 +670,16 @@ def release_value(
     from quiltpriv.mechanisms.release_flow import release_flow
     from quiltpriv.releases import ledger as ledger_mod
 
+    check_instance(mechanism, str, "mechanism")
+    check_instance(guarantee, Guarantee, "guarantee")
+    check_instance(calibration, Calibration, "calibration")
     seed = records.check_seed(seed)
     budget = records.check_budget(budget, ledger)
-    arr = np.asarray(value, dtype=float)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{mechanism}: the value must be a number or a vector of numbers, "
+                             f"got {type(value).__name__}") from None
     if arr.ndim > 1 or arr.size == 0:  # the noise module refuses a value that is not finite
         raise ParameterError(f"{mechanism}: the value must be a number or a non-empty vector, "
                              f"got shape {arr.shape}")

@@ -27,7 +27,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Drawn", "drawn_values", "release_flow"]
+__all__ = ["Drawn", "release_flow"]
 
 #: The sampler text of the record before the noise is drawn (the budget check reads it).
 NOT_DRAWN = "not drawn yet"
