@@ -669,6 +669,7 @@ def release_value(
 
     from quiltpriv.mechanisms.release_flow import release_flow
     from quiltpriv.releases import ledger as ledger_mod
+    from quiltpriv.utils.serialize import canonical_json
 
     check_instance(mechanism, str, "mechanism")
     check_instance(guarantee, Guarantee, "guarantee")
@@ -686,8 +687,8 @@ def release_value(
     vector = arr.ndim == 1
     booked = ledger_mod.ledger_entries(ledger)  # verified now, before any work
     definition = {"kind": VALUE_KIND, "dimension": int(arr.size)}
-    fingerprint = hashlib.sha256(json.dumps({**definition, "mechanism": mechanism},
-                                            sort_keys=True).encode()).hexdigest()
+    fingerprint = hashlib.sha256(canonical_json({**definition, "mechanism": mechanism}
+                                                ).encode()).hexdigest()
     sens = calibration.sensitivity if sampler_sensitivity is None else sampler_sensitivity
     if sampler_sensitivity is not None:
         calibration = Calibration(calibration.noise, calibration.scale, calibration.sensitivity,
