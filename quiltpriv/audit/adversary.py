@@ -38,6 +38,7 @@ from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_positive, check_probability_vector
 
@@ -125,7 +126,7 @@ def score_finite(joint: ArrayLike) -> Scorecard:
     """
     p = _check_matrix(joint, "joint")
     if abs(p.sum() - 1.0) > 1e-9:
-        raise ParameterError(f"joint sums to {p.sum():.12g}, not 1")
+        raise ParameterError(f"joint sums to {_fmt(p.sum(), 12)}, not 1")
     py = p.sum(axis=1)
     po = p.sum(axis=0)
     acc = float(p.max(axis=0).sum())

@@ -244,10 +244,11 @@ class AuditResult:
         else:
             loss = f"in [{fmt_number(self.loss_lower, 9)}, {fmt_number(self.loss, 9)}]"
         lines = [f"audit: worst-case privacy loss {loss} vs epsilon "
-                 f"{self.epsilon:g}: {self.verdict} (margin {fmt_number(self.margin, 9)}, "
+                 f"{fmt_number(self.epsilon)}: {self.verdict} (margin "
+                 f"{fmt_number(self.margin, 9)}, "
                  "tolerance "
-                 f"{self.tolerance:g})",
-                 f"Laplace scale {self.scale:.6g}, n = {self.records}, "
+                 f"{fmt_number(self.tolerance)})",
+                 f"Laplace scale {fmt_number(self.scale, rounding='up')}, n = {self.records}, "
                  f"{self.pairs_audited} secret pairs audited ({self.arithmetic} laws)"]
         if self.worst_pair is not None:
             lines.append(f"worst: {self.worst_node} = {self.worst_pair[0]} vs "
@@ -275,7 +276,8 @@ def _law_builder(query: Query, n: int
         for a in attrs:
             lo, hi = query.bounds[a]
             if lo > 0 or hi < 1:
-                raise QueryError(f"audit: the bounds of {a!r} ({lo:g}, {hi:g}) do not contain "
+                raise QueryError(f"audit: the bounds of {a!r} ({fmt_number(lo)}, "
+                                 f"{fmt_number(hi)}) do not contain "
                                  "0 and 1, the values of a Bernoulli attribute")
         weights = [Fraction(query.weights[a]) for a in attrs]
 
@@ -560,7 +562,8 @@ def audit(
         if complete:
             notes.append(f"the loss is in [{fmt_number(lower, 9)}, {fmt_number(loss, 9)}]: "
                          "within the audit's "
-                         f"error bound of epsilon + tolerance = {eps + tol:.9g}; neither MET nor "
+                         f"error bound of epsilon + tolerance = {fmt_number(eps + tol, 9)}; "
+                         "neither MET nor "
                          "VIOLATED is proven")
     _, _, worst_node, worst_member, pair, out = best
     return AuditResult(
@@ -625,8 +628,8 @@ def _exact_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s: flo
             pts = np.array([float(f) for f in points])
             dens = np.array([_log_densities(laws[a], points, pts, s) for a in states])
             # The tails equal the end points (module docstring); label them as such.
-            labels: list[float | str] = [*map(float, points), f"<= {float(points[0]):g}",
-                                         f">= {float(points[-1]):g}"]
+            labels: list[float | str] = [*map(float, points), f"<= {fmt_number(float(points[0]))}",
+                                         f">= {fmt_number(float(points[-1]))}"]
             for ka, a in enumerate(states):
                 for kb, b in enumerate(states):
                     if ka == kb:
@@ -670,9 +673,11 @@ def _certified_pairs(theta: Any, query: Query, sens: tuple[str, ...], n: int, s:
     if scale == math.inf:
         notes.append("the query is constant (weight 0): every output law is the same")
     if sandwich:
-        notes.append(f"the Laplace scale is below (n + 1) / {_MAX_DECAY_SPAN:g}: the loss is "
+        notes.append(f"the Laplace scale is below (n + 1) / {fmt_number(_MAX_DECAY_SPAN)}: the "
+                     "loss is "
                      "bracketed between its value without noise (an upper bound) and its value "
-                     f"at scale {smallest:.6g} (a lower bound): a larger scale never raises the "
+                     f"at scale {fmt_number(smallest)} (a lower bound): a larger scale never "
+                     "raises the "
                      "loss, Laplace(t) being Laplace(s) plus independent noise for s < t")
     jobs = [(i, m, per) for m in range(len(theta.members)) for i in sens
             for per in [mixtures[i][m]] if len(per) >= 2]

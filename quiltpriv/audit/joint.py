@@ -159,7 +159,7 @@ class JointAuditResult:
                 f"{', '.join(fmt_number(s) for s in self.scales)}; n = {self.records}): "
                 f"worst-case privacy loss {loss}")
         if self.epsilon is not None:
-            head += (f" vs claimed epsilon {self.epsilon:g}: "
+            head += (f" vs claimed epsilon {fmt_number(self.epsilon)}: "
                      f"{'MET' if self.met else 'VIOLATED'}")
         lines = [head, f"{self.pairs_audited} secret pairs audited"]
         if self.worst_pair is not None:
@@ -200,7 +200,8 @@ def _contribution(theta: Theta, query: Query, n: int,
         for a in query.attributes:
             lo, hi = query.bounds[a]
             if lo > 0 or hi < 1:
-                raise QueryError(f"joint audit: the bounds of {a!r} ({lo:g}, {hi:g}) do not "
+                raise QueryError(f"joint audit: the bounds of {a!r} ({fmt_number(lo)}, "
+                                 f"{fmt_number(hi)}) do not "
                                  "contain 0 and 1, the values of a Bernoulli attribute")
             bernoulli_parameters(theta, a)
             terms.append((pos[a], Fraction(query.weights[a]) / n))

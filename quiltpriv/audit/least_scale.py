@@ -75,7 +75,7 @@ class LeastScale(JSONResult):
                 f"the least lies in ({fmt_number(self.below)}, {fmt_number(self.scale)}], "
                 f"{self.audits} audits{'' if self.complete else ', stopped by the time limit'})")
         if self.planned is not None:
-            ratio = (f", {self.planned / self.scale:.3g}x the least" if self.scale > 0
+            ratio = (f", {fmt_number(self.planned / self.scale, 3)}x the least" if self.scale > 0
                      else "")
             text += f"; the plan's scale is {fmt_number(self.planned)}{ratio}"
         return text
@@ -136,7 +136,8 @@ def least_scale(theta: Any, query: Query, sensitive: str | Iterable[str], epsilo
             raise BudgetExceeded("least scale: the time limit was reached before any scale "
                                  "was proven to meet epsilon")
     else:
-        raise BudgetExceeded(f"least scale: no scale up to {hi:g} was proven to meet epsilon")
+        raise BudgetExceeded(f"least scale: no scale up to {fmt_number(hi)} was proven to meet "
+                             "epsilon")
     while hi - lo > rtol * hi:
         if out_of_time():
             return LeastScale(hi, lo, planned, runs, False)

@@ -89,7 +89,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         extra["per_attribute"] = {k: r.to_dict() for k, r in per.items()}
         lines += ["", f"per sensitive attribute, at scale {fmt_number(scale)}:"]
         lines += text_table(("sensitive", "loss", "epsilon", "verdict"),
-                            [(k, fmt_number(r.loss), f"{eps:g}", r.verdict)
+                            [(k, fmt_number(r.loss), f"{fmt_number(eps)}", r.verdict)
                              for k, r in per.items()])
     if args.least_scale:
         left = budget.remaining()

@@ -257,7 +257,8 @@ def add_time_limit_argument(p: argparse.ArgumentParser) -> None:
                    metavar="SECONDS",
                    help=f"the whole command's budget in seconds, counted from its start "
                         f"(reading the model and the data included; default "
-                        f"{DEFAULT_TIME_LIMIT:g}; none: no limit); when it is hit the plan "
+                        f"{fmt_number(DEFAULT_TIME_LIMIT)}; none: no limit); when it is hit the "
+                        "plan "
                         "stays private with the best quilts found so far (the trivial quilt "
                         "where no search began), flagged as not proven optimal, and its notes "
                         "say so; when it is hit while the model is read, the command ends "

@@ -10,6 +10,7 @@ from quiltpriv.audit.ledger import DEFAULT_AUDIT_TIME_LIMIT
 from quiltpriv.errors import LedgerError
 from quiltpriv.releases.composition import Composition, compositions_by_data
 from quiltpriv.releases.ledger import LEDGER_FORMAT, read, table, verify, warning_lines
+from quiltpriv.utils.format import fmt_number as _fmt
 
 
 def _cmd_ledger(args: argparse.Namespace) -> int:
@@ -108,7 +109,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=_audit_time_limit, default=DEFAULT_AUDIT_TIME_LIMIT,
                    metavar="SECONDS",
                    help=f"with --audit: seconds per data set (default "
-                        f"{DEFAULT_AUDIT_TIME_LIMIT:g}; none: no limit); a data set past it "
+                        f"{_fmt(DEFAULT_AUDIT_TIME_LIMIT)}; none: no limit); a data set past it "
                         "is refused")
     from quiltpriv.cli.core import add_max_memory_argument
 

@@ -52,7 +52,7 @@ def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, epsilon: float 
         return ""
     scale, best = row.get("scale"), chosen.get("scale")
     if scale is not None and math.isinf(scale):
-        return f"infeasible: e(Q|i) = {fmt_number(infl)} >= eps = {epsilon:g}"
+        return f"infeasible: e(Q|i) = {fmt_number(infl)} >= eps = {fmt_number(epsilon)}"
     near = [a for a in query_attributes if a in set(row["nearby"])]
     if scale is not None and best is not None and scale > best and not is_tie(scale, best):
         stay = ("query attribute(s) " + short_set(near) + " stay nearby" if near

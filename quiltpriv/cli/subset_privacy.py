@@ -11,6 +11,7 @@ import numpy as np
 from quiltpriv.cli.core import epsilon_type, seed_type
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.subset_privacy import consistent_count_table
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.io import write_text_atomic
 from quiltpriv.utils.validation import check_epsilon
 
@@ -87,8 +88,8 @@ def _handle(args: argparse.Namespace) -> int:
         writer.writerow([v, total, *(int(x) for x in row)])
     write_text_atomic(args.output, buf.getvalue())
     print(f"wrote {args.output}: {len(row_values)} rows x {len(cats)} categories; "
-          f"eps-private on {{{args.protected}}} with eps = {eps:g} "
-          f"(exact loss per record eps/2 = {result.privacy_loss:g}); row totals exact; "
+          f"eps-private on {{{args.protected}}} with eps = {_fmt(eps)} "
+          f"(exact loss per record eps/2 = {_fmt(result.privacy_loss)}); row totals exact; "
           + ("secure randomness" if result.secure
              else f"seed {args.seed} (reproducible, NOT for release)"))
     return 0

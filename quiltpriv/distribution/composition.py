@@ -50,6 +50,7 @@ from quiltpriv.distribution.local_distribution_privacy import (
 )
 from quiltpriv.errors import ParameterError
 from quiltpriv.utils import distances
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import add_up, exp_up, mul_up, round_down, round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_cost_matrix, check_delta, check_positive
@@ -321,7 +322,8 @@ def pre_process(guarantee: DistPGuarantee | tuple[float, float], stability: floa
                               f"[KM19, Table III] pre-processing by a {c}-stable T")
     c_f = check_positive(stability, "stability", allow_zero=True)
     ce = math.inf if math.isinf(eps) else round_up(Fraction(c_f) * Fraction(eps))
-    return DistPGuarantee(ce, delta, n, f"[KM19, Table III] pre-processing by a {c_f:g}-stable T")
+    return DistPGuarantee(ce, delta, n, "[KM19, Table III] pre-processing by a "
+                                        f"{_fmt(c_f)}-stable T")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,7 +513,8 @@ def bayes_factor_bound(result: DistributionPrivacy | float, *, notion: str = "Di
         eps = 0.0 if w == 0 else round_up(Fraction(eps) * Fraction(w)) if math.isfinite(eps) \
             else math.inf
     if n in ("DistP", "XDistP") and d > 0:
-        raise ParameterError(f"({n} with delta = {d:g}) gives no per-output Bayes-factor bound: "
+        raise ParameterError(f"({n} with delta = {_fmt(d)}) gives no per-output Bayes-factor "
+                             "bound: "
                              "delta of probability may sit on outputs of any likelihood ratio; "
                              "use the PDistP parameters (pdistp_epsilon) instead")
     factor = exp_up(eps)  # inf beyond the float range

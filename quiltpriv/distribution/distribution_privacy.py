@@ -73,6 +73,7 @@ from quiltpriv.mechanisms.calibration import (
 from quiltpriv.mechanisms.group_dp import group_gaussian, group_laplace
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.distances import NumbersLike, wasserstein_line
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_array,
@@ -193,7 +194,7 @@ def _covariances(covariances: PerTheta, keys: Iterable[Any],
         lo = float(np.linalg.eigvalsh(c)[0])
         if lo < -1e-10 * max(1.0, float(np.abs(c).max())):
             raise ModelError(f"covariance of F under theta {k!r} is not positive semidefinite "
-                             f"(smallest eigenvalue {lo:.3g})")
+                             f"(smallest eigenvalue {_fmt(lo, 3)})")
         out[k] = c
     return out
 
@@ -206,7 +207,8 @@ def _check_equal_covariance(cov: _Vectors, pairs: _Pairs, rtol: float) -> None:
         if float(np.linalg.norm(ca - cb)) > rtol * scale:
             raise ModelError(
                 f"thetas {a!r} and {b!r} have different covariances of F (relative difference "
-                f"{np.linalg.norm(ca - cb) / scale:.3g} > {rtol:g}); Theorem 4.4 (and EigM, "
+                f"{_fmt(np.linalg.norm(ca - cb) / scale, 3)} > {_fmt(rtol)}); Theorem 4.4 (and "
+                "EigM, "
                 f"DauM) assume equal covariances within each pair. Pass a common covariance "
                 f"(e.g. pooled) and account for the approximation with Theorem 4.6/4.7")
 
@@ -275,7 +277,8 @@ def wasserstein_mechanism_1d(laws: Mapping[Any, tuple[NumbersLike, NumbersLike]]
     return DistributionPrivacyResult(
         "Wasserstein", "laplace", 1, eps, 0.0, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
-        notes=(f"Delta_W = max W_inf over {len(ps)} pairs = {w:g} (exact, rounded up)",))
+        notes=(f"Delta_W = max W_inf over {len(ps)} pairs = {_fmt(w, rounding='up')} (exact, "
+               "rounded up)",))
 
 
 def closeness_1d(xs: NumbersLike, p: NumbersLike, ys: NumbersLike, q: NumbersLike,
@@ -312,7 +315,8 @@ def approximate_wasserstein_mechanism_1d(
     return DistributionPrivacyResult(
         "approximate Wasserstein", "laplace", 1, eps, dl, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
-        notes=(f"every pair is ({w:g}, {dl:g})-close, certified by the quantile coupling (an "
+        notes=(f"every pair is ({_fmt(w)}, {_fmt(dl)})-close, certified by the quantile coupling "
+               "(an "
                f"upper bound on the least such W)",))
 
 
@@ -334,9 +338,10 @@ def bounded_query_mechanism(means: PerTheta, bound: float, epsilon: float,
     return DistributionPrivacyResult(
         "bounded query (Prop 3.3)", "laplace", m, eps, dl, laplace_scale=div_up(w, eps),
         sensitivity=w,
-        assumptions=(f"||F - E F||_1 <= {c:g} with probability >= 1 - delta/2 = {1 - dl / 2:g} "
+        assumptions=(f"||F - E F||_1 <= {_fmt(c)} with probability >= 1 - delta/2 = "
+                     f"{_fmt(1 - dl / 2)} "
                      f"under every theta",),
-        notes=(f"Delta_E,1 = {d1:g}; W = Delta_E,1 + 2c = {w:g}",))
+        notes=(f"Delta_E,1 = {_fmt(d1)}; W = Delta_E,1 + 2c = {_fmt(w, rounding='up')}",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,7 +376,7 @@ def expm_laplace(means: PerTheta, epsilon: float, *,
     return DistributionPrivacyResult("ExpM(L)", "laplace", m, eps, 0.0,
                                      laplace_scale=div_up(d1, eps), sensitivity=d1,
                                      assumptions=assumptions,
-                                     notes=(f"Delta_E,1 = {d1:g}",))
+                                     notes=(f"Delta_E,1 = {_fmt(d1)}",))
 
 
 def expm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
@@ -395,7 +400,8 @@ def expm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
     return DistributionPrivacyResult("ExpM(G)", "gaussian", m, eps, dl,
                                      covariance=mul_up(sigma, sigma) * np.eye(m), sensitivity=d2,
                                      assumptions=assumptions,
-                                     notes=(f"Delta_E,2 = {d2:g}, sigma = {sigma:g}", note))
+                                     notes=(f"Delta_E,2 = {_fmt(d2)}, sigma = "
+                                            f"{_fmt(sigma, rounding='up')}", note))
 
 
 def _unit_direction(direction: object, m: int) -> np.ndarray:
@@ -416,8 +422,8 @@ def _check_direction(mu: _Vectors, ps: _Pairs, v: NDArray[np.float64], rtol: flo
         if resid > rtol * max(float(np.linalg.norm(d)), 1e-300) and resid > 0:
             raise ModelError(
                 f"the means of thetas {a!r} and {b!r} differ outside the declared direction "
-                f"(component orthogonal to it has norm {resid:.3g}, "
-                f"{resid / np.linalg.norm(d):.3g} of the difference)")
+                f"(component orthogonal to it has norm {_fmt(resid, 3)}, "
+                f"{_fmt(resid / np.linalg.norm(d), 3)} of the difference)")
         worst = max(worst, abs(alpha), float(np.linalg.norm(d)))
     return mul_up(worst, 1 + _SAFETY)
 
@@ -450,7 +456,7 @@ def dirm_laplace(means: PerTheta, epsilon: float, *,
     return DistributionPrivacyResult("DirM(L)", "laplace-direction", m, eps, 0.0,
                                      laplace_scale=div_up(d2, eps), direction=v, sensitivity=d2,
                                      assumptions=assumptions,
-                                     notes=(f"Delta_E,2 = {d2:g}; all mean differences "
+                                     notes=(f"Delta_E,2 = {_fmt(d2)}; all mean differences "
                                             f"parallel to v (checked)",))
 
 
@@ -473,7 +479,7 @@ def dirm_gaussian(means: PerTheta, epsilon: float, delta: float, *,
     return DistributionPrivacyResult("DirM(G)", "gaussian", m, eps, dl,
                                      covariance=s2 * np.outer(v, v), direction=v,
                                      sensitivity=d2, assumptions=assumptions,
-                                     notes=(f"Delta_E,2 = {d2:g}, variance {s2:g} along v",
+                                     notes=(f"Delta_E,2 = {_fmt(d2)}, variance {_fmt(s2)} along v",
                                             note))
 
 
@@ -546,10 +552,10 @@ def _release_checked(result: DistributionPrivacyResult, mu: _Vectors, cov: _Vect
     worst = max(_mahalanobis(mu[a] - mu[b], cov[a] + noise_cov) for a, b in ps)
     if not worst <= r * r:
         raise ModelError(f"{result.mechanism}: internal check of Corollary A.1 failed "
-                         f"({worst:.6g} > {r * r:.6g}); not releasing")
+                         f"({_fmt(worst)} > {_fmt(r * r)}); not releasing")
     return dataclasses.replace(
         result, notes=result.notes + (f"Corollary A.1 re-checked: max Mahalanobis term "
-                                      f"{worst:.6g} <= (eps/c)^2 = {r * r:.6g}",))
+                                      f"{_fmt(worst)} <= (eps/c)^2 = {_fmt(r * r)}",))
 
 
 def eigm_gaussian(means: PerTheta, covariances: PerTheta,
@@ -582,7 +588,7 @@ def eigm_gaussian(means: PerTheta, covariances: PerTheta,
         if float(np.linalg.norm(off)) > eigenvector_rtol * scale:
             raise ModelError(
                 f"the covariances do not share eigenvectors (theta {k!r}: off-diagonal part "
-                f"{np.linalg.norm(off) / scale:.3g} of its norm in the shared basis); EigM "
+                f"{_fmt(np.linalg.norm(off) / scale, 3)} of its norm in the shared basis); EigM "
                 f"(Theorem 4.5) does not apply -- use DauM, ExpM(G) or a common covariance")
         lam[k] = np.diag(rot)
     r, note = mahalanobis_budget(eps, dl, calibration)
@@ -594,8 +600,8 @@ def eigm_gaussian(means: PerTheta, covariances: PerTheta,
     res = DistributionPrivacyResult(
         "EigM(G)", "gaussian", m, eps, dl, covariance=s, sensitivity=d2,
         release_sigma=_coupling_sigma(d2, r, s), assumptions=_GAUSSIAN_ASSUMPTION,
-        notes=(f"Delta_E,2 = {d2:g}; (c Delta_E,2/eps)^2 = {target:.8g}",
-               "s_k^2 per eigenvector: " + ", ".join(f"{x:.6g}" for x in s2), note,
+        notes=(f"Delta_E,2 = {_fmt(d2)}; (c Delta_E,2/eps)^2 = {_fmt(target, 8)}",
+               "s_k^2 per eigenvector: " + ", ".join(f"{_fmt(x)}" for x in s2), note,
                "shared eigenvectors checked"))
     return _release_checked(res, mu, cov, ps, r)
 
@@ -658,7 +664,7 @@ def daum_gaussian(means: PerTheta, covariances: PerTheta,
         "DauM(G)", "gaussian", m, eps, dl, covariance=s2 * np.outer(v, v), direction=v,
         sensitivity=d2, release_sigma=_coupling_sigma(d2, r, s2 * np.outer(v, v)),
         assumptions=_GAUSSIAN_ASSUMPTION,
-        notes=(f"variance {s2:.8g} along v (matrix determinant lemma closed form)", note,
+        notes=(f"variance {_fmt(s2, 8)} along v (matrix determinant lemma closed form)", note,
                "mean differences parallel to v checked"))
     return _release_checked(res, mu, cov, ps, r)
 
@@ -711,8 +717,8 @@ def group_dp_gaussian(sensitivity_l2: float, records: int, dimension: int, epsil
     return DistributionPrivacyResult(
         "GroupDP(G)", "gaussian", m, res.epsilon, res.delta,
         covariance=res.scale ** 2 * np.eye(m), sensitivity=res.group_sensitivity,
-        notes=(f"group sensitivity n Delta_2 = {res.group_sensitivity:g}, sigma = "
-               f"{res.scale:g}", *res.notes[1:]))
+        notes=(f"group sensitivity n Delta_2 = {_fmt(res.group_sensitivity)}, sigma = "
+               f"{_fmt(res.scale, rounding='up')}", *res.notes[1:]))
 
 
 @renamed_keywords(n_records="records")
@@ -727,7 +733,7 @@ def group_dp_laplace(sensitivity_l1: float, records: int, dimension: int, epsilo
     return DistributionPrivacyResult("GroupDP(L)", "laplace", m, res.epsilon, 0.0,
                                      laplace_scale=res.scale, sensitivity=res.group_sensitivity,
                                      notes=(f"group sensitivity n Delta_1 = "
-                                            f"{res.group_sensitivity:g}",))
+                                            f"{_fmt(res.group_sensitivity)}",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,7 +766,7 @@ def relaxed_max_divergence(epsilon: float, delta: float, lam: float, eta: float
     et = _check_probability(eta, "eta")
     new_delta = add_up(mul_up(add_up(1, exp_up(add_up(eps, la))), et), mul_up(exp_up(la), dl))
     return RelaxedGuarantee(add_up(eps, la, la), new_delta, 0.0, "Theorem 4.6",
-                            (f"lambda = {la:g}, eta = {et:g}",))
+                            (f"lambda = {_fmt(la)}, eta = {_fmt(et)}",))
 
 
 def relaxed_wasserstein(epsilon: float, delta: float, wasserstein: float, lam: float
@@ -773,4 +779,4 @@ def relaxed_wasserstein(epsilon: float, delta: float, wasserstein: float, lam: f
     w = check_positive(wasserstein, "wasserstein", allow_zero=True)
     la = check_epsilon(lam, "lambda")
     return RelaxedGuarantee(add_up(eps, la, la), mul_up(exp_up(la), dl), _scale(w, la),
-                            "Theorem 4.7", (f"W = {w:g}, lambda = {la:g}",))
+                            "Theorem 4.7", (f"W = {_fmt(w)}, lambda = {_fmt(la)}",))

@@ -47,6 +47,7 @@ from quiltpriv.mechanisms import noise
 from quiltpriv.mechanisms.calibration import laplace_scale
 from quiltpriv.mechanisms.noise import Seed, make_rng
 from quiltpriv.utils import distances
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_cost_matrix,
@@ -106,7 +107,8 @@ def _mechanism(mechanism: ArrayLike) -> np.ndarray:
     bad = np.flatnonzero(np.abs(sums - 1.0) > _ROW_ATOL)
     if bad.size:
         raise ParameterError(
-            f"mechanism row {int(bad[0])} sums to {sums[bad[0]]:.12g}, not 1 (rows are inputs)")
+            f"mechanism row {int(bad[0])} sums to {_fmt(sums[bad[0]], 12)}, not 1 (rows are "
+            "inputs)")
     # A row accepted within _ROW_ATOL is sampled renormalised exactly (sample_mechanism): analyse
     # that law, not the row as given, or a ratio of two rows' sums (up to 1 + 2e-9) would be
     # missing from the reported eps. Dividing leaves each entry within one rounding of it.

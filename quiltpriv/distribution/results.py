@@ -22,6 +22,7 @@ from scipy import integrate, special
 
 from quiltpriv.errors import ParameterError
 from quiltpriv.mechanisms.calibration import SAFETY_RTOL, mul_up, round_up, sqrt_up
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_covariance, check_records, check_vector
 
@@ -87,7 +88,7 @@ class DistributionPrivacyResult(JSONResult):
 
     @property
     def guarantee(self) -> str:
-        return (f"({self.epsilon:g}, {self.delta:g})-distribution privacy w.r.t. Psi "
+        return (f"({_fmt(self.epsilon)}, {_fmt(self.delta)})-distribution privacy w.r.t. Psi "
                 f"({self.mechanism})")
 
     def expected_l2_error(self) -> float:

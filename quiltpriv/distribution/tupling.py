@@ -52,6 +52,7 @@ from quiltpriv.distribution.local_distribution_privacy import (
 )
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import make_rng, uniform_index
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive, check_probability_vector
 
@@ -192,7 +193,7 @@ def tupling_guarantee(base: ArrayLike, distributions: Sequence[ArrayLike], k: in
     m = a.shape[1]
     al = check_positive(alpha, "alpha")
     if al >= kk / m:
-        raise ParameterError(f"alpha must be < k/|Y| = {kk / m:.6g}, got {al}")
+        raise ParameterError(f"alpha must be < k/|Y| = {_fmt(kk / m)}, got {al}")
     beta = max(float(mu.max()) for mu in _lifted(a, distributions))
     eps = math.log((kk + (al + beta) * m) / (kk - al * m))
     delta = 2.0 * math.exp(-2.0 * al * al / (kk * beta * beta))

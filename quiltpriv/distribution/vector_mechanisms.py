@@ -61,6 +61,7 @@ from quiltpriv.distribution.distribution_privacy import (
 )
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.utils import distances
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import add_up, div_up, mul_up
 from quiltpriv.utils.validation import (
     check_array,
@@ -322,7 +323,7 @@ def wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, *,
     return DistributionPrivacyResult(
         "Wasserstein", "laplace", m, eps, 0.0, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
-        notes=(f"Delta_W = max W_inf (L1 ground norm) over {len(ps)} pairs = {w:g} (exact "
+        notes=(f"Delta_W = max W_inf (L1 ground norm) over {len(ps)} pairs = {_fmt(w)} (exact "
                f"bottleneck on rounded-up distances)",))
 
 
@@ -363,7 +364,7 @@ def approximate_wasserstein_mechanism(laws: Mapping[Any, Law], epsilon: float, d
     return DistributionPrivacyResult(
         "approximate Wasserstein", "laplace", m, eps, dl, laplace_scale=_scale(w, eps),
         sensitivity=w, assumptions=("the given laws are the exact laws of F under each theta",),
-        notes=(f"every pair is ({w:g}, {dl:g})-close in L1 (least W, exact max-flow)",))
+        notes=(f"every pair is ({_fmt(w)}, {_fmt(dl)})-close in L1 (least W, exact max-flow)",))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,7 +500,7 @@ def coupling_bounds_mechanism(bounds: ArrayLike, epsilon: float, *,
         assumptions=("one coupling of each pair of laws of F moves coordinate k by at most "
                      "bounds[k] at once",),
         notes=(f"G = diag(w) F with w = {list(w)} (powers of two); Delta = sum w_k B_k = "
-               f"{delta_w:g} bounds W_inf(G) in L1",), weights=w,
+               f"{_fmt(delta_w)} bounds W_inf(G) in L1",), weights=w,
         bounds=tuple(float(v) for v in b))
 
 
@@ -530,7 +531,7 @@ def _basis(directions: ArrayLike | None, mu: Mapping[Any, np.ndarray],
         resid = float(np.linalg.norm(dv - v @ (v.T @ dv)))
         if resid > 0 and resid > rtol * float(np.linalg.norm(dv)):
             raise ModelError(f"the means of thetas {a!r} and {b!r} differ outside the declared "
-                             f"directions (orthogonal component of norm {resid:.3g})")
+                             f"directions (orthogonal component of norm {_fmt(resid, 3)})")
     return v
 
 
@@ -650,7 +651,7 @@ def dirm_laplace_directions(means: Mapping[Any, ArrayLike], epsilon: float, *,
         "DirM(L)", "laplace-directions", m, eps, 0.0, laplace_scale=div_up(d1, eps),
         direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d1,
         assumptions=assumptions,
-        notes=(f"{v.shape[1]} direction(s); max ||V^T (mu_i - mu_j)||_1 = {d1:g}; every mean "
+        notes=(f"{v.shape[1]} direction(s); max ||V^T (mu_i - mu_j)||_1 = {_fmt(d1)}; every mean "
                "difference in their span (checked)",), basis=v)
 
 
@@ -712,5 +713,6 @@ def dirm_gaussian_directions(means: Mapping[Any, ArrayLike], epsilon: float, del
         "DirM(G)", "gaussian", m, eps, dl, covariance=s2 * (v @ v.T),
         direction=v[:, 0] if v.shape[1] == 1 else None, sensitivity=d2,
         assumptions=assumptions,
-        notes=(f"{v.shape[1]} direction(s); max ||mu_i - mu_j||_2 = {d2:g}, variance {s2:g} "
+        notes=(f"{v.shape[1]} direction(s); max ||mu_i - mu_j||_2 = {_fmt(d2)}, variance "
+               f"{_fmt(s2)} "
                "along each", note))

@@ -34,6 +34,7 @@ from quiltpriv.model.network import CPD, Theta, theta_from_tables
 from quiltpriv.model.provenance import provenance_dict
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.io import check_output_path, write_text_atomic
 from quiltpriv.utils.validation import MAX_RECORDS, check_scalar
 
@@ -145,7 +146,7 @@ class PlanRequest:
                            ("--record-states", o.record_states), ("--catch-all", o.catch_all)):
             if value is not None:
                 words += [opt, str(value)]
-        words += ["--epsilon", f"{self.epsilon!r}", "--time-limit", f"{self.time_limit:g}"]
+        words += ["--epsilon", f"{self.epsilon!r}", "--time-limit", f"{_fmt(self.time_limit)}"]
         return shlex.join(words)
 
 
@@ -347,8 +348,8 @@ def scale_strength(theta: Theta, edit: StrengthEdit) -> Theta:
             limit = min(_strength_limit(theta.members[j][edit.child].table, axis)
                         for j in edit.members)
             where = " in every edited member" if len(edit.members) > 1 else ""
-            raise ParameterError(f"a factor of {edit.factor:g} makes a probability of "
-                                 f"{edit.child!r} negative; at most {limit:.6g} is possible "
+            raise ParameterError(f"a factor of {_fmt(edit.factor)} makes a probability of "
+                                 f"{edit.child!r} negative; at most {_fmt(limit)} is possible "
                                  f"for {edit.parent} -> {edit.child}{where}")
         tables[m] = np.clip(new, 0.0, 1.0)
     return with_tables(theta, edit.child, tables)

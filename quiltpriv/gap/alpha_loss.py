@@ -57,6 +57,7 @@ from quiltpriv.gap.privatizers import (
     _two_gaussian_accuracy,
     gaussian_mechanism_accuracy,
 )
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_instance
 
@@ -92,7 +93,7 @@ def _check_joint(joint: ArrayLike) -> np.ndarray:
     if p.ndim != 2 or p.size == 0 or np.any(p < 0):
         raise ParameterError("joint must be a non-empty 2-d array of probabilities [y, output]")
     if abs(p.sum() - 1) > 1e-9:
-        raise ParameterError(f"joint sums to {p.sum():.12g}, not 1")
+        raise ParameterError(f"joint sums to {_fmt(p.sum(), 12)}, not 1")
     return p / p.sum()
 
 

@@ -52,6 +52,7 @@ from quiltpriv.gap.privatizers import (
     binary_pdi_score,
 )
 from quiltpriv.mechanisms import noise
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import (
     check_array,
@@ -111,7 +112,7 @@ def mmse_adversary(joint: ArrayLike, y_values: ArrayLike | None = None) -> MMSEA
     if p.ndim != 2 or p.size == 0 or np.any(p < 0):
         raise ParameterError("joint must be a non-empty 2-d array of probabilities [y, output]")
     if abs(p.sum() - 1) > 1e-9:
-        raise ParameterError(f"joint sums to {p.sum():.12g}, not 1")
+        raise ParameterError(f"joint sums to {_fmt(p.sum(), 12)}, not 1")
     p = p / p.sum()
     yv = (np.arange(p.shape[0], dtype=float) if y_values is None
           else check_array(y_values, "y_values", ndim=1))

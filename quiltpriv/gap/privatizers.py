@@ -39,6 +39,7 @@ from scipy import optimize, special
 
 from quiltpriv.audit.adversary import Scorecard, score_finite, score_gaussian
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_array, check_instance, check_positive, check_scalar
 
@@ -95,7 +96,7 @@ class BinaryModel(JSONResult):
         if not np.all(np.isfinite(arr)) or np.any(arr < 0):
             raise ParameterError("the joint law of (X, Y) must be finite and non-negative")
         if abs(arr.sum() - 1) > 1e-9:
-            raise ParameterError(f"the joint law of (X, Y) sums to {arr.sum():.12g}, not 1")
+            raise ParameterError(f"the joint law of (X, Y) sums to {_fmt(arr.sum(), 12)}, not 1")
         arr = arr / arr.sum()
         return cls(((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1]))))
 

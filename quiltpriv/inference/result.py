@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from quiltpriv.inference.methods import FLOAT64
 from quiltpriv.inference.rounding import ROUNDING_MARGIN
 from quiltpriv.utils.deprecation import renamed_fields
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_scalar
 
 
@@ -86,7 +87,7 @@ def fmt_influence(value: float) -> str:
     if not (isinstance(value, float) and value == math.inf):  # inf: no quilt keeps i apart
         value = check_scalar(value, "influence", min_val=0.0)
     if value == ROUNDING_MARGIN:
-        return f"0 (+{ROUNDING_MARGIN:g} rounding margin)"
+        return f"0 (+{_fmt(ROUNDING_MARGIN)} rounding margin)"
     return fmt_number(value)
 
 

@@ -124,7 +124,8 @@ def _why_near_limit(plan: Plan, influence: float, sensitivity: float,
     gap = eps - influence
     if not gap < NEAR_LIMIT_MARGIN * eps:
         return None
-    text = (f"e(Q|i) = {fmt_number(influence)} is within {fmt_number(gap)} of eps = {eps:g}: a "
+    text = (f"e(Q|i) = {fmt_number(influence)} is within {fmt_number(gap)} of eps = "
+            f"{fmt_number(eps)}: a "
             "change in one table that raises it by that much would make this quilt infeasible "
             "(whether one can is the exact fragility analysis: audit --fragility)")
     if sensitivity == 0:
@@ -174,7 +175,7 @@ def attained_table(rows: tuple[AttainedEpsilon, ...], epsilon: float) -> list[st
         raise PlanError("attained_table takes the rows of attained_epsilons(plan)")
     epsilon = check_epsilon(epsilon)
     lines = [f"epsilon each sensitive attribute attains at the published scale (eps_i = e(Q|i) "
-             f"+ Delta_{{A&N}} F / b; the plan states {epsilon:g} for all):"]
+             f"+ Delta_{{A&N}} F / b; the plan states {fmt_number(epsilon)} for all):"]
     lines += text_table(
         ("sensitive", "quilt Q", "e(Q|i)", "Delta_{A&N}", "eps_i", "note"),
         [(r.sensitive, fmt_set(r.quilt), fmt_number(r.influence), fmt_number(r.sensitivity),
@@ -182,7 +183,8 @@ def attained_table(rows: tuple[AttainedEpsilon, ...], epsilon: float) -> list[st
           ", ".join(x for x in ("sets b" if r.binding else "",
                                 "near the limit" if r.near_limit else "") if x) or "-")
          for r in rows])
-    lines += [f"{r.sensitive}: near the limit (margin < {NEAR_LIMIT_MARGIN:.0%} of eps): "
+    lines += [f"{r.sensitive}: near the limit (margin < {fmt_number(100 * NEAR_LIMIT_MARGIN, 2)}% "
+              "of eps): "
               f"{r.why_near_limit}" for r in rows if r.near_limit]
     return lines
 

@@ -64,6 +64,7 @@ from fractions import Fraction
 from typing import Literal
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import (
     EXP_ULPS,
     add_up,
@@ -143,7 +144,7 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """
     d = check_positive(sensitivity, "sensitivity", allow_zero=True)
     eps = check_epsilon(epsilon)
-    return check_finite_noise(div_up(d, eps), f"the Laplace scale {d:g} / {eps:g}")
+    return check_finite_noise(div_up(d, eps), f"the Laplace scale {_fmt(d)} / {_fmt(eps)}")
 
 
 def c_gaussian(delta: float) -> float:
@@ -348,7 +349,7 @@ class GaussianBudget:
         if d == 0:
             return 0.0
         return check_finite_noise(div_up(d, self.ratio), f"the Gaussian sigma for sensitivity "
-                                  f"{d:g} at ({self.epsilon:g}, {self.delta:g})")
+                                  f"{_fmt(d)} at ({_fmt(self.epsilon)}, {_fmt(self.delta)})")
 
     def to_dict(self) -> dict:
         """A JSON-ready dict of the fields."""
@@ -377,11 +378,11 @@ def gaussian_budget(epsilon: float, delta: float,
             note = "classical calibration r = eps/c_G (Dwork-Roth Thm A.1, eps < 1)"
         elif exact <= target:
             note = (f"classical calibration r = eps/c_G; eps >= 1 so verified with the exact "
-                    f"Gaussian privacy profile (delta {exact:.3g} <= {dl:g})")
+                    f"Gaussian privacy profile (delta {_fmt(exact, 3)} <= {_fmt(dl)})")
         else:
             raise ParameterError(
                 f"the classical Gaussian calibration c_G = sqrt(2 ln(1.25/delta)) does not give "
-                f"({eps:g}, {dl:g}) at epsilon >= 1 (exact delta {exact:.3g}); "
+                f"({_fmt(eps)}, {_fmt(dl)}) at epsilon >= 1 (exact delta {_fmt(exact, 3)}); "
                 f"use calibration='analytic'")
     else:
         r = _analytic_ratio(eps, target) * shrink

@@ -144,7 +144,7 @@ class Comparison:
         header = ("mechanism", "noise", "scale", "std", "guarantee")
         rows = [(r.mechanism, r.noise or "-", _fmt(r.scale), _fmt(r.std),
                  r.guarantee if r.applicable else "not applicable") for r in self.rows]
-        lines = [f"epsilon = {self.epsilon:g}; sensitive: {', '.join(self.sensitive)}; "
+        lines = [f"epsilon = {_fmt(self.epsilon)}; sensitive: {', '.join(self.sensitive)}; "
                  f"query: {self.query.get('kind')} over "
                  f"{', '.join(self.query.get('attributes', [self.query.get('attribute', '')]))}",
                  *text_table(header, rows)]

@@ -174,9 +174,10 @@ class Fragility(JSONResult):
                 "rows": [r.to_dict() for r in self.rows]}
 
     def explain(self) -> str:
-        lines = [f"fragility: can a change of at most {self.delta:g} (total variation) in one "
+        lines = [f"fragility: can a change of at most {fmt_number(self.delta)} (total variation) "
+                 "in one "
                  f"column of one table make a chosen quilt infeasible (e(Q|i) >= eps = "
-                 f"{self.epsilon:g})?"]
+                 f"{fmt_number(self.epsilon)})?"]
         for r in self.rows:
             head = f"  {r.sensitive}: quilt {fmt_set(r.quilt)}, e(Q|i) = {fmt_number(r.influence)}"
             if r.verdict == "STABLE":
@@ -216,7 +217,7 @@ class Fragility(JSONResult):
 
 
 def _vec(v: tuple[float, ...]) -> str:
-    return "(" + ", ".join(f"{x:.4g}" for x in v) + ")"
+    return "(" + ", ".join(f"{fmt_number(x, 4)}" for x in v) + ")"
 
 
 # -- linear and linear-fractional optimisation over a total-variation ball ----------------------

@@ -29,6 +29,7 @@ from quiltpriv.mechanisms.time_series_verification import (
 )
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["check_hmm_plan"]
@@ -429,12 +430,12 @@ def _check_hmm_runs(theta: Theta, query: Query, steps: Any, eps: float,
         infl = float(up_run[i])
         reason = None
         if r.influence < infl:
-            reason = (f"it states influence e(Q|i) = {r.influence:.17g}, below the recomputed "
-                      f"{infl:.17g} (an upper bound on the exact value)")
+            reason = (f"it states influence e(Q|i) = {_fmt(r.influence, 17)}, below the recomputed "
+                      f"{_fmt(infl, 17)} (an upper bound on the exact value)")
         elif bad_delta[i] >= 0:
             j = int(bad_delta[i])
-            reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
-                      f"{deltas[j]:.17g} for {steps.nodes()[j]!r}")
+            reason = (f"it states Delta_{{A&N}} F = {_fmt(r.sensitivity, 17)}, the query's is "
+                      f"{_fmt(deltas[j], 17)} for {steps.nodes()[j]!r}")
         else:
             reason = (_scale_reason(r.influence, r.scale, r.optimal, eps, need, lo)
                       or _member_row(theta, steps.node_at(r, 0), r.member, r.pair))
@@ -495,12 +496,12 @@ def _hmm_reason(theta: Theta, query: Query, order: HMMOrder, sh: _Shape, j: int,
                 f"query attribute(s) {{{', '.join(missed[:5])}}}, which its nearby "
                 "attributes leave out")
     if sp.influence < up:
-        return (f"it states influence e(Q|{sp.sensitive}) = {sp.influence:.17g}, below the "
-                f"recomputed {up:.17g} (an upper bound on the exact value)")
+        return (f"it states influence e(Q|{sp.sensitive}) = {_fmt(sp.influence, 17)}, below the "
+                f"recomputed {_fmt(up, 17)} (an upper bound on the exact value)")
     own = float(query.sensitivity(stated_near or ()))
     if sp.sensitivity != own:
-        return (f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
-                f"{own:.17g}")
+        return (f"it states Delta_{{A&N}} F = {_fmt(sp.sensitivity, 17)}, the query's is "
+                f"{_fmt(own, 17)}")
     return (_scale_reason(sp.influence, sp.scale, sp.optimal, eps, need, lo)
             or _member_row(theta, sp.sensitive, sp.influence_member, sp.influence_pair))
 

@@ -246,8 +246,8 @@ class MQMPlan:
 
     def explain(self) -> str:
         lines = [
-            f"Markov Quilt Mechanism ([ZOC22, Alg. 5]): epsilon = {self.epsilon:g}, L = "
-            f"{self.lipschitz:g}, Laplace scale L * max_i b_i = {_fmt(self.scale)} "
+            f"Markov Quilt Mechanism ([ZOC22, Alg. 5]): epsilon = {_fmt(self.epsilon)}, L = "
+            f"{_fmt(self.lipschitz)}, Laplace scale L * max_i b_i = {_fmt(self.scale)} "
             f"(set by {self.binding!r})",
             f"quilt family searched: {self.family} "
             f"({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
@@ -648,7 +648,7 @@ def markov_quilt_mechanism(
                      "optimum over all quilts")
     late = [x for x in skipped if x.endswith(TIME_LIMIT_REASON)]
     if late:
-        notes.append(f"the time limit of {limit.seconds if limit else 0:g} s was reached: "
+        notes.append(f"the time limit of {_fmt(limit.seconds if limit else 0)} s was reached: "
                      f"{len(late)} entr"
                      f"{'y keeps' if len(late) == 1 else 'ies keep'} the best quilt found so "
                      "far (valid, optimality not proven)")

@@ -102,6 +102,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_positive
 
@@ -431,11 +432,12 @@ def _check_drawable(scale: float | Fraction, name: str, *, slack: int = 1) -> No
     # slack = 2 for a scale after the snapping inflation: that one may use the whole float
     # range, so the default grid's inflation (1 + 2**-20) never refuses an accepted scale.
     if scale > slack * MAX_NOISE_SCALE:
-        shown = (f"= {float(scale):.4g}" if scale <= sys.float_info.max
+        shown = (f"= {_fmt(float(scale), 4, rounding='up')}" if scale <= sys.float_info.max
                  else "(beyond the float range)")
         raise ParameterError(
             f"{name} {shown} is too large to draw: noise of that scale can overflow the float "
-            f"range (at most {slack * MAX_NOISE_SCALE:.3g}), and would carry no information "
+            f"range (at most {_fmt(slack * MAX_NOISE_SCALE, 3, rounding='down')}), and would "
+            "carry no information "
             "about the value anyway")
 
 

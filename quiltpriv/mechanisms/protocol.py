@@ -44,6 +44,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.releases import records
 from quiltpriv.utils.deprecation import renamed_fields
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import mul_up, sqrt_up
 from quiltpriv.utils.validation import check_instance
 
@@ -148,7 +149,7 @@ class Guarantee:
 
     def describe(self) -> str:
         """One line: ``(eps, delta)-<kind>``."""
-        return f"({self.epsilon:g}, {self.delta:g})-{self.kind}"
+        return f"({_fmt(self.epsilon)}, {_fmt(self.delta)})-{self.kind}"
 
 
 @dataclass(frozen=True)

@@ -148,12 +148,13 @@ def _price_words(sensitive: str, nearby_attributes: Sequence[str], influence: fl
                 "(max_table), so the quilt has no price")
     if math.isinf(scale):
         return (f"infeasible: e(Q|{sensitive}) = {fmt_number(influence)} >= eps = "
-                f"{epsilon:g}, so no noise makes the quilt private")
+                f"{fmt_number(epsilon)}, so no noise makes the quilt private")
     if sensitivity == 0:
         return (f"the query reads no nearby attribute (A & N = {{}}), so Delta = 0 and no "
                 f"noise is needed for {sensitive!r}")
     return (f"the query reads nearby {fmt_set(nearby_attributes)}, Delta_{{A&N}} F = "
-            f"{fmt_number(sensitivity)}, scale = {fmt_number(sensitivity)} / ({epsilon:g} - "
+            f"{fmt_number(sensitivity)}, scale = {fmt_number(sensitivity)} / "
+            f"({fmt_number(epsilon)} - "
             f"{fmt_number(influence)}) = {fmt_number(scale)}")
 
 

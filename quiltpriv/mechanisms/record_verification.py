@@ -282,7 +282,8 @@ def _guarantee_check(rec: Mapping[str, Any], plan: Plan) -> RecordCheck:
     bad = _differences(rec.get("guarantee"), want, ("kind", "epsilon", "delta", "sensitive"))
     if bad is None:
         return RecordCheck("guarantee", True,
-                           f"{want['kind']}, epsilon = {plan.epsilon:g}, delta = 0, sensitive "
+                           f"{want['kind']}, epsilon = {fmt_number(plan.epsilon)}, delta = 0, "
+                           "sensitive "
                            f"{', '.join(want['sensitive'])}")
     return RecordCheck("guarantee", False, f"the record's guarantee is not its plan's ({bad})")
 

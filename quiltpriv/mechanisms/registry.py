@@ -189,7 +189,7 @@ def group_dp_mechanism(query: Query, epsilon: float, *, delta: float | None = No
         res = group_laplace(d, n, epsilon)
         cal = Calibration("laplace", res.scale, res.group_sensitivity,
                           f"[ZOC22, Ex. 2]: group privacy over all n records, b = n Delta / eps "
-                          f"= {n} x {_fmt(d)} / {res.epsilon:g} = {_fmt(res.scale)}",
+                          f"= {n} x {_fmt(d)} / {_fmt(res.epsilon)} = {_fmt(res.scale)}",
                           {"per_record_sensitivity": d, "records": n})
         name = "group DP Laplace"
     else:
@@ -234,7 +234,7 @@ def network_wasserstein_mechanism(theta: Any, query: Query, sensitive: str | Ite
     bound = "W" if r.exact else "W (a proven upper bound of the supremum)"
     cal = Calibration("laplace", r.scale, r.sensitivity,
                       f"[ZOC22, Alg. 4]: b = {bound} / eps = {_fmt(r.sensitivity)} / "
-                      f"{r.epsilon:g} = {_fmt(r.scale)}, W the largest infinity-Wasserstein "
+                      f"{_fmt(r.epsilon)} = {_fmt(r.scale)}, W the largest infinity-Wasserstein "
                       "distance between the laws of the count given two values of a sensitive "
                       "parameter", {"exact": bool(r.exact)})
     g = Guarantee("distributional attribute privacy", r.epsilon, 0.0, (
@@ -259,7 +259,8 @@ def wasserstein_laws_mechanism(result: WassersteinResult, query: Query, *,
     query = check_query(query)
     cal = Calibration("laplace", result.scale, result.sensitivity,
                       f"[ZOC22, Alg. 4]: b = W / eps = {_fmt(result.sensitivity)} / "
-                      f"{result.epsilon:g} = {_fmt(result.scale)}", {"exact": bool(result.exact)})
+                      f"{_fmt(result.epsilon)} = "
+                      f"{_fmt(result.scale)}", {"exact": bool(result.exact)})
     g = Guarantee(kind, result.epsilon, result.delta,  # type: ignore[arg-type]
                   ("the given laws are the laws of the query's value given each secret",
                    *result.notes), tuple(sensitive))
@@ -297,7 +298,7 @@ def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | Non
     cal = Calibration("laplace", p.scale, lip * b.nearby_count,
                       f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i) & A| / (eps - "
                       f"e(Q_i|Y_i)), A the entries F reads, set by {b.node!r}: {_fmt(lip)} x "
-                      f"{b.nearby_count} / ({p.epsilon:g} - {_fmt(b.influence)}) = "
+                      f"{b.nearby_count} / ({_fmt(p.epsilon)} - {_fmt(b.influence)}) = "
                       f"{_fmt(p.scale)}",
                       {"binding": b.node, "binding_influence": b.influence, "lipschitz": lip,
                        "nearby": b.nearby_count})

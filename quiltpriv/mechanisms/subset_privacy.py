@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike
 
 from quiltpriv.errors import ParameterError, QueryError
 from quiltpriv.mechanisms.noise import TAIL_FACTOR, discrete_laplace, make_rng
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon
@@ -195,7 +196,7 @@ class SubsetPrivacyTable(JSONResult):
         lines = ["  ".join(["release".ljust(w0)] + [h.rjust(w) for h, w in
                                                     zip(heads, widths, strict=True)])]
         for name, row in zip(names, rows, strict=True):
-            cells = [f"{v:g}".rjust(w) for v, w in zip(row, widths, strict=True)]
+            cells = [f"{_fmt(v)}".rjust(w) for v, w in zip(row, widths, strict=True)]
             lines.append("  ".join([name.ljust(w0), *cells]))
         return "\n".join(lines)
 
@@ -429,7 +430,7 @@ def _check_cells_fit(f: np.ndarray, mask: np.ndarray, t: Fraction, eps: float) -
     reach = int(f.max()) + widest * TAIL_FACTOR * t
     if reach >= 2**63:
         raise ParameterError(
-            f"epsilon = {eps:g} is too small for this table: its noise (scale 2/eps per pair "
+            f"epsilon = {_fmt(eps)} is too small for this table: its noise (scale 2/eps per pair "
             "of categories) would overflow the 64-bit integer cells")
 
 

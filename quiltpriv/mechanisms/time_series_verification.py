@@ -63,6 +63,7 @@ from quiltpriv.mechanisms.step_plans import StepPlans, StepRun, window_sensitivi
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_fields
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import jsonable
 from quiltpriv.utils.validation import check_epsilon
 
@@ -175,12 +176,12 @@ def _scale_reason(influence: float, scale: float, optimal: bool, eps: float, nee
     (``Delta / (eps - e)``, infinite when ``e >= eps``), or claimed least although the
     recomputed least over all quilts, ``lo`` (None: none found), is below it."""
     if not scale >= need:
-        return (f"its influence {influence:.17g} is not below epsilon = {eps:g}, so no "
+        return (f"its influence {_fmt(influence, 17)} is not below epsilon = {_fmt(eps)}, so no "
                 "finite scale makes this quilt private" if math.isinf(need) else
-                f"it states scale {scale:.17g}, below Delta / (eps - e) = {need:.17g}")
+                f"it states scale {_fmt(scale, 17)}, below Delta / (eps - e) = {_fmt(need, 17)}")
     if optimal and scale > 0 and not (lo is not None and scale <= lo * (1 + OPTIMALITY_RTOL)):
         return ("it claims the least scale over all quilts, but a quilt may need only "
-                f"{lo if lo is not None else 0:.17g} < {scale:.17g}")
+                f"{_fmt(lo if lo is not None else 0, 17)} < {_fmt(scale, 17)}")
     return None
 
 
@@ -428,12 +429,12 @@ def _check_chain(theta: Theta, query: Query, steps: StepPlans, eps: float,
         lo = None if not math.isfinite(least[j]) else float(least[j])
         reason = None
         if r.influence < infl:
-            reason = (f"it states influence e(Q|i) = {r.influence:.17g}, below the recomputed "
-                      f"{infl:.17g} (an upper bound on the exact value)")
+            reason = (f"it states influence e(Q|i) = {_fmt(r.influence, 17)}, below the recomputed "
+                      f"{_fmt(infl, 17)} (an upper bound on the exact value)")
         elif not np.all(d == r.sensitivity):
             bad = int(np.flatnonzero(d != r.sensitivity)[0])
-            reason = (f"it states Delta_{{A&N}} F = {r.sensitivity:.17g}, the query's is "
-                      f"{d[bad]:.17g} for {order[r.first + bad]!r}")
+            reason = (f"it states Delta_{{A&N}} F = {_fmt(r.sensitivity, 17)}, the query's is "
+                      f"{_fmt(d[bad], 17)} for {order[r.first + bad]!r}")
         else:
             reason = (_scale_reason(r.influence, r.scale, r.optimal, eps, need, lo)
                       or _member_row(theta, order[r.first], r.member, r.pair))

@@ -273,7 +273,8 @@ class PlanVerification:
         head = ("plan VERIFIED against the model and the query" if self.ok
                 else f"plan FAILED verification: {self.failure}")
         lines = [head,
-                 f"APMQM, epsilon = {p.epsilon:g}, Laplace scale b = {fmt_number(p.scale)} "
+                 f"APMQM, epsilon = {fmt_number(p.epsilon)}, Laplace scale b = "
+                 f"{fmt_number(p.scale)} "
                  f"({'optimal over all quilts' if p.optimal else 'optimality not claimed'})",
                  f"protects {_protected(p)}; "
                  f"model {p.model_fingerprint[:16]}...; "
@@ -355,13 +356,13 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
                  influence_engine=infl.engine)
     if sp.influence < infl.value - INFLUENCE_SLACK * max(1.0, infl.value):
         what = "exact" if infl.exact else "an upper bound (the exact value is too expensive)"
-        return fail(f"it states influence e(Q|{node}) = {sp.influence:.17g}, below the "
-                    f"recomputed {infl.value:.17g} ({what})")
+        return fail(f"it states influence e(Q|{node}) = {fmt_number(sp.influence, 17)}, below the "
+                    f"recomputed {fmt_number(infl.value, 17)} ({what})")
     delta = query.sensitivity(context.stated_nearby_attributes(sp))
     found.update(sensitivity=delta)
     if sp.sensitivity != delta:
-        return fail(f"it states Delta_{{A&N}} F = {sp.sensitivity:.17g}, the query's is "
-                    f"{delta:.17g}")
+        return fail(f"it states Delta_{{A&N}} F = {fmt_number(sp.sensitivity, 17)}, the query's is "
+                    f"{fmt_number(delta, 17)}")
     # The need is the exact Delta / (eps - e) rounded up to the least float at or above it, so
     # a float scale meets the exact need iff it is >= this float: compared exactly, no tie
     # tolerance (one ulp below is refused).
@@ -369,10 +370,11 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
     found.update(scale=need)
     if not sp.scale >= need:
         if math.isinf(need):
-            return fail(f"its influence {sp.influence:.17g} is not below epsilon = {eps:g}, "
+            return fail(f"its influence {fmt_number(sp.influence, 17)} is not below epsilon = "
+                        f"{fmt_number(eps)}, "
                         "so no finite scale makes this quilt private")
-        return fail(f"it states scale {sp.scale:.17g}, below Delta / (eps - e) = "
-                    f"{need:.17g}")
+        return fail(f"it states scale {fmt_number(sp.scale, 17)}, below Delta / (eps - e) = "
+                    f"{fmt_number(need, 17)}")
     if sp.optimal:
         best = context.least_scale_plan(node, eps)
         found.update(least_scale=best.scale)
@@ -382,7 +384,8 @@ def _check_attribute(theta: Theta, query: Query, sp: SensitivePlan, eps: float,
         if not (sp.scale <= best.scale or math.isclose(sp.scale, best.scale,
                                                        rel_tol=OPTIMALITY_RTOL)):
             return fail(f"it claims the least scale over all quilts, but quilt "
-                        f"{fmt_set(best.quilt)} needs only {best.scale:.17g} < {sp.scale:.17g}")
+                        f"{fmt_set(best.quilt)} needs only {fmt_number(best.scale, 17)} < "
+                        f"{fmt_number(sp.scale, 17)}")
     # Member names are labels, not part of the model's identity (the same network read from
     # student.py and from student.bif is named "student" and "student.bif"): with one member
     # the name can only mean that member.
@@ -602,8 +605,8 @@ def _protection_mismatch(plan: Plan, theta: Theta, eps: float,
         if left_out:
             return f"it does not protect {fmt_set(left_out)} (it protects {fmt_set(nodes)})"
     if epsilon is not None and eps > check_epsilon(epsilon):
-        return (f"it is made for epsilon = {eps:g}, weaker than the required "
-                f"{float(epsilon):g}")
+        return (f"it is made for epsilon = {fmt_number(eps)}, weaker than the required "
+                f"{fmt_number(float(epsilon))}")
     return None
 
 
@@ -627,8 +630,8 @@ def _summary_mismatch(plan: Plan) -> str | None:
     runs = getattr(plan.sensitive, "runs", None)  # a chain's steps: per run, not per step
     top = max(sp.scale for sp in (plan.sensitive if runs is None else runs))
     if plan.scale != top:
-        return (f"it states the overall scale {plan.scale:.17g}, but the "
-                f"largest per-attribute scale is {top:.17g}")
+        return (f"it states the overall scale {fmt_number(plan.scale, 17)}, but the "
+                f"largest per-attribute scale is {fmt_number(top, 17)}")
     every = all(sp.optimal for sp in (plan.sensitive if runs is None else runs))
     if plan.optimal != every:
         return (f"it states optimal = {str(plan.optimal).lower()}, but the "

@@ -54,6 +54,7 @@ from quiltpriv.utils.distances import (
     wasserstein_inf_exact,
     wasserstein_line,
 )
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import JSONResult
 from quiltpriv.utils.validation import check_epsilon, check_records
 
@@ -402,7 +403,8 @@ def _bb_result(lower: Fraction, upper: Fraction, where: str, cells: int, eps: fl
         notes.append(f"supremum over Theta located provably ({cells} cell(s): a point value "
                      "meets the stochastic-monotonicity upper bound)")
     else:
-        notes.append(f"supremum over Theta bracketed in [{float(lower):g}, {float(upper):g}] "
+        notes.append(f"supremum over Theta bracketed in [{_fmt(float(lower))}, "
+                     f"{_fmt(float(upper))}] "
                      f"after {cells} cells; the mechanism uses the upper bound (safe)")
     return WassersteinResult(scale=wasserstein_scale(upper, eps), sensitivity=_ceil(upper),
                              sensitivity_lower=_ceil(lower), epsilon=eps, delta=0.0,

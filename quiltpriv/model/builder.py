@@ -42,6 +42,7 @@ import numpy as np
 from quiltpriv.errors import ModelError, ParameterStatesWarning
 from quiltpriv.model.network import Theta, state_name, theta_from_tables
 from quiltpriv.model.provenance import PARAMETER_KINDS, state_problems
+from quiltpriv.utils.format import fmt_number as _fmt
 
 __all__ = ["NetworkBuilder", "SUM_TOLERANCE", "state_name"]
 
@@ -335,11 +336,11 @@ class NetworkBuilder:
                                  f"{node!r} ({', '.join(a.states)})")
             out = np.array([_probability(p, where) for p in row], dtype=float)
         if np.any(out < 0):
-            bad = [f"{a.states[j]}: {out[j]:g}" for j in range(k) if out[j] < 0]
+            bad = [f"{a.states[j]}: {_fmt(out[j])}" for j in range(k) if out[j] < 0]
             raise ModelError(f"{where}: negative probability ({', '.join(bad)})")
         total = float(out.sum())
         if abs(total - 1.0) > SUM_TOLERANCE:
-            raise ModelError(f"{where}: the probabilities sum to {total:.9g}, not 1")
+            raise ModelError(f"{where}: the probabilities sum to {_fmt(total, 9)}, not 1")
         return out
 
     def _table_array(self, node: str, probs: Any, order: tuple[str, ...]) -> np.ndarray:

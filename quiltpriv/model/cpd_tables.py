@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.errors import ModelError
+from quiltpriv.utils.format import fmt_number as _fmt
 
 #: Default tolerance for a CPD column to count as summing to one. Columns within it are
 #: renormalised exactly (BIF files print rounded probabilities); columns outside it are an error.
@@ -68,7 +69,7 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
         worst = float(sums.flat[int(np.argmax(np.abs(sums - 1.0)))])
         raise ModelError(
             f"{what} does not sum to one over the node's states ({int(bad.sum())} column(s); "
-            f"worst sums to {worst:.9g})"
+            f"worst sums to {_fmt(worst, 9)})"
         )
     # A column already normalised up to float rounding is kept as given: dividing would move its
     # entries by an ulp, so a model written by theta_to_dict and read back would no longer have
@@ -91,7 +92,8 @@ def _check_table(values: Any, shape: tuple[int, ...], what: str, tolerance: floa
         if np.any(tiny):
             raise ModelError(
                 f"{what} has a probability below float64's normal range "
-                f"({float(arr[tiny].min()):.3g}) in a column that does not sum to one exactly; "
+                f"({_fmt(float(arr[tiny].min()), 3)}) in a column that does not sum to one "
+                "exactly; "
                 "renormalising would round it by up to its own size (make the column sum to "
                 "one, or use 0 for an impossible state)")
     arr.setflags(write=False)

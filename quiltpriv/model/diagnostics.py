@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from quiltpriv.errors import ModelError, ParameterError
+from quiltpriv.utils.format import fmt_number as _fmt
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_PERMUTATIONS", "MAX_PERMUTATION_WORK", "MIN_PERMUTATIONS",
            "TINY_POPULATION", "diagnostics_warnings", "record_diagnostics"]
@@ -172,7 +173,7 @@ def check_weights(weights: Any, records: int) -> np.ndarray | None:
     bad = ~np.isfinite(w) | (w <= 0)
     if np.any(bad):
         raise ParameterError(f"weights must be positive finite numbers; {int(bad.sum())} are "
-                             f"not (e.g. {float(w[bad][0]):g})")
+                             f"not (e.g. {_fmt(float(w[bad][0]))})")
     return w / w.mean()
 
 
@@ -296,11 +297,11 @@ def _warnings(diagnostics: Mapping[str, Any]) -> list[str]:
         dep = row.get("dependence")
         # models learned before the G-test have no "correlation_flagged": theirs was the test
         if row.get("correlation_flagged", dep is None):
-            how = f"correlation {row['correlation']:.2f}, {_p_text(p)}"
+            how = f"correlation {_fmt(row['correlation'], 2)}, {_p_text(p)}"
         else:
-            how = (f"a dependence the correlation ({row['correlation']:.2f}) misses: "
+            how = (f"a dependence the correlation ({_fmt(row['correlation'], 2)}) misses: "
                    f"conditional G-test {_p_text(dep['p_value'])}, mutual information "
-                   f"{dep['mutual_information_bits']:.3f} bits")
+                   f"{_fmt(dep['mutual_information_bits'], 3)} bits")
         weighted = ", weighted" if diagnostics.get("weighted") else ""
         out.append(f"within populations, {a!r} and {b!r} are dependent ({how}{weighted}): the "
                    "guarantee assumes each attribute depends only on its own parameter; "
@@ -315,10 +316,10 @@ def _warnings(diagnostics: Mapping[str, Any]) -> list[str]:
     if isinstance(pops, Mapping) and pops.get("tiny"):
         out.append(f"{pops['tiny']} of {pops['count']} populations have fewer than "
                    f"{pops['tiny_threshold']} records (sizes {pops['min']} to {pops['max']}, "
-                   f"median {pops['median']:g}); their parameters are noisy estimates that "
+                   f"median {_fmt(pops['median'])}); their parameters are noisy estimates that "
                    "count as much as any other (min_records= leaves them out)")
     return out
 
 
 def _p_text(p: float) -> str:
-    return f"p = {p:.2g}" if p > 0 else "p < 1e-300"
+    return f"p = {_fmt(p, 2)}" if p > 0 else "p < 1e-300"

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from quiltpriv.model.network import CPD, Theta, _align, check_theta
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.serialize import canonical_json
 
 __all__ = ["ModelDiff", "TableDiff", "model_diff"]
@@ -117,7 +118,7 @@ class ModelDiff:
             lines.append(f"  |Theta| = {self.members[0]} against {self.members[1]} (tables "
                          "not compared)")
         for t in self.tables:
-            lines.append(f"  table of {t.node}: max |difference| {t.max_abs_difference:.6g} "
+            lines.append(f"  table of {t.node}: max |difference| {_fmt(t.max_abs_difference)} "
                          f"at {t.where}")
         if len(lines) == 1:
             lines.append("  only in how the tables were rounded below float64's precision")

@@ -42,6 +42,7 @@ import numpy as np
 
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import KEEP_SUM_ULPS, _accurate_column_sums, _check_table
+from quiltpriv.utils.format import fmt_number as _fmt
 
 __all__ = ["JSON_FORMAT", "JSON_FORMAT_V2"]
 
@@ -125,7 +126,7 @@ def _check_column(flat: np.ndarray, shapes: Sequence[tuple[int, ...]],
         k = int(np.searchsorted(offsets, int(np.argmax(tiny)), side="right")) - 1
         x = float(flat[int(np.argmax(tiny))])
         raise ModelError(f"{what(k)}: the probability {x!r} is positive but below float64's "
-                         f"normal range (smallest {_TINY:.17g}); it cannot be stored "
+                         f"normal range (smallest {_fmt(_TINY, 17)}); it cannot be stored "
                          "faithfully (write 0 if the state is impossible)")
     slow = np.zeros(len(shapes), dtype=bool)
     if not (np.all(np.isfinite(flat)) and not np.any(flat < 0)):

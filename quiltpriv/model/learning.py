@@ -62,6 +62,7 @@ from quiltpriv.model.structure_learning import (
     _learn_structure,
     _SearchBound,
 )
+from quiltpriv.utils.format import fmt_number as _fmt
 
 __all__ = ["Bins", "MAX_PARAMETERS", "MAX_PC_PARAMETERS", "MAX_SCORE_EVALUATIONS",
            "MIN_POPULATIONS", "discretise", "learn_theta",
@@ -138,7 +139,8 @@ class Bins:
         if np.any(bad):
             raise DataError(
                 f"parameter {self.parameter!r}: {int(bad.sum())} value(s) outside the declared "
-                f"bins [{lo:g}, {hi:g}] (e.g. {float(x[bad][0]):g}); widen the bins (values "
+                f"bins [{_fmt(lo)}, {_fmt(hi)}] (e.g. {_fmt(float(x[bad][0]))}); widen the bins "
+                "(values "
                 "are never clipped)")
         idx = np.searchsorted(np.asarray(self.edges), x, side="right") - 1
         return np.minimum(idx, len(self.edges) - 2)
@@ -308,7 +310,7 @@ def population_parameters(records: pd.DataFrame, population: str,
         if kind == "share" and not np.all((x == 0) | (x == 1)):
             bad = x[(x != 0) & (x != 1)]
             raise DataError(f"the records: share column {col!r} must hold 0/1 values (whether "
-                            f"each record has the property), found {bad[0]:g}")
+                            f"each record has the property), found {_fmt(bad[0])}")
         cols[col] = x
     frame = pd.DataFrame(cols)
     frame[population] = records[population].to_numpy()
@@ -334,7 +336,7 @@ def record_weights(records: pd.DataFrame, column: Any, population: str,
     w = _numeric_column(records, column, "the records")
     if np.any(w <= 0):
         raise DataError(f"the records: weights column {column!r} must hold positive numbers, "
-                        f"found {float(w[w <= 0][0]):g}")
+                        f"found {_fmt(float(w[w <= 0][0]))}")
     return w
 
 
@@ -435,7 +437,7 @@ def discretise(populations: pd.DataFrame, parameters: Mapping[str, str], *,
             if np.any(bad):
                 raise DataError(
                     f"the population table: share {col!r} has {int(bad.sum())} value(s) "
-                    f"outside [0, 1] (e.g. {float(x[bad][0]):g}); a share is a proportion "
+                    f"outside [0, 1] (e.g. {_fmt(float(x[bad][0]))}); a share is a proportion "
                     "(divide percentages by 100)")
         spec = bins.get(col, quantiles)
         if spec is None:
@@ -756,7 +758,7 @@ def _record_search(bound: _SearchBound, limit: float | None, max_iter: int) -> d
     if end != "local_optimum":
         from quiltpriv.errors import SearchStoppedWarning
 
-        why = (f"the time limit ({limit:g} s)" if end == "time_limit" and limit else
+        why = (f"the time limit ({_fmt(limit)} s)" if end == "time_limit" and limit else
                f"the work budget ({MAX_SCORE_EVALUATIONS:,} score evaluations)"
                if end == "evaluation_budget" else f"max_iter ({max_iter} steps)")
         warnings.warn(f"structure learning stopped by {why}: the DAG is the best found so "

@@ -57,6 +57,7 @@ import numpy as np
 from quiltpriv.errors import ModelError
 from quiltpriv.model.cpd_tables import CPD_SUM_TOLERANCE
 from quiltpriv.model.network import Theta, theta_from_tables
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.time_limit import TimeLimit, limit_check
 
 #: Most hyperparameter values one node may declare (checked before pgmpy parses the file).
@@ -85,7 +86,8 @@ def check_probability_literal(token: str, where: str) -> float:
     if 0 <= x < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
         raise ModelError(
             f"{where}: the probability {token} is positive but below float64's normal range "
-            f"(smallest {_TINY:.17g}); it cannot be stored faithfully (write 0 if the state is "
+            f"(smallest {_fmt(_TINY, 17)}); it cannot be stored faithfully (write 0 if the state "
+            "is "
             "impossible)")
     return x
 

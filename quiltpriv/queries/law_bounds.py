@@ -91,6 +91,7 @@ import numpy as np
 
 from quiltpriv._compat import moved_attribute
 from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_log_vector, check_positive, check_scalar
 
 __all__ = [
@@ -172,7 +173,7 @@ class Budget:
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise BudgetExceeded(
                 f"{self.what} reached the time limit after "
-                f"{time.monotonic() - self._start:.3g} s ({self.done} of {self.total} steps "
+                f"{_fmt(time.monotonic() - self._start, 3)} s ({self.done} of {self.total} steps "
                 "done); raise the time limit (--time-limit) or reduce --records")
 
     def close(self) -> None:

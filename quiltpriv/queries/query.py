@@ -40,6 +40,7 @@ import numpy as np
 from quiltpriv.errors import QueryError
 from quiltpriv.queries.predicate import Predicate, parse_predicate
 from quiltpriv.utils.deprecation import reordered_arguments
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import mul_up, round_up, sum_of_spans_up
 from quiltpriv.utils.validation import check_records
 
@@ -94,7 +95,7 @@ def _bounds(lo: Any, hi: Any, what: str) -> tuple[float, float]:
     if lo_f > hi_f:
         raise QueryError(f"{what}: lower bound {lo_f} exceeds upper bound {hi_f}")
     if not math.isfinite(hi_f - lo_f):
-        raise QueryError(f"{what}: the width of [{lo_f:g}, {hi_f:g}] is not a finite float "
+        raise QueryError(f"{what}: the width of [{_fmt(lo_f)}, {_fmt(hi_f)}] is not a finite float "
                          "(it overflows); its sensitivity would be infinite")
     return lo_f, hi_f
 
@@ -162,7 +163,7 @@ def _bounded_values(data: pd.DataFrame, col: str, lo: float, hi: float, what: st
     if np.any(bad):
         raise QueryError(
             f"{what}: column {col!r} has {int(bad.sum())} value(s) outside the declared bounds "
-            f"[{lo:g}, {hi:g}] (e.g. {x[bad][0]:g}); clip the data or widen the bounds"
+            f"[{_fmt(lo)}, {_fmt(hi)}] (e.g. {_fmt(x[bad][0])}); clip the data or widen the bounds"
         )
     return x
 

@@ -84,7 +84,7 @@ def comparison_html(comparison: Comparison) -> str:
     least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
                                      f"(std {escape(fmt_number(cast(float, best.std)))})")
     return (f"<div class=\"quiltpriv-comparison\"><p><b>Mechanisms compared</b>: "
-            f"\u03b5 = {escape(f'{comparison.epsilon:g}')}, sensitive "
+            f"\u03b5 = {escape(f'{_fmt(comparison.epsilon)}')}, sensitive "
             f"{escape(', '.join(comparison.sensitive))}{least}<br>query: "
             f"{query_html(comparison.query)}</p>"
             "<table><thead><tr><th>mechanism</th><th>noise</th><th>scale</th><th>std</th>"
@@ -173,7 +173,7 @@ def plan_html(plan: Plan) -> str:
     unverified = "" if plan.verified else (
         "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
     return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
-            f"{escape(f'{plan.epsilon:g}')}, Laplace scale b = "
+            f"{escape(f'{_fmt(plan.epsilon)}')}, Laplace scale b = "
             f"<b>{escape(_fmt(plan.scale))}</b> "
             f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
             f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"

@@ -31,6 +31,7 @@ from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.model.network import as_theta
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_fields, renamed_keywords
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.io import check_output_path, write_bytes_atomic
 from quiltpriv.utils.validation import check_epsilon, check_instance, check_path, check_scalar
 
@@ -266,7 +267,7 @@ def plot_quilt_tradeoff(theta: Any, query: Query, sensitive: str, epsilon: float
     for b in iso_scale_levels(t, levels):
         # Delta = b (eps - e) for e in [0, eps]: every quilt on it has scale b.
         ax.plot([0.0, eps], [b * eps, 0.0], linestyle="--", linewidth=0.9, color="0.55",
-                label=f"b = {b:.4g}")
+                label=f"b = {_fmt(b, 4, rounding='up')}")
     ax.axvline(eps, color="#c0392b", linewidth=1.0, label="e = \u03b5 (infinite scale)")
     ax.scatter(xs, ys, s=28, color="#0072b2", zorder=3, label="candidate quilts")
     best = t.best
@@ -274,10 +275,10 @@ def plot_quilt_tradeoff(theta: Any, query: Query, sensitive: str, epsilon: float
         ax.scatter([best.influence], [best.sensitivity], s=160, facecolors="none",
                    edgecolors="#e69f00", linewidths=2, zorder=4,
                    label=f"least scale: Q = {{{', '.join(best.quilt.quilt)}}}"
-                         f" (b = {best.scale:.4g})")
+                         f" (b = {_fmt(best.scale, 4, rounding='up')})")
     ax.set_xlabel("max-influence e(Q | i)")
     ax.set_ylabel("sensitivity \u0394$_{A\u2229N}$ F")
-    ax.set_title(f"candidate quilts of {t.sensitive}, \u03b5 = {eps:g}", fontsize=10)
+    ax.set_title(f"candidate quilts of {t.sensitive}, \u03b5 = {_fmt(eps)}", fontsize=10)
     top = max([*ys, 1e-12])
     ax.set_ylim(0, top * 1.1)
     ax.set_xlim(0, max([*xs, eps]) * 1.05)

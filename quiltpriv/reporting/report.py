@@ -575,7 +575,7 @@ def _page(theta: Theta, data: dict[str, Any], sections: list[str],
     notes += "".join(f"<li><b>warning:</b> {_e(w)}</li>" for w in data["warnings"])
     summary = _kv_table([
         ("mechanism", "APMQM ([ZOC22, Alg. 3])"),
-        ("\u03b5", _e(f"{data['epsilon']:g}")),
+        ("\u03b5", _e(f"{_fmt(data['epsilon'])}")),
         ("overall Laplace scale b", _e(_fmt(float(data["scale"])) if not isinstance(
             data["scale"], str) else data["scale"])),
         ("optimality", _badge(data["optimal"], "exact: least scale over all quilts",

@@ -58,6 +58,7 @@ from numpy.typing import NDArray
 from scipy.optimize import linprog
 
 from quiltpriv.errors import ParameterError, QueryError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.rounding import round_up
 from quiltpriv.utils.validation import (
     check_array,
@@ -204,10 +205,11 @@ def _law(
     total = sum(ps, Fraction(0))
     if exact:
         if total != 1:
-            raise ParameterError(f"{pname} sums to {total} (= {float(total):.17g}), not exactly 1")
+            raise ParameterError(f"{pname} sums to {total} (= {_fmt(float(total), 17)}), not "
+                                 "exactly 1")
     else:
         if abs(float(total) - 1.0) > _FLOAT_SUM_ATOL:
-            raise ParameterError(f"{pname} sums to {float(total):.12g}, not 1")
+            raise ParameterError(f"{pname} sums to {_fmt(float(total), 12)}, not 1")
         ps = [x / total for x in ps]  # exact renormalisation of the given binary values
     merged: dict[Fraction, Fraction] = {}
     for x, m in zip(xs, ps, strict=True):
@@ -316,7 +318,7 @@ def wasserstein_line(
         notes.append("float probabilities taken at their exact binary values (renormalised "
                      "exactly); pass Fractions or decimal strings for exact ties")
         if smallest < Fraction(1, 10**12):
-            notes.append(f"W_inf is attained only on quantile mass {float(smallest):.3g}: "
+            notes.append(f"W_inf is attained only on quantile mass {_fmt(float(smallest), 3)}: "
                          "possibly a floating-point sliver, which over-estimates W_inf "
                          "(safe); exact inputs would decide it")
     # Tolerance relaxation: drop the largest gaps while their total mass stays <= t.
@@ -333,8 +335,9 @@ def wasserstein_line(
             k += 1
         w_tol = gaps[k]
         if w_tol < w_inf:
-            notes.append(f"with tolerance {t:g}: W = {float(w_tol):.6g} is exceeded on quantile "
-                         f"mass {float(excess):.3g}; a Laplace release calibrated to it is "
+            notes.append(f"with tolerance {_fmt(t)}: W = {_fmt(float(w_tol))} is exceeded on "
+                         "quantile "
+                         f"mass {_fmt(float(excess), 3)}; a Laplace release calibrated to it is "
                          "(eps, that mass)-private, not (eps, 0)")
     return WassersteinLineResult(
         w_inf=round_up(w_inf),

@@ -16,6 +16,7 @@ import re
 from numbers import Integral
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.format import fmt_number as _fmt
 
 __all__ = [
     "BYTES_PER_TABLE_ENTRY",
@@ -121,7 +122,7 @@ def describe_bytes(size: float) -> str:
     """``"1.3 GB"``, ``"512 MB"``, ``"900 bytes"`` (decimal units, three figures)."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if size >= scale:
-            return f"{size / scale:.3g} {unit}"
+            return f"{_fmt(size / scale, 3)} {unit}"
     return f"{int(size)} bytes"
 
 

@@ -22,6 +22,7 @@ from itertools import chain
 from typing import TypeVar
 
 from quiltpriv.errors import ParameterError, TimeLimitError
+from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_positive
 
 __all__ = ["LimitCheck", "TimeLimit", "check_time_limit", "limit_check", "seconds_left"]
@@ -91,7 +92,7 @@ class TimeLimit:
         return time.time() + self.remaining()
 
     def __str__(self) -> str:
-        return f"{self.seconds:g} s"
+        return f"{_fmt(self.seconds)} s"
 
 
 def check_time_limit(time_limit: object, name: str = "time_limit") -> TimeLimit | None:

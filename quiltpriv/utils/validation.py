@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
+from quiltpriv.utils.format import fmt_number as _fmt
 
 #: The most records a query may declare: 2**53, beyond which counts are not exact floats.
 MAX_RECORDS = 2**53
@@ -46,7 +47,7 @@ def _interval(min_val: float | None, max_val: float | None, closed: Boundaries) 
 def _num(x: float) -> str:
     if isinstance(x, int) and x >= 2**20 and x & (x - 1) == 0:
         return f"2**{x.bit_length() - 1}"  # MAX_RECORDS reads better as 2**53
-    return f"{x:g}" if isinstance(x, float) else str(x)
+    return f"{_fmt(x)}" if isinstance(x, float) else str(x)
 
 
 def check_scalar(
@@ -92,7 +93,7 @@ def check_scalar(
             raise ParameterError(f"{name} must be finite, got {x}")
         if integer:
             if x != math.floor(x):
-                raise ParameterError(f"{name} must be a whole number, got {x:g}")
+                raise ParameterError(f"{name} must be a whole number, got {_fmt(x)}")
             x = int(x)
     if integer and not isinstance(x, int):  # a non-integral numpy type (complex, ...)
         raise ParameterError(f"{name} must be a whole number, got {value!r}")
@@ -112,8 +113,8 @@ def _shown(x: float) -> str:
     if isinstance(x, int) and abs(x) >= 10**15:
         if x.bit_length() > 1000:
             return f"an integer of about {int(x.bit_length() * math.log10(2))} digits"
-        return f"{x:.4g}"
-    return f"{x:g}" if isinstance(x, float) else str(x)
+        return f"{_fmt(x, 4)}"
+    return f"{_fmt(x)}" if isinstance(x, float) else str(x)
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
@@ -189,7 +190,7 @@ def check_probability_vector(p: object, name: str, *,
     if np.any(arr < 0):
         raise ParameterError(f"{name} has negative entries")
     if abs(arr.sum() - 1.0) > atol:
-        raise ParameterError(f"{name} sums to {arr.sum():.12g}, not 1")
+        raise ParameterError(f"{name} sums to {_fmt(arr.sum(), 12)}, not 1")
     return arr
 
 
@@ -288,7 +289,8 @@ def check_covariance(x: object, name: str, size: int | None = None, *,
     if psd:
         lam = float(np.linalg.eigvalsh((a + a.T) / 2).min())
         if lam < -1e-10 * scale:
-            raise error(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
+            raise error(f"{name} is not positive semi-definite (smallest eigenvalue "
+                        f"{_fmt(lam, 3)})")
     return a
 
 

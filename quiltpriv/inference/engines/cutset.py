@@ -21,6 +21,7 @@ from quiltpriv.inference.junction_tree import cardinalities, parent_indices
 from quiltpriv.inference.rounding import _elim_depth
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta
+from quiltpriv.utils.format import fmt_number as _fmt
 
 
 class NoCutset(InfluenceTooExpensive):
@@ -199,7 +200,7 @@ def _conditioned_joint(theta: Theta, nodes: tuple[str, ...], member: int, max_ta
     most = settings.max_cutset_kernel_work if cutset.kernel else settings.max_cutset_work
     if cutset.work * n_terms > most:
         raise NoCutset(f"conditioning on {list(cutset.fixed)} would build "
-                       f"{cutset.work * n_terms:.3g} table entries (limit {most})")
+                       f"{_fmt(cutset.work * n_terms, 3)} table entries (limit {most})")
     total: np.ndarray | None = None
     for done, states in enumerate(np.ndindex(*(card[u] for u in cutset.fixed))):
         if deadline is not None and time.monotonic() > deadline:

@@ -258,7 +258,8 @@ class Plan:
                    "Delta_{A&N} F = 0 and e(Q|i) <= eps")
         else:
             why = (f"[ZOC22, Alg. 3]: b = max over sensitive i of Delta_{{A&N}} F / (eps - "
-                   f"e(Q|i)), set by {b.sensitive!r}: {_fmt(b.sensitivity)} / ({self.epsilon:g} - "
+                   f"e(Q|i)), set by {b.sensitive!r}: {_fmt(b.sensitivity)} / "
+                   f"({_fmt(self.epsilon)} - "
                    f"{_fmt(b.influence)}) = {_fmt(self.scale)}")
         return Calibration("laplace", self.scale, b.sensitivity, why, {
             "binding": b.sensitive, "binding_influence": b.influence,
@@ -331,7 +332,7 @@ class Plan:
     def explain(self) -> str:
         """A readable table and one paragraph per sensitive attribute."""
         lines = [
-            f"APMQM plan: epsilon = {self.epsilon:g}, Laplace scale b = {_fmt(self.scale)}"
+            f"APMQM plan: epsilon = {_fmt(self.epsilon)}, Laplace scale b = {_fmt(self.scale)}"
             f" ({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
             f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
             "",
@@ -438,7 +439,7 @@ def query_mismatch(plan_: Plan, query: Query) -> str | None:
         delta = query.sensitivity(near)
         if delta != sp.sensitivity:
             return (f"its sensitivity Delta_{{A&N}} for {sp.sensitive!r} (A & N = "
-                    f"{_set(near)}) is {delta:.17g}, the plan used {sp.sensitivity:.17g}")
+                    f"{_set(near)}) is {_fmt(delta, 17)}, the plan used {_fmt(sp.sensitivity, 17)}")
     if query_fingerprint(query, nears) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None
@@ -456,8 +457,8 @@ def _runs_query_mismatch(plan_: Plan, query: Query) -> str | None:
     if bad.size:
         sp = steps[int(bad[0])]
         return (f"its sensitivity Delta_{{A&N}} for {sp.sensitive!r} (A & N = "
-                f"{_set(sp.nearby_in(query.attributes))}) is {deltas[bad[0]]:.17g}, the plan "
-                f"used {sp.sensitivity:.17g}")
+                f"{_set(sp.nearby_in(query.attributes))}) is {_fmt(deltas[bad[0]], 17)}, the plan "
+                f"used {_fmt(sp.sensitivity, 17)}")
     if steps.fingerprint(query, deltas, canonical_json) != plan_.query_fingerprint:
         return "its fingerprint (definition and every sensitivity the plan used) differs"
     return None

@@ -71,7 +71,7 @@ def _check_scale_finite(plans: tuple[SensitivePlan, ...], eps: float) -> None:
         if not math.isfinite(sp.scale):
             raise ParameterError(
                 f"the least Laplace scale for {sp.sensitive!r}, Delta_{{A&N}} F / (epsilon - e) = "
-                f"{_fmt(sp.sensitivity)} / ({eps:g} - {_fmt(sp.influence)}), overflows the "
+                f"{_fmt(sp.sensitivity)} / ({_fmt(eps)} - {_fmt(sp.influence)}), overflows the "
                 f"float range; raise epsilon or lower the query's sensitivity")
 
 
@@ -295,7 +295,7 @@ def plan(
         plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, deadline, engine,
                              max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)
-    for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {seconds or 0:g} s"),
+    for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {_fmt(seconds or 0)} s"),
                          (PlanStatus.BUDGET, f"the budget of {max_candidates} candidates")):
         stopped = [sp.sensitive for sp in plans if sp.status is status]
         if stopped:
@@ -392,7 +392,7 @@ def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, note
         shown = ", ".join(map(repr, first))
         if n_stopped > len(first):
             shown += f" and {n_stopped - len(first)} more (see each attribute's explanation)"
-        notes.append(f"the time limit of {time_limit or 0:g} s was reached: the search of "
+        notes.append(f"the time limit of {_fmt(time_limit or 0)} s was reached: the search of "
                      f"{shown} stopped with the best quilt found so far (valid, optimality not "
                      "proven)")
     scale = max(r.scale for r in steps.runs)
