@@ -512,10 +512,9 @@ def _check_all_mapped(declared_values: Sequence[Any], keys: Sequence[Any], what:
     unmapped = [v for v in declared_values if _value_key(v) not in mapped]
     undeclared = [v for v in keys if _value_key(v) not in declared]
     if unmapped or undeclared:
-        raise QueryError(
-            f"{what}: every declared value must be mapped, and only those"
-            + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
-            + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
+        raise QueryError(f"{what}: every declared value must be mapped, and only those"
+                         + (f"; not mapped: {unmapped[:6]}" if unmapped else "")
+                         + (f"; not in the domain: {undeclared[:6]}" if undeclared else ""))
 
 
 @reordered_arguments(("attribute", "lower", "upper", "records"), 2)
