@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.inference.budget import DEFAULT_MAX_TABLE
 from quiltpriv.inference.definition8 import _influence_from_joint
 from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
 from quiltpriv.inference.factors import broadcast_shape, sum_to
@@ -57,12 +58,49 @@ from quiltpriv.inference.rounding import ROUNDING_MARGIN, _junction_tree_depth, 
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
 
-#: Most table entries the batched propagation may touch (the junction tree's size times the
-#: number of joint states of ``A``); beyond it the planner computes influences one by one.
-DEFAULT_MAX_WORK = 2**32
+#: The module constants that became settings (:class:`~quiltpriv.inference.engines.base.
+#: EngineSettings`), still readable under their old names with a warning: name -> (the old
+#: value, what to use instead).
+_DEPRECATED_CONSTANTS: dict[str, tuple[object, str]] = {
+    "DEFAULT_MAX_WORK": (DEFAULT_SETTINGS.max_propagation_work,
+                         "EngineSettings.max_propagation_work"),
+    "DEFAULT_MAX_HELD": (2**27, "EngineSettings.max_propagation_held (by default the memory "
+                                "budget, max_memory=, decides)"),
+}
 
-#: Most table entries the propagation may hold at once (8 bytes each: 2**27 is 1 GiB).
-DEFAULT_MAX_HELD = 2**27
+
+def __getattr__(name: str) -> object:
+    from quiltpriv.utils.deprecation import deprecated_constant
+
+    return deprecated_constant(__name__, _DEPRECATED_CONSTANTS, name)
+
+
+def held_limit(max_table: int, settings: EngineSettings = DEFAULT_SETTINGS) -> int:
+    """Most table entries the propagation may hold at once within a memory budget of
+    ``max_table`` entries (:func:`quiltpriv.utils.memory.table_limit`: the budget at
+    :data:`~quiltpriv.utils.memory.BYTES_PER_TABLE_ENTRY` bytes an entry, four times the
+    float64 each held entry takes), lowered by
+    :attr:`~quiltpriv.inference.engines.base.EngineSettings.max_propagation_held` when it is
+    set: never above the budget.
+
+    Examples
+    --------
+    >>> from quiltpriv.inference.engines.base import EngineSettings
+    >>> held_limit(2**20), held_limit(2**20, EngineSettings(max_propagation_held=1000))
+    (1048576, 1000)
+    """
+    cap = settings.max_propagation_held
+    return max_table if cap is None else min(max_table, cap)
+
+
+def result_entries(theta: Theta, attributes: Sequence[str]) -> int:
+    """The entries of :func:`attribute_joints`' result: ``card(v)`` times the joint states of
+    ``attributes``, summed over every node ``v`` (held whole however the propagation is split,
+    and kept while the planner propagates the next member)."""
+    theta = check_theta(theta)
+    cards = cardinalities(theta)
+    attrs = {theta.index[a] for a in theta.check_nodes(attributes, "attribute")}
+    return sum(cards) * math.prod(cards[a] for a in attrs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,10 +159,14 @@ class _Late(Exception):
 
 
 def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
-                     max_work: int = DEFAULT_MAX_WORK, max_held: int = DEFAULT_MAX_HELD,
+                     max_work: int | None = None, max_held: int | None = None,
                      deadline: float | None = None, progress: bool = False,
                      settings: EngineSettings = DEFAULT_SETTINGS) -> AttributeJoints | None:
     """``P(phi_v, phi_A)`` for every node ``v`` under one member (module text).
+
+    ``max_work`` defaults to ``settings.max_propagation_work`` and ``max_held`` to
+    :func:`held_limit` of the default memory budget
+    (:data:`~quiltpriv.inference.budget.DEFAULT_MAX_TABLE`).
 
     When the propagation over every joint state of ``A`` at once would hold more than
     ``max_held`` entries, the joint states are split into chunks (ranges of some attributes'
@@ -145,6 +187,10 @@ def attribute_joints(theta: Theta, attributes: Sequence[str], member: int, *,
     """
     theta = check_theta(theta)
     member = theta.check_member(member)
+    if max_work is None:
+        max_work = settings.max_propagation_work
+    if max_held is None:
+        max_held = held_limit(DEFAULT_MAX_TABLE, settings)
     attrs = tuple(sorted(theta.index[a] for a in theta.check_nodes(attributes, "attribute")))
     if not attrs or not is_floating(theta, member) or not subnormals_kept():
         return None

@@ -12,7 +12,9 @@ name changed, the old one still works until :data:`quiltpriv._compat.REMOVED_IN`
   a read-only property of the old name);
 - :func:`reordered_arguments` for a class whose constructor's positional order changed;
 - :func:`clock_deadline_keyword` for a function whose ``deadline=`` (a ``time.monotonic()``
-  value) became ``time_limit=`` (seconds from the call).
+  value) became ``time_limit=`` (seconds from the call);
+- :func:`deprecated_constant` for a module constant that became a setting (a module's
+  ``__getattr__`` returns its old value, with a warning naming the setting).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from quiltpriv.errors import ParameterError
+from quiltpriv.utils.stack import user_stacklevel
 
-__all__ = ["clock_deadline_keyword", "deprecated_name", "renamed_fields", "renamed_keywords",
-           "reordered_arguments"]
+__all__ = ["clock_deadline_keyword", "deprecated_constant", "deprecated_name", "renamed_fields",
+           "renamed_keywords", "reordered_arguments"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -61,6 +64,41 @@ def deprecated_name(where: str, old: str, new: str, *, stacklevel: int = 3) -> N
     """
     warnings.warn(f"{where}: {old!r} is deprecated, use {new!r} (the old name goes in "
                   f"quiltpriv {_removed_in()})", DeprecationWarning, stacklevel=stacklevel)
+
+
+def deprecated_constant(module: str, constants: dict[str, tuple[object, str]],
+                        name: str) -> object:
+    """A module constant that became a setting, for the module's ``__getattr__``: its old value,
+    with a :class:`DeprecationWarning` naming what to use instead (the code no longer reads the
+    constant, so assigning it changes nothing: the warning says so).
+
+    Parameters
+    ----------
+    module : str
+        The module's ``__name__``.
+    constants : dict of str to (object, str)
+        Old name -> (its value, the setting that replaced it).
+    name : str
+        The attribute asked for; AttributeError when it is not one of ``constants``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     deprecated_constant("m", {"RATIO": (100, "Settings.ratio")}, "RATIO")
+    100
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    m.RATIO is deprecated: the code reads Settings.ratio, not this constant (the old name goes
+    in quiltpriv 0.3.0)
+    """
+    if name not in constants:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    value, use = constants[name]
+    warnings.warn(f"{module}.{name} is deprecated: the code reads {use}, not this constant (the "
+                  f"old name goes in quiltpriv {_removed_in()})", DeprecationWarning,
+                  stacklevel=user_stacklevel())
+    return value
 
 
 def _translate(where: str, renames: dict[str, str], kwargs: dict[str, Any]) -> None:

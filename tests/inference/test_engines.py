@@ -124,8 +124,12 @@ def test_settings_are_checked():
     EngineSettings(safe_log2_floor=1)  # stricter: fine
     with pytest.raises(qp.ParameterError, match="at least -1000"):
         EngineSettings(safe_log2_floor=-1001)  # would trust float64 where it can underflow
+    assert DEFAULT_SETTINGS.max_propagation_held is None  # the memory budget decides
+    EngineSettings(max_propagation_held=0)  # never propagate: fine
     for bad in ({"bucket_limit": -1}, {"merge_limit": 2.5}, {"fold_limit": True},
-                {"small_joint": "32"}):
+                {"small_joint": "32"}, {"max_propagation_held": -1},
+                {"max_propagation_held": 2.0**27}, {"shared_price_sample": 0},
+                {"shared_work_ratio": None}):
         with pytest.raises(qp.ParameterError):
             EngineSettings(**bad)
     theta = qp.load_model("student:theta")
@@ -259,6 +263,38 @@ def test_the_batched_engine_keeps_one_propagation_per_attribute_set(seed):
     assert len({key[:2] for key in kept.keys()}) == len(net.members)  # one per member
     single = qp.joint_marginal(theta, [theta.nodes[0]], engine="junction_tree_batched")
     np.testing.assert_allclose(single, ref.marginal(net, full, [theta.nodes[0]]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_batched_engines_cap_is_the_memory_budget(seed):
+    """The batched engine holds at most the call's ``max_table`` entries (and
+    ``settings.max_propagation_held`` when lower), not a fixed 2**27: with a budget below what
+    its propagation needs it hands the query to elimination, which answers exactly."""
+    from quiltpriv.inference.attribute_joints import result_entries
+    from quiltpriv.inference.cache import InferenceCache
+    from quiltpriv.inference.engines.batched import PROPAGATIONS
+
+    net = ref.random_network(15_900 + seed, min_nodes=5, max_nodes=8)
+    theta = net.to_theta()
+    full = ref.full_joint(net)
+    node, quilt = theta.nodes[0], list(theta.nodes[-2:])
+    want = ref.marginal(net, full, [node, *quilt])
+    need = result_entries(theta, quilt)  # the result alone: the propagation needs more
+    for max_table, settings in ((need, DEFAULT_SETTINGS),
+                                (2**20, EngineSettings(max_propagation_held=need))):
+        got = max_influence(theta, node, quilt, engine="junction_tree_batched",
+                            max_table=max_table, settings=settings)
+        assert got.engine == "elimination"
+        exact = max_influence(theta, node, quilt, engine="elimination")
+        assert got.value == exact.value
+        np.testing.assert_allclose(
+            qp.joint_marginal(theta, [node, *quilt], engine="junction_tree_batched",
+                              max_table=max_table, settings=settings), want, rtol=1e-12, atol=0)
+    assert not InferenceCache.of(theta).entries(PROPAGATIONS).keys()  # none was kept
+    got = max_influence(theta, node, quilt, engine="junction_tree_batched", max_table=2**20)
+    assert got.engine == "junction_tree_batched"
+    held = {key[2] for key in InferenceCache.of(theta).entries(PROPAGATIONS).keys()}
+    assert held == {2**20}
 
 
 def test_the_cutset_engine_answers_a_query_that_fits_as_one_term():

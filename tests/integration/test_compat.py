@@ -132,3 +132,36 @@ def test_every_moved_name_still_imports_from_its_old_module_with_a_warning(old, 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new path warns of nothing
         assert getattr(importlib.import_module(new), name) is value
+
+
+#: Module constants that became EngineSettings fields (issue 32: tuning thresholds are
+#: documented settings, not module constants patched by tests): module, name, field, value.
+SETTINGS_CONSTANTS = [
+    ("quiltpriv.mechanisms.apmqm", "SHARED_WORK_RATIO", "shared_work_ratio", 100),
+    ("quiltpriv.mechanisms.apmqm", "SHARED_MIN_SENSITIVE", "shared_min_sensitive", 256),
+    ("quiltpriv.mechanisms.apmqm", "SHARED_MAX_ATTRIBUTES", "shared_max_attributes", 16),
+    ("quiltpriv.mechanisms.apmqm", "SHARED_PRICE_SAMPLE", "shared_price_sample", 8),
+    ("quiltpriv.mechanisms.apmqm.shared", "SHARED_WORK_RATIO", "shared_work_ratio", 100),
+    ("quiltpriv.inference.attribute_joints", "DEFAULT_MAX_WORK", "max_propagation_work",
+     2**32),
+    ("quiltpriv.inference.attribute_joints", "DEFAULT_MAX_HELD", "max_propagation_held",
+     2**27),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "field", "value"), SETTINGS_CONSTANTS)
+def test_every_constant_that_became_a_setting_reads_with_a_warning(module, name, field, value):
+    from quiltpriv.inference.engines.base import DEFAULT_SETTINGS
+
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning,
+                      match=rf"{module}\.{name} is deprecated: the code reads "
+                            rf"EngineSettings\.{field}") as caught:
+        got = getattr(mod, name)
+    assert got == value
+    assert caught[0].filename == __file__  # the warning names the reading line
+    if field != "max_propagation_held":  # its default is the memory budget (None)
+        assert getattr(DEFAULT_SETTINGS, field) == value
+    assert name in vars(importlib.import_module(module)).get("__all__", [name])
+    with pytest.raises(AttributeError):
+        getattr(mod, name + "_NOT_A_NAME")

@@ -24,9 +24,14 @@ from quiltpriv.inference.engines.base import EngineSettings
 from quiltpriv.mechanisms.apmqm import Plan, plan, plan_node
 from quiltpriv.mechanisms.verification import check_plan
 from quiltpriv.queries.query import CountQuery, HistogramQuery, LinearQuery
+from quiltpriv.utils.memory import BYTES_PER_TABLE_ENTRY
 
 #: The settings of a plan that shares its work however few its sensitive attributes.
 SHARE = EngineSettings(shared_min_sensitive=1)
+#: ... and always runs the shared propagation (the work ratio never refuses it).
+PROPAGATE = EngineSettings(shared_min_sensitive=1, shared_work_ratio=10**9)
+#: ... and never by the work ratio (only where eliminating per attribute is priced higher).
+PRICE = EngineSettings(shared_min_sensitive=1, shared_work_ratio=0)
 
 
 def _query(net, seed: int, kind: str):
@@ -47,11 +52,10 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
     net = random_network(3000 + seed, min_nodes=3, max_nodes=9)
     theta = net.to_theta()
     query = _query(net, seed, kind)
-    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
     calls = []
     real = apmqm_shared.joint_influence
     monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
-    shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    shared = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE)
     # every non-empty candidate's influence came from the shared propagation
     assert calls or all(not sp.quilt for sp in shared.sensitive)
     for sp in shared.sensitive:
@@ -66,7 +70,7 @@ def test_shared_plan_chooses_what_each_attribute_alone_chooses(monkeypatch, seed
         if sp.quilt != alone.quilt:  # only a tie of scales may choose another quilt
             assert sp.scale == pytest.approx(alone.scale, rel=1e-9)
     # verification shares the same work, so it recomputes the shared plan's own numbers
-    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=SHARE)
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=PROPAGATE)
     assert check.ok, check.failure
 
 
@@ -126,22 +130,22 @@ def test_unlisted_plan_round_trips_verifies_and_refuses_edits(seed):
 
 
 def test_propagation_only_where_it_costs_less(monkeypatch):
-    """The shared propagation is skipped when its work exceeds SHARED_WORK_RATIO times the
-    sensitive attributes times the nodes; the plan is then the per-attribute one, exactly."""
+    """The shared propagation is skipped when its work exceeds
+    ``EngineSettings.shared_work_ratio`` times the sensitive attributes times the nodes (and
+    eliminating per attribute is priced lower); the plan is then the per-attribute one,
+    exactly."""
     net = random_network(3007, min_nodes=6, max_nodes=6)
     theta = net.to_theta()
     query = _query(net, 7, "count")
     calls = []
     real = apmqm_shared.joint_influence
     monkeypatch.setattr(apmqm_shared, "joint_influence", lambda *a: calls.append(a) or real(*a))
-    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
-    skipped = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    skipped = plan(theta, query, theta.nodes, 1.0, settings=PRICE)
     assert not calls
     for sp in skipped.sensitive:
         alone = plan_node(theta, query, sp.sensitive, 1.0)
         assert (sp.quilt, sp.influence, sp.scale) == (alone.quilt, alone.influence, alone.scale)
-    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)
-    shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    shared = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE)
     assert calls or all(not sp.quilt for sp in shared.sensitive)
 
 
@@ -208,7 +212,6 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     each attribute alone and verifies. Priced one entry less than the propagation's work, the
     per-attribute path is kept."""
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 0)
     need = apmqm_shared.propagation_work(theta, query.attributes)
     priced = []
     real_price = apmqm_shared._per_node_work
@@ -218,20 +221,20 @@ def test_a_wide_query_shares_where_eliminating_per_attribute_is_priced_higher(mo
     real = apmqm_shared.attribute_joints
     monkeypatch.setattr(apmqm_shared, "attribute_joints",
                         lambda *a, **k: ran.append(real(*a, **k) is not None) or real(*a, **k))
-    plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    plan(theta, query, theta.nodes, 1.0, settings=PRICE)
     # on networks this small the eliminations are priced far below the propagation
     assert priced and ran and set(ran) == {need <= priced[0]}  # one run per member
     for price, used in ((need - 1, False), (need, True)):
         monkeypatch.setattr(apmqm_shared, "_per_node_work", lambda *a, p=price: p)
         ran.clear()
-        shared = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+        shared = plan(theta, query, theta.nodes, 1.0, settings=PRICE)
         assert ran and set(ran) == {used}, price
     for sp in shared.sensitive:  # the propagated plan
         alone = plan_node(theta, query, sp.sensitive, 1.0)
         assert sp.scale == pytest.approx(alone.scale, rel=1e-6, abs=0)
     # verification prices as the planner did, so it recomputes the plan's own numbers
     ran.clear()
-    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=SHARE)
+    check = check_plan(Plan.from_json(shared.to_json()), theta, query, settings=PRICE)
     assert check.ok, check.failure
     assert ran and set(ran) == {True}
 
@@ -245,7 +248,6 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
 
     theta, query = _wide(seed)
-    monkeypatch.setattr(apmqm_shared, "SHARED_WORK_RATIO", 10**9)  # the propagation always runs
     structure, cards = fill_tree_structure(theta), cardinalities(theta)
     idx = tuple(sorted(theta.index[a] for a in query.attributes))
     batch = math.prod(cards[a] for a in idx)
@@ -259,16 +261,73 @@ def test_a_split_propagation_plans_what_the_whole_one_plans(monkeypatch, seed):
     real = apmqm_shared.attribute_joints
 
     def budgeted(*a, **k):
-        found = real(*a, **k, max_held=budget)
-        ran.append(found is not None)
+        found = real(*a, **k)
+        ran.append((k["max_held"], found is not None))
         return found
 
-    reference = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
+    reference = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE)
     monkeypatch.setattr(apmqm_shared, "attribute_joints", budgeted)
-    got = plan(theta, query, theta.nodes, 1.0, settings=SHARE)
-    assert ran and all(ran)
+    # each member's propagation holds what the members before it left of the budget
+    total = budget + (len(theta.members) - 1) * result
+    budgeted_settings = EngineSettings(shared_min_sensitive=1, shared_work_ratio=10**9,
+                                       max_propagation_held=total)
+    got = plan(theta, query, theta.nodes, 1.0, settings=budgeted_settings)
+    assert ran and set(ran) == {(budget, True)}
     for a, b in zip(got.sensitive, reference.sensitive, strict=True):
         assert (a.sensitive, a.quilt) == (b.sensitive, b.quilt)
         assert a.scale == pytest.approx(b.scale, rel=1e-12, abs=0)
     check = check_plan(Plan.from_json(got.to_json()), theta, query)
+    assert check.ok, check.failure
+    # the same budget given as memory (bytes at 32 an entry) holds the propagation as well
+    ran.clear()
+    by_memory = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE,
+                     max_memory=total * BYTES_PER_TABLE_ENTRY)
+    assert ran and set(ran) == {(budget, True)}
+    assert [sp.scale for sp in by_memory.sensitive] == [sp.scale for sp in got.sensitive]
+
+
+@pytest.mark.parametrize("seed", fast_sample(range(12), 4))
+def test_a_small_memory_budget_lowers_the_propagations_cap(monkeypatch, seed):
+    """The shared propagation holds at most what ``max_memory`` holds (at 32 bytes an entry),
+    not a fixed 2**27 entries: below what even a split propagation needs, it is not run, and
+    each influence is computed on its own, exactly as planning each attribute alone (never a
+    refusal where the eliminations fit, never less noise)."""
+    from quiltpriv.inference.attribute_joints import _split, result_entries
+    from quiltpriv.inference.junction_tree import cardinalities, fill_tree_structure
+
+    theta, query = _wide(seed)
+    structure, cards = fill_tree_structure(theta), cardinalities(theta)
+    idx = tuple(sorted(theta.index[a] for a in query.attributes))
+    result = result_entries(theta, query.attributes)
+    least = result
+    while _split(structure, idx, cards, least) is None:  # the least budget a split fits
+        least += 1
+    # each member's propagation holds what the members before it left of the budget
+    least_total = least + (len(theta.members) - 1) * result
+    ran = []
+    real = apmqm_shared.attribute_joints
+
+    def recorded(*a, **k):
+        found = real(*a, **k)
+        ran.append((k["max_held"], found is not None))
+        return found
+
+    monkeypatch.setattr(apmqm_shared, "attribute_joints", recorded)
+    fits = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE,
+                max_memory=least_total * BYTES_PER_TABLE_ENTRY)
+    assert ran == [(least, True)] * len(theta.members)
+    ran.clear()
+    small = plan(theta, query, theta.nodes, 1.0, settings=PROPAGATE,
+                 max_memory=(least_total - 1) * BYTES_PER_TABLE_ENTRY)
+    assert ran == [(least - 1, False)]  # refused by the cap: no further member is tried
+    assert not small.interrupted
+    for a, b in zip(small.sensitive, fits.sensitive, strict=True):
+        alone = plan_node(theta, query, a.sensitive, 1.0)
+        assert (a.quilt, a.influence, a.sensitivity, a.scale) == (
+            alone.quilt, alone.influence, alone.sensitivity, alone.scale)
+        assert (a.sensitive, a.sensitivity) == (b.sensitive, b.sensitivity)
+        assert b.scale == pytest.approx(a.scale, rel=1e-6, abs=0)
+    assert small.scale == pytest.approx(fits.scale, rel=1e-6, abs=0)
+    check = check_plan(Plan.from_json(small.to_json()), theta, query, settings=PROPAGATE,
+                       max_memory=(least_total - 1) * BYTES_PER_TABLE_ENTRY)
     assert check.ok, check.failure

@@ -78,8 +78,9 @@ LEAST_SAFE_LOG2_FLOOR = -1000
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """The tuning of the engines: each field trades time for memory or speed, none changes a
-    result beyond rounding, and none can make float64 trusted where it could underflow.
+    """The tuning of the engines and of the planner's shared work: each field trades time for
+    memory or speed, none changes a result beyond rounding (the planner's choice of quilt
+    only among ties), and none can make float64 trusted where it could underflow.
 
     Parameters
     ----------
@@ -128,12 +129,39 @@ class EngineSettings:
         whole propagation, whose fixed cost per clique (Python and numpy calls, about 10
         microseconds) is paid once per chunk, so beyond this the planner eliminates per
         attribute.
+    max_propagation_work : int
+        The batched junction-tree propagation: most table entries it may touch (twice the
+        tree's size times the joint states of the query's attributes,
+        :func:`quiltpriv.inference.attribute_joints.propagation_work`; ``2**32``); beyond it
+        each influence is computed on its own.
+    max_propagation_held : int or None
+        The batched junction-tree propagation: most table entries it may hold at once (its
+        messages, a clique's tables and its result). None (the default): as many as the
+        call's memory budget holds (``max_table``, :func:`quiltpriv.utils.memory.table_limit`:
+        ``max_memory`` at :data:`~quiltpriv.utils.memory.BYTES_PER_TABLE_ENTRY` bytes an
+        entry, four times the float64 it holds); a number lowers that, never raises it. A
+        propagation that does not fit, even split into ``max_chunks`` chunks, is not run and
+        each influence is computed on its own (never refused for it).
     shared_min_sensitive : int
         The planner (:func:`quiltpriv.plan`) shares its graph walks across the sensitive
         attributes, and with ``engine="auto"`` one batched junction-tree propagation per
         member, when a plan has at least this many sensitive attributes (and its query at
-        most 16 attributes). Its verification must be given the same settings to recompute
-        the plan's own numbers.
+        most ``shared_max_attributes`` attributes). Its verification must be given the same
+        settings to recompute the plan's own numbers (as for every ``shared_*`` setting).
+    shared_max_attributes : int
+        The planner shares its work only for a query of at most this many attributes (the
+        propagation's tables grow with the joint states of the query's attributes).
+    shared_work_ratio : int
+        The planner runs the shared propagation where its work is at most this many times the
+        number of sensitive attributes times the network's size (and at most
+        ``max_propagation_work``), a cheap stand-in for what eliminating per attribute would
+        cost (measured: on the long benchmark networks with a 3-attribute query the ratio is
+        0.7-73 and sharing is 10-1000x faster; on pgmpy's pigs it is 230, and the propagation,
+        0.8 s, would cost more than every elimination, 0.16 s). 0 never takes this rule.
+    shared_price_sample : int
+        Where ``shared_work_ratio`` refuses, the planner prices eliminating per attribute on
+        this many sensitive attributes evenly spaced in the network's order (scaled to all of
+        them) and runs the propagation when its work is at most that price. At least 1.
     safe_log2_floor : int
         float64 is trusted without the kernel's IEEE flag only where the product of the least
         positive CPD entries of the query's ancestral set is at least ``2**safe_log2_floor``.
@@ -152,17 +180,27 @@ class EngineSettings:
     max_cutset_kernel_work: int = 2**34
     max_tree: int = 2**26
     max_chunks: int = 64
+    max_propagation_work: int = 2**32
+    max_propagation_held: int | None = None
     shared_min_sensitive: int = 256
+    shared_max_attributes: int = 16
+    shared_work_ratio: int = 100
+    shared_price_sample: int = 8
     safe_log2_floor: int = LEAST_SAFE_LOG2_FLOOR
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if value is None and f.name == "max_propagation_held":
+                continue
             if type(value) is not int:
                 raise ParameterError(f"EngineSettings.{f.name} must be an int, got {value!r}")
             if f.name != "safe_log2_floor" and value < 0:
                 raise ParameterError(
                     f"EngineSettings.{f.name} must be non-negative, got {value!r}")
+        if self.shared_price_sample < 1:
+            raise ParameterError("EngineSettings.shared_price_sample must be at least 1, got "
+                                 f"{self.shared_price_sample!r}")
         if self.safe_log2_floor < LEAST_SAFE_LOG2_FLOOR:
             raise ParameterError(
                 f"EngineSettings.safe_log2_floor must be at least {LEAST_SAFE_LOG2_FLOOR} (a "

@@ -16,12 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quiltpriv.inference.attribute_joints import (
-    DEFAULT_MAX_HELD,
-    DEFAULT_MAX_WORK,
-    AttributeJoints,
-    attribute_joints,
-)
+from quiltpriv.inference.attribute_joints import AttributeJoints, attribute_joints, held_limit
 from quiltpriv.inference.cache import InferenceCache, Kind
 from quiltpriv.inference.engines.base import Answer, EngineSettings, JointQuery
 from quiltpriv.inference.engines.elimination import EliminationEngine
@@ -40,9 +35,11 @@ def _entries(joints: AttributeJoints) -> int:
 class BatchedJunctionTreeEngine:
     """``engine="junction_tree_batched"`` (:class:`~quiltpriv.inference.engines.base.Engine`).
 
-    The propagation holds at most ``min(max_table, 2**27)`` entries at once (its messages, a
-    clique's tables and its result, split into at most ``settings.max_chunks`` chunks) and
-    touches at most ``2**32``; where it cannot be afforded or trusted (an operation
+    The propagation holds at most the query's memory budget (``max_table`` entries, lowered by
+    ``settings.max_propagation_held``: :func:`~quiltpriv.inference.attribute_joints.
+    held_limit`) at once (its messages, a clique's tables and its result, split into at most
+    ``settings.max_chunks`` chunks) and touches at most ``settings.max_propagation_work``
+    entries; where it cannot be afforded or trusted (an operation
     underflowed: it runs under ``numpy.errstate(under="raise")``, so it is trusted at any
     magnitude otherwise), variable elimination answers (``"elimination"``, which hands the
     query to exact integers where float64 could underflow). Each entry errs by at most the
@@ -70,14 +67,13 @@ class BatchedJunctionTreeEngine:
     def _propagation(query: JointQuery, attributes: tuple[str, ...]) -> AttributeJoints | None:
         """The kept propagation over ``attributes``, or a new one (kept within the budget)."""
         theta, member = query.theta, query.member
-        held = min(query.max_table, DEFAULT_MAX_HELD)
+        held = held_limit(query.max_table, query.settings)
         key = (member, tuple(theta.index[a] for a in attributes), held, query.settings)
         kept = InferenceCache.of(theta).entries(PROPAGATIONS)
         joints = kept.get(key)
         if joints is None:
-            joints = attribute_joints(theta, attributes, member, max_work=DEFAULT_MAX_WORK,
-                                      max_held=held, deadline=query.deadline,
-                                      settings=query.settings)
+            joints = attribute_joints(theta, attributes, member, max_held=held,
+                                      deadline=query.deadline, settings=query.settings)
             if joints is None:
                 return None
         return kept.charge(key, joints, _entries, query.max_table)

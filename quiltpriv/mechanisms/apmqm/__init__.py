@@ -84,12 +84,6 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_MAX_NODES,
     SensitivePlan,
 )
-from quiltpriv.mechanisms.apmqm.shared import (
-    SHARED_MAX_ATTRIBUTES,
-    SHARED_MIN_SENSITIVE,
-    SHARED_PRICE_SAMPLE,
-    SHARED_WORK_RATIO,
-)
 from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.mechanisms.quilt_price import TIE_RTOL, candidate_key, is_tie, quilt_scale
 
@@ -137,6 +131,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
+    # The tuning constants became EngineSettings fields (their old names warn until 0.3.0).
+    from quiltpriv.mechanisms.apmqm.shared import _DEPRECATED_CONSTANTS
+    from quiltpriv.utils.deprecation import deprecated_constant
+
+    if name in _DEPRECATED_CONSTANTS:
+        return deprecated_constant(__name__, _DEPRECATED_CONSTANTS, name)
     # The Jupyter views moved to quiltpriv.reporting.notebook (the old paths warn until 0.3.0).
     from quiltpriv._compat import moved_attribute
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Protocol, cast
+from typing import Protocol
 
 from quiltpriv.graph.quilts import (
     Quilt,
@@ -15,12 +15,12 @@ from quiltpriv.graph.quilts import (
 )
 from quiltpriv.graph.shared_separation import QuiltPartitions
 from quiltpriv.inference.attribute_joints import (
-    DEFAULT_MAX_HELD,
-    DEFAULT_MAX_WORK,
     AttributeJoints,
     attribute_joints,
+    held_limit,
     joint_influence,
     propagation_work,
+    result_entries,
 )
 from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineName, EngineSettings
 from quiltpriv.inference.influence import (
@@ -31,42 +31,26 @@ from quiltpriv.inference.influence import (
 from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.deprecation import deprecated_constant
 
-#: A plan shares its graph walks and inference over the sensitive attributes (:class:`_Shared`)
-#: when it has at least :attr:`EngineSettings.shared_min_sensitive
-#: <quiltpriv.inference.engines.base.EngineSettings>` sensitive attributes (256 by default)
-#: and the query at most this many attributes (the propagation's own budgets bound its
-#: tables, which grow with the joint states of the query's attributes).
-SHARED_MAX_ATTRIBUTES = 16
+#: The module constants that became :class:`~quiltpriv.inference.engines.base.EngineSettings`
+#: fields (the planner reads its ``settings``, never these names: pass ``settings=
+#: EngineSettings(shared_work_ratio=...)`` to :func:`quiltpriv.plan` and to its verification),
+#: still readable under their old names with a warning: name -> (the default, the setting).
+_DEPRECATED_CONSTANTS: dict[str, tuple[object, str]] = {
+    "SHARED_MAX_ATTRIBUTES": (DEFAULT_SETTINGS.shared_max_attributes,
+                              "EngineSettings.shared_max_attributes"),
+    "SHARED_MIN_SENSITIVE": (DEFAULT_SETTINGS.shared_min_sensitive,
+                             "EngineSettings.shared_min_sensitive"),
+    "SHARED_WORK_RATIO": (DEFAULT_SETTINGS.shared_work_ratio,
+                          "EngineSettings.shared_work_ratio"),
+    "SHARED_PRICE_SAMPLE": (DEFAULT_SETTINGS.shared_price_sample,
+                            "EngineSettings.shared_price_sample"),
+}
 
-#: The default of :attr:`EngineSettings.shared_min_sensitive
-#: <quiltpriv.inference.engines.base.EngineSettings>`, kept under its old name: the planner
-#: reads its ``settings``, never this name (pass ``settings=EngineSettings(
-#: shared_min_sensitive=...)`` to :func:`quiltpriv.plan` to change it).
-SHARED_MIN_SENSITIVE = DEFAULT_SETTINGS.shared_min_sensitive
 
-#: The shared propagation is run when its work (table entries touched: twice the junction
-#: tree's size times the joint states of ``A``) is at most this many times the number of
-#: sensitive attributes times the network's size, a cheap stand-in for what eliminating per
-#: attribute would cost. Measured: on the long benchmark networks with a 3-attribute query the
-#: ratio is 0.7-73 and sharing is 10-1000x faster; on pgmpy's pigs (441 nodes, shallow
-#: ancestral sets) it is 230, and the propagation (0.8 s) would cost more than every
-#: elimination (0.16 s).
-SHARED_WORK_RATIO = 100
-
-#: Where the ratio refuses, the eliminations are priced (:func:`_per_node_work`, on at most
-#: :data:`SHARED_PRICE_SAMPLE` sensitive attributes) and the propagation is run when its work
-#: is at most their total. Per priced entry the two cost about the same: the propagation's
-#: numpy products are slower than the kernel, and its work is an upper bound, while a search
-#: eliminates several candidates per attribute. Measured with 7- and 8-attribute counts (every
-#: node sensitive): banded, 2,000 nodes: propagation 1.8e9 entries in 12 s, eliminations
-#: priced at 6e10, stopped by a 300 s time limit; lattice, 2,000 nodes: 1.0e9 in 8.1 s against
-#: 2.5e9 in 79 s; banded, 500 nodes: 2.1e9 in 14.4 s against 7.7e9 in 15.0 s. On pigs, munin,
-#: link and diabetes (every node sensitive, 3, 6 and 10 random attributes, four draws each) it
-#: chose the propagation once, on diabetes: 9.2 s against 10.4 s. Both are priced by the
-#: Python order, so the choice does not depend on whether the compiled kernel is built, and a
-#: verification makes the plan's own.
-SHARED_PRICE_SAMPLE = 8
+def __getattr__(name: str) -> object:
+    return deprecated_constant(__name__, _DEPRECATED_CONSTANTS, name)
 
 
 #: Most partitions (each as large as the network) a search walking alone keeps for reuse.
@@ -166,26 +150,36 @@ class _Shared:
             # a propagation the deadline stops leaves each influence to its own elimination,
             # and the search's own deadline checks then stop the plan with its best so far
             attrs = self.theta.sort(self.attrs)
+            settings = self.settings
+            # the memory budget's share: each member's propagation holds at most this, the
+            # results of the members before it included (they are kept for the whole plan)
+            members = len(self.theta.members)
+            held = (held_limit(self.max_table, settings)
+                    - (members - 1) * result_entries(self.theta, attrs))
             # a tree with a clique above the memory cap is never propagated: on a grid-like
             # network its triangulation stops there, long before it would end (and it sees
             # the deadline)
-            if fill_tree_structure(self.theta, max_weight=DEFAULT_MAX_HELD,
-                                   deadline=self.deadline) is None:
+            if held <= 0 or fill_tree_structure(self.theta, max_weight=held,
+                                                deadline=self.deadline) is None:
                 return None
-            cheap = min(DEFAULT_MAX_WORK,
-                        SHARED_WORK_RATIO * len(self.sensitive) * len(self.theta.nodes))
+            cheap = min(settings.max_propagation_work,
+                        settings.shared_work_ratio * len(self.sensitive) * len(self.theta.nodes))
             need = propagation_work(self.theta, attrs)
             # beyond the cheap rule, only where eliminating per attribute costs more (then no
             # fixed cap: the alternative is the costlier one; memory and the deadline bound it)
             # (or where the batched engine was asked for by name)
             run = (self.engine == "junction_tree_batched" or need <= cheap or _per_node_work(
-                self.theta, attrs, self.sensitive, self.max_table, need) >= need)
-            found = [attribute_joints(self.theta, attrs, m, max_work=need if run else cheap,
-                                      deadline=self.deadline, progress=self.progress,
-                                      settings=self.settings)
-                     for m in range(len(self.theta.members))]
-            if all(j is not None for j in found):
-                self._joints = cast(list[AttributeJoints], found)
+                self.theta, attrs, self.sensitive, self.max_table, need,
+                settings.shared_price_sample) >= need)
+            found: list[AttributeJoints] = []
+            for m in range(members):
+                joints = attribute_joints(
+                    self.theta, attrs, m, max_work=need if run else cheap, max_held=held,
+                    deadline=self.deadline, progress=self.progress, settings=settings)
+                if joints is None:  # the plan computes each influence on its own
+                    return None
+                found.append(joints)
+            self._joints = found
         return self._joints
 
 
@@ -198,8 +192,8 @@ def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_ta
     the same settings recomputes the plan's own numbers."""
     many = len(sensitive) >= settings.shared_min_sensitive or engine == "junction_tree_batched"
     return _Shared(theta, query, max_table, engine,
-                   many and len(set(query.attributes)) <= SHARED_MAX_ATTRIBUTES, deadline,
-                   progress, sensitive, cancel, settings)
+                   many and len(set(query.attributes)) <= settings.shared_max_attributes,
+                   deadline, progress, sensitive, cancel, settings)
 
 
 class CancelToken(Protocol):
@@ -214,16 +208,29 @@ def _cancelled(cancel: CancelToken | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
+# Where the ratio refuses, the eliminations are priced (on settings.shared_price_sample
+# sensitive attributes) and the propagation is run when its work is at most their total. Per
+# priced entry the two cost about the same: the propagation's numpy products are slower than
+# the kernel, and its work is an upper bound, while a search eliminates several candidates per
+# attribute. Measured with 7- and 8-attribute counts (every node sensitive): banded, 2,000
+# nodes: propagation 1.8e9 entries in 12 s, eliminations priced at 6e10, stopped by a 300 s
+# time limit; lattice, 2,000 nodes: 1.0e9 in 8.1 s against 2.5e9 in 79 s; banded, 500 nodes:
+# 2.1e9 in 14.4 s against 7.7e9 in 15.0 s. On pigs, munin, link and diabetes (every node
+# sensitive, 3, 6 and 10 random attributes, four draws each) it chose the propagation once,
+# on diabetes: 9.2 s against 10.4 s. Both are priced by the Python order, so the choice does
+# not depend on whether the compiled kernel is built, and a verification makes the plan's own.
 def _per_node_work(theta: Theta, attrs: Sequence[str], sensitive: Sequence[str],
-                   max_table: int, enough: float = math.inf) -> float:
+                   max_table: int, enough: float = math.inf,
+                   sample_size: int = DEFAULT_SETTINGS.shared_price_sample) -> float:
     """Table entries eliminating ``P(phi_v, phi_A)`` for every sensitive ``v`` would build,
-    estimated from :data:`SHARED_PRICE_SAMPLE` of them evenly spaced in the network's order
+    estimated from ``sample_size`` of them (:attr:`~quiltpriv.inference.engines.base.
+    EngineSettings.shared_price_sample`) evenly spaced in the network's order
     (each priced on scopes alone by :func:`~quiltpriv.inference.influence.elimination_work`;
     ``inf`` where one does not fit ``max_table``). Pricing stops once the estimate reaches
     ``enough`` (then some value at least ``enough``): on a long network one elimination's
     pricing is as long as the network, and the caller only compares."""
-    step = max(1, len(sensitive) // SHARED_PRICE_SAMPLE)
-    sample = sensitive[::step][:SHARED_PRICE_SAMPLE]
+    step = max(1, len(sensitive) // sample_size)
+    sample = sensitive[::step][:sample_size]
     scale = len(sensitive) / len(sample)
     total = 0.0
     for v in sample:
