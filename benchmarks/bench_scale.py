@@ -46,7 +46,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import inspect
 import io
@@ -113,38 +112,26 @@ def has_inference() -> bool:
     return all("inference" in inspect.signature(f).parameters for f in (plan, max_influence))
 
 
-#: The default path with the compiled kernel switched off (its pure-Python bucket elimination),
-#: reported beside the default so the kernel's share of the speed is visible.
+#: What ``inference="auto"`` runs without the compiled kernel (``engine="python"``: its
+#: pure-Python bucket elimination), reported beside the default so the kernel's share of the
+#: speed is visible.
 AUTO_PYTHON = "auto (python)"
 
 
 def _kw(inference: str | None) -> dict[str, str]:
     if inference is None:
         return {}
-    return {"inference": "auto" if inference == AUTO_PYTHON else inference}
+    return {"engine": "python"} if inference == AUTO_PYTHON else {"inference": inference}
 
 
 def _has_kernel() -> bool:
+    """Whether the compiled kernel is loaded and ``max_influence`` can be asked for the
+    pure-Python engine by name (``engine=``, newer quiltpriv)."""
     try:
         from quiltpriv.inference.influence import compiled_kernel
     except ImportError:
         return False
-    return compiled_kernel()
-
-
-@contextlib.contextmanager
-def _kernel_off(method: str | None) -> Any:
-    """Run the block with quiltpriv's compiled kernel off when ``method`` is AUTO_PYTHON."""
-    if method != AUTO_PYTHON:
-        yield
-        return
-    from quiltpriv.inference import compiled  # every engine reads the kernel from here
-
-    saved, compiled._KERNEL = compiled._KERNEL, None
-    try:
-        yield
-    finally:
-        compiled._KERNEL = saved
+    return compiled_kernel() and "engine" in inspect.signature(max_influence).parameters
 
 
 def _rss_mb() -> float:
@@ -285,28 +272,27 @@ def bench_influence(model: Any, name: str, evaluated: list[tuple[str, tuple[str,
             InferenceCache.of(theta).influence.clear()
 
         t_first = None
-        with _kernel_off(method):
-            for k, row in enumerate(rows):
-                node, q = row["node"], tuple(row["quilt"])
+        for k, row in enumerate(rows):
+            node, q = row["node"], tuple(row["quilt"])
 
-                def ours(node: str = node, q: tuple[str, ...] = q, method: str | None = method,
-                         theta: Theta = theta) -> float:
-                    return max_influence(theta, node, q, **_kw(method)).value
+            def ours(node: str = node, q: tuple[str, ...] = q, method: str | None = method,
+                     theta: Theta = theta) -> float:
+                return max_influence(theta, node, q, **_kw(method)).value
 
-                try:
-                    if k == 0:  # first call on the fresh Theta builds the per-Theta structures
-                        t0 = time.perf_counter()
-                        ours()
-                        t_first = time.perf_counter() - t0
-                    t_ours, v_ours = _best_of(ours, inner, before=clear)
-                except InfluenceTooExpensive as exc:
-                    row["by_method"][label] = {"skipped": str(exc)}
-                    continue
-                diff, raw_diff = _differences(v_ours, row["ve"])
-                row["by_method"][label] = {
-                    "ours": v_ours, "t_ours": t_ours, "ratio": row["t_ve"] / t_ours,
-                    "abs_diff": diff, "raw_diff": raw_diff,
-                    "under": bool(v_ours < row["ve"] - UNDER_TOLERANCE)}
+            try:
+                if k == 0:  # first call on the fresh Theta builds the per-Theta structures
+                    t0 = time.perf_counter()
+                    ours()
+                    t_first = time.perf_counter() - t0
+                t_ours, v_ours = _best_of(ours, inner, before=clear)
+            except InfluenceTooExpensive as exc:
+                row["by_method"][label] = {"skipped": str(exc)}
+                continue
+            diff, raw_diff = _differences(v_ours, row["ve"])
+            row["by_method"][label] = {
+                "ours": v_ours, "t_ours": t_ours, "ratio": row["t_ve"] / t_ours,
+                "abs_diff": diff, "raw_diff": raw_diff,
+                "under": bool(v_ours < row["ve"] - UNDER_TOLERANCE)}
         first = rows[0]["by_method"].get(label, {}) if rows else {}
         t_build = (max(0.0, t_first - first["t_ours"])
                    if t_first is not None and "t_ours" in first else None)

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,13 +94,23 @@ def test_an_upper_bound_keeps_the_engine_and_arithmetic():
     assert (bound.engine, bound.arithmetic) == ("exact", "exact")
 
 
-def test_the_kernel_engine_is_refused_where_the_kernel_is_not_loaded(monkeypatch):
-    theta = qp.load_model("student:theta")
-    monkeypatch.setattr(compiled, "_KERNEL", None)
-    with pytest.raises(qp.ParameterError, match="compiled kernel"):
-        qp.joint_marginal(theta, theta.nodes[:2], engine="kernel")
-    # "auto" then means the pure-Python bucket elimination
-    assert max_influence(theta, theta.nodes[0], theta.nodes[1:2]).engine == "python"
+def test_the_kernel_engine_is_refused_where_the_kernel_is_not_loaded():
+    """In a process whose kernel is switched off (``QUILTPRIV_NO_KERNEL``, not a patched
+    module global), ``engine="kernel"`` is refused and ``"auto"`` is the pure-Python engine."""
+    code = textwrap.dedent("""
+        import quiltpriv as qp
+        theta = qp.load_model("student:theta")
+        try:
+            qp.joint_marginal(theta, theta.nodes[:2], engine="kernel")
+        except qp.ParameterError as error:
+            print("refused:", error)
+        print(qp.max_influence(theta, theta.nodes[0], theta.nodes[1:2]).engine)
+    """)
+    env = {**os.environ, "QUILTPRIV_NO_KERNEL": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).parents[2]).stdout.splitlines()
+    assert out[0].startswith("refused:") and "compiled kernel" in out[0]
+    assert out[1] == "python"  # "auto" then means the pure-Python bucket elimination
 
 
 @pytest.mark.parametrize("bad", ["fast", "", None, 3, "Kernel", ["kernel"]])
