@@ -17,7 +17,7 @@ import importlib.machinery
 import sys
 import warnings
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import ModuleType
 
 #: The release that removes every old path and old name this module forwards (the changelog's
 #: "Deprecated" section says so too; a test fails once the package's version reaches it).
@@ -68,26 +68,23 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
 }
 
 
-def _caller_stacklevel() -> int:
-    """The stack level of the first frame outside this package's forwarding code, so that the
-    warning names the user's line. Import-machinery frames are not counted: ``warnings.warn``
-    skips them itself."""
-    frame: FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None:
-        name = frame.f_code.co_filename
-        internal = "importlib" in name and "_bootstrap" in name
-        if not internal:
-            if name not in _FORWARDING_FILES:
-                return level
-            level += 1
-        frame = frame.f_back
-    return level
+def _forwarding(filename: str) -> bool:
+    """Whether a frame of ``filename`` is forwarding code a deprecation warning steps over."""
+    return filename in _FORWARDING_FILES
+
+
+def _stacklevel() -> int:
+    """The level naming the first frame above the caller outside the forwarding code
+    (:func:`quiltpriv.utils.stack.caller_stacklevel`; imported here: ``import quiltpriv``
+    loads nothing beyond this module)."""
+    from quiltpriv.utils.stack import caller_stacklevel
+
+    return caller_stacklevel(_forwarding, frame=sys._getframe(1))
 
 
 def _warn(old: str, new: str) -> None:
     warnings.warn(f"quiltpriv.{old} moved to quiltpriv.{new}; the old path will be removed in "
-                  f"quiltpriv {REMOVED_IN}", DeprecationWarning, stacklevel=_caller_stacklevel())
+                  f"quiltpriv {REMOVED_IN}", DeprecationWarning, stacklevel=_stacklevel())
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -169,7 +166,7 @@ def renamed_attribute(module: str, renamed: dict[str, tuple[str, str]], name: st
     new, why = renamed[name]
     warnings.warn(f"{module}.{name} is renamed {new} ({why}); the old name will be removed in "
                   f"quiltpriv {REMOVED_IN}",
-                  DeprecationWarning, stacklevel=_caller_stacklevel())
+                  DeprecationWarning, stacklevel=_stacklevel())
     return getattr(sys.modules[module], new)
 
 

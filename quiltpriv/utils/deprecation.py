@@ -20,13 +20,12 @@ name changed, the old one still works until :data:`quiltpriv._compat.REMOVED_IN`
 from __future__ import annotations
 
 import functools
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from quiltpriv.errors import ParameterError
-from quiltpriv.utils.stack import user_stacklevel
+from quiltpriv.utils.stack import caller_stacklevel, user_stacklevel
 
 __all__ = ["clock_deadline_keyword", "deprecated_constant", "deprecated_name", "renamed_fields",
            "renamed_keywords", "reordered_arguments"]
@@ -196,7 +195,7 @@ def clock_deadline_keyword(by_deadline: Callable[..., Any]) -> Callable[[F], F]:
             warnings.warn(f"{where}: 'deadline' (a time.monotonic() value) is deprecated, use "
                           f"'time_limit' (seconds from the call) (the old name goes in "
                           f"quiltpriv {_removed_in()})", DeprecationWarning,
-                          stacklevel=_caller_level())
+                          stacklevel=caller_stacklevel(_this_module))
             return by_deadline(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -204,13 +203,11 @@ def clock_deadline_keyword(by_deadline: Callable[..., Any]) -> Callable[[F], F]:
     return decorate
 
 
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside this module, for a warning issued by the
-    frame that calls this (the user's line, however many of these wrappers lie between)."""
-    level, frame = 1, sys._getframe(1)
-    while frame.f_back is not None and frame.f_code.co_filename == __file__:
-        level, frame = level + 1, frame.f_back
-    return level
+def _this_module(filename: str) -> bool:
+    """Whether a frame of ``filename`` is this module's (the frames a deprecated keyword's
+    warning steps over: only these, so that a deprecated call inside the package names the
+    package's line, where it must be fixed)."""
+    return filename == __file__
 
 
 def renamed_fields(**renames: str) -> Callable[[C], C]:
