@@ -44,7 +44,7 @@ import numpy as np
 from quiltpriv.errors import ParameterError
 from quiltpriv.inference.budget import DEFAULT_MAX_TABLE
 from quiltpriv.inference.definition8 import _influence_from_joint
-from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings
+from quiltpriv.inference.engines.base import DEFAULT_SETTINGS, EngineSettings, check_settings
 from quiltpriv.inference.factors import broadcast_shape, sum_to
 from quiltpriv.inference.junction_tree import (
     TreeStructure,
@@ -57,6 +57,7 @@ from quiltpriv.inference.result import Influence
 from quiltpriv.inference.rounding import ROUNDING_MARGIN, _junction_tree_depth, _rounding_bound_k
 from quiltpriv.inference.underflow import subnormals_kept
 from quiltpriv.model.network import Theta, check_theta
+from quiltpriv.utils.validation import check_scalar
 
 #: The module constants that became settings (:class:`~quiltpriv.inference.engines.base.
 #: EngineSettings`), still readable under their old names with a warning: name -> (the old
@@ -89,7 +90,8 @@ def held_limit(max_table: int, settings: EngineSettings = DEFAULT_SETTINGS) -> i
     >>> held_limit(2**20), held_limit(2**20, EngineSettings(max_propagation_held=1000))
     (1048576, 1000)
     """
-    cap = settings.max_propagation_held
+    max_table = int(check_scalar(max_table, "max_table", integer=True, min_val=1))
+    cap = check_settings(settings).max_propagation_held
     return max_table if cap is None else min(max_table, cap)
 
 

@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import math
 import operator
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from quiltpriv.errors import ParameterError, QuiltPrivError
 from quiltpriv.inference.influence import ROUNDING_MARGIN
 from quiltpriv.model.network import Theta, check_theta
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import clock_deadline_keyword, renamed_keywords
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit, passed
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["CHAIN_MIN_NODES", "ChainNotApplicable", "ChainQuilts", "chain_least_quilts",
@@ -107,7 +108,7 @@ class ChainQuilts:
     ``a`` / ``b`` are distances, 0 for "no quilt node on that side". ``influence`` is rounded
     upwards; ``delta`` and ``scale`` are float64 values of ``Delta(N)`` and of the scale used to
     choose (callers recompute the reported ones exactly); ``optimal`` says whether the
-    optimum over all quilts is proven (False only where the deadline stopped the search: the
+    optimum over all quilts is proven (False only where the time limit stopped the search: the
     step then keeps the best quilt found, which is valid). ``member`` and ``pair`` (state
     indices) attain the influence (-1 when it is 0 by construction).
     """
@@ -303,10 +304,23 @@ def _scales(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
     return np.where(np.isnan(e), np.inf, s)
 
 
+def _chain_least_quilts_by_deadline(theta: Theta, order: Sequence[str],
+                                    positions: Sequence[int] | np.ndarray,
+                                    weights: Sequence[float] | np.ndarray, epsilon: float, *,
+                                    deadline: float | None = None,
+                                    **options: Any) -> ChainQuilts:
+    """:func:`chain_least_quilts` with its deprecated ``deadline=`` (a ``time.monotonic()``
+    reading)."""
+    limit = None if deadline is None else TimeLimit.ending_at(deadline)
+    return chain_least_quilts(theta, order, positions, weights, epsilon, time_limit=limit,
+                              **options)
+
+
 @renamed_keywords(eps="epsilon")
+@clock_deadline_keyword(_chain_least_quilts_by_deadline)
 def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[int] | np.ndarray,
                        weights: Sequence[float] | np.ndarray, epsilon: float, *,
-                       deadline: float | None = None, progress: bool = False,
+                       time_limit: float | TimeLimit | None = None, progress: bool = False,
                        cap: float | None = None) -> ChainQuilts:
     """The least-scale quilt of each step in ``positions`` of the chain ``order``.
 
@@ -321,9 +335,11 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         ``N``): ``|w_j| (hi_j - lo_j)`` for a linear query, 1 for a step MQM counts, 0 for a
         step the query does not read.
     epsilon : float
-    deadline : float, optional
-        ``time.monotonic()`` deadline: steps not proven by then keep their best quilt so far
-        (valid, ``optimal`` False; steps not reached keep the quilt ``{}``).
+    time_limit : float or TimeLimit, optional
+        Seconds from this call, or a running :class:`~quiltpriv.utils.time_limit.TimeLimit`:
+        steps not proven by then keep their best quilt so far (valid, ``optimal`` False; steps
+        not reached keep the quilt ``{}``). The old ``deadline=`` (a ``time.monotonic()``
+        reading) is deprecated.
     progress : bool
         A progress bar over the steps.
     cap : float, optional
@@ -344,6 +360,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
             or tuple(order) != chain_order(theta):
         raise ParameterError("order must be the network's chain order (chain_order(theta))")
     epsilon = check_epsilon(epsilon)
+    limit = check_time_limit(time_limit)
     n_steps = len(order)
     try:
         pos_arr = np.asarray(positions)
@@ -362,7 +379,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
     pos = pos_arr.astype(np.int64)
     pre = np.concatenate([[0.0], np.cumsum(c)])
     suf = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
-    if deadline is not None and time.monotonic() > deadline:
+    if passed(limit):
         # the limit passed before the search began: every step keeps the quilt {} (valid,
         # flagged), and no table of the model is read
         return _unsearched(pos, float(pre[n_steps]), cap, epsilon)
@@ -402,7 +419,7 @@ def chain_least_quilts(theta: Theta, order: Sequence[str], positions: Sequence[i
         sel = np.arange(start, min(n, start + BLOCK))
         radius = START_RADIUS
         while sel.size:
-            if deadline is not None and time.monotonic() > deadline:
+            if passed(limit):
                 stopped = True
                 break
             _block(fs, pis, sfs, spis, c, pre, suf, pos, sel, radius, epsilon, pi_bound, cap,

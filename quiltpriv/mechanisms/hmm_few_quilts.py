@@ -37,7 +37,6 @@ planner plans it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -48,6 +47,7 @@ from quiltpriv.inference.influence import ROUNDING_MARGIN
 from quiltpriv.mechanisms.chain_quilts import _SAFE_FLOOR, _U, PROOF_RTOL, _forward, _scales
 from quiltpriv.mechanisms.hmm_quilts import HMM_MIN_STEPS, HMMOrder, hmm_order
 from quiltpriv.model.network import Theta
+from quiltpriv.utils.time_limit import TimeLimit, passed
 
 __all__ = ["FEW_MAX_ASSIGNMENTS", "FewNotApplicable", "FewQuilts"]
 
@@ -295,11 +295,11 @@ def _group_influences(mem: _Member, u: list[dict[int, np.ndarray]],
 def _few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
                      delta: Callable[[int], float], node_steps: np.ndarray,
                      node_observed: np.ndarray, epsilon: float, *,
-                     stop_at: float | None = None) -> FewQuilts:
+                     time_limit: TimeLimit | None = None) -> FewQuilts:
     """The least-scale quilt ``X_B`` of each node (step ``node_steps[j]``, an observation
     where ``node_observed[j]``) of the HMM ``order`` whose query reads the observations at
     ``steps``; ``delta(mask)`` is ``Delta_{A & N}`` with ``N`` holding the query observations
-    outside ``mask`` (bits over ``steps``); ``stop_at`` a ``time.monotonic()`` time past which
+    outside ``mask`` (bits over ``steps``); ``time_limit`` the limit past which
     the nodes not reached keep the quilt ``{}`` (optimality not proven). Arguments are the
     planner's own, unchecked.
 
@@ -350,7 +350,7 @@ def _few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
         jl, jr, jo = int(before[j0]), int(after[j0]), int(own[j0])
         obs = bool(node_observed[j0])
         for c0 in range(0, g.size, chunk):
-            if stop_at is not None and time.monotonic() > stop_at:
+            if passed(time_limit):
                 stopped = True
                 break
             sel = g[c0:c0 + chunk]
@@ -402,8 +402,8 @@ def _few_least_quilts(theta: Theta, order: HMMOrder, steps: Sequence[int],
 
 
 def _few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[str, ...]], float],
-               sensitive: Sequence[str], epsilon: float, *, stop_at: float | None = None
-               ) -> tuple[HMMOrder, FewQuilts] | None:
+               sensitive: Sequence[str], epsilon: float, *,
+               time_limit: TimeLimit | None = None) -> tuple[HMMOrder, FewQuilts] | None:
     """:func:`_few_least_quilts` where it applies, else None: a hidden Markov model of at
     least :data:`~quiltpriv.mechanisms.hmm_quilts.HMM_MIN_STEPS` steps, every hidden state
     with the same number of values and every observation too, a query reading observations
@@ -436,6 +436,6 @@ def _few_search(theta: Theta, attributes: Sequence[str], delta: Callable[[tuple[
 
     try:
         return order, _few_least_quilts(theta, order, steps, delta_mask, node_steps, node_obs,
-                                       epsilon, stop_at=stop_at)
+                                       epsilon, time_limit=time_limit)
     except FewNotApplicable:
         return None

@@ -61,7 +61,6 @@ dispatchers) and planned by the general search.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -82,7 +81,8 @@ from quiltpriv.mechanisms.chain_quilts import (
     _scales,
 )
 from quiltpriv.model.network import Theta, check_theta
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import clock_deadline_keyword, renamed_keywords
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit, passed
 from quiltpriv.utils.validation import check_epsilon
 
 __all__ = ["HMM_MIN_STEPS", "HMMNotApplicable", "HMMOrder", "HMMQuilts", "hmm_least_quilts",
@@ -675,9 +675,20 @@ def _band_evaluate(st: _Search, idx: np.ndarray, band: np.ndarray
     return best, mem_i, pair
 
 
+def _hmm_least_quilts_by_deadline(theta: Theta, order: HMMOrder, nodes: Sequence[str],
+                                  epsilon: float, *, deadline: float | None = None,
+                                  **options: Any) -> HMMQuilts:
+    """:func:`hmm_least_quilts` with its deprecated ``deadline=`` (a ``time.monotonic()``
+    reading)."""
+    limit = None if deadline is None else TimeLimit.ending_at(deadline)
+    return hmm_least_quilts(theta, order, nodes, epsilon, time_limit=limit, **options)
+
+
 @renamed_keywords(eps="epsilon")
+@clock_deadline_keyword(_hmm_least_quilts_by_deadline)
 def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], epsilon: float, *,
-                     deadline: float | None = None, progress: bool = False) -> HMMQuilts:
+                     time_limit: float | TimeLimit | None = None,
+                     progress: bool = False) -> HMMQuilts:
     """The least-scale quilt of each node in ``nodes`` (hidden states or observations).
 
     The query reads every observation with the same weight and no hidden state (scales are
@@ -690,9 +701,11 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], epsilo
     nodes : sequence of str
         The sensitive (protected) nodes.
     epsilon : float
-    deadline : float, optional
-        ``time.monotonic()`` deadline: nodes not proven by then keep their best quilt so far
-        (valid, ``optimal`` False; nodes not reached keep the quilt ``{}``).
+    time_limit : float or TimeLimit, optional
+        Seconds from this call, or a running :class:`~quiltpriv.utils.time_limit.TimeLimit`:
+        nodes not proven by then keep their best quilt so far (valid, ``optimal`` False; nodes
+        not reached keep the quilt ``{}``). The old ``deadline=`` (a ``time.monotonic()``
+        reading) is deprecated.
     progress : bool
         A progress bar over the blocks of nodes.
 
@@ -705,11 +718,11 @@ def hmm_least_quilts(theta: Theta, order: HMMOrder, nodes: Sequence[str], epsilo
     if not isinstance(order, HMMOrder) or order != hmm_order(theta):
         raise ParameterError("order must be the network's hmm_order(theta)")
     return _least_quilts(theta, order, theta.check_nodes(nodes, "sensitive node"),
-                         check_epsilon(epsilon), deadline, progress)
+                         check_epsilon(epsilon), check_time_limit(time_limit), progress)
 
 
 def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: float,
-                  deadline: float | None, progress: bool) -> HMMQuilts:
+                  time_limit: TimeLimit | None, progress: bool) -> HMMQuilts:
     """:func:`hmm_least_quilts` of checked arguments."""
     members = [_member(theta, order, m) for m in range(len(theta.members))]
     n_steps = len(order.hidden)
@@ -742,7 +755,7 @@ def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: fl
             sel = np.arange(start, min(n, start + HMM_BLOCK))
             radius = START_RADIUS
             while sel.size and not stopped:
-                if deadline is not None and time.monotonic() > deadline:
+                if passed(time_limit):
                     stopped = True
                     break
                 kr = min(radius, n_steps)
@@ -750,7 +763,7 @@ def _least_quilts(theta: Theta, order: HMMOrder, nodes: tuple[str, ...], eps: fl
                 _block(st, sel, kr)
                 sel = sel[~st.optimal[sel]]
                 radius *= 2
-        _bands(st, deadline)
+        _bands(st, time_limit)
     h, x = out[False], out[True]
     idx = {False: 0, True: 0}
     order_idx = []
@@ -793,7 +806,7 @@ def _unsearched(order: HMMOrder, nodes: tuple[str, ...], eps: float) -> HMMQuilt
         stopped=n > 0)
 
 
-def _bands(st: _Search, deadline: float | None) -> None:
+def _bands(st: _Search, time_limit: TimeLimit | None) -> None:
     """Replace each chosen window by its banded quilt (growing the band until its influence
     is within ``BAND_RTOL`` of the window's), with its own influence rounded upwards."""
     n = len(st.steps)
@@ -818,7 +831,7 @@ def _bands(st: _Search, deadline: float | None) -> None:
         st.band[todo, 0], st.band[todo, 1] = lo, hi
         close = e <= e_win[todo] + BAND_RTOL * (1 + np.abs(e_win[todo]))
         reached = band[todo] >= n_steps
-        late = deadline is not None and time.monotonic() > deadline
+        late = passed(time_limit)
         todo = todo[~(close | reached)] if not late else todo[:0]
         band[todo] += (band[todo] + 1) // 2
     e_up = _with_margin(e_fin, st.bound)
@@ -840,9 +853,19 @@ def _bands(st: _Search, deadline: float | None) -> None:
 # -- the planners' hook -----------------------------------------------------------------------
 
 
+def _hmm_search_by_deadline(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str],
+                            epsilon: float, *, deadline: float | None = None,
+                            **options: Any) -> tuple[HMMOrder, HMMQuilts] | None:
+    """:func:`hmm_search` with its deprecated ``deadline=`` (a ``time.monotonic()``
+    reading)."""
+    limit = None if deadline is None else TimeLimit.ending_at(deadline)
+    return hmm_search(theta, weight, nodes, epsilon, time_limit=limit, **options)
+
+
 @renamed_keywords(eps="epsilon")
+@clock_deadline_keyword(_hmm_search_by_deadline)
 def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str], epsilon: float,
-               *, deadline: float | None = None, progress: bool = False
+               *, time_limit: float | TimeLimit | None = None, progress: bool = False
                ) -> tuple[HMMOrder, HMMQuilts] | None:
     """:func:`hmm_least_quilts` where it applies, else None: a hidden Markov model of at least
     :data:`HMM_MIN_STEPS` steps whose query gives every observation the same weight > 0 and
@@ -852,13 +875,14 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     if not callable(weight):
         raise ParameterError("weight must be a function of a node")
     epsilon = check_epsilon(epsilon)
+    limit = check_time_limit(time_limit)
     nodes = theta.check_nodes(nodes, "sensitive node")
     if len(theta.nodes) < 2 * HMM_MIN_STEPS:
         return None
     order = hmm_order(theta)
     if order is None or any(weight(v) for v in order.hidden):
         return None
-    if deadline is not None and time.monotonic() > deadline:
+    if passed(limit):
         # past the limit before the search: every node the quilt {}, valid whatever the
         # observations' weights (the query reads no hidden state), with no model check
         return order, _unsearched(order, nodes, epsilon)
@@ -866,6 +890,6 @@ def hmm_search(theta: Theta, weight: Callable[[str], float], nodes: Sequence[str
     if not (w0 > 0 and math.isfinite(w0)) or any(weight(v) != w0 for v in order.observed):
         return None
     try:
-        return order, _least_quilts(theta, order, nodes, epsilon, deadline, progress)
+        return order, _least_quilts(theta, order, nodes, epsilon, limit, progress)
     except HMMNotApplicable:
         return None

@@ -381,6 +381,11 @@ def _search_node(
     return ns, skipped
 
 
+def _limit(deadline: float | None) -> TimeLimit | None:
+    """The step searches' time limit from this module's ``time.monotonic()`` deadline."""
+    return None if deadline is None else TimeLimit.ending_at(deadline)
+
+
 def _chain_nodes(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], eps: float,
                  read: frozenset[str] | None, deadline: float | None, progress: bool,
                  list_sets: bool) -> tuple[list[NodeScale], list[str]] | None:
@@ -395,8 +400,8 @@ def _chain_nodes(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], e
     index = theta.index
     positions = [index[v] for v in nodes]
     try:
-        found = chain_least_quilts(theta, order, positions, weights, eps, deadline=deadline,
-                                   progress=progress)
+        found = chain_least_quilts(theta, order, positions, weights, eps, progress=progress,
+                                   time_limit=_limit(deadline))
     except ChainNotApplicable:
         return None
     read_pos = [k for k, w in enumerate(weights) if w]
@@ -436,7 +441,7 @@ def _hmm_nodes(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset
     from quiltpriv.mechanisms.hmm_quilts import hmm_search
 
     found = hmm_search(theta, lambda v: 1.0 if v in read else 0.0, nodes, eps,
-                       deadline=deadline, progress=progress)
+                       time_limit=_limit(deadline), progress=progress)
     if found is None:
         return None
     order, fq = found

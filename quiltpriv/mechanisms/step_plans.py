@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
@@ -27,6 +26,7 @@ from quiltpriv.mechanisms.quilt_price import _price_words, quilt_scale
 from quiltpriv.queries.query import Query, check_query
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.serialize import jsonable
+from quiltpriv.utils.time_limit import TimeLimit, passed
 
 __all__ = ["StepPlans", "step_windows", "window_fingerprint", "window_sensitivities"]
 
@@ -519,10 +519,10 @@ def runs_from_columns(positions: np.ndarray, a: np.ndarray, b: np.ndarray,
 
 def _window_deltas(order: Sequence[str], attr_pos: np.ndarray, k0: np.ndarray,
                    k1: np.ndarray, query: Query,
-                   deadline: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   time_limit: TimeLimit | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``query.sensitivity`` of the query attributes ``attr_pos[k0:k1]``, once per distinct
     window, then ``Delta_A F`` of all of them (at :data:`_FULL_WINDOW`, computed first); and,
-    per step, whether its value was computed before ``deadline`` (``time.monotonic()``)."""
+    per step, whether its value was computed before ``time_limit`` passed."""
     names = list(map(order.__getitem__, attr_pos.tolist()))
     out = np.empty(len(k0) + 1)
     out[_FULL_WINDOW] = float(query.sensitivity(names))
@@ -531,7 +531,7 @@ def _window_deltas(order: Sequence[str], attr_pos: np.ndarray, k0: np.ndarray,
     inverse = inverse.reshape(-1)
     values = np.full(len(keys), np.nan)
     for j, (lo, hi) in enumerate(zip(k0[first].tolist(), k1[first].tolist(), strict=True)):
-        if j % _CHECK_EVERY == 0 and _late(deadline):
+        if j % _CHECK_EVERY == 0 and _late(time_limit):
             break
         values[j] = out[_FULL_WINDOW] if (lo, hi) == (0, len(names)) else \
             float(query.sensitivity(names[lo:hi]))
@@ -563,7 +563,7 @@ def _scales_up(delta: np.ndarray, e: np.ndarray, eps: float) -> np.ndarray:
 
 @renamed_keywords(eps="epsilon")
 def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[str], epsilon: float,
-                     deadline: float | None, progress: bool,
+                     time_limit: TimeLimit | None, progress: bool,
                      list_sets: bool) -> StepPlans | None:
     """The plans of ``sensitive`` on a time series, or None where the chain search does not
     apply (:func:`quiltpriv.mechanisms.apmqm.plan`).
@@ -593,12 +593,12 @@ def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[s
     attr_pos = np.unique(np.fromiter(map(index.__getitem__, attrs), dtype=np.int64,
                                      count=len(attrs)))
     found = None
-    weights = None if _late(deadline) else _step_weights(query, index, n_steps, attr_pos,
-                                                          deadline)
+    weights = None if _late(time_limit) else _step_weights(query, index, n_steps, attr_pos,
+                                                          time_limit)
     if weights is not None:
         try:
             found = cq.chain_least_quilts(theta, order, positions, weights[0], epsilon,
-                                          deadline=deadline, progress=progress,
+                                          time_limit=time_limit, progress=progress,
                                           cap=weights[1])
         except cq.ChainNotApplicable:
             return None
@@ -614,7 +614,7 @@ def chain_step_plans(kind: type, theta: Any, query: Query, sensitive: Sequence[s
     member = np.full(n, -1, dtype=np.int64) if found is None else found.member.copy()
     pair = np.full((n, 2), -1, dtype=np.int64) if found is None else found.pair.copy()
     k0, k1 = _windows(n_steps, attr_pos, positions, a, b)
-    deltas, done = _window_deltas(order, attr_pos, k0, k1, query, deadline)
+    deltas, done = _window_deltas(order, attr_pos, k0, k1, query, time_limit)
     delta = deltas[:n]
     if not done.all():
         # the limit passed before these steps' Delta was known: the trivial quilt, whose
@@ -637,8 +637,8 @@ _FULL_WINDOW = -1
 _CHECK_EVERY = 256
 
 
-def _late(deadline: float | None) -> bool:
-    return deadline is not None and time.monotonic() > deadline
+def _late(time_limit: TimeLimit | None) -> bool:
+    return passed(time_limit)
 
 
 def _positions(index: Any, order: tuple[str, ...], sensitive: Sequence[str]) -> np.ndarray:
@@ -657,7 +657,7 @@ def _all_or_nothing(query: Query) -> bool:
 
 
 def _step_weights(query: Query, index: Any, n_steps: int, attr_pos: np.ndarray,
-                  deadline: float | None) -> tuple[np.ndarray, float | None] | None:
+                  time_limit: TimeLimit | None) -> tuple[np.ndarray, float | None] | None:
     """Per step, ``Delta`` of that step alone (and the cap of an all-or-nothing query), as
     :func:`~quiltpriv.mechanisms.chain_quilts.chain_least_quilts` takes them; None when the
     time limit passes first (one sensitivity per query attribute: 500,000 of them on a
@@ -669,7 +669,7 @@ def _step_weights(query: Query, index: Any, n_steps: int, attr_pos: np.ndarray,
         weights[attr_pos] = 1.0
         return weights, float(query.sensitivity(query.attributes))
     for k, v in enumerate(dict.fromkeys(query.attributes)):
-        if k % _CHECK_EVERY == 0 and _late(deadline):
+        if k % _CHECK_EVERY == 0 and _late(time_limit):
             return None
         weights[index[v]] = query.sensitivity((v,))
     return weights, None

@@ -6,10 +6,14 @@ earlier. The command line makes one when a command starts, before it reads the m
 data, and hands it to the planners, so that ``--time-limit 2`` bounds the whole command while
 the plan's notes still state the user's number ("the time limit of 2 s was reached").
 
-Below the entry points the limit travels as its end, a ``time.monotonic()`` reading
-(:attr:`TimeLimit.ends`), or as a :class:`LimitCheck`: work that has nothing to answer with
-until it ends (reading a model: there is no plan without one) checks the limit between its
-passes and refuses with a :class:`~quiltpriv.errors.TimeLimitError` once it has passed.
+Below the entry points the planners (the APMQM search, the chain and HMM step searches, MQM)
+pass the :class:`TimeLimit` itself; the inference layer, which only compares a clock with the
+limit's end, takes that end, a ``time.monotonic()`` reading (:attr:`TimeLimit.ends`,
+:func:`ends_of`). Where a public function took such a reading as ``deadline=``, it still does,
+with a warning, through :meth:`TimeLimit.ending_at`. Work that has nothing to answer with
+until it ends (reading a model: there is no plan without one) checks the limit as a
+:class:`LimitCheck` between its passes and refuses with a
+:class:`~quiltpriv.errors.TimeLimitError` once it has passed.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from quiltpriv.errors import ParameterError, TimeLimitError
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.validation import check_positive
 
-__all__ = ["LimitCheck", "TimeLimit", "check_time_limit", "limit_check", "seconds_left"]
+__all__ = ["LimitCheck", "TimeLimit", "check_time_limit", "ends_of", "limit_check", "passed",
+           "seconds_left"]
 
 _T = TypeVar("_T")
 
@@ -33,6 +38,9 @@ _T = TypeVar("_T")
 #: clock costs about 50 ns a reading, a C-level pass about as much per item, so a reading
 #: every 16,384 items costs nothing measurable and comes every millisecond or so.
 PACE = 16_384
+
+#: The length of a limit made from a deadline already past (:meth:`TimeLimit.ending_at`).
+_PAST = 1e-9
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,20 @@ class TimeLimit:
         """A limit of ``seconds`` that starts now."""
         return cls(seconds, time.monotonic())
 
+    @classmethod
+    def ending_at(cls, reading: float) -> TimeLimit:
+        """The limit that passes at ``reading`` on the ``time.monotonic()`` clock (what the old
+        ``deadline=`` parameters took): from now until then, or, for a reading already past, a
+        limit that passed then (work stops at its first check, as it did)."""
+        if isinstance(reading, bool) or not isinstance(reading, int | float) \
+                or not math.isfinite(reading):
+            raise ParameterError(f"deadline must be a time.monotonic() reading, got "
+                                 f"{reading!r}")
+        now = time.monotonic()
+        if reading > now:
+            return cls(reading - now, now)
+        return cls(_PAST, reading - _PAST)
+
     @property
     def ends(self) -> float:
         """When the limit passes, on the ``time.monotonic()`` clock."""
@@ -101,6 +123,25 @@ def check_time_limit(time_limit: object, name: str = "time_limit") -> TimeLimit 
     if time_limit is None or isinstance(time_limit, TimeLimit):
         return time_limit
     return TimeLimit.starting_now(check_positive(time_limit, name))
+
+
+def ends_of(time_limit: TimeLimit | None) -> float | None:
+    """When ``time_limit`` passes on the ``time.monotonic()`` clock (None: no limit), for the
+    inference layer's ``deadline`` parameters."""
+    return None if _running(time_limit) is None else time_limit.ends  # type: ignore[union-attr]
+
+
+def passed(time_limit: TimeLimit | None) -> bool:
+    """Whether ``time_limit`` (None: no limit, never passed) has passed."""
+    return _running(time_limit) is not None and time_limit.passed()  # type: ignore[union-attr]
+
+
+def _running(time_limit: object) -> TimeLimit | None:
+    """``time_limit`` if it is None or a :class:`TimeLimit` (what the planners pass down);
+    ParameterError for anything else (seconds are made a limit at the entry points)."""
+    if time_limit is None or isinstance(time_limit, TimeLimit):
+        return time_limit
+    raise ParameterError(f"expected a TimeLimit or None, got {type(time_limit).__name__}")
 
 
 def seconds_left(time_limit: float | TimeLimit | None, least: float = 1e-3) -> float | None:

@@ -59,6 +59,9 @@ EXCLUDED_MODULES = {
     # Elimination orders of graphs the engines and the junction tree build from a checked
     # Theta (tests/inference/test_deadlines.py checks them against a from-scratch reference).
     "quiltpriv.inference.orders": "engine internals, fed the engines' own graphs",
+    # Which frame a warning names: their arguments are code (a predicate over file names, a
+    # frame), given by the package's own warnings (tests/integration/test_warning_lines.py).
+    "quiltpriv.utils.stack": "frame walkers for the package's own warnings",
 }
 
 #: Public names that are not input paths, with the reason.

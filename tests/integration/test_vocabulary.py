@@ -56,18 +56,17 @@ MEANS_ANOTHER_THING: dict[str, frozenset[str]] = {
         "quiltpriv.mechanisms.subset_privacy.pair_matrix",
         "quiltpriv.utils.validation.", "quiltpriv.gap.learning.sample_"}),
     # A clock reading (time.monotonic()) handed down by a caller that holds the time_limit,
-    # not a budget: allowed in the layers below the public entry points (max_influence and
-    # influence_upper_bound are entry points: they take time_limit; their *_until forms take
-    # the planner's deadline).
+    # not a budget: allowed in the inference layer below the public entry points
+    # (max_influence and influence_upper_bound are entry points: they take time_limit; their
+    # *_until forms take the planner's deadline). The planners themselves (plan_node, the
+    # chain and HMM step searches) take the TimeLimit.
     "deadline": frozenset({
         "quiltpriv.inference.influence.max_influence_until",
         "quiltpriv.inference.influence.influence_upper_bound_until",
         "quiltpriv.inference.attribute_joints.attribute_joints",
         "quiltpriv.inference.engines.base.JointQuery",
         "quiltpriv.inference.junction_tree.fill_tree_structure",
-        "quiltpriv.inference.orders.greedy_elimination", "quiltpriv.mechanisms.chain_quilts.",
-        "quiltpriv.mechanisms.hmm_quilts.", "quiltpriv.mechanisms.step_plans.",
-        "quiltpriv.mechanisms.apmqm.node_plan.plan_node"}),
+        "quiltpriv.inference.orders.greedy_elimination"}),
     # threading.Thread.join's own word, which the explorer's Job.join mirrors.
     "timeout": frozenset({"quiltpriv.explorer.jobs.Job.join"}),
 }
@@ -249,6 +248,51 @@ def test_max_influence_takes_sensitive_and_time_limit_and_the_old_words_still_wo
     for bad in (0, -1, float("nan"), "soon"):
         with pytest.raises(quiltpriv.ParameterError, match="time_limit"):
             quiltpriv.max_influence(theta, "x01", ["x07"], time_limit=bad)
+
+
+def test_the_planners_step_searches_take_time_limit_and_deadline_with_a_warning() -> None:
+    """plan_node and the chain and HMM step searches take ``time_limit=`` (seconds or a running
+    TimeLimit); their old ``deadline=`` (a time.monotonic() value) keeps its meaning, one
+    already past stopping at once, with a warning naming time_limit and the caller's line."""
+    import time
+
+    import numpy as np
+
+    from quiltpriv.mechanisms.apmqm import plan_node
+    from quiltpriv.mechanisms.chain_quilts import chain_least_quilts
+    from quiltpriv.mechanisms.hmm_quilts import hmm_least_quilts, hmm_order, hmm_search
+    from quiltpriv.mechanisms.mqm import chain_order
+    from quiltpriv.utils.time_limit import TimeLimit
+
+    chain = quiltpriv.markov_chain(40, [[0.9, 0.1], [0.1, 0.9]], [0.5, 0.5])
+    hmm = quiltpriv.hidden_markov(40, [[0.9, 0.1], [0.1, 0.9]], [[0.8, 0.2], [0.2, 0.8]],
+                                  [0.5, 0.5])
+    order, n = chain_order(chain), len(chain.nodes)
+    observed = frozenset(hmm_order(hmm).observed)
+    calls = {
+        "plan_node": lambda **k: plan_node(chain, quiltpriv.CountQuery(["X5"], 10), "X3", 1.0,
+                                           **k).optimal,
+        "chain_least_quilts": lambda **k: bool(chain_least_quilts(
+            chain, order, range(n), np.full(n, 1 / n), 1.0, **k).optimal.all()),
+        "hmm_least_quilts": lambda **k: bool(hmm_least_quilts(
+            hmm, hmm_order(hmm), hmm.nodes, 1.0, **k).optimal.all()),
+        "hmm_search": lambda **k: bool(hmm_search(
+            hmm, lambda v: 1.0 if v in observed else 0.0, hmm.nodes, 1.0,
+            **k)[1].optimal.all()),  # type: ignore[index]
+    }
+    for name, call in calls.items():
+        assert call() and call(time_limit=60) and call(time_limit=TimeLimit.starting_now(60))
+        assert not call(time_limit=TimeLimit(1.0, time.monotonic() - 2))  # passed: stops
+        for deadline, finishes in ((time.monotonic() + 60, True), (0.0, False)):
+            with pytest.warns(DeprecationWarning, match=rf"{name}: 'deadline' \(a "
+                              r"time.monotonic\(\) value\) is deprecated, use "
+                              r"'time_limit'") as got:
+                assert call(deadline=deadline) is finishes, (name, deadline)
+            assert got[0].filename == __file__
+        with pytest.raises(quiltpriv.ParameterError, match="give time_limit= only"):
+            call(time_limit=1, deadline=1.0)
+        with pytest.raises(quiltpriv.ParameterError):
+            call(time_limit=-1)
 
 
 def test_the_sensitive_attribute_is_sensitive_in_every_result_and_json_keeps_node() -> None:

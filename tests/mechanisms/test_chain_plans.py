@@ -21,6 +21,7 @@ from quiltpriv.mechanisms.mqm import chain_order
 from quiltpriv.mechanisms.step_plans import chain_step_plans
 from quiltpriv.model.network import theta_from_tables
 from quiltpriv.queries.query import CountQuery, LinearQuery
+from quiltpriv.utils.time_limit import TimeLimit
 
 
 def _random_chain(seed: int):
@@ -155,7 +156,7 @@ def test_deadline_keeps_valid_quilts():
     theta = symmetric_chain(5000, 0.1)
     order = chain_order(theta)
     found = chain_least_quilts(theta, order, range(5000), np.full(5000, 1 / 5000), 1.0,
-                               deadline=0.0)
+                               time_limit=TimeLimit.ending_at(0.0))
     assert found.stopped and not found.optimal.any()
     # the quilt {} (every step nearby): Delta_A / eps
     assert np.allclose(found.scale, 1.0) and (found.a == 0).all() and (found.b == 0).all()

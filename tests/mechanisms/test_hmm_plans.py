@@ -23,6 +23,7 @@ from quiltpriv.mechanisms.apmqm import plan
 from quiltpriv.mechanisms.apmqm.planner import _hmm_plans
 from quiltpriv.mechanisms.hmm_quilts import HMMNotApplicable, hmm_least_quilts, hmm_order
 from quiltpriv.mechanisms.mqm import markov_quilt_mechanism
+from quiltpriv.utils.time_limit import TimeLimit
 
 
 def _sticky(rng: np.random.Generator) -> np.ndarray:
@@ -189,5 +190,6 @@ def test_time_limit_keeps_valid_quilts():
     assert got.family == "hmm" and not got.optimal
     assert any("time limit" in note for note in got.notes)
     assert got.b_max == pytest.approx(n)  # every entry keeps the quilt {}: all of X nearby
-    found = hmm_least_quilts(theta, hmm_order(theta), theta.nodes[:10], 1.0, deadline=0.0)
+    found = hmm_least_quilts(theta, hmm_order(theta), theta.nodes[:10], 1.0,
+                             time_limit=TimeLimit.ending_at(0.0))
     assert found.stopped and not found.optimal.any()

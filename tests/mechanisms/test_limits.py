@@ -134,8 +134,7 @@ def test_the_time_limit_reaches_a_conditioned_influence(entry, monkeypatch):
         deadlines.clear()
         start = time.monotonic()
         if entry == "plan_node":
-            plan_node(theta, query, node, 1.0, max_table=8,
-                         deadline=None if limit is None else start + limit)
+            plan_node(theta, query, node, 1.0, max_table=8, time_limit=limit)
         else:
             qp.plan(theta, query, [node], 1.0, max_table=8, time_limit=limit)
         assert deadlines, "the query was meant to need a cutset"

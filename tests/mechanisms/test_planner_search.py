@@ -21,6 +21,7 @@ and bound for additive (linear) and general (custom) ones (docs/concepts.md). He
 from __future__ import annotations
 
 import math
+import time
 from itertools import combinations
 from pathlib import Path
 
@@ -448,7 +449,7 @@ def test_time_limit_stops_the_branch_and_bound(monkeypatch):
     assert exact.optimal  # after 190 targets (measured), one clock reading each
     # The clock passes the deadline after the 50th reading: a search stopped half-way.
     readings = iter([0.0] * 50 + [1e9] * 10_000)
-    monkeypatch.setattr(mech.time, "monotonic", lambda: next(readings))
+    monkeypatch.setattr(time, "monotonic", lambda: next(readings))
     p = plan(theta, query, ["c", "L00"], 0.5, time_limit=5.0)
     assert not p.optimal
     for sp in p.sensitive:

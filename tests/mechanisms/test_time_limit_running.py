@@ -137,9 +137,9 @@ def test_hmm_past_its_limit_is_what_the_search_starts_from():
 
     theta = qp.hidden_markov(300, FLIP, [[0.8, 0.2], [0.2, 0.8]], [0.5, 0.5])
     weight = lambda v: 1.0 if v.startswith("X") else 0.0  # noqa: E731
-    _, before = hq.hmm_search(theta, weight, theta.nodes, 1.0, deadline=time.monotonic() - 1)
-    _, inside = hq.hmm_search(theta, weight, theta.nodes, 1.0,
-                              deadline=time.monotonic() + 1e-12)
+    passed = TimeLimit(1.0, time.monotonic() - 2)  # began 2 s ago, 1 s long
+    _, before = hq.hmm_search(theta, weight, theta.nodes, 1.0, time_limit=passed)
+    _, inside = hq.hmm_search(theta, weight, theta.nodes, 1.0, time_limit=1e-12)
     for name in ("step", "observed", "left", "right", "center", "band_left", "band_right",
                  "influence", "count", "scale", "optimal", "member", "considered"):
         assert np.array_equal(getattr(before, name), getattr(inside, name)), name

@@ -17,6 +17,7 @@ from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.serialize import jsonable
+from quiltpriv.utils.time_limit import TimeLimit
 
 __all__: list[str] = []  # the planner's own (plan() dispatches here)
 
@@ -32,7 +33,7 @@ def _scale(delta: float, e: float, eps: float, cache: dict[tuple[float, float], 
 
 
 def _few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: float,
-              stop_at: float | None,
+              time_limit: TimeLimit | None,
               list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose query reads a few observations,
     or None where the few-step search does not apply
@@ -45,7 +46,7 @@ def _few_plans(theta: Theta, query: Query, sensitive: Sequence[str], epsilon: fl
 
     eps = epsilon
     found = _few_search(theta, query.attributes, query.sensitivity, sensitive, eps,
-                       stop_at=stop_at)
+                       time_limit=time_limit)
     if found is None:
         return None
     order, fq = found

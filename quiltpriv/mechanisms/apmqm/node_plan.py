@@ -25,11 +25,12 @@ from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.mechanisms.quilt_price import candidate_key, price_text, quilt_scale
 from quiltpriv.model.network import Theta, check_theta
 from quiltpriv.queries.query import Query, check_query
-from quiltpriv.utils.deprecation import renamed_keywords
+from quiltpriv.utils.deprecation import clock_deadline_keyword, renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
 from quiltpriv.utils.format import fmt_set as _set
 from quiltpriv.utils.memory import table_limit
 from quiltpriv.utils.serialize import jsonable
+from quiltpriv.utils.time_limit import TimeLimit, check_time_limit
 from quiltpriv.utils.validation import check_epsilon, check_scalar
 
 #: An explanation names the remote set's nodes when it has at most this many; a larger one is
@@ -38,7 +39,15 @@ from quiltpriv.utils.validation import check_epsilon, check_scalar
 EXPLAINED_REMOTE_NAMES = 16
 
 
+def _plan_node_by_deadline(theta: Theta, query: Query, sensitive: str, epsilon: float, *,
+                           deadline: float | None = None, **options: Any) -> SensitivePlan:
+    """:func:`plan_node` with its deprecated ``deadline=`` (a ``time.monotonic()`` reading)."""
+    limit = None if deadline is None else TimeLimit.ending_at(deadline)
+    return plan_node(theta, query, sensitive, epsilon, time_limit=limit, **options)
+
+
 @renamed_keywords(node="sensitive")
+@clock_deadline_keyword(_plan_node_by_deadline)
 def plan_node(
     theta: Theta,
     query: Query,
@@ -46,7 +55,7 @@ def plan_node(
     epsilon: float,
     *,
     max_table: int | None = None,
-    deadline: float | None = None,
+    time_limit: float | TimeLimit | None = None,
     inference: InferenceMethod = "auto",
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     max_memory: int | str | None = None,
@@ -55,10 +64,12 @@ def plan_node(
 ) -> SensitivePlan:
     """Least-noise quilt for one sensitive attribute (the inner loop of [ZOC22, Alg. 3]).
 
-    See :func:`plan` for the parameters. The search is exact unless a candidate's influence is
-    too expensive to compute (``max_table``), the deadline passes, the candidate budget is used
-    up or the search is interrupted (Ctrl-C); in every case the returned quilt is valid, and
-    ``optimal`` says whether it is proven least.
+    See :func:`plan` for the parameters (``time_limit``: seconds from this call or a running
+    :class:`~quiltpriv.utils.time_limit.TimeLimit`; the old ``deadline=``, a
+    ``time.monotonic()`` reading, is deprecated). The search is exact unless a candidate's
+    influence is too expensive to compute (``max_table``), the time limit passes, the
+    candidate budget is used up or the search is interrupted (Ctrl-C); in every case the
+    returned quilt is valid, and ``optimal`` says whether it is proven least.
     """
     theta = check_theta(theta)
     check_query(query)
@@ -66,7 +77,7 @@ def plan_node(
     theta.check_nodes(query.attributes, "query attribute")
     epsilon = check_epsilon(epsilon)
     return _plan_node(theta, query, sensitive, epsilon, table_limit(max_table, max_memory),
-                      deadline, choose_engine(engine, inference),
+                      check_time_limit(time_limit), choose_engine(engine, inference),
                       _check_max_candidates(max_candidates), settings=check_settings(settings))[0]
 
 
@@ -75,7 +86,7 @@ def _check_max_candidates(max_candidates: object) -> int:
 
 
 def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int,
-               deadline: float | None, engine: EngineName = "auto",
+               time_limit: TimeLimit | None, engine: EngineName = "auto",
                max_candidates: int = DEFAULT_MAX_CANDIDATES, shared: _Shared | None = None,
                list_sets: bool = True, settings: EngineSettings = DEFAULT_SETTINGS,
                ) -> tuple[SensitivePlan, bool]:
@@ -83,7 +94,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
     engines' tuning, used when no ``shared`` work is given; a given one has its own)."""
     interrupted = False
     if shared is None:
-        shared = _Shared(theta, query, max_table, engine, False, deadline, settings=settings)
+        shared = _Shared(theta, query, max_table, engine, False, time_limit, settings=settings)
     all_attrs, delta_all = shared.trivial_terms()
     scale_all = quilt_scale(delta_all, 0.0, eps)
     best = _Search(quilt=None, nearby_attributes=all_attrs,
@@ -91,7 +102,7 @@ def _plan_node(theta: Theta, query: Query, node: str, eps: float, max_table: int
                    # the trivial quilt loses ties to Q = {}
                    key=candidate_key(scale_all, 0.0, (), theta) + (1,))
     try:
-        _search(theta, query, node, eps, best, max_table, deadline, engine, max_candidates,
+        _search(theta, query, node, eps, best, max_table, time_limit, engine, max_candidates,
                 shared)
     except KeyboardInterrupt:
         interrupted = True

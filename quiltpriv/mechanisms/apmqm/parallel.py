@@ -14,6 +14,7 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import SensitivePlan
 from quiltpriv.mechanisms.apmqm.shared import CancelToken, _cancelled
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
+from quiltpriv.utils.time_limit import TimeLimit
 
 
 def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, max_table: int,
@@ -23,12 +24,13 @@ def _plan_batch(theta: Theta, query: Query, nodes: Iterable[str], eps: float, ma
                 settings: EngineSettings = DEFAULT_SETTINGS) -> list[SensitivePlan]:
     """:func:`plan_node` for a batch of attributes in one worker.
 
-    The deadline travels as wall-clock time (``time.time()``; monotonic clocks are not
-    comparable between processes or machines) and becomes a local monotonic deadline here.
+    The time limit travels as the wall-clock time it ends (``time.time()``; monotonic clocks
+    are not comparable between processes or machines) and becomes a local
+    :class:`~quiltpriv.utils.time_limit.TimeLimit` here.
     """
-    deadline = (None if wall_deadline is None
-                else time.monotonic() + max(0.0, wall_deadline - time.time()))
-    return [_plan_node(theta, query, node, eps, max_table, deadline, engine, max_candidates,
+    limit = (None if wall_deadline is None else
+             TimeLimit.ending_at(time.monotonic() + max(0.0, wall_deadline - time.time())))
+    return [_plan_node(theta, query, node, eps, max_table, limit, engine, max_candidates,
                        None, list_sets, settings)[0] for node in nodes]
 
 

@@ -242,11 +242,10 @@ def plan(
                      and len(theta.nodes) * len(sens) <= LIST_SETS_LIMIT)
     elif not isinstance(list_sets, bool):
         raise ParameterError(f"list_sets must be True, False or None, got {list_sets!r}")
-    deadline = None if limit is None else limit.ends
     wall_deadline = None if limit is None else limit.wall_ends()
     seconds = None if limit is None else limit.seconds
     notes: list[str] = []
-    shared = _shared_context(theta, query, sens, max_table, engine, deadline, progress,
+    shared = _shared_context(theta, query, sens, max_table, engine, limit, progress,
                              cancel, settings)
     if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
         # Workers would each redo the work this plan shares: one process is faster.
@@ -255,7 +254,7 @@ def plan(
         n_jobs = None
     from quiltpriv.mechanisms.step_plans import chain_step_plans
 
-    steps = chain_step_plans(SensitivePlan, theta, query, sens, eps, deadline, progress,
+    steps = chain_step_plans(SensitivePlan, theta, query, sens, eps, limit, progress,
                              list_sets)
     if steps is not None:
         # a time series (a directed chain, an additive or all-or-nothing query): exact and
@@ -264,7 +263,7 @@ def plan(
             notes.append(f"n_jobs={n_jobs} not used: a chain is planned in one pass")
         return _chain_result(theta, query, steps, eps, notes, seconds)
     # a hidden Markov model: exact and linear in its length too
-    chained = _hmm_plans(theta, query, sens, eps, deadline, progress, list_sets)
+    chained = _hmm_plans(theta, query, sens, eps, limit, progress, list_sets)
     if isinstance(chained, StepPlans):
         # every node of a hidden Markov model, in step order: held as runs too
         if n_jobs not in (None, 1):
@@ -275,7 +274,7 @@ def plan(
         # a hidden Markov model read at a few observations (a count over three steps)
         from quiltpriv.mechanisms.apmqm.few_plans import _few_plans
 
-        chained = _few_plans(theta, query, sens, eps, deadline, list_sets)
+        chained = _few_plans(theta, query, sens, eps, limit, list_sets)
         if isinstance(chained, StepPlans):
             if n_jobs not in (None, 1):
                 notes.append(f"n_jobs={n_jobs} not used: a hidden Markov model is planned in "
@@ -292,7 +291,7 @@ def plan(
                                             engine, n_jobs, notes, max_candidates,
                                             list_sets, cancel, settings)
     else:
-        plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, deadline, engine,
+        plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, limit, engine,
                              max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)
     for status, what in ((PlanStatus.TIME_LIMIT, f"the time limit of {_fmt(seconds or 0)} s"),
@@ -321,7 +320,7 @@ def plan(
 
 
 def _plan_serial(theta: Theta, query: Query, sens: tuple[str, ...], eps: float, max_table: int,
-                 deadline: float | None, engine: EngineName, max_candidates: int,
+                 limit: TimeLimit | None, engine: EngineName, max_candidates: int,
                  shared: _Shared, list_sets: bool, progress: bool,
                  notes: list[str]) -> tuple[tuple[SensitivePlan, ...], bool]:
     """:func:`plan`'s serial branch: one attribute after another, with the work they share;
@@ -340,7 +339,7 @@ def _plan_serial(theta: Theta, query: Query, sens: tuple[str, ...], eps: float, 
     try:
         for s in nodes:
             # halted: interrupted (Ctrl-C) or cancelled during this attribute's search
-            sp, halted = _plan_node(theta, query, s, eps, max_table, deadline, engine,
+            sp, halted = _plan_node(theta, query, s, eps, max_table, limit, engine,
                                     max_candidates, shared, list_sets)
             done.append(sp)
             if halted:
@@ -411,7 +410,7 @@ def _chain_result(theta: Theta, query: Query, steps: StepPlans, eps: float, note
 
 
 def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
-               deadline: float | None, progress: bool,
+               limit: TimeLimit | None, progress: bool,
                list_sets: bool) -> tuple[SensitivePlan, ...] | StepPlans | None:
     """Plans of ``sensitive`` on a hidden Markov model whose additive query reads every
     observation with one weight (the fraction of time in a state), or None
@@ -427,7 +426,7 @@ def _hmm_plans(theta: Theta, query: Query, sensitive: Sequence[str], eps: float,
         return None
     attrs = frozenset(query.attributes)
     found = hmm_search(theta, lambda v: query.sensitivity((v,)) if v in attrs else 0.0,
-                       sensitive, eps, deadline=deadline, progress=progress)
+                       sensitive, eps, time_limit=limit, progress=progress)
     if found is None:
         return None
     order, fq = found

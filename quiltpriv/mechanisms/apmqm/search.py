@@ -8,7 +8,6 @@ additive and general ones are searched by branch and bound (docs/concepts.md).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,6 +24,7 @@ from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.format import fmt_set as _set
+from quiltpriv.utils.time_limit import TimeLimit, passed
 
 
 @dataclass
@@ -94,11 +94,11 @@ class _Candidates:
     """
 
     def __init__(self, theta: Theta, query: Query, node: str, eps: float, best: _Search,
-                 max_table: int, deadline: float | None, engine: EngineName,
+                 max_table: int, time_limit: TimeLimit | None, engine: EngineName,
                  max_candidates: int, shared: _Shared) -> None:
         self.theta, self.query, self.node, self.eps, self.best = theta, query, node, eps, best
         self.shared = shared
-        self.max_table, self.deadline, self.engine = max_table, deadline, engine
+        self.max_table, self.time_limit, self.engine = max_table, time_limit, engine
         self.max_candidates = max_candidates
         self.attrs = frozenset(query.attributes)
         self.memo: dict[tuple[str, ...], float | None] = {}
@@ -122,7 +122,7 @@ class _Candidates:
         upper bound is not. ``lazy``: skip the influence when ``floor`` alone shows that the
         quilt cannot beat the best scale (then ``floor`` is returned).
         """
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if passed(self.time_limit):
             raise _Stop(TIME_LIMIT_REASON, PlanStatus.TIME_LIMIT)
         if _cancelled(self.shared.cancel):
             raise _Stop(CANCELLED_REASON, PlanStatus.CANCELLED)
@@ -171,17 +171,17 @@ class _Candidates:
 
 
 def _search(theta: Theta, query: Query, node: str, eps: float, best: _Search,
-            max_table: int, deadline: float | None, engine: EngineName,
+            max_table: int, time_limit: TimeLimit | None, engine: EngineName,
             max_candidates: int, shared: _Shared) -> None:
     """The exact least-scale search over the candidates ``Q*(T)`` (module docstring).
 
     ``T = {}`` (the quilt ``Q = {}``) first; then, by the query's sensitivity structure, the
     one other candidate an all-or-nothing sensitivity needs, or a branch and bound.
     """
-    ctx = _Candidates(theta, query, node, eps, best, max_table, deadline, engine,
+    ctx = _Candidates(theta, query, node, eps, best, max_table, time_limit, engine,
                       max_candidates, shared)
     try:
-        ctx.evaluate(frozenset(), 0.0)  # first: after the deadline it stops here, in O(1)
+        ctx.evaluate(frozenset(), 0.0)  # first: after the time limit it stops here, in O(1)
         others = [a for a in shared.trivial_terms()[0] if a != node]
         if query.sensitivity_structure == "all-or-nothing":
             # Delta_B is one value c whenever B meets the support A' (the attributes with

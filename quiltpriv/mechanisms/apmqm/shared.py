@@ -32,6 +32,7 @@ from quiltpriv.inference.junction_tree import fill_tree_structure
 from quiltpriv.model.network import Theta
 from quiltpriv.queries.query import Query
 from quiltpriv.utils.deprecation import deprecated_constant
+from quiltpriv.utils.time_limit import TimeLimit, ends_of
 
 #: The module constants that became :class:`~quiltpriv.inference.engines.base.EngineSettings`
 #: fields (the planner reads its ``settings``, never these names: pass ``settings=
@@ -73,12 +74,12 @@ class _Shared:
 
     def __init__(self, theta: Theta, query: Query, max_table: int,
                  engine: EngineName, shared: bool,
-                 deadline: float | None = None, progress: bool = False,
+                 time_limit: TimeLimit | None = None, progress: bool = False,
                  sensitive: Sequence[str] = (), cancel: CancelToken | None = None,
                  settings: EngineSettings = DEFAULT_SETTINGS) -> None:
         self.theta, self.max_table, self.engine = theta, max_table, engine
         self.settings = settings
-        self.deadline, self.progress = deadline, progress
+        self.time_limit, self.progress = time_limit, progress
         self.cancel = cancel
         self.sensitive = theta.sort(sensitive)
         self.attrs = frozenset(query.attributes)
@@ -97,7 +98,7 @@ class _Shared:
 
     def trivial_terms(self) -> tuple[tuple[str, ...], float]:
         """The query's attributes (network order) and ``Delta_A F``, computed once per plan
-        (every attribute starts from the trivial quilt, and those the deadline leaves
+        (every attribute starts from the trivial quilt, and those the time limit leaves
         unsearched must cost O(1) each)."""
         if self._trivial is None:
             self._trivial = (self.theta.sort(self.attrs),
@@ -141,14 +142,14 @@ class _Shared:
             if joints is not None:
                 return joint_influence(self.theta, joints, node, quilt)
         return influence_upper_bound_until(self.theta, node, quilt, max_table=self.max_table,
-                                      engine=self.engine, deadline=self.deadline,
+                                      engine=self.engine, deadline=ends_of(self.time_limit),
                                       settings=self.settings)
 
     def _shared_joints(self) -> list[AttributeJoints] | None:
         if not self._tried:
             self._tried = True
-            # a propagation the deadline stops leaves each influence to its own elimination,
-            # and the search's own deadline checks then stop the plan with its best so far
+            # a propagation the time limit stops leaves each influence to its own elimination,
+            # and the search's own checks of the limit then stop the plan with its best so far
             attrs = self.theta.sort(self.attrs)
             settings = self.settings
             # the memory budget's share: each member's propagation holds at most this, the
@@ -158,15 +159,15 @@ class _Shared:
                     - (members - 1) * result_entries(self.theta, attrs))
             # a tree with a clique above the memory cap is never propagated: on a grid-like
             # network its triangulation stops there, long before it would end (and it sees
-            # the deadline)
+            # the time limit)
             if held <= 0 or fill_tree_structure(self.theta, max_weight=held,
-                                                deadline=self.deadline) is None:
+                                                deadline=ends_of(self.time_limit)) is None:
                 return None
             cheap = min(settings.max_propagation_work,
                         settings.shared_work_ratio * len(self.sensitive) * len(self.theta.nodes))
             need = propagation_work(self.theta, attrs)
             # beyond the cheap rule, only where eliminating per attribute costs more (then no
-            # fixed cap: the alternative is the costlier one; memory and the deadline bound it)
+            # fixed cap: the alternative is the costlier one; memory and the time limit bound it)
             # (or where the batched engine was asked for by name)
             run = (self.engine == "junction_tree_batched" or need <= cheap or _per_node_work(
                 self.theta, attrs, self.sensitive, self.max_table, need,
@@ -175,7 +176,8 @@ class _Shared:
             for m in range(members):
                 joints = attribute_joints(
                     self.theta, attrs, m, max_work=need if run else cheap, max_held=held,
-                    deadline=self.deadline, progress=self.progress, settings=settings)
+                    deadline=ends_of(self.time_limit), progress=self.progress,
+                    settings=settings)
                 if joints is None:  # the plan computes each influence on its own
                     return None
                 found.append(joints)
@@ -184,7 +186,7 @@ class _Shared:
 
 
 def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_table: int,
-                   engine: EngineName, deadline: float | None = None,
+                   engine: EngineName, time_limit: TimeLimit | None = None,
                    progress: bool = False, cancel: CancelToken | None = None,
                    settings: EngineSettings = DEFAULT_SETTINGS) -> _Shared:
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
@@ -193,7 +195,7 @@ def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_ta
     many = len(sensitive) >= settings.shared_min_sensitive or engine == "junction_tree_batched"
     return _Shared(theta, query, max_table, engine,
                    many and len(set(query.attributes)) <= settings.shared_max_attributes,
-                   deadline, progress, sensitive, cancel, settings)
+                   time_limit, progress, sensitive, cancel, settings)
 
 
 class CancelToken(Protocol):
