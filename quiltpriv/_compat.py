@@ -77,7 +77,7 @@ def _stacklevel() -> int:
     """The level naming the first frame above the caller outside the forwarding code
     (:func:`quiltpriv.utils.stack.caller_stacklevel`; imported here: ``import quiltpriv``
     loads nothing beyond this module)."""
-    from quiltpriv.utils.stack import caller_stacklevel
+    from quiltpriv._frames import caller_stacklevel
 
     return caller_stacklevel(_forwarding, frame=sys._getframe(1))
 

@@ -14,15 +14,16 @@ names a caller's line takes its level from it:
 
 Frames of the import machinery (``importlib._bootstrap``) are stepped over and not counted:
 ``warnings.warn`` does not count them either, so a warning issued while a module is imported
-names the importing line.
+names the importing line. The walker itself lives in the package's lowest layer
+(``quiltpriv._frames``), beside ``quiltpriv._compat``, which uses it; it is imported from here.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from types import FrameType
+
+from quiltpriv._frames import caller_stacklevel
 
 __all__ = ["caller_stacklevel", "in_package", "user_stacklevel"]
 
@@ -43,53 +44,6 @@ def in_package(filename: str) -> bool:
     (True, False)
     """
     return os.path.abspath(filename).startswith(_PACKAGE)
-
-
-def _import_machinery(filename: str) -> bool:
-    """A frame ``warnings.warn`` neither names nor counts (CPython's ``_is_internal_frame``)."""
-    return "importlib" in filename and "_bootstrap" in filename
-
-
-def caller_stacklevel(skip: Callable[[str], bool], *, extra: int = 0,
-                      frame: FrameType | None = None) -> int:
-    """The ``stacklevel`` that names the first frame, from the caller up, that ``skip`` does
-    not step over.
-
-    Parameters
-    ----------
-    skip : callable
-        ``skip(filename)`` is True for a frame to step over (counted); the first frame for
-        which it is False is the one the warning names. Import-machinery frames are stepped
-        over and not counted (module text).
-    extra : int
-        How many frames below the caller ``warnings.warn`` is called: 0 when the caller itself
-        calls it, 1 when it passes the level to a function it calls, and so on.
-    frame : frame, optional
-        The frame to start from (by default the caller's): a helper that computes the level
-        for its own caller passes ``sys._getframe(1)``.
-
-    Returns
-    -------
-    int
-        The level for :func:`warnings.warn` (at least ``1 + extra``).
-
-    Examples
-    --------
-    The caller here (a doctest) is outside the package, so it is the frame named:
-
-    >>> caller_stacklevel(in_package)
-    1
-    """
-    current: FrameType | None = sys._getframe(1) if frame is None else frame
-    level = 1 + extra
-    while current is not None:
-        name = current.f_code.co_filename
-        if not _import_machinery(name):
-            if not skip(name):
-                return level
-            level += 1
-        current = current.f_back
-    return level
 
 
 def user_stacklevel(extra: int = 0) -> int:

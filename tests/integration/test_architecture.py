@@ -11,6 +11,7 @@ those implicit edges are left out (the package ``__init__`` files import nothing
 
 The layering (lower first; a unit may import units of lower layers and modules of its own):
 
+0. ``_frames`` -- the frame walker that picks the line a warning names (``_compat`` uses it);
 1. ``errors``, ``_version``, ``_compat``, ``data`` -- the error hierarchy, the version, old module
    paths, bundled data files;
 2. ``utils`` -- validation, files, progress bars, text and HTML formatting, distances;
@@ -44,6 +45,7 @@ PACKAGE = ROOT / "quiltpriv"
 
 #: The layers, lowest first (see the module docstring).
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_frames",),
     ("errors", "_version", "_compat", "data"),
     ("utils",),
     ("model",),
