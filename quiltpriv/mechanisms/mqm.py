@@ -43,15 +43,18 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from quiltpriv.errors import ModelError, ParameterError
 from quiltpriv.graph.quilts import Quilt, enumerate_quilts, markov_quilt, trivial_quilt
 from quiltpriv.inference.influence import InfluenceTooExpensive, max_influence
 from quiltpriv.mechanisms.calibration import mul_up, scale_up
 from quiltpriv.mechanisms.chain_quilts import chain_order
+from quiltpriv.mechanisms.mqm_runs import NodeRun, NodeRuns, find_runs
 from quiltpriv.model.network import Theta, as_theta, check_theta
 from quiltpriv.utils.deprecation import renamed_keywords
 from quiltpriv.utils.format import fmt_number as _fmt
@@ -159,8 +162,10 @@ class MQMPlan:
         The Laplace scale ``L * b_max`` (rounded upwards).
     binding : str
         The variable attaining ``b_max``.
-    nodes : tuple of NodeScale
-        Per protected variable, the chosen quilt.
+    nodes : sequence of NodeScale
+        Per protected variable, the chosen quilt: a tuple, or on a long chain or hidden
+        Markov model (sets not listed) a :class:`~quiltpriv.mechanisms.mqm_runs.NodeRuns`,
+        the same choices held as runs, each ``NodeScale`` made when it is asked for.
     family : str
         The quilt family searched: ``"chain"``, ``"hmm"``, ``"all"`` or ``"bounded"`` (see
         the module).
@@ -174,7 +179,7 @@ class MQMPlan:
     b_max: float
     scale: float
     binding: str
-    nodes: tuple[NodeScale, ...]
+    nodes: Sequence[NodeScale]
     family: str
     optimal: bool
     notes: tuple[str, ...] = field(default=())
@@ -185,7 +190,16 @@ class MQMPlan:
         """Standard deviation of the noise, ``sqrt(2) * scale``."""
         return math.sqrt(2.0) * self.scale
 
+    @property
+    def protected(self) -> tuple[str, ...]:
+        """The protected entries, in plan order (without making each one's ``NodeScale``)."""
+        if isinstance(self.nodes, NodeRuns):
+            return self.nodes.names
+        return tuple(ns.node for ns in self.nodes)
+
     def __getitem__(self, node: str) -> NodeScale:
+        if isinstance(self.nodes, NodeRuns):
+            return self.nodes.node(node)
         for ns in self.nodes:
             if ns.node == node:
                 return ns
@@ -200,8 +214,10 @@ class MQMPlan:
             "mechanism": self.mechanism, "epsilon": self.epsilon, "lipschitz": self.lipschitz,
             "b_max": self.b_max, "scale": self.scale, "binding": self.binding,
             "family": self.family, "optimal": self.optimal}
-        if self.nodes and all(ns.nearby is None for ns in self.nodes):
-            d["node_runs"] = node_runs(self.nodes)
+        if isinstance(self.nodes, NodeRuns) and len(self.nodes):
+            d["node_runs"] = self.nodes.to_runs()
+        elif self.nodes and all(ns.nearby is None for ns in self.nodes):
+            d["node_runs"] = node_runs(tuple(self.nodes))
         else:
             d["nodes"] = [ns.to_dict() for ns in self.nodes]
         d["notes"] = list(self.notes)
@@ -465,6 +481,163 @@ def _hmm_nodes(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset
     return out, skipped
 
 
+def _states_ids(theta: Theta, nodes: tuple[str, ...]) -> np.ndarray:
+    """Per entry, an id of its tuple of states (equal ids: equal states), for run keys."""
+    states = list(map(theta.states.__getitem__, nodes))
+    if not states or states.count(states[0]) == len(states):
+        return np.zeros(len(nodes))
+    ids: dict[tuple[Any, ...], int] = {}
+    return np.array([ids.setdefault(s, len(ids)) for s in states], dtype=np.float64)
+
+
+def _expired(deadline: float | None) -> Callable[[], bool] | None:
+    return None if deadline is None else (lambda: time.monotonic() > deadline)
+
+
+def _trivial_run(total_read: int, eps: float) -> Callable[[int, int], NodeRun]:
+    """The quilt ``{}`` for ``count`` entries (every read entry nearby): valid, more noise."""
+    scale = _quilt_scale(total_read, 0.0, eps)
+
+    def make(first: int, count: int) -> NodeRun:
+        return NodeRun(first, count, 1, (), None, total_read, 0.0, scale, 1, None, None)
+
+    return make
+
+
+def _chain_runs(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], eps: float,
+                read: frozenset[str] | None, deadline: float | None,
+                progress: bool) -> tuple[NodeRuns, int] | None:
+    """:func:`_chain_nodes` held as runs (:mod:`quiltpriv.mechanisms.mqm_runs`): the same
+    choices and numbers, found with array operations, no object per entry; with the number of
+    entries not proven optimal. None where float64 cannot be trusted."""
+    from quiltpriv.mechanisms.chain_quilts import ChainNotApplicable, chain_least_quilts
+
+    n_steps = len(order)
+    if read is None:
+        weights = np.ones(n_steps)
+    else:
+        weights = np.fromiter((v in read for v in order), dtype=np.float64, count=n_steps)
+    index = theta.index
+    positions = np.fromiter(map(index.__getitem__, nodes), dtype=np.int64, count=len(nodes))
+    try:
+        found = chain_least_quilts(theta, order, positions, weights, eps, deadline=deadline,
+                                   progress=progress)
+    except ChainNotApplicable:
+        return None
+    read_pos = np.flatnonzero(weights)
+    n = len(nodes)
+    j = np.arange(n)
+    a, b = found.a.astype(np.int64), found.b.astype(np.int64)
+    qa = np.where(a > 0, positions - a, 0)
+    qb = np.where(b > 0, positions + b, 0)
+    plan_of = np.full(n_steps, -1, dtype=np.int64)  # chain position -> plan index
+    plan_of[positions] = j
+    pa, pb = plan_of[qa], plan_of[qb]
+    alone = ((a > 0) & (pa < 0)) | ((b > 0) & (pb < 0))  # a quilt node not protected
+    oa = np.where((a > 0) & ~alone, pa - j, 0)
+    ob = np.where((b > 0) & ~alone, pb - j, 0)
+    lo = np.where(a > 0, positions - a + 1, 0)
+    hi = np.where(b > 0, positions + b - 1, n_steps - 1)
+    n_read = (np.searchsorted(read_pos, hi, side="right")
+              - np.searchsorted(read_pos, lo, side="left"))
+    e = found.influence.astype(np.float64)
+    m = found.member.astype(np.int64)
+    keys = np.column_stack([oa, ob, n_read, e, m, found.pair[:, 0], found.pair[:, 1],
+                            found.considered, _states_ids(theta, nodes)]).astype(np.float64)
+    scales: dict[tuple[int, float], float] = {}  # exact quotients, shared by equal runs
+
+    def make(first: int, count: int) -> NodeRun:
+        k, node = first, nodes[first]
+        nr, ek, mk = int(n_read[k]), float(e[k]), int(m[k])
+        scale = scales.get((nr, ek))
+        if scale is None:
+            scale = scales[nr, ek] = _quilt_scale(nr, ek, eps)
+        states = theta.states[node]
+        pair = None if mk < 0 else (states[int(found.pair[k, 0])],
+                                    states[int(found.pair[k, 1])])
+        if alone[k]:
+            i = int(positions[k])
+            quilt: tuple[str, ...] | None = tuple(
+                order[x] for x in ((i - int(a[k])) if a[k] else -1,
+                                   (i + int(b[k])) if b[k] else -1) if x >= 0)
+            offs = None
+        else:
+            quilt, offs = None, tuple(int(o) for o in (oa[k], ob[k]) if o)
+        return NodeRun(first, count, 1, offs, quilt, nr, ek, scale, int(found.considered[k]),
+                       theta.names[mk] if mk >= 0 else None, pair)
+
+    total = int(read_pos.size)
+    runs, late = find_runs(NodeScale, nodes, 1, keys, alone, make, expired=_expired(deadline),
+                           trivial=_trivial_run(total, eps))
+    return runs, int(np.count_nonzero(~found.optimal.astype(bool) | late))
+
+
+def _hmm_step_by_step(theta: Theta, nodes: tuple[str, ...]) -> bool:
+    """Whether ``theta`` is a hidden Markov model listed ``H_1, X_1, H_2, X_2, ...`` (as
+    :func:`quiltpriv.model.time_series.hidden_markov` builds it) and every entry is protected:
+    where :func:`_hmm_runs` applies."""
+    from quiltpriv.mechanisms.hmm_quilts import hmm_order
+
+    if nodes != theta.nodes:
+        return False
+    order = hmm_order(theta)
+    return (order is not None and order.hidden == theta.nodes[0::2]
+            and order.observed == theta.nodes[1::2])
+
+
+def _hmm_runs(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset[str],
+              deadline: float | None, progress: bool) -> tuple[NodeRuns, int] | None:
+    """:func:`_hmm_nodes` held as runs where every entry is protected and the network lists
+    them step by step (``H_1, X_1, H_2, X_2, ...``, as :func:`quiltpriv.model.time_series.
+    hidden_markov` builds it): the same choices and numbers, no object per entry; with the
+    number of entries not proven optimal. None where the HMM search does not apply (the
+    general families then search)."""
+    from quiltpriv.mechanisms.hmm_quilts import hmm_order, hmm_search
+
+    order = hmm_order(theta)
+    assert order is not None and _hmm_step_by_step(theta, nodes)
+    found = hmm_search(theta, lambda v: 1.0 if v in read else 0.0, nodes, eps,
+                       deadline=deadline, progress=progress)
+    if found is None:
+        return None
+    _, fq = found
+    n_steps = len(order.hidden)
+    t = fq.step.astype(np.int64)
+    obs = fq.observed.astype(bool)
+    # entry j is H_t (j = 2t) or X_t (j = 2t + 1): _hmm_step_by_step
+    assert np.array_equal(2 * t + obs, np.arange(len(nodes)))
+    left, right = fq.left.astype(np.int64), fq.right.astype(np.int64)
+    lo, hi = fq.band_left.astype(np.int64), fq.band_right.astype(np.int64)
+    has_l = left < t
+    has_r = right < n_steps - 1 - t
+    # the quilt relative to the entry's step (fq.quilt): a hidden state before the band, the
+    # band's observations up to the window, the entry's own observation, the band after it
+    # and a hidden state beyond; zero where that side has no quilt node
+    keys = np.column_stack([
+        obs, has_l, has_l & (lo > 0), np.where(has_l, t - lo, 0), np.where(has_l, left, 0),
+        fq.center.astype(bool), has_r, has_r & (hi < n_steps - 1), np.where(has_r, hi - t, 0),
+        np.where(has_r, right, 0), fq.influence, fq.count, fq.member, fq.pair,
+        fq.considered, _states_ids(theta, nodes)]).astype(np.float64)
+    index = theta.index
+    scales: dict[tuple[int, float], float] = {}
+
+    def make(first: int, count: int) -> NodeRun:
+        k, node = first, nodes[first]
+        nr, ek, mk = int(fq.count[k]), float(fq.influence[k]), int(fq.member[k])
+        scale = scales.get((nr, ek))
+        if scale is None:
+            scale = scales[nr, ek] = _quilt_scale(nr, ek, eps)
+        offs = tuple(index[q] - k for q in fq.quilt(k, order))
+        return NodeRun(first, count, 1, offs, None, nr, ek, scale, int(fq.considered[k]),
+                       theta.names[mk] if mk >= 0 else None,
+                       fq.pair_states(k, theta.states[node]))
+
+    total = sum(1 for v in order.observed if v in read)
+    runs, late = find_runs(NodeScale, nodes, 2, keys, np.zeros(len(nodes), dtype=bool), make,
+                           expired=_expired(deadline), trivial=_trivial_run(total, eps))
+    return runs, int(np.count_nonzero(~fq.optimal.astype(bool) | late))
+
+
 def _search_nodes(theta: Theta, nodes: tuple[str, ...], family: str,
                   order: tuple[str, ...] | None, eps: float, max_quilt_size: int,
                   max_table: int, read_set: frozenset[str] | None, deadline: float | None,
@@ -623,20 +796,41 @@ def markov_quilt_mechanism(
     requested = family
     family = _family(family, order, len(theta.nodes), max_exhaustive_nodes)
     notes: list[str] = []
-    chained = None
+    plans: Sequence[NodeScale] | None = None
+    late = 0
+    skipped: list[str] = []
     if family == "chain":
         assert order is not None
-        chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
-                               list_sets)
+        if list_sets:
+            chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
+                                   list_sets)
+        else:  # a long chain: runs, no object per entry
+            as_runs = _chain_runs(theta, order, nodes, eps, read_set, deadline, progress)
+            chained = None
+            if as_runs is not None:
+                plans, late = as_runs
     elif requested == "auto" and read_set is not None:  # an HMM read at its observations
-        chained = _hmm_nodes(theta, nodes, eps, read_set, deadline, progress, list_sets)
-        family = family if chained is None else "hmm"
-    if chained is not None:
-        plans, skipped = chained
+        if not list_sets and _hmm_step_by_step(theta, nodes):  # runs, no object per entry
+            as_runs = _hmm_runs(theta, nodes, eps, read_set, deadline, progress)
+            chained = None
+            if as_runs is not None:
+                plans, late = as_runs
+                family = "hmm"
+        else:
+            chained = _hmm_nodes(theta, nodes, eps, read_set, deadline, progress, list_sets)
+            family = family if chained is None else "hmm"
     else:
-        plans, skipped = _search_nodes(theta, nodes, family, order, eps, max_quilt_size,
-                                       max_table, read_set, deadline, progress, list_sets)
-    optimal = not skipped
+        chained = None
+    if plans is None:
+        if chained is not None:
+            listed, skipped = chained
+        else:
+            listed, skipped = _search_nodes(theta, nodes, family, order, eps, max_quilt_size,
+                                            max_table, read_set, deadline, progress,
+                                            list_sets)
+        plans = tuple(listed)
+        late = sum(1 for x in skipped if x.endswith(TIME_LIMIT_REASON))
+    optimal = not skipped and not late
     if family == "chain":
         notes.append("chain family {Y_(i-a), Y_(i+b)} (SWC): exact on a directed chain, since "
                      "N(Q) depends only on Q's nearest nodes to i and fewer quilt nodes never "
@@ -651,15 +845,17 @@ def markov_quilt_mechanism(
         notes.append(f"RESTRICTED search: only quilts with |Q| <= {max_quilt_size}; the scale "
                      "is private (every candidate is a valid quilt) but may be larger than the "
                      "optimum over all quilts")
-    late = [x for x in skipped if x.endswith(TIME_LIMIT_REASON)]
     if late:
         notes.append(f"the time limit of {_fmt(limit.seconds if limit else 0)} s was reached: "
-                     f"{len(late)} entr"
-                     f"{'y keeps' if len(late) == 1 else 'ies keep'} the best quilt found so "
+                     f"{late} entr"
+                     f"{'y keeps' if late == 1 else 'ies keep'} the best quilt found so "
                      "far (valid, optimality not proven)")
     notes += [x for x in skipped if not x.endswith(TIME_LIMIT_REASON)]
-    binding = max(plans, key=lambda ns: ns.scale)
+    if isinstance(plans, NodeRuns):
+        binding = plans[plans.binding_index()]
+    else:
+        binding = max(plans, key=lambda ns: ns.scale)
     b_max = binding.scale
     scale = mul_up(lip, b_max) if math.isfinite(b_max) else math.inf
     return MQMPlan(epsilon=eps, lipschitz=lip, b_max=b_max, scale=scale, binding=binding.node,
-                   nodes=tuple(plans), family=family, optimal=optimal, notes=tuple(notes))
+                   nodes=plans, family=family, optimal=optimal, notes=tuple(notes))

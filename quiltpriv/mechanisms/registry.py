@@ -306,7 +306,7 @@ def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | Non
         "the data are one realisation of the network's entries (one row, one column per "
         "node), drawn from it for some theta in Theta",
         f"F changes by at most L = {_fmt(lip)} when one entry changes",
-    ), tuple(ns.node for ns in p.nodes))
+    ), p.protected)
     return QueryMechanism("MQM", query, g, cal, query_fingerprint(query, []),
                           theta_identity=_model_record(theta), details=p.to_dict(), rows=1)
 
