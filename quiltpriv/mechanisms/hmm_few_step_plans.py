@@ -49,6 +49,12 @@ class FewRun(NamedTuple):
 
 _FIELDS = FewRun._fields
 
+#: :class:`FewRun`'s fields as the run reader checks them (member and pair follow).
+_RUN_SPEC: tuple[pf.RunField, ...] = (
+    ("first", "int", 0), ("length", "int", 1), ("observed", "bool", 0), ("mask", "int", 0),
+    ("influence", "number", 0), ("sensitivity", "number", 0), ("scale", "number", 0),
+    ("optimal", "bool", 0), ("considered", "int", 1))
+
 
 class FewStepPlans(HMMStepPlans):
     """The sensitive nodes' plans of a hidden Markov model whose query reads the observations
@@ -213,23 +219,7 @@ class FewStepPlans(HMMStepPlans):
         if not isinstance(raw_steps, list):
             raise pf._fail("sensitive.steps", "a list of step indices", raw_steps)
         steps = tuple(pf._int(s, f"sensitive.steps[{k}]", 0) for k, s in enumerate(raw_steps))
-        raw = d["runs"]
-        if not isinstance(raw, list) or not raw:
-            raise pf._fail("sensitive.runs", "a non-empty list of runs", raw)
-        runs = []
-        for k, x in enumerate(raw):
-            where = f"sensitive.runs[{k}]"
-            if not isinstance(x, list) or len(x) != len(_FIELDS):
-                raise pf._fail(where, f"a list of {len(_FIELDS)} fields ({', '.join(_FIELDS)})",
-                               x)
-            member, pair = pf._member_pair(x[9], x[10], where)
-            runs.append(FewRun(
-                pf._int(x[0], f"{where}.first", 0), pf._int(x[1], f"{where}.length", 1),
-                pf._bool(x[2], f"{where}.observed"), pf._int(x[3], f"{where}.mask", 0),
-                pf._number(x[4], f"{where}.influence"),
-                pf._number(x[5], f"{where}.sensitivity"), pf._number(x[6], f"{where}.scale"),
-                pf._bool(x[7], f"{where}.optimal"), pf._int(x[8], f"{where}.considered", 1),
-                member, pair))
+        runs = [FewRun(*x) for x in pf._run_rows(d["runs"], _RUN_SPEC)]
         return cls(kind, hidden, observed, steps, runs, epsilon)
 
 

@@ -72,6 +72,13 @@ class HMMRun(NamedTuple):
 
 _RUN_FIELDS = HMMRun._fields
 
+#: :class:`HMMRun`'s fields as the run reader checks them (member and pair follow).
+_RUN_SPEC: tuple[pf.RunField, ...] = (
+    ("first", "int", 0), ("length", "int", 1), ("observed", "bool", 0), ("left", "int", -1),
+    ("right", "int", -1), ("center", "bool", 0), ("band_left", "int", -1),
+    ("band_right", "int", -1), ("influence", "number", 0), ("sensitivity", "number", 0),
+    ("scale", "number", 0), ("optimal", "bool", 0), ("considered", "int", 1))
+
 
 def _check_run_shape(r: HMMRun, n_steps: int, where: str) -> None:
     """Refuse a run whose quilt nodes lie outside the series or contradict each other."""
@@ -381,26 +388,7 @@ class HMMStepPlans(StepPlans):
         if len(hidden) != len(observed) or len(hidden) < 2 or set(hidden) & set(observed):
             raise PlanError("plan: sensitive.hidden and sensitive.observed must name the "
                             "series' steps (as many of each, at least 2, all distinct)")
-        raw = d["runs"]
-        if not isinstance(raw, list) or not raw:
-            raise pf._fail("sensitive.runs", "a non-empty list of runs", raw)
-        runs = []
-        for k, x in enumerate(raw):
-            where = f"sensitive.runs[{k}]"
-            if not isinstance(x, list) or len(x) != len(_RUN_FIELDS):
-                raise pf._fail(where, f"a list of {len(_RUN_FIELDS)} fields "
-                               f"({', '.join(_RUN_FIELDS)})", x)
-            member, pair = pf._member_pair(x[13], x[14], where)
-            runs.append(HMMRun(
-                pf._int(x[0], f"{where}.first", 0), pf._int(x[1], f"{where}.length", 1),
-                pf._bool(x[2], f"{where}.observed"), pf._int(x[3], f"{where}.left", -1),
-                pf._int(x[4], f"{where}.right", -1), pf._bool(x[5], f"{where}.center"),
-                pf._int(x[6], f"{where}.band_left", -1),
-                pf._int(x[7], f"{where}.band_right", -1),
-                pf._number(x[8], f"{where}.influence"),
-                pf._number(x[9], f"{where}.sensitivity"), pf._number(x[10], f"{where}.scale"),
-                pf._bool(x[11], f"{where}.optimal"), pf._int(x[12], f"{where}.considered", 1),
-                member, pair))
+        runs = [HMMRun(*x) for x in pf._run_rows(d["runs"], _RUN_SPEC)]
         return cls(kind, hidden, observed, runs, epsilon)
 
     # -- text -----------------------------------------------------------------------------

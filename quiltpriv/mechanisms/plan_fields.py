@@ -65,6 +65,40 @@ def _member_pair(member: Any, pair: Any, where: str
     return member, pair
 
 
+#: A run field in :func:`_run_rows`: its name, its kind (``"int"``, ``"bool"`` or
+#: ``"number"``) and, for a whole number, its least value.
+RunField = tuple[str, str, int]
+
+
+def _run_rows(raw: Any, fields: tuple[RunField, ...], where: str = "sensitive.runs"
+              ) -> list[tuple[Any, ...]]:
+    """The rows of a plan's run format, checked field by field: a non-empty list of lists of
+    ``len(fields) + 2`` values, ``fields`` (name and kind) in order, then the attaining member
+    and state pair (:func:`_member_pair`, read first). One reader for every run format (the
+    chain's, the HMM's and the few-step HMM's); each row comes back as its parsed values,
+    member and pair last."""
+    if not isinstance(raw, list) or not raw:
+        raise _fail(where, "a non-empty list of runs", raw)
+    names = [f[0] for f in fields] + ["member", "pair"]
+    shape = f"a list of {len(names)} fields ({', '.join(names)})"
+    rows = []
+    for k, x in enumerate(raw):
+        at = f"{where}[{k}]"
+        if not isinstance(x, list) or len(x) != len(names):
+            raise _fail(at, shape, x)
+        member, pair = _member_pair(x[-2], x[-1], at)
+        row: list[Any] = []
+        for (name, kind, least), v in zip(fields, x, strict=False):
+            if kind == "int":
+                row.append(_int(v, f"{at}.{name}", least))
+            elif kind == "bool":
+                row.append(_bool(v, f"{at}.{name}"))
+            else:
+                row.append(_number(v, f"{at}.{name}"))
+        rows.append((*row, member, pair))
+    return rows
+
+
 def _digest(x: Any, where: str) -> str:
     if not (isinstance(x, str) and len(x) == 64
             and all(c in "0123456789abcdef" for c in x)):

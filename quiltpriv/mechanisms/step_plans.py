@@ -56,6 +56,12 @@ class StepRun(NamedTuple):
 
 _RUN_FIELDS = StepRun._fields
 
+#: :class:`StepRun`'s fields as the run reader checks them (member and pair follow).
+_RUN_SPEC: tuple[pf.RunField, ...] = (
+    ("first", "int", 0), ("length", "int", 1), ("a", "int", 0), ("b", "int", 0),
+    ("influence", "number", 0), ("sensitivity", "number", 0), ("scale", "number", 0),
+    ("optimal", "bool", 0), ("considered", "int", 1))
+
 
 def _ranges(positions: np.ndarray) -> list[list[int]]:
     """Sorted distinct positions as ``[first, length]`` ranges of consecutive ones."""
@@ -316,33 +322,20 @@ class StepPlans(Sequence[Any]):
             raise PlanError("plan: sensitive.order must name the chain's steps (at least 2)")
         listed = pf._bool(d["listed"], "sensitive.listed")
         attrs = _parse_ranges(d["attributes"], n_steps, "sensitive.attributes")
-        raw = d["runs"]
-        if not isinstance(raw, list) or not raw:
-            raise pf._fail("sensitive.runs", "a non-empty list of runs", raw)
         runs = []
         seen = np.zeros(n_steps, dtype=bool)
-        for k, x in enumerate(raw):
+        for k, x in enumerate(pf._run_rows(d["runs"], _RUN_SPEC)):
             where = f"sensitive.runs[{k}]"
-            if not isinstance(x, list) or len(x) != len(_RUN_FIELDS):
-                raise pf._fail(where, f"a list of {len(_RUN_FIELDS)} fields "
-                               f"({', '.join(_RUN_FIELDS)})", x)
-            first = pf._int(x[0], f"{where}.first", 0)
-            length = pf._int(x[1], f"{where}.length", 1)
+            r = StepRun(*x)
+            first, length = r.first, r.length
             if first + length > n_steps:
                 raise PlanError(f"plan: {where} runs past the chain's {n_steps} steps")
             if seen[first:first + length].any():
                 raise PlanError(f"plan: {where} names a step that another run names")
             seen[first:first + length] = True
-            a = pf._int(x[2], f"{where}.a", 0)
-            b = pf._int(x[3], f"{where}.b", 0)
-            if a > first or (b and first + length - 1 + b >= n_steps):
+            if r.a > first or (r.b and first + length - 1 + r.b >= n_steps):
                 raise PlanError(f"plan: {where}: a quilt node lies outside the chain")
-            member, pair = pf._member_pair(x[9], x[10], where)
-            runs.append(StepRun(
-                first, length, a, b, pf._number(x[4], f"{where}.influence"),
-                pf._number(x[5], f"{where}.sensitivity"), pf._number(x[6], f"{where}.scale"),
-                pf._bool(x[7], f"{where}.optimal"), pf._int(x[8], f"{where}.considered", 1),
-                member, pair))
+            runs.append(r)
         return cls(kind, order, runs, attrs, epsilon, listed)
 
     # -- text -----------------------------------------------------------------------------
