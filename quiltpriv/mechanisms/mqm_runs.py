@@ -24,7 +24,9 @@ import numpy as np
 
 from quiltpriv.errors import PlanError
 
-__all__ = ["NodeRun", "NodeRuns", "find_runs"]
+#: NodeRun (a record the MQM searches build) and find_runs (fed their arrays) are internal:
+#: NodeRuns checks what it is given.
+__all__ = ["NodeRuns"]
 
 
 class NodeRun(NamedTuple):
