@@ -242,7 +242,10 @@ class MQMPlan:
         """
         from quiltpriv.mechanisms.protocol import Calibration, Guarantee, release_value
 
-        b = next((ns for ns in self.nodes if ns.node == self.binding), None)
+        try:  # by name: a plan held as runs makes only this entry's NodeScale
+            b: NodeScale | None = self[self.binding]
+        except KeyError:
+            b = None
         nearby = 1 if b is None else b.nearby_count
         cal = Calibration("laplace", self.scale, mul_up(self.lipschitz, nearby),
                           f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i) & A| / (eps - "
@@ -255,7 +258,7 @@ class MQMPlan:
             "the data are one realisation of the network's entries, drawn from it for some "
             "theta in Theta",
             f"F changes by at most L = {_fmt(self.lipschitz)} when one entry changes"),
-            tuple(ns.node for ns in self.nodes))
+            self.protected)
         return release_value(value, mechanism="MQM", guarantee=g, calibration=cal,
                              details=self.to_dict(), seed=seed, ledger=ledger, budget=budget,
                              allow_unproved=allow_unproved, sampler_sensitivity=self.lipschitz)

@@ -205,3 +205,16 @@ def test_registry_and_release_use_the_runs_without_listing_entries():
     mech = mqm_mechanism(theta, q, None, 1.0)
     assert mech.guarantee.sensitive == theta.nodes
     assert len(mech.details["node_runs"]) < 400
+
+
+def test_low_level_release_of_a_runs_plan():
+    n = 2000
+    theta = qp.markov_chain(n, FLIP, [0.5, 0.5])
+    plan = markov_quilt_mechanism(theta, 1.0, lipschitz=1 / n)
+    assert isinstance(plan.nodes, NodeRuns)
+    rec = plan.release(0.5, seed=1)
+    assert rec.guarantee.sensitive == theta.nodes
+    b = plan[plan.binding]
+    assert rec.calibration.details["binding"] == b.node == plan.binding
+    assert rec.calibration.details["nearby"] == b.nearby_count
+    assert rec.calibration.scale == plan.scale
