@@ -703,6 +703,50 @@ def _family(family: str, order: tuple[str, ...] | None, n_nodes: int,
     return family
 
 
+def _plans(theta: Theta, nodes: tuple[str, ...], family: str, requested: str,
+           order: tuple[str, ...] | None, eps: float, max_quilt_size: int, max_table: int,
+           read_set: frozenset[str] | None, deadline: float | None, progress: bool,
+           list_sets: bool) -> tuple[Sequence[NodeScale], int, list[str], str]:
+    """Each protected entry's least quilt: held as runs on a long chain or HMM (sets not
+    listed), else one ``NodeScale`` each; with the number of entries the time limit left
+    unproven, the other notes and the family searched."""
+    plans: Sequence[NodeScale] | None = None
+    late = 0
+    skipped: list[str] = []
+    if family == "chain":
+        assert order is not None
+        if list_sets:
+            chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
+                                   list_sets)
+        else:  # a long chain: runs, no object per entry
+            as_runs = _chain_runs(theta, order, nodes, eps, read_set, deadline, progress)
+            chained = None
+            if as_runs is not None:
+                plans, late = as_runs
+    elif requested == "auto" and read_set is not None:  # an HMM read at its observations
+        if not list_sets and _hmm_step_by_step(theta, nodes):  # runs, no object per entry
+            as_runs = _hmm_runs(theta, nodes, eps, read_set, deadline, progress)
+            chained = None
+            if as_runs is not None:
+                plans, late = as_runs
+                family = "hmm"
+        else:
+            chained = _hmm_nodes(theta, nodes, eps, read_set, deadline, progress, list_sets)
+            family = family if chained is None else "hmm"
+    else:
+        chained = None
+    if plans is None:
+        if chained is not None:
+            listed, skipped = chained
+        else:
+            listed, skipped = _search_nodes(theta, nodes, family, order, eps, max_quilt_size,
+                                            max_table, read_set, deadline, progress,
+                                            list_sets)
+        plans = tuple(listed)
+        late = sum(1 for x in skipped if x.endswith(TIME_LIMIT_REASON))
+    return plans, late, skipped, family
+
+
 @renamed_keywords(model="theta")
 def markov_quilt_mechanism(
     theta: Any,
@@ -799,40 +843,9 @@ def markov_quilt_mechanism(
     requested = family
     family = _family(family, order, len(theta.nodes), max_exhaustive_nodes)
     notes: list[str] = []
-    plans: Sequence[NodeScale] | None = None
-    late = 0
-    skipped: list[str] = []
-    if family == "chain":
-        assert order is not None
-        if list_sets:
-            chained = _chain_nodes(theta, order, nodes, eps, read_set, deadline, progress,
-                                   list_sets)
-        else:  # a long chain: runs, no object per entry
-            as_runs = _chain_runs(theta, order, nodes, eps, read_set, deadline, progress)
-            chained = None
-            if as_runs is not None:
-                plans, late = as_runs
-    elif requested == "auto" and read_set is not None:  # an HMM read at its observations
-        if not list_sets and _hmm_step_by_step(theta, nodes):  # runs, no object per entry
-            as_runs = _hmm_runs(theta, nodes, eps, read_set, deadline, progress)
-            chained = None
-            if as_runs is not None:
-                plans, late = as_runs
-                family = "hmm"
-        else:
-            chained = _hmm_nodes(theta, nodes, eps, read_set, deadline, progress, list_sets)
-            family = family if chained is None else "hmm"
-    else:
-        chained = None
-    if plans is None:
-        if chained is not None:
-            listed, skipped = chained
-        else:
-            listed, skipped = _search_nodes(theta, nodes, family, order, eps, max_quilt_size,
-                                            max_table, read_set, deadline, progress,
-                                            list_sets)
-        plans = tuple(listed)
-        late = sum(1 for x in skipped if x.endswith(TIME_LIMIT_REASON))
+    plans, late, skipped, family = _plans(theta, nodes, family, requested, order, eps,
+                                          max_quilt_size, max_table, read_set, deadline,
+                                          progress, list_sets)
     optimal = not skipped and not late
     if family == "chain":
         notes.append("chain family {Y_(i-a), Y_(i+b)} (SWC): exact on a directed chain, since "
