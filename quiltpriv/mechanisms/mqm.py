@@ -523,8 +523,8 @@ def _chain_runs(theta: Theta, order: tuple[str, ...], nodes: tuple[str, ...], ep
     index = theta.index
     positions = np.fromiter(map(index.__getitem__, nodes), dtype=np.int64, count=len(nodes))
     try:
-        found = chain_least_quilts(theta, order, positions, weights, eps, deadline=deadline,
-                                   progress=progress)
+        found = chain_least_quilts(theta, order, positions, weights, eps, progress=progress,
+                                   time_limit=_limit(deadline))
     except ChainNotApplicable:
         return None
     read_pos = np.flatnonzero(weights)
@@ -600,7 +600,7 @@ def _hmm_runs(theta: Theta, nodes: tuple[str, ...], eps: float, read: frozenset[
     order = hmm_order(theta)
     assert order is not None and _hmm_step_by_step(theta, nodes)
     found = hmm_search(theta, lambda v: 1.0 if v in read else 0.0, nodes, eps,
-                       deadline=deadline, progress=progress)
+                       time_limit=_limit(deadline), progress=progress)
     if found is None:
         return None
     _, fq = found
