@@ -61,10 +61,12 @@ dispatchers) and planned by the general search.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from itertools import compress, repeat
+from typing import Any, cast
 
 import numpy as np
 
@@ -128,20 +130,31 @@ def hmm_order(theta: Theta) -> HMMOrder | None:
     """
     theta = check_theta(theta)
     parents, children = theta.parents, theta.children
-    leaves = {v for v in theta.nodes if not children[v] and len(parents[v]) == 1}
-    hidden = tuple(v for v in theta.nodes if v not in leaves)
+    nodes = theta.nodes
+    # C-level passes over the nodes (a year of minutes is a million of them)
+    is_leaf = list(map(operator.and_, map(operator.not_, map(children.__getitem__, nodes)),
+                       map(operator.eq, map(len, map(parents.__getitem__, nodes)), repeat(1))))
+    leaves = list(compress(nodes, is_leaf))
+    hidden = tuple(compress(nodes, map(operator.not_, is_leaf)))
     if len(hidden) < 2 or len(leaves) != len(hidden) or parents[hidden[0]]:
         return None
-    observed = []
-    for t, h in enumerate(hidden):
-        if t and parents[h] != (hidden[t - 1],):
-            return None
-        kids = children[h]
-        obs = [c for c in kids if c in leaves]
-        if len(obs) != 1 or len(kids) != (1 if t == len(hidden) - 1 else 2):
-            return None
-        observed.append(obs[0])
-    return HMMOrder(hidden, tuple(observed))
+    # the hidden nodes form a directed path, in network order: each one's parents are just
+    # the one before it (so the next one is among its children)
+    if list(map(parents.__getitem__, hidden[1:])) != list(zip(hidden[:-1])):
+        return None
+    # each hidden node has its next one and exactly one leaf as children (the last: the leaf
+    # alone); a leaf's one parent is hidden (every other node is), so mapping each leaf's
+    # parent to it finds that leaf, and no two leaves may share a parent
+    if list(map(len, map(children.__getitem__, hidden))) != [2] * (len(hidden) - 1) + [1]:
+        return None
+    leaf_of = dict(zip(map(operator.itemgetter(0), map(parents.__getitem__, leaves)), leaves,
+                       strict=True))
+    if len(leaf_of) != len(leaves):
+        return None
+    observed = tuple(map(leaf_of.get, hidden))
+    if None in observed:
+        return None
+    return HMMOrder(hidden, cast(tuple[str, ...], observed))
 
 
 @dataclass(frozen=True)

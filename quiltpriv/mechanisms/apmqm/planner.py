@@ -37,7 +37,12 @@ from quiltpriv.mechanisms.apmqm.sensitive_plan import (
     LIST_SETS_MAX_NODES,
     SensitivePlan,
 )
-from quiltpriv.mechanisms.apmqm.shared import CancelToken, _Shared, _shared_context
+from quiltpriv.mechanisms.apmqm.shared import (
+    CancelToken,
+    _Shared,
+    _shared_context,
+    _shares_work,
+)
 from quiltpriv.mechanisms.plan_status import PlanStatus
 from quiltpriv.mechanisms.quilt_price import quilt_scale
 from quiltpriv.mechanisms.step_plans import TIME_LIMIT_REASON, StepPlans
@@ -245,9 +250,10 @@ def plan(
     wall_deadline = None if limit is None else limit.wall_ends()
     seconds = None if limit is None else limit.seconds
     notes: list[str] = []
-    shared = _shared_context(theta, query, sens, max_table, engine, limit, progress,
-                             cancel, settings)
-    if n_jobs not in (None, 1) and len(sens) > 1 and shared.index is not None:
+    # the shared work is set up only where a search uses it (below the one-pass plans of a
+    # time series, which have their own: on a 500,000-step chain it is a pass over all steps)
+    if n_jobs not in (None, 1) and len(sens) > 1 and _shares_work(query, sens, engine,
+                                                                    settings):
         # Workers would each redo the work this plan shares: one process is faster.
         notes.append(f"n_jobs={n_jobs} not used: a plan of {len(sens)} sensitive attributes "
                      "shares its graph walks and inference across them in one process")
@@ -291,6 +297,8 @@ def plan(
                                             engine, n_jobs, notes, max_candidates,
                                             list_sets, cancel, settings)
     else:
+        shared = _shared_context(theta, query, sens, max_table, engine, limit, progress,
+                                 cancel, settings)
         plans, interrupted = _plan_serial(theta, query, sens, eps, max_table, limit, engine,
                              max_candidates, shared, list_sets, progress, notes)
     _check_scale_finite(plans, eps)

@@ -192,10 +192,17 @@ def _shared_context(theta: Theta, query: Query, sensitive: Sequence[str], max_ta
     """The work a plan of the ``sensitive`` attributes shares (:class:`_Shared`), decided as
     :func:`plan` decides it (``settings.shared_min_sensitive``), so that a verification given
     the same settings recomputes the plan's own numbers."""
-    many = len(sensitive) >= settings.shared_min_sensitive or engine == "junction_tree_batched"
     return _Shared(theta, query, max_table, engine,
-                   many and len(set(query.attributes)) <= settings.shared_max_attributes,
-                   time_limit, progress, sensitive, cancel, settings)
+                   _shares_work(query, sensitive, engine, settings), time_limit,
+                   progress, sensitive, cancel, settings)
+
+
+def _shares_work(query: Query, sensitive: Sequence[str], engine: EngineName,
+                 settings: EngineSettings = DEFAULT_SETTINGS) -> bool:
+    """Whether a plan of ``sensitive`` shares its graph walks and inference across them (its
+    :class:`_Shared` has an index), decided without building anything."""
+    many = len(sensitive) >= settings.shared_min_sensitive or engine == "junction_tree_batched"
+    return many and len(set(query.attributes)) <= settings.shared_max_attributes
 
 
 class CancelToken(Protocol):
