@@ -132,7 +132,8 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
-            used = (f" (CPU {r['cpu_s']:.1f} s, RSS {r['rss_mb']:.0f} MB by then)"
+            wall = f"wall {r['wall_s']:.2f} s, " if "wall_s" in r else ""
+            used = (f" ({wall}CPU {r['cpu_s']:.1f} s, RSS {r['rss_mb']:.0f} MB by then)"
                     if "cpu_s" in r else "")
             lines.append(f"{r['model']:6} {r['mechanism']:6} {r['T']:>8} {r['error']}{used}")
             continue
