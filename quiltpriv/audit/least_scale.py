@@ -71,8 +71,10 @@ class LeastScale(JSONResult):
             if self.planned is not None:
                 text += f"; the plan's scale is {fmt_number(self.planned)}"
             return text
-        text = (f"least sufficient scale by exact audit: {fmt_number(self.scale)} (proven MET; "
-                f"the least lies in ({fmt_number(self.below)}, {fmt_number(self.scale)}], "
+        text = (f"least sufficient scale by exact audit: {fmt_number(self.scale, rounding='up')} "
+                "(proven MET; "
+                f"the least lies in ({fmt_number(self.below)}, "
+                f"{fmt_number(self.scale, rounding='up')}], "
                 f"{self.audits} audits{'' if self.complete else ', stopped by the time limit'})")
         if self.planned is not None:
             ratio = (f", {fmt_number(self.planned / self.scale, 3)}x the least" if self.scale > 0

@@ -87,7 +87,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                   time_limit=None if left is None else max(left, 1e-3),
                                   max_memory=args.max_memory)
         extra["per_attribute"] = {k: r.to_dict() for k, r in per.items()}
-        lines += ["", f"per sensitive attribute, at scale {fmt_number(scale)}:"]
+        lines += ["", f"per sensitive attribute, at scale {fmt_number(scale, rounding='up')}:"]
         lines += text_table(("sensitive", "loss", "epsilon", "verdict"),
                             [(k, fmt_number(r.loss), f"{fmt_number(eps)}", r.verdict)
                              for k, r in per.items()])

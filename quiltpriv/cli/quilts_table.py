@@ -57,7 +57,7 @@ def why_lost(row: dict[str, Any], chosen: dict[str, Any] | None, epsilon: float 
     if scale is not None and best is not None and scale > best and not is_tie(scale, best):
         stay = ("query attribute(s) " + short_set(near) + " stay nearby" if near
                 else "no query attribute stays nearby")
-        return f"needs b = {fmt_number(scale)} > {fmt_number(best)}: {stay}"
+        return f"needs b = {fmt_number(scale, rounding='up')} > {fmt_number(best)}: {stay}"
     return ("as good: a tie on scale, broken by least influence, then fewest quilt nodes, then "
             "network order")
 
@@ -92,4 +92,4 @@ def scale_text(row: dict[str, Any], epsilon: float | None) -> str:
         return "-"
     if math.isinf(scale):
         return "infeasible"
-    return fmt_number(scale)
+    return fmt_number(scale, rounding='up')

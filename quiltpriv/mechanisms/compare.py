@@ -142,8 +142,9 @@ class Comparison:
 
     def explain(self) -> str:
         header = ("mechanism", "noise", "scale", "std", "guarantee")
-        rows = [(r.mechanism, r.noise or "-", _fmt(r.scale), _fmt(r.std),
-                 r.guarantee if r.applicable else "not applicable") for r in self.rows]
+        rows = [(r.mechanism, r.noise or "-", _fmt(r.scale, rounding="up"),
+                 _fmt(r.std, rounding="up"), r.guarantee if r.applicable else "not applicable")
+                for r in self.rows]
         lines = [f"epsilon = {_fmt(self.epsilon)}; sensitive: {', '.join(self.sensitive)}; "
                  f"query: {self.query.get('kind')} over "
                  f"{', '.join(self.query.get('attributes', [self.query.get('attribute', '')]))}",
@@ -153,7 +154,8 @@ class Comparison:
             lines.append(f"{r.mechanism}: {r.detail}")
         b = self.best
         if b is not None:
-            lines.append(f"least noise: {b.mechanism} (std {_fmt(b.std)}); release it with "
+            lines.append(f"least noise: {b.mechanism} (std {_fmt(b.std, rounding='up')}); release "
+                         "it with "
                          f"'quiltpriv release --mechanism {b.name}' and the same options")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -200,7 +202,7 @@ def _apmqm_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
     if was_interrupted(p):
         raise KeyboardInterrupt  # Ctrl-C: stop the comparison, do not go on to the others
     detail = "; ".join(f"{sp.sensitive}: Q = {{{', '.join(sp.quilt)}}}, "
-                       f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale)}"
+                       f"e = {fmt_influence(sp.influence)}, b = {_fmt(sp.scale, rounding='up')}"
                        for sp in p.sensitive)
     detail += " (optimal over all quilts)" if p.optimal else " (optimality NOT proven)"
     return _row(entry.name, apmqm, "(eps, 0)-distributional attribute privacy (Theorem 4)",
@@ -214,7 +216,7 @@ def _group_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
     cal = m.calibration
     return _row(entry.name, m, "(eps, 0) for any change of the whole dataset",
                 f"every record may change: Delta = {_fmt(cal.sensitivity)}, "
-                f"scale = Delta / eps = {_fmt(cal.scale)}")
+                f"scale = Delta / eps = {_fmt(cal.scale, rounding='up')}")
 
 
 def _wasserstein_row(entry: MechanismEntry, c: _Compared) -> MechanismRow:
@@ -346,7 +348,7 @@ def _mqm_row(theta: Any, query: Query, sens: tuple[str, ...], eps: float,
     return _row("mqm", m, "(eps, 0)-Pufferfish privacy of every protected value "
                 "([SWC17], Theorem 4.3)",
                 f"{d.get('family')} family, b = L max_i |N(Q_i) & A| / (eps - e(Q_i|Y_i)) "
-                f"= {_fmt(m.calibration.scale)} (set by {d.get('binding')!r})"
+                f"= {_fmt(m.calibration.scale, rounding='up')} (set by {d.get('binding')!r})"
                 + ("" if d.get("optimal") else " (optimality NOT proven)"))
 
 

@@ -197,10 +197,12 @@ class Fragility(JSONResult):
                     lines.append("    the quilt needs no noise: after the change this "
                                  "attribute needs another quilt"
                                  + ("" if r.replanned_scale is None else
-                                    f"; the plan's scale goes from {fmt_number(self.scale)} "
+                                    "; the plan's scale goes from "
+                                    f"{fmt_number(self.scale, rounding='up')} "
                                     f"to {fmt_number(r.replanned_scale)}"))
                 elif r.replanned_scale is not None:
-                    lines.append(f"    the plan's scale goes from {fmt_number(self.scale)} to "
+                    lines.append("    the plan's scale goes from "
+                                 f"{fmt_number(self.scale, rounding='up')} to "
                                  f"{fmt_number(r.replanned_scale)}")
                 continue
             why = ("the time limit cut the test short" if not r.complete else

@@ -266,7 +266,8 @@ class MQMPlan:
     def explain(self) -> str:
         lines = [
             f"Markov Quilt Mechanism ([ZOC22, Alg. 5]): epsilon = {_fmt(self.epsilon)}, L = "
-            f"{_fmt(self.lipschitz)}, Laplace scale L * max_i b_i = {_fmt(self.scale)} "
+            f"{_fmt(self.lipschitz)}, Laplace scale L * max_i b_i = "
+            f"{_fmt(self.scale, rounding='up')} "
             f"(set by {self.binding!r})",
             f"quilt family searched: {self.family} "
             f"({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
@@ -274,7 +275,7 @@ class MQMPlan:
         for ns in self.nodes:
             lines.append(
                 f"  {ns.node}: Q = {_set(ns.quilt)}, |N & read| = {ns.nearby_count}, "
-                f"e = {_fmt(ns.influence)}, b = {_fmt(ns.scale)}")
+                f"e = {_fmt(ns.influence)}, b = {_fmt(ns.scale, rounding='up')}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 

@@ -155,7 +155,7 @@ def _price_words(sensitive: str, nearby_attributes: Sequence[str], influence: fl
     return (f"the query reads nearby {fmt_set(nearby_attributes)}, Delta_{{A&N}} F = "
             f"{fmt_number(sensitivity)}, scale = {fmt_number(sensitivity)} / "
             f"({fmt_number(epsilon)} - "
-            f"{fmt_number(influence)}) = {fmt_number(scale)}")
+            f"{fmt_number(influence)}) = {fmt_number(scale, rounding='up')}")
 
 
 @dataclass(frozen=True)

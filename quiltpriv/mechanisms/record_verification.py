@@ -292,8 +292,9 @@ def _calibration_check(rec: Mapping[str, Any], plan: Plan) -> RecordCheck:
     want = plan.calibration.to_dict()
     bad = _differences(rec.get("calibration"), want, ("noise", "scale", *_CALIBRATION_KEYS))
     if bad is None:
-        return RecordCheck("calibration", True, f"Laplace scale b = {fmt_number(plan.scale)}, "
-                                                f"set by {want.get('binding')!r}")
+        return RecordCheck("calibration", True, "Laplace scale b = "
+                           f"{fmt_number(plan.scale, rounding='up')}, set by "
+                           f"{want.get('binding')!r}")
     return RecordCheck("calibration", False,
                        f"the record's calibration is not its plan's ({bad})")
 

@@ -189,7 +189,8 @@ def group_dp_mechanism(query: Query, epsilon: float, *, delta: float | None = No
         res = group_laplace(d, n, epsilon)
         cal = Calibration("laplace", res.scale, res.group_sensitivity,
                           f"[ZOC22, Ex. 2]: group privacy over all n records, b = n Delta / eps "
-                          f"= {n} x {_fmt(d)} / {_fmt(res.epsilon)} = {_fmt(res.scale)}",
+                          f"= {n} x {_fmt(d)} / {_fmt(res.epsilon)} = "
+                          f"{_fmt(res.scale, rounding='up')}",
                           {"per_record_sensitivity": d, "records": n})
         name = "group DP Laplace"
     else:
@@ -201,7 +202,7 @@ def group_dp_mechanism(query: Query, epsilon: float, *, delta: float | None = No
         cal = Calibration("gaussian", res.scale, res.group_sensitivity,
                           f"{cite}: Gaussian mechanism ({calibration}) for the L2 sensitivity "
                           f"n Delta = {n} x {_fmt(d)} of a change of every record: sigma = "
-                          f"{_fmt(res.scale)}",
+                          f"{_fmt(res.scale, rounding='up')}",
                           {"per_record_sensitivity": d, "records": n,
                            "calibration": calibration})
         name = "group DP Gaussian"
@@ -234,7 +235,8 @@ def network_wasserstein_mechanism(theta: Any, query: Query, sensitive: str | Ite
     bound = "W" if r.exact else "W (a proven upper bound of the supremum)"
     cal = Calibration("laplace", r.scale, r.sensitivity,
                       f"[ZOC22, Alg. 4]: b = {bound} / eps = {_fmt(r.sensitivity)} / "
-                      f"{_fmt(r.epsilon)} = {_fmt(r.scale)}, W the largest infinity-Wasserstein "
+                      f"{_fmt(r.epsilon)} = {_fmt(r.scale, rounding='up')}, W the largest "
+                      "infinity-Wasserstein "
                       "distance between the laws of the count given two values of a sensitive "
                       "parameter", {"exact": bool(r.exact)})
     g = Guarantee("distributional attribute privacy", r.epsilon, 0.0, (
@@ -260,7 +262,7 @@ def wasserstein_laws_mechanism(result: WassersteinResult, query: Query, *,
     cal = Calibration("laplace", result.scale, result.sensitivity,
                       f"[ZOC22, Alg. 4]: b = W / eps = {_fmt(result.sensitivity)} / "
                       f"{_fmt(result.epsilon)} = "
-                      f"{_fmt(result.scale)}", {"exact": bool(result.exact)})
+                      f"{_fmt(result.scale, rounding='up')}", {"exact": bool(result.exact)})
     g = Guarantee(kind, result.epsilon, result.delta,  # type: ignore[arg-type]
                   ("the given laws are the laws of the query's value given each secret",
                    *result.notes), tuple(sensitive))
@@ -299,7 +301,7 @@ def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | Non
                       f"[ZOC22, Alg. 5] ([SWC17]): b = L max_i |N(Q_i) & A| / (eps - "
                       f"e(Q_i|Y_i)), A the entries F reads, set by {b.node!r}: {_fmt(lip)} x "
                       f"{b.nearby_count} / ({_fmt(p.epsilon)} - {_fmt(b.influence)}) = "
-                      f"{_fmt(p.scale)}",
+                      f"{_fmt(p.scale, rounding='up')}",
                       {"binding": b.node, "binding_influence": b.influence, "lipschitz": lip,
                        "nearby": b.nearby_count})
     g = Guarantee("pufferfish (Markov quilt)", p.epsilon, 0.0, (
@@ -327,7 +329,8 @@ def apgm_mechanism(result: APGMResult, query: Query) -> QueryMechanism:
     sens = max(result.sensitivity.values(), default=0.0)
     cal = Calibration("gaussian", result.sigma, sens,
                       f"[ZOC22, Alg. 1]: sigma^2 = max(0, max_i (c Delta_i / eps)^2 - min Var(F "
-                      f"| g_i)) ({result.calibration} c), sigma = {_fmt(result.sigma)}",
+                      f"| g_i)) ({result.calibration} c), sigma = "
+                      f"{_fmt(result.sigma, rounding='up')}",
                       {"calibration": result.calibration})
     g = Guarantee("dataset attribute privacy", result.epsilon, result.delta, tuple(result.notes),
                   tuple(str(k) for k in result.sensitivity))
@@ -362,7 +365,8 @@ def distribution_privacy_mechanism(result: DistributionPrivacyResult,
                              f"{' in several dimensions' if m > 1 else ''}, which the protocol's "
                              "one-scale release cannot draw; use result.release(value)")
     cal = Calibration(noise, scale, result.sensitivity,  # type: ignore[arg-type]
-                      f"[CO23] {result.mechanism}: scale {_fmt(scale)} for the distance "
+                      f"[CO23] {result.mechanism}: scale {_fmt(scale, rounding='up')} for the "
+                      "distance "
                       f"{_fmt(result.sensitivity)} ({'; '.join(result.notes) or 'see details'})")
     g = Guarantee("distribution privacy", result.epsilon, result.delta, tuple(result.assumptions))
     return QueryMechanism("distribution privacy", query, g, cal, query_fingerprint(query, []),

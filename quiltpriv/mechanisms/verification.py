@@ -274,7 +274,7 @@ class PlanVerification:
                 else f"plan FAILED verification: {self.failure}")
         lines = [head,
                  f"APMQM, epsilon = {fmt_number(p.epsilon)}, Laplace scale b = "
-                 f"{fmt_number(p.scale)} "
+                 f"{fmt_number(p.scale, rounding='up')} "
                  f"({'optimal over all quilts' if p.optimal else 'optimality not claimed'})",
                  f"protects {_protected(p)}; "
                  f"model {p.model_fingerprint[:16]}...; "
@@ -289,7 +289,7 @@ class PlanVerification:
                     fmt_number(c.influence) + ("" if c.influence_exact else " (bound)"))
                 rows.append((c.sensitive, fmt_set(c.quilt), fmt_number(c.stated_influence), infl,
                              fmt_number(c.stated_sensitivity), fmt_number(c.stated_scale),
-                             "-" if c.scale is None else fmt_number(c.scale),
+                             "-" if c.scale is None else fmt_number(c.scale, rounding='up'),
                              "-" if c.least_scale is None else fmt_number(c.least_scale),
                              "OK" if c.ok else "FAILED"))
             lines += text_table(header, rows)
@@ -766,8 +766,8 @@ class ModelComparison(JSONResult):
         lines.append(f"re-planned under this model: b = {fmt_number(self.needed_scale)}"
                      f"{'' if self.needed_optimal else ' (not proven least)'}; the published "
                      f"b = {fmt_number(self.published_scale)} {verdict}")
-        rows = [(node, fmt_set(r["quilt"]), fmt_number(r["scale"]), fmt_set(r["needed_quilt"]),
-                 fmt_number(r["needed_scale"]))
+        rows = [(node, fmt_set(r["quilt"]), fmt_number(r["scale"], rounding="up"),
+                 fmt_set(r["needed_quilt"]), fmt_number(r["needed_scale"], rounding="up"))
                 for node, r in self.per_attribute.items()]
         lines.append("")
         lines += text_table(("sensitive", "published quilt", "scale", "re-planned quilt",

@@ -228,7 +228,8 @@ def attestation_html(a: Mapping[str, Any]) -> str:
                         for k, v in au["per_attribute"].items())
         rows.append(_row("exact audit", escape(
             f"{au['verdict']}: worst-case loss {fmt_number(au['loss'])} against eps "
-            f"{fmt_number(au['epsilon'])} at scale {fmt_number(au['scale'])} (per attribute: "
+            f"{fmt_number(au['epsilon'])} at scale {fmt_number(au['scale'], rounding='up')} (per "
+            "attribute: "
             f"{per}); "
             f"{au['least_scale_text']}")))
     else:

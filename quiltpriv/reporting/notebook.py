@@ -77,8 +77,8 @@ def comparison_html(comparison: Comparison) -> str:
     rows = "".join(
         f"<tr{mark if r is best else ''}><td>{escape(r.mechanism)}</td>"
         f"<td>{escape(r.noise or '-')}</td>"
-        f"<td>{escape('-' if r.scale is None else fmt_number(r.scale))}</td>"
-        f"<td>{escape('-' if r.std is None else fmt_number(r.std))}</td>"
+        f"<td>{escape('-' if r.scale is None else fmt_number(r.scale, rounding='up'))}</td>"
+        f"<td>{escape('-' if r.std is None else fmt_number(r.std, rounding='up'))}</td>"
         f"<td>{escape(r.guarantee if r.applicable else 'not applicable')}</td>"
         f"<td>{escape(r.detail)}</td></tr>" for r in comparison.rows)
     least = "" if best is None else (f"; least noise: <b>{escape(best.mechanism)}</b> "
@@ -101,7 +101,7 @@ def release_html(release: Release) -> str:
         " <b>(seeded: reproducible and NOT secure; experiments only)</b>")
     return (f"<div class=\"quiltpriv-release\"><p><b>Release</b>: value "
             f"<code>{escape(json.dumps(value))}</code>, noise scale "
-            f"{escape(fmt_number(release.scale))}, "
+            f"{escape(fmt_number(release.scale, rounding='up'))}, "
             f"sampler {escape(release.sampler)}, secure: {'yes' if release.secure else 'no'}"
             f"{'' if release.seed is None else ', seed ' + escape(release.seed)}{warn}</p>"
             f"{plan_html(release.plan)}</div>")
@@ -149,7 +149,7 @@ def sensitive_plan_html(sp: SensitivePlan) -> str:
         ("remote R", _html_shown(sp.remote, None)),
         ("max-influence e(Q | i)", escape(fmt_influence(sp.influence)) + where + bound),
         ("\u0394<sub>A\u2229N</sub> F", escape(_fmt(sp.sensitivity))),
-        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale))),
+        ("Laplace scale b<sub>i</sub>", escape(_fmt(sp.scale, rounding='up'))),
         ("quilts evaluated", escape(sp.quilts_considered)),
         ("optimal", escape(sp.status.describe())),
     ])
@@ -166,7 +166,7 @@ def plan_html(plan: Plan) -> str:
         f"<td>{_html_shown(sp.remote, None)}</td>"
         f"<td>{escape(fmt_influence(sp.influence))}</td>"
         f"<td>{escape(_fmt(sp.sensitivity))}</td>"
-        f"<td>{escape(_fmt(sp.scale))}</td>"
+        f"<td>{escape(_fmt(sp.scale, rounding='up'))}</td>"
         f"<td>{escape(status_word(sp))}</td></tr>"
         for sp in plan.sensitive)
     notes = "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
@@ -174,7 +174,7 @@ def plan_html(plan: Plan) -> str:
         "<p>" + badge(False, "", escape(UNVERIFIED_NOTE)) + "</p>")
     return (f"<div class=\"quiltpriv-plan\"><p><b>APMQM plan</b>: \u03b5 = "
             f"{escape(f'{_fmt(plan.epsilon)}')}, Laplace scale b = "
-            f"<b>{escape(_fmt(plan.scale))}</b> "
+            f"<b>{escape(_fmt(plan.scale, rounding='up'))}</b> "
             f"({'optimal over all quilts' if plan.optimal else 'optimality NOT proven'}); "
             f"|\u0398| = {plan.theta_size}<br>query: {query_html(plan.query)}</p>"
             "<table><thead><tr><th>sensitive</th><th>Q</th><th>N</th><th>R</th>"

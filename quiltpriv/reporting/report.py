@@ -319,12 +319,15 @@ def why_chosen(chosen: Candidate, ranked: list[Candidate], optimal: bool) -> str
     if better:
         b = better[0]
         return (f"The plan's search was {'exact' if optimal else 'stopped early'}, yet candidate "
-                f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale ({_fmt(b.scale or 0)}"
-                f" < {_fmt(chosen.scale or 0)}); the plan remains private but not least-noise.")
+                f"Q = {_set(b.quilt.quilt)} listed here has a smaller scale "
+                f"({_fmt(b.scale or 0, rounding='up')}"
+                f" < {_fmt(chosen.scale or 0, rounding='up')}); the plan remains private but not "
+                "least-noise.")
     ties = [c for c in rated if c is not chosen and chosen.scale is not None
             and c.scale is not None and is_tie(c.scale, chosen.scale)]
     name = "the trivial quilt" if chosen.quilt.is_trivial else f"Q = {_set(chosen.quilt.quilt)}"
-    text = (f"{name} wins because it has the least Laplace scale b = {_fmt(chosen.scale or 0)} "
+    text = (f"{name} wins because it has the least Laplace scale b = "
+            f"{_fmt(chosen.scale or 0, rounding='up')} "
             f"of the {len(rated)} candidates evaluated")
     if ties:
         tie_e = min(c.influence or 0.0 for c in ties)
@@ -535,7 +538,7 @@ def _sensitive_section(theta: Theta, sp: Any, chosen_q: Quilt, shown: list[Candi
         ("remote R", _sset(chosen_q.remote)),
         ("max-influence e(Q | i)", _e(fmt_influence(sp.influence)) + where),
         ("\u0394<sub>A\u2229N</sub> F", _e(_fmt(sp.sensitivity))),
-        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale))),
+        ("Laplace scale b<sub>i</sub>", _e(_fmt(sp.scale, rounding='up'))),
         ("optimal", _badge(sp.optimal, "proven least over all quilts", "not proven")),
     ])
     return (

@@ -119,3 +119,24 @@ def test_fmt_number_is_the_g_format_it_replaced():
         for d in (3, 6, 9, 12, 17):
             assert fmt_number(x, d) == f"{x:.{d}g}"
     assert fmt_number(float("inf")) == "inf" and fmt_number(None) == "-"
+
+
+def test_printed_scales_never_read_below_the_scale():
+    """The explanations of a plan, of the comparison and of MQM show scales rounded up."""
+    import re as _re
+
+    import quiltpriv as qp
+    from quiltpriv.mechanisms.compare import compare
+
+    theta = qp.load_model("student")
+    query = qp.CountQuery(["income"], records=7, where="income == 1",
+                          domain={"income": (0, 1)})
+    plan = qp.plan(theta, query, "sat", epsilon=0.7)
+    # the scale is 10.000000000000002 (rounded up on the way): the nearest 6 digits, "10",
+    # would read back below it
+    assert plan.scale > 10 and fmt_number(plan.scale) == "10"
+    shown = _re.search(r"Laplace scale b = ([0-9.e+-]+)", plan.explain())
+    assert shown is not None and float(shown.group(1)) >= plan.scale
+    table = compare(theta, query, "sat", 0.7).explain()
+    row = next(line for line in table.splitlines() if line.startswith("APMQM"))
+    assert float(row.split()[2]) >= plan.scale

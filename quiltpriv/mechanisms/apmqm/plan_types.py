@@ -260,7 +260,7 @@ class Plan:
             why = (f"[ZOC22, Alg. 3]: b = max over sensitive i of Delta_{{A&N}} F / (eps - "
                    f"e(Q|i)), set by {b.sensitive!r}: {_fmt(b.sensitivity)} / "
                    f"({_fmt(self.epsilon)} - "
-                   f"{_fmt(b.influence)}) = {_fmt(self.scale)}")
+                   f"{_fmt(b.influence)}) = {_fmt(self.scale, rounding='up')}")
         return Calibration("laplace", self.scale, b.sensitivity, why, {
             "binding": b.sensitive, "binding_influence": b.influence,
             "binding_sensitivity": b.sensitivity,
@@ -332,7 +332,8 @@ class Plan:
     def explain(self) -> str:
         """A readable table and one paragraph per sensitive attribute."""
         lines = [
-            f"APMQM plan: epsilon = {_fmt(self.epsilon)}, Laplace scale b = {_fmt(self.scale)}"
+            f"APMQM plan: epsilon = {_fmt(self.epsilon)}, Laplace scale b = "
+            f"{_fmt(self.scale, rounding='up')}"
             f" ({'optimal over all quilts' if self.optimal else 'optimality NOT proven'})",
             f"query: {_describe_query(self.query)}; |Theta| = {self.theta_size}",
             "",
@@ -343,7 +344,7 @@ class Plan:
                   "scale", "quilts", "optimal")
         rows = [(sp.sensitive, _set(sp.quilt), shown_set(sp.nearby, sp.nearby_attributes),
                  shown_set(sp.remote, None),
-                 fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale),
+                 fmt_influence(sp.influence), _fmt(sp.sensitivity), _fmt(sp.scale, rounding='up'),
                  str(sp.quilts_considered), status_word(sp)) for sp in self.sensitive]
         lines += _table(header, rows)
         lines.append("")
@@ -386,7 +387,7 @@ def _run_lines(p: Plan) -> list[str]:
     header = ("sensitive steps", "quilt Q", "influence", "Delta_{A&N}", "scale", "quilts",
               "optimal")
     rows = [(steps.run_label(r), steps.run_quilt(r), fmt_influence(r.influence),
-             _fmt(r.sensitivity), _fmt(r.scale), str(r.considered),
+             _fmt(r.sensitivity), _fmt(r.scale, rounding='up'), str(r.considered),
              "yes" if r.optimal else "not proven") for r in steps.runs]
     lines = [steps.describe()]
     lines += _table(header, rows)
