@@ -55,14 +55,16 @@ def run(name: str, args: list[str], tmp: Path) -> str:
 
 
 def close_to_printed(printed: str, value: float) -> bool:
-    """``value`` rounds to ``printed`` (a %g or fixed-point text), within its last digit."""
+    """``value`` rounds to ``printed`` (a %g or fixed-point text), within its last digit: to the
+    nearest, or upwards (``fmt_number(..., rounding="up")`` prints a scale so that it never
+    reads below the scale drawn: up to one unit of the last digit above)."""
     p = float(printed)
     digits = printed.split("e")[0]
     last = 10.0 ** -(len(digits.split(".")[1]) if "." in digits else 0)
     if "e" in printed:
         last *= 10.0 ** int(printed.split("e")[1])
-    return abs(p - value) <= last * 0.5000001 + 1e-12 or \
-        math.isclose(p, value, rel_tol=5e-6)  # %g keeps 6 significant digits
+    return -(last * 0.5000001 + 1e-12) <= p - value <= last * 1.0000001 + 1e-12 or \
+        math.isclose(p, value, rel_tol=1e-5)  # %g keeps 6 significant digits
 
 
 # ---------------------------------------------------------------------------------------------
