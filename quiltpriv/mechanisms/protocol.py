@@ -608,9 +608,25 @@ class QueryMechanism:
                                else ident["fingerprint"]),
             booked=booked, seed=seed, ledger=ledger, budget=budget,
             allow_unproved=allow_unproved, noise=cal.noise, scale=cal.scale,
-            sensitivity=cal.sensitivity, guarantee_kind=self.guarantee.kind,
+            sensitivity=_sampler_sensitivity(cal), guarantee_kind=self.guarantee.kind,
             provenance=None if ident is None else ident.get("provenance"),
             no_noise=NO_NOISE, record=record)
+
+
+def _sampler_sensitivity(cal: Calibration) -> float:
+    """The sensitivity the noise sampler pays the grid's snapping against.
+
+    The calibration's own ``sensitivity``, or a smaller ``details["sampler_sensitivity"]``:
+    the inflation ``(Delta + g) / Delta`` of :func:`quiltpriv.mechanisms.noise.laplace_release`
+    is largest for the least ``Delta``, so a mechanism whose secrets have different
+    sensitivities (MQM: ``L |N_i & A|`` for each protected entry ``i``) names the least one
+    there. A larger or malformed value is ignored: this can only add noise.
+    """
+    given = (cal.details or {}).get("sampler_sensitivity")
+    if (isinstance(given, (int, float)) and not isinstance(given, bool)
+            and math.isfinite(given) and 0 < given < cal.sensitivity):
+        return float(given)
+    return cal.sensitivity
 
 
 #: The query definition's ``kind`` of a low-level release (a value the caller computed).

@@ -303,7 +303,12 @@ def mqm_mechanism(theta: Any, query: Query, sensitive: str | Iterable[str] | Non
                       f"{b.nearby_count} / ({_fmt(p.epsilon)} - {_fmt(b.influence)}) = "
                       f"{_fmt(p.scale, rounding='up')}",
                       {"binding": b.node, "binding_influence": b.influence, "lipschitz": lip,
-                       "nearby": b.nearby_count})
+                       "nearby": b.nearby_count,
+                       # The grid is paid against the least positive L |N_i & A| over the
+                       # protected entries, at least L (as MQMPlan.release does): paying it
+                       # against the binding entry's would under-noise an entry with fewer
+                       # nearby readings whose own b_i is close to the scale.
+                       "sampler_sensitivity": lip})
     g = Guarantee("pufferfish (Markov quilt)", p.epsilon, 0.0, (
         "the data are one realisation of the network's entries (one row, one column per "
         "node), drawn from it for some theta in Theta",

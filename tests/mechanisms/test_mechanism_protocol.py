@@ -428,3 +428,48 @@ def test_cli_compare_recommends_a_mechanism_release_can_run(tmp_path, capsys):
     assert d["calibration"]["scale"] == row["scale"] == row["calibration"]["scale"]
     assert main(args[:-1]) == 0
     assert "--mechanism wasserstein" in capsys.readouterr().out
+
+
+def test_mqm_pays_the_grid_against_the_least_nearby_sensitivity():
+    """The grid's snapping inflates the noise by (Delta + g) / Delta, which is largest for the
+    least Delta: every protected entry i needs b_i (Delta_i + g) / Delta_i with Delta_i = L
+    |N_i & A|, so the release pays it against L (|N_i & A| >= 1), not against the binding
+    entry's larger L |N & A| (the registry's release did, as the low-level MQMPlan.release
+    did not)."""
+    from fractions import Fraction
+
+    import quiltpriv as qp
+    from quiltpriv.mechanisms.protocol import _sampler_sensitivity
+
+    flip = [[0.9, 0.1], [0.1, 0.9]]
+    theta = qp.markov_chain(12, flip, [0.5, 0.5])
+    read = [f"X{i}" for i in range(1, 13)]
+    q = CountQuery(read, 1, where=" or ".join(f"{a} == 1" for a in read),
+                   domain={a: [0, 1] for a in read})
+    m = build_mechanism("mqm", theta, q, None, EPS)
+    cal = m.calibration
+    lip = cal.details["lipschitz"]
+    assert cal.details["nearby"] > 1 and cal.sensitivity == lip * cal.details["nearby"]
+    assert _sampler_sensitivity(cal) == lip
+    rec, _ = _quiet_release(m, pd.DataFrame({a: [i % 2] for i, a in enumerate(read)}), seed=3)
+    g, used = Fraction(rec.granularity), Fraction(rec.noise_scale_used)
+    p = markov_quilt_mechanism(theta, EPS, lipschitz=lip, read=read)
+    assert p.scale == cal.scale
+    for entry in p.nodes:  # every entry's own need, exactly (used is t g rounded to a float)
+        if entry.nearby_count:
+            d = Fraction(lip) * entry.nearby_count
+            assert used * (1 + Fraction(1, 2**52)) >= Fraction(entry.scale) * (d + g) / d
+    # the inflation is exactly the one for Delta = L
+    assert rec.noise_scale_used == pytest.approx(
+        float(Fraction(cal.scale) * (Fraction(lip) + g) / Fraction(lip)), rel=2**-52)
+
+
+@pytest.mark.parametrize("given", [None, "1", True, math.nan, math.inf, -1.0, 0.0, 5.0, 2.0])
+def test_a_sampler_sensitivity_can_only_lower_delta(given):
+    from quiltpriv.mechanisms.protocol import Calibration, _sampler_sensitivity
+
+    details = {} if given is None else {"sampler_sensitivity": given}
+    cal = Calibration("laplace", 4.0, 2.0, "why", details)
+    assert _sampler_sensitivity(cal) == 2.0
+    assert _sampler_sensitivity(Calibration("laplace", 4.0, 2.0, "why",
+                                            {"sampler_sensitivity": 0.5})) == 0.5
