@@ -1,6 +1,6 @@
 """The release record: what was released, when, by which tool, from which data and model.
 
-Every mechanism's release (:class:`quiltpriv.mechanisms.protocol.ReleaseRecord`, and
+Every mechanism's release (:class:`quiltpriv.releases.release_record.ReleaseRecord`, and
 :meth:`quiltpriv.mechanisms.apmqm_release.Release.to_dict`) is one JSON object of the stable,
 versioned format :data:`RELEASE_FORMAT` (``"quiltpriv-release/4"``; the JSON Schema is
 ``docs/release-record.schema.json``, described in ``docs/ledger.md``). Besides the released
