@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 
 from quiltpriv.errors import PlanError
+from quiltpriv.mechanisms.step_plans import _sequence_index
 
 #: NodeRun (a record the MQM searches build) and find_runs (fed their arrays) are internal:
 #: NodeRuns checks what it is given.
@@ -46,16 +47,6 @@ class NodeRun(NamedTuple):
     quilts_considered: int
     influence_member: str | None
     influence_pair: tuple[Any, Any] | None
-
-
-def _sequence_index(j: object, n: int) -> int:
-    """The position ``0 <= k < n`` of a whole-number index (negative from the end)."""
-    if isinstance(j, bool) or not isinstance(j, int | np.integer):
-        raise TypeError(f"entries are indexed by whole numbers, not {type(j).__name__}")
-    k = int(j) + n if j < 0 else int(j)
-    if not 0 <= k < n:
-        raise IndexError(j)
-    return k
 
 
 class NodeRuns(Sequence[Any]):
@@ -125,7 +116,7 @@ class NodeRuns(Sequence[Any]):
     def __getitem__(self, j: int | slice) -> Any:
         if isinstance(j, slice):
             return tuple(self[k] for k in range(*j.indices(len(self))))
-        k = _sequence_index(j, len(self))
+        k = _sequence_index(j, len(self), "entries")
         return self._make(self.runs[int(self._run_of[k])], k)
 
     def __iter__(self) -> Iterator[Any]:

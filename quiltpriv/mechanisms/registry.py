@@ -331,14 +331,7 @@ def apgm_mechanism(result: APGMResult, query: Query) -> QueryMechanism:
     if result.dimension != 1:
         raise QueryError("the protocol's APGM releases a scalar query; use result.release(value) "
                          "for a vector F")
-    sens = max(result.sensitivity.values(), default=0.0)
-    cal = Calibration("gaussian", result.sigma, sens,
-                      f"[ZOC22, Alg. 1]: sigma^2 = max(0, max_i (c Delta_i / eps)^2 - min Var(F "
-                      f"| g_i)) ({result.calibration} c), sigma = "
-                      f"{_fmt(result.sigma, rounding='up')}",
-                      {"calibration": result.calibration})
-    g = Guarantee("dataset attribute privacy", result.epsilon, result.delta, tuple(result.notes),
-                  tuple(str(k) for k in result.sensitivity))
+    g, cal, _ = result._terms()  # the same claims as the result's own release(value)
     return QueryMechanism("APGM", query, g, cal, query_fingerprint(query, []),
                           details=result.to_dict())
 

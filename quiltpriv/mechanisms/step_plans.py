@@ -74,12 +74,13 @@ def _ranges(positions: np.ndarray) -> list[list[int]]:
 
 
 
-def _sequence_index(j: object, n: int) -> int:
-    """The position ``0 <= k < n`` that a whole-number index ``j`` of a sequence of ``n`` step
-    plans names (negative from the end), as a tuple reads it: TypeError for anything but a
-    whole number (a bool included), IndexError outside the sequence."""
+def _sequence_index(j: object, n: int, what: str = "step plans") -> int:
+    """The position ``0 <= k < n`` that a whole-number index ``j`` of a sequence of ``n``
+    ``what`` (step plans, MQM entries) names (negative from the end), as a tuple reads it:
+    TypeError for anything but a whole number (a bool included), IndexError outside the
+    sequence."""
     if isinstance(j, bool) or not isinstance(j, int | np.integer):
-        raise TypeError(f"step plans are indexed by whole numbers, not {type(j).__name__}")
+        raise TypeError(f"{what} are indexed by whole numbers, not {type(j).__name__}")
     k = int(j) + n if j < 0 else int(j)
     if not 0 <= k < n:
         raise IndexError(j)
